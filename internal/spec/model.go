@@ -1,0 +1,181 @@
+package spec
+
+import (
+	"fmt"
+	"time"
+)
+
+// Version is the only spec format version this lockgen reads.
+const Version = 1
+
+// DefaultOutput is the generated file's name when the spec sets no output.
+const DefaultOutput = "lockgen.gen.go"
+
+// Pos is a position in a spec file. Line and Col are 1-based.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
+
+// Spec is a validated lockgen spec. Every object list is sorted by Name.
+type Spec struct {
+	File      string // the path the spec was read from, as given
+	Version   int
+	Package   string // Go package name of the generated file
+	Namespace string // first segment of every key
+	Output    string // generated file name, relative to the spec's directory
+	Defaults  Defaults
+
+	Locks      []*Lock
+	Semaphores []*Semaphore
+	Latches    []*Latch
+	Limiters   []*Limiter
+	Queues     []*Queue
+}
+
+// Defaults apply to every object that does not set the field itself.
+type Defaults struct {
+	Lease time.Duration // default 30s
+	Wait  time.Duration // default 10s
+}
+
+// Object is what every declared object has.
+type Object struct {
+	Name        string // exported Go name, unique across the spec
+	Description string // becomes the doc comment; may be empty
+	Pos         Pos    // position of the name
+	Key         Key
+}
+
+// Key is an object's key pattern with its typed params.
+type Key struct {
+	Pattern string
+	Pos     Pos // position of the pattern's value
+	// Literals has len(Params)+1 elements: the text around the placeholders
+	// (see keys.Pattern).
+	Literals []string
+	Params   []Param // in placeholder order, which is the Go argument order
+}
+
+// Param is one typed key parameter.
+type Param struct {
+	Name string
+	Type ParamType
+	Pos  Pos // position of the type
+}
+
+// ParamType is a param's Go type: a basic type (int, int8..int64,
+// uint..uint64, string) or a named type from a Go package
+// ("github.com/acme/shop/ids.TenantID") whose underlying type is basic.
+type ParamType struct {
+	Basic      string // "int64", "string", ...; for named types the underlying type once resolved, else ""
+	ImportPath string // for named types
+	TypeName   string // for named types
+}
+
+// Named reports whether the type is a named type from a package.
+func (t ParamType) Named() bool { return t.ImportPath != "" }
+
+func (t ParamType) String() string {
+	if t.Named() {
+		return t.ImportPath + "." + t.TypeName
+	}
+	return t.Basic
+}
+
+// LockKind is a lock's kind.
+type LockKind string
+
+// The lock kinds of spec version 1.
+const (
+	Reentrant LockKind = "reentrant"
+	Fair      LockKind = "fair"
+	ReadWrite LockKind = "readwrite"
+	Fenced    LockKind = "fenced"
+	Simple    LockKind = "simple"
+	RedLock   LockKind = "redlock"
+)
+
+// LockKinds lists every lock kind, in the order the docs give them.
+var LockKinds = []LockKind{Reentrant, Fair, ReadWrite, Fenced, Simple, RedLock}
+
+// Lock is an entry of locks:.
+type Lock struct {
+	Object
+	Kind    LockKind
+	KindPos Pos
+	Lease   time.Duration // TTL on the key while held
+	Renew   bool          // the watchdog extends the lease while held
+	Wait    time.Duration // default wait of Lock
+}
+
+// Semaphore is an entry of semaphores:.
+type Semaphore struct {
+	Object
+	Permits int
+	Lease   time.Duration
+	Renew   bool
+	Wait    time.Duration
+}
+
+// Latch is an entry of latches:.
+type Latch struct {
+	Object
+	Count  int
+	Expire time.Duration // how long a latch key lives after it was set; default 24h
+}
+
+// Limiter algorithms.
+const (
+	GCRA          = "gcra"
+	TokenBucket   = "token-bucket"
+	SlidingWindow = "sliding-window"
+)
+
+// Limiter scopes.
+const (
+	ScopeOverall   = "overall"
+	ScopePerClient = "per-client"
+)
+
+// Limiter is an entry of limiters:.
+type Limiter struct {
+	Object
+	Algorithm string
+	Rate      int
+	Per       time.Duration
+	Burst     int
+	Scope     string
+}
+
+// Queue is an entry of queues:.
+type Queue struct {
+	Object
+	Payload    PayloadType
+	PayloadPos Pos
+	Codec      string // "json" (default)
+	Delay      bool
+	Reliable   *Reliable // nil when not reliable
+}
+
+// PayloadType names a Go type by import path.
+type PayloadType struct {
+	ImportPath string // "" for a predeclared type such as string or []byte
+	TypeName   string
+}
+
+func (t PayloadType) String() string {
+	if t.ImportPath == "" {
+		return t.TypeName
+	}
+	return t.ImportPath + "." + t.TypeName
+}
+
+// Reliable configures acknowledged delivery.
+type Reliable struct {
+	Visibility    time.Duration
+	MaxDeliveries int
+}

@@ -1,0 +1,58 @@
+// Package templates holds lockgen's Lua scripts, one file per script, and
+// says which scripts implement which object kind.
+//
+// Calling convention of the lock scripts (every lock kind follows it, so the
+// runtime drives them the same way):
+//
+//	acquire(KEYS[1]=lock; ARGV: lease ms, owner) -> {1, holds} | {0, pttl} | {-1, pttl} (held by this owner, not reentrant)
+//	release(KEYS[1]=lock; ARGV: owner, lease ms, channel) -> -1 not held | n > 0 holds left | 0 released and published
+//	renew(KEYS[1]=lock; ARGV: lease ms, owner) -> 1 renewed | 0 not held
+//	force_unlock(KEYS[1]=lock; ARGV: channel) -> 1 deleted | 0 not held
+package templates
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+)
+
+//go:embed *.lua
+var files embed.FS
+
+// LockSet names the scripts of one lock kind.
+type LockSet struct {
+	Acquire, Release, Renew, ForceUnlock string
+}
+
+// Names returns the set's script names in a fixed order.
+func (s LockSet) Names() []string {
+	return []string{s.Acquire, s.Release, s.Renew, s.ForceUnlock}
+}
+
+// Locks maps each implemented lock kind (as written in a spec) to its scripts.
+var Locks = map[string]LockSet{
+	"reentrant": {Acquire: "reentrant_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock"},
+	"simple":    {Acquire: "simple_acquire", Release: "simple_release", Renew: "simple_renew", ForceUnlock: "force_unlock"},
+}
+
+// Source returns the Lua source of the named script (without ".lua").
+func Source(name string) (string, error) {
+	b, err := files.ReadFile(name + ".lua")
+	if err != nil {
+		return "", fmt.Errorf("templates: no script %q", name)
+	}
+	return string(b), nil
+}
+
+// Names returns the names of every script, sorted.
+func Names() []string {
+	entries, _ := fs.ReadDir(files, ".")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".lua"))
+	}
+	sort.Strings(names)
+	return names
+}
