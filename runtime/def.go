@@ -75,3 +75,7 @@ type KeyDef struct {
 func (k *KeyDef) Key(values ...string) string {
 	return keys.Build(k.Namespace, k.Object, k.Literals, values...)
 }
+
+// Version is the version of lockgen and of this runtime; they are released
+// together.
+const Version = "v0.1.0"
