@@ -2,28 +2,92 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Client is the runtime's handle on Redis: one per process and Redis
-// deployment. It owns a watchdog and a pub/sub hub.
+// Client is the runtime's handle on one Redis deployment: a single node,
+// Sentinel or Cluster, through redis.UniversalClient. Create one per process
+// and deployment and share it: it owns one watchdog goroutine that renews
+// every lock it holds and one pub/sub connection on which all its waiters
+// wait. It is safe for concurrent use.
 type Client struct {
 	rdb redis.UniversalClient
+	id  string
+	seq atomic.Uint64
+
+	wd  *watchdog
+	hub *hub
+
+	closeOnce sync.Once
 }
 
-// New returns a client over rdb.
-func New(rdb redis.UniversalClient) *Client { return &Client{rdb: rdb} }
+// Option configures a Client.
+type Option func(*Client)
 
-// Lock returns the lock with the given definition and key.
-func (c *Client) Lock(def *LockDef, key string) *Lock { return &Lock{c: c, def: def, key: key} }
+// WithID sets the client's id, the prefix of every owner id it creates.
+// It must be unique among the clients of one Redis deployment; the default
+// is 16 random bytes in hex.
+func WithID(id string) Option { return func(c *Client) { c.id = id } }
 
-// Preload loads scripts on every primary.
-func (c *Client) Preload(ctx context.Context, scripts ...*Script) error { return nil }
+// New returns a client over rdb. It does not contact Redis. Close it to
+// stop its watchdog and pub/sub connection; rdb stays open.
+func New(rdb redis.UniversalClient, opts ...Option) *Client {
+	c := &Client{rdb: rdb}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.id == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		c.id = hex.EncodeToString(b[:])
+	}
+	c.wd = newWatchdog(c)
+	c.hub = newHub(rdb)
+	return c
+}
 
-// Lock is a distributed lock.
-type Lock struct {
-	c   *Client
-	def *LockDef
-	key string
+// ID returns the client's id.
+func (c *Client) ID() string { return c.id }
+
+// Redis returns the client's Redis connection.
+func (c *Client) Redis() redis.UniversalClient { return c.rdb }
+
+// Close stops renewing: the contexts of the leases still held are
+// cancelled with ErrClosed and their locks expire after their lease unless
+// unlocked. Waiters return ErrClosed. Close does not close the Redis
+// connection it was given. It always returns nil; closing twice is a no-op.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.wd.close()
+		c.hub.close()
+	})
+	return nil
+}
+
+// newOwner returns a fresh owner id: the client id and a sequence number.
+func (c *Client) newOwner() string {
+	return c.id + ":" + strconv.FormatUint(c.seq.Add(1), 10)
+}
+
+type ownerKey struct{}
+
+// ownerFrom returns the owner id carried by ctx (set by a lease's
+// Context), or a fresh one.
+func (c *Client) ownerFrom(ctx context.Context) string {
+	if o, ok := ctx.Value(ownerKey{}).(string); ok {
+		return o
+	}
+	return c.newOwner()
+}
+
+// Lock returns the lock with the given definition (emitted by lockgen) and
+// key. It does not contact Redis.
+func (c *Client) Lock(def *LockDef, key string) *Lock {
+	return &Lock{c: c, def: def, key: key}
 }

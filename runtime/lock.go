@@ -1,0 +1,265 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lockgen/lockgen/internal/keys"
+)
+
+// Lock is one distributed lock: a generated constructor's result, such as
+// locks.Order(42). It is a small value that does not contact Redis until a
+// method is called; make as many as you like. Its kind (reentrant or
+// simple), lease, renewal and default wait come from the spec.
+//
+// Ownership is carried by the lease, not by the goroutine: Lock returns a
+// *Lease whose Context identifies its holder. Locking again with that
+// context (or one derived from it) re-enters a reentrant lock, from any
+// goroutine; each Lock needs its own Unlock.
+type Lock struct {
+	c   *Client
+	def *LockDef
+	key string
+}
+
+// Key returns the Redis key of the lock.
+func (l *Lock) Key() string { return l.key }
+
+// Name returns the lock's name in the spec.
+func (l *Lock) Name() string { return l.def.Name }
+
+func (l *Lock) channel() string { return keys.Sub(l.key, "ch") }
+
+// Lock acquires the lock, waiting while another owner holds it: until the
+// context's deadline when it has one, otherwise for the spec's default
+// wait. Waiting costs no Redis traffic: the waiter is woken by the
+// release's pub/sub message, with the holder's remaining lease as a
+// fallback timer.
+//
+// It returns ErrNotObtained when the wait ran out (also matching the
+// context's error when the context ended it), ErrNotReentrant when a
+// simple lock is already held by the owner in ctx, ErrClosed after the
+// client was closed, or a Redis error.
+func (l *Lock) Lock(ctx context.Context) (*Lease, error) {
+	if _, ok := ctx.Deadline(); ok {
+		return l.acquire(ctx, -1)
+	}
+	return l.acquire(ctx, l.def.Wait)
+}
+
+// TryLock acquires the lock, waiting at most wait (0: try once) and no
+// longer than the context allows. It returns the errors Lock returns, and
+// ErrInvalidArgument for a negative wait.
+func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (*Lease, error) {
+	if wait < 0 {
+		return nil, fmt.Errorf("%w: negative wait %v", ErrInvalidArgument, wait)
+	}
+	return l.acquire(ctx, wait)
+}
+
+// acquire takes the lock; wait < 0 means as long as ctx allows.
+func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Lease, error) {
+	owner := l.c.ownerFrom(ctx)
+	le, ttl, err := l.attempt(ctx, owner)
+	if le != nil || err != nil {
+		return le, err
+	}
+	if wait == 0 {
+		return nil, ErrNotObtained
+	}
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if wait > 0 {
+		wctx, cancel = context.WithTimeout(ctx, wait)
+	}
+	defer cancel()
+	sub, err := l.c.hub.subscribe(wctx, l.channel())
+	if err != nil {
+		return nil, waitError(ctx, err)
+	}
+	defer l.c.hub.unsubscribe(sub)
+	// Join the queue before trying, so that a release published after
+	// the attempt wakes us.
+	w := l.c.hub.join(sub)
+	defer func() { l.c.hub.leave(sub, w, le != nil) }()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		le, ttl, err = l.attempt(ctx, owner)
+		if le != nil || err != nil {
+			return le, err
+		}
+		timer.Reset(fallback(ttl))
+		select {
+		case <-w.signal:
+		case <-timer.C:
+		case <-l.c.hub.closedCh():
+			return nil, ErrClosed
+		case <-wctx.Done():
+			return nil, waitError(ctx, wctx.Err())
+		}
+	}
+}
+
+// fallback is how long a waiter sleeps when no release message comes: the
+// holder's remaining lease (the key expires then), or a second for a key
+// without a TTL that someone else wrote.
+func fallback(pttl time.Duration) time.Duration {
+	switch {
+	case pttl == -2*time.Millisecond: // gone between the calls: retry now
+		return 0
+	case pttl < 0:
+		return time.Second
+	}
+	return pttl
+}
+
+// waitError wraps the end of a wait: ErrNotObtained, and the caller's
+// context error when it was the caller's context that ended.
+func waitError(ctx context.Context, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ErrNotObtained, context.Cause(ctx))
+	}
+	return ErrNotObtained
+}
+
+// attempt runs the acquire script once. It returns a lease when the lock
+// was taken, or the holder's remaining TTL.
+func (l *Lock) attempt(ctx context.Context, owner string) (*Lease, time.Duration, error) {
+	if err := l.c.checkOpen(); err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	// The attempt is not cut short by ctx: a script that ran in Redis
+	// while its reply was abandoned would hold the lock for a whole lease
+	// with nobody to release it. go-redis' read timeout bounds it.
+	res, err := l.c.eval(context.WithoutCancel(ctx), l.def.Scripts.Acquire, []string{l.key}, l.def.Lease.Milliseconds(), owner).Int64Slice()
+	if err != nil {
+		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
+	}
+	if len(res) != 2 {
+		return nil, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", l.key, res)
+	}
+	switch res[0] {
+	case 1:
+		le, err := l.newLease(ctx, owner, start)
+		return le, 0, err
+	case -1:
+		return nil, 0, ErrNotReentrant
+	}
+	return nil, time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// ForceUnlock deletes the lock whoever holds it and wakes its waiters; the
+// holder's lease is cancelled with ErrLockLost at its next renewal. It
+// reports whether the lock was held, or returns a Redis error.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, []string{l.key}, l.channel()).Int()
+	if err != nil {
+		return false, fmt.Errorf("lockgen: force-unlocking %s: %w", l.key, err)
+	}
+	return n == 1, nil
+}
+
+// IsLocked reports whether anyone holds the lock, or returns a Redis error.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	n, err := l.c.rdb.Exists(ctx, l.key).Result()
+	return n == 1, err
+}
+
+// TTL returns the time left on the lock's lease, 0 when it is not held, or
+// a Redis error.
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	d, err := l.c.rdb.PTTL(ctx, l.key).Result()
+	if err != nil || d < 0 {
+		return 0, err
+	}
+	return d, nil
+}
+
+// Lease is one hold of a lock, returned by Lock and TryLock. Its Context
+// is cancelled the moment the hold ends: with cause ErrLockLost when the
+// lock was lost (key deleted, taken over, or not renewable before the
+// lease ran out), ErrClosed when the client was closed, and
+// context.Canceled after Unlock. Do the guarded work under Context() so a
+// lost lock stops it.
+type Lease struct {
+	lock   *Lock
+	owner  string
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu       sync.Mutex
+	unlocked bool
+}
+
+func (l *Lock) newLease(parent context.Context, owner string, start time.Time) (*Lease, error) {
+	le := &Lease{lock: l, owner: owner}
+	ctx := context.WithValue(parent, ownerKey{}, owner)
+	if l.def.Renew {
+		le.ctx, le.cancel = context.WithCancelCause(ctx)
+		if err := l.c.wd.add(le, start); err != nil {
+			le.cancel(err)
+			return nil, err
+		}
+		return le, nil
+	}
+	dctx, stop := context.WithDeadlineCause(ctx, start.Add(l.def.Lease), ErrLockLost)
+	le.ctx, le.cancel = context.WithCancelCause(dctx)
+	context.AfterFunc(le.ctx, stop)
+	return le, nil
+}
+
+// Context returns the lease's context: the context given to Lock, carrying
+// the owner, cancelled when the hold ends (see Lease). Pass it (or a
+// context derived from it) to Lock to re-enter.
+func (le *Lease) Context() context.Context { return le.ctx }
+
+// Lock returns the lock this lease holds.
+func (le *Lease) Lock() *Lock { return le.lock }
+
+// Unlock gives up this hold. The lock is released, and one waiter woken,
+// when its last hold is given up. It returns ErrNotHeld when this lease
+// was already unlocked or its owner no longer holds the lock, ErrLockLost
+// when the lease was known to be lost, or a Redis error (the lock then
+// expires after its lease).
+func (le *Lease) Unlock(ctx context.Context) error {
+	le.mu.Lock()
+	if le.unlocked {
+		le.mu.Unlock()
+		return ErrNotHeld
+	}
+	le.unlocked = true
+	le.mu.Unlock()
+
+	l := le.lock
+	if l.def.Renew {
+		l.c.wd.remove(le)
+	}
+	lost := errors.Is(context.Cause(le.ctx), ErrLockLost)
+	le.cancel(nil)
+	n, err := l.c.eval(ctx, l.def.Scripts.Release, []string{l.key}, le.owner, l.def.Lease.Milliseconds(), l.channel()).Int()
+	switch {
+	case err != nil:
+		return fmt.Errorf("lockgen: releasing %s: %w", l.key, err)
+	case n < 0 && lost:
+		return ErrLockLost
+	case n < 0:
+		return ErrNotHeld
+	}
+	return nil
+}
+
+func (c *Client) checkOpen() error {
+	select {
+	case <-c.hub.closedCh():
+		return ErrClosed
+	default:
+		return nil
+	}
+}

@@ -1,0 +1,118 @@
+package runtime_test
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"log"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
+	"github.com/lockgen/lockgen/templates"
+)
+
+// One standalone node and one 3-primary cluster serve every test of the
+// package; tests use keys of their own, so they can run in parallel.
+var (
+	single  *redistest.Node
+	cluster *redistest.Cluster
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if single, err = redistest.Start(); err != nil {
+		log.Fatal(err)
+	}
+	defer single.Close()
+	if cluster, err = redistest.StartCluster(3); err != nil {
+		log.Fatal(err)
+	}
+	defer cluster.Stop()
+	return m.Run()
+}
+
+// backend is a Redis deployment tests run against.
+type backend struct {
+	name string
+	new  func() redis.UniversalClient
+}
+
+func backends() []backend {
+	return []backend{
+		{"single", func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: single.Addr}) }},
+		{"cluster", func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs})
+		}},
+	}
+}
+
+// eachBackend runs f as a parallel subtest per backend.
+func eachBackend(t *testing.T, f func(t *testing.T, b backend)) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, b)
+		})
+	}
+}
+
+// newClient returns a runtime client over a new connection to b, closed
+// when the test ends.
+func newClient(t testing.TB, b backend) *lockrt.Client {
+	rdb := b.new()
+	c := lockrt.New(rdb)
+	t.Cleanup(func() {
+		c.Close()
+		rdb.Close()
+	})
+	return c
+}
+
+// script builds a runtime script from lockgen's templates.
+func script(t testing.TB, name string) *lockrt.Script {
+	src, err := templates.Source(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha1.Sum([]byte(src))
+	return &lockrt.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
+}
+
+func lockScripts(t testing.TB, kind string) *lockrt.LockScripts {
+	set, ok := templates.Locks[kind]
+	if !ok {
+		t.Fatalf("no scripts for lock kind %q", kind)
+	}
+	return &lockrt.LockScripts{
+		Acquire:     script(t, set.Acquire),
+		Release:     script(t, set.Release),
+		Renew:       script(t, set.Renew),
+		ForceUnlock: script(t, set.ForceUnlock),
+	}
+}
+
+// def returns a lock definition of the given kind.
+func def(t testing.TB, kind lockrt.LockKind, lease time.Duration, renew bool, wait time.Duration) *lockrt.LockDef {
+	return &lockrt.LockDef{Name: t.Name(), Kind: kind, Lease: lease, Renew: renew, Wait: wait, Scripts: lockScripts(t, kind.String())}
+}
+
+// key returns a key of the test's own.
+func key(t testing.TB, values ...string) string {
+	object := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	lits := make([]string, len(values)+1)
+	for i := 1; i < len(lits); i++ {
+		lits[i-1] = "k:"
+	}
+	k := lockrt.KeyDef{Namespace: "test", Object: object, Literals: lits}
+	return k.Key(values...)
+}
