@@ -21,6 +21,7 @@ package keys
 import (
 	"errors"
 	"fmt"
+	"go/token"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -84,6 +85,10 @@ func ParsePattern(pattern string) (*Pattern, error) {
 			}
 			name := pattern[i+1 : i+end]
 			switch {
+			case token.IsKeyword(name):
+				bad(i, "a placeholder becomes a Go parameter; pick another name", "placeholder {%s} is a Go keyword", name)
+			case name == "_":
+				bad(i, "a placeholder becomes a Go parameter; pick another name", "placeholder {_} is blank")
 			case !IsIdent(name):
 				bad(i, "a placeholder names a param and must be a Go identifier", "invalid placeholder %q", "{"+name+"}")
 			case seen[name]:
@@ -114,9 +119,9 @@ func ParsePattern(pattern string) (*Pattern, error) {
 	return p, nil
 }
 
-// IsIdent reports whether s is a Go identifier.
+// IsIdent reports whether s is a Go identifier (and not a keyword).
 func IsIdent(s string) bool {
-	if s == "" {
+	if s == "" || token.IsKeyword(s) {
 		return false
 	}
 	for i, r := range s {
