@@ -76,6 +76,10 @@ type parser struct {
 	names    map[string]declared // object names seen so far
 
 	reported map[Diagnostic]bool
+
+	// budget is how many more mapping entries to read; see entries.
+	budget     int
+	overBudget bool
 }
 
 // declared is an object name's first declaration.
@@ -208,6 +212,7 @@ func (p *parser) parse() *Spec {
 	} else if !errors.Is(err, io.EOF) {
 		p.syntaxError(err)
 	}
+	p.budget = 10000 + 10*countNodes(&doc)
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
@@ -327,4 +332,13 @@ func checkOutput(name string) string {
 func isExported(s string) bool {
 	r, _ := utf8.DecodeRuneInString(s)
 	return keys.IsIdent(s) && unicode.IsUpper(r)
+}
+
+// countNodes counts the nodes of a document, not following aliases.
+func countNodes(n *yaml.Node) int {
+	c := 1
+	for _, k := range n.Content {
+		c += countNodes(k)
+	}
+	return c
 }

@@ -339,6 +339,7 @@ func TestSmallCases(t *testing.T) {
 		{"float duration", head + "defaults: { lease: 1.5 }\n", `"1.5s" is 1.5 seconds`},
 		{"invalid utf8", head + "locks:\n  A: { key: \"\xff\" }\n", "invalid YAML"},
 		{"reliable null", head + "queues:\n  Q: { key: q, payload: string, reliable: }\n", "reliable has no value"},
+		{"doc merge example", head + "x-short: &short { lease: 5s, wait: 1s, renew: false }\nlocks:\n  Invoice: { <<: *short, key: \"invoice:{id}\", params: { id: int64 } }\n", ""},
 		{"params null", head + "locks:\n  A: { key: \"a:{x}\", params: }\n", "params has no value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -361,5 +362,28 @@ func TestSmallCases(t *testing.T) {
 				t.Errorf("got:\n%v\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAliasExpansion checks a small spec whose aliases expand to a
+// million fields is cut short quickly, with a diagnostic.
+func TestAliasExpansion(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\npackage: p\nnamespace: n\nx-p: &p {")
+	for i := range 1000 {
+		fmt.Fprintf(&b, "a%d: string, ", i)
+	}
+	b.WriteString("}\nx-o: &o {key: k, params: *p}\nlocks: {")
+	for i := range 1000 {
+		fmt.Fprintf(&b, "A%d: *o, ", i)
+	}
+	b.WriteString("}\n")
+	start := time.Now()
+	_, err := Parse("bomb.yaml", []byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "spec expands to too many fields through aliases") {
+		t.Fatalf("want an alias expansion error, got %.300v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Parse took %v", d)
 	}
 }

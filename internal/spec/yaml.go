@@ -69,6 +69,16 @@ func (p *parser) entries(n *yaml.Node, what string) []entry {
 }
 
 func (p *parser) entriesDepth(n *yaml.Node, what string, depth int) []entry {
+	// Aliases can make a small document expand to a huge one; stop
+	// reading when it is far larger than the text.
+	p.budget -= len(n.Content) / 2
+	if p.budget < 0 {
+		if !p.overBudget {
+			p.overBudget = true
+			p.errorf(n, "share less through aliases", "spec expands to too many fields through aliases; stopped reading here")
+		}
+		return nil
+	}
 	var out []entry
 	seen := map[string]*yaml.Node{}
 	var merges []*yaml.Node
