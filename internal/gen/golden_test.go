@@ -1,0 +1,214 @@
+package gen
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/lockgen/lockgen/internal/spec"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/gen")
+
+// The golden files of a case in testdata/gen/<case>/: the expected output,
+// or the expected error text when generation fails.
+const (
+	goldenOutput = "lockgen.gen.go"
+	goldenErrors = "errors.golden"
+)
+
+const testdataDir = "../../testdata/gen"
+
+func TestMain(m *testing.M) {
+	// The go command runs (to resolve named param types, and in
+	// TestCompile) against a temporary module whose dependencies are all
+	// in the module cache: never touch the network or another toolchain.
+	os.Setenv("GOPROXY", "off")
+	os.Setenv("GOWORK", "off")
+	os.Setenv("GOTOOLCHAIN", "local")
+	os.Setenv("GOFLAGS", "-mod=mod")
+	os.Exit(m.Run())
+}
+
+// cases returns the names of the cases in testdata/gen.
+func cases(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(testdataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if _, err := os.Stat(filepath.Join(testdataDir, e.Name(), "lockgen.yaml")); err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("no cases in " + testdataDir)
+	}
+	return names
+}
+
+// newModule returns the directory of a new temporary module
+// example.com/gentest that requires this repository's module (replaced by
+// the working tree) and holds every case's inputs (all but the golden
+// files) in <dir>/<case>, so that generated code can resolve and import
+// the case's own packages (example.com/gentest/<case>/...).
+func newModule(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := modfile.ParseLax("go.mod", data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The requirements of this repository's go.mod make the module graph
+	// complete, so the go command needs no network.
+	var mod modfile.File
+	check := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(mod.AddModuleStmt("example.com/gentest"))
+	check(mod.AddGoStmt(repo.Go.Version))
+	mod.AddNewRequire(repo.Module.Mod.Path, "v0.0.0", false)
+	for _, r := range repo.Require {
+		mod.AddNewRequire(r.Mod.Path, r.Mod.Version, true)
+	}
+	check(mod.AddReplace(repo.Module.Mod.Path, "", root, ""))
+	out, err := mod.Format()
+	check(err)
+
+	dir := t.TempDir()
+	check(os.WriteFile(filepath.Join(dir, "go.mod"), out, 0o644))
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	check(err)
+	check(os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644))
+	check(filepath.WalkDir(testdataDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == goldenOutput || d.Name() == goldenErrors {
+			return err
+		}
+		rel, err := filepath.Rel(testdataDir, path)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	}))
+	return dir
+}
+
+// generateCase generates the case in dir, whose spec must be valid.
+func generateCase(t *testing.T, dir string) ([]File, error) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "lockgen.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Parse("lockgen.yaml", data)
+	if err != nil {
+		t.Fatalf("the case's spec is invalid:\n%v", err)
+	}
+	return Generate(s, Options{Dir: dir})
+}
+
+func TestGolden(t *testing.T) {
+	mod := newModule(t)
+	for _, name := range cases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			files, err := generateCase(t, filepath.Join(mod, name))
+			var got []byte
+			golden, stale := goldenOutput, goldenErrors
+			switch {
+			case err != nil:
+				var diags spec.Diagnostics
+				if !errors.As(err, &diags) {
+					t.Fatalf("Generate failed without diagnostics: %v", err)
+				}
+				got = []byte(err.Error() + "\n")
+				golden, stale = goldenErrors, goldenOutput
+			case len(files) != 1 || files[0].Name != "lockgen.gen.go":
+				t.Fatalf("Generate returned %d files, want one lockgen.gen.go", len(files))
+			default:
+				got = files[0].Content
+			}
+			dir := filepath.Join(testdataDir, name)
+			if *update {
+				if err := os.WriteFile(filepath.Join(dir, golden), got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				os.Remove(filepath.Join(dir, stale))
+				return
+			}
+			want, err := os.ReadFile(filepath.Join(dir, golden))
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the output; run go test -update and review the diff\n--- got\n%s", golden, got)
+			}
+		})
+	}
+}
+
+// TestCompile builds and vets the generated code of every case that
+// generates, together with the case's own Go files, in one module.
+func TestCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module")
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	mod := newModule(t)
+	built := 0
+	for _, name := range cases(t) {
+		dir := filepath.Join(mod, name)
+		files, err := generateCase(t, dir)
+		if err != nil {
+			continue // an error case: TestGolden checks the errors
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f.Name), f.Content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		built++
+	}
+	if built == 0 {
+		t.Fatal("no case generates code")
+	}
+	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}} {
+		cmd := exec.Command(goCmd, args...)
+		cmd.Dir = mod
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	t.Logf("built and vetted %d cases", built)
+}
