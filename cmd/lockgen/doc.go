@@ -1,0 +1,62 @@
+// Lockgen generates typed Go wrappers for the distributed locks declared
+// in a YAML spec, over lockgen's runtime on Redis.
+//
+// A service writes lockgen.yaml next to its code and a go:generate line:
+//
+//	//go:generate go run github.com/lockgen/lockgen/cmd/lockgen generate
+//
+// or, with the tool directive of Go 1.24 (go get -tool github.com/lockgen/lockgen/cmd/lockgen):
+//
+//	//go:generate go tool lockgen generate
+//
+// and calls the generated methods: locks.Order(orderID).Lock(ctx).
+//
+// Usage:
+//
+//	lockgen <command> [flags]
+//
+// The commands are:
+//
+//	generate  write the generated Go file next to the spec
+//	check     fail when the spec is invalid or the generated file is stale
+//	version   print lockgen's version and the runtime API it generates for
+//	schema    print the JSON Schema of the spec format, for editors
+//	help      print the usage of lockgen or of a command
+//
+// # generate
+//
+//	lockgen generate [-spec lockgen.yaml]
+//
+// Generate reads the spec (by default lockgen.yaml in the current
+// directory), validates it, and writes the generated file (the spec's
+// output, by default lockgen.gen.go) into the spec's directory. The file
+// is only written when its content changes, so its modification time
+// says when the generated code last changed. Named param types
+// ("example.com/ids.TenantID") are resolved as the go command in the
+// spec's directory resolves imports.
+//
+// # check
+//
+//	lockgen check [-spec lockgen.yaml]
+//
+// Check does everything generate does but writes nothing. When the file
+// on disk differs from what generate would write, or is missing, it
+// prints a unified diff from the file on disk to the generated one and
+// exits 1. Run it in CI to catch a spec that was edited without
+// regenerating, or generated code that was edited by hand. It prints
+// nothing when the file is up to date.
+//
+// # Problems with the spec
+//
+// generate and check print every problem they find in the spec, one per
+// line, as file:line:col: message (hint), and exit 1.
+//
+// # Exit status
+//
+//	0  success; for check, the generated file is up to date
+//	1  the spec is invalid or cannot be read, the generated file could not
+//	   be written, or check found a stale or missing file
+//	2  usage error: an unknown command, a bad flag or an extra argument
+//
+// Every command accepts -h (or -help) to print its usage and exit 0.
+package main

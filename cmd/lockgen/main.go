@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockgen/lockgen/internal/diff"
+	"github.com/lockgen/lockgen/internal/gen"
+	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit codes (see the package documentation).
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// commands are the sub-commands, in the order usage lists them.
+var commands = []struct{ name, args, summary string }{
+	{"generate", "[-spec lockgen.yaml]", "Write the generated Go file next to the spec."},
+	{"check", "[-spec lockgen.yaml]", "Fail when the spec is invalid or the generated file is stale."},
+	{"version", "", "Print lockgen's version and the runtime API it generates for."},
+	{"schema", "", "Print the JSON Schema of the spec format, for editors."},
+	{"help", "[command]", "Print the usage of lockgen or of a command."},
+}
+
+// cli is one run of lockgen.
+type cli struct {
+	stdout, stderr io.Writer
+}
+
+// run runs lockgen with args (without the program name) and returns its
+// exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	c := &cli{stdout: stdout, stderr: stderr}
+	fs := flag.NewFlagSet("lockgen", flag.ContinueOnError)
+	if code, ok := c.parse(fs, args, c.usage); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		c.usage(stderr)
+		return exitUsage
+	}
+	name, rest := fs.Arg(0), fs.Args()[1:]
+	switch name {
+	case "generate":
+		return c.generate(rest)
+	case "check":
+		return c.check(rest)
+	case "version":
+		return c.version(rest)
+	case "schema":
+		return c.schema(rest)
+	case "help":
+		return c.help(rest)
+	}
+	fmt.Fprintf(stderr, "lockgen: unknown command %q\n\n", name)
+	c.usage(stderr)
+	return exitUsage
+}
+
+func (c *cli) usage(w io.Writer) {
+	fmt.Fprint(w, "Lockgen generates typed Go wrappers for the distributed locks declared in a\n"+
+		"YAML spec, over lockgen's runtime on Redis.\n\n"+
+		"Usage:\n\n\tlockgen <command> [flags]\n\nThe commands are:\n\n")
+	for _, cmd := range commands {
+		fmt.Fprintf(w, "\t%-9s %s\n", cmd.name, cmd.summary)
+	}
+	fmt.Fprint(w, "\nRun \"lockgen <command> -h\" for the flags of a command.\n\n"+
+		"Exit status: 0 ok, 1 spec invalid or generated file stale, 2 usage error.\n")
+}
+
+// flags returns the flag set of a command; usage prints its usage.
+func (c *cli) flags(name string) (fs *flag.FlagSet, usage func(io.Writer)) {
+	fs = flag.NewFlagSet("lockgen "+name, flag.ContinueOnError)
+	return fs, func(w io.Writer) {
+		for _, cmd := range commands {
+			if cmd.name == name {
+				fmt.Fprintf(w, "Usage: %s\n\n%s\n", strings.TrimSpace("lockgen "+cmd.name+" "+cmd.args), cmd.summary)
+			}
+		}
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprint(w, "\nFlags:\n")
+			fs.SetOutput(w)
+			fs.PrintDefaults()
+		}
+	}
+}
+
+// parse parses args into fs, allowing no arguments after the flags unless
+// positional. On -h it prints usage to stdout; on a bad flag or argument,
+// the problem and usage to stderr. ok is false when the caller should
+// return code.
+func (c *cli) parse(fs *flag.FlagSet, args []string, usage func(io.Writer)) (code int, ok bool) {
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() {} // printed below, to the right writer
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		usage(c.stdout)
+		return exitOK, false
+	case err != nil:
+		fmt.Fprintln(c.stderr)
+		usage(c.stderr)
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
+// parseCommand parses the flags of a command that takes no arguments.
+func (c *cli) parseCommand(fs *flag.FlagSet, args []string, usage func(io.Writer)) (code int, ok bool) {
+	if code, ok := c.parse(fs, args, usage); !ok {
+		return code, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(c.stderr, "%s: unexpected argument %q\n\n", fs.Name(), fs.Arg(0))
+		usage(c.stderr)
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
+// specFlag declares the -spec flag of generate and check.
+func specFlag(fs *flag.FlagSet) *string {
+	return fs.String("spec", "lockgen.yaml", "the spec `file`; the generated file goes into its directory")
+}
+
+// load parses the spec at path and generates its files, printing any
+// problem to stderr.
+func (c *cli) load(path string) (dir string, files []gen.File, ok bool) {
+	s, err := spec.Load(path)
+	if err == nil {
+		dir = filepath.Dir(path)
+		files, err = gen.Generate(s, gen.Options{Dir: dir})
+	}
+	var diags spec.Diagnostics
+	switch {
+	case errors.As(err, &diags):
+		for _, d := range diags {
+			fmt.Fprintln(c.stderr, d.String())
+		}
+		return "", nil, false
+	case err != nil:
+		fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+		return "", nil, false
+	}
+	return dir, files, true
+}
+
+func (c *cli) generate(args []string) int {
+	fs, usage := c.flags("generate")
+	path := specFlag(fs)
+	if code, ok := c.parseCommand(fs, args, usage); !ok {
+		return code
+	}
+	dir, files, ok := c.load(*path)
+	if !ok {
+		return exitFail
+	}
+	for _, f := range files {
+		name := filepath.Join(dir, f.Name)
+		if old, err := os.ReadFile(name); err == nil && bytes.Equal(old, f.Content) {
+			continue // unchanged: keep its modification time
+		}
+		if err := os.WriteFile(name, f.Content, 0o644); err != nil {
+			fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+			return exitFail
+		}
+	}
+	return exitOK
+}
+
+func (c *cli) check(args []string) int {
+	fs, usage := c.flags("check")
+	path := specFlag(fs)
+	if code, ok := c.parseCommand(fs, args, usage); !ok {
+		return code
+	}
+	dir, files, ok := c.load(*path)
+	if !ok {
+		return exitFail
+	}
+	code := exitOK
+	for _, f := range files {
+		name := filepath.Join(dir, f.Name)
+		old, err := os.ReadFile(name)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+			return exitFail
+		}
+		d := diff.Unified(name+" (on disk)", name+" (generated)", old, f.Content)
+		if d == nil {
+			continue
+		}
+		c.stdout.Write(d)
+		state := "stale"
+		if err != nil {
+			state = "missing"
+		}
+		fmt.Fprintf(c.stderr, "lockgen: %s is %s; run lockgen generate\n", name, state)
+		code = exitFail
+	}
+	return code
+}
+
+func (c *cli) version(args []string) int {
+	fs, usage := c.flags("version")
+	if code, ok := c.parseCommand(fs, args, usage); !ok {
+		return code
+	}
+	fmt.Fprintf(c.stdout, "lockgen %s (runtime API %d)\n", runtime.Version, gen.RuntimeAPI)
+	return exitOK
+}
+
+func (c *cli) schema(args []string) int {
+	fs, usage := c.flags("schema")
+	if code, ok := c.parseCommand(fs, args, usage); !ok {
+		return code
+	}
+	c.stdout.Write(spec.Schema)
+	return exitOK
+}
+
+func (c *cli) help(args []string) int {
+	fs, usage := c.flags("help")
+	if code, ok := c.parse(fs, args, usage); !ok {
+		return code
+	}
+	switch fs.NArg() {
+	case 0:
+		c.usage(c.stdout)
+		return exitOK
+	case 1:
+		if fs.Arg(0) != "help" {
+			// A command's usage is what its -h prints.
+			return run([]string{fs.Arg(0), "-h"}, c.stdout, c.stderr)
+		}
+		usage(c.stdout)
+		return exitOK
+	}
+	fmt.Fprintf(c.stderr, "lockgen help: unexpected argument %q\n\n", fs.Arg(1))
+	usage(c.stderr)
+	return exitUsage
+}
