@@ -22,6 +22,11 @@ type section struct {
 	parse   func(p *parser, s *Spec, e entry)
 }
 
+// sectionKinds maps section names to the kind of their objects.
+var sectionKinds = map[string]string{
+	"locks": "lock", "semaphores": "semaphore", "latches": "latch", "limiters": "limiter", "queues": "queue",
+}
+
 var sections = map[string]section{
 	"locks":      {"lock", `Order: { key: "order:{orderID}", params: { orderID: int64 } }`, parseLock},
 	"semaphores": {"semaphore", `Export: { key: "export:{tenant}", params: { tenant: string }, permits: 4 }`, parseSemaphore},
@@ -323,13 +328,17 @@ func (p *parser) params(f *fields) (_ []*param, ok bool) {
 		}
 		pm := &param{Param: Param{Name: pe.name, Pos: p.pos(pe.at)}, name: pe.key}
 		out = append(out, pm)
-		if pe.val.Kind != yaml.ScalarNode || isNull(pe.val) {
-			p.errorf(pe.at, "param types are "+strings.Join(BasicParamTypes, ", ")+`, or a named type like "example.com/ids.TenantID"`, "%s: param %s needs a type, not %s", f.what, pe.name, describe(pe.val))
+		switch {
+		case isNull(pe.val):
+			p.errorf(pe.at, paramTypesHint, "%s: param %s has no type", f.what, pe.name)
+			continue
+		case pe.val.Kind != yaml.ScalarNode:
+			p.errorf(pe.at, paramTypesHint, "%s: param %s needs a type, not %s", f.what, pe.name, describe(pe.val))
 			continue
 		}
 		t, hint := parseParamType(pe.val.Value)
 		if hint != "" {
-			p.errorf(pe.at, hint, "%s: param %s: unsupported type %q", f.what, pe.name, pe.val.Value)
+			p.errorf(pe.at, hint, "%s: param %s has unsupported type %q", f.what, pe.name, pe.val.Value)
 			continue
 		}
 		pm.Type = t
@@ -358,8 +367,10 @@ func parseParamType(s string) (ParamType, string) {
 	if isExported(s) {
 		return ParamType{}, fmt.Sprintf(`a named type needs its import path, e.g. "example.com/ids.%s"`, s)
 	}
-	return ParamType{}, "param types are " + strings.Join(BasicParamTypes, ", ") + `, or a named type like "example.com/ids.TenantID"`
+	return ParamType{}, paramTypesHint
 }
+
+const paramTypesHint = `param types are int, int8…int64, uint, uint8…uint64, string, or a named type like "example.com/ids.TenantID"`
 
 // parsePayload parses a queue's payload type, or returns a hint saying
 // what is wrong with it.

@@ -43,8 +43,9 @@ var BasicParamTypes = []string{
 	"string",
 }
 
-// Load reads and parses the spec file at path (see Parse). It returns an
-// I/O error from reading the file wrapped with the path, or Diagnostics.
+// Load reads and parses the spec file at path, which becomes Spec.File and
+// the file of every position (see Parse). It returns the error of reading
+// the file, wrapped, or Diagnostics.
 func Load(path string) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -316,7 +317,7 @@ func checkOutput(name string) string {
 	switch {
 	case strings.ContainsAny(name, `/\`):
 		return "must be a file name without directories"
-	case !strings.HasSuffix(name, ".go") || name == ".go":
+	case !strings.HasSuffix(name, ".go"):
 		return `must end in ".go"`
 	case strings.HasSuffix(name, "_test.go"):
 		return "would be a test file"

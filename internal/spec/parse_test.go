@@ -321,7 +321,7 @@ func TestSmallCases(t *testing.T) {
 		{"single quoted column", head + "locks:\n  A: { key: 'it''s:{x}' }\n", "s.yaml:5:13: lock A: placeholder {x} has no param"},
 		{"plain column", head + "locks:\n  A:\n    key: a:{x}\n", "s.yaml:6:12: lock A: placeholder {x} has no param"},
 		{"block scalar key", head + "locks:\n  A:\n    key: |-\n      a:{x}\n", "s.yaml:6:10: lock A: placeholder {x} has no param"},
-		{"output", head + "output: .go\n", `output ".go" must end in ".go"`},
+		{"output", head + "output: .go\n", `output ".go" would be ignored`},
 		{"hidden output", head + "output: .locks.go\n", "would be ignored"},
 		{"version null", "version:\npackage: p\nnamespace: n\n", "version has no value"},
 		{"version 0", "version: 0\npackage: p\nnamespace: n\n", "spec version 0 is not supported"},

@@ -94,7 +94,11 @@ func (p *parser) entriesDepth(n *yaml.Node, what string, depth int) []entry {
 			continue
 		}
 		if first, dup := seen[kr.Value]; dup {
-			p.errorf(k, fmt.Sprintf("first set at line %d", first.Line), "%s", prefix(what, fmt.Sprintf("duplicate field %q", kr.Value)))
+			if _, ok := sectionKinds[what]; ok {
+				p.errorf(k, fmt.Sprintf("first declared at line %d", first.Line), "duplicate name %s", kr.Value)
+			} else {
+				p.errorf(k, fmt.Sprintf("first at line %d", first.Line), "%s", duplicate(what, kr.Value))
+			}
 			continue
 		}
 		seen[kr.Value] = k
@@ -130,6 +134,14 @@ func (p *parser) entriesDepth(n *yaml.Node, what string, depth int) []entry {
 		}
 	}
 	return out
+}
+
+// duplicate says a key appears twice in the mapping what.
+func duplicate(what, key string) string {
+	if obj, ok := strings.CutSuffix(what, ": params"); ok {
+		return prefix(obj, fmt.Sprintf("param %s is declared twice", key))
+	}
+	return prefix(what, fmt.Sprintf("field %q is set twice", key))
 }
 
 // prefix puts the context what before msg: "lock Order: msg".
