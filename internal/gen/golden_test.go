@@ -212,3 +212,27 @@ func TestCompile(t *testing.T) {
 	}
 	t.Logf("built and vetted %d cases", built)
 }
+
+// TestRegenerateOverBrokenOutput regenerates a package whose param type is
+// declared next to a generated file that no longer compiles, as after an
+// upgrade that renames the runtime's version pin: resolving the type must
+// not need the package to build.
+func TestRegenerateOverBrokenOutput(t *testing.T) {
+	mod := newModule(t)
+	dir := filepath.Join(mod, "named")
+	broken := "package namedlocks\n\nimport lockrt \"github.com/lockgen/lockgen/runtime\"\n\nconst _ = lockrt.GeneratedCodeVersion0\n"
+	if err := os.WriteFile(filepath.Join(dir, goldenOutput), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, err := generateCase(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(testdataDir, "named", goldenOutput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(files[0].Content, want) {
+		t.Error("output differs from testdata/gen/named's golden file")
+	}
+}

@@ -1,0 +1,78 @@
+package gotypes
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestResolveKeyParams(t *testing.T) {
+	ok := map[Type]string{
+		{"time", "Duration"}: "int64",
+		{"time", "Month"}:    "int",
+		{"os", "FileMode"}:   "uint32", // an alias of io/fs.FileMode
+	}
+	bad := map[Type]string{
+		{"time", "Location"}:            "has underlying type struct",
+		{"strings", "NewReader"}:        "is not a type",
+		{"time", "NoSuchType"}:          `package "time" has no type NoSuchType`,
+		{"nosuchpkg/nope", "X"}:         `cannot load package "nosuchpkg/nope"`,
+		{"sync/atomic", "Pointer"}:      "is generic",
+		{"go/token", "Pos"}:             "", // int: fine
+		{"encoding/json", "RawMessage"}: "has underlying type []byte",
+	}
+	var ts []Type
+	for typ := range ok {
+		ts = append(ts, typ)
+	}
+	for typ := range bad {
+		ts = append(ts, typ)
+	}
+	results, err := ResolveKeyParams(".", ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for typ, want := range ok {
+		if r := results[typ]; r.Err != nil || r.Basic != want {
+			t.Errorf("%s: got %+v, want underlying %s", typ, r, want)
+		}
+	}
+	for typ, want := range bad {
+		r := results[typ]
+		switch {
+		case want == "" && r.Err != nil:
+			t.Errorf("%s: %v", typ, r.Err)
+		case want != "" && (r.Err == nil || !strings.Contains(r.Err.Error(), want)):
+			t.Errorf("%s: error %v, want one containing %q", typ, r.Err, want)
+		}
+	}
+	// Code names an alias by the package that declares the alias.
+	if r := results[Type{"os", "FileMode"}]; r.Package != "os" {
+		t.Errorf("os.FileMode's package is %q, want os", r.Package)
+	}
+}
+
+func TestResolveNothing(t *testing.T) {
+	results, err := ResolveKeyParams("/nonexistent", nil)
+	if err != nil || len(results) != 0 {
+		t.Fatalf("got %v, %v; want no results and no query", results, err)
+	}
+}
+
+func TestImportPath(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n\ngo 1.24\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "a", "b")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[string]string{dir: "example.com/m", sub: "example.com/m/a/b"} {
+		got, err := ImportPath(d)
+		if err != nil || got != want {
+			t.Errorf("ImportPath(%s) = %q, %v; want %q", d, got, err, want)
+		}
+	}
+}
