@@ -101,7 +101,7 @@ type generator struct {
 	spec    *spec.Spec
 	opts    Options
 	diags   spec.Diagnostics
-	locks   []*lock  // the supported locks, sorted by name
+	locks   []*lock  // every lock of the spec, sorted by name
 	scripts []script // the scripts the locks use, sorted by name
 }
 
