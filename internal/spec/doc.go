@@ -38,7 +38,7 @@
 //	    reliable: { visibility: 30s, maxDeliveries: 5 }
 //
 // Block style and flow style ({...}) may be mixed freely; a JSON document
-// is a valid spec too.
+// is a valid spec too. A spec is one YAML document.
 //
 // # Top level
 //
@@ -85,8 +85,15 @@
 //
 // locks:
 //
-//	kind   The algorithm: reentrant | fair | readwrite | fenced | simple |
-//	       redlock. Default reentrant.
+//	kind   The algorithm. Default reentrant.
+//	         reentrant  one holder, which may take it again (explicitly,
+//	                    through its lease) and must release it as often
+//	         fair       like reentrant, but waiters get it in arrival order
+//	         readwrite  many readers or one writer
+//	         fenced     each acquisition returns a fencing token larger than
+//	                    every earlier one, for storage to reject stale holders
+//	         simple     one holder, not reentrant
+//	         redlock    taken on a majority of independent Redis nodes
 //	lease  The TTL of the lock's key while held. Default defaults.lease.
 //	renew  Whether the watchdog extends the lease while the lock is held
 //	       (at lease/3). Default true.
@@ -109,7 +116,10 @@
 //
 // limiters:
 //
-//	algorithm  required  gcra | token-bucket | sliding-window.
+//	algorithm  required  gcra (requests evenly spaced, with a burst
+//	                     allowance), token-bucket (tokens refilled at rate
+//	                     per period) or sliding-window (at most rate
+//	                     requests in any window of length per).
 //	rate       required  How many requests are allowed per period; at least 1.
 //	per        required  The period, e.g. 1s or 1m; positive.
 //	burst                How many requests may come at once above the rate;
