@@ -5,7 +5,10 @@ GO ?= go
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := help
-.PHONY: help redis generate test fmt vet lint fuzz
+# Specs whose generated code is committed; `make check` proves it is fresh.
+SPECS = $(shell find examples scripts -name lockgen.yaml -not -path '*/testdata/*')
+
+.PHONY: help redis generate check demo test bench fmt vet lint fuzz
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -16,9 +19,20 @@ redis: ## install redis-server if it is not in PATH (the tests start their own s
 generate: ## run go generate ./...
 	$(GO) generate ./...
 
-test: redis ## go vet, then all tests with the race detector against real Redis
+check: ## lockgen check every committed spec: fails when generated code is stale
+	@for spec in $(SPECS); do echo "lockgen check -spec $$spec"; $(GO) run ./cmd/lockgen check -spec $$spec || exit 1; done
+
+demo: ## generate the example and run it (against $$REDIS_ADDR, or an embedded Redis)
+	$(GO) generate ./examples/...
+	$(GO) run ./examples/orders
+
+test: redis check ## go vet, then all tests with the race detector against real Redis
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 9m ./...
+	cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
+
+bench: redis ## run the benchmarks against the peers (scripts/bench)
+	cd scripts/bench && $(GO) test -run='^$$' -bench . -benchmem
 
 fmt: ## gofmt every Go file in place
 	gofmt -w $(GOFILES)
