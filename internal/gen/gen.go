@@ -53,9 +53,11 @@ func Generate(s *spec.Spec, opts Options) ([]File, error) {
 	if opts.Dir == "" {
 		opts.Dir = filepath.Dir(s.File)
 	}
-	g := &generator{spec: s, opts: opts}
-	g.checkSupported()
-	g.collectLocks()
+	g := &generator{spec: s, opts: opts, idents: map[string]bool{}}
+	g.sections = []section{&locksSection{}, &semaphoresSection{}, &latchesSection{}, &limitersSection{}, &queuesSection{}}
+	for _, sec := range g.sections {
+		sec.collect(g)
+	}
 	if err := g.resolveParams(); err != nil {
 		return nil, err
 	}
@@ -98,11 +100,38 @@ func Generate(s *spec.Spec, opts Options) ([]File, error) {
 
 // generator holds the state of one Generate.
 type generator struct {
-	spec    *spec.Spec
-	opts    Options
-	diags   spec.Diagnostics
-	locks   []*lock  // every lock of the spec, sorted by name
-	scripts []script // the scripts the locks use, sorted by name
+	spec     *spec.Spec
+	opts     Options
+	diags    spec.Diagnostics
+	sections []section
+	idents   map[string]bool // package-level identifiers taken by objects
+	scripts  []script        // the scripts the sections use, sorted by name
+}
+
+// section generates the objects of one section of a spec (locks,
+// semaphores, ...), each in a file of its own.
+type section interface {
+	// collect checks the section's objects, reporting problems with
+	// g.errorAt, and keeps what it will render.
+	collect(g *generator)
+	// params returns the key params of the section's objects.
+	params() []*param
+	// scripts returns the names of the templates the section uses.
+	scripts() []string
+	// render writes the section's types, constructors and definitions.
+	render(g *generator, f *jen.File)
+}
+
+// ident returns the lower-camel identifier an object's package-level
+// variables are named after, unique in the file (Order and ORDER are
+// both "order": the second becomes "order2").
+func (g *generator) ident(name string) string {
+	ident := lowerCamel(name)
+	for i := 2; g.idents[ident]; i++ {
+		ident = fmt.Sprintf("%s%d", lowerCamel(name), i)
+	}
+	g.idents[ident] = true
+	return ident
 }
 
 // errorAt records a problem with the spec.
@@ -121,26 +150,11 @@ func comparePos(a, b spec.Diagnostic) int {
 	}
 }
 
-// checkSupported reports every object this version cannot generate yet.
-func (g *generator) checkSupported() {
-	s := g.spec
-	section := func(name, issue string, objs []spec.Object) {
-		for _, o := range objs {
-			g.errorAt(o.Pos, "they come with issue "+issue, "%s are not supported yet", name)
-		}
-	}
-	section("semaphores", "#4", objects(s.Semaphores, func(o *spec.Semaphore) spec.Object { return o.Object }))
-	section("latches", "#4", objects(s.Latches, func(o *spec.Latch) spec.Object { return o.Object }))
-	section("limiters", "#5", objects(s.Limiters, func(o *spec.Limiter) spec.Object { return o.Object }))
-	section("queues", "#6", objects(s.Queues, func(o *spec.Queue) spec.Object { return o.Object }))
-	for _, l := range s.Locks {
-		if _, ok := lockKinds[l.Kind]; !ok {
-			pos := l.KindPos
-			if pos.Line == 0 {
-				pos = l.Pos
-			}
-			g.errorAt(pos, "it comes with issue #3", "lock kind %q is not supported yet", l.Kind)
-		}
+// unsupported reports every object of a section this version cannot
+// generate yet.
+func (g *generator) unsupported(section, issue string, objs []spec.Object) {
+	for _, o := range objs {
+		g.errorAt(o.Pos, "they come with issue "+issue, "%s are not supported yet", section)
 	}
 }
 
@@ -170,8 +184,8 @@ func (g *generator) render(f *jen.File) {
 		"fails to compile, regenerate it with the lockgen version in your go.mod.", RuntimeAPI)))
 	f.Const().Id("_").Op("=").Qual(runtimePath, fmt.Sprintf("GeneratedCodeVersion%d", RuntimeAPI))
 
-	if len(g.locks) > 0 {
-		g.renderLocks(f)
+	for _, sec := range g.sections {
+		sec.render(g, f)
 	}
 	if len(g.scripts) > 0 {
 		g.renderScripts(f)

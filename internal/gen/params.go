@@ -80,11 +80,11 @@ func (g *generator) resolveParams() error {
 	return nil
 }
 
-// params returns the params of every lock.
+// params returns the params of every object.
 func (g *generator) params() []*param {
 	var ps []*param
-	for _, l := range g.locks {
-		ps = append(ps, l.params...)
+	for _, sec := range g.sections {
+		ps = append(ps, sec.params()...)
 	}
 	return ps
 }

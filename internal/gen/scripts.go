@@ -28,13 +28,13 @@ func scriptVar(name string) string { return snakeToCamel(name) + "Script" }
 // sourceOf returns a script's source from templates.
 func sourceOf(name string) (string, error) { return templates.Source(name) }
 
-// scriptNames returns the names of the scripts the locks use, each once,
-// sorted.
+// scriptNames returns the names of the scripts the sections use, each
+// once, sorted.
 func (g *generator) scriptNames() []string {
 	seen := map[string]bool{}
 	var names []string
-	for _, kind := range g.lockKindsUsed() {
-		for _, name := range templates.Locks[string(kind)].Names() {
+	for _, sec := range g.sections {
+		for _, name := range sec.scripts() {
 			if !seen[name] {
 				seen[name] = true
 				names = append(names, name)
