@@ -189,10 +189,10 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // context.Canceled after Unlock. Do the guarded work under Context() so a
 // lost lock stops it.
 type Lease struct {
-	lock   *Lock
-	owner  string
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	lock  *Lock
+	owner string
+	ctx   context.Context
+	end   context.CancelCauseFunc
 
 	mu       sync.Mutex
 	unlocked bool
@@ -202,17 +202,34 @@ func (l *Lock) newLease(parent context.Context, owner string, start time.Time) (
 	le := &Lease{lock: l, owner: owner}
 	ctx := context.WithValue(parent, ownerKey{}, owner)
 	if l.def.Renew {
-		le.ctx, le.cancel = context.WithCancelCause(ctx)
-		if err := l.c.wd.add(le, start); err != nil {
-			le.cancel(err)
+		le.ctx, le.end = context.WithCancelCause(ctx)
+		if err := l.c.wd.add(le.held(), l.renewal(owner), le, start); err != nil {
+			le.end(err)
 			return nil, err
 		}
 		return le, nil
 	}
 	dctx, stop := context.WithDeadlineCause(ctx, start.Add(l.def.Lease), ErrLockLost)
-	le.ctx, le.cancel = context.WithCancelCause(dctx)
+	le.ctx, le.end = context.WithCancelCause(dctx)
 	context.AfterFunc(le.ctx, stop)
 	return le, nil
+}
+
+// held identifies the lease's hold for the watchdog.
+func (le *Lease) held() heldKey { return heldKey{le.lock.key, le.owner} }
+
+// cancel ends the lease's context with cause; the watchdog calls it.
+func (le *Lease) cancel(cause error) { le.end(cause) }
+
+// renewal says how the watchdog renews owner's hold of l.
+func (l *Lock) renewal(owner string) renewal {
+	return renewal{
+		Script:   l.def.Scripts.Renew,
+		Keys:     []string{l.key},
+		Args:     []any{l.def.Lease.Milliseconds(), owner},
+		Lease:    l.def.Lease,
+		Interval: l.def.Lease / 3,
+	}
 }
 
 // Context returns the lease's context: the context given to Lock, carrying
@@ -239,10 +256,10 @@ func (le *Lease) Unlock(ctx context.Context) error {
 
 	l := le.lock
 	if l.def.Renew {
-		l.c.wd.remove(le)
+		l.c.wd.remove(le.held(), le)
 	}
 	lost := errors.Is(context.Cause(le.ctx), ErrLockLost)
-	le.cancel(nil)
+	le.end(nil)
 	n, err := l.c.eval(ctx, l.def.Scripts.Release, []string{l.key}, le.owner, l.def.Lease.Milliseconds(), l.channel()).Int()
 	switch {
 	case err != nil:

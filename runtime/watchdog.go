@@ -25,15 +25,34 @@ type watchdog struct {
 	stopped chan struct{}
 }
 
+// heldKey identifies one hold in Redis: a key and the owner holding it
+// (for a permit or a read lease, whatever the script names it by).
 type heldKey struct{ key, owner string }
 
-// held is one (lock, owner) pair: the leases of nested re-entries share it.
+// renewal says how to renew one hold: Script is run with Keys and Args in
+// the watchdog's pipeline and must return 1 when the hold was extended by
+// Lease, 0 when it is gone. Interval is how often it is renewed.
+type renewal struct {
+	Script   *Script
+	Keys     []string
+	Args     []any
+	Lease    time.Duration
+	Interval time.Duration
+}
+
+// holder is what learns that a hold ended: a *Lease, a permit, ...
+type holder interface {
+	// cancel ends the holder's context with cause.
+	cancel(cause error)
+}
+
+// held is one hold and its holders: the leases of nested re-entries of
+// one owner share it.
 type held struct {
-	lock   *Lock
-	owner  string
-	leases map[*Lease]struct{}
-	next   time.Time   // next renewal
-	expiry *time.Timer // fires when the lease would have run out unrenewed
+	renew   renewal
+	holders map[holder]struct{}
+	next    time.Time   // next renewal
+	expiry  *time.Timer // fires when the lease would have run out unrenewed
 }
 
 func newWatchdog(c *Client) *watchdog {
@@ -48,12 +67,10 @@ func newWatchdog(c *Client) *watchdog {
 	return w
 }
 
-func (l *Lock) renewInterval() time.Duration { return l.def.Lease / 3 }
-
-// add registers a lease taken at start; it returns ErrClosed when the
-// client is closed.
-func (w *watchdog) add(le *Lease, start time.Time) error {
-	k := heldKey{le.lock.key, le.owner}
+// add registers holder of the hold k, taken (or re-entered) at start; it
+// returns ErrClosed when the client is closed. A hold's first holder sets
+// how it is renewed.
+func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -61,14 +78,14 @@ func (w *watchdog) add(le *Lease, start time.Time) error {
 	}
 	h := w.entries[k]
 	if h == nil {
-		h = &held{lock: le.lock, owner: le.owner, leases: map[*Lease]struct{}{}}
+		h = &held{renew: r, holders: map[holder]struct{}{}}
 		w.entries[k] = h
-		h.expiry = time.AfterFunc(time.Until(start.Add(le.lock.def.Lease)), func() { w.lose(k, h, ErrLockLost) })
+		h.expiry = time.AfterFunc(time.Until(start.Add(r.Lease)), func() { w.lose(k, h, ErrLockLost) })
 	} else {
-		h.expiry.Reset(time.Until(start.Add(le.lock.def.Lease)))
+		h.expiry.Reset(time.Until(start.Add(r.Lease)))
 	}
-	h.leases[le] = struct{}{}
-	next := start.Add(le.lock.renewInterval())
+	h.holders[hd] = struct{}{}
+	next := start.Add(r.Interval)
 	if h.next.IsZero() || next.Before(h.next) {
 		h.next = next
 		select {
@@ -79,24 +96,24 @@ func (w *watchdog) add(le *Lease, start time.Time) error {
 	return nil
 }
 
-// remove unregisters a lease; the entry goes when its last lease does.
-func (w *watchdog) remove(le *Lease) {
-	k := heldKey{le.lock.key, le.owner}
+// remove unregisters a holder of k; the hold goes when its last holder
+// does.
+func (w *watchdog) remove(k heldKey, hd holder) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	h := w.entries[k]
 	if h == nil {
 		return
 	}
-	delete(h.leases, le)
-	if len(h.leases) == 0 {
+	delete(h.holders, hd)
+	if len(h.holders) == 0 {
 		h.expiry.Stop()
 		delete(w.entries, k)
 	}
 }
 
-// lose cancels every lease of entry h with cause and forgets it, unless h
-// is no longer registered (released or already lost).
+// lose cancels every holder of h with cause and forgets h, unless h is no
+// longer registered (released or already lost).
 func (w *watchdog) lose(k heldKey, h *held, cause error) {
 	w.mu.Lock()
 	if w.entries[k] != h {
@@ -105,10 +122,10 @@ func (w *watchdog) lose(k heldKey, h *held, cause error) {
 	}
 	delete(w.entries, k)
 	h.expiry.Stop()
-	leases := h.leases
+	holders := h.holders
 	w.mu.Unlock()
-	for le := range leases {
-		le.cancel(cause)
+	for hd := range holders {
+		hd.cancel(cause)
 	}
 }
 
@@ -126,8 +143,8 @@ func (w *watchdog) close() {
 	<-w.stopped
 	for _, h := range all {
 		h.expiry.Stop()
-		for le := range h.leases {
-			le.cancel(ErrClosed)
+		for hd := range h.holders {
+			hd.cancel(ErrClosed)
 		}
 	}
 }
@@ -162,8 +179,8 @@ func (w *watchdog) run() {
 	}
 }
 
-// renewal is one entry's renewal in a batch.
-type renewal struct {
+// pending is one hold's renewal in a batch.
+type pending struct {
 	k   heldKey
 	h   *held
 	cmd *redis.Cmd
@@ -174,13 +191,13 @@ type renewal struct {
 // renewing exactly on time).
 func (w *watchdog) renewDue() {
 	now := time.Now()
-	var batch []renewal
+	var batch []pending
 	minInterval := time.Duration(0)
 	w.mu.Lock()
 	for k, h := range w.entries {
-		iv := h.lock.renewInterval()
+		iv := h.renew.Interval
 		if h.next.Sub(now) <= iv/4 {
-			batch = append(batch, renewal{k: k, h: h})
+			batch = append(batch, pending{k: k, h: h})
 			// Until this round answers, retry no sooner than a
 			// fraction of the interval.
 			h.next = now.Add(iv / 4)
@@ -196,7 +213,7 @@ func (w *watchdog) renewDue() {
 	ctx, cancel := context.WithTimeout(context.Background(), minInterval)
 	defer cancel()
 	w.exec(ctx, batch, false)
-	var again []renewal
+	var again []pending
 	for _, r := range batch {
 		if isNoScript(r.cmd.Err()) {
 			again = append(again, r)
@@ -219,15 +236,14 @@ func (w *watchdog) renewDue() {
 	}
 }
 
-func (w *watchdog) exec(ctx context.Context, batch []renewal, source bool) {
+func (w *watchdog) exec(ctx context.Context, batch []pending, source bool) {
 	pipe := w.c.rdb.Pipeline()
 	for i := range batch {
-		l := batch[i].h.lock
-		args := []any{l.def.Lease.Milliseconds(), batch[i].h.owner}
+		r := batch[i].h.renew
 		if source {
-			batch[i].cmd = pipe.Eval(ctx, l.def.Scripts.Renew.Source, []string{l.key}, args...)
+			batch[i].cmd = pipe.Eval(ctx, r.Script.Source, r.Keys, r.Args...)
 		} else {
-			batch[i].cmd = pipe.EvalSha(ctx, l.def.Scripts.Renew.SHA1, []string{l.key}, args...)
+			batch[i].cmd = pipe.EvalSha(ctx, r.Script.SHA1, r.Keys, r.Args...)
 		}
 	}
 	_, _ = pipe.Exec(ctx) // errors are per command
@@ -239,6 +255,6 @@ func (w *watchdog) renewed(k heldKey, h *held, sent time.Time) {
 	if w.entries[k] != h {
 		return
 	}
-	h.next = sent.Add(h.lock.renewInterval())
-	h.expiry.Reset(time.Until(sent.Add(h.lock.def.Lease)))
+	h.next = sent.Add(h.renew.Interval)
+	h.expiry.Reset(time.Until(sent.Add(h.renew.Lease)))
 }
