@@ -1,0 +1,169 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/keys"
+)
+
+// LatchScripts are the scripts of count-down latches (see
+// templates/semaphores.go).
+type LatchScripts struct {
+	CountDown *Script
+}
+
+// LatchDef is the static definition of a count-down latch declared in a
+// spec.
+type LatchDef struct {
+	Name    string        // the spec's name, for errors
+	Count   int           // the count of a latch nobody set with TrySetCount
+	Expire  time.Duration // how long a latch's key lives after it was set
+	Scripts *LatchScripts
+}
+
+// Latch returns the count-down latch with the given definition (emitted by
+// lockgen) and key. It does not contact Redis.
+func (c *Client) Latch(def *LatchDef, key string) *Latch {
+	return &Latch{c: c, def: def, key: key}
+}
+
+// Latch is one distributed count-down latch: a generated constructor's
+// result, such as latches.Warmup("job-7"). It opens when counted down to
+// zero; Await waits for that. It is a small value that does not contact
+// Redis until a method is called.
+//
+// A latch is set when TrySetCount sets its count, or else by its first
+// CountDown, to the spec's count; until then Count reports the spec's
+// count and Await waits. The key expires the spec's expire after it was
+// set (24h by default), open or not, so finished latches do not pile up;
+// the latch then starts over with the spec's count.
+//
+// In Redis the latch is the count (the key itself); the last count-down
+// wakes waiters through key:ch.
+type Latch struct {
+	c   *Client
+	def *LatchDef
+	key string
+}
+
+// Key returns the Redis key of the latch's count.
+func (l *Latch) Key() string { return l.key }
+
+// Name returns the latch's name in the spec.
+func (l *Latch) Name() string { return l.def.Name }
+
+func (l *Latch) channel() string { return keys.Sub(l.key, "ch") }
+
+// TrySetCount sets the latch's count to count, with the spec's expiry,
+// unless the latch is already set (by TrySetCount or a CountDown); it
+// reports whether it set it. It returns ErrInvalidArgument when count < 1,
+// or a Redis error.
+func (l *Latch) TrySetCount(ctx context.Context, count int) (bool, error) {
+	if count < 1 {
+		return false, fmt.Errorf("%w: latch count %d", ErrInvalidArgument, count)
+	}
+	ok, err := l.c.rdb.SetNX(ctx, l.key, count, l.def.Expire).Result()
+	if err != nil {
+		return false, fmt.Errorf("lockgen: setting %s: %w", l.key, err)
+	}
+	return ok, nil
+}
+
+// CountDown decrements the latch's count (setting the latch first when it
+// is not set) and returns the count left; the count-down that reaches zero
+// opens the latch and wakes every waiter on every client. Counting down an
+// open latch does nothing and returns 0. It returns a Redis error when
+// Redis fails.
+func (l *Latch) CountDown(ctx context.Context) (int, error) {
+	n, err := l.c.eval(ctx, l.def.Scripts.CountDown, []string{l.key}, l.def.Count, l.def.Expire.Milliseconds(), l.channel()).Int()
+	if err != nil {
+		return 0, fmt.Errorf("lockgen: counting down %s: %w", l.key, err)
+	}
+	return n, nil
+}
+
+// Count returns the latch's count: 0 when open, the spec's count when not
+// set. It returns a Redis error when Redis fails.
+func (l *Latch) Count(ctx context.Context) (int, error) {
+	v, err := l.c.rdb.Get(ctx, l.key).Result()
+	if errors.Is(err, redis.Nil) {
+		return l.def.Count, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lockgen: reading %s: %w", l.key, err)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("lockgen: reading %s: not a count: %q", l.key, v)
+	}
+	return n, nil
+}
+
+// Await waits until the latch is open, as long as the context allows; an
+// open latch returns at once. Waiting costs no Redis traffic: the last
+// count-down wakes every waiter through pub/sub, and a fallback timer
+// (from 1s, doubling up to 30s) rechecks in case a message was lost.
+//
+// It returns nil when the latch is open, an error matching the context's
+// error when the context ended first, ErrClosed when the client was
+// closed, or a Redis error.
+func (l *Latch) Await(ctx context.Context) error {
+	if open, err := l.open(ctx); open || err != nil {
+		return err
+	}
+	sub, err := l.c.hub.subscribe(ctx, l.channel())
+	if err != nil {
+		return l.awaitError(err)
+	}
+	defer l.c.hub.unsubscribe(sub)
+	// Subscribed and queued before checking again, so that the last
+	// count-down, if it comes after the check, wakes us.
+	w := l.c.hub.join(sub)
+	defer l.c.hub.leave(sub, w, true)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
+		if open, err := l.open(ctx); open || err != nil {
+			return err
+		}
+		timer.Reset(backoff)
+		select {
+		case <-w.signal:
+		case <-timer.C:
+		case <-l.c.hub.closedCh():
+			return ErrClosed
+		case <-ctx.Done():
+			return l.awaitError(ctx.Err())
+		}
+	}
+}
+
+func (l *Latch) awaitError(err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("lockgen: awaiting %s: %w", l.key, err)
+}
+
+// open reports whether the latch is open: its count is set and zero.
+func (l *Latch) open(ctx context.Context) (bool, error) {
+	if err := l.c.checkOpen(); err != nil {
+		return false, err
+	}
+	v, err := l.c.rdb.Get(ctx, l.key).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	case err != nil && ctx.Err() != nil:
+		return false, l.awaitError(ctx.Err())
+	case err != nil:
+		return false, fmt.Errorf("lockgen: reading %s: %w", l.key, err)
+	}
+	return v == "0", nil
+}

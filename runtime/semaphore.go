@@ -1,0 +1,395 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lockgen/lockgen/internal/keys"
+)
+
+// Semaphore errors. ErrPermitLost also matches ErrLockLost, and
+// ErrPermitNotHeld also matches ErrNotHeld, so code that handles locks and
+// permits alike can test for either.
+var (
+	// ErrTooManyPermits: Acquire asked for more permits than the semaphore
+	// has, so no wait could ever end with them.
+	ErrTooManyPermits = errors.New("lockgen: more permits requested than the semaphore has")
+
+	// ErrPermitLost: a permit was lost while held: its hold was evicted
+	// (deleted, or its lease ran out unrenewed). It is the cause of a lost
+	// permit's context (context.Cause).
+	ErrPermitLost error = &sentinel{"lockgen: permit lost", ErrLockLost}
+
+	// ErrPermitNotHeld: a permit released twice, or released after it was
+	// lost.
+	ErrPermitNotHeld error = &sentinel{"lockgen: permit not held", ErrNotHeld}
+)
+
+// sentinel is an error that also matches a more general one.
+type sentinel struct {
+	msg    string
+	parent error
+}
+
+func (e *sentinel) Error() string { return e.msg }
+func (e *sentinel) Unwrap() error { return e.parent }
+
+// SemaphoreScripts are the scripts of semaphores (see templates/semaphores.go).
+type SemaphoreScripts struct {
+	Acquire  *Script
+	Release  *Script
+	Renew    *Script
+	State    *Script
+	Capacity *Script
+}
+
+// SemaphoreDef is the static definition of a semaphore declared in a spec.
+type SemaphoreDef struct {
+	Name    string // the spec's name, for errors
+	Permits int    // capacity, until an operator sets another (SetPermits)
+	Lease   time.Duration
+	Renew   bool          // the watchdog renews held permits
+	Wait    time.Duration // default wait of Acquire
+	Scripts *SemaphoreScripts
+}
+
+// Semaphore returns the semaphore with the given definition (emitted by
+// lockgen) and key. It does not contact Redis.
+func (c *Client) Semaphore(def *SemaphoreDef, key string) *Semaphore {
+	return &Semaphore{c: c, def: def, key: key}
+}
+
+// Semaphore is one distributed counting semaphore: a generated
+// constructor's result, such as semaphores.Export("acme"). It is a small
+// value that does not contact Redis until a method is called.
+//
+// Every Acquire takes its permits as one hold with an id and a lease, so a
+// holder that dies without releasing cannot leak permits: they come back
+// when its lease runs out. A live holder's lease is renewed by the
+// watchdog (spec renew: true, the default).
+//
+// In Redis the semaphore is a sorted set of holds (the key itself, scored
+// by expiry in server time), a hash of the permits per hold (key:counts),
+// and the capacity when an operator set one (key:capacity); waiters are
+// woken through key:ch.
+type Semaphore struct {
+	c   *Client
+	def *SemaphoreDef
+	key string
+}
+
+// Key returns the Redis key of the semaphore's holds.
+func (s *Semaphore) Key() string { return s.key }
+
+// Name returns the semaphore's name in the spec.
+func (s *Semaphore) Name() string { return s.def.Name }
+
+func (s *Semaphore) counts() string   { return keys.Sub(s.key, "counts") }
+func (s *Semaphore) capacity() string { return keys.Sub(s.key, "capacity") }
+func (s *Semaphore) channel() string  { return keys.Sub(s.key, "ch") }
+
+// Acquire takes n permits as one hold, waiting until that many are free:
+// until the context's deadline when it has one, otherwise for the spec's
+// default wait. Waiting costs no Redis traffic: a release wakes waiters
+// through pub/sub, and the earliest lease to run out is the fallback
+// timer. Permits are not handed out in arrival order: a waiter for many
+// may wait while smaller requests are served.
+//
+// It returns ErrTooManyPermits at once when n exceeds the semaphore's
+// capacity, ErrInvalidArgument when n < 1, ErrNotObtained when the wait ran
+// out (also matching the context's error when the context ended it),
+// ErrClosed after the client was closed, or a Redis error.
+func (s *Semaphore) Acquire(ctx context.Context, n int) (*Permit, error) {
+	if _, ok := ctx.Deadline(); ok {
+		return s.acquire(ctx, n, -1)
+	}
+	return s.acquire(ctx, n, s.def.Wait)
+}
+
+// TryAcquire takes n permits, waiting at most wait (0: try once) and no
+// longer than the context allows. It returns the errors Acquire returns,
+// and ErrInvalidArgument for a negative wait.
+func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (*Permit, error) {
+	if wait < 0 {
+		return nil, fmt.Errorf("%w: negative wait %v", ErrInvalidArgument, wait)
+	}
+	return s.acquire(ctx, n, wait)
+}
+
+// acquire takes n permits; wait < 0 means as long as ctx allows.
+func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (p *Permit, err error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: %d permits", ErrInvalidArgument, n)
+	}
+	owner := s.c.newOwner()
+	p, _, next, err := s.attempt(ctx, owner, n)
+	if p != nil || err != nil {
+		return p, err
+	}
+	if wait == 0 {
+		return nil, ErrNotObtained
+	}
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if wait > 0 {
+		wctx, cancel = context.WithTimeout(ctx, wait)
+	}
+	defer cancel()
+	sub, err := s.c.hub.subscribe(wctx, s.channel())
+	if err != nil {
+		return nil, waitError(ctx, err)
+	}
+	defer s.c.hub.unsubscribe(sub)
+	// Join the queue before trying, so that a release published after the
+	// attempt wakes us. Leaving passes on a wake-up that came meanwhile,
+	// even with permits taken: it may announce other free permits.
+	w := s.c.hub.join(sub)
+	defer s.c.hub.leave(sub, w, false)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		var free int64
+		p, free, next, err = s.attempt(ctx, owner, n)
+		if err != nil {
+			return nil, err
+		}
+		if free > 0 {
+			// Permits are left that this waiter did not take or could
+			// not use: let the next waiter of this client try.
+			s.c.hub.wakeAfter(sub, w)
+		}
+		if p != nil {
+			return p, nil
+		}
+		timer.Reset(next)
+		select {
+		case <-w.signal:
+		case <-timer.C:
+		case <-s.c.hub.closedCh():
+			return nil, ErrClosed
+		case <-wctx.Done():
+			return nil, waitError(ctx, wctx.Err())
+		}
+	}
+}
+
+// attempt runs the acquire script once. It returns a permit when taken;
+// the permits left free; and otherwise how long to wait at most before
+// trying again (until the earliest hold expires).
+func (s *Semaphore) attempt(ctx context.Context, owner string, n int) (*Permit, int64, time.Duration, error) {
+	if err := s.c.checkOpen(); err != nil {
+		return nil, 0, 0, err
+	}
+	start := time.Now()
+	// Not cut short by ctx, like a lock's attempt: permits granted to an
+	// abandoned reply would stay taken for a whole lease.
+	res, err := s.c.eval(context.WithoutCancel(ctx), s.def.Scripts.Acquire,
+		[]string{s.key, s.counts(), s.capacity()}, owner, n, s.def.Lease.Milliseconds(), s.def.Permits).Int64Slice()
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("lockgen: acquiring %s: %w", s.key, err)
+	}
+	switch {
+	case len(res) == 2 && res[0] == 1:
+		p, err := s.newPermit(ctx, owner, n, start)
+		return p, res[1], 0, err
+	case len(res) == 2 && res[0] == -1:
+		return nil, 0, 0, fmt.Errorf("%w: %d requested, %s has %d", ErrTooManyPermits, n, s.key, res[1])
+	case len(res) == 3 && res[0] == 0:
+		next := time.Duration(res[2]) * time.Millisecond
+		if res[2] < 0 { // no holds, yet too few free: capacity changing
+			next = time.Second
+		}
+		return nil, res[1], next, nil
+	}
+	return nil, 0, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", s.key, res)
+}
+
+// Available returns how many permits are free now (0 when an operator
+// lowered the capacity below what is held), or a Redis error. Holds whose
+// lease ran out are evicted first.
+func (s *Semaphore) Available(ctx context.Context) (int, error) {
+	capacity, held, err := s.state(ctx)
+	return max(0, capacity-held), err
+}
+
+// Capacity returns how many permits the semaphore has: the spec's
+// permits, or what an operator set with SetPermits or AddPermits. It
+// returns a Redis error when Redis fails.
+func (s *Semaphore) Capacity(ctx context.Context) (int, error) {
+	capacity, _, err := s.state(ctx)
+	return capacity, err
+}
+
+func (s *Semaphore) state(ctx context.Context) (capacity, held int, err error) {
+	res, err := s.c.eval(ctx, s.def.Scripts.State, []string{s.key, s.counts(), s.capacity()}, s.def.Permits).Int64Slice()
+	if err != nil {
+		return 0, 0, fmt.Errorf("lockgen: reading %s: %w", s.key, err)
+	}
+	if len(res) != 2 {
+		return 0, 0, fmt.Errorf("lockgen: reading %s: unexpected reply %v", s.key, res)
+	}
+	return int(res[0]), int(res[1]), nil
+}
+
+// SetPermits sets the semaphore's capacity to n, for operators; it stays
+// until changed again or ResetPermits, also across restarts and spec
+// changes. Lowering it below what is held takes nothing back: new
+// holders wait until enough is released. Every waiter is woken to try
+// again; those asking more than n fail with ErrTooManyPermits. It returns
+// ErrInvalidArgument when n < 1, or a Redis error.
+func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
+	if n < 1 {
+		return fmt.Errorf("%w: capacity %d", ErrInvalidArgument, n)
+	}
+	_, err := s.setCapacity(ctx, "set", n)
+	return err
+}
+
+// AddPermits changes the semaphore's capacity by delta (which may be
+// negative) and returns the new capacity; see SetPermits. It returns
+// ErrInvalidArgument, changing nothing, when the capacity would fall below
+// 1, or a Redis error.
+func (s *Semaphore) AddPermits(ctx context.Context, delta int) (int, error) {
+	return s.setCapacity(ctx, "add", delta)
+}
+
+// ResetPermits forgets a capacity set by SetPermits or AddPermits, so that
+// the spec's permits apply again, and wakes every waiter. It returns a
+// Redis error when Redis fails.
+func (s *Semaphore) ResetPermits(ctx context.Context) error {
+	_, err := s.setCapacity(ctx, "reset", 0)
+	return err
+}
+
+func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int) (int, error) {
+	res, err := s.c.eval(ctx, s.def.Scripts.Capacity, []string{s.capacity()}, mode, v, s.def.Permits, s.channel()).Int64Slice()
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("lockgen: setting the capacity of %s: %w", s.key, err)
+	case len(res) != 2:
+		return 0, fmt.Errorf("lockgen: setting the capacity of %s: unexpected reply %v", s.key, res)
+	case res[0] < 0:
+		return 0, fmt.Errorf("%w: the capacity of %s would be %d", ErrInvalidArgument, s.key, res[1])
+	}
+	return int(res[1]), nil
+}
+
+// Permit is one hold of a semaphore's permits, returned by Acquire and
+// TryAcquire. Its Context is cancelled the moment the hold ends: with
+// cause ErrPermitLost when the permits were lost (evicted, or not
+// renewable before the lease ran out), ErrClosed when the client was
+// closed, and context.Canceled after Release. Do the guarded work under
+// Context() so a lost permit stops it.
+type Permit struct {
+	sem   *Semaphore
+	owner string
+	n     int
+	ctx   context.Context
+	end   context.CancelCauseFunc
+
+	mu       sync.Mutex
+	released bool
+}
+
+func (s *Semaphore) newPermit(parent context.Context, owner string, n int, start time.Time) (*Permit, error) {
+	p := &Permit{sem: s, owner: owner, n: n}
+	if !s.def.Renew {
+		dctx, stop := context.WithDeadlineCause(parent, start.Add(s.def.Lease), ErrPermitLost)
+		p.ctx, p.end = context.WithCancelCause(dctx)
+		context.AfterFunc(p.ctx, stop)
+		return p, nil
+	}
+	p.ctx, p.end = context.WithCancelCause(parent)
+	if err := s.c.wd.add(p.held(), s.renewal(owner), p, start); err != nil {
+		p.end(err)
+		// Nobody will renew or release it: give it back now.
+		_ = s.c.eval(context.WithoutCancel(parent), s.def.Scripts.Release, []string{s.key, s.counts()}, owner, s.channel()).Err()
+		return nil, err
+	}
+	return p, nil
+}
+
+// renewal says how the watchdog renews owner's hold of s.
+func (s *Semaphore) renewal(owner string) renewal {
+	return renewal{
+		Script:   s.def.Scripts.Renew,
+		Keys:     []string{s.key, s.counts()},
+		Args:     []any{s.def.Lease.Milliseconds(), owner},
+		Lease:    s.def.Lease,
+		Interval: s.def.Lease / 3,
+	}
+}
+
+// held identifies the permit's hold for the watchdog.
+func (p *Permit) held() heldKey { return heldKey{p.sem.key, p.owner} }
+
+// cancel ends the permit's context; the watchdog calls it, with
+// ErrLockLost when the hold is gone.
+func (p *Permit) cancel(cause error) {
+	if cause == ErrLockLost {
+		cause = ErrPermitLost
+	}
+	p.end(cause)
+}
+
+// Context returns the permit's context: the context given to Acquire,
+// cancelled when the hold ends (see Permit).
+func (p *Permit) Context() context.Context { return p.ctx }
+
+// Permits returns how many permits this hold has.
+func (p *Permit) Permits() int { return p.n }
+
+// Semaphore returns the semaphore the permit belongs to.
+func (p *Permit) Semaphore() *Semaphore { return p.sem }
+
+// Release gives the permits back and wakes waiters. It returns
+// ErrPermitNotHeld when this permit was already released or its hold no
+// longer exists, ErrPermitLost when the permit was known to be lost, or a
+// Redis error (the hold then expires after its lease).
+func (p *Permit) Release(ctx context.Context) error {
+	p.mu.Lock()
+	if p.released {
+		p.mu.Unlock()
+		return ErrPermitNotHeld
+	}
+	p.released = true
+	p.mu.Unlock()
+
+	s := p.sem
+	if s.def.Renew {
+		s.c.wd.remove(p.held(), p)
+	}
+	lost := errors.Is(context.Cause(p.ctx), ErrLockLost)
+	p.end(nil)
+	n, err := s.c.eval(ctx, s.def.Scripts.Release, []string{s.key, s.counts()}, p.owner, s.channel()).Int()
+	switch {
+	case err != nil:
+		return fmt.Errorf("lockgen: releasing %s: %w", s.key, err)
+	case n < 0 && lost:
+		return ErrPermitLost
+	case n < 0:
+		return ErrPermitNotHeld
+	}
+	return nil
+}
+
+// wakeAfter wakes the first waiter queued after w on s that has no
+// wake-up pending, if any. Semaphores use it to hand on permits a waiter
+// left free: unlike a lock's, a semaphore's release may let several
+// waiters of one client proceed, and a waiter may be unable to use what
+// another could. Waking only later waiters makes every such chain end.
+func (h *hub) wakeAfter(s *subscription, w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	after := false
+	for _, x := range s.waiters {
+		if after && x.wake() {
+			return
+		}
+		if x == w {
+			after = true
+		}
+	}
+}

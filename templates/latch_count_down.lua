@@ -1,0 +1,19 @@
+-- latch_count_down: count a latch down by one; the last count-down opens it
+-- and wakes every waiter.
+-- KEYS[1] the count
+-- ARGV[1] the spec's count, used while the latch is not set,
+-- ARGV[2] expiry in milliseconds of a latch set here, ARGV[3] wake-up channel
+-- Returns the count left. An open latch (0) stays open until it expires.
+local count = tonumber(redis.call('get', KEYS[1]))
+if count == nil then
+  count = tonumber(ARGV[1])
+  redis.call('set', KEYS[1], count, 'px', tonumber(ARGV[2]))
+end
+if count <= 0 then
+  return 0
+end
+count = redis.call('decr', KEYS[1])
+if count == 0 then
+  redis.call('publish', ARGV[3], 'all')
+end
+return count

@@ -1,0 +1,21 @@
+-- semaphore_renew: extend the lease of one hold of a semaphore.
+-- KEYS[1] the holds zset, KEYS[2] the counts hash
+-- ARGV[1] lease in milliseconds, ARGV[2] owner id
+-- Returns 1 when renewed, 0 when the owner holds nothing (evicted). A hold
+-- still present is never counted as free, even past its expiry, so it may
+-- be renewed.
+local holds, counts = KEYS[1], KEYS[2]
+local lease = tonumber(ARGV[1])
+
+if redis.call('zscore', holds, ARGV[2]) == false then
+  return 0
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('zadd', holds, now + lease, ARGV[2])
+for _, k in ipairs({holds, counts}) do
+  if redis.call('pttl', k) < lease then
+    redis.call('pexpire', k, lease)
+  end
+end
+return 1
