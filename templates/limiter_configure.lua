@@ -1,0 +1,22 @@
+-- limiter_configure: make the caller's config the limiter's, replacing the
+-- one stored. The state is kept: each algorithm reads it under the new
+-- config (never granting more than a full limiter holds).
+-- KEYS[1] the limiter's config hash
+-- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
+-- ARGV[4] burst, ARGV[5] scope,
+-- ARGV[6] how long the config outlives the last write, in milliseconds
+-- Returns 1 when the config changed, 0 when it was already the caller's.
+local cfg = KEYS[1]
+local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
+local stored = redis.call('hmget', cfg, unpack(fields))
+local same = 1
+for i = 1, 5 do
+  if stored[i] ~= ARGV[i] then
+    same = 0
+  end
+end
+redis.call('hset', cfg, fields[1], ARGV[1], fields[2], ARGV[2], fields[3], ARGV[3], fields[4], ARGV[4], fields[5], ARGV[5])
+if redis.call('pttl', cfg) < tonumber(ARGV[6]) then
+  redis.call('pexpire', cfg, ARGV[6])
+end
+return 1 - same

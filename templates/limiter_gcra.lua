@@ -1,0 +1,47 @@
+-- limiter_gcra: one rate-limit decision by the generic cell rate algorithm.
+-- KEYS[1] the limiter's config hash, KEYS[2] its state: the theoretical
+--         arrival time (TAT) in microseconds of the Redis server clock
+-- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
+-- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
+-- ARGV[7] how long the config outlives the last write, in milliseconds
+-- Returns {1 allowed | 0 denied, remaining, retry after us, reset after us,
+-- server time us}, or {-1, algorithm, rate, period, burst, scope} as stored
+-- when the config in Redis is not the caller's.
+local cfg, state = KEYS[1], KEYS[2]
+local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
+local stored = redis.call('hmget', cfg, unpack(fields))
+if stored[1] then
+  for i = 1, 5 do
+    if stored[i] ~= ARGV[i] then
+      return {-1, stored[1], stored[2], stored[3], stored[4], stored[5]}
+    end
+  end
+else
+  redis.call('hset', cfg, fields[1], ARGV[1], fields[2], ARGV[2], fields[3], ARGV[3], fields[4], ARGV[4], fields[5], ARGV[5])
+  redis.call('pexpire', cfg, ARGV[7])
+end
+
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local n = tonumber(ARGV[6])
+local interval = tonumber(ARGV[3]) / tonumber(ARGV[2]) -- us per request
+local span = (tonumber(ARGV[4]) + 1) * interval        -- burst + 1 requests
+
+local tat = tonumber(redis.call('get', state)) or now
+if tat < now then
+  tat = now
+end
+local remaining = function(at)
+  return math.max(0, math.floor((now + span - at) / interval))
+end
+local allow_at = tat + n * interval - span
+if allow_at > now then
+  return {0, remaining(tat), math.ceil(allow_at - now), math.ceil(tat - now), now}
+end
+if n > 0 then
+  -- Rounding the TAT up never lets more through than the rate.
+  tat = math.ceil(tat + n * interval)
+  redis.call('set', state, string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000))
+  redis.call('pexpire', cfg, ARGV[7], 'GT')
+end
+return {1, remaining(tat), 0, math.ceil(tat - now), now}

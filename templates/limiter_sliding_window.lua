@@ -1,0 +1,60 @@
+-- limiter_sliding_window: one rate-limit decision over an exact log of the
+-- requests allowed in the last period: never more than rate of them in any
+-- window of that length.
+-- KEYS[1] the limiter's config hash, KEYS[2] its state: a sorted set of
+--         the allowed requests scored by their time in microseconds of the
+--         Redis server clock
+-- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
+-- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
+-- ARGV[7] how long the config outlives the last write, in milliseconds
+-- Returns {1 allowed | 0 denied, remaining, retry after us, reset after us,
+-- server time us}, or {-1, algorithm, rate, period, burst, scope} as stored
+-- when the config in Redis is not the caller's.
+local cfg, state = KEYS[1], KEYS[2]
+local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
+local stored = redis.call('hmget', cfg, unpack(fields))
+if stored[1] then
+  for i = 1, 5 do
+    if stored[i] ~= ARGV[i] then
+      return {-1, stored[1], stored[2], stored[3], stored[4], stored[5]}
+    end
+  end
+else
+  redis.call('hset', cfg, fields[1], ARGV[1], fields[2], ARGV[2], fields[3], ARGV[3], fields[4], ARGV[4], fields[5], ARGV[5])
+  redis.call('pexpire', cfg, ARGV[7])
+end
+
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local n = tonumber(ARGV[6])
+local limit = tonumber(ARGV[2])
+local per = tonumber(ARGV[3])
+
+-- The window is (now - per, now]: older entries are gone for good.
+redis.call('zremrangebyscore', state, '-inf', string.format('%d', now - per))
+local count = redis.call('zcard', state)
+local function reset()
+  local last = redis.call('zrange', state, -1, -1, 'WITHSCORES')
+  if last[2] == nil then
+    return 0
+  end
+  return math.max(0, tonumber(last[2]) + per - now)
+end
+if count + n > limit then
+  -- Allowed once the oldest entries that are too many have left the window.
+  local i = count + n - limit - 1
+  local e = redis.call('zrange', state, i, i, 'WITHSCORES')
+  return {0, math.max(0, limit - count), math.max(1, tonumber(e[2]) + per - now), reset(), now}
+end
+for i = 1, n do
+  local member = string.format('%d:%d', now, count + i)
+  while redis.call('zadd', state, 'NX', string.format('%d', now), member) == 0 do
+    member = member .. '+'
+  end
+end
+local left = reset()
+if n > 0 then
+  redis.call('pexpire', state, math.max(1, math.ceil(left / 1000)))
+  redis.call('pexpire', cfg, ARGV[7], 'GT')
+end
+return {1, limit - count - n, 0, left, now}

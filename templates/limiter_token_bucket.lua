@@ -1,0 +1,54 @@
+-- limiter_token_bucket: one rate-limit decision by a token bucket of
+-- burst + 1 tokens refilled continuously at rate per period.
+-- KEYS[1] the limiter's config hash, KEYS[2] its state: a hash of tokens
+--         (a fraction) and ts (when they were counted, in microseconds of the
+--         Redis server clock)
+-- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
+-- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
+-- ARGV[7] how long the config outlives the last write, in milliseconds
+-- Returns {1 allowed | 0 denied, remaining, retry after us, reset after us,
+-- server time us}, or {-1, algorithm, rate, period, burst, scope} as stored
+-- when the config in Redis is not the caller's.
+local cfg, state = KEYS[1], KEYS[2]
+local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
+local stored = redis.call('hmget', cfg, unpack(fields))
+if stored[1] then
+  for i = 1, 5 do
+    if stored[i] ~= ARGV[i] then
+      return {-1, stored[1], stored[2], stored[3], stored[4], stored[5]}
+    end
+  end
+else
+  redis.call('hset', cfg, fields[1], ARGV[1], fields[2], ARGV[2], fields[3], ARGV[3], fields[4], ARGV[4], fields[5], ARGV[5])
+  redis.call('pexpire', cfg, ARGV[7])
+end
+
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local n = tonumber(ARGV[6])
+local interval = tonumber(ARGV[3]) / tonumber(ARGV[2]) -- us per token
+local capacity = tonumber(ARGV[4]) + 1
+
+local b = redis.call('hmget', state, 'tokens', 'ts')
+local tokens, ts = tonumber(b[1]), tonumber(b[2])
+if tokens == nil or ts == nil then
+  tokens, ts = capacity, now
+elseif now > ts then
+  tokens = math.min(capacity, tokens + (now - ts) / interval)
+  ts = now
+end
+-- Float sums may leave a whole token a hair short.
+local eps = 1e-9
+local function after(want) -- us until the bucket holds want tokens
+  return math.max(0, math.ceil((want - tokens) * interval - eps))
+end
+if tokens + eps < n then
+  return {0, math.floor(tokens + eps), after(n), after(capacity), now}
+end
+if n > 0 then
+  tokens = tokens - n
+  redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
+  redis.call('pexpire', state, math.max(1, math.ceil(after(capacity) / 1000)))
+  redis.call('pexpire', cfg, ARGV[7], 'GT')
+end
+return {1, math.max(0, math.floor(tokens + eps)), 0, after(capacity), now}
