@@ -27,6 +27,14 @@ type LockScripts struct {
 	Release     *Script
 	Renew       *Script
 	ForceUnlock *Script
+	// Leave takes a waiter that gives up out of a fair lock's queue; nil
+	// for the other kinds.
+	Leave *Script
+	// MultiAcquire and MultiRelease take and give up several locks of the
+	// kinds that have them (reentrant, simple) in one script, when a
+	// MultiLock's keys are on one slot; nil for the other kinds.
+	MultiAcquire *Script
+	MultiRelease *Script
 }
 
 // LockKind is the kind of a lock.
@@ -40,6 +48,15 @@ const (
 	// Simple locks are SET NX PX with a random value and
 	// compare-and-delete; taking one twice is ErrNotReentrant.
 	Simple
+	// Fair locks are reentrant locks whose waiters get the lock in arrival
+	// order; see "Fair locks" in the package doc.
+	Fair
+	// ReadWrite locks have a shared read side and an exclusive write side
+	// (see RWLock).
+	ReadWrite
+	// Fenced locks are reentrant locks whose every hold carries a fencing
+	// token (see Lease.Token).
+	Fenced
 )
 
 func (k LockKind) String() string {
@@ -48,6 +65,12 @@ func (k LockKind) String() string {
 		return "reentrant"
 	case Simple:
 		return "simple"
+	case Fair:
+		return "fair"
+	case ReadWrite:
+		return "readwrite"
+	case Fenced:
+		return "fenced"
 	}
 	return "unknown"
 }
@@ -55,11 +78,15 @@ func (k LockKind) String() string {
 // LockDef is the static definition of a lock declared in a spec.
 type LockDef struct {
 	Name    string   // the spec's name, for errors
-	Kind    LockKind // Reentrant or Simple
+	Kind    LockKind // Reentrant, Simple, Fair, ReadWrite or Fenced
 	Lease   time.Duration
 	Renew   bool          // the watchdog renews the lease while held
 	Wait    time.Duration // default wait of Lock
 	Scripts *LockScripts
+	// WaiterTTL is, for fair locks, how long a queued waiter keeps its
+	// place without refreshing it (it refreshes every WaiterTTL/3 while it
+	// waits, so only a dead waiter loses it); 0 means DefaultWaiterTTL.
+	WaiterTTL time.Duration
 }
 
 // KeyDef is an object's key pattern, as emitted by lockgen.

@@ -23,6 +23,9 @@ type Lock struct {
 	c   *Client
 	def *LockDef
 	key string
+	// mode is the side of a readwrite lock ("r" or "w"), passed to its
+	// scripts as their last argument; "" for the other kinds.
+	mode string
 }
 
 // Key returns the Redis key of the lock.
@@ -41,8 +44,9 @@ func (l *Lock) channel() string { return keys.Sub(l.key, "ch") }
 //
 // It returns ErrNotObtained when the wait ran out (also matching the
 // context's error when the context ended it), ErrNotReentrant when a
-// simple lock is already held by the owner in ctx, ErrClosed after the
-// client was closed, or a Redis error.
+// simple lock is already held by the owner in ctx, ErrUpgrade when the
+// write side of an RWLock is asked for by an owner holding its read side,
+// ErrClosed after the client was closed, or a Redis error.
 func (l *Lock) Lock(ctx context.Context) (*Lease, error) {
 	if _, ok := ctx.Deadline(); ok {
 		return l.acquire(ctx, -1)
@@ -62,6 +66,9 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (*Lease, error) 
 
 // acquire takes the lock; wait < 0 means as long as ctx allows.
 func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Lease, error) {
+	if l.def.Kind == Fair {
+		return l.acquireFair(ctx, wait)
+	}
 	owner := l.c.ownerFrom(ctx)
 	le, ttl, err := l.attempt(ctx, owner)
 	if le != nil || err != nil {
@@ -138,19 +145,24 @@ func (l *Lock) attempt(ctx context.Context, owner string) (*Lease, time.Duration
 	// The attempt is not cut short by ctx: a script that ran in Redis
 	// while its reply was abandoned would hold the lock for a whole lease
 	// with nobody to release it. go-redis' read timeout bounds it.
-	res, err := l.c.eval(context.WithoutCancel(ctx), l.def.Scripts.Acquire, []string{l.key}, l.def.Lease.Milliseconds(), owner).Int64Slice()
+	res, err := l.c.eval(context.WithoutCancel(ctx), l.def.Scripts.Acquire, l.scriptKeys(), l.args(l.def.Lease.Milliseconds(), owner)...).Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
 	}
-	if len(res) != 2 {
+	if len(res) != 2 && len(res) != 3 {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", l.key, res)
 	}
 	switch res[0] {
 	case 1:
 		le, err := l.newLease(ctx, owner, start)
+		if le != nil && len(res) == 3 {
+			le.token = res[2]
+		}
 		return le, 0, err
 	case -1:
 		return nil, 0, ErrNotReentrant
+	case -2:
+		return nil, 0, ErrUpgrade
 	}
 	return nil, time.Duration(res[1]) * time.Millisecond, nil
 }
@@ -159,7 +171,7 @@ func (l *Lock) attempt(ctx context.Context, owner string) (*Lease, time.Duration
 // holder's lease is cancelled with ErrLockLost at its next renewal. It
 // reports whether the lock was held, or returns a Redis error.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, []string{l.key}, l.channel()).Int()
+	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, l.scriptKeys(), l.channel()).Int()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: force-unlocking %s: %w", l.key, err)
 	}
@@ -193,6 +205,7 @@ type Lease struct {
 	owner string
 	ctx   context.Context
 	end   context.CancelCauseFunc
+	token int64 // fenced locks: the hold's fencing token
 
 	mu       sync.Mutex
 	unlocked bool
@@ -216,7 +229,7 @@ func (l *Lock) newLease(parent context.Context, owner string, start time.Time) (
 }
 
 // held identifies the lease's hold for the watchdog.
-func (le *Lease) held() heldKey { return heldKey{le.lock.key, le.owner} }
+func (le *Lease) held() heldKey { return heldKey{le.lock.key, le.lock.mode + le.owner} }
 
 // cancel ends the lease's context with cause; the watchdog calls it.
 func (le *Lease) cancel(cause error) { le.end(cause) }
@@ -225,8 +238,8 @@ func (le *Lease) cancel(cause error) { le.end(cause) }
 func (l *Lock) renewal(owner string) renewal {
 	return renewal{
 		Script:   l.def.Scripts.Renew,
-		Keys:     []string{l.key},
-		Args:     []any{l.def.Lease.Milliseconds(), owner},
+		Keys:     l.scriptKeys(),
+		Args:     l.args(l.def.Lease.Milliseconds(), owner),
 		Lease:    l.def.Lease,
 		Interval: l.def.Lease / 3,
 	}
@@ -239,6 +252,13 @@ func (le *Lease) Context() context.Context { return le.ctx }
 
 // Lock returns the lock this lease holds.
 func (le *Lease) Lock() *Lock { return le.lock }
+
+// Token returns the fencing token of a fenced lock's hold: larger than
+// the token of every earlier hold of the lock, by any owner, so that
+// storage can reject a write carrying a smaller token than one it has
+// seen (see "Fenced locks" in the package doc). Re-entries share their
+// hold's token. It is 0 for the other kinds.
+func (le *Lease) Token() int64 { return le.token }
 
 // Unlock gives up this hold. The lock is released, and one waiter woken,
 // when its last hold is given up. It returns ErrNotHeld when this lease
@@ -260,7 +280,7 @@ func (le *Lease) Unlock(ctx context.Context) error {
 	}
 	lost := errors.Is(context.Cause(le.ctx), ErrLockLost)
 	le.end(nil)
-	n, err := l.c.eval(ctx, l.def.Scripts.Release, []string{l.key}, le.owner, l.def.Lease.Milliseconds(), l.channel()).Int()
+	n, err := l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.args(le.owner, l.def.Lease.Milliseconds(), l.channel())...).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockgen: releasing %s: %w", l.key, err)
@@ -270,6 +290,29 @@ func (le *Lease) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	return nil
+}
+
+// scriptKeys returns the KEYS of the lock's scripts: the lock's key, then
+// the keys of its kind (all in the lock's hash slot).
+func (l *Lock) scriptKeys() []string {
+	switch l.def.Kind {
+	case Fair:
+		return l.fairKeys()
+	case ReadWrite:
+		return l.rwKeys()
+	case Fenced:
+		return l.fencedKeys()
+	}
+	return []string{l.key}
+}
+
+// args returns the ARGV of one of the lock's scripts: args, then the side
+// of a readwrite lock.
+func (l *Lock) args(args ...any) []any {
+	if l.mode != "" {
+		args = append(args, l.mode)
+	}
+	return args
 }
 
 func (c *Client) checkOpen() error {

@@ -93,12 +93,16 @@ func lockScripts(t testing.TB, kind string) *lockrt.LockScripts {
 	if !ok {
 		t.Fatalf("no scripts for lock kind %q", kind)
 	}
-	return &lockrt.LockScripts{
+	s := &lockrt.LockScripts{
 		Acquire:     script(t, set.Acquire),
 		Release:     script(t, set.Release),
 		Renew:       script(t, set.Renew),
 		ForceUnlock: script(t, set.ForceUnlock),
 	}
+	if set.Leave != "" {
+		s.Leave = script(t, set.Leave)
+	}
+	return s
 }
 
 // def returns a lock definition of the given kind.

@@ -8,6 +8,16 @@
 //	release(KEYS[1]=lock; ARGV: owner, lease ms, channel) -> -1 not held | n > 0 holds left | 0 released and published
 //	renew(KEYS[1]=lock; ARGV: lease ms, owner) -> 1 renewed | 0 not held
 //	force_unlock(KEYS[1]=lock; ARGV: channel) -> 1 deleted | 0 not held
+//
+// Kinds with more keys pass them after the lock (KEYS[2], ...; all in the
+// lock's slot): fenced its fence counter, fair its queue and waiter
+// deadlines, readwrite its hold deadlines. A fenced acquire returns
+// {1, holds, token}; a fair acquire takes ARGV[3] waiter TTL ms (0: try
+// without queueing) and ARGV[4] the channel prefix (a waiter's channel is
+// prefix:owner), and fair locks have a fifth script, leave(KEYS as
+// acquire; ARGV: owner, channel prefix); readwrite scripts take the side
+// ("r" or "w") as their last ARGV, and acquire returns {-2, 0} for an
+// upgrade.
 package templates
 
 import (
@@ -24,17 +34,25 @@ var files embed.FS
 // LockSet names the scripts of one lock kind.
 type LockSet struct {
 	Acquire, Release, Renew, ForceUnlock string
+	Leave                                string // fair locks only
 }
 
 // Names returns the set's script names in a fixed order.
 func (s LockSet) Names() []string {
-	return []string{s.Acquire, s.Release, s.Renew, s.ForceUnlock}
+	names := []string{s.Acquire, s.Release, s.Renew, s.ForceUnlock}
+	if s.Leave != "" {
+		names = append(names, s.Leave)
+	}
+	return names
 }
 
 // Locks maps each implemented lock kind (as written in a spec) to its scripts.
 var Locks = map[string]LockSet{
 	"reentrant": {Acquire: "reentrant_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock"},
 	"simple":    {Acquire: "simple_acquire", Release: "simple_release", Renew: "simple_renew", ForceUnlock: "force_unlock"},
+	"fair":      {Acquire: "fair_acquire", Release: "fair_release", Renew: "reentrant_renew", ForceUnlock: "fair_force_unlock", Leave: "fair_leave"},
+	"readwrite": {Acquire: "rw_acquire", Release: "rw_release", Renew: "rw_renew", ForceUnlock: "rw_force_unlock"},
+	"fenced":    {Acquire: "fenced_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock"},
 }
 
 // Source returns the Lua source of the named script (without ".lua").

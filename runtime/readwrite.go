@@ -1,0 +1,73 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+
+	"github.com/lockgen/lockgen/internal/keys"
+)
+
+// ErrUpgrade: the write side of a read-write lock was requested by an
+// owner holding its read side. Upgrading is refused rather than waited
+// for: two readers upgrading at once would wait for each other forever.
+// Release the read side first, or take the write side from the start
+// (the writer may then take the read side and release the write side: a
+// downgrade).
+var ErrUpgrade = errors.New("lockgen: a read lock cannot be upgraded to a write lock")
+
+// RWLock is a read-write lock: a generated constructor's result for a
+// lock of kind readwrite. Its read side is shared by any number of
+// owners; its write side excludes every other owner, readers and writers.
+// Both sides are Locks: Read().Lock(ctx) and Write().Lock(ctx) return
+// leases that the watchdog renews and whose contexts are cancelled when
+// the hold is lost, like any lock's.
+//
+// Both sides are reentrant. The owner holding the write side may also
+// take the read side, then release the write side: a downgrade, without a
+// moment when another writer could get in. An owner holding the read side
+// that asks for the write side gets ErrUpgrade.
+//
+// Every hold has a lease of its own, kept in Redis per owner and side:
+// a reader that dies loses its share when its own lease runs out, without
+// shortening the other readers'. Releasing the write side, or the last
+// hold, wakes every waiter at once: waiting readers proceed together,
+// waiting writers race for it.
+type RWLock struct {
+	read, write *Lock
+}
+
+// RWLock returns the read-write lock with the given definition (of kind
+// ReadWrite, emitted by lockgen) and key. It does not contact Redis.
+func (c *Client) RWLock(def *LockDef, key string) *RWLock {
+	return &RWLock{
+		read:  &Lock{c: c, def: def, key: key, mode: "r"},
+		write: &Lock{c: c, def: def, key: key, mode: "w"},
+	}
+}
+
+// Read returns the shared side of the lock.
+func (rw *RWLock) Read() *Lock { return rw.read }
+
+// Write returns the exclusive side of the lock.
+func (rw *RWLock) Write() *Lock { return rw.write }
+
+// Key returns the Redis key of the lock.
+func (rw *RWLock) Key() string { return rw.write.key }
+
+// Name returns the lock's name in the spec.
+func (rw *RWLock) Name() string { return rw.write.def.Name }
+
+// IsLocked reports whether anyone holds either side, or returns a Redis
+// error.
+func (rw *RWLock) IsLocked(ctx context.Context) (bool, error) { return rw.write.IsLocked(ctx) }
+
+// ForceUnlock deletes every hold of both sides and wakes every waiter; the
+// holders' leases are cancelled with ErrLockLost at their next renewal. It
+// reports whether the lock was held, or returns a Redis error.
+func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
+	return rw.write.ForceUnlock(ctx)
+}
+
+// rwKeys returns the keys of a read-write lock's scripts: the lock hash
+// and the deadlines of its holds.
+func (l *Lock) rwKeys() []string { return []string{l.key, keys.Sub(l.key, "holds")} }

@@ -1,0 +1,29 @@
+-- rw_renew: extend the lease of one side of a read-write lock held by owner,
+-- without touching the other holds' leases.
+-- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw_acquire)
+-- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] side: r or w
+-- Returns 1 when renewed, 0 when the owner no longer holds that side.
+local lock, deadlines = KEYS[1], KEYS[2]
+local lease, owner, side = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local member = 'r:' .. owner
+if side == 'w' then
+  if redis.call('hget', lock, 'writer') ~= owner then
+    return 0
+  end
+  member = 'w'
+elseif redis.call('hexists', lock, member) == 0 then
+  return 0
+end
+local deadline = redis.call('zscore', deadlines, member)
+if not deadline or tonumber(deadline) <= now then
+  return 0 -- ran out: the next script that runs drops it
+end
+redis.call('zadd', deadlines, now + lease, member)
+local last = redis.call('zrange', deadlines, -1, -1, 'withscores')
+local keep = tonumber(last[2]) - now
+redis.call('pexpire', lock, keep)
+redis.call('pexpire', deadlines, keep)
+return 1
