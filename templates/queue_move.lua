@@ -1,0 +1,88 @@
+-- queue_move: the delay timer's step. Moves due items (delayed ones, and
+-- for a reliable queue the deliveries whose visibility timeout ran out) to
+-- the ready list, at most a batch of each, and returns when to run next.
+-- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
+-- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
+-- ARGV[1] timer channel, ARGV[2] mode ('r' reliable, 'p' plain),
+-- ARGV[3] batch size, ARGV[4] visibility ms, ARGV[5] max deliveries
+-- Returns {now, next due or -1, items moved, 1 when a batch was full}.
+-- A delivery that ran out after max deliveries goes to the dead list.
+-- "armed" records the earliest due time every live timer is armed for:
+-- an item due earlier must be announced on the channel.
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local reliable = ARGV[2] == 'r'
+local batch = tonumber(ARGV[3])
+local full = 0
+
+local ids = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, batch)
+for _, id in ipairs(ids) do
+  if reliable then
+    redis.call('rpush', KEYS[1], id)
+  else
+    local body = redis.call('hget', KEYS[3], id)
+    if body then
+      redis.call('rpush', KEYS[1], body)
+      redis.call('hdel', KEYS[3], id)
+    end
+  end
+end
+if #ids > 0 then
+  redis.call('zrem', KEYS[2], unpack(ids))
+end
+if #ids == batch then
+  full = 1
+end
+local moved = #ids
+
+if reliable then
+  local max = tonumber(ARGV[5])
+  local expired = redis.call('zrangebyscore', KEYS[7], '-inf', now, 'limit', 0, batch)
+  for _, id in ipairs(expired) do
+    redis.call('lrem', KEYS[6], 0, id)
+    local n = tonumber(redis.call('hget', KEYS[8], id) or '0')
+    if n >= max then
+      redis.call('hset', KEYS[10], id, 'not acknowledged within the visibility timeout (' .. n .. ' deliveries)')
+      redis.call('rpush', KEYS[9], id)
+    else
+      redis.call('rpush', KEYS[1], id)
+    end
+  end
+  if #expired > 0 then
+    redis.call('zrem', KEYS[7], unpack(expired))
+  end
+  if #expired == batch then
+    full = 1
+  end
+  moved = moved + #expired
+  -- Ids a blocking move handed to a consumer that never claimed them (it
+  -- died in between) get a visibility deadline, so they come back.
+  local vis = tonumber(ARGV[4])
+  for _, id in ipairs(redis.call('lrange', KEYS[6], 0, -1)) do
+    if not redis.call('zscore', KEYS[7], id) then
+      redis.call('zadd', KEYS[7], now + vis, id)
+    end
+  end
+end
+
+local next = -1
+local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+if first[2] then
+  next = tonumber(first[2])
+end
+if reliable then
+  first = redis.call('zrange', KEYS[7], 0, 0, 'withscores')
+  if first[2] and (next < 0 or tonumber(first[2]) < next) then
+    next = tonumber(first[2])
+  end
+end
+local armed = redis.call('get', KEYS[5])
+if next < 0 then
+  redis.call('del', KEYS[5])
+else
+  redis.call('set', KEYS[5], next)
+  if not armed or next < tonumber(armed) then
+    redis.call('publish', ARGV[1], next)
+  end
+end
+return {now, next, moved, full}

@@ -1,0 +1,43 @@
+-- queue_offer: add items to a queue, ready now or when due.
+-- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
+-- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
+-- ARGV[1] timer channel, ARGV[2] mode ('r' reliable: lists hold ids and
+-- bodies live in data; 'p' plain: the ready list holds bodies),
+-- ARGV[3] delay in ms or '', ARGV[4] due time in unix ms or '',
+-- ARGV[5..] the encoded items
+-- Returns the due time (server clock, unix ms), or 0 when the items are
+-- ready now. An item that becomes the earliest due one is announced on
+-- the channel, so that every client's delay timer re-arms.
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local due = 0
+if ARGV[3] ~= '' then
+  due = now + tonumber(ARGV[3])
+elseif ARGV[4] ~= '' then
+  due = tonumber(ARGV[4])
+end
+local delayed = due > now
+local byId = ARGV[2] == 'r' or delayed
+
+for i = 5, #ARGV do
+  local item = ARGV[i]
+  if byId then
+    local id = tostring(redis.call('incr', KEYS[4]))
+    redis.call('hset', KEYS[3], id, item)
+    item = id
+  end
+  if delayed then
+    redis.call('zadd', KEYS[2], due, item)
+  else
+    redis.call('rpush', KEYS[1], item)
+  end
+end
+if not delayed then
+  return 0
+end
+local armed = redis.call('get', KEYS[5])
+if not armed or due < tonumber(armed) then
+  redis.call('set', KEYS[5], due)
+  redis.call('publish', ARGV[1], due)
+end
+return due

@@ -1,0 +1,53 @@
+package templates
+
+// Calling convention of the queue scripts. Every queue script takes the
+// same KEYS, all sub-keys of the queue's key and so in one slot, and the
+// queue's timer channel as ARGV[1]:
+//
+//	KEYS[1]  ready     list: items ready to take (bodies for a plain queue, ids for a reliable one)
+//	KEYS[2]  delayed   zset: ids of delayed items, scored by due time (unix ms, server clock)
+//	KEYS[3]  data      hash: id -> body, for items known by id
+//	KEYS[4]  seq       counter of ids
+//	KEYS[5]  armed     the earliest due time every live delay timer is armed for
+//	KEYS[6]  proc      list: ids a blocking move handed to a consumer that has not claimed them yet
+//	KEYS[7]  inflight  zset: ids of deliveries in flight, scored by visibility deadline
+//	KEYS[8]  att       hash: id -> deliveries so far
+//	KEYS[9]  dead      list: ids of dead letters, oldest first
+//	KEYS[10] err       hash: id -> why it was dead-lettered (or last given back)
+//
+//	queue_offer(ARGV: channel, mode, delay ms|'', due ms|'', items...) -> due | 0 (ready now)
+//	queue_move(ARGV: channel, mode, batch, visibility ms, max deliveries) -> {now, next due | -1, moved, full}
+//	queue_take(ARGV: channel, visibility ms, id|'') -> false | {id} (gone, again) | {id, body, n, deadline, now}
+//	queue_ack(ARGV: channel, id, n) -> 1 | 0 (not in flight)
+//	queue_nack(ARGV: channel, id, n, max deliveries, reason, dead '1'|'0') -> 1 queued again | 2 dead | 0 not in flight
+//	queue_extend(ARGV: channel, id, n, visibility ms) -> {deadline, now} | false (not in flight)
+//	queue_bury(ARGV: channel, body, reason) -> id
+//	queue_dead(ARGV: channel, skip, n) -> {id, body, reason, deliveries, ...}
+//	queue_redrive(ARGV: channel, mode, n) -> moved
+//
+// mode is 'r' for a reliable queue, 'p' for a plain one. The ready list is
+// the queue's own key; the others are keys.Sub(key, name) with the names
+// above (runtime/queue.go builds them).
+
+// QueueSet names the scripts of queues.
+type QueueSet struct {
+	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive string
+}
+
+// Names returns the set's script names in a fixed order.
+func (s QueueSet) Names() []string {
+	return []string{s.Offer, s.Move, s.Take, s.Ack, s.Nack, s.Extend, s.Bury, s.Dead, s.Redrive}
+}
+
+// Queue names the scripts of queues: every queue uses the same set.
+var Queue = QueueSet{
+	Offer:   "queue_offer",
+	Move:    "queue_move",
+	Take:    "queue_take",
+	Ack:     "queue_ack",
+	Nack:    "queue_nack",
+	Extend:  "queue_extend",
+	Bury:    "queue_bury",
+	Dead:    "queue_dead",
+	Redrive: "queue_redrive",
+}
