@@ -22,6 +22,9 @@ end
 if #expired > 0 then
   redis.call('zremrangebyscore', holds, '-inf', now)
 end
+if redis.call('zcard', holds) == 0 then
+  redis.call('del', counts) -- nothing held, whatever the count says
+end
 
 local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
 if n > capacity then

@@ -16,8 +16,8 @@ end
 if #expired > 0 then
   redis.call('zremrangebyscore', holds, '-inf', now)
 end
-local used = tonumber(redis.call('hget', counts, '*')) or 0
-if used == 0 then
-  redis.call('del', counts)
+if redis.call('zcard', holds) == 0 then
+  redis.call('del', counts) -- nothing held, whatever the count says
 end
+local used = tonumber(redis.call('hget', counts, '*')) or 0
 return {tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[1]), used}
