@@ -1,0 +1,398 @@
+package runtime
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/keys"
+)
+
+// MultiLock is several locks taken together: all of them or none. Make one
+// with NewMultiLock from generated locks of any kinds, keys and clients.
+//
+// Its locks are taken in one fixed order, by key, so two multi-locks over
+// overlapping sets can never deadlock each other, whatever order their
+// locks were given in. When every lock is reentrant or simple, all are on
+// one client, and their keys share a hash slot (or the client is a single
+// node, where any keys do), one script takes them all or none atomically
+// and one script releases them: one round trip each. Otherwise the locks
+// are taken one by one in key order, each waiting as its own Lock does,
+// and those taken are released when a later one cannot be.
+type MultiLock struct {
+	locks  []*Lock       // sorted by key and side, each once
+	atomic bool          // one script takes them all
+	wait   time.Duration // the longest default wait of the locks
+	err    error         // why the multi-lock cannot be taken, if it cannot
+}
+
+// NewMultiLock returns a multi-lock over locks. A lock given twice (the
+// same key, and for a read-write lock the same side) is taken once. It does
+// not contact Redis. A multi-lock with no locks, or with a nil one, fails
+// every Lock with ErrInvalidArgument.
+func NewMultiLock(locks ...*Lock) *MultiLock {
+	m := &MultiLock{}
+	if len(locks) == 0 {
+		m.err = fmt.Errorf("%w: a multi-lock needs at least one lock", ErrInvalidArgument)
+		return m
+	}
+	for _, l := range locks {
+		if l == nil {
+			m.err = fmt.Errorf("%w: nil lock in a multi-lock", ErrInvalidArgument)
+			return m
+		}
+		m.wait = max(m.wait, l.def.Wait)
+	}
+	m.locks = slices.Clone(locks)
+	slices.SortStableFunc(m.locks, func(a, b *Lock) int {
+		return cmp.Or(strings.Compare(a.key, b.key), strings.Compare(a.mode, b.mode))
+	})
+	m.locks = slices.CompactFunc(m.locks, func(a, b *Lock) bool { return a.key == b.key && a.mode == b.mode })
+	m.atomic = atomicSet(m.locks)
+	return m
+}
+
+// atomicSet reports whether one script can take all of locks: there are
+// several, of kinds with multi scripts, on one client, and on one slot or
+// a single node.
+func atomicSet(locks []*Lock) bool {
+	if len(locks) < 2 {
+		return false
+	}
+	first := locks[0]
+	for _, l := range locks {
+		s := l.def.Scripts
+		if l.c != first.c || l.mode != "" || (l.def.Kind != Reentrant && l.def.Kind != Simple) ||
+			s.MultiAcquire == nil || s.MultiRelease == nil ||
+			s.MultiAcquire.SHA1 != first.def.Scripts.MultiAcquire.SHA1 ||
+			s.MultiRelease.SHA1 != first.def.Scripts.MultiRelease.SHA1 {
+			return false
+		}
+	}
+	if _, single := first.c.rdb.(*redis.Client); single {
+		return true
+	}
+	slot := keys.Slot(first.key)
+	for _, l := range locks {
+		if keys.Slot(l.key) != slot {
+			return false
+		}
+	}
+	return true
+}
+
+// Locks returns the multi-lock's locks in the order they are taken.
+func (m *MultiLock) Locks() []*Lock { return slices.Clone(m.locks) }
+
+// Atomic reports whether one script takes and releases all the locks.
+func (m *MultiLock) Atomic() bool { return m.atomic }
+
+// Lock takes every lock, waiting while any is held by another owner: until
+// the context's deadline when it has one, otherwise for the longest default
+// wait of the locks. On failure no lock is left taken.
+//
+// It returns the errors a Lock's Lock returns (ErrNotObtained, also
+// matching the context's error when the context ended the wait;
+// ErrNotReentrant; ErrClosed; a Redis error), wrapped with the key of the
+// lock that could not be taken, and ErrInvalidArgument for a multi-lock
+// without locks.
+func (m *MultiLock) Lock(ctx context.Context) (*MultiLease, error) {
+	if _, ok := ctx.Deadline(); ok {
+		return m.acquire(ctx, -1)
+	}
+	return m.acquire(ctx, m.wait)
+}
+
+// TryLock takes every lock, waiting at most wait in all (0: try once) and
+// no longer than the context allows. It returns the errors Lock returns,
+// and ErrInvalidArgument for a negative wait.
+func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (*MultiLease, error) {
+	if wait < 0 {
+		return nil, fmt.Errorf("%w: negative wait %v", ErrInvalidArgument, wait)
+	}
+	return m.acquire(ctx, wait)
+}
+
+func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (*MultiLease, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	if m.atomic {
+		return m.acquireAtomic(ctx, wait)
+	}
+	return m.acquireInOrder(ctx, wait)
+}
+
+// acquireInOrder takes the locks one by one in key order. Waiting for a
+// lock while holding the ones before it cannot deadlock: every multi-lock
+// waits in the same order.
+func (m *MultiLock) acquireInOrder(ctx context.Context, wait time.Duration) (*MultiLease, error) {
+	owner := m.locks[0].c.ownerFrom(ctx)
+	octx := context.WithValue(ctx, ownerKey{}, owner)
+	deadline := time.Now().Add(wait)
+	leases := make([]*Lease, 0, len(m.locks))
+	for _, l := range m.locks {
+		w := wait
+		if wait > 0 {
+			w = max(0, time.Until(deadline))
+		}
+		le, err := l.acquire(octx, w)
+		if err != nil {
+			releaseInOrder(context.WithoutCancel(ctx), leases)
+			return nil, fmt.Errorf("lockgen: multi-lock blocked at %s: %w", l.key, err)
+		}
+		leases = append(leases, le)
+	}
+	return newMultiLease(m, octx, leases), nil
+}
+
+// releaseInOrder unlocks leases in reverse order and returns their errors.
+func releaseInOrder(ctx context.Context, leases []*Lease) error {
+	var errs []error
+	for i := len(leases) - 1; i >= 0; i-- {
+		if err := leases[i].Unlock(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("lockgen: releasing %s: %w", leases[i].lock.key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// acquireAtomic runs the multi-acquire script until it takes every lock,
+// waiting between attempts on the channel of the lock that blocked it.
+func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration) (ml *MultiLease, err error) {
+	c := m.locks[0].c
+	owner := c.ownerFrom(ctx)
+	ml, blocked, ttl, err := m.attempt(ctx, owner)
+	if ml != nil || err != nil {
+		return ml, err
+	}
+	if wait == 0 {
+		return nil, m.notObtained(blocked, ErrNotObtained)
+	}
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if wait > 0 {
+		wctx, cancel = context.WithTimeout(ctx, wait)
+	}
+	defer cancel()
+	var (
+		sub *subscription
+		w   *waiter
+		on  = -1 // the lock whose channel sub is
+	)
+	defer func() {
+		if sub != nil {
+			c.hub.leave(sub, w, ml != nil)
+			c.hub.unsubscribe(sub)
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if blocked != on {
+			// Wait on the blocking lock's channel; join before trying
+			// again, so that a release after the attempt wakes us.
+			if sub != nil {
+				c.hub.leave(sub, w, false)
+				c.hub.unsubscribe(sub)
+				sub = nil
+			}
+			s, err := c.hub.subscribe(wctx, m.locks[blocked].channel())
+			if err != nil {
+				return nil, m.notObtained(blocked, waitError(ctx, err))
+			}
+			sub, w, on = s, c.hub.join(s), blocked
+		} else {
+			timer.Reset(fallback(ttl))
+			select {
+			case <-w.signal:
+			case <-timer.C:
+			case <-c.hub.closedCh():
+				return nil, ErrClosed
+			case <-wctx.Done():
+				return nil, m.notObtained(blocked, waitError(ctx, wctx.Err()))
+			}
+		}
+		ml, blocked, ttl, err = m.attempt(ctx, owner)
+		if ml != nil || err != nil {
+			return ml, err
+		}
+	}
+}
+
+func (m *MultiLock) notObtained(blocked int, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("lockgen: multi-lock blocked at %s: %w", m.locks[blocked].key, err)
+}
+
+// attempt runs the multi-acquire script once. It returns a lease when
+// every lock was taken, or the index of the lock that is held by another
+// owner and its remaining TTL.
+func (m *MultiLock) attempt(ctx context.Context, owner string) (*MultiLease, int, time.Duration, error) {
+	c := m.locks[0].c
+	if err := c.checkOpen(); err != nil {
+		return nil, 0, 0, err
+	}
+	ks := make([]string, len(m.locks))
+	args := make([]any, 0, 1+2*len(m.locks))
+	args = append(args, owner)
+	for i, l := range m.locks {
+		ks[i] = l.key
+		args = append(args, l.def.Kind.String(), l.def.Lease.Milliseconds())
+	}
+	start := time.Now()
+	// Not cut short by ctx, like Lock's attempt: an abandoned reply would
+	// leave the locks held for a lease with nobody to release them.
+	res, err := c.eval(context.WithoutCancel(ctx), m.locks[0].def.Scripts.MultiAcquire, ks, args...).Int64Slice()
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("lockgen: acquiring %s: %w", strings.Join(ks, ", "), err)
+	}
+	if len(res) < 2 || (res[0] != 1 && (len(res) != 3 || res[2] < 1 || int(res[2]) > len(m.locks))) {
+		return nil, 0, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", strings.Join(ks, ", "), res)
+	}
+	switch res[0] {
+	case 1:
+		octx := context.WithValue(ctx, ownerKey{}, owner)
+		leases := make([]*Lease, 0, len(m.locks))
+		for _, l := range m.locks {
+			le, err := l.newLease(octx, owner, start)
+			if err != nil { // the client was closed meanwhile
+				for _, le := range leases {
+					le.unlocked = true
+					if le.lock.def.Renew {
+						le.lock.c.wd.remove(le.held(), le)
+					}
+					le.end(err)
+				}
+				_, _ = releaseAll(context.WithoutCancel(ctx), owner, m.locks)
+				return nil, 0, 0, err
+			}
+			leases = append(leases, le)
+		}
+		return newMultiLease(m, octx, leases), 0, 0, nil
+	case -1:
+		return nil, 0, 0, fmt.Errorf("lockgen: multi-lock blocked at %s: %w", m.locks[res[2]-1].key, ErrNotReentrant)
+	}
+	return nil, int(res[2] - 1), time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// MultiLease is one hold of every lock of a MultiLock. Its Context is
+// cancelled when the hold of any of its locks ends, with that lock's cause
+// (ErrLockLost when it was lost, ErrClosed when its client was closed), and
+// with context.Canceled after Unlock. Locking a lock or a multi-lock with
+// it (or a context derived from it) re-enters as its owner.
+type MultiLease struct {
+	m      *MultiLock
+	leases []*Lease
+	ctx    context.Context
+	end    context.CancelCauseFunc
+
+	mu       sync.Mutex
+	unlocked bool
+}
+
+func newMultiLease(m *MultiLock, parent context.Context, leases []*Lease) *MultiLease {
+	ml := &MultiLease{m: m, leases: leases}
+	ml.ctx, ml.end = context.WithCancelCause(parent)
+	for _, le := range leases {
+		context.AfterFunc(le.ctx, func() { ml.end(context.Cause(le.ctx)) })
+	}
+	return ml
+}
+
+// Context returns the multi-lease's context: the context given to Lock,
+// carrying the owner, cancelled when any of the holds ends.
+func (ml *MultiLease) Context() context.Context { return ml.ctx }
+
+// Leases returns the lease of each lock, in the multi-lock's order (for
+// example to read fenced locks' tokens). Unlock the multi-lease, not
+// these.
+func (ml *MultiLease) Leases() []*Lease { return slices.Clone(ml.leases) }
+
+// Unlock gives up the hold of every lock: in one script when the
+// multi-lock is atomic, otherwise one by one in reverse order. Every lock
+// is released even when some fail. It returns ErrNotHeld when the
+// multi-lease was already unlocked or an owner no longer holds one of the
+// locks, ErrLockLost when one of the holds was known to be lost, or a
+// Redis error (the locks not released then expire after their leases),
+// wrapped with the key concerned; several errors are joined.
+func (ml *MultiLease) Unlock(ctx context.Context) error {
+	ml.mu.Lock()
+	if ml.unlocked {
+		ml.mu.Unlock()
+		return ErrNotHeld
+	}
+	ml.unlocked = true
+	ml.mu.Unlock()
+	ml.end(nil)
+	if !ml.m.atomic || len(ml.leases) == 0 {
+		return releaseInOrder(ctx, ml.leases)
+	}
+	var (
+		owner = ml.leases[0].owner
+		locks []*Lock
+		lost  []bool
+		errs  []error
+	)
+	for _, le := range ml.leases {
+		le.mu.Lock()
+		done := le.unlocked
+		le.unlocked = true
+		le.mu.Unlock()
+		if done {
+			errs = append(errs, fmt.Errorf("lockgen: releasing %s: %w", le.lock.key, ErrNotHeld))
+			continue
+		}
+		if le.lock.def.Renew {
+			le.lock.c.wd.remove(le.held(), le)
+		}
+		lost = append(lost, errors.Is(context.Cause(le.ctx), ErrLockLost))
+		le.end(nil)
+		locks = append(locks, le.lock)
+	}
+	if len(locks) == 0 {
+		return errors.Join(errs...)
+	}
+	codes, err := releaseAll(ctx, owner, locks)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for i, code := range codes {
+		switch {
+		case code >= 0:
+		case lost[i]:
+			errs = append(errs, fmt.Errorf("lockgen: releasing %s: %w", locks[i].key, ErrLockLost))
+		default:
+			errs = append(errs, fmt.Errorf("lockgen: releasing %s: %w", locks[i].key, ErrNotHeld))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// releaseAll runs the multi-release script for owner's holds of locks
+// and returns its code per lock.
+func releaseAll(ctx context.Context, owner string, locks []*Lock) ([]int64, error) {
+	ks := make([]string, len(locks))
+	args := make([]any, 0, 1+3*len(locks))
+	args = append(args, owner)
+	for i, l := range locks {
+		ks[i] = l.key
+		args = append(args, l.def.Kind.String(), l.def.Lease.Milliseconds(), l.channel())
+	}
+	codes, err := locks[0].c.eval(ctx, locks[0].def.Scripts.MultiRelease, ks, args...).Int64Slice()
+	if err == nil && len(codes) != len(locks) {
+		err = fmt.Errorf("unexpected reply %v", codes)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lockgen: releasing %s: %w", strings.Join(ks, ", "), err)
+	}
+	return codes, nil
+}
