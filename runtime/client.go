@@ -21,8 +21,9 @@ type Client struct {
 	id  string
 	seq atomic.Uint64
 
-	wd  *watchdog
-	hub *hub
+	wd     *watchdog
+	hub    *hub
+	timers timerSet // delay timers of the queues it serves (delay.go)
 
 	closeOnce sync.Once
 }

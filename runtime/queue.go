@@ -1,0 +1,520 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/keys"
+)
+
+// Queue errors.
+var (
+	// ErrEmpty: nothing could be taken from a queue within the wait. When
+	// the caller's context ended the wait, the error also matches that
+	// context's error.
+	ErrEmpty = errors.New("lockgen: queue empty")
+
+	// ErrDeliveryExpired: an Ack, Nack or Extend of a delivery that is no
+	// longer in flight: its visibility timeout ran out and a delay timer
+	// gave the item back (it may be redelivered or dead-lettered), or it
+	// was acknowledged or given back already.
+	ErrDeliveryExpired = errors.New("lockgen: delivery no longer in flight")
+)
+
+// QueueScripts are the scripts of queues (see lockgen's templates/queues.go
+// for their calling convention). Every queue uses the same set.
+type QueueScripts struct {
+	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive *Script
+}
+
+// QueueDef is the static definition of a queue declared in a spec.
+type QueueDef struct {
+	Name          string        // the spec's name, for errors
+	Delay         bool          // items may be offered with a delay
+	Reliable      bool          // deliveries are acknowledged
+	Visibility    time.Duration // reliable: how long a delivery stays hidden before it is redelivered
+	MaxDeliveries int           // reliable: deliveries before an item is dead-lettered
+	Scripts       *QueueScripts
+}
+
+// queueKeys are the suffixes of a queue's keys after its own key, the ready
+// list, in the scripts' KEYS order.
+var queueKeys = [...]string{"delayed", "data", "seq", "armed", "proc", "inflight", "att", "dead", "err"}
+
+// Indexes in queue.keys.
+const (
+	kReady = iota
+	kDelayed
+	kData
+	kSeq
+	kArmed
+	kProc
+	kInflight
+	kAtt
+	kDead
+	kErr
+)
+
+// maxBlock bounds one blocking command, so that a Take notices its
+// context's cancellation and the client's Close within a second.
+const maxBlock = time.Second
+
+// queue is what every queue type is built on: one queue instance, its
+// keys and definition, and the untyped operations.
+type queue struct {
+	c    *Client
+	def  *QueueDef
+	key  string
+	keys []string
+	ch   string
+}
+
+func newQueue(c *Client, def *QueueDef, key string) *queue {
+	q := &queue{c: c, def: def, key: key, keys: make([]string, 0, len(queueKeys)+1), ch: keys.Sub(key, "ch")}
+	q.keys = append(q.keys, key)
+	for _, s := range queueKeys {
+		q.keys = append(q.keys, keys.Sub(key, s))
+	}
+	return q
+}
+
+func (q *queue) mode() string {
+	if q.def.Reliable {
+		return "r"
+	}
+	return "p"
+}
+
+// needsTimer reports whether the queue has due times: delayed items or
+// visibility deadlines.
+func (q *queue) needsTimer() bool { return q.def.Delay || q.def.Reliable }
+
+// serve makes sure the client runs the queue's delay timer, if it has one.
+func (q *queue) serve() *delayTimer {
+	if !q.needsTimer() {
+		return nil
+	}
+	return q.c.serveQueue(q)
+}
+
+// start serves the queue and waits until the timer has moved what was
+// due when it started.
+func (q *queue) start(ctx context.Context) error {
+	t := q.serve()
+	if t == nil {
+		return q.c.checkOpen()
+	}
+	select {
+	case <-t.ready:
+		return t.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// offer adds encoded items: ready now when delay and at are zero, else
+// due after delay or at at.
+func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bodies ...[]byte) error {
+	if err := q.c.checkOpen(); err != nil {
+		return err
+	}
+	if len(bodies) == 0 {
+		return nil
+	}
+	q.serve()
+	if !q.def.Reliable && delay == 0 && at.IsZero() {
+		args := make([]any, len(bodies))
+		for i, b := range bodies {
+			args[i] = b
+		}
+		if err := q.c.rdb.RPush(ctx, q.key, args...).Err(); err != nil {
+			return fmt.Errorf("lockgen: offering to %s: %w", q.key, err)
+		}
+		return nil
+	}
+	args := make([]any, 0, 4+len(bodies))
+	args = append(args, q.ch, q.mode(), "", "")
+	switch {
+	case delay > 0:
+		args[2] = ceilMillis(delay)
+	case !at.IsZero():
+		args[3] = ceilUnixMillis(at)
+	}
+	for _, b := range bodies {
+		args = append(args, b)
+	}
+	if err := q.c.eval(ctx, q.def.Scripts.Offer, q.keys, args...).Err(); err != nil {
+		return fmt.Errorf("lockgen: offering to %s: %w", q.key, err)
+	}
+	return nil
+}
+
+// checkDelay validates the delay of OfferIn.
+func checkDelay(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: negative delay %v", ErrInvalidArgument, d)
+	}
+	return nil
+}
+
+// checkAt validates the due time of OfferAt.
+func checkAt(t time.Time) error {
+	if t.IsZero() {
+		return fmt.Errorf("%w: zero time", ErrInvalidArgument)
+	}
+	return nil
+}
+
+func ceilMillis(d time.Duration) int64 {
+	return int64(math.Ceil(float64(d) / float64(time.Millisecond)))
+}
+
+func ceilUnixMillis(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.Sub(time.UnixMilli(ms)) > 0 {
+		ms++
+	}
+	return ms
+}
+
+// waitEnd is when a take with the given wait (< 0: as long as ctx
+// allows) gives up; zero means never.
+func waitEnd(ctx context.Context, wait time.Duration) time.Time {
+	var end time.Time
+	if wait >= 0 {
+		end = time.Now().Add(wait)
+	}
+	if dl, ok := ctx.Deadline(); ok && (end.IsZero() || dl.Before(end)) {
+		end = dl
+	}
+	return end
+}
+
+// emptyError is the error of a take that found nothing: ErrEmpty, and the
+// caller's context error when it was the caller's context that ended.
+func emptyError(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ErrEmpty, context.Cause(ctx))
+	}
+	return ErrEmpty
+}
+
+// block runs a blocking list command (BLPOP, BLMOVE) built by cmd for a
+// block timeout, in blocks of at most maxBlock, until it returns an
+// element, end passes, ctx ends or the client closes. The command itself
+// is not cut short by ctx: an element the server handed over must reach
+// us. It needs a go-redis ReadTimeout above maxBlock (the default is 3s).
+func (q *queue) block(ctx context.Context, end time.Time, cmd func(timeout string) []any) (any, error) {
+	for {
+		if err := q.c.checkOpen(); err != nil {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, emptyError(ctx)
+		}
+		d := maxBlock
+		if !end.IsZero() {
+			left := time.Until(end)
+			if left <= 0 {
+				return nil, emptyError(ctx)
+			}
+			d = min(d, left)
+		}
+		timeout := strconv.FormatFloat(max(d.Seconds(), 0.001), 'f', 3, 64)
+		res, err := q.c.rdb.Do(context.WithoutCancel(ctx), cmd(timeout)...).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
+		}
+		return res, nil
+	}
+}
+
+// pop takes the first ready body of a plain queue, waiting until end
+// (zero: as long as ctx allows) unless once.
+func (q *queue) pop(ctx context.Context, end time.Time, once bool) ([]byte, error) {
+	if err := q.c.checkOpen(); err != nil {
+		return nil, err
+	}
+	if once {
+		b, err := q.c.rdb.LPop(ctx, q.key).Bytes()
+		switch {
+		case errors.Is(err, redis.Nil):
+			return nil, ErrEmpty
+		case err != nil:
+			return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
+		}
+		return b, nil
+	}
+	res, err := q.block(ctx, end, func(timeout string) []any { return []any{"blpop", q.key, timeout} })
+	if err != nil {
+		return nil, err
+	}
+	kv, ok := res.([]any)
+	if !ok || len(kv) != 2 {
+		return nil, fmt.Errorf("lockgen: taking from %s: unexpected reply %v", q.key, res)
+	}
+	s, _ := kv[1].(string)
+	return []byte(s), nil
+}
+
+// bury puts a body a plain queue's consumer could not decode on the dead
+// list.
+func (q *queue) bury(ctx context.Context, body []byte, cause error) error {
+	err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Bury, q.keys, q.ch, body, "decode: "+cause.Error()).Err()
+	if err != nil {
+		return fmt.Errorf("lockgen: dead-lettering an item of %s that does not decode (%v): %w", q.key, cause, err)
+	}
+	return nil
+}
+
+// QueueStats counts a queue's items.
+type QueueStats struct {
+	Ready    int64 // ready to take
+	Delayed  int64 // offered with a delay and not due yet (or not moved yet)
+	InFlight int64 // reliable: delivered and not acknowledged yet
+	Dead     int64 // on the dead-letter list
+}
+
+func (q *queue) len(ctx context.Context) (int64, error) {
+	n, err := q.c.rdb.LLen(ctx, q.key).Result()
+	if err != nil {
+		return 0, fmt.Errorf("lockgen: length of %s: %w", q.key, err)
+	}
+	return n, nil
+}
+
+func (q *queue) stats(ctx context.Context) (QueueStats, error) {
+	pipe := q.c.rdb.Pipeline()
+	ready := pipe.LLen(ctx, q.keys[kReady])
+	delayed := pipe.ZCard(ctx, q.keys[kDelayed])
+	inflight := pipe.ZCard(ctx, q.keys[kInflight])
+	dead := pipe.LLen(ctx, q.keys[kDead])
+	if _, err := pipe.Exec(ctx); err != nil {
+		return QueueStats{}, fmt.Errorf("lockgen: stats of %s: %w", q.key, err)
+	}
+	return QueueStats{Ready: ready.Val(), Delayed: delayed.Val(), InFlight: inflight.Val(), Dead: dead.Val()}, nil
+}
+
+// DeadLetter is an item on a queue's dead-letter list.
+type DeadLetter[T any] struct {
+	ID    string
+	Value T      // the decoded item; the zero value when Raw does not decode
+	Raw   []byte // the item as stored
+	// Reason says why it was dead-lettered: the decode error, the reason
+	// given to Nack, or the visibility timeout that ran out.
+	Reason     string
+	Deliveries int   // how many times it was delivered
+	DecodeErr  error // why Raw does not decode, or nil
+}
+
+// deadLetters returns the n oldest dead letters.
+func deadLetters[T any](ctx context.Context, q *queue, codec Codec[T], n int) ([]DeadLetter[T], error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: %d dead letters", ErrInvalidArgument, n)
+	}
+	res, err := q.c.eval(ctx, q.def.Scripts.Dead, q.keys, q.ch, 0, n).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("lockgen: dead letters of %s: %w", q.key, err)
+	}
+	out := make([]DeadLetter[T], 0, len(res)/4)
+	for i := 0; i+3 < len(res); i += 4 {
+		d := DeadLetter[T]{ID: res[i], Raw: []byte(res[i+1]), Reason: res[i+2]}
+		d.Deliveries, _ = strconv.Atoi(res[i+3])
+		d.Value, d.DecodeErr = codec.Decode(d.Raw)
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// redriveBatch bounds how many dead letters one script call moves, so that
+// a large re-drive does not hold Redis for long.
+const redriveBatch = 1000
+
+// redrive puts up to n of the oldest dead letters back on the ready list.
+func (q *queue) redrive(ctx context.Context, n int) (int, error) {
+	if n <= 0 {
+		return 0, fmt.Errorf("%w: re-drive %d", ErrInvalidArgument, n)
+	}
+	total := 0
+	for total < n {
+		batch := min(n-total, redriveBatch)
+		moved, err := q.c.eval(ctx, q.def.Scripts.Redrive, q.keys, q.ch, q.mode(), batch).Int()
+		if err != nil {
+			return total, fmt.Errorf("lockgen: re-driving dead letters of %s: %w", q.key, err)
+		}
+		total += moved
+		if moved < batch {
+			break
+		}
+	}
+	return total, nil
+}
+
+// Queue is a plain queue of T: a taken item is gone (at most once). It is
+// a generated constructor's result, a small value that does not contact
+// Redis until a method is called. Many producers and consumers, on any
+// number of clients, may use one queue.
+//
+// Take blocks on the server (BLPOP) in blocks of at most a second, each
+// holding one connection of the go-redis pool: size the pool
+// (PoolSize, default 10 per CPU) above the number of concurrent Takes.
+type Queue[T any] struct {
+	q     *queue
+	codec Codec[T]
+}
+
+// NewQueue returns the plain queue with the given definition (emitted by
+// lockgen), codec and key. It does not contact Redis. (Go methods cannot
+// take type parameters, so queue constructors are functions, not methods
+// of Client.)
+func NewQueue[T any](c *Client, def *QueueDef, codec Codec[T], key string) *Queue[T] {
+	return &Queue[T]{q: newQueue(c, def, key), codec: codec}
+}
+
+// Key returns the queue's Redis key (its ready list).
+func (q *Queue[T]) Key() string { return q.q.key }
+
+// Name returns the queue's name in the spec.
+func (q *Queue[T]) Name() string { return q.q.def.Name }
+
+// Offer appends v to the queue. It returns an encoding error, ErrClosed,
+// or a Redis error.
+func (q *Queue[T]) Offer(ctx context.Context, v T) error {
+	return q.OfferMany(ctx, v)
+}
+
+// OfferMany appends vs to the queue, in order, in one round trip. It
+// returns an encoding error, ErrClosed, or a Redis error.
+func (q *Queue[T]) OfferMany(ctx context.Context, vs ...T) error {
+	bodies, err := encodeAll(q.q, q.codec, vs)
+	if err != nil {
+		return err
+	}
+	return q.q.offer(ctx, 0, time.Time{}, bodies...)
+}
+
+// Take removes and returns the first item, waiting for one as long as the
+// context allows. An item that does not decode is dead-lettered with the
+// decode error, and Take goes on with the next one.
+//
+// It returns ErrEmpty when the context ended the wait (also matching the
+// context's error), ErrClosed, or a Redis error.
+func (q *Queue[T]) Take(ctx context.Context) (T, error) { return q.take(ctx, -1) }
+
+// TryTake is Take waiting at most wait (0: no wait). It returns the errors
+// Take returns, ErrEmpty when the wait ran out, and ErrInvalidArgument for
+// a negative wait.
+func (q *Queue[T]) TryTake(ctx context.Context, wait time.Duration) (T, error) {
+	if wait < 0 {
+		var zero T
+		return zero, fmt.Errorf("%w: negative wait %v", ErrInvalidArgument, wait)
+	}
+	return q.take(ctx, wait)
+}
+
+func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (T, error) {
+	var zero T
+	q.q.serve()
+	end := waitEnd(ctx, wait)
+	for {
+		body, err := q.q.pop(ctx, end, wait == 0)
+		if err != nil {
+			return zero, err
+		}
+		v, err := q.codec.Decode(body)
+		if err == nil {
+			return v, nil
+		}
+		if err := q.q.bury(ctx, body, err); err != nil {
+			return zero, err
+		}
+	}
+}
+
+// Len returns the number of items ready to take, or a Redis error.
+func (q *Queue[T]) Len(ctx context.Context) (int64, error) { return q.q.len(ctx) }
+
+// Stats counts the queue's items in one round trip, or returns a Redis
+// error.
+func (q *Queue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.q.stats(ctx) }
+
+// DeadLetters returns the n oldest dead letters (items that did not
+// decode), or ErrInvalidArgument for n <= 0, or a Redis error.
+func (q *Queue[T]) DeadLetters(ctx context.Context, n int) ([]DeadLetter[T], error) {
+	return deadLetters(ctx, q.q, q.codec, n)
+}
+
+// Redrive puts up to n of the oldest dead letters back at the end of the
+// queue and returns how many it moved. It returns ErrInvalidArgument for
+// n <= 0, or a Redis error with the number moved before it.
+func (q *Queue[T]) Redrive(ctx context.Context, n int) (int, error) { return q.q.redrive(ctx, n) }
+
+// Start starts this client's delay timer of a delayed queue and waits
+// until it has moved every item already due, such as items left by
+// clients that stopped. The first Offer or Take starts the timer too,
+// without waiting. For a queue without delays it does nothing. It returns
+// the context's error, ErrClosed, or the first move's Redis error (the
+// timer keeps retrying).
+func (q *Queue[T]) Start(ctx context.Context) error { return q.q.start(ctx) }
+
+// DelayedQueue is a plain queue whose items may be offered with a delay:
+// an item is ready to take once due (see the delay timer in the package
+// documentation).
+type DelayedQueue[T any] struct {
+	*Queue[T]
+}
+
+// NewDelayedQueue returns the delayed queue with the given definition,
+// codec and key. It does not contact Redis.
+func NewDelayedQueue[T any](c *Client, def *QueueDef, codec Codec[T], key string) *DelayedQueue[T] {
+	return &DelayedQueue[T]{NewQueue(c, def, codec, key)}
+}
+
+// OfferIn adds v, due after delay, as measured by the Redis server's
+// clock; 0 makes it ready now. It returns ErrInvalidArgument for a
+// negative delay, an encoding error, ErrClosed, or a Redis error.
+func (q *DelayedQueue[T]) OfferIn(ctx context.Context, v T, delay time.Duration) error {
+	if err := checkDelay(delay); err != nil {
+		return err
+	}
+	return offerOne(ctx, q.q, q.codec, v, delay, time.Time{})
+}
+
+// OfferAt adds v, due at t on the Redis server's clock; a time already
+// past makes it ready now. It returns ErrInvalidArgument for the zero
+// time, an encoding error, ErrClosed, or a Redis error.
+func (q *DelayedQueue[T]) OfferAt(ctx context.Context, v T, t time.Time) error {
+	if err := checkAt(t); err != nil {
+		return err
+	}
+	return offerOne(ctx, q.q, q.codec, v, 0, t)
+}
+
+func offerOne[T any](ctx context.Context, q *queue, codec Codec[T], v T, delay time.Duration, at time.Time) error {
+	bodies, err := encodeAll(q, codec, []T{v})
+	if err != nil {
+		return err
+	}
+	return q.offer(ctx, delay, at, bodies...)
+}
+
+func encodeAll[T any](q *queue, codec Codec[T], vs []T) ([][]byte, error) {
+	bodies := make([][]byte, len(vs))
+	for i, v := range vs {
+		b, err := codec.Encode(v)
+		if err != nil {
+			return nil, fmt.Errorf("lockgen: encoding an item for %s: %w", q.key, err)
+		}
+		bodies[i] = b
+	}
+	return bodies, nil
+}

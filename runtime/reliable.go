@@ -1,0 +1,332 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ReliableQueue is a queue of T with acknowledged delivery (at least
+// once): Take returns a Delivery, hidden from other consumers for the
+// spec's visibility timeout; Ack ends it, and a delivery neither
+// acknowledged nor extended in time is delivered again. After the spec's
+// maxDeliveries deliveries an item goes to the dead-letter list, where it
+// can be inspected and re-driven.
+//
+// Take blocks on the server (BLMOVE from the ready list to a processing
+// list, then a claim script) in blocks of at most a second, each holding
+// one connection of the go-redis pool: size the pool (PoolSize, default
+// 10 per CPU) above the number of concurrent Takes.
+type ReliableQueue[T any] struct {
+	q     *queue
+	codec Codec[T]
+}
+
+// NewReliableQueue returns the reliable queue with the given definition
+// (emitted by lockgen), codec and key. It does not contact Redis.
+func NewReliableQueue[T any](c *Client, def *QueueDef, codec Codec[T], key string) *ReliableQueue[T] {
+	return &ReliableQueue[T]{q: newQueue(c, def, key), codec: codec}
+}
+
+// Key returns the queue's Redis key (its ready list).
+func (q *ReliableQueue[T]) Key() string { return q.q.key }
+
+// Name returns the queue's name in the spec.
+func (q *ReliableQueue[T]) Name() string { return q.q.def.Name }
+
+// Offer appends v to the queue. It returns an encoding error, ErrClosed,
+// or a Redis error.
+func (q *ReliableQueue[T]) Offer(ctx context.Context, v T) error {
+	return q.OfferMany(ctx, v)
+}
+
+// OfferMany appends vs to the queue, in order, in one round trip. It
+// returns an encoding error, ErrClosed, or a Redis error.
+func (q *ReliableQueue[T]) OfferMany(ctx context.Context, vs ...T) error {
+	bodies, err := encodeAll(q.q, q.codec, vs)
+	if err != nil {
+		return err
+	}
+	return q.q.offer(ctx, 0, time.Time{}, bodies...)
+}
+
+// Take returns the next delivery, waiting for one as long as the context
+// allows. An item that does not decode is dead-lettered with the decode
+// error, and Take goes on with the next one.
+//
+// It returns ErrEmpty when the context ended the wait (also matching the
+// context's error), ErrClosed, or a Redis error.
+func (q *ReliableQueue[T]) Take(ctx context.Context) (*Delivery[T], error) {
+	return q.take(ctx, -1)
+}
+
+// TryTake is Take waiting at most wait (0: no wait). It returns the errors
+// Take returns, ErrEmpty when the wait ran out, and ErrInvalidArgument for
+// a negative wait.
+func (q *ReliableQueue[T]) TryTake(ctx context.Context, wait time.Duration) (*Delivery[T], error) {
+	if wait < 0 {
+		return nil, fmt.Errorf("%w: negative wait %v", ErrInvalidArgument, wait)
+	}
+	return q.take(ctx, wait)
+}
+
+func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration) (*Delivery[T], error) {
+	q.q.serve()
+	end := waitEnd(ctx, wait)
+	id := ""
+	for {
+		d, err := q.q.claim(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case d.id != "" && d.body != nil:
+			v, err := q.codec.Decode(d.body)
+			if err == nil {
+				return &Delivery[T]{Value: v, d: d}, nil
+			}
+			if err := d.settle(ctx, "decode: "+err.Error(), true); err != nil && !errors.Is(err, ErrDeliveryExpired) {
+				return nil, err
+			}
+			id = ""
+			continue
+		case d.id != "": // gone meanwhile: take again
+			id = ""
+			continue
+		}
+		if wait == 0 {
+			return nil, ErrEmpty
+		}
+		res, err := q.q.block(ctx, end, func(timeout string) []any {
+			return []any{"blmove", q.q.keys[kReady], q.q.keys[kProc], "left", "right", timeout}
+		})
+		if err != nil {
+			return nil, err
+		}
+		s, ok := res.(string)
+		if !ok {
+			return nil, fmt.Errorf("lockgen: taking from %s: unexpected reply %v", q.q.key, res)
+		}
+		id = s
+	}
+}
+
+// delivery is the untyped part of a Delivery.
+type delivery struct {
+	q    *queue
+	id   string
+	n    int64
+	body []byte
+
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+// claim runs the take script: for id "" it takes the first ready item,
+// else it claims id from the processing list. It returns an empty
+// delivery when there was nothing to claim, one with an id and no body
+// when the item was gone.
+func (q *queue) claim(ctx context.Context, id string) (*delivery, error) {
+	if err := q.c.checkOpen(); err != nil {
+		return nil, err
+	}
+	// Not cut short by ctx: a claim that ran while its reply was
+	// abandoned would hide the item for a whole visibility timeout.
+	res, err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Take, q.keys, q.ch, q.def.Visibility.Milliseconds(), id).Slice()
+	received := time.Now()
+	switch {
+	case isNil(err):
+		return &delivery{}, nil
+	case err != nil:
+		return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
+	case len(res) == 1:
+		s, _ := res[0].(string)
+		return &delivery{id: s}, nil
+	case len(res) != 5:
+		return nil, fmt.Errorf("lockgen: taking from %s: unexpected reply %v", q.key, res)
+	}
+	d := &delivery{q: q}
+	d.id, _ = res[0].(string)
+	body, _ := res[1].(string)
+	d.body = []byte(body)
+	d.n, _ = res[2].(int64)
+	deadline, _ := res[3].(int64)
+	now, _ := res[4].(int64)
+	d.deadline = received.Add(time.Duration(deadline-now) * time.Millisecond)
+	return d, nil
+}
+
+// settle gives the delivery back: queued again, or dead-lettered when it
+// reached max deliveries or dead is set.
+func (d *delivery) settle(ctx context.Context, reason string, dead bool) error {
+	q := d.q
+	flag := "0"
+	if dead {
+		flag = "1"
+	}
+	n, err := q.c.eval(ctx, q.def.Scripts.Nack, q.keys, q.ch, d.id, d.n, q.def.MaxDeliveries, reason, flag).Int()
+	switch {
+	case err != nil:
+		return fmt.Errorf("lockgen: giving back delivery %s of %s: %w", d.id, q.key, err)
+	case n == 0:
+		return ErrDeliveryExpired
+	}
+	return nil
+}
+
+// Delivery is one delivery of an item of a reliable queue, returned by
+// Take. Until it is acknowledged (Ack), given back (Nack) or its
+// visibility timeout runs out, no other consumer gets the item. A
+// Delivery is safe for concurrent use.
+type Delivery[T any] struct {
+	Value T
+	d     *delivery
+}
+
+// ID returns the item's id, unique in its queue; it stays the same across
+// redeliveries.
+func (d *Delivery[T]) ID() string { return d.d.id }
+
+// Attempt returns which delivery of the item this is: 1 for the first.
+func (d *Delivery[T]) Attempt() int { return int(d.d.n) }
+
+// Deadline returns when the visibility timeout runs out, on the local
+// clock (measured from the server's clock at the claim).
+func (d *Delivery[T]) Deadline() time.Time { return d.d.getDeadline() }
+
+func (d *delivery) getDeadline() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.deadline
+}
+
+// Ack acknowledges the delivery: the item is done and deleted. It returns
+// ErrDeliveryExpired when the delivery is no longer in flight (its
+// visibility timeout ran out and a timer gave the item back, or it was
+// settled already), or a Redis error.
+func (d *Delivery[T]) Ack(ctx context.Context) error { return d.d.ack(ctx) }
+
+func (d *delivery) ack(ctx context.Context) error {
+	q := d.q
+	n, err := q.c.eval(ctx, q.def.Scripts.Ack, q.keys, q.ch, d.id, d.n).Int()
+	switch {
+	case err != nil:
+		return fmt.Errorf("lockgen: acknowledging delivery %s of %s: %w", d.id, q.key, err)
+	case n == 0:
+		return ErrDeliveryExpired
+	}
+	return nil
+}
+
+// Nack gives the item back at once: it is queued again at the end of the
+// queue, or dead-lettered with reason when this was its last allowed
+// delivery. A nil reason is recorded as "nack". It returns
+// ErrDeliveryExpired when the delivery is no longer in flight, or a Redis
+// error.
+func (d *Delivery[T]) Nack(ctx context.Context, reason error) error { return d.d.nack(ctx, reason) }
+
+func (d *delivery) nack(ctx context.Context, reason error) error {
+	text := "nack"
+	if reason != nil {
+		text = reason.Error()
+	}
+	return d.settle(ctx, text, false)
+}
+
+// Extend moves the visibility deadline to visibility from now (on the
+// server's clock), for work that takes longer than the spec's timeout. It
+// returns ErrInvalidArgument for a visibility under a millisecond,
+// ErrDeliveryExpired when the delivery is no longer in flight, or a Redis
+// error.
+func (d *Delivery[T]) Extend(ctx context.Context, visibility time.Duration) error {
+	return d.d.extend(ctx, visibility)
+}
+
+func (d *delivery) extend(ctx context.Context, visibility time.Duration) error {
+	if visibility < time.Millisecond {
+		return fmt.Errorf("%w: visibility %v", ErrInvalidArgument, visibility)
+	}
+	q := d.q
+	res, err := q.c.eval(ctx, q.def.Scripts.Extend, q.keys, q.ch, d.id, d.n, ceilMillis(visibility)).Int64Slice()
+	received := time.Now()
+	switch {
+	case isNil(err):
+		return ErrDeliveryExpired
+	case err != nil:
+		return fmt.Errorf("lockgen: extending delivery %s of %s: %w", d.id, q.key, err)
+	case len(res) != 2:
+		return fmt.Errorf("lockgen: extending delivery %s of %s: unexpected reply %v", d.id, q.key, res)
+	}
+	d.mu.Lock()
+	d.deadline = received.Add(time.Duration(res[0]-res[1]) * time.Millisecond)
+	d.mu.Unlock()
+	return nil
+}
+
+// Len returns the number of items ready to take, or a Redis error.
+func (q *ReliableQueue[T]) Len(ctx context.Context) (int64, error) { return q.q.len(ctx) }
+
+// Stats counts the queue's items in one round trip, or returns a Redis
+// error.
+func (q *ReliableQueue[T]) Stats(ctx context.Context) (QueueStats, error) { return q.q.stats(ctx) }
+
+// DeadLetters returns the n oldest dead letters, or ErrInvalidArgument
+// for n <= 0, or a Redis error.
+func (q *ReliableQueue[T]) DeadLetters(ctx context.Context, n int) ([]DeadLetter[T], error) {
+	return deadLetters(ctx, q.q, q.codec, n)
+}
+
+// Redrive puts up to n of the oldest dead letters back at the end of the
+// queue, with their delivery count reset, and returns how many it moved.
+// It returns ErrInvalidArgument for n <= 0, or a Redis error with the
+// number moved before it.
+func (q *ReliableQueue[T]) Redrive(ctx context.Context, n int) (int, error) {
+	return q.q.redrive(ctx, n)
+}
+
+// Start starts this client's delay timer of the queue, which redelivers
+// items whose visibility timeout ran out, and waits until it has moved
+// everything already due, such as deliveries of consumers that died. The
+// first Offer or Take starts the timer too, without waiting. It returns
+// the context's error, ErrClosed, or the first move's Redis error (the
+// timer keeps retrying).
+func (q *ReliableQueue[T]) Start(ctx context.Context) error { return q.q.start(ctx) }
+
+// DelayedReliableQueue is a reliable queue whose items may be offered
+// with a delay.
+type DelayedReliableQueue[T any] struct {
+	*ReliableQueue[T]
+}
+
+// NewDelayedReliableQueue returns the delayed reliable queue with the
+// given definition, codec and key. It does not contact Redis.
+func NewDelayedReliableQueue[T any](c *Client, def *QueueDef, codec Codec[T], key string) *DelayedReliableQueue[T] {
+	return &DelayedReliableQueue[T]{NewReliableQueue(c, def, codec, key)}
+}
+
+// OfferIn adds v, due after delay, as measured by the Redis server's
+// clock; 0 makes it ready now. It returns ErrInvalidArgument for a
+// negative delay, an encoding error, ErrClosed, or a Redis error.
+func (q *DelayedReliableQueue[T]) OfferIn(ctx context.Context, v T, delay time.Duration) error {
+	if err := checkDelay(delay); err != nil {
+		return err
+	}
+	return offerOne(ctx, q.q, q.codec, v, delay, time.Time{})
+}
+
+// OfferAt adds v, due at t on the Redis server's clock; a time already
+// past makes it ready now. It returns ErrInvalidArgument for the zero
+// time, an encoding error, ErrClosed, or a Redis error.
+func (q *DelayedReliableQueue[T]) OfferAt(ctx context.Context, v T, t time.Time) error {
+	if err := checkAt(t); err != nil {
+		return err
+	}
+	return offerOne(ctx, q.q, q.codec, v, 0, t)
+}
+
+// isNil reports whether err is Redis' nil reply.
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }
