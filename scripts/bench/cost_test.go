@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestHandoffCost logs, for each library of BenchmarkHandoff, what one
+// acquisition costs: the commands Redis ran (those of scripts included),
+// and the CPU time of redis-server and of this process. Run it with -v.
+func TestHandoffCost(t *testing.T) {
+	const n = 300
+	for _, lib := range handoffLibs {
+		t.Run(lib.name, func(t *testing.T) {
+			ls := openN(t, lib, contenders)
+			before, redis0, self0 := commandStats(t), redisCPU(t), selfCPU(t)
+			res, err := handoff(ls, "cost", n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, redis1, self1 := commandStats(t), redisCPU(t), selfCPU(t)
+			var cmds []string
+			for _, name := range slices.Sorted(maps.Keys(after)) {
+				if d := after[name] - before[name]; d > 0 && name != "info" && name != "hello" && name != "client|setinfo" {
+					cmds = append(cmds, fmt.Sprintf("%s %.2f", name, float64(d)/n))
+				}
+			}
+			perOp := func(d time.Duration) float64 { return float64(d) / n / float64(time.Microsecond) }
+			p50, p99, xp50, xp99, self := res.stats()
+			t.Logf("%s per acquisition: %s; CPU µs: redis %.0f, clients %.0f; hand-off µs: p50 %.0f p99 %.0f, to another client p50 %.0f p99 %.0f; self %.0f%%",
+				lib.name, strings.Join(cmds, ", "), perOp(redis1-redis0), perOp(self1-self0), p50, p99, xp50, xp99, self)
+		})
+	}
+}
+
+// commandStats returns the calls of each command node has run (scripts'
+// commands included), from INFO commandstats.
+func commandStats(tb testing.TB) map[string]int64 {
+	stats := map[string]int64{}
+	for line := range strings.Lines(info(tb, "commandstats")) {
+		// cmdstat_evalsha:calls=12,usec=...
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		calls, _, _ := strings.Cut(rest, ",")
+		n, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		stats[name] = n
+	}
+	return stats
+}
+
+// redisCPU returns the CPU time redis-server has used.
+func redisCPU(tb testing.TB) time.Duration {
+	var total time.Duration
+	for line := range strings.Lines(info(tb, "cpu")) {
+		for _, field := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, field); ok {
+				s, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				total += time.Duration(s * float64(time.Second))
+			}
+		}
+	}
+	return total
+}
+
+// selfCPU returns the CPU time this process has used.
+func selfCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func info(tb testing.TB, section string) string {
+	s, err := newRedis(tb).Info(context.Background(), section).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}

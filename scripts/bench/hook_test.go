@@ -1,0 +1,35 @@
+package bench
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// roundTrips is a go-redis hook that counts the commands a client sends
+// and the round trips they take: a pipeline is one round trip.
+type roundTrips struct {
+	trips, cmds atomic.Int64
+}
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.trips.Add(1)
+		h.cmds.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.trips.Add(1)
+		h.cmds.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}

@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+// TestUncontended runs each library's BenchmarkUncontended operation a few
+// times, and checks that lockgen's takes two round trips.
+func TestUncontended(t *testing.T) {
+	const n = 20
+	for _, lib := range uncontendedLibs {
+		t.Run(lib.name, func(t *testing.T) {
+			rdb := newRedis(t)
+			hook := &roundTrips{}
+			rdb.AddHook(hook)
+			op := uncontended(t, lib, rdb)
+			count := commandCounter(t)
+			hook.trips.Store(0)
+			before := count()
+			for i := range n {
+				if err := op(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			trips := float64(hook.trips.Load()) / n
+			t.Logf("%s per Lock+Unlock: %.1f round trips, %.1f commands run by Redis (in scripts too)", lib.name, trips, float64(count()-before-1)/n)
+			if lib.name == lockgenReentrant.name || lib.name == lockgenSimple.name {
+				if trips != 2 {
+					t.Errorf("%.2f round trips per uncontended Lock+Unlock, want 2", trips)
+				}
+			}
+		})
+	}
+}
+
+// TestHandoff runs each library's BenchmarkHandoff for a few hand-offs.
+func TestHandoff(t *testing.T) {
+	const n = 16
+	for _, lib := range handoffLibs {
+		t.Run(lib.name, func(t *testing.T) {
+			ls := openN(t, lib, contenders)
+			res, err := handoff(ls, "test", n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.handoffs) != n-1 || res.elapsed <= 0 {
+				t.Fatalf("%d hand-offs in %v, want %d", len(res.handoffs), res.elapsed, n-1)
+			}
+			p50, p99, xp50, xp99, self := res.stats()
+			t.Logf("%s: p50 %.0fµs p99 %.0fµs, to another client p50 %.0fµs p99 %.0fµs, self %.0f%%", lib.name, p50, p99, xp50, xp99, self)
+		})
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ds := make([]time.Duration, 100)
+	for i := range ds {
+		ds[i] = time.Duration(i + 1)
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{50, 50}, {99, 99}, {100, 100}, {1, 1}} {
+		if got := percentile(ds, c.p); got != c.want {
+			t.Errorf("percentile(1..100, %v) = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if got := percentile(ds[:1], 99); got != 1 {
+		t.Errorf("percentile of one = %v", got)
+	}
+}
