@@ -102,6 +102,10 @@ func lockScripts(t testing.TB, kind string) *lockrt.LockScripts {
 	if set.Leave != "" {
 		s.Leave = script(t, set.Leave)
 	}
+	if set.MultiAcquire != "" {
+		s.MultiAcquire = script(t, set.MultiAcquire)
+		s.MultiRelease = script(t, set.MultiRelease)
+	}
 	return s
 }
 

@@ -35,6 +35,9 @@ var files embed.FS
 type LockSet struct {
 	Acquire, Release, Renew, ForceUnlock string
 	Leave                                string // fair locks only
+	// MultiAcquire and MultiRelease take and release several locks of
+	// the kinds that have them in one script (a MultiLock on one slot).
+	MultiAcquire, MultiRelease string
 }
 
 // Names returns the set's script names in a fixed order.
@@ -43,16 +46,21 @@ func (s LockSet) Names() []string {
 	if s.Leave != "" {
 		names = append(names, s.Leave)
 	}
+	if s.MultiAcquire != "" {
+		names = append(names, s.MultiAcquire, s.MultiRelease)
+	}
 	return names
 }
 
 // Locks maps each implemented lock kind (as written in a spec) to its scripts.
 var Locks = map[string]LockSet{
-	"reentrant": {Acquire: "reentrant_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock"},
-	"simple":    {Acquire: "simple_acquire", Release: "simple_release", Renew: "simple_renew", ForceUnlock: "force_unlock"},
+	"reentrant": {Acquire: "reentrant_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock", MultiAcquire: "multi_acquire", MultiRelease: "multi_release"},
+	"simple":    {Acquire: "simple_acquire", Release: "simple_release", Renew: "simple_renew", ForceUnlock: "force_unlock", MultiAcquire: "multi_acquire", MultiRelease: "multi_release"},
 	"fair":      {Acquire: "fair_acquire", Release: "fair_release", Renew: "reentrant_renew", ForceUnlock: "fair_force_unlock", Leave: "fair_leave"},
 	"readwrite": {Acquire: "rw_acquire", Release: "rw_release", Renew: "rw_renew", ForceUnlock: "rw_force_unlock"},
 	"fenced":    {Acquire: "fenced_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock"},
+	// RedLock runs a simple lock's scripts on every node of its quorum.
+	"redlock": {Acquire: "simple_acquire", Release: "simple_release", Renew: "simple_renew", ForceUnlock: "force_unlock"},
 }
 
 // Source returns the Lua source of the named script (without ".lua").

@@ -40,7 +40,7 @@ type locksSection struct {
 // checks param names.
 func (s *locksSection) collect(g *generator) {
 	for _, sl := range g.spec.Locks {
-		if _, ok := lockKinds[sl.Kind]; !ok {
+		if _, ok := lockKinds[sl.Kind]; !ok && sl.Kind != spec.RedLock {
 			pos := sl.KindPos
 			if pos.Line == 0 {
 				pos = sl.Pos
@@ -99,24 +99,34 @@ func (s *locksSection) render(g *generator, f *jen.File) {
 	}
 	src := g.sourceName()
 	client := jen.Op("*").Qual(runtimePath, "Client")
-	f.Add(comment("Locks gives typed access to the locks declared in " + src + "."))
-	f.Type().Id("Locks").Struct(jen.Id("c").Add(client))
-	f.Add(comment("NewLocks returns the locks of " + src + " over c."))
-	f.Func().Id("NewLocks").Params(jen.Id("c").Add(client)).Op("*").Id("Locks").Block(
-		jen.Return(jen.Op("&").Id("Locks").Values(field("c", jen.Id("c")))),
-	)
-	for _, l := range s.locks {
+	plain, red := s.splitRedLocks()
+	if len(plain) > 0 {
+		f.Add(comment("Locks gives typed access to the locks declared in " + src + "."))
+		f.Type().Id("Locks").Struct(jen.Id("c").Add(client))
+		f.Add(comment("NewLocks returns the locks of " + src + " over c."))
+		f.Func().Id("NewLocks").Params(jen.Id("c").Add(client)).Op("*").Id("Locks").Block(
+			jen.Return(jen.Op("&").Id("Locks").Values(field("c", jen.Id("c")))),
+		)
+	}
+	for _, l := range plain {
 		g.renderLock(f, l)
 	}
+	s.renderRedLocks(g, f, red)
 	for _, kind := range s.kindsUsed() {
 		set := templates.Locks[string(kind)]
 		f.Add(comment(fmt.Sprintf("%s are the scripts of %s locks.", lockScriptsVar(kind), kind)))
-		f.Var().Id(lockScriptsVar(kind)).Op("=").Qual(runtimePath, "LockScripts").Custom(multiline,
+		fields := []jen.Code{
 			field("Acquire", jen.Op("&").Id(scriptVar(set.Acquire))),
 			field("Release", jen.Op("&").Id(scriptVar(set.Release))),
 			field("Renew", jen.Op("&").Id(scriptVar(set.Renew))),
 			field("ForceUnlock", jen.Op("&").Id(scriptVar(set.ForceUnlock))),
-		)
+		}
+		if set.MultiAcquire != "" {
+			fields = append(fields,
+				field("MultiAcquire", jen.Op("&").Id(scriptVar(set.MultiAcquire))),
+				field("MultiRelease", jen.Op("&").Id(scriptVar(set.MultiRelease))))
+		}
+		f.Var().Id(lockScriptsVar(kind)).Op("=").Qual(runtimePath, "LockScripts").Custom(multiline, fields...)
 	}
 }
 

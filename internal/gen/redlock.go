@@ -1,0 +1,91 @@
+package gen
+
+import (
+	"github.com/dave/jennifer/jen"
+
+	"github.com/lockgen/lockgen/internal/spec"
+)
+
+// RedLock locks are not methods of Locks, which wraps one client: they are
+// taken on several independent Redis deployments, so they get a group of
+// their own, RedLocks, made from one client per deployment.
+
+// splitRedLocks returns the locks of the section that Locks serves, and
+// the redlock ones, each in name order.
+func (s *locksSection) splitRedLocks() (plain, red []*lock) {
+	for _, l := range s.locks {
+		if l.Kind == spec.RedLock {
+			red = append(red, l)
+		} else {
+			plain = append(plain, l)
+		}
+	}
+	return plain, red
+}
+
+// renderRedLocks writes the RedLocks type, its constructor and one method
+// per redlock lock.
+func (s *locksSection) renderRedLocks(g *generator, f *jen.File, red []*lock) {
+	if len(red) == 0 {
+		return
+	}
+	src := g.sourceName()
+	f.Add(comment("RedLocks gives typed access to the RedLock locks declared in " + src + ":\n" +
+		"each is taken on a majority of independent Redis deployments."))
+	f.Type().Id("RedLocks").Struct(jen.Id("q").Op("*").Qual(runtimePath, "Quorum"))
+	f.Add(comment("NewRedLocks returns the RedLock locks of " + src + " over nodes, one client\n" +
+		"per independent Redis deployment: an odd number, typically 5."))
+	f.Func().Id("NewRedLocks").Params(jen.Id("nodes").Op("...").Op("*").Qual(runtimePath, "Client")).Op("*").Id("RedLocks").Block(
+		jen.Return(jen.Op("&").Id("RedLocks").Values(
+			field("q", jen.Qual(runtimePath, "NewQuorum").Call(jen.Id("nodes").Op("..."))),
+		)),
+	)
+	for _, l := range red {
+		g.renderRedLock(f, l)
+	}
+}
+
+// renderRedLock writes a redlock lock's method and the definitions it uses.
+func (g *generator) renderRedLock(f *jen.File, l *lock) {
+	ns := g.spec.Namespace
+	var names []string
+	for _, p := range l.params {
+		names = append(names, p.Name)
+	}
+	fallback := l.Name + " returns the " + l.Name + " lock"
+	if len(names) > 0 {
+		fallback += " for the given " + list(names)
+	}
+	doc := docComment(l.Name, l.Description, fallback+".")
+	onKey := "RedLock on key " + keyDoc(ns, l.Object) + " on a majority of the nodes,"
+	timing := leaseDoc(l.Lock) + ", " + waitDoc(l.Lock) + "."
+	if len(onKey)+1+len(timing) <= 100 {
+		doc += "\n\n" + onKey + " " + timing
+	} else {
+		doc += "\n\n" + onKey + "\n" + timing
+	}
+	f.Add(comment(doc))
+	f.Func().Params(jen.Id(receiver).Op("*").Id("RedLocks")).Id(l.Name).Params(signature(l.params)...).
+		Op("*").Qual(runtimePath, "RedLock").Block(
+		jen.Return(jen.Id(receiver).Dot("q").Dot("RedLock").Call(
+			jen.Op("&").Id(l.defVar()),
+			keyCall(l.keyVar(), l.params),
+		)),
+	)
+
+	def := []jen.Code{field("Name", jen.Lit(l.Name))}
+	if l.Lease != 0 {
+		def = append(def, field("Lease", durationExpr(l.Lease)))
+	}
+	if l.Renew {
+		def = append(def, field("Renew", jen.True()))
+	}
+	if l.Wait != 0 {
+		def = append(def, field("Wait", durationExpr(l.Wait)))
+	}
+	def = append(def, field("Scripts", jen.Op("&").Id(lockScriptsVar(l.Kind))))
+	f.Var().Defs(
+		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
+		jen.Id(l.defVar()).Op("=").Qual(runtimePath, "RedLockDef").Custom(multiline, def...),
+	)
+}
