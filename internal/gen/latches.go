@@ -1,21 +1,122 @@
 package gen
 
 import (
+	"fmt"
+
 	"github.com/dave/jennifer/jen"
 
 	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/templates"
 )
 
-// latchesSection generates the latches: section. It is not supported yet: every
-// object in it is reported.
-type latchesSection struct{}
+// latchReceiver is the receiver of the methods of Latches.
+const latchReceiver = "l"
 
-func (*latchesSection) collect(g *generator) {
-	g.unsupported("latches", "#4", objects(g.spec.Latches, func(o *spec.Latch) spec.Object { return o.Object }))
+// latchScriptsVar names the lockrt.LatchScripts of the file.
+const latchScriptsVar = "latchScripts"
+
+// latch is a count-down latch as generated.
+type latch struct {
+	*spec.Latch
+	ident  string // what its package-level variables are named after
+	params []*param
 }
 
-func (*latchesSection) params() []*param { return nil }
+func (l *latch) keyVar() string { return l.ident + "Key" }
+func (l *latch) defVar() string { return l.ident + "Latch" }
 
-func (*latchesSection) scripts() []string { return nil }
+// latchesSection generates the latches: section.
+type latchesSection struct {
+	latches []*latch // sorted by name
+}
 
-func (*latchesSection) render(*generator, *jen.File) {}
+// collect keeps the spec's latches and checks param names.
+func (sec *latchesSection) collect(g *generator) {
+	for _, sl := range g.spec.Latches {
+		l := &latch{Latch: sl, ident: g.ident(sl.Name)}
+		reserved := []string{latchReceiver, "strconv", l.keyVar(), l.defVar()}
+		for _, p := range sl.Key.Params {
+			l.params = append(l.params, &param{Param: p})
+			g.checkName(l.params[len(l.params)-1], reserved)
+		}
+		sec.latches = append(sec.latches, l)
+	}
+}
+
+// params returns the params of every latch.
+func (sec *latchesSection) params() []*param {
+	var ps []*param
+	for _, l := range sec.latches {
+		ps = append(ps, l.params...)
+	}
+	return ps
+}
+
+// scripts returns the latch scripts when there is a latch.
+func (sec *latchesSection) scripts() []string {
+	if len(sec.latches) == 0 {
+		return nil
+	}
+	return templates.Latch.Names()
+}
+
+// render writes the Latches type, one method per latch and the scripts
+// they share.
+func (sec *latchesSection) render(g *generator, f *jen.File) {
+	if len(sec.latches) == 0 {
+		return
+	}
+	src := g.sourceName()
+	client := jen.Op("*").Qual(runtimePath, "Client")
+	f.Add(comment("Latches gives typed access to the count-down latches declared in " + src + "."))
+	f.Type().Id("Latches").Struct(jen.Id("c").Add(client))
+	f.Add(comment("NewLatches returns the count-down latches of " + src + " over c."))
+	f.Func().Id("NewLatches").Params(jen.Id("c").Add(client)).Op("*").Id("Latches").Block(
+		jen.Return(jen.Op("&").Id("Latches").Values(field("c", jen.Id("c")))),
+	)
+	for _, l := range sec.latches {
+		g.renderLatch(f, l)
+	}
+	f.Add(comment(latchScriptsVar + " are the scripts of count-down latches."))
+	f.Var().Id(latchScriptsVar).Op("=").Qual(runtimePath, "LatchScripts").Custom(multiline,
+		field("CountDown", jen.Op("&").Id(scriptVar(templates.Latch.CountDown))),
+	)
+}
+
+// renderLatch writes a latch's method and the definitions it uses.
+func (g *generator) renderLatch(f *jen.File, l *latch) {
+	ns := g.spec.Namespace
+	var names []string
+	for _, p := range l.params {
+		names = append(names, p.Name)
+	}
+	fallback := l.Name + " returns the " + l.Name + " count-down latch"
+	if len(names) > 0 {
+		fallback += " for the given " + list(names)
+	}
+	doc := docComment(l.Name, l.Description, fallback+".")
+	onKey := fmt.Sprintf("Count-down latch of %d on key %s,", l.Count, keyDoc(ns, l.Object))
+	expiry := "expiring " + humanDuration(l.Expire) + " after it is set."
+	if len(onKey)+1+len(expiry) <= 100 {
+		doc += "\n\n" + onKey + " " + expiry
+	} else {
+		doc += "\n\n" + onKey + "\n" + expiry
+	}
+	f.Add(comment(doc))
+	f.Func().Params(jen.Id(latchReceiver).Op("*").Id("Latches")).Id(l.Name).Params(signature(l.params)...).
+		Op("*").Qual(runtimePath, "Latch").Block(
+		jen.Return(jen.Id(latchReceiver).Dot("c").Dot("Latch").Call(
+			jen.Op("&").Id(l.defVar()),
+			keyCall(l.keyVar(), l.params),
+		)),
+	)
+	f.Var().Defs(
+		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
+		jen.Id(l.defVar()).Op("=").Qual(runtimePath, "LatchDef").Custom(multiline,
+			field("Name", jen.Lit(l.Name)),
+			field("Count", jen.Lit(l.Count)),
+			field("Expire", durationExpr(l.Expire)),
+			field("Scripts", jen.Op("&").Id(latchScriptsVar)),
+		),
+	)
+}

@@ -1,21 +1,147 @@
 package gen
 
 import (
+	"fmt"
+
 	"github.com/dave/jennifer/jen"
 
 	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/templates"
 )
 
-// semaphoresSection generates the semaphores: section. It is not supported yet: every
-// object in it is reported.
-type semaphoresSection struct{}
+// semaphoreReceiver is the receiver of the methods of Semaphores.
+const semaphoreReceiver = "s"
 
-func (*semaphoresSection) collect(g *generator) {
-	g.unsupported("semaphores", "#4", objects(g.spec.Semaphores, func(o *spec.Semaphore) spec.Object { return o.Object }))
+// semaphoreScriptsVar names the lockrt.SemaphoreScripts of the file.
+const semaphoreScriptsVar = "semaphoreScripts"
+
+// semaphore is a semaphore as generated.
+type semaphore struct {
+	*spec.Semaphore
+	ident  string // what its package-level variables are named after
+	params []*param
 }
 
-func (*semaphoresSection) params() []*param { return nil }
+func (s *semaphore) keyVar() string { return s.ident + "Key" }
+func (s *semaphore) defVar() string { return s.ident + "Semaphore" }
 
-func (*semaphoresSection) scripts() []string { return nil }
+// semaphoresSection generates the semaphores: section.
+type semaphoresSection struct {
+	semaphores []*semaphore // sorted by name
+}
 
-func (*semaphoresSection) render(*generator, *jen.File) {}
+// collect keeps the spec's semaphores and checks param names.
+func (sec *semaphoresSection) collect(g *generator) {
+	for _, ss := range g.spec.Semaphores {
+		s := &semaphore{Semaphore: ss, ident: g.ident(ss.Name)}
+		reserved := []string{semaphoreReceiver, "strconv", s.keyVar(), s.defVar()}
+		for _, p := range ss.Key.Params {
+			s.params = append(s.params, &param{Param: p})
+			g.checkName(s.params[len(s.params)-1], reserved)
+		}
+		sec.semaphores = append(sec.semaphores, s)
+	}
+}
+
+// params returns the params of every semaphore.
+func (sec *semaphoresSection) params() []*param {
+	var ps []*param
+	for _, s := range sec.semaphores {
+		ps = append(ps, s.params...)
+	}
+	return ps
+}
+
+// scripts returns the semaphore scripts when there is a semaphore.
+func (sec *semaphoresSection) scripts() []string {
+	if len(sec.semaphores) == 0 {
+		return nil
+	}
+	return templates.Semaphore.Names()
+}
+
+// render writes the Semaphores type, one method per semaphore and the
+// scripts they share.
+func (sec *semaphoresSection) render(g *generator, f *jen.File) {
+	if len(sec.semaphores) == 0 {
+		return
+	}
+	src := g.sourceName()
+	client := jen.Op("*").Qual(runtimePath, "Client")
+	f.Add(comment("Semaphores gives typed access to the semaphores declared in " + src + "."))
+	f.Type().Id("Semaphores").Struct(jen.Id("c").Add(client))
+	f.Add(comment("NewSemaphores returns the semaphores of " + src + " over c."))
+	f.Func().Id("NewSemaphores").Params(jen.Id("c").Add(client)).Op("*").Id("Semaphores").Block(
+		jen.Return(jen.Op("&").Id("Semaphores").Values(field("c", jen.Id("c")))),
+	)
+	for _, s := range sec.semaphores {
+		g.renderSemaphore(f, s)
+	}
+	set := templates.Semaphore
+	f.Add(comment(semaphoreScriptsVar + " are the scripts of semaphores."))
+	f.Var().Id(semaphoreScriptsVar).Op("=").Qual(runtimePath, "SemaphoreScripts").Custom(multiline,
+		field("Acquire", jen.Op("&").Id(scriptVar(set.Acquire))),
+		field("Release", jen.Op("&").Id(scriptVar(set.Release))),
+		field("Renew", jen.Op("&").Id(scriptVar(set.Renew))),
+		field("State", jen.Op("&").Id(scriptVar(set.State))),
+		field("Capacity", jen.Op("&").Id(scriptVar(set.Capacity))),
+	)
+}
+
+// renderSemaphore writes a semaphore's method and the definitions it uses.
+func (g *generator) renderSemaphore(f *jen.File, s *semaphore) {
+	ns := g.spec.Namespace
+	var names []string
+	for _, p := range s.params {
+		names = append(names, p.Name)
+	}
+	fallback := s.Name + " returns the " + s.Name + " semaphore"
+	if len(names) > 0 {
+		fallback += " for the given " + list(names)
+	}
+	doc := docComment(s.Name, s.Description, fallback+".")
+	permits := "1 permit"
+	if s.Permits != 1 {
+		permits = fmt.Sprintf("%d permits", s.Permits)
+	}
+	onKey := "Semaphore of " + permits + " on key " + keyDoc(ns, s.Object) + ","
+	lease := "fixed lease " + humanDuration(s.Lease)
+	if s.Renew {
+		lease = "lease " + humanDuration(s.Lease) + " renewed while held"
+	}
+	wait := "no default wait"
+	if s.Wait != 0 {
+		wait = "default wait " + humanDuration(s.Wait)
+	}
+	timing := lease + ", " + wait + "."
+	if len(onKey)+1+len(timing) <= 100 {
+		doc += "\n\n" + onKey + " " + timing
+	} else {
+		doc += "\n\n" + onKey + "\n" + timing
+	}
+	f.Add(comment(doc))
+	f.Func().Params(jen.Id(semaphoreReceiver).Op("*").Id("Semaphores")).Id(s.Name).Params(signature(s.params)...).
+		Op("*").Qual(runtimePath, "Semaphore").Block(
+		jen.Return(jen.Id(semaphoreReceiver).Dot("c").Dot("Semaphore").Call(
+			jen.Op("&").Id(s.defVar()),
+			keyCall(s.keyVar(), s.params),
+		)),
+	)
+
+	def := []jen.Code{
+		field("Name", jen.Lit(s.Name)),
+		field("Permits", jen.Lit(s.Permits)),
+		field("Lease", durationExpr(s.Lease)),
+	}
+	if s.Renew {
+		def = append(def, field("Renew", jen.True()))
+	}
+	if s.Wait != 0 {
+		def = append(def, field("Wait", durationExpr(s.Wait)))
+	}
+	def = append(def, field("Scripts", jen.Op("&").Id(semaphoreScriptsVar)))
+	f.Var().Defs(
+		jen.Id(s.keyVar()).Op("=").Add(keyDef(ns, s.Object)),
+		jen.Id(s.defVar()).Op("=").Qual(runtimePath, "SemaphoreDef").Custom(multiline, def...),
+	)
+}
