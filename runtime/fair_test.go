@@ -348,3 +348,64 @@ func TestFairReentryAndExclusion(t *testing.T) {
 		}
 	})
 }
+
+// TestKindRoundTrips: for fair, fenced and read-write locks too, an
+// uncontended Lock and Unlock take one round trip each once the scripts
+// are loaded, and so does a fair re-entry.
+func TestKindRoundTrips(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		rdb := b.new()
+		defer rdb.Close()
+		c := lockrt.New(rdb)
+		defer c.Close()
+		fair := def(t, lockrt.Fair, 5*time.Second, true, 0)
+		fenced := def(t, lockrt.Fenced, 5*time.Second, true, 0)
+		rw := def(t, lockrt.ReadWrite, 5*time.Second, true, 0)
+		for _, d := range []*lockrt.LockDef{fair, fenced, rw} {
+			s := d.Scripts
+			all := []*lockrt.Script{s.Acquire, s.Release, s.Renew, s.ForceUnlock}
+			if s.Leave != nil {
+				all = append(all, s.Leave)
+			}
+			if err := c.Preload(ctx, all...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h := &countHook{}
+		rdb.AddHook(h)
+		check := func(what string, want int64) {
+			t.Helper()
+			if got := h.n.Swap(0); got != want {
+				t.Fatalf("%s: %d round trips, want %d", what, got, want)
+			}
+		}
+		locks := map[string]*lockrt.Lock{
+			"fair":   c.Lock(fair, key(t, "fair")),
+			"fenced": c.Lock(fenced, key(t, "fenced")),
+			"read":   c.RWLock(rw, key(t, "rw")).Read(),
+			"write":  c.RWLock(rw, key(t, "rw")).Write(),
+		}
+		for name, l := range locks {
+			for range 3 {
+				le, err := l.Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(name+" Lock", 1)
+				again, err := l.Lock(le.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(name+" re-entry", 1)
+				if err := again.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := le.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				check(name+" 2 x Unlock", 2)
+			}
+		}
+	})
+}

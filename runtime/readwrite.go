@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/lockgen/lockgen/internal/keys"
 )
@@ -23,9 +24,10 @@ var ErrUpgrade = errors.New("lockgen: a read lock cannot be upgraded to a write 
 // the hold is lost, like any lock's.
 //
 // Both sides are reentrant. The owner holding the write side may also
-// take the read side, then release the write side: a downgrade, without a
-// moment when another writer could get in. An owner holding the read side
-// that asks for the write side gets ErrUpgrade.
+// take the read side (Read().Lock with the write lease's context), and
+// Lease.Downgrade turns a write hold into a read hold without a moment
+// when another writer could get in. An owner holding the read side that
+// asks for the write side gets ErrUpgrade.
 //
 // Every hold has a lease of its own, kept in Redis per owner and side:
 // a reader that dies loses its share when its own lease runs out, without
@@ -66,6 +68,40 @@ func (rw *RWLock) IsLocked(ctx context.Context) (bool, error) { return rw.write.
 // reports whether the lock was held, or returns a Redis error.
 func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 	return rw.write.ForceUnlock(ctx)
+}
+
+// Downgrade turns a write lease of an RWLock into a read lease of the
+// same owner: it takes the read side (which the writer may), then gives up
+// this write hold (two round trips), so no other writer can get in
+// between. The read lease's context derives from ctx, not from the write
+// lease's context, which ends. Other holds of the write side by the same
+// owner (re-entries) stay held.
+//
+// It returns ErrInvalidArgument when le is not a write lease of an RWLock,
+// ErrNotHeld or ErrLockLost when le no longer holds the write side (then
+// no read hold is left either), ErrClosed, or a Redis error.
+func (le *Lease) Downgrade(ctx context.Context) (*Lease, error) {
+	l := le.lock
+	if l.def.Kind != ReadWrite || l.mode != "w" {
+		return nil, fmt.Errorf("%w: Downgrade of a lease that is not a write lease of a read-write lock", ErrInvalidArgument)
+	}
+	read := &Lock{c: l.c, def: l.def, key: l.key, mode: "r"}
+	r, _, err := read.attempt(context.WithValue(ctx, ownerKey{}, le.owner), le.owner)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil { // another owner writes: this one lost the write side
+		if errors.Is(context.Cause(le.ctx), ErrLockLost) {
+			return nil, ErrLockLost
+		}
+		return nil, ErrNotHeld
+	}
+	if err := le.Unlock(ctx); err != nil {
+		// Not a downgrade: someone may have written in between.
+		_ = r.Unlock(ctx)
+		return nil, err
+	}
+	return r, nil
 }
 
 // rwKeys returns the keys of a read-write lock's scripts: the lock hash
