@@ -63,18 +63,22 @@ var (
 
 // reentrantLockScripts are the scripts of reentrant locks.
 var reentrantLockScripts = lockrt.LockScripts{
-	Acquire:     &reentrantAcquireScript,
-	Release:     &reentrantReleaseScript,
-	Renew:       &reentrantRenewScript,
-	ForceUnlock: &forceUnlockScript,
+	Acquire:      &reentrantAcquireScript,
+	Release:      &reentrantReleaseScript,
+	Renew:        &reentrantRenewScript,
+	ForceUnlock:  &forceUnlockScript,
+	MultiAcquire: &multiAcquireScript,
+	MultiRelease: &multiReleaseScript,
 }
 
 // simpleLockScripts are the scripts of simple locks.
 var simpleLockScripts = lockrt.LockScripts{
-	Acquire:     &simpleAcquireScript,
-	Release:     &simpleReleaseScript,
-	Renew:       &simpleRenewScript,
-	ForceUnlock: &forceUnlockScript,
+	Acquire:      &simpleAcquireScript,
+	Release:      &simpleReleaseScript,
+	Renew:        &simpleRenewScript,
+	ForceUnlock:  &forceUnlockScript,
+	MultiAcquire: &multiAcquireScript,
+	MultiRelease: &multiReleaseScript,
 }
 
 // forceUnlockScript is lockgen's templates/force_unlock.lua.
@@ -90,6 +94,88 @@ if redis.call('del', KEYS[1]) == 1 then
   return 1
 end
 return 0
+`,
+}
+
+// multiAcquireScript is lockgen's templates/multi_acquire.lua.
+var multiAcquireScript = lockrt.Script{
+	Name: "multi_acquire",
+	SHA1: "788589aef16913eac6078af645652b527203a7f1",
+	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
+-- or none, in one step. Used when every key is on one slot (or one node).
+-- KEYS the lock keys, each once
+-- ARGV[1] owner id; then, for the i-th key, ARGV[2i] its kind
+-- ('reentrant' or 'simple') and ARGV[2i+1] its lease in milliseconds
+-- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
+-- when lock i (1-based) is held by another owner, and {-1, pttl, i} when
+-- simple lock i is already held by this owner. Nothing is written unless
+-- all are taken.
+local owner = ARGV[1]
+
+for i, lock in ipairs(KEYS) do
+  if ARGV[2 * i] == 'simple' then
+    local holder = redis.call('get', lock)
+    if holder == owner then
+      return {-1, redis.call('pttl', lock), i}
+    elseif holder then
+      return {0, redis.call('pttl', lock), i}
+    end
+  elseif redis.call('exists', lock) == 1 and redis.call('hexists', lock, owner) == 0 then
+    return {0, redis.call('pttl', lock), i}
+  end
+end
+
+for i, lock in ipairs(KEYS) do
+  local lease = tonumber(ARGV[2 * i + 1])
+  if ARGV[2 * i] == 'simple' then
+    redis.call('set', lock, owner, 'PX', lease)
+  else
+    redis.call('hincrby', lock, owner, 1)
+    redis.call('pexpire', lock, lease)
+  end
+end
+return {1, #KEYS}
+`,
+}
+
+// multiReleaseScript is lockgen's templates/multi_release.lua.
+var multiReleaseScript = lockrt.Script{
+	Name: "multi_release",
+	SHA1: "c0d3d975a664f26584ec1a5e7546db9b44951364",
+	Source: `-- multi_release: give up one hold of each of several reentrant or simple
+-- locks of one owner, in one step (the locks multi_acquire took).
+-- KEYS the lock keys, each once
+-- ARGV[1] owner id; then, for the i-th key, ARGV[3i-1] its kind
+-- ('reentrant' or 'simple'), ARGV[3i] its lease in milliseconds and
+-- ARGV[3i+1] its wake-up channel
+-- Returns one code per key, as the kind's release script does: -1 not
+-- held by the owner, n > 0 holds left (the lease is restarted), 0 released
+-- (the key is deleted and the channel told).
+local owner = ARGV[1]
+local codes = {}
+
+for i, lock in ipairs(KEYS) do
+  local kind, lease, channel = ARGV[3 * i - 1], tonumber(ARGV[3 * i]), ARGV[3 * i + 1]
+  local code = -1
+  if kind == 'simple' then
+    if redis.call('get', lock) == owner then
+      redis.call('del', lock)
+      code = 0
+    end
+  elseif redis.call('hexists', lock, owner) == 1 then
+    code = redis.call('hincrby', lock, owner, -1)
+    if code > 0 then
+      redis.call('pexpire', lock, lease)
+    else
+      redis.call('del', lock)
+    end
+  end
+  if code == 0 then
+    redis.call('publish', channel, 'released')
+  end
+  codes[i] = code
+end
+return codes
 `,
 }
 
@@ -225,6 +311,8 @@ func Preload(ctx context.Context, c *lockrt.Client) error {
 	return c.Preload(
 		ctx,
 		&forceUnlockScript,
+		&multiAcquireScript,
+		&multiReleaseScript,
 		&reentrantAcquireScript,
 		&reentrantReleaseScript,
 		&reentrantRenewScript,
