@@ -3,10 +3,13 @@
 --         arrival time (TAT) in microseconds of the Redis server clock
 -- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
 -- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
--- ARGV[7] how long the config outlives the last write, in milliseconds
--- Returns {1 allowed | 0 denied, remaining, retry after us, reset after us,
--- server time us}, or {-1, algorithm, rate, period, burst, scope} as stored
--- when the config in Redis is not the caller's.
+-- ARGV[7] how long the config outlives the last write, in milliseconds,
+-- ARGV[8] how long the caller would wait, in microseconds (0: not at all)
+-- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
+-- retry after us (the wait), reset after us, server time us}, or
+-- {-1, algorithm, rate, period, burst, scope} as stored when the config in
+-- Redis is not the caller's. A request allowed after a wait is counted
+-- now, at the time it may go ahead: it reserves its place.
 local cfg, state = KEYS[1], KEYS[2]
 local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
 local stored = redis.call('hmget', cfg, unpack(fields))
@@ -24,6 +27,7 @@ end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local n = tonumber(ARGV[6])
+local patience = tonumber(ARGV[8])
 local interval = tonumber(ARGV[3]) / tonumber(ARGV[2]) -- us per request
 local span = (tonumber(ARGV[4]) + 1) * interval        -- burst + 1 requests
 
@@ -34,14 +38,17 @@ end
 local remaining = function(at)
   return math.max(0, math.floor((now + span - at) / interval))
 end
-local allow_at = tat + n * interval - span
-if allow_at > now then
-  return {0, remaining(tat), math.ceil(allow_at - now), math.ceil(tat - now), now}
+local wait = math.max(0, math.ceil(tat + n * interval - span - now))
+if wait > patience then
+  return {0, remaining(tat), wait, math.ceil(tat - now), now}
 end
 if n > 0 then
   -- Rounding the TAT up never lets more through than the rate.
   tat = math.ceil(tat + n * interval)
   redis.call('set', state, string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000))
   redis.call('pexpire', cfg, ARGV[7], 'GT')
+end
+if wait > 0 then
+  return {2, 0, wait, math.ceil(tat - now), now}
 end
 return {1, remaining(tat), 0, math.ceil(tat - now), now}

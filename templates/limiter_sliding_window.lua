@@ -6,10 +6,13 @@
 --         Redis server clock
 -- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
 -- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
--- ARGV[7] how long the config outlives the last write, in milliseconds
--- Returns {1 allowed | 0 denied, remaining, retry after us, reset after us,
--- server time us}, or {-1, algorithm, rate, period, burst, scope} as stored
--- when the config in Redis is not the caller's.
+-- ARGV[7] how long the config outlives the last write, in milliseconds,
+-- ARGV[8] how long the caller would wait, in microseconds (0: not at all)
+-- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
+-- retry after us (the wait), reset after us, server time us}, or
+-- {-1, algorithm, rate, period, burst, scope} as stored when the config in
+-- Redis is not the caller's. A request allowed after a wait is counted
+-- now, at the time it may go ahead: it reserves its place.
 local cfg, state = KEYS[1], KEYS[2]
 local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
 local stored = redis.call('hmget', cfg, unpack(fields))
@@ -27,10 +30,12 @@ end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local n = tonumber(ARGV[6])
+local patience = tonumber(ARGV[8])
 local limit = tonumber(ARGV[2])
 local per = tonumber(ARGV[3])
 
--- The window is (now - per, now]: older entries are gone for good.
+-- Entries at or before now - per have left the window for good; all the
+-- others count, including those logged in the future by waiters.
 redis.call('zremrangebyscore', state, '-inf', string.format('%d', now - per))
 local count = redis.call('zcard', state)
 local function reset()
@@ -40,15 +45,21 @@ local function reset()
   end
   return math.max(0, tonumber(last[2]) + per - now)
 end
+-- A request waiting its turn is logged at the time it may go ahead, so
+-- the log may hold entries in the future; they count from now on.
+local at = now
 if count + n > limit then
   -- Allowed once the oldest entries that are too many have left the window.
   local i = count + n - limit - 1
   local e = redis.call('zrange', state, i, i, 'WITHSCORES')
-  return {0, math.max(0, limit - count), math.max(1, tonumber(e[2]) + per - now), reset(), now}
+  at = math.max(now + 1, tonumber(e[2]) + per)
+  if at - now > patience then
+    return {0, math.max(0, limit - count), at - now, reset(), now}
+  end
 end
 for i = 1, n do
-  local member = string.format('%d:%d', now, count + i)
-  while redis.call('zadd', state, 'NX', string.format('%d', now), member) == 0 do
+  local member = string.format('%d:%d', at, count + i)
+  while redis.call('zadd', state, 'NX', string.format('%d', at), member) == 0 do
     member = member .. '+'
   end
 end
@@ -57,4 +68,7 @@ if n > 0 then
   redis.call('pexpire', state, math.max(1, math.ceil(left / 1000)))
   redis.call('pexpire', cfg, ARGV[7], 'GT')
 end
-return {1, limit - count - n, 0, left, now}
+if at > now then
+  return {2, 0, at - now, left, now}
+end
+return {1, math.max(0, limit - count - n), 0, left, now}

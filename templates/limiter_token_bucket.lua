@@ -5,10 +5,13 @@
 --         Redis server clock)
 -- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
 -- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
--- ARGV[7] how long the config outlives the last write, in milliseconds
--- Returns {1 allowed | 0 denied, remaining, retry after us, reset after us,
--- server time us}, or {-1, algorithm, rate, period, burst, scope} as stored
--- when the config in Redis is not the caller's.
+-- ARGV[7] how long the config outlives the last write, in milliseconds,
+-- ARGV[8] how long the caller would wait, in microseconds (0: not at all)
+-- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
+-- retry after us (the wait), reset after us, server time us}, or
+-- {-1, algorithm, rate, period, burst, scope} as stored when the config in
+-- Redis is not the caller's. A request allowed after a wait is counted
+-- now, at the time it may go ahead: it reserves its place.
 local cfg, state = KEYS[1], KEYS[2]
 local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
 local stored = redis.call('hmget', cfg, unpack(fields))
@@ -26,6 +29,7 @@ end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local n = tonumber(ARGV[6])
+local patience = tonumber(ARGV[8])
 local interval = tonumber(ARGV[3]) / tonumber(ARGV[2]) -- us per token
 local capacity = tonumber(ARGV[4]) + 1
 
@@ -42,13 +46,21 @@ local eps = 1e-9
 local function after(want) -- us until the bucket holds want tokens
   return math.max(0, math.ceil((want - tokens) * interval - eps))
 end
+local wait = 0
 if tokens + eps < n then
-  return {0, math.floor(tokens + eps), after(n), after(capacity), now}
+  wait = after(n)
+  if wait > patience then
+    return {0, math.max(0, math.floor(tokens + eps)), wait, after(capacity), now}
+  end
 end
 if n > 0 then
+  -- A reservation leaves the bucket in debt: negative tokens.
   tokens = tokens - n
   redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
   redis.call('pexpire', state, math.max(1, math.ceil(after(capacity) / 1000)))
   redis.call('pexpire', cfg, ARGV[7], 'GT')
+end
+if wait > 0 then
+  return {2, 0, wait, after(capacity), now}
 end
 return {1, math.max(0, math.floor(tokens + eps)), 0, after(capacity), now}

@@ -4,13 +4,15 @@ package templates
 // script takes the same keys and arguments, so the runtime drives them the
 // same way (KEYS: the config hash and the state key, in one slot):
 //
-//	limiter_<algorithm>(config, state; ARGV: algorithm, rate, period us, burst, scope, n, config ttl ms)
-//	  -> {1 allowed | 0 denied, remaining, retry after us, reset after us, server time us}
+//	limiter_<algorithm>(config, state; ARGV: algorithm, rate, period us, burst, scope, n, config ttl ms, patience us)
+//	  -> {1 allowed | 2 allowed after retry after | 0 denied, remaining, retry after us, reset after us, server time us}
 //	   | {-1, algorithm, rate, period us, burst, scope} (the stored config, when it is not the caller's)
 //	limiter_configure(config; ARGV: algorithm, rate, period us, burst, scope, config ttl ms) -> 1 changed | 0 unchanged
 //
-// Every decision reads the Redis server's clock (TIME); no client time is
-// ever passed.
+// A request that would be allowed within patience is counted at once and
+// reported with code 2: the caller goes ahead after retry after (Wait). Every
+// decision reads the Redis server's clock (TIME); no client time is ever
+// passed.
 
 // LimiterSet names the scripts of one limiter algorithm.
 type LimiterSet struct {

@@ -1,0 +1,376 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/lockgen/lockgen/internal/keys"
+)
+
+// Limiter errors.
+var (
+	// ErrLimited: Wait could not be allowed in time: the context ended
+	// first (the error then also matches the context's error), or its
+	// deadline comes before the limiter would allow the request.
+	ErrLimited = errors.New("lockgen: rate limited")
+
+	// ErrConfigMismatch: the limiter's config stored in Redis (algorithm,
+	// rate, period, burst, scope) is not the one this program was generated
+	// with, typically while two versions of a service are deployed. No
+	// decision was made; the error says what Redis holds. Reconfigure makes
+	// this program's config the limiter's.
+	ErrConfigMismatch = errors.New("lockgen: limiter config in Redis differs from the spec")
+
+	// ErrExceedsCapacity: more requests were asked for at once than the
+	// limiter ever allows at once (its Capacity), so no wait could end
+	// with them allowed. Redis was not contacted.
+	ErrExceedsCapacity = errors.New("lockgen: request exceeds the limiter's capacity")
+)
+
+// LimiterAlgorithm is how a limiter decides.
+type LimiterAlgorithm int
+
+// The limiter algorithms. GCRA and TokenBucket allow the same traffic for
+// the same definition: Burst+1 requests at once, then Rate per Per, spread
+// evenly; they differ in what Redis holds. SlidingWindow allows at most
+// Rate requests in any window of length Per.
+const (
+	// GCRA is the generic cell rate algorithm: the state is one number,
+	// the theoretical arrival time of the next request.
+	GCRA LimiterAlgorithm = iota + 1
+	// TokenBucket holds Burst+1 tokens, refilled continuously at Rate per
+	// Per; the state is a hash of the tokens and when they were counted.
+	TokenBucket
+	// SlidingWindow keeps an exact log of the requests allowed in the last
+	// Per (a sorted set), so it never allows more than Rate in any window
+	// of that length. Its cost grows with Rate.
+	SlidingWindow
+)
+
+func (a LimiterAlgorithm) String() string {
+	switch a {
+	case GCRA:
+		return "gcra"
+	case TokenBucket:
+		return "token-bucket"
+	case SlidingWindow:
+		return "sliding-window"
+	}
+	return "unknown"
+}
+
+// LimiterScope says who shares a limiter's allowance.
+type LimiterScope int
+
+// The limiter scopes.
+const (
+	// ScopeOverall: one allowance shared by every client.
+	ScopeOverall LimiterScope = iota + 1
+	// ScopePerClient: every runtime Client (see WithID) has an allowance
+	// of its own.
+	ScopePerClient
+)
+
+func (s LimiterScope) String() string {
+	switch s {
+	case ScopeOverall:
+		return "overall"
+	case ScopePerClient:
+		return "per-client"
+	}
+	return "unknown"
+}
+
+// LimiterScripts are the scripts of one limiter algorithm (see
+// templates/limiters.go).
+type LimiterScripts struct {
+	Allow     *Script
+	Configure *Script
+}
+
+// LimiterDef is the static definition of a limiter declared in a spec.
+type LimiterDef struct {
+	Name      string // the spec's name, for errors
+	Algorithm LimiterAlgorithm
+	Rate      int           // requests allowed per Per; at least 1
+	Per       time.Duration // at least a microsecond
+	Burst     int           // requests allowed at once above the rate (GCRA, TokenBucket)
+	Scope     LimiterScope
+	Scripts   *LimiterScripts
+}
+
+// Capacity returns the most requests the limiter allows at once: Burst+1
+// for GCRA and TokenBucket, Rate for SlidingWindow.
+func (d *LimiterDef) Capacity() int {
+	if d.Algorithm == SlidingWindow {
+		return d.Rate
+	}
+	return d.Burst + 1
+}
+
+// check reports a definition the scripts cannot work with.
+func (d *LimiterDef) check() error {
+	switch {
+	case d.Algorithm.String() == "unknown", d.Scope.String() == "unknown":
+		return fmt.Errorf("%w: limiter %s has algorithm %d, scope %d", ErrInvalidArgument, d.Name, d.Algorithm, d.Scope)
+	case d.Rate < 1, d.Per < time.Microsecond, d.Burst < 0:
+		return fmt.Errorf("%w: limiter %s has rate %d per %v, burst %d", ErrInvalidArgument, d.Name, d.Rate, d.Per, d.Burst)
+	case d.Scripts == nil || d.Scripts.Allow == nil || d.Scripts.Configure == nil:
+		return fmt.Errorf("%w: limiter %s has no scripts", ErrInvalidArgument, d.Name)
+	}
+	return nil
+}
+
+// configTTL is how long the config outlives the last write, in
+// milliseconds: longer than any state can live (the time an empty limiter
+// takes to fill up), so a config is never missing while state it governed
+// is still there.
+func (d *LimiterDef) configTTL() int64 {
+	fill := d.Per
+	if d.Algorithm != SlidingWindow {
+		fill = time.Duration(float64(d.Per) * float64(d.Burst+1) / float64(d.Rate))
+	}
+	return fill.Milliseconds() + 1000
+}
+
+// config returns the ARGV that name the config, as the scripts store it.
+func (d *LimiterDef) config() []any {
+	return []any{d.Algorithm.String(), d.Rate, d.Per.Microseconds(), d.Burst, d.Scope.String()}
+}
+
+func (d *LimiterDef) describe() string {
+	return fmt.Sprintf("%s %d per %v burst %d %s", d.Algorithm, d.Rate, d.Per, d.Burst, d.Scope)
+}
+
+// Limiter is one distributed rate limiter: a generated constructor's
+// result, such as limits.API(userID). It is a small value that does not
+// contact Redis until a method is called; make as many as you like.
+//
+// Every decision is one script call that reads the Redis server's clock,
+// never the client's: clients whose clocks disagree get the same answers.
+// In Redis a limiter is its config hash (key:cfg), compared with the
+// caller's definition on every call, and its state: key:<algorithm> for
+// ScopeOverall, key:<algorithm>:<client id> for ScopePerClient. Both
+// expire on their own once the limiter is idle and full again.
+type Limiter struct {
+	c     *Client
+	def   *LimiterDef
+	key   string
+	cfg   string
+	state string
+}
+
+// Limiter returns the limiter with the given definition (emitted by
+// lockgen) and key. It does not contact Redis.
+func (c *Client) Limiter(def *LimiterDef, key string) *Limiter {
+	state := keys.Sub(key, def.Algorithm.String())
+	if def.Scope == ScopePerClient {
+		state = keys.Sub(state, c.id)
+	}
+	return &Limiter{c: c, def: def, key: key, cfg: keys.Sub(key, "cfg"), state: state}
+}
+
+// Key returns the limiter's key; its Redis keys are derived from it.
+func (l *Limiter) Key() string { return l.key }
+
+// Name returns the limiter's name in the spec.
+func (l *Limiter) Name() string { return l.def.Name }
+
+// LimitResult is a limiter's decision.
+type LimitResult struct {
+	// Allowed reports whether the requests were allowed (and counted).
+	Allowed bool
+	// Remaining is how many single requests the limiter would allow right
+	// after this decision.
+	Remaining int
+	// RetryAfter is how long until the requests would be allowed when
+	// they were not; 0 when they were.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the limiter is full again (allows its
+	// Capacity at once) when nothing more is asked of it.
+	ResetAfter time.Duration
+
+	at int64 // the Redis server's time of the decision, in microseconds
+}
+
+// Allow asks for one request; see AllowN.
+func (l *Limiter) Allow(ctx context.Context) (LimitResult, error) { return l.AllowN(ctx, 1) }
+
+// AllowN asks for n requests at once and counts them when they are
+// allowed; n = 0 only reports Remaining and ResetAfter. A request that
+// is not allowed is not an error: the result says so, with RetryAfter.
+// It costs one round trip.
+//
+// It returns ErrExceedsCapacity when n exceeds the limiter's Capacity,
+// ErrInvalidArgument for a negative n or a malformed definition (both
+// without contacting Redis), ErrConfigMismatch when Redis holds another
+// config for this limiter, ErrClosed after the client was closed, or a
+// Redis error.
+func (l *Limiter) AllowN(ctx context.Context, n int) (LimitResult, error) {
+	if err := l.precheck(n); err != nil {
+		return LimitResult{}, err
+	}
+	_, r, err := l.decide(ctx, n, 0)
+	return r, err
+}
+
+// The codes of a decision script's reply.
+const (
+	denied   = 0
+	allowed  = 1
+	reserved = 2 // allowed after RetryAfter, and already counted
+)
+
+// decide runs the algorithm's script once. patience is how long the
+// caller would wait: a request allowed within it is counted at once and
+// reserved, to go ahead after RetryAfter.
+func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (int64, LimitResult, error) {
+	args := append(l.def.config(), n, l.def.configTTL(), patience.Microseconds())
+	v, err := l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...).Slice()
+	if err != nil {
+		return 0, LimitResult{}, fmt.Errorf("lockgen: limiting %s: %w", l.key, err)
+	}
+	return l.parse(v)
+}
+
+func (l *Limiter) precheck(n int) error {
+	if err := l.def.check(); err != nil {
+		return err
+	}
+	switch {
+	case n < 0:
+		return fmt.Errorf("%w: negative request count %d", ErrInvalidArgument, n)
+	case n > l.def.Capacity():
+		return fmt.Errorf("%w: %d requests at once, limiter %s allows %d", ErrExceedsCapacity, n, l.def.Name, l.def.Capacity())
+	}
+	return l.c.checkOpen()
+}
+
+// parse reads a decision script's reply.
+func (l *Limiter) parse(v []any) (int64, LimitResult, error) {
+	bad := func() (int64, LimitResult, error) {
+		return 0, LimitResult{}, fmt.Errorf("lockgen: limiting %s: unexpected reply %v", l.key, v)
+	}
+	if len(v) < 5 {
+		return bad()
+	}
+	code, ok := v[0].(int64)
+	switch {
+	case !ok:
+		return bad()
+	case code == -1:
+		return 0, LimitResult{}, l.mismatch(v[1:])
+	}
+	var n [4]int64
+	for i := range n {
+		if n[i], ok = v[i+1].(int64); !ok {
+			return bad()
+		}
+	}
+	return code, LimitResult{
+		Allowed:    code == allowed,
+		Remaining:  int(n[0]),
+		RetryAfter: time.Duration(n[1]) * time.Microsecond,
+		ResetAfter: time.Duration(n[2]) * time.Microsecond,
+		at:         n[3],
+	}, nil
+}
+
+// mismatch describes the config Redis holds (algorithm, rate, period in
+// microseconds, burst, scope) as an ErrConfigMismatch.
+func (l *Limiter) mismatch(stored []any) error {
+	s := make([]string, 5)
+	for i := range s {
+		s[i] = "?"
+		if i < len(stored) {
+			if str, ok := stored[i].(string); ok {
+				s[i] = str
+			}
+		}
+	}
+	var per time.Duration
+	if _, err := fmt.Sscan(s[2], &per); err == nil { // a number of microseconds
+		s[2] = (per * time.Microsecond).String()
+	}
+	return fmt.Errorf("%w: %s holds %s %s per %s burst %s %s, %s has %s (Reconfigure replaces it)",
+		ErrConfigMismatch, l.cfg, s[0], s[1], s[2], s[3], s[4], l.def.Name, l.def.describe())
+}
+
+// Wait waits until one request is allowed; see WaitN.
+func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
+
+// WaitN waits until n requests are allowed at once. It costs one round
+// trip: when the requests are not allowed now, the limiter counts them at
+// the time they will be (they take their place in line, so waiters are
+// served in order and at the rate) and WaitN sleeps until then. A wait
+// cut short by the context or Close still used its place.
+//
+// It returns ErrLimited when the context's deadline comes before the
+// requests would be allowed (at once, without waiting) or the context
+// ended the wait (the error then also matches the context's error),
+// ErrClosed when the client was closed, and the errors of AllowN.
+func (l *Limiter) WaitN(ctx context.Context, n int) error {
+	if err := l.precheck(n); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrLimited, context.Cause(ctx))
+	}
+	patience := time.Duration(math.MaxInt64)
+	if dl, ok := ctx.Deadline(); ok {
+		patience = time.Until(dl)
+	}
+	code, r, err := l.decide(ctx, n, patience)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("%w: %w", ErrLimited, context.Cause(ctx))
+	case err != nil:
+		return err
+	case code == allowed:
+		return nil
+	case code == denied:
+		return fmt.Errorf("%w: %s allows %d in %v, after the context's deadline", ErrLimited, l.def.Name, n, r.RetryAfter)
+	}
+	timer := time.NewTimer(r.RetryAfter)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrLimited, context.Cause(ctx))
+	case <-l.c.hub.closedCh():
+		return ErrClosed
+	}
+}
+
+// Reset forgets the requests counted so far, so the limiter is full
+// again (for ScopePerClient, this client's allowance). The config stays.
+// It costs one round trip and returns a Redis error, if any.
+func (l *Limiter) Reset(ctx context.Context) error {
+	if err := l.c.rdb.Del(ctx, l.state).Err(); err != nil {
+		return fmt.Errorf("lockgen: resetting %s: %w", l.key, err)
+	}
+	return nil
+}
+
+// Reconfigure makes this program's definition the limiter's config in
+// Redis, replacing another (see ErrConfigMismatch); clients still on the
+// old definition get ErrConfigMismatch from then on. The requests counted
+// so far stay counted: the new config never allows more than a full
+// limiter. It reports whether the config changed; it costs one round trip
+// and returns ErrInvalidArgument for a malformed definition or a Redis
+// error.
+func (l *Limiter) Reconfigure(ctx context.Context) (bool, error) {
+	if err := l.def.check(); err != nil {
+		return false, err
+	}
+	args := append(l.def.config(), l.def.configTTL())
+	n, err := l.c.eval(ctx, l.def.Scripts.Configure, []string{l.cfg}, args...).Int()
+	if err != nil {
+		return false, fmt.Errorf("lockgen: reconfiguring %s: %w", l.key, err)
+	}
+	return n == 1, nil
+}
