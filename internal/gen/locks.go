@@ -16,6 +16,9 @@ import (
 var lockKinds = map[spec.LockKind]string{
 	spec.Reentrant: "Reentrant",
 	spec.Simple:    "Simple",
+	spec.Fair:      "Fair",
+	spec.ReadWrite: "ReadWrite",
+	spec.Fenced:    "Fenced",
 }
 
 // receiver is the receiver of the methods of Locks.
@@ -121,6 +124,9 @@ func (s *locksSection) render(g *generator, f *jen.File) {
 			field("Renew", jen.Op("&").Id(scriptVar(set.Renew))),
 			field("ForceUnlock", jen.Op("&").Id(scriptVar(set.ForceUnlock))),
 		}
+		if set.Leave != "" {
+			fields = append(fields, field("Leave", jen.Op("&").Id(scriptVar(set.Leave))))
+		}
 		if set.MultiAcquire != "" {
 			fields = append(fields,
 				field("MultiAcquire", jen.Op("&").Id(scriptVar(set.MultiAcquire))),
@@ -147,17 +153,25 @@ func (g *generator) renderLock(f *jen.File, l *lock) {
 	doc := docComment(l.Name, l.Description, fallback+".")
 	// The facts a reader of the call site wants, wrapped after the key
 	// when the line would be long.
-	onKey := capitalize(string(l.Kind)) + " lock on key " + keyDoc(ns, l.Object) + ","
+	onKey := kindDoc(l.Kind) + " on key " + keyDoc(ns, l.Object) + ","
 	timing := leaseDoc(l.Lock) + ", " + waitDoc(l.Lock) + "."
 	if len(onKey)+1+len(timing) <= 100 {
 		doc += "\n\n" + onKey + " " + timing
 	} else {
 		doc += "\n\n" + onKey + "\n" + timing
 	}
+	if note := kindNote(l.Kind); note != "" {
+		doc += "\n" + note
+	}
 	f.Add(comment(doc))
+	// A read-write lock is a pair of locks, its Read and Write sides.
+	typ := "Lock"
+	if l.Kind == spec.ReadWrite {
+		typ = "RWLock"
+	}
 	f.Func().Params(jen.Id(receiver).Op("*").Id("Locks")).Id(l.Name).Params(signature(l.params)...).
-		Op("*").Qual(runtimePath, "Lock").Block(
-		jen.Return(jen.Id(receiver).Dot("c").Dot("Lock").Call(
+		Op("*").Qual(runtimePath, typ).Block(
+		jen.Return(jen.Id(receiver).Dot("c").Dot(typ).Call(
 			jen.Op("&").Id(l.defVar()),
 			keyCall(l.keyVar(), l.params),
 		)),
@@ -195,6 +209,27 @@ func signature(params []*param) []jen.Code {
 		out = append(out, id)
 	}
 	return out
+}
+
+// kindDoc names a lock kind in a doc comment: "Reentrant lock".
+func kindDoc(kind spec.LockKind) string {
+	if kind == spec.ReadWrite {
+		return "Read-write lock"
+	}
+	return capitalize(string(kind)) + " lock"
+}
+
+// kindNote is what a caller must know about a kind, for its doc comment.
+func kindNote(kind spec.LockKind) string {
+	switch kind {
+	case spec.Fair:
+		return "Waiters get it in arrival order."
+	case spec.ReadWrite:
+		return "Read() is shared, Write() is exclusive."
+	case spec.Fenced:
+		return "Pass each lease's Token() to the storage it guards."
+	}
+	return ""
 }
 
 func leaseDoc(l *spec.Lock) string {

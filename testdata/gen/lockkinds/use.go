@@ -1,0 +1,33 @@
+package ledger
+
+import (
+	"context"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+)
+
+func use(ctx context.Context, c *lockrt.Client) (int64, error) {
+	locks := NewLocks(c)
+	account, err := locks.Account(42).Lock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer account.Unlock(ctx)
+
+	teller, err := locks.Teller("downtown").Lock(account.Context())
+	if err != nil {
+		return 0, err
+	}
+	defer teller.Unlock(ctx)
+
+	w, err := locks.Rates("EUR").Write().Lock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	r, err := w.Downgrade(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Unlock(ctx)
+	return account.Token(), Preload(ctx, c)
+}
