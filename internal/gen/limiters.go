@@ -1,21 +1,187 @@
 package gen
 
 import (
+	"fmt"
+	"sort"
+	"strings"
+
 	"github.com/dave/jennifer/jen"
 
 	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/templates"
 )
 
-// limitersSection generates the limiters: section. It is not supported yet: every
-// object in it is reported.
-type limitersSection struct{}
-
-func (*limitersSection) collect(g *generator) {
-	g.unsupported("limiters", "#5", objects(g.spec.Limiters, func(o *spec.Limiter) spec.Object { return o.Object }))
+// limiterAlgorithms maps each limiter algorithm to its runtime constant and
+// the name its doc comment gives it. Every algorithm here has its scripts
+// in templates.Limiters.
+var limiterAlgorithms = map[string]struct{ constant, prose string }{
+	spec.GCRA:          {"GCRA", "GCRA"},
+	spec.TokenBucket:   {"TokenBucket", "Token-bucket"},
+	spec.SlidingWindow: {"SlidingWindow", "Sliding-window"},
 }
 
-func (*limitersSection) params() []*param { return nil }
+// limiterScopes maps each limiter scope to its runtime constant.
+var limiterScopes = map[string]string{
+	spec.ScopeOverall:   "ScopeOverall",
+	spec.ScopePerClient: "ScopePerClient",
+}
 
-func (*limitersSection) scripts() []string { return nil }
+// limiterReceiver is the receiver of the methods of Limiters.
+const limiterReceiver = "l"
 
-func (*limitersSection) render(*generator, *jen.File) {}
+// limiter is a rate limiter as generated.
+type limiter struct {
+	*spec.Limiter
+	ident  string // what its package-level variables are named after
+	params []*param
+}
+
+func (l *limiter) keyVar() string { return l.ident + "Key" }
+func (l *limiter) defVar() string { return l.ident + "Limiter" }
+
+// limitersSection generates the limiters: section.
+type limitersSection struct {
+	limiters []*limiter // sorted by name
+}
+
+// collect keeps the spec's limiters and checks param names.
+func (s *limitersSection) collect(g *generator) {
+	for _, sl := range g.spec.Limiters {
+		l := &limiter{Limiter: sl, ident: g.ident(sl.Name)}
+		reserved := []string{limiterReceiver, "strconv", l.keyVar(), l.defVar()}
+		for _, p := range sl.Key.Params {
+			l.params = append(l.params, &param{Param: p})
+			g.checkName(l.params[len(l.params)-1], reserved)
+		}
+		s.limiters = append(s.limiters, l)
+	}
+}
+
+// params returns the params of every limiter.
+func (s *limitersSection) params() []*param {
+	var ps []*param
+	for _, l := range s.limiters {
+		ps = append(ps, l.params...)
+	}
+	return ps
+}
+
+// scripts returns the scripts of the algorithms used.
+func (s *limitersSection) scripts() []string {
+	var names []string
+	for _, a := range s.algorithmsUsed() {
+		names = append(names, templates.Limiters[a].Names()...)
+	}
+	return names
+}
+
+// algorithmsUsed returns the algorithms of the limiters, each once, sorted.
+func (s *limitersSection) algorithmsUsed() []string {
+	seen := map[string]bool{}
+	var algs []string
+	for _, l := range s.limiters {
+		if !seen[l.Algorithm] {
+			seen[l.Algorithm] = true
+			algs = append(algs, l.Algorithm)
+		}
+	}
+	sort.Strings(algs)
+	return algs
+}
+
+// limiterScriptsVar names the lockrt.LimiterScripts of an algorithm:
+// token-bucket -> tokenBucketLimiterScripts.
+func limiterScriptsVar(algorithm string) string {
+	return snakeToCamel(strings.ReplaceAll(algorithm, "-", "_")) + "LimiterScripts"
+}
+
+// render writes the Limiters type and one method per limiter.
+func (s *limitersSection) render(g *generator, f *jen.File) {
+	if len(s.limiters) == 0 {
+		return
+	}
+	src := g.sourceName()
+	client := jen.Op("*").Qual(runtimePath, "Client")
+	f.Add(comment("Limiters gives typed access to the rate limiters declared in " + src + "."))
+	f.Type().Id("Limiters").Struct(jen.Id("c").Add(client))
+	f.Add(comment("NewLimiters returns the rate limiters of " + src + " over c."))
+	f.Func().Id("NewLimiters").Params(jen.Id("c").Add(client)).Op("*").Id("Limiters").Block(
+		jen.Return(jen.Op("&").Id("Limiters").Values(field("c", jen.Id("c")))),
+	)
+	for _, l := range s.limiters {
+		g.renderLimiter(f, l)
+	}
+	for _, a := range s.algorithmsUsed() {
+		set := templates.Limiters[a]
+		f.Add(comment(fmt.Sprintf("%s are the scripts of %s limiters.", limiterScriptsVar(a), a)))
+		f.Var().Id(limiterScriptsVar(a)).Op("=").Qual(runtimePath, "LimiterScripts").Custom(multiline,
+			field("Allow", jen.Op("&").Id(scriptVar(set.Allow))),
+			field("Configure", jen.Op("&").Id(scriptVar(set.Configure))),
+		)
+	}
+}
+
+// renderLimiter writes a limiter's method and the definitions it uses.
+func (g *generator) renderLimiter(f *jen.File, l *limiter) {
+	ns := g.spec.Namespace
+	var names []string
+	for _, p := range l.params {
+		names = append(names, p.Name)
+	}
+	fallback := l.Name + " returns the " + l.Name + " rate limiter"
+	if len(names) > 0 {
+		fallback += " for the given " + list(names)
+	}
+	doc := docComment(l.Name, l.Description, fallback+".")
+	onKey := limiterAlgorithms[l.Algorithm].prose + " rate limit on key " + keyDoc(ns, l.Object) + ":"
+	limit := limitDoc(l.Limiter) + "."
+	if len(onKey)+1+len(limit) <= 100 {
+		doc += "\n\n" + onKey + " " + limit
+	} else {
+		doc += "\n\n" + onKey + "\n" + limit
+	}
+	f.Add(comment(doc))
+	f.Func().Params(jen.Id(limiterReceiver).Op("*").Id("Limiters")).Id(l.Name).Params(signature(l.params)...).
+		Op("*").Qual(runtimePath, "Limiter").Block(
+		jen.Return(jen.Id(limiterReceiver).Dot("c").Dot("Limiter").Call(
+			jen.Op("&").Id(l.defVar()),
+			keyCall(l.keyVar(), l.params),
+		)),
+	)
+
+	def := []jen.Code{
+		field("Name", jen.Lit(l.Name)),
+		field("Algorithm", jen.Qual(runtimePath, limiterAlgorithms[l.Algorithm].constant)),
+		field("Rate", jen.Lit(l.Rate)),
+		field("Per", durationExpr(l.Per)),
+	}
+	if l.Burst != 0 {
+		def = append(def, field("Burst", jen.Lit(l.Burst)))
+	}
+	def = append(def,
+		field("Scope", jen.Qual(runtimePath, limiterScopes[l.Scope])),
+		field("Scripts", jen.Op("&").Id(limiterScriptsVar(l.Algorithm))),
+	)
+	f.Var().Defs(
+		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
+		jen.Id(l.defVar()).Op("=").Qual(runtimePath, "LimiterDef").Custom(multiline, def...),
+	)
+}
+
+// limitDoc says what a limiter allows, in prose: "100 per 1m with bursts of
+// up to 21, shared by all clients".
+func limitDoc(l *spec.Limiter) string {
+	var d string
+	if l.Algorithm == spec.SlidingWindow {
+		d = fmt.Sprintf("at most %d in any %s", l.Rate, humanDuration(l.Per))
+	} else {
+		d = fmt.Sprintf("%d per %s", l.Rate, humanDuration(l.Per))
+		if l.Burst > 0 {
+			d += fmt.Sprintf(", bursts of up to %d", l.Burst+1)
+		}
+	}
+	if l.Scope == spec.ScopePerClient {
+		return d + ", for each runtime client"
+	}
+	return d + ", shared by all clients"
+}
