@@ -12,7 +12,8 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = 0
 if ARGV[3] ~= '' then
-  due = now + tonumber(ARGV[3])
+  -- Rounded up, so that an item is never due before its delay has passed.
+  due = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
 elseif ARGV[4] ~= '' then
   due = tonumber(ARGV[4])
 end
