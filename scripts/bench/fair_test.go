@@ -1,0 +1,161 @@
+package bench
+
+// Fair-lock wait distribution: 8 lockers, each on its own client, loop
+// lock, hold for a fixed time, unlock, on one key. With first come, first
+// served, a locker that just released queues behind the 7 others, so
+// every wait is about 7 holds: the distribution is narrow and its p99 is
+// bounded by waiters x hold. Locks without a queue hand the lock to
+// whoever retries first, so some lockers wait much longer than others.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/bench/benchkinds"
+)
+
+// fairHold is how long each locker of BenchmarkFairWait holds the lock.
+const fairHold = 5 * time.Millisecond
+
+// lockgenFair is lockgen's fair lock (lease 30s, watchdog on).
+var lockgenFair = lib{name: "lockgen-fair", open: openKinds(func(l *benchkinds.Locks, id string) *lockrt.Lock { return l.FairResource(id) })}
+
+// waitLibs are the libraries of BenchmarkFairWait, configured to wait as
+// in BenchmarkHandoff.
+var waitLibs = []lib{lockgenFair, lockgenReentrant, redsyncDefault, redsync1ms, redislockLinear}
+
+// openKinds returns lockers of one of the locks of benchkinds.
+func openKinds(which func(*benchkinds.Locks, string) *lockrt.Lock) func(testing.TB, *redis.Client) locker {
+	return func(tb testing.TB, rdb *redis.Client) locker {
+		locks := newKinds(tb, rdb)
+		return &lockgenLocker{take: func(id string) *lockrt.Lock { return which(locks, id) }}
+	}
+}
+
+// newKinds returns the locks of benchkinds over a new runtime client of
+// rdb, their scripts preloaded; the client is closed when tb ends.
+func newKinds(tb testing.TB, rdb *redis.Client) *benchkinds.Locks {
+	c := lockrt.New(rdb)
+	tb.Cleanup(func() { c.Close() })
+	if err := benchkinds.Preload(context.Background(), c); err != nil {
+		tb.Fatal(err)
+	}
+	return benchkinds.NewLocks(c)
+}
+
+// waits runs one goroutine per locker, each looping lock, hold, unlock on
+// the resource id, until the lock has been taken n times. It returns
+// every wait (from calling lock to holding the lock), sorted, counting
+// the waits still going on at the end as they stood (a starved locker's
+// wait would otherwise never be seen), and the smallest number of
+// acquisitions of one locker. It fails when two lockers hold the lock at
+// once.
+func waits(ls []locker, id string, n int, hold time.Duration) ([]time.Duration, int, error) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var (
+		mu     sync.Mutex
+		ws     []time.Duration
+		inside atomic.Int32
+		errs   = make([]error, len(ls))
+		counts = make([]int, len(ls))
+		wg     sync.WaitGroup
+	)
+	for i, l := range ls {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				start := time.Now()
+				if err := l.lock(ctx, id); err != nil {
+					if ctx.Err() == nil {
+						errs[i] = fmt.Errorf("locker %d: lock: %w", i, err)
+						stop()
+					} else {
+						mu.Lock()
+						ws = append(ws, time.Since(start))
+						mu.Unlock()
+					}
+					return
+				}
+				w := time.Since(start)
+				counts[i]++
+				if inside.Add(1) != 1 {
+					errs[i] = fmt.Errorf("locker %d: two holders at once", i)
+					stop()
+				}
+				mu.Lock()
+				ws = append(ws, w)
+				if len(ws) >= n {
+					stop()
+				}
+				mu.Unlock()
+				time.Sleep(hold)
+				inside.Add(-1)
+				if err := l.unlock(context.Background()); err != nil {
+					errs[i] = fmt.Errorf("locker %d: unlock: %w", i, err)
+					stop()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	// The first round is the start-up, not the steady state.
+	ws = ws[min(len(ls), len(ws)):]
+	slices.Sort(ws)
+	return ws, slices.Min(counts), nil
+}
+
+// BenchmarkFairWait: 8 lockers contend for one lock, each holding it for
+// 5ms, b.N acquisitions in all. It reports the wait's p50, p99 and
+// maximum in ms, p99 / (8 x 5ms) (a fair lock keeps it under 1.5), and
+// the acquisitions of the locker that got the fewest, in % of a fair
+// share (b.N / 8).
+func BenchmarkFairWait(b *testing.B) {
+	flush(b)
+	for _, lib := range waitLibs {
+		b.Run(lib.name, func(b *testing.B) {
+			ls := openN(b, lib, contenders)
+			b.ResetTimer()
+			ws, fewest, err := waits(ls, fmt.Sprintf("w%d", b.N), b.N+contenders, fairHold)
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+			p99 := percentile(ws, 99)
+			b.ReportMetric(ms(percentile(ws, 50)), "p50-ms")
+			b.ReportMetric(ms(p99), "p99-ms")
+			b.ReportMetric(ms(ws[len(ws)-1]), "max-ms")
+			b.ReportMetric(float64(p99)/float64(contenders*fairHold), "p99/WH")
+			b.ReportMetric(100*float64(fewest)/(float64(b.N+contenders)/contenders), "min-share-%")
+		})
+	}
+}
+
+// TestFairWait runs BenchmarkFairWait's contention for a few rounds with
+// each library.
+func TestFairWait(t *testing.T) {
+	for _, lib := range waitLibs {
+		t.Run(lib.name, func(t *testing.T) {
+			ls := openN(t, lib, contenders)
+			ws, fewest, err := waits(ls, "test", 4*contenders, time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d waits, p50 %v, p99 %v, fewest acquisitions %d", lib.name, len(ws), percentile(ws, 50), percentile(ws, 99), fewest)
+		})
+	}
+}
