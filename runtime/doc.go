@@ -35,6 +35,65 @@
 // holder learns it no later than the lock can be taken by anyone else);
 // ErrClosed when the client was closed; context.Canceled after Unlock.
 //
+// # Fair locks
+//
+// A lock of kind fair is a reentrant Lock whose waiters get it first come,
+// first served. Next to the lock, Redis keeps a wait queue (key:queue) and
+// each waiter's deadline (key:waiters, a sorted set scored by the Redis
+// server's clock, never a client's). A waiter first tries without
+// queueing (a free lock nobody waits for costs one round trip, and
+// TryLock with no wait leaves no trace), then subscribes to a channel of
+// its own (key:ch:<owner>) and queues itself. A release wakes the first
+// live waiter only: no herd of waiters racing for one lock. A waiter
+// refreshes its deadline every WaiterTTL/3 while it waits (LockDef's
+// WaiterTTL, DefaultWaiterTTL by default); one that gives up leaves the
+// queue at once, and one that died is evicted when its deadline passes,
+// by whichever script of the lock runs next (the waiter behind it wakes
+// then: its fallback timer is the deadline of the waiter in front).
+// Re-entry through the lease's context skips the queue.
+//
+// # Read-write locks
+//
+// A lock of kind readwrite is an *RWLock: Read() and Write() return its
+// two sides, each a *Lock whose leases work like any other's. Readers
+// share; a writer excludes readers and other writers; both sides are
+// reentrant. The writer may take the read side too, and Lease.Downgrade
+// turns a write lease into a read lease without letting another writer
+// in. A reader that asks for the write side gets ErrUpgrade at once
+// rather than a deadlock. Every hold has its own lease in Redis
+// (key:holds, a sorted set of deadlines): the watchdog renews each one,
+// and a dead reader's share runs out alone, without shortening the other
+// readers'. Releasing the write side, or the last hold, wakes every
+// waiter at once: waiting readers proceed together. Readers are not held
+// back by waiting writers, so a steady stream of readers can starve a
+// writer.
+//
+//	rates := locks.Rates("EUR") // generated, kind: readwrite
+//	w, err := rates.Write().Lock(ctx) // or rates.Read().Lock(ctx)
+//	if err != nil {
+//		return err
+//	}
+//	update(w.Context())
+//	r, err := w.Downgrade(ctx) // readers may come in; writers may not
+//	if err != nil {
+//		return err
+//	}
+//	defer r.Unlock(ctx)
+//	return publish(r.Context())
+//
+// # Fenced locks
+//
+// A lock of kind fenced is a reentrant Lock whose every hold carries a
+// fencing token, Lease.Token: larger than every earlier hold's, by any
+// owner, for the whole life of the lock, also after its key expired or
+// was deleted (the counter, key:fence, never expires; re-entries share
+// their hold's token). A lease can end without its holder noticing in
+// time (a long GC pause, a partition): pass the token with every write to
+// the storage the lock guards, and have the storage refuse a write whose
+// token is smaller than the largest it has seen (see the example of
+// Lease.Token). That makes a stale holder's late writes harmless, which
+// no lease or watchdog can guarantee alone.
+//
 // # Watchdog
 //
 // A lock whose spec says renew: true (the default) is renewed every
@@ -53,6 +112,49 @@
 // latency, never liveness. After a reconnect go-redis resubscribes and the
 // hub wakes every waiter, since messages may have been missed.
 //
+// # Semaphores and permits
+//
+// A generated constructor such as semaphores.Export("acme") returns a
+// *Semaphore with the spec's permits as its capacity. Acquire(ctx, n) and
+// TryAcquire(ctx, n, wait) take n permits as one hold and return a
+// *Permit; Release gives them back and wakes waiters.
+//
+//	permit, err := semaphores.Export(tenant).Acquire(ctx, 1)
+//	if err != nil {
+//		return err // ErrNotObtained when the wait ran out
+//	}
+//	defer permit.Release(ctx)
+//	return export(permit.Context(), tenant) // cancelled if the permit is lost
+//
+// Unlike a plain counter, every hold has an id and a lease (Redis: a sorted
+// set of holds scored by expiry in server time, a hash of their permits),
+// so a holder that dies cannot leak permits: they come back when its lease
+// runs out, to whoever asks next. Live holds are renewed by the watchdog
+// like locks; a permit whose hold is gone is cancelled with ErrPermitLost
+// (which also matches ErrLockLost). Asking for more permits than the
+// capacity fails at once with ErrTooManyPermits; releasing twice is
+// ErrPermitNotHeld (which also matches ErrNotHeld).
+//
+// A release publishes one wake-up, which wakes one waiter per client; a
+// waiter that takes its permits while others are still free, or cannot use
+// the free ones because it wants more, wakes the next waiter of its client,
+// so one release of several permits lets several waiters through. Permits
+// are not granted in arrival order. Available and Capacity read the state;
+// SetPermits, AddPermits and ResetPermits let operators change the
+// capacity (kept without expiry until reset; the spec's permits apply
+// while none is set) and wake every waiter.
+//
+// # Count-down latches
+//
+// A generated constructor such as latches.Warmup("job-7") returns a
+// *Latch. CountDown decrements it; the count-down that reaches zero opens
+// it and wakes every Await on every client through pub/sub (Await checks
+// the count, subscribes, and checks again, so a latch that opened earlier
+// returns at once). A latch not yet set counts from the spec's count;
+// TrySetCount sets another count if nobody set one. The key expires the
+// spec's expire after it was set, open or not, and the latch then starts
+// over.
+//
 // # Scripts
 //
 // Scripts come from the generated code, with the SHA1 lockgen computed.
@@ -63,14 +165,21 @@
 //
 // # Round trips
 //
-// An uncontended Lock is one EVALSHA, Unlock one EVALSHA. A waiter adds a
+// An uncontended Lock is one EVALSHA, Unlock one EVALSHA; so are an
+// uncontended Acquire, Release, Available, and a CountDown. Await on an
+// open latch and Count are one GET. A waiter adds a
 // SUBSCRIBE (once per channel and client) and one EVALSHA per wake-up.
+// The same holds for fair, fenced and read-write locks; a fair waiter
+// subscribes to its own channel (a SUBSCRIBE per wait) and also runs the
+// acquire script every WaiterTTL/3 to keep its place; Lease.Downgrade is
+// two.
 //
 // # Errors
 //
 // Every error the package returns for a condition a caller handles
-// matches one of its sentinel errors with errors.Is: ErrNotObtained,
-// ErrNotHeld, ErrLockLost, ErrNotReentrant, ErrClosed, ErrScriptMismatch,
-// ErrInvalidArgument. Other errors are Redis or network errors, wrapped
-// with the key they concern.
+// matches one of its sentinel errors with errors.Is: ErrTooManyPermits,
+// ErrPermitLost, ErrPermitNotHeld, ErrNotObtained,
+// ErrNotHeld, ErrLockLost, ErrNotReentrant, ErrUpgrade, ErrClosed,
+// ErrScriptMismatch, ErrInvalidArgument. Other errors are Redis or
+// network errors, wrapped with the key they concern.
 package runtime
