@@ -72,9 +72,9 @@ func Generate(s *spec.Spec, opts Options) ([]File, error) {
 	g.scripts = scripts
 
 	path := ""
-	if g.hasNamedParams() {
-		// The package's own import path matters only when a param type
-		// lives in it: it must not import itself.
+	if g.hasNamedParams() || g.hasNamedPayloads() {
+		// The package's own import path matters only when a param or
+		// payload type lives in it: it must not import itself.
 		if path, err = gotypes.ImportPath(opts.Dir); err != nil {
 			return nil, fmt.Errorf("gen: %w", err)
 		}

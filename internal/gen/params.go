@@ -59,13 +59,17 @@ func (g *generator) resolveParams() error {
 			named = append(named, t)
 		}
 	}
-	if len(named) == 0 {
+	// Queue payload types are resolved in the same query.
+	payloads := g.payloadTypes()
+	if len(named) == 0 && len(payloads) == 0 {
 		return nil
 	}
-	results, err := gotypes.ResolveKeyParams(g.opts.Dir, named)
+	res, err := gotypes.Resolve(g.opts.Dir, gotypes.Query{KeyParams: named, Payloads: payloads})
 	if err != nil {
-		return fmt.Errorf("gen: resolving param types: %w", err)
+		return fmt.Errorf("gen: resolving param and payload types: %w", err)
 	}
+	g.resolvedPayloads(res.Payloads)
+	results := res.KeyParams
 	for _, p := range g.params() {
 		if !p.Type.Named() {
 			continue

@@ -1,21 +1,273 @@
 package gen
 
 import (
+	"fmt"
+	"sort"
+
 	"github.com/dave/jennifer/jen"
 
+	"github.com/lockgen/lockgen/internal/gotypes"
 	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/templates"
 )
 
-// queuesSection generates the queues: section. It is not supported yet: every
-// object in it is reported.
-type queuesSection struct{}
+// queueReceiver is the receiver of the methods of Queues.
+const queueReceiver = "q"
 
-func (*queuesSection) collect(g *generator) {
-	g.unsupported("queues", "#6", objects(g.spec.Queues, func(o *spec.Queue) spec.Object { return o.Object }))
+// queueScriptsVar names the lockrt.QueueScripts of the generated file.
+const queueScriptsVar = "queueScripts"
+
+// queue is a queue as generated.
+type queue struct {
+	*spec.Queue
+	ident  string // what its package-level variables are named after
+	params []*param
+	pkg    string // the package name of a named payload type, once resolved
 }
 
-func (*queuesSection) params() []*param { return nil }
+func (q *queue) keyVar() string { return q.ident + "Key" }
+func (q *queue) defVar() string { return q.ident + "Queue" }
 
-func (*queuesSection) scripts() []string { return nil }
+// runtimeType names the runtime's generic type for the queue.
+func (q *queue) runtimeType() string {
+	switch {
+	case q.Delay && q.Reliable != nil:
+		return "DelayedReliableQueue"
+	case q.Delay:
+		return "DelayedQueue"
+	case q.Reliable != nil:
+		return "ReliableQueue"
+	}
+	return "Queue"
+}
 
-func (*queuesSection) render(*generator, *jen.File) {}
+// payload is the payload type as Go code.
+func (q *queue) payload() *jen.Statement {
+	switch {
+	case q.Payload.ImportPath != "":
+		return jen.Qual(q.Payload.ImportPath, q.Payload.TypeName)
+	case q.Payload.TypeName == "[]byte":
+		return jen.Index().Byte()
+	}
+	return jen.Id(q.Payload.TypeName)
+}
+
+// payloadDoc is the payload type as a reader of the doc comment knows it.
+func (q *queue) payloadDoc() string {
+	if q.Payload.ImportPath != "" && q.pkg != "" {
+		return q.pkg + "." + q.Payload.TypeName
+	}
+	return q.Payload.TypeName
+}
+
+// queueTypeExpr is *lockrt.<Type>[Payload].
+func (q *queue) typeExpr() *jen.Statement {
+	return jen.Op("*").Qual(runtimePath, q.runtimeType()).Types(q.payload())
+}
+
+// queuesSection generates the queues: section.
+type queuesSection struct {
+	queues []*queue // sorted by name
+}
+
+// collect keeps the spec's queues and checks param names.
+func (s *queuesSection) collect(g *generator) {
+	for _, sq := range g.spec.Queues {
+		q := &queue{Queue: sq, ident: g.ident(sq.Name)}
+		reserved := []string{queueReceiver, "strconv", q.keyVar(), q.defVar(), queueScriptsVar}
+		for _, p := range sq.Key.Params {
+			q.params = append(q.params, &param{Param: p})
+			g.checkName(q.params[len(q.params)-1], reserved)
+		}
+		s.queues = append(s.queues, q)
+	}
+}
+
+// params returns the params of every queue.
+func (s *queuesSection) params() []*param {
+	var ps []*param
+	for _, q := range s.queues {
+		ps = append(ps, q.params...)
+	}
+	return ps
+}
+
+// scripts returns the queue scripts: every queue uses all of them.
+func (s *queuesSection) scripts() []string {
+	if len(s.queues) == 0 {
+		return nil
+	}
+	return templates.Queue.Names()
+}
+
+// queuesOf returns g's queues section.
+func (g *generator) queuesOf() *queuesSection {
+	for _, sec := range g.sections {
+		if s, ok := sec.(*queuesSection); ok {
+			return s
+		}
+	}
+	return &queuesSection{}
+}
+
+// payloadTypes returns the payload types named by import path, each once.
+func (g *generator) payloadTypes() []gotypes.Type {
+	var ts []gotypes.Type
+	seen := map[gotypes.Type]bool{}
+	for _, q := range g.queuesOf().queues {
+		if q.Payload.ImportPath == "" {
+			continue
+		}
+		t := gotypes.Type{ImportPath: q.Payload.ImportPath, Name: q.Payload.TypeName}
+		if !seen[t] {
+			seen[t] = true
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// hasNamedPayloads reports whether a payload type is named by import path.
+func (g *generator) hasNamedPayloads() bool { return len(g.payloadTypes()) > 0 }
+
+// resolvedPayloads records what resolving the payload types found, and
+// reports those that cannot be used at the payload's position.
+func (g *generator) resolvedPayloads(results map[gotypes.Type]gotypes.Result) {
+	for _, q := range g.queuesOf().queues {
+		if q.Payload.ImportPath == "" {
+			continue
+		}
+		r := results[gotypes.Type{ImportPath: q.Payload.ImportPath, Name: q.Payload.TypeName}]
+		if r.Err != nil {
+			g.errorAt(q.PayloadPos, r.Hint, "queue %s: payload %v", q.Name, r.Err)
+			continue
+		}
+		q.pkg = r.Package
+	}
+}
+
+// render writes the Queues type, its constructor, a field or method per
+// queue, and the definitions they use.
+func (s *queuesSection) render(g *generator, f *jen.File) {
+	if len(s.queues) == 0 {
+		return
+	}
+	// Name the payloads' packages as they declare themselves.
+	pkgs := map[string]string{}
+	for _, q := range s.queues {
+		if q.Payload.ImportPath != "" {
+			pkgs[q.Payload.ImportPath] = q.pkg
+		}
+	}
+	paths := make([]string, 0, len(pkgs))
+	for p := range pkgs {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		f.ImportName(p, pkgs[p])
+	}
+
+	src := g.sourceName()
+	client := jen.Op("*").Qual(runtimePath, "Client")
+	fields := []jen.Code{jen.Id("c").Add(client)}
+	values := []jen.Code{field("c", jen.Id("c"))}
+	for _, q := range s.queues {
+		if len(q.params) > 0 {
+			continue
+		}
+		fields = append(fields, jen.Line(), comment(g.queueDoc(q)), jen.Id(q.Name).Add(q.typeExpr()))
+		values = append(values, field(q.Name, q.newCall(jen.Id("c"))))
+	}
+	f.Add(comment("Queues gives typed access to the queues declared in " + src + ".\n" +
+		"A queue without key params is a field, one with params a method."))
+	f.Type().Id("Queues").Struct(fields...)
+	f.Add(comment("NewQueues returns the queues of " + src + " over c."))
+	f.Func().Id("NewQueues").Params(jen.Id("c").Add(client)).Op("*").Id("Queues").Block(
+		jen.Return(jen.Op("&").Id("Queues").Custom(multiline, values...)),
+	)
+	for _, q := range s.queues {
+		g.renderQueue(f, q)
+	}
+
+	set := templates.Queue
+	f.Add(comment(queueScriptsVar + " are the scripts of queues."))
+	f.Var().Id(queueScriptsVar).Op("=").Qual(runtimePath, "QueueScripts").Custom(multiline,
+		field("Offer", jen.Op("&").Id(scriptVar(set.Offer))),
+		field("Move", jen.Op("&").Id(scriptVar(set.Move))),
+		field("Take", jen.Op("&").Id(scriptVar(set.Take))),
+		field("Ack", jen.Op("&").Id(scriptVar(set.Ack))),
+		field("Nack", jen.Op("&").Id(scriptVar(set.Nack))),
+		field("Extend", jen.Op("&").Id(scriptVar(set.Extend))),
+		field("Bury", jen.Op("&").Id(scriptVar(set.Bury))),
+		field("Dead", jen.Op("&").Id(scriptVar(set.Dead))),
+		field("Redrive", jen.Op("&").Id(scriptVar(set.Redrive))),
+	)
+}
+
+// newCall is lockrt.New<Type>(c, &def, lockrt.JSON[T]{}, key.Key(...)).
+func (q *queue) newCall(c jen.Code) *jen.Statement {
+	return jen.Qual(runtimePath, "New"+q.runtimeType()).Call(
+		c,
+		jen.Op("&").Id(q.defVar()),
+		jen.Qual(runtimePath, "JSON").Types(q.payload()).Values(),
+		keyCall(q.keyVar(), q.params),
+	)
+}
+
+// queueDoc is the doc comment of a queue's field or method.
+func (g *generator) queueDoc(q *queue) string {
+	kind := "Queue"
+	switch {
+	case q.Delay && q.Reliable != nil:
+		kind = "Delayed reliable queue"
+	case q.Delay:
+		kind = "Delayed queue"
+	case q.Reliable != nil:
+		kind = "Reliable queue"
+	}
+	var names []string
+	for _, p := range q.params {
+		names = append(names, p.Name)
+	}
+	fallback := q.Name + " is the " + q.Name + " queue."
+	if len(names) > 0 {
+		fallback = q.Name + " returns the " + q.Name + " queue for the given " + list(names) + "."
+	}
+	doc := docComment(q.Name, q.Description, fallback)
+	facts := kind + " of " + q.payloadDoc() + " on key " + keyDoc(g.spec.Namespace, q.Object)
+	if q.Reliable != nil {
+		facts += fmt.Sprintf(",\nvisibility %s, at most %d deliveries", humanDuration(q.Reliable.Visibility), q.Reliable.MaxDeliveries)
+	}
+	return doc + "\n\n" + facts + "."
+}
+
+// renderQueue writes a keyed queue's method and every queue's definitions.
+func (g *generator) renderQueue(f *jen.File, q *queue) {
+	if len(q.params) > 0 {
+		f.Add(comment(g.queueDoc(q)))
+		f.Func().Params(jen.Id(queueReceiver).Op("*").Id("Queues")).Id(q.Name).Params(signature(q.params)...).
+			Add(q.typeExpr()).Block(
+			jen.Return(q.newCall(jen.Id(queueReceiver).Dot("c"))),
+		)
+	}
+	if len(q.params) == 0 {
+		f.Line()
+	}
+	def := []jen.Code{field("Name", jen.Lit(q.Name))}
+	if q.Delay {
+		def = append(def, field("Delay", jen.True()))
+	}
+	if r := q.Reliable; r != nil {
+		def = append(def,
+			field("Reliable", jen.True()),
+			field("Visibility", durationExpr(r.Visibility)),
+			field("MaxDeliveries", jen.Lit(r.MaxDeliveries)),
+		)
+	}
+	def = append(def, field("Scripts", jen.Op("&").Id(queueScriptsVar)))
+	f.Var().Defs(
+		jen.Id(q.keyVar()).Op("=").Add(keyDef(g.spec.Namespace, q.Object)),
+		jen.Id(q.defVar()).Op("=").Qual(runtimePath, "QueueDef").Custom(multiline, def...),
+	)
+}

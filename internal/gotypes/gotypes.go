@@ -1,5 +1,5 @@
 // Package gotypes looks up the Go types a spec names: the named types of
-// key params, resolved with golang.org/x/tools/go/packages from the spec's
+// key params and the payload types of queues, resolved with golang.org/x/tools/go/packages from the spec's
 // directory, so that they resolve exactly as they will when the generated
 // code is built.
 package gotypes
@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -54,17 +55,40 @@ var keyParamKinds = map[types.BasicKind]bool{
 // or string type gets a Result with Err set. The error is for failures to
 // run the query at all.
 func ResolveKeyParams(dir string, ts []Type) (map[Type]Result, error) {
-	results := make(map[Type]Result, len(ts))
-	if len(ts) == 0 {
-		return results, nil
-	}
+	r, err := Resolve(dir, Query{KeyParams: ts})
+	return r.KeyParams, err
+}
+
+// Query is what Resolve looks up.
+type Query struct {
+	KeyParams []Type // named types of key params
+	Payloads  []Type // payload types of queues
+}
+
+// Results are Resolve's answers, one per type of the query.
+type Results struct {
+	KeyParams map[Type]Result
+	Payloads  map[Type]Result
+}
+
+// Resolve resolves key param types (as ResolveKeyParams does) and queue
+// payload types, loading every package they need with one go/packages
+// query run in dir. A payload type may be any exported, non-generic type
+// that is not a pointer, interface, channel or function type; otherwise
+// its Result has Err set. The error is for failures to run the query at
+// all.
+func Resolve(dir string, q Query) (Results, error) {
+	r := Results{KeyParams: make(map[Type]Result, len(q.KeyParams)), Payloads: make(map[Type]Result, len(q.Payloads))}
 	var paths []string
 	seen := map[string]bool{}
-	for _, t := range ts {
+	for _, t := range append(slices.Clip(q.KeyParams), q.Payloads...) {
 		if !seen[t.ImportPath] {
 			seen[t.ImportPath] = true
 			paths = append(paths, t.ImportPath)
 		}
+	}
+	if len(paths) == 0 {
+		return r, nil
 	}
 	sort.Strings(paths)
 
@@ -74,7 +98,7 @@ func ResolveKeyParams(dir string, ts []Type) (map[Type]Result, error) {
 	}
 	pkgs, err := packages.Load(cfg, paths...)
 	if err != nil {
-		return nil, fmt.Errorf("gotypes: loading %s: %w", strings.Join(paths, ", "), err)
+		return Results{}, fmt.Errorf("gotypes: loading %s: %w", strings.Join(paths, ", "), err)
 	}
 	byPath := map[string]*packages.Package{}
 	for _, p := range pkgs {
@@ -83,17 +107,22 @@ func ResolveKeyParams(dir string, ts []Type) (map[Type]Result, error) {
 			byPath[p.ID] = p
 		}
 	}
-	for _, t := range ts {
-		results[t] = lookup(byPath[t.ImportPath], t)
+	for _, t := range q.KeyParams {
+		r.KeyParams[t] = lookup(byPath[t.ImportPath], t)
 	}
-	return results, nil
+	for _, t := range q.Payloads {
+		r.Payloads[t] = lookupPayload(byPath[t.ImportPath], t)
+	}
+	return r, nil
 }
 
-func lookup(p *packages.Package, t Type) Result {
-	fail := func(hint, format string, args ...any) Result {
-		return Result{Err: fmt.Errorf(format, args...), Hint: hint}
+// find looks t up in p as the type of a noun ("param", "payload"), or
+// returns why it cannot be used.
+func find(p *packages.Package, t Type, noun string) (*types.TypeName, Result) {
+	importHint := "named " + noun + " types are resolved from the spec's directory, as the go command there resolves imports"
+	fail := func(hint, format string, args ...any) (*types.TypeName, Result) {
+		return nil, Result{Err: fmt.Errorf(format, args...), Hint: hint}
 	}
-	const importHint = "named param types are resolved from the spec's directory, as the go command there resolves imports"
 	if p == nil {
 		return fail(importHint, "package %q not found", t.ImportPath)
 	}
@@ -118,13 +147,54 @@ func lookup(p *packages.Package, t Type) Result {
 		return fail("", "type %s is not exported", t)
 	}
 	if named, ok := types.Unalias(tn.Type()).(*types.Named); ok && named.TypeParams().Len() > 0 {
-		return fail("declare a non-generic type for the param, e.g. type ID Generic[int]", "type %s is generic", t)
+		return fail("declare a non-generic type for the "+noun+", e.g. type ID Generic[int]", "type %s is generic", t)
+	}
+	return tn, Result{}
+}
+
+func lookup(p *packages.Package, t Type) Result {
+	tn, r := find(p, t, "param")
+	if tn == nil {
+		return r
 	}
 	basic, ok := tn.Type().Underlying().(*types.Basic)
 	if !ok || !keyParamKinds[basic.Kind()] {
-		return fail("a key param is an integer or a string, or of a named type whose underlying type is one", "type %s has underlying type %s, not an integer or string type", t, tn.Type().Underlying())
+		return Result{
+			Err:  fmt.Errorf("type %s has underlying type %s, not an integer or string type", t, tn.Type().Underlying()),
+			Hint: "a key param is an integer or a string, or of a named type whose underlying type is one",
+		}
 	}
 	return Result{Basic: basic.Name(), Package: tn.Pkg().Name()}
+}
+
+// lookupPayload resolves t as a queue payload: a value the codec encodes.
+func lookupPayload(p *packages.Package, t Type) Result {
+	tn, r := find(p, t, "payload")
+	if tn == nil {
+		return r
+	}
+	what := ""
+	switch u := tn.Type().Underlying().(type) {
+	case *types.Pointer:
+		what = "a pointer"
+	case *types.Interface:
+		what = "an interface"
+	case *types.Chan:
+		what = "a channel"
+	case *types.Signature:
+		what = "a function"
+	case *types.Basic:
+		if u.Kind() == types.UnsafePointer {
+			what = "an unsafe pointer"
+		}
+	}
+	if what != "" {
+		return Result{
+			Err:  fmt.Errorf("type %s is %s type, not a value a codec can encode", t, what),
+			Hint: "a payload is a value such as a struct, sent by value",
+		}
+	}
+	return Result{Package: tn.Pkg().Name()}
 }
 
 func firstLine(s string) string {

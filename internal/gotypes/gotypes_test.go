@@ -3,6 +3,7 @@ package gotypes
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -73,6 +74,39 @@ func TestImportPath(t *testing.T) {
 		got, err := ImportPath(d)
 		if err != nil || got != want {
 			t.Errorf("ImportPath(%s) = %q, %v; want %q", d, got, err, want)
+		}
+	}
+}
+
+func TestResolvePayloads(t *testing.T) {
+	ok := []Type{{"time", "Time"}, {"encoding/json", "RawMessage"}, {"net/netip", "Addr"}, {"time", "Month"}}
+	bad := map[Type]string{
+		{"io", "Reader"}:            "is an interface type",
+		{"net/http", "HandlerFunc"}: "is a function type",
+		{"time", "NoSuchType"}:      `package "time" has no type NoSuchType`,
+		{"nosuchpkg/nope", "X"}:     `cannot load package "nosuchpkg/nope"`,
+		{"sync/atomic", "Pointer"}:  "is generic",
+	}
+	payloads := slices.Clone(ok)
+	for typ := range bad {
+		payloads = append(payloads, typ)
+	}
+	// Key params and payloads in one query; a type may be both.
+	r, err := Resolve(".", Query{KeyParams: []Type{{"time", "Month"}}, Payloads: payloads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.KeyParams[Type{"time", "Month"}]; p.Err != nil || p.Basic != "int" {
+		t.Errorf("key param time.Month: %+v", p)
+	}
+	for _, typ := range ok {
+		if p := r.Payloads[typ]; p.Err != nil || p.Package == "" {
+			t.Errorf("payload %s: %+v", typ, p)
+		}
+	}
+	for typ, want := range bad {
+		if p := r.Payloads[typ]; p.Err == nil || !strings.Contains(p.Err.Error(), want) {
+			t.Errorf("payload %s: error %v, want one containing %q", typ, p.Err, want)
 		}
 	}
 }

@@ -1,0 +1,40 @@
+package shopqueues
+
+import (
+	"context"
+	"time"
+
+	"example.com/gentest/queue/orders"
+	lockrt "github.com/lockgen/lockgen/runtime"
+)
+
+func use(ctx context.Context, c *lockrt.Client) error {
+	if err := Preload(ctx, c); err != nil {
+		return err
+	}
+	queues := NewQueues(c)
+	if err := queues.OrderClose.OfferIn(ctx, orders.CloseRequest{OrderID: 42}, 30*time.Minute); err != nil {
+		return err
+	}
+	d, err := queues.OrderClose.Take(ctx)
+	if err != nil {
+		return err
+	}
+	var req orders.CloseRequest = d.Value
+	_ = req
+	if err := d.Ack(ctx); err != nil {
+		return err
+	}
+	if err := queues.Emails("acme").Offer(ctx, "hello"); err != nil {
+		return err
+	}
+	var body string
+	if body, err = queues.Emails("acme").Take(ctx); err != nil {
+		return err
+	}
+	_ = body
+	if err := queues.Audit.Offer(ctx, Event{Kind: "login"}); err != nil {
+		return err
+	}
+	return queues.Thumbnails(3).OfferAt(ctx, []byte{1, 2}, time.Now().Add(time.Minute))
+}
