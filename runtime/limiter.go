@@ -136,9 +136,10 @@ func (d *LimiterDef) configTTL() int64 {
 	return fill.Milliseconds() + 1000
 }
 
-// config returns the ARGV that name the config, as the scripts store it.
-func (d *LimiterDef) config() []any {
-	return []any{d.Algorithm.String(), d.Rate, d.Per.Microseconds(), d.Burst, d.Scope.String()}
+// args returns the scripts' ARGV: the config, as the scripts store it,
+// then extra.
+func (d *LimiterDef) args(extra ...any) []any {
+	return append([]any{d.Algorithm.String(), d.Rate, d.Per.Microseconds(), d.Burst, d.Scope.String(), nil, nil, nil}[:5], extra...)
 }
 
 func (d *LimiterDef) describe() string {
@@ -228,7 +229,7 @@ const (
 // caller would wait: a request allowed within it is counted at once and
 // reserved, to go ahead after RetryAfter.
 func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (int64, LimitResult, error) {
-	args := append(l.def.config(), n, l.def.configTTL(), patience.Microseconds())
+	args := l.def.args(n, l.def.configTTL(), patience.Microseconds())
 	v, err := l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...).Slice()
 	if err != nil {
 		return 0, LimitResult{}, fmt.Errorf("lockgen: limiting %s: %w", l.key, err)
@@ -367,7 +368,7 @@ func (l *Limiter) Reconfigure(ctx context.Context) (bool, error) {
 	if err := l.def.check(); err != nil {
 		return false, err
 	}
-	args := append(l.def.config(), l.def.configTTL())
+	args := l.def.args(l.def.configTTL())
 	n, err := l.c.eval(ctx, l.def.Scripts.Configure, []string{l.cfg}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: reconfiguring %s: %w", l.key, err)

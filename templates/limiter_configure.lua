@@ -7,15 +7,14 @@
 -- ARGV[6] how long the config outlives the last write, in milliseconds
 -- Returns 1 when the config changed, 0 when it was already the caller's.
 local cfg = KEYS[1]
-local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
-local stored = redis.call('hmget', cfg, unpack(fields))
+local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
 local same = 1
 for i = 1, 5 do
-  if stored[i] ~= ARGV[i] then
+  if s[i] ~= ARGV[i] then
     same = 0
   end
 end
-redis.call('hset', cfg, fields[1], ARGV[1], fields[2], ARGV[2], fields[3], ARGV[3], fields[4], ARGV[4], fields[5], ARGV[5])
+redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], 'burst', ARGV[4], 'scope', ARGV[5])
 if redis.call('pttl', cfg) < tonumber(ARGV[6]) then
   redis.call('pexpire', cfg, ARGV[6])
 end

@@ -14,17 +14,12 @@
 -- Redis is not the caller's. A request allowed after a wait is counted
 -- now, at the time it may go ahead: it reserves its place.
 local cfg, state = KEYS[1], KEYS[2]
-local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
-local stored = redis.call('hmget', cfg, unpack(fields))
-if stored[1] then
-  for i = 1, 5 do
-    if stored[i] ~= ARGV[i] then
-      return {-1, stored[1], stored[2], stored[3], stored[4], stored[5]}
-    end
-  end
-else
-  redis.call('hset', cfg, fields[1], ARGV[1], fields[2], ARGV[2], fields[3], ARGV[3], fields[4], ARGV[4], fields[5], ARGV[5])
+local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
+if not s[1] then
+  redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], 'burst', ARGV[4], 'scope', ARGV[5])
   redis.call('pexpire', cfg, ARGV[7])
+elseif s[1] ~= ARGV[1] or s[2] ~= ARGV[2] or s[3] ~= ARGV[3] or s[4] ~= ARGV[4] or s[5] ~= ARGV[5] then
+  return {-1, s[1], s[2], s[3], s[4], s[5]}
 end
 
 local t = redis.call('time')
