@@ -170,13 +170,23 @@ func (s *queuesSection) render(g *generator, f *jen.File) {
 
 	src := g.sourceName()
 	client := jen.Op("*").Qual(runtimePath, "Client")
-	fields := []jen.Code{jen.Id("c").Add(client)}
-	values := []jen.Code{field("c", jen.Id("c"))}
+	// The client is kept only for the methods of keyed queues.
+	var fields, values []jen.Code
+	for _, q := range s.queues {
+		if len(q.params) > 0 {
+			fields = append(fields, jen.Id("c").Add(client))
+			values = append(values, field("c", jen.Id("c")))
+			break
+		}
+	}
 	for _, q := range s.queues {
 		if len(q.params) > 0 {
 			continue
 		}
-		fields = append(fields, jen.Line(), comment(g.queueDoc(q)), jen.Id(q.Name).Add(q.typeExpr()))
+		if len(fields) > 0 {
+			fields = append(fields, jen.Line())
+		}
+		fields = append(fields, comment(g.queueDoc(q)), jen.Id(q.Name).Add(q.typeExpr()))
 		values = append(values, field(q.Name, q.newCall(jen.Id("c"))))
 	}
 	f.Add(comment("Queues gives typed access to the queues declared in " + src + ".\n" +
