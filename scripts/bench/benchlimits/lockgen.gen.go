@@ -107,7 +107,7 @@ var tokenBucketLimiterScripts = lockrt.LimiterScripts{
 // limiterConfigureScript is lockgen's templates/limiter_configure.lua.
 var limiterConfigureScript = lockrt.Script{
 	Name: "limiter_configure",
-	SHA1: "4661b1bc5dca63ca1aa95ceda6d62e066b71a9f7",
+	SHA1: "57ed48bf59d2c073325164803be2c49011fe7f34",
 	Source: `-- limiter_configure: make the caller's config the limiter's, replacing the
 -- one stored. The state is kept: each algorithm reads it under the new
 -- config (never granting more than a full limiter holds).
@@ -117,15 +117,14 @@ var limiterConfigureScript = lockrt.Script{
 -- ARGV[6] how long the config outlives the last write, in milliseconds
 -- Returns 1 when the config changed, 0 when it was already the caller's.
 local cfg = KEYS[1]
-local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
-local stored = redis.call('hmget', cfg, unpack(fields))
+local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
 local same = 1
 for i = 1, 5 do
-  if stored[i] ~= ARGV[i] then
+  if s[i] ~= ARGV[i] then
     same = 0
   end
 end
-redis.call('hset', cfg, fields[1], ARGV[1], fields[2], ARGV[2], fields[3], ARGV[3], fields[4], ARGV[4], fields[5], ARGV[5])
+redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], 'burst', ARGV[4], 'scope', ARGV[5])
 if redis.call('pttl', cfg) < tonumber(ARGV[6]) then
   redis.call('pexpire', cfg, ARGV[6])
 end
@@ -136,7 +135,7 @@ return 1 - same
 // limiterGcraScript is lockgen's templates/limiter_gcra.lua.
 var limiterGcraScript = lockrt.Script{
 	Name: "limiter_gcra",
-	SHA1: "bda6726b89d906ca65eb33a11c03205886c2287b",
+	SHA1: "cde8659cbcb1fc683fee8a15884e825f885cdaf2",
 	Source: `-- limiter_gcra: one rate-limit decision by the generic cell rate algorithm.
 -- KEYS[1] the limiter's config hash, KEYS[2] its state: the theoretical
 --         arrival time (TAT) in microseconds of the Redis server clock
@@ -150,17 +149,12 @@ var limiterGcraScript = lockrt.Script{
 -- Redis is not the caller's. A request allowed after a wait is counted
 -- now, at the time it may go ahead: it reserves its place.
 local cfg, state = KEYS[1], KEYS[2]
-local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
-local stored = redis.call('hmget', cfg, unpack(fields))
-if stored[1] then
-  for i = 1, 5 do
-    if stored[i] ~= ARGV[i] then
-      return {-1, stored[1], stored[2], stored[3], stored[4], stored[5]}
-    end
-  end
-else
-  redis.call('hset', cfg, fields[1], ARGV[1], fields[2], ARGV[2], fields[3], ARGV[3], fields[4], ARGV[4], fields[5], ARGV[5])
+local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
+if not s[1] then
+  redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], 'burst', ARGV[4], 'scope', ARGV[5])
   redis.call('pexpire', cfg, ARGV[7])
+elseif s[1] ~= ARGV[1] or s[2] ~= ARGV[2] or s[3] ~= ARGV[3] or s[4] ~= ARGV[4] or s[5] ~= ARGV[5] then
+  return {-1, s[1], s[2], s[3], s[4], s[5]}
 end
 
 local t = redis.call('time')
@@ -174,12 +168,9 @@ local tat = tonumber(redis.call('get', state)) or now
 if tat < now then
   tat = now
 end
-local remaining = function(at)
-  return math.max(0, math.floor((now + span - at) / interval))
-end
 local wait = math.max(0, math.ceil(tat + n * interval - span - now))
 if wait > patience then
-  return {0, remaining(tat), wait, math.ceil(tat - now), now}
+  return {0, math.max(0, math.floor((now + span - tat) / interval)), wait, math.ceil(tat - now), now}
 end
 if n > 0 then
   -- Rounding the TAT up never lets more through than the rate.
@@ -190,14 +181,14 @@ end
 if wait > 0 then
   return {2, 0, wait, math.ceil(tat - now), now}
 end
-return {1, remaining(tat), 0, math.ceil(tat - now), now}
+return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(tat - now), now}
 `,
 }
 
 // limiterSlidingWindowScript is lockgen's templates/limiter_sliding_window.lua.
 var limiterSlidingWindowScript = lockrt.Script{
 	Name: "limiter_sliding_window",
-	SHA1: "9f85ec192924e0e7cb862e57c2365d1098e6100d",
+	SHA1: "434a4952fd9cbe5dab2cffb98cbffdabb004641a",
 	Source: `-- limiter_sliding_window: one rate-limit decision over an exact log of the
 -- requests allowed in the last period: never more than rate of them in any
 -- window of that length.
@@ -214,17 +205,12 @@ var limiterSlidingWindowScript = lockrt.Script{
 -- Redis is not the caller's. A request allowed after a wait is counted
 -- now, at the time it may go ahead: it reserves its place.
 local cfg, state = KEYS[1], KEYS[2]
-local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
-local stored = redis.call('hmget', cfg, unpack(fields))
-if stored[1] then
-  for i = 1, 5 do
-    if stored[i] ~= ARGV[i] then
-      return {-1, stored[1], stored[2], stored[3], stored[4], stored[5]}
-    end
-  end
-else
-  redis.call('hset', cfg, fields[1], ARGV[1], fields[2], ARGV[2], fields[3], ARGV[3], fields[4], ARGV[4], fields[5], ARGV[5])
+local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
+if not s[1] then
+  redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], 'burst', ARGV[4], 'scope', ARGV[5])
   redis.call('pexpire', cfg, ARGV[7])
+elseif s[1] ~= ARGV[1] or s[2] ~= ARGV[2] or s[3] ~= ARGV[3] or s[4] ~= ARGV[4] or s[5] ~= ARGV[5] then
+  return {-1, s[1], s[2], s[3], s[4], s[5]}
 end
 
 local t = redis.call('time')
@@ -278,7 +264,7 @@ return {1, math.max(0, limit - count - n), 0, left, now}
 // limiterTokenBucketScript is lockgen's templates/limiter_token_bucket.lua.
 var limiterTokenBucketScript = lockrt.Script{
 	Name: "limiter_token_bucket",
-	SHA1: "8225de127290e0cebd6416fcd315fa8bd80fd2f4",
+	SHA1: "38b54396a33d2394b555f410e422937240c44fed",
 	Source: `-- limiter_token_bucket: one rate-limit decision by a token bucket of
 -- burst + 1 tokens refilled continuously at rate per period.
 -- KEYS[1] the limiter's config hash, KEYS[2] its state: a hash of tokens
@@ -294,17 +280,12 @@ var limiterTokenBucketScript = lockrt.Script{
 -- Redis is not the caller's. A request allowed after a wait is counted
 -- now, at the time it may go ahead: it reserves its place.
 local cfg, state = KEYS[1], KEYS[2]
-local fields = {'algorithm', 'rate', 'per', 'burst', 'scope'}
-local stored = redis.call('hmget', cfg, unpack(fields))
-if stored[1] then
-  for i = 1, 5 do
-    if stored[i] ~= ARGV[i] then
-      return {-1, stored[1], stored[2], stored[3], stored[4], stored[5]}
-    end
-  end
-else
-  redis.call('hset', cfg, fields[1], ARGV[1], fields[2], ARGV[2], fields[3], ARGV[3], fields[4], ARGV[4], fields[5], ARGV[5])
+local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
+if not s[1] then
+  redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], 'burst', ARGV[4], 'scope', ARGV[5])
   redis.call('pexpire', cfg, ARGV[7])
+elseif s[1] ~= ARGV[1] or s[2] ~= ARGV[2] or s[3] ~= ARGV[3] or s[4] ~= ARGV[4] or s[5] ~= ARGV[5] then
+  return {-1, s[1], s[2], s[3], s[4], s[5]}
 end
 
 local t = redis.call('time')
