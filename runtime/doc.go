@@ -155,6 +155,31 @@
 // spec's expire after it was set, open or not, and the latch then starts
 // over.
 //
+// # Rate limiters
+//
+// A generated constructor such as limits.API("u42") returns a *Limiter.
+// Allow and AllowN decide in one script call that reads the Redis
+// server's clock (TIME), never the client's, so clients with skewed
+// clocks get the same answers. The LimitResult says whether the requests
+// were allowed, how many more would be (Remaining), when a denied request
+// would be (RetryAfter) and when the limiter is full again (ResetAfter).
+// Asking for more than the limiter's Capacity fails at once with
+// ErrExceedsCapacity. GCRA and TokenBucket allow Burst+1 requests at
+// once, then Rate per Per, evenly spread (at most Rate+Burst in any
+// period); SlidingWindow keeps an exact log and never allows more than
+// Rate in any window of length Per. ScopeOverall shares one allowance
+// between all clients, ScopePerClient gives each Client (its ID) its own.
+//
+// Wait and WaitN take their place in line in the same one script call
+// (the request is counted at the time it may go ahead) and sleep until
+// then: waiters are served at the rate and in order, with no retries;
+// a context deadline too near fails at once with ErrLimited.
+//
+// The limiter's config (algorithm, rate, period, burst, scope) is stored
+// next to its state and compared on every call: a program with another
+// definition gets ErrConfigMismatch instead of a decision, until one side
+// calls Reconfigure. The keys expire once the limiter is idle and full.
+//
 // # Scripts
 //
 // Scripts come from the generated code, with the SHA1 lockgen computed.
@@ -172,7 +197,8 @@
 // The same holds for fair, fenced and read-write locks; a fair waiter
 // subscribes to its own channel (a SUBSCRIBE per wait) and also runs the
 // acquire script every WaiterTTL/3 to keep its place; Lease.Downgrade is
-// two.
+// two. A limiter's Allow, AllowN, Wait, WaitN, Reconfigure and Reset
+// are one round trip each.
 //
 // # Errors
 //
@@ -180,6 +206,7 @@
 // matches one of its sentinel errors with errors.Is: ErrTooManyPermits,
 // ErrPermitLost, ErrPermitNotHeld, ErrNotObtained,
 // ErrNotHeld, ErrLockLost, ErrNotReentrant, ErrUpgrade, ErrClosed,
-// ErrScriptMismatch, ErrInvalidArgument. Other errors are Redis or
+// ErrScriptMismatch, ErrInvalidArgument, ErrLimited, ErrConfigMismatch,
+// ErrExceedsCapacity. Other errors are Redis or
 // network errors, wrapped with the key they concern.
 package runtime
