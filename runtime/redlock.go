@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,15 +38,30 @@ type RedLockDef struct {
 // which RedLocks are taken: a lock is held when a majority of them
 // (len/2+1) granted it within its validity. Use an odd number of nodes
 // that fail independently, typically 5 (tolerating 2 down).
+//
+// A node whose last call failed with a network error is treated as down:
+// calls do not wait for it, and it is probed at most once a second until
+// it answers again, so a dead node costs no latency.
 type Quorum struct {
 	nodes []*Client
+	state []nodeState
 }
+
+// nodeState tracks whether a node is down.
+type nodeState struct {
+	mu     sync.Mutex
+	down   bool
+	probed time.Time // when a down node was last called
+}
+
+// probeEvery is how often a node known to be down is called again.
+const probeEvery = time.Second
 
 // NewQuorum returns a quorum over nodes, one client per independent Redis
 // deployment. It does not contact Redis. The RedLocks of a quorum without
 // nodes fail with ErrInvalidArgument.
 func NewQuorum(nodes ...*Client) *Quorum {
-	return &Quorum{nodes: slices.Clone(nodes)}
+	return &Quorum{nodes: slices.Clone(nodes), state: make([]nodeState, len(nodes))}
 }
 
 // Nodes returns the quorum's clients.
@@ -82,25 +98,30 @@ func (r *RedLock) channel() string { return keys.Sub(r.key, "ch") }
 // for this much less than its TTL on the nodes.
 func drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
 
-// nodeTimeout is how long one node may take to answer: small against the
-// lease, so that a dead node does not use up the validity.
-func nodeTimeout(lease time.Duration) time.Duration { return min(lease/5, time.Second) }
+// nodeTimeout is how long one node may take to answer: a fraction of the
+// lease, so that a slow node cannot use up the validity.
+func nodeTimeout(lease time.Duration) time.Duration { return min(lease/3, time.Second) }
+
+// redLeaseKey is the context key of the RedLock lease a context was made
+// by, to refuse re-entry.
+type redLeaseKey struct{}
 
 // Lock takes the lock on a majority of the nodes, waiting while another
 // owner holds it: until the context's deadline when it has one, otherwise
-// for the spec's default wait. Every node is asked at once; the lock is
-// held when a majority granted it and the lease minus the time that took
-// minus the allowed clock drift (lease/100 + 2ms) is still positive.
-// Otherwise it is released on every node before waiting or failing. The
-// waiter wakes on a release message from any node, with the time a
-// majority of the holder's keys expire as a fallback.
+// for the spec's default wait. Every node is asked at once, with a value
+// new to this attempt; the lock is held when a majority granted it and
+// the lease minus the time that took minus the allowed clock drift
+// (lease/100 + 2ms) is still positive. Otherwise the attempt is undone on
+// every node that granted it (or did not answer) before waiting or
+// failing. The waiter wakes on a release message from any node, with the
+// time a majority of the holder's keys expire as a fallback.
 //
 // It returns ErrNoQuorum (matching ErrNotObtained too) when too many nodes
 // failed to answer for a majority to be possible; ErrNotObtained when
 // the wait ran out (also matching the context's error when the context
-// ended it); ErrNotReentrant when the owner in ctx holds it already;
-// ErrClosed when a node's client was closed; ErrInvalidArgument for a
-// quorum without nodes.
+// ended it); ErrNotReentrant when ctx comes from a lease of this lock
+// still held; ErrClosed when a node's client was closed;
+// ErrInvalidArgument for a quorum without nodes.
 func (r *RedLock) Lock(ctx context.Context) (*RedLockLease, error) {
 	if _, ok := ctx.Deadline(); ok {
 		return r.acquire(ctx, -1)
@@ -128,8 +149,10 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (le *RedLockL
 			return nil, err
 		}
 	}
-	owner := r.q.nodes[0].ownerFrom(ctx)
-	le, next, live, err := r.attempt(ctx, owner)
+	if held, ok := ctx.Value(redLeaseKey{}).(*RedLockLease); ok && held.r.key == r.key && held.ctx.Err() == nil {
+		return nil, fmt.Errorf("lockgen: acquiring %s: %w", r.key, ErrNotReentrant)
+	}
+	le, next, live, err := r.attempt(ctx)
 	if le != nil || err != nil {
 		return le, err
 	}
@@ -164,22 +187,21 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (le *RedLockL
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.w.signal)})
 	}
 	for {
+		timer.Reset(next.wait)
 		if next.split {
-			// Two owners split the nodes and both released theirs: the
-			// release messages would wake both at once again. Retry
-			// after a random pause instead, so one of them goes first.
-			timer.Reset(next.wait)
+			// Owners split the nodes and released theirs: the release
+			// messages would wake them all at once again. Retry after a
+			// random pause instead, so that one of them goes first.
 			select {
 			case <-timer.C:
 			case <-wctx.Done():
 				return nil, waitError(ctx, wctx.Err())
 			}
 		} else {
-			timer.Reset(next.wait)
 			switch chosen, _, _ := reflect.Select(cases); {
 			case chosen == 0:
 				return nil, waitError(ctx, wctx.Err())
-			case chosen < 2+len(r.q.nodes) && chosen >= 2:
+			case chosen >= 2 && chosen < 2+len(r.q.nodes):
 				return nil, ErrClosed
 			}
 		}
@@ -190,7 +212,7 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (le *RedLockL
 			default:
 			}
 		}
-		le, next, _, err = r.attempt(ctx, owner)
+		le, next, _, err = r.attempt(ctx)
 		if le != nil || err != nil {
 			return le, err
 		}
@@ -203,93 +225,129 @@ type retry struct {
 	split bool // the attempt took some nodes, not a majority
 }
 
-// attempt asks every node for the lock once. It returns a lease when a
-// majority granted it in time; otherwise it releases it everywhere it may
-// have been set and says when to retry, and which nodes answered.
-func (r *RedLock) attempt(ctx context.Context, owner string) (*RedLockLease, retry, []int, error) {
+// attempt asks every node for the lock once, with a value of its own. It
+// returns a lease when a majority granted it in time; otherwise it undoes
+// the attempt wherever it may have been granted, and says when to retry
+// and which nodes answered.
+func (r *RedLock) attempt(ctx context.Context) (*RedLockLease, retry, []int, error) {
 	lease := r.def.Lease
+	n, majority := len(r.q.nodes), r.q.Majority()
+	value := r.q.nodes[0].newOwner()
 	start := time.Now()
+	var won atomic.Bool
+	acquire := func(ctx context.Context, c *Client) *redis.Cmd {
+		return c.eval(ctx, r.def.Scripts.Acquire, []string{r.key}, lease.Milliseconds(), value)
+	}
+	granted := func(cmd *redis.Cmd) bool {
+		res, err := cmd.Int64Slice()
+		return err == nil && len(res) == 2 && res[0] == 1
+	}
+	decided := func(cmds []*redis.Cmd) bool {
+		took, failed := 0, 0
+		for _, cmd := range cmds {
+			switch {
+			case cmd == nil:
+			case granted(cmd):
+				took++
+			default:
+				failed++
+			}
+		}
+		return took >= majority || failed > n-majority
+	}
+	// A node that answers after the verdict undoes a failed attempt
+	// itself, after its own grant, so the two cannot pass each other.
+	late := func(i int, cmd *redis.Cmd) {
+		if !won.Load() && (granted(cmd) || cmd.Err() != nil) {
+			r.releaseOn(i, value)
+		}
+	}
 	// Not cut short by ctx: a lock a node granted while the reply was
 	// abandoned would stay there for a lease.
-	replies := r.q.each(context.WithoutCancel(ctx), nodeTimeout(lease), func(ctx context.Context, c *Client) *redis.Cmd {
-		return c.eval(ctx, r.def.Scripts.Acquire, []string{r.key}, lease.Milliseconds(), owner)
-	})
+	replies, settle := r.q.fanout(ctx, nodeTimeout(lease), all(n), false, acquire, decided, late)
 	var (
-		took, mine int
-		live       []int
-		pttls      []time.Duration
-		errs       []error
+		took  []int // nodes that granted it
+		undo  []int // nodes that granted it or failed
+		live  []int // nodes that answered
+		pttls []time.Duration
+		errs  []error
 	)
 	for i, cmd := range replies {
+		if cmd == nil { // pending after an early verdict: late undoes it
+			continue
+		}
 		res, err := cmd.Int64Slice()
 		if err == nil && len(res) != 2 {
 			err = fmt.Errorf("unexpected reply %v", res)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("node %d: %w", i, err))
+			undo = append(undo, i)
 			continue
 		}
 		live = append(live, i)
-		switch res[0] {
-		case 1:
-			took++
-		case -1:
-			mine++
-		default:
+		if res[0] == 1 {
+			took = append(took, i)
+			undo = append(undo, i)
+		} else {
 			pttls = append(pttls, time.Duration(res[1])*time.Millisecond)
 		}
 	}
-	n, majority := len(r.q.nodes), r.q.Majority()
 	validity := lease - time.Since(start) - drift(lease)
-	if took >= majority && validity > 0 {
-		return r.newLease(ctx, owner, start), retry{}, live, nil
+	if len(took) >= majority && validity > 0 {
+		won.Store(true)
+		settle()
+		return r.newLease(ctx, value, start), retry{}, live, nil
 	}
-	if took > 0 || len(errs) > 0 {
-		// Release wherever the lock may have been set, including the
-		// nodes whose reply was lost. The owner's earlier hold, if any,
-		// is not this attempt's to release.
-		if mine == 0 {
-			_ = r.release(context.WithoutCancel(ctx), owner)
-		}
-	}
+	settle()
+	r.release(context.WithoutCancel(ctx), undo, value)
 	switch {
-	case mine > 0:
-		return nil, retry{}, live, fmt.Errorf("lockgen: acquiring %s: %w", r.key, ErrNotReentrant)
 	case len(errs) > n-majority:
 		return nil, retry{}, live, fmt.Errorf("%w (%w): %s: %d of %d nodes failed: %w",
 			ErrNoQuorum, ErrNotObtained, r.key, len(errs), n, errors.Join(errs...))
-	case took >= majority: // the validity ran out while asking: retry now
+	case len(took) >= majority: // the validity ran out while asking: retry now
 		return nil, retry{}, live, nil
-	case took > 0:
+	case len(took) > 0:
 		pause := time.Millisecond + rand.N(min(nodeTimeout(lease), 50*time.Millisecond))
 		return nil, retry{wait: pause, split: true}, live, nil
 	}
-	// A majority is free once enough of the holder's keys expire.
+	// A majority is free once enough of the holders' keys expire.
 	slices.Sort(pttls)
-	need := majority - took
 	next := time.Second
-	if need >= 1 && need <= len(pttls) {
-		next = fallback(pttls[need-1])
+	if majority <= len(pttls) {
+		next = fallback(pttls[majority-1])
 	}
 	return nil, retry{wait: next}, live, nil
 }
 
-// release compare-and-deletes owner's key on every node and publishes the
-// release there; it returns how many nodes released it and the errors.
-func (r *RedLock) release(ctx context.Context, owner string) error {
-	_, err := r.releaseCount(ctx, owner)
-	return err
+// all returns 0..n-1.
+func all(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
 }
 
-func (r *RedLock) releaseCount(ctx context.Context, owner string) (int, error) {
-	replies := r.q.each(ctx, nodeTimeout(r.def.Lease), func(ctx context.Context, c *Client) *redis.Cmd {
-		return c.eval(ctx, r.def.Scripts.Release, []string{r.key}, owner, r.def.Lease.Milliseconds(), r.channel())
-	})
+// release compare-and-deletes value on the given nodes and publishes the
+// release there; it returns how many nodes released it, and the errors.
+func (r *RedLock) release(ctx context.Context, nodes []int, value string) (int, error) {
+	if len(nodes) == 0 {
+		return 0, nil
+	}
+	replies, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, true, func(ctx context.Context, c *Client) *redis.Cmd {
+		return c.eval(ctx, r.def.Scripts.Release, []string{r.key}, value, r.def.Lease.Milliseconds(), r.channel())
+	}, nil, nil)
+	settle()
 	released := 0
 	var errs []error
-	for i, cmd := range replies {
-		n, err := cmd.Int()
-		switch {
+	for _, i := range nodes {
+		cmd := replies[i]
+		if cmd == nil {
+			errs = append(errs, fmt.Errorf("node %d: no reply", i))
+			continue
+		}
+		switch n, err := cmd.Int(); {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("node %d: %w", i, err))
 		case n == 0:
@@ -299,19 +357,31 @@ func (r *RedLock) releaseCount(ctx context.Context, owner string) (int, error) {
 	return released, errors.Join(errs...)
 }
 
+// releaseOn compare-and-deletes value on node i, in the background.
+func (r *RedLock) releaseOn(i int, value string) {
+	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout(r.def.Lease))
+	defer cancel()
+	cmd := r.q.nodes[i].eval(ctx, r.def.Scripts.Release, []string{r.key}, value, r.def.Lease.Milliseconds(), r.channel())
+	r.q.mark(i, cmd.Err())
+}
+
 // ForceUnlock deletes the lock on every node whoever holds it, and wakes
 // its waiters; the holder's lease is cancelled with ErrLockLost at its
 // next renewal. It returns how many nodes held it, and the errors of the
 // nodes that did not answer, joined.
 func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
-	replies := r.q.each(ctx, nodeTimeout(r.def.Lease), func(ctx context.Context, c *Client) *redis.Cmd {
+	replies, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, c *Client) *redis.Cmd {
 		return c.eval(ctx, r.def.Scripts.ForceUnlock, []string{r.key}, r.channel())
-	})
+	}, nil, nil)
+	settle()
 	deleted := 0
 	var errs []error
 	for i, cmd := range replies {
-		n, err := cmd.Int()
-		switch {
+		if cmd == nil {
+			errs = append(errs, fmt.Errorf("lockgen: force-unlocking %s on node %d: no reply", r.key, i))
+			continue
+		}
+		switch n, err := cmd.Int(); {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("lockgen: force-unlocking %s on node %d: %w", r.key, i, err))
 		case n == 1:
@@ -356,39 +426,112 @@ func (r *RedLock) subscribe(ctx context.Context, nodes []int) []nodeSub {
 	return subs
 }
 
-// each runs call on every node at once and returns their replies in node
-// order. A node that has not answered within timeout gets an error reply;
-// its call is abandoned (the caller's scripts are safe to repeat or undo).
-func (q *Quorum) each(ctx context.Context, timeout time.Duration, call func(ctx context.Context, c *Client) *redis.Cmd) []*redis.Cmd {
+// mark records the outcome of a call to node i: a network error (no
+// reply from Redis) marks it down, anything else up.
+func (q *Quorum) mark(i int, err error) {
+	var rerr redis.Error
+	down := err != nil && !errors.As(err, &rerr)
+	st := &q.state[i]
+	st.mu.Lock()
+	st.down = down
+	st.mu.Unlock()
+}
+
+// plan says whether to call node i now, and whether to wait for it: a
+// node known to be down is not waited for, and called once per probeEvery
+// unless always.
+func (q *Quorum) plan(i int, always bool) (call, wait bool) {
+	st := &q.state[i]
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch {
+	case !st.down:
+		return true, true
+	case always || time.Since(st.probed) >= probeEvery:
+		st.probed = time.Now()
+		return true, false
+	}
+	return false, false
+}
+
+// fanout runs call on the given nodes at once, each bounded by timeout
+// and not by ctx's cancellation. It returns their replies indexed by node
+// as soon as decided (if not nil) says the replies so far settle the
+// outcome, every node waited for has answered, or timeout passed. Nodes
+// known to be down are not waited for, and only probed now and then
+// (every time with always, for releases, which must reach every node that
+// may hold the lock): their reply is an error unless they answer in time.
+// So is the reply of a node that timed out. A node still pending after an
+// early decision has a nil reply. After settle is called, late (if not
+// nil) runs for each reply that was not collected, in that node's
+// goroutine, after its call, so that it can undo it. Call settle once.
+func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int, always bool, call func(ctx context.Context, c *Client) *redis.Cmd,
+	decided func([]*redis.Cmd) bool, late func(i int, cmd *redis.Cmd)) ([]*redis.Cmd, func()) {
 	type reply struct {
 		i   int
 		cmd *redis.Cmd
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	out := make(chan reply, len(q.nodes))
-	for i, c := range q.nodes {
-		go func() { out <- reply{i, call(ctx, c)} }()
+	failed := func(format string, args ...any) *redis.Cmd {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(fmt.Errorf(format, args...))
+		return cmd
 	}
+	base := context.WithoutCancel(ctx)
+	out := make(chan reply, len(nodes))
+	settled := make(chan struct{})
+	collected := make([]atomic.Bool, len(q.nodes))
 	cmds := make([]*redis.Cmd, len(q.nodes))
+	waited := make([]bool, len(q.nodes))
+	pending := 0
+	for _, i := range nodes {
+		do, wait := q.plan(i, always)
+		if wait {
+			waited[i] = true
+			pending++
+		} else {
+			cmds[i] = failed("node down")
+		}
+		if !do {
+			continue
+		}
+		c := q.nodes[i]
+		go func() {
+			cctx, cancel := context.WithTimeout(base, timeout)
+			cmd := call(cctx, c)
+			cancel()
+			q.mark(i, cmd.Err())
+			out <- reply{i, cmd}
+			if late != nil {
+				<-settled
+				if !collected[i].Load() {
+					late(i, cmd)
+				}
+			}
+		}()
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-collect:
-	for range q.nodes {
+	timedOut := false
+	for pending > 0 && (decided == nil || !decided(cmds)) {
 		select {
 		case r := <-out:
 			cmds[r.i] = r.cmd
+			collected[r.i].Store(true)
+			if waited[r.i] {
+				pending--
+			}
 		case <-timer.C:
-			break collect
+			pending, timedOut = 0, true
 		}
 	}
-	for i, cmd := range cmds {
-		if cmd == nil {
-			cmds[i] = redis.NewCmd(ctx)
-			cmds[i].SetErr(fmt.Errorf("no reply within %v", timeout))
+	if timedOut {
+		for _, i := range nodes {
+			if cmds[i] == nil {
+				cmds[i] = failed("no reply within %v", timeout)
+			}
 		}
 	}
-	return cmds
+	return cmds, sync.OnceFunc(func() { close(settled) })
 }
 
 // RedLockLease is one hold of a RedLock. Its Context is cancelled when the
@@ -399,7 +542,7 @@ collect:
 // Unlock.
 type RedLockLease struct {
 	r      *RedLock
-	owner  string
+	value  string // this hold's value on the nodes
 	ctx    context.Context
 	end    context.CancelCauseFunc
 	expiry *time.Timer // fires when the validity runs out unrenewed
@@ -409,9 +552,10 @@ type RedLockLease struct {
 	unlocked   bool
 }
 
-func (r *RedLock) newLease(parent context.Context, owner string, start time.Time) *RedLockLease {
-	le := &RedLockLease{r: r, owner: owner, validUntil: start.Add(r.def.Lease - drift(r.def.Lease))}
-	le.ctx, le.end = context.WithCancelCause(context.WithValue(parent, ownerKey{}, owner))
+func (r *RedLock) newLease(parent context.Context, value string, start time.Time) *RedLockLease {
+	le := &RedLockLease{r: r, value: value, validUntil: start.Add(r.def.Lease - drift(r.def.Lease))}
+	ctx := context.WithValue(context.WithValue(parent, ownerKey{}, value), redLeaseKey{}, le)
+	le.ctx, le.end = context.WithCancelCause(ctx)
 	le.expiry = time.AfterFunc(time.Until(le.validUntil), func() { le.end(ErrLockLost) })
 	if r.def.Renew {
 		go le.renew()
@@ -420,7 +564,7 @@ func (r *RedLock) newLease(parent context.Context, owner string, start time.Time
 }
 
 // Context returns the lease's context: the context given to Lock,
-// carrying the owner, cancelled when the hold ends (see RedLockLease).
+// cancelled when the hold ends (see RedLockLease).
 func (le *RedLockLease) Context() context.Context { return le.ctx }
 
 // ValidUntil returns the local time until which the lock is held on a
@@ -449,6 +593,21 @@ func (le *RedLockLease) renew() {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.hub.closedCh())})
 	}
 	n, majority := len(r.q.nodes), r.q.Majority()
+	count := func(cmds []*redis.Cmd) (renewed, gone int) {
+		for _, cmd := range cmds {
+			if cmd == nil {
+				continue
+			}
+			switch v, err := cmd.Int(); {
+			case err != nil:
+			case v == 1:
+				renewed++
+			default:
+				gone++
+			}
+		}
+		return renewed, gone
+	}
 	for {
 		switch chosen, _, _ := reflect.Select(cases); {
 		case chosen == 0:
@@ -458,19 +617,14 @@ func (le *RedLockLease) renew() {
 			return
 		}
 		start := time.Now()
-		replies := r.q.each(context.Background(), nodeTimeout(lease), func(ctx context.Context, c *Client) *redis.Cmd {
-			return c.eval(ctx, r.def.Scripts.Renew, []string{r.key}, lease.Milliseconds(), le.owner)
-		})
-		renewed, gone := 0, 0
-		for _, cmd := range replies {
-			switch v, err := cmd.Int(); {
-			case err != nil:
-			case v == 1:
-				renewed++
-			default:
-				gone++
-			}
-		}
+		replies, settle := r.q.fanout(context.Background(), nodeTimeout(lease), all(n), false, func(ctx context.Context, c *Client) *redis.Cmd {
+			return c.eval(ctx, r.def.Scripts.Renew, []string{r.key}, lease.Milliseconds(), le.value)
+		}, func(cmds []*redis.Cmd) bool {
+			renewed, gone := count(cmds)
+			return renewed >= majority || gone > n-majority
+		}, nil)
+		settle()
+		renewed, gone := count(replies)
 		until := start.Add(lease - drift(lease))
 		switch {
 		case renewed >= majority && time.Now().Before(until):
@@ -495,8 +649,8 @@ func (le *RedLockLease) renew() {
 // Unlock releases the lock on every node (compare-and-delete; the nodes
 // that do not answer let it expire after the lease) and wakes waiters.
 // It returns ErrNotHeld when the lease was already unlocked or no node
-// still held it for this owner, ErrLockLost when the lease was known to
-// be lost, or the nodes' errors when none could be reached.
+// still held it, ErrLockLost when the lease was known to be lost, or the
+// nodes' errors when none could be reached.
 func (le *RedLockLease) Unlock(ctx context.Context) error {
 	le.mu.Lock()
 	if le.unlocked {
@@ -508,7 +662,7 @@ func (le *RedLockLease) Unlock(ctx context.Context) error {
 	le.expiry.Stop()
 	lost := errors.Is(context.Cause(le.ctx), ErrLockLost)
 	le.end(nil)
-	released, err := le.r.releaseCount(ctx, le.owner)
+	released, err := le.r.release(ctx, all(len(le.r.q.nodes)), le.value)
 	switch {
 	case lost:
 		return ErrLockLost

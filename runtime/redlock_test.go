@@ -1,0 +1,404 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
+)
+
+// redDef returns a RedLock definition.
+func redDef(t testing.TB, lease time.Duration, renew bool, wait time.Duration) *lockrt.RedLockDef {
+	return &lockrt.RedLockDef{Name: t.Name(), Lease: lease, Renew: renew, Wait: wait, Scripts: lockScripts(t, "redlock")}
+}
+
+// quorum returns a quorum over nodes, as one process would make it: one
+// runtime client per node, closed when the test ends.
+func quorum(t testing.TB, nodes []*redistest.Node) *lockrt.Quorum {
+	clients := make([]*lockrt.Client, len(nodes))
+	for i, n := range nodes {
+		rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
+		c := lockrt.New(rdb)
+		t.Cleanup(func() {
+			c.Close()
+			rdb.Close()
+		})
+		clients[i] = c
+	}
+	return lockrt.NewQuorum(clients...)
+}
+
+// holders returns how many nodes hold key.
+func holders(t testing.TB, nodes []*redistest.Node, key string) int {
+	t.Helper()
+	n := 0
+	for _, node := range nodes {
+		if !node.Running() {
+			continue
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
+		got, err := rdb.Exists(context.Background(), key).Result()
+		rdb.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(got)
+	}
+	return n
+}
+
+// eventually fails t unless cond holds within d.
+func eventually(t testing.TB, d time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	for end := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%s (after %v)", msg, d)
+		}
+	}
+}
+
+func stop(t testing.TB, nodes ...*redistest.Node) {
+	t.Helper()
+	for _, n := range nodes {
+		if err := n.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRedLockMutualExclusion: three processes (a quorum of five clients
+// each), two goroutines each, never hold the lock together; two of the
+// five nodes are stopped midway and everything carries on.
+func TestRedLockMutualExclusion(t *testing.T) {
+	t.Parallel()
+	rounds := 40
+	if testing.Short() {
+		rounds = 10
+	}
+	nodes := redistest.Independent(t, 5)
+	d := redDef(t, 3*time.Second, true, time.Minute)
+	k := key(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var inside, overlaps, done atomic.Int64
+	var stopOnce sync.Once
+	var wg sync.WaitGroup
+	for range 3 {
+		q := quorum(t, nodes)
+		for range 2 {
+			wg.Go(func() {
+				l := q.RedLock(d, k)
+				for range rounds {
+					le, err := l.Lock(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if inside.Add(1) != 1 {
+						overlaps.Add(1)
+					}
+					time.Sleep(time.Millisecond)
+					inside.Add(-1)
+					if done.Add(1) == int64(rounds) {
+						// Two nodes fail while the lock is held.
+						stopOnce.Do(func() { stop(t, nodes[0], nodes[3]) })
+					}
+					if err := le.Unlock(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("%d critical sections overlapped", n)
+	}
+	if got, want := done.Load(), int64(6*rounds); got != want {
+		t.Errorf("%d critical sections ran, want %d", got, want)
+	}
+	if n := holders(t, nodes, k); n != 0 {
+		t.Errorf("%d live nodes still hold the lock", n)
+	}
+}
+
+// TestRedLockTwoNodesDown: with two of five nodes stopped the lock is
+// taken, renewed past its lease, exclusive, and released.
+func TestRedLockTwoNodesDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := redistest.Independent(t, 5)
+	stop(t, nodes[1], nodes[4])
+	const lease = 900 * time.Millisecond
+	d := redDef(t, lease, true, 0)
+	k := key(t)
+	l := quorum(t, nodes).RedLock(d, k)
+	other := quorum(t, nodes).RedLock(d, k)
+	le, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := holders(t, nodes, k); n != 3 {
+		t.Fatalf("%d nodes hold the lock, want the 3 running", n)
+	}
+	for range 4 {
+		time.Sleep(lease / 2)
+		if err := le.Context().Err(); err != nil {
+			t.Fatalf("lease lost: %v", context.Cause(le.Context()))
+		}
+		if _, err := other.TryLock(ctx, 0); !errors.Is(err, lockrt.ErrNotObtained) {
+			t.Fatalf("another process took the lock: %v", err)
+		}
+	}
+	if until := time.Until(le.ValidUntil()); until <= 0 || until > lease {
+		t.Fatalf("valid for %v more, want within (0, %v]", until, lease)
+	}
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Unlock waits for the nodes it considers up; one that answered
+	// slowly before gets its release in the background.
+	eventually(t, time.Second, func() bool { return holders(t, nodes, k) == 0 }, "nodes still hold the lock after Unlock")
+	le2, err := other.TryLock(ctx, 0)
+	if err != nil {
+		t.Fatalf("after Unlock: %v", err)
+	}
+	le2.Unlock(ctx)
+}
+
+// TestRedLockThreeNodesDown: with three of five nodes stopped Lock fails
+// at once with ErrNoQuorum and leaves nothing locked on the two left; a
+// lease held when three nodes stop is cancelled with ErrLockLost.
+func TestRedLockThreeNodesDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := redistest.Independent(t, 5)
+	const lease = 1500 * time.Millisecond
+	d := redDef(t, lease, true, 5*time.Second)
+	k := key(t)
+	l := quorum(t, nodes).RedLock(d, k)
+	held, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop(t, nodes[0], nodes[2], nodes[3])
+	start := time.Now()
+	select {
+	case <-held.Context().Done():
+	case <-time.After(3 * lease):
+		t.Fatal("the lease outlived the loss of a majority")
+	}
+	t.Logf("lease cancelled %v after the majority was lost", time.Since(start))
+	if cause := context.Cause(held.Context()); !errors.Is(cause, lockrt.ErrLockLost) {
+		t.Fatalf("cause = %v, want ErrLockLost", cause)
+	}
+	if err := held.Unlock(ctx); !errors.Is(err, lockrt.ErrLockLost) {
+		t.Fatalf("Unlock of the lost lease = %v, want ErrLockLost", err)
+	}
+	if n := holders(t, nodes, k); n != 0 {
+		t.Fatalf("%d nodes still hold the lock", n)
+	}
+
+	other := quorum(t, nodes).RedLock(d, k)
+	start = time.Now()
+	_, err = other.Lock(ctx)
+	if !errors.Is(err, lockrt.ErrNoQuorum) || !errors.Is(err, lockrt.ErrNotObtained) {
+		t.Fatalf("err = %v, want ErrNoQuorum and ErrNotObtained", err)
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Errorf("failing took %v, want it without waiting out the 5s wait", waited)
+	}
+	if n := holders(t, nodes, k); n != 0 {
+		t.Fatalf("%d of the running nodes hold the lock after the failure", n)
+	}
+}
+
+// TestRedLockWait: a waiter wakes on the release, not at the 30 s lease;
+// waits time out; a holder cannot take it again.
+func TestRedLockWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := redistest.Independent(t, 5)
+	d := redDef(t, 30*time.Second, true, 200*time.Millisecond)
+	k := key(t)
+	holder := quorum(t, nodes).RedLock(d, k)
+	waiter := quorum(t, nodes).RedLock(d, k)
+	le, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Lock(le.Context()); !errors.Is(err, lockrt.ErrNotReentrant) {
+		t.Fatalf("re-entry: %v, want ErrNotReentrant", err)
+	}
+	if n := holders(t, nodes, k); n < 3 {
+		t.Fatalf("after the refused re-entry %d nodes hold the lock, want a majority", n)
+	}
+	if _, err := waiter.Lock(ctx); !errors.Is(err, lockrt.ErrNotObtained) {
+		t.Fatalf("default wait: %v, want ErrNotObtained", err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = waiter.Lock(dctx)
+	cancel()
+	if !errors.Is(err, lockrt.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deadline: %v, want ErrNotObtained and DeadlineExceeded", err)
+	}
+	if _, err := waiter.TryLock(ctx, -1); !errors.Is(err, lockrt.ErrInvalidArgument) {
+		t.Fatalf("negative wait: %v, want ErrInvalidArgument", err)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		le, err := waiter.TryLock(ctx, time.Minute)
+		if err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+		le.Unlock(ctx)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	released := time.Now()
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at, ok := <-got:
+		if ok {
+			t.Logf("waiter obtained the lock %v after the release", at.Sub(released))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not woken by the release")
+	}
+	if _, err := lockrt.NewQuorum().RedLock(d, k).Lock(ctx); !errors.Is(err, lockrt.ErrInvalidArgument) {
+		t.Fatalf("no nodes: %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestRedLockKeyGoneOnMajority: deleting the key on three nodes cancels
+// the lease at its next renewal; ForceUnlock deletes it everywhere.
+func TestRedLockKeyGoneOnMajority(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := redistest.Independent(t, 5)
+	const lease = 1200 * time.Millisecond
+	d := redDef(t, lease, true, 0)
+	k := key(t)
+	l := quorum(t, nodes).RedLock(d, k)
+	le, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[:3] {
+		rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
+		rdb.Del(ctx, k)
+		rdb.Close()
+	}
+	select {
+	case <-le.Context().Done():
+	case <-time.After(lease):
+		t.Fatal("lease not cancelled after the key was deleted on a majority")
+	}
+	if cause := context.Cause(le.Context()); !errors.Is(cause, lockrt.ErrLockLost) {
+		t.Fatalf("cause = %v, want ErrLockLost", cause)
+	}
+	if n, err := l.ForceUnlock(ctx); err != nil || n != 2 {
+		t.Fatalf("ForceUnlock = %d, %v; want the 2 nodes left", n, err)
+	}
+	if n := holders(t, nodes, k); n != 0 {
+		t.Fatalf("%d nodes hold the lock after ForceUnlock", n)
+	}
+}
+
+// TestRedLockFixedLease: without renewal the lease ends after its
+// validity (lease minus drift), before the keys expire on the nodes.
+func TestRedLockFixedLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := redistest.Independent(t, 3)
+	const lease = 500 * time.Millisecond
+	l := quorum(t, nodes).RedLock(redDef(t, lease, false, 0), key(t))
+	start := time.Now()
+	le, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obtained := time.Now()
+	drift := lease/100 + 2*time.Millisecond
+	vu := le.ValidUntil()
+	if vu.Before(start.Add(lease-drift)) || vu.After(obtained.Add(lease-drift)) {
+		t.Errorf("valid until %v after the call, want lease - drift after the attempt (%v)", vu.Sub(start), lease-drift)
+	}
+	select {
+	case <-le.Context().Done():
+	case <-time.After(lease + time.Second):
+		t.Fatal("fixed lease did not end")
+	}
+	if now := time.Now(); now.Before(vu) {
+		t.Errorf("fixed lease ended %v before its validity", vu.Sub(now))
+	}
+	if cause := context.Cause(le.Context()); !errors.Is(cause, lockrt.ErrLockLost) {
+		t.Fatalf("cause = %v, want ErrLockLost", cause)
+	}
+}
+
+// scriptHook counts the scripts a client runs (not the handshake of a new
+// connection, which a fan-out may need while a late reply holds one).
+type scriptHook struct{ n atomic.Int64 }
+
+func (h *scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestRedLockRoundTrips: Lock and Unlock ask each node once, all at once.
+func TestRedLockRoundTrips(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := redistest.Independent(t, 5)
+	d := redDef(t, 5*time.Second, true, 0)
+	hooks := make([]*scriptHook, len(nodes))
+	clients := make([]*lockrt.Client, len(nodes))
+	for i, n := range nodes {
+		rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
+		defer rdb.Close()
+		clients[i] = lockrt.New(rdb)
+		defer clients[i].Close()
+		s := d.Scripts
+		if err := clients[i].Preload(ctx, s.Acquire, s.Release); err != nil {
+			t.Fatal(err)
+		}
+		hooks[i] = &scriptHook{}
+		rdb.AddHook(hooks[i])
+	}
+	l := lockrt.NewQuorum(clients...).RedLock(d, key(t))
+	for i := range 5 {
+		le, err := l.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for j, h := range hooks {
+			if got, want := h.n.Load(), int64(2*(i+1)); got != want {
+				t.Fatalf("node %d after %d Lock+Unlock: %d round trips, want %d", j, i+1, got, want)
+			}
+		}
+	}
+}
