@@ -94,6 +94,99 @@
 // Lease.Token). That makes a stale holder's late writes harmless, which
 // no lease or watchdog can guarantee alone.
 //
+// # Multi-locks
+//
+// NewMultiLock takes several generated locks (any kinds, keys and
+// clients) and its Lock takes all of them or none, returning one
+// *MultiLease:
+//
+//	m := lockrt.NewMultiLock(locks.Order(1), locks.Stock("sku-7", 3))
+//	ml, err := m.Lock(ctx) // every lock, or ErrNotObtained and none
+//	if err != nil {
+//		return err
+//	}
+//	defer ml.Unlock(ctx)
+//	return move(ml.Context()) // cancelled when any of the locks is lost
+//
+// The locks are taken in one fixed order, by key (duplicates once, the
+// read side of a read-write lock before its write side), whatever order
+// they were given in, so two multi-locks over overlapping sets cannot
+// deadlock: one waits for the other. (Redisson's MultiLock takes them in
+// the order given, and {A,B} against {B,A} can stall until a lease runs
+// out.) Each lock waits as its own Lock does, within the one overall
+// wait; when one cannot be taken, those already taken are released in
+// reverse order.
+//
+// When every lock is reentrant or simple, all come from one Client, and
+// their keys share a hash slot (or the client is a single node, where
+// any keys do), one script (multi_acquire) takes them all or none
+// atomically and one (multi_release) releases them: one round trip each,
+// and no partial hold is ever visible. A blocked attempt waits on the
+// channel of the lock that blocked it. Atomic reports which way a
+// multi-lock works. The lease context is cancelled when any lock's hold
+// ends, with that hold's cause; Unlock releases every lock and joins the
+// errors of those it could not.
+//
+// # RedLock
+//
+// A lock of kind redlock is taken on a majority of N independent Redis
+// deployments (not replicas of one another, not the shards of a
+// cluster): the generated NewRedLocks takes one Client per deployment,
+//
+//	red := paylocks.NewRedLocks(rt1, rt2, rt3, rt4, rt5) // a Quorum
+//	le, err := red.Payment(id).Lock(ctx)
+//
+// Lock asks every node at once to SET NX PX a value new to the attempt.
+// It holds the lock when a majority (N/2+1) granted it and the validity,
+// lease minus the time the round took minus a clock drift allowance
+// (lease/100 + 2ms), is still positive; the lease's context ends when the
+// validity does unless renewed (ValidUntil reports it). Otherwise it
+// deletes its value on every node that granted it or did not answer (a
+// node that answers late undoes its own grant), and waits for a release
+// message from any node, or retries after a random pause when owners
+// split the nodes between them. Each node is given lease/3 (at most 1s)
+// to answer; a node that fails with a network error is not waited for
+// again, only probed once a second, so a dead node costs no latency.
+// With too many nodes failing for a majority, Lock fails at once with
+// ErrNoQuorum, leaving nothing locked on the nodes that answered.
+//
+// Renewal by quorum: each held RedLock has one small goroutine that
+// renews it on every node every lease/3 (compare-and-pexpire). A majority
+// renewed moves the validity on; when more than N-majority nodes answer
+// that the value is gone, the lease's context is cancelled with
+// ErrLockLost at once; when nodes do not answer it retries sooner, and
+// the lease ends with ErrLockLost when its validity runs out. The
+// client's watchdog is not used: it renews holds on one deployment one
+// by one, whereas a RedLock's validity is a property of a majority
+// measured from one start time across N clients. A goroutine per hold is
+// cheap for the coarse-grained locks RedLock is for.
+//
+// What RedLock does and does not guarantee (see Redis' "Distributed Locks
+// with Redis" page and Martin Kleppmann's "How to do distributed locking"):
+//   - It survives the loss of a minority of nodes, unlike a lock on one
+//     deployment, whose failover can lose a lock that was granted (Redis
+//     replication is asynchronous).
+//   - Its safety rests on timing assumptions: that the nodes' clocks run
+//     at about the same rate (a node whose clock jumps forward expires the
+//     key early), and that the holder is not paused (GC, swapping, a
+//     stopped VM) or delayed by the network for longer than the remaining
+//     validity. A holder paused past its validity keeps running until it
+//     looks at its lease's context, while another holder may already have
+//     the lock. Nothing on the client side can rule this out.
+//   - It offers no fencing token: its values are random, not ordered. When
+//     a stale holder's write must never be accepted, use a fenced lock and
+//     make the storage check the token, or a consensus system.
+//   - A node restarted without persistence forgets the locks it granted,
+//     which can let a second holder get a majority. Keep nodes down for at
+//     least the longest lease before restarting them, or run them with
+//     appendfsync always.
+//   - Every operation costs one round trip to every node, in parallel: its
+//     latency is that of the majority-th fastest node.
+//
+// Use it to avoid doing work twice across deployments that fail
+// independently; for correctness, use fencing. A RedLock is not
+// reentrant: locking it with its own lease's context is ErrNotReentrant.
+//
 // # Watchdog
 //
 // A lock whose spec says renew: true (the default) is renewed every
@@ -198,7 +291,10 @@
 // subscribes to its own channel (a SUBSCRIBE per wait) and also runs the
 // acquire script every WaiterTTL/3 to keep its place; Lease.Downgrade is
 // two. A limiter's Allow, AllowN, Wait, WaitN, Reconfigure and Reset
-// are one round trip each.
+// are one round trip each. An atomic multi-lock's Lock and Unlock are
+// one EVALSHA each; otherwise they cost those of its locks, in turn. A
+// RedLock's Lock, Unlock and each renewal are one EVALSHA per node, sent
+// to all nodes at once.
 //
 // # Errors
 //
@@ -207,6 +303,6 @@
 // ErrPermitLost, ErrPermitNotHeld, ErrNotObtained,
 // ErrNotHeld, ErrLockLost, ErrNotReentrant, ErrUpgrade, ErrClosed,
 // ErrScriptMismatch, ErrInvalidArgument, ErrLimited, ErrConfigMismatch,
-// ErrExceedsCapacity. Other errors are Redis or
+// ErrExceedsCapacity, ErrNoQuorum. Other errors are Redis or
 // network errors, wrapped with the key they concern.
 package runtime
