@@ -1,0 +1,248 @@
+package bench
+
+// Queues: lockgen's generated queues against asynq, the closest Go peer
+// on Redis with delayed (scheduled) tasks.
+//
+//   - BenchmarkQueueThroughput: enqueue -> deliver, 4 producer clients and
+//     4 consumers; ns/op is per item, items/s is reported.
+//   - BenchmarkDelayLateness: 300 items with random delays of 0-2s; how
+//     late after its due time each is delivered, p50 and p99. asynq moves
+//     scheduled tasks with a forwarder that polls every 5s (hard-coded in
+//     v0.19) and its processor sleeps 1s when it finds nothing; lockgen's
+//     delay timer fires at the due time. Run it with -benchtime=1x.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/bench/benchqueues"
+)
+
+const producers, consumers = 4, 4
+
+// queueClients returns n lockgen runtime clients over node, each on its
+// own connection pool, closed when tb ends.
+func queueClients(tb testing.TB, n int) []*lockrt.Client {
+	cs := make([]*lockrt.Client, n)
+	for i := range cs {
+		rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
+		cs[i] = lockrt.New(rdb)
+		tb.Cleanup(func() { cs[i].Close(); rdb.Close() })
+	}
+	return cs
+}
+
+// produceJobs offers n jobs from `producers` goroutines through offer.
+func produceJobs(b *testing.B, n int, offer func(p int, j benchqueues.Job) error) {
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := p; i < n; i += producers {
+				if err := offer(p, benchqueues.Job{N: i}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func BenchmarkQueueThroughput(b *testing.B) {
+	b.Run("lockgen-plain", func(b *testing.B) {
+		flush(b)
+		run := fmt.Sprint(time.Now().UnixNano())
+		pc, cc := queueClients(b, producers), queueClients(b, consumers)
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		var got atomic.Int64
+		done := make(chan struct{})
+		b.ResetTimer()
+		for i := range consumers {
+			q := benchqueues.NewQueues(cc[i]).Plain(run)
+			go func() {
+				for {
+					if _, err := q.Take(ctx); err != nil {
+						return
+					}
+					if got.Add(1) == int64(b.N) {
+						close(done)
+					}
+				}
+			}()
+		}
+		produceJobs(b, b.N, func(p int, j benchqueues.Job) error {
+			return benchqueues.NewQueues(pc[p]).Plain(run).Offer(ctx, j)
+		})
+		<-done
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+	})
+	b.Run("lockgen-reliable", func(b *testing.B) {
+		flush(b)
+		run := fmt.Sprint(time.Now().UnixNano())
+		pc, cc := queueClients(b, producers), queueClients(b, consumers)
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		var got atomic.Int64
+		done := make(chan struct{})
+		b.ResetTimer()
+		for i := range consumers {
+			q := benchqueues.NewQueues(cc[i]).Acked(run)
+			go func() {
+				for {
+					d, err := q.Take(ctx)
+					if err != nil {
+						return
+					}
+					if err := d.Ack(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+					if got.Add(1) == int64(b.N) {
+						close(done)
+					}
+				}
+			}()
+		}
+		produceJobs(b, b.N, func(p int, j benchqueues.Job) error {
+			return benchqueues.NewQueues(pc[p]).Acked(run).Offer(ctx, j)
+		})
+		<-done
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+	})
+	b.Run("asynq", func(b *testing.B) {
+		flush(b)
+		opt := asynq.RedisClientOpt{Addr: node.Addr}
+		var got atomic.Int64
+		done := make(chan struct{})
+		srv := asynq.NewServer(opt, asynq.Config{Concurrency: consumers, LogLevel: asynq.FatalLevel})
+		clients := make([]*asynq.Client, producers)
+		for i := range clients {
+			clients[i] = asynq.NewClient(opt)
+			defer clients[i].Close()
+		}
+		b.ResetTimer()
+		if err := srv.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error {
+			if got.Add(1) == int64(b.N) {
+				close(done)
+			}
+			return nil
+		})); err != nil {
+			b.Fatal(err)
+		}
+		defer srv.Shutdown()
+		produceJobs(b, b.N, func(p int, j benchqueues.Job) error {
+			payload, _ := json.Marshal(j)
+			_, err := clients[p].Enqueue(asynq.NewTask("job", payload), asynq.MaxRetry(0))
+			return err
+		})
+		<-done
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+	})
+}
+
+// latenessItems is how many delayed items one lateness run offers.
+const latenessItems = 300
+
+// delivered is a job and when a consumer got it.
+type delivered struct {
+	job benchqueues.Job
+	at  time.Time
+}
+
+// lateness offers latenessItems jobs due after random delays of 0-2s
+// through offer, collects their deliveries from deliveries, and reports
+// the p50 and p99 of how late after due they came.
+func lateness(b *testing.B, offer func(j benchqueues.Job, delay time.Duration) error, deliveries <-chan delivered) {
+	var late []time.Duration
+	for range b.N {
+		for i := range latenessItems {
+			delay := time.Duration(rand.Int64N(int64(2 * time.Second)))
+			if err := offer(benchqueues.Job{N: i, Due: time.Now().Add(delay).UnixNano()}, delay); err != nil {
+				b.Fatal(err)
+			}
+			time.Sleep(3 * time.Millisecond)
+		}
+		timeout := time.After(time.Minute)
+		for range latenessItems {
+			select {
+			case d := <-deliveries:
+				late = append(late, time.Duration(d.at.UnixNano()-d.job.Due))
+			case <-timeout:
+				b.Fatalf("only %d of %d delayed items delivered", len(late), latenessItems)
+			}
+		}
+	}
+	slices.Sort(late)
+	b.ReportMetric(float64(late[len(late)/2])/1e6, "p50-ms")
+	b.ReportMetric(float64(late[len(late)*99/100])/1e6, "p99-ms")
+	b.ReportMetric(float64(late[len(late)-1])/1e6, "max-ms")
+}
+
+func BenchmarkDelayLateness(b *testing.B) {
+	b.Run("lockgen", func(b *testing.B) {
+		flush(b)
+		run := fmt.Sprint(time.Now().UnixNano())
+		cs := queueClients(b, 3)
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		deliveries := make(chan delivered, latenessItems)
+		for _, c := range cs[1:] { // two consumer clients, whose timers race
+			q := benchqueues.NewQueues(c).Later(run)
+			if err := q.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			for range consumers / 2 {
+				go func() {
+					for {
+						j, err := q.Take(ctx)
+						if err != nil {
+							return
+						}
+						deliveries <- delivered{j, time.Now()}
+					}
+				}()
+			}
+		}
+		q := benchqueues.NewQueues(cs[0]).Later(run)
+		lateness(b, func(j benchqueues.Job, delay time.Duration) error { return q.OfferIn(ctx, j, delay) }, deliveries)
+	})
+	b.Run("asynq", func(b *testing.B) {
+		flush(b)
+		opt := asynq.RedisClientOpt{Addr: node.Addr}
+		deliveries := make(chan delivered, latenessItems)
+		srv := asynq.NewServer(opt, asynq.Config{Concurrency: consumers, LogLevel: asynq.FatalLevel})
+		if err := srv.Start(asynq.HandlerFunc(func(_ context.Context, t *asynq.Task) error {
+			var j benchqueues.Job
+			if err := json.Unmarshal(t.Payload(), &j); err != nil {
+				return errors.Join(err, asynq.SkipRetry)
+			}
+			deliveries <- delivered{j, time.Now()}
+			return nil
+		})); err != nil {
+			b.Fatal(err)
+		}
+		defer srv.Shutdown()
+		client := asynq.NewClient(opt)
+		defer client.Close()
+		lateness(b, func(j benchqueues.Job, delay time.Duration) error {
+			payload, _ := json.Marshal(j)
+			_, err := client.Enqueue(asynq.NewTask("job", payload), asynq.ProcessIn(delay), asynq.MaxRetry(0))
+			return err
+		}, deliveries)
+	})
+}
