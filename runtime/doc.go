@@ -273,6 +273,62 @@
 // definition gets ErrConfigMismatch instead of a decision, until one side
 // calls Reconfigure. The keys expire once the limiter is idle and full.
 //
+// # Queues
+//
+// A queue's payload is a Go type named in the spec, so the generated API
+// is typed end to end: queues.OrderClose.Offer(ctx, orders.CloseRequest{..})
+// and Take returns an orders.CloseRequest. Items are encoded by a Codec
+// (JSON by default). Four generic types cover the spec's combinations:
+// Queue (plain: a taken item is gone), DelayedQueue (adds OfferIn and
+// OfferAt), ReliableQueue (Take returns a Delivery to Ack, Nack or
+// Extend) and DelayedReliableQueue. Go methods cannot have type
+// parameters, so their constructors (NewQueue, ...) are functions taking
+// the Client; generated code calls them.
+//
+//	if err := queues.OrderClose.OfferIn(ctx, req, 30*time.Minute); err != nil {
+//		return err
+//	}
+//	d, err := queues.OrderClose.Take(ctx) // blocks on the server
+//	if err != nil {
+//		return err
+//	}
+//	if err := closeOrder(ctx, d.Value); err != nil {
+//		return d.Nack(ctx, err) // delivered again, or dead-lettered after maxDeliveries
+//	}
+//	return d.Ack(ctx)
+//
+// Take blocks on the server, with no polling: BLPOP for a plain queue;
+// for a reliable one BLMOVE onto a processing list, then a claim script
+// that gives the delivery its visibility deadline (an item whose consumer
+// died between the two gets a deadline from the next claim or timer run,
+// so it is not lost). A block lasts at most a second, so Take notices its
+// context and Close within one; each waiting Take holds one connection of
+// the go-redis pool, so size PoolSize above the number of concurrent
+// Takes, and keep ReadTimeout above a second (the default is 3s). A plain
+// queue delivers at most once: an item whose Take was abandoned mid-reply
+// is lost. A reliable queue delivers at least once: an unacknowledged
+// delivery comes back after the visibility timeout (Extend moves the
+// deadline), and after maxDeliveries deliveries the item goes to the
+// dead-letter list with the reason (the Nack's error, or the timeout).
+// An item that does not decode goes there too, with the decode error, and
+// Take goes on with the next one. DeadLetters lists the dead letters and
+// Redrive puts them back.
+//
+// The delay timer: delayed items and visibility deadlines sit in sorted
+// sets scored by due time on the Redis server's clock (the offer script
+// computes TIME + delay). Each client runs one timer per delayed or
+// reliable queue instance it serves (from its first Offer or Take, or
+// Start): a goroutine asleep until the earliest due time it knows. When
+// it fires it runs a move script that atomically moves due items to the
+// ready list in batches and returns the next due time; clients racing
+// move each item once. An offer (or claim, or Extend) due before every
+// live timer would fire is announced on the queue's pub/sub channel, and
+// the timers re-arm; otherwise nothing is sent. A timer with nothing due
+// sends nothing at all. A starting timer runs the move once, so items that
+// came due while every client was down are delivered then. Timers run
+// until the client is closed; a client serving many keyed queue
+// instances runs one goroutine and one channel subscription per instance.
+//
 // # Scripts
 //
 // Scripts come from the generated code, with the SHA1 lockgen computed.
@@ -294,7 +350,11 @@
 // are one round trip each. An atomic multi-lock's Lock and Unlock are
 // one EVALSHA each; otherwise they cost those of its locks, in turn. A
 // RedLock's Lock, Unlock and each renewal are one EVALSHA per node, sent
-// to all nodes at once.
+// to all nodes at once. A queue's Offer, OfferMany, OfferIn, OfferAt,
+// Len, Stats, DeadLetters, Redrive (per 1000), Ack, Nack and Extend are
+// one round trip each; Take is one when an item is ready (BLPOP, or the
+// claim script), and a blocking command plus (reliable) the claim when it
+// had to wait. A delay timer runs one move per due time it wakes for.
 //
 // # Errors
 //
@@ -303,6 +363,6 @@
 // ErrPermitLost, ErrPermitNotHeld, ErrNotObtained,
 // ErrNotHeld, ErrLockLost, ErrNotReentrant, ErrUpgrade, ErrClosed,
 // ErrScriptMismatch, ErrInvalidArgument, ErrLimited, ErrConfigMismatch,
-// ErrExceedsCapacity, ErrNoQuorum. Other errors are Redis or
+// ErrExceedsCapacity, ErrNoQuorum, ErrEmpty, ErrDeliveryExpired. Other errors are Redis or
 // network errors, wrapped with the key they concern.
 package runtime
