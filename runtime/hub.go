@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -34,7 +35,8 @@ type subscription struct {
 	refs    int
 	ready   chan struct{} // closed once SUBSCRIBE is confirmed
 	isReady bool
-	waiters []*waiter // in arrival order
+	waiters []*waiter   // in arrival order
+	linger  *time.Timer // drops the channel once it has been unused for linger
 }
 
 // waiter is one goroutine waiting on a subscription.
@@ -86,7 +88,10 @@ func (h *hub) subscribe(ctx context.Context, channel string) (*subscription, err
 	}
 }
 
-// unsubscribe drops a reference taken by subscribe.
+// unsubscribe drops a reference taken by subscribe. A confirmed channel
+// stays subscribed for linger after its last waiter leaves: under
+// contention the next waiter comes soon, and finds it ready without a
+// round trip.
 func (h *hub) unsubscribe(s *subscription) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -94,6 +99,28 @@ func (h *hub) unsubscribe(s *subscription) {
 	if s.refs > 0 || h.closed || h.subs[s.channel] != s {
 		return
 	}
+	if !s.isReady {
+		h.drop(s)
+		return
+	}
+	if s.linger == nil {
+		s.linger = time.AfterFunc(linger, func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if s.refs == 0 && !h.closed && h.subs[s.channel] == s {
+				h.drop(s)
+			}
+		})
+	} else {
+		s.linger.Reset(linger)
+	}
+}
+
+// linger is how long a channel stays subscribed without waiters.
+const linger = time.Second
+
+// drop unsubscribes s's channel. h.mu must be held.
+func (h *hub) drop(s *subscription) {
 	delete(h.subs, s.channel)
 	h.pending[s.channel]++
 	_ = h.ps.Unsubscribe(context.Background(), s.channel)

@@ -222,10 +222,16 @@ func (l *Lock) newLease(parent context.Context, owner string, start time.Time) (
 		}
 		return le, nil
 	}
-	dctx, stop := context.WithDeadlineCause(ctx, start.Add(l.def.Lease), ErrLockLost)
-	le.ctx, le.end = context.WithCancelCause(dctx)
-	context.AfterFunc(le.ctx, stop)
+	le.ctx, le.end = fixedLeaseContext(ctx, start.Add(l.def.Lease), ErrLockLost)
 	return le, nil
+}
+
+// fixedLeaseContext returns the context of a hold nobody renews: it ends
+// with cause at deadline, when the hold runs out, or when its cancel func
+// is called (the cause given to that is ignored: context.Canceled).
+func fixedLeaseContext(parent context.Context, deadline time.Time, cause error) (context.Context, context.CancelCauseFunc) {
+	ctx, stop := context.WithDeadlineCause(parent, deadline, cause)
+	return ctx, func(error) { stop() }
 }
 
 // held identifies the lease's hold for the watchdog.

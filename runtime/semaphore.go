@@ -296,9 +296,7 @@ type Permit struct {
 func (s *Semaphore) newPermit(parent context.Context, owner string, n int, start time.Time) (*Permit, error) {
 	p := &Permit{sem: s, owner: owner, n: n}
 	if !s.def.Renew {
-		dctx, stop := context.WithDeadlineCause(parent, start.Add(s.def.Lease), ErrPermitLost)
-		p.ctx, p.end = context.WithCancelCause(dctx)
-		context.AfterFunc(p.ctx, stop)
+		p.ctx, p.end = fixedLeaseContext(parent, start.Add(s.def.Lease), ErrPermitLost)
 		return p, nil
 	}
 	p.ctx, p.end = context.WithCancelCause(parent)

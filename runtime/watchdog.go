@@ -20,6 +20,7 @@ type watchdog struct {
 	mu      sync.Mutex
 	entries map[heldKey]*held
 	closed  bool
+	armed   time.Time // when run's timer fires; zero while idle
 	wake    chan struct{}
 	done    chan struct{}
 	stopped chan struct{}
@@ -88,6 +89,11 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 	next := start.Add(r.Interval)
 	if h.next.IsZero() || next.Before(h.next) {
 		h.next = next
+	}
+	// Wake run only when its timer would fire too late: a Lock must not
+	// cost a goroutine switch.
+	if w.armed.IsZero() || h.next.Before(w.armed) {
+		w.armed = h.next
 		select {
 		case w.wake <- struct{}{}:
 		default:
@@ -161,6 +167,7 @@ func (w *watchdog) run() {
 				earliest = h.next
 			}
 		}
+		w.armed = earliest
 		w.mu.Unlock()
 		wait := time.Hour
 		if !earliest.IsZero() {
