@@ -174,38 +174,63 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (le *RedLockL
 	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	// Wait on the context, the fallback timer, every node client's
-	// closing and every node's release messages.
+	grace := time.NewTimer(time.Hour)
+	defer grace.Stop()
+	// Wait on the context, the fallback timer, the grace timer, every
+	// node client's closing and every node's release messages.
 	cases := []reflect.SelectCase{
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wctx.Done())},
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(grace.C)},
 	}
+	const firstClosed = 3
+	firstSignal := firstClosed + len(r.q.nodes)
 	for _, c := range r.q.nodes {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.hub.closedCh())})
 	}
 	for _, s := range subs {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.w.signal)})
 	}
+	// A release publishes on every node, one after the other as the
+	// nodes answer: trying at the first message would find the others
+	// still held and split the nodes with the other waiters. Wait for
+	// messages from a majority of the nodes, or a short grace after the
+	// first.
+	need := max(1, min(r.q.Majority(), len(subs)))
+	seen := make([]bool, len(subs))
 	for {
-		timer.Reset(next.wait)
 		if next.split {
 			// Owners split the nodes and released theirs: the release
 			// messages would wake them all at once again. Retry after a
 			// random pause instead, so that one of them goes first.
+			timer.Reset(next.wait)
 			select {
 			case <-timer.C:
 			case <-wctx.Done():
 				return nil, waitError(ctx, wctx.Err())
 			}
 		} else {
-			switch chosen, _, _ := reflect.Select(cases); {
-			case chosen == 0:
-				return nil, waitError(ctx, wctx.Err())
-			case chosen >= 2 && chosen < 2+len(r.q.nodes):
-				return nil, ErrClosed
+			timer.Reset(next.wait)
+			clear(seen)
+			for woken := 0; woken < need; {
+				chosen, _, _ := reflect.Select(cases)
+				switch {
+				case chosen == 0:
+					return nil, waitError(ctx, wctx.Err())
+				case chosen == 1 || chosen == 2:
+					woken = need
+				case chosen < firstSignal:
+					return nil, ErrClosed
+				case !seen[chosen-firstSignal]:
+					seen[chosen-firstSignal] = true
+					if woken++; woken == 1 {
+						grace.Reset(min(2*next.took+time.Millisecond, 20*time.Millisecond))
+					}
+				}
 			}
+			grace.Stop()
 		}
-		// A release publishes on every node: one attempt answers them all.
+		// One attempt answers every message received so far.
 		for _, s := range subs {
 			select {
 			case <-s.w.signal:
@@ -222,7 +247,8 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (le *RedLockL
 // retry says when to try again after a failed attempt.
 type retry struct {
 	wait  time.Duration
-	split bool // the attempt took some nodes, not a majority
+	split bool          // the attempt took some nodes, not a majority
+	took  time.Duration // how long the attempt took
 }
 
 // attempt asks every node for the lock once, with a value of its own. It
@@ -266,11 +292,11 @@ func (r *RedLock) attempt(ctx context.Context) (*RedLockLease, retry, []int, err
 	// abandoned would stay there for a lease.
 	replies, settle := r.q.fanout(ctx, nodeTimeout(lease), all(n), false, acquire, decided, late)
 	var (
-		took  []int // nodes that granted it
-		undo  []int // nodes that granted it or failed
-		live  []int // nodes that answered
-		pttls []time.Duration
-		errs  []error
+		grants []int // nodes that granted it
+		undo   []int // nodes that granted it or failed
+		live   []int // nodes that answered
+		pttls  []time.Duration
+		errs   []error
 	)
 	for i, cmd := range replies {
 		if cmd == nil { // pending after an early verdict: late undoes it
@@ -287,29 +313,32 @@ func (r *RedLock) attempt(ctx context.Context) (*RedLockLease, retry, []int, err
 		}
 		live = append(live, i)
 		if res[0] == 1 {
-			took = append(took, i)
+			grants = append(grants, i)
 			undo = append(undo, i)
 		} else {
 			pttls = append(pttls, time.Duration(res[1])*time.Millisecond)
 		}
 	}
 	validity := lease - time.Since(start) - drift(lease)
-	if len(took) >= majority && validity > 0 {
+	if len(grants) >= majority && validity > 0 {
 		won.Store(true)
 		settle()
 		return r.newLease(ctx, value, start), retry{}, live, nil
 	}
 	settle()
 	r.release(context.WithoutCancel(ctx), undo, value)
+	elapsed := time.Since(start)
 	switch {
 	case len(errs) > n-majority:
 		return nil, retry{}, live, fmt.Errorf("%w (%w): %s: %d of %d nodes failed: %w",
 			ErrNoQuorum, ErrNotObtained, r.key, len(errs), n, errors.Join(errs...))
-	case len(took) >= majority: // the validity ran out while asking: retry now
-		return nil, retry{}, live, nil
-	case len(took) > 0:
-		pause := time.Millisecond + rand.N(min(nodeTimeout(lease), 50*time.Millisecond))
-		return nil, retry{wait: pause, split: true}, live, nil
+	case len(grants) >= majority: // the validity ran out while asking: retry now
+		return nil, retry{took: elapsed}, live, nil
+	case len(grants) > 0:
+		// A random pause of up to a few attempts' time lets one of the
+		// owners that split the nodes go first.
+		pause := rand.N(3*elapsed + time.Millisecond)
+		return nil, retry{wait: pause, split: true, took: elapsed}, live, nil
 	}
 	// A majority is free once enough of the holders' keys expire.
 	slices.Sort(pttls)
@@ -317,7 +346,7 @@ func (r *RedLock) attempt(ctx context.Context) (*RedLockLease, retry, []int, err
 	if majority <= len(pttls) {
 		next = fallback(pttls[majority-1])
 	}
-	return nil, retry{wait: next}, live, nil
+	return nil, retry{wait: next, took: elapsed}, live, nil
 }
 
 // all returns 0..n-1.
