@@ -16,8 +16,9 @@ help: ## list the targets
 redis: ## install redis-server if it is not in PATH (the tests start their own servers)
 	@scripts/install-redis.sh
 
-generate: ## run go generate ./...
+generate: ## run go generate in both modules (the benchmarks are a module of their own)
 	$(GO) generate ./...
+	cd scripts/bench && $(GO) generate ./...
 
 check: ## lockgen check every committed spec: fails when generated code is stale
 	@for spec in $(SPECS); do echo "lockgen check -spec $$spec"; $(GO) run ./cmd/lockgen check -spec $$spec || exit 1; done
@@ -31,8 +32,10 @@ test: redis check ## go vet, then all tests with the race detector against real 
 	$(GO) test -race -count=1 -timeout 9m ./...
 	cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
 
-bench: redis ## run the benchmarks against the peers (scripts/bench)
-	cd scripts/bench && $(GO) test -run='^$$' -bench . -benchmem
+BENCH ?= .
+BENCHFLAGS ?= -count 1
+bench: redis ## benchmarks against the peers; e.g. make bench BENCH='Uncontended|Handoff' BENCHFLAGS='-count 5'
+	cd scripts/bench && $(GO) test -run='^$$' -bench '$(BENCH)' -benchmem $(BENCHFLAGS) | tee out.txt
 
 fmt: ## gofmt every Go file in place
 	gofmt -w $(GOFILES)
