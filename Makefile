@@ -23,7 +23,7 @@ generate: ## run go generate in both modules (the benchmarks are a module of the
 check: ## lockgen check every committed spec: fails when generated code is stale
 	@for spec in $(SPECS); do echo "lockgen check -spec $$spec"; $(GO) run ./cmd/lockgen check -spec $$spec || exit 1; done
 
-demo: ## generate the example and run it (against $$REDIS_ADDR, or an embedded Redis)
+demo: ## generate the example and run it (against REDIS_ADDR, or an embedded Redis)
 	$(GO) generate ./examples/...
 	$(GO) run ./examples/orders
 
