@@ -260,7 +260,7 @@ func (r *RedLock) attempt(ctx context.Context) (*RedLockLease, retry, []int, err
 	n, majority := len(r.q.nodes), r.q.Majority()
 	value := r.q.nodes[0].newOwner()
 	start := time.Now()
-	var won atomic.Bool
+	var won *RedLockLease // set before settle when the attempt won
 	acquire := func(ctx context.Context, c *Client) *redis.Cmd {
 		return c.eval(ctx, r.def.Scripts.Acquire, []string{r.key}, lease.Milliseconds(), value)
 	}
@@ -281,16 +281,19 @@ func (r *RedLock) attempt(ctx context.Context) (*RedLockLease, retry, []int, err
 		}
 		return took >= majority || failed > n-majority
 	}
-	// A node that answers after the verdict undoes a failed attempt
-	// itself, after its own grant, so the two cannot pass each other.
+	// A node that answers after the verdict undoes a failed attempt (or
+	// a won one already unlocked) itself, after its own grant, so that
+	// the release cannot overtake the grant.
 	late := func(i int, cmd *redis.Cmd) {
-		if !won.Load() && (granted(cmd) || cmd.Err() != nil) {
+		if won != nil {
+			won.landed(i, cmd, granted(cmd))
+		} else if granted(cmd) || cmd.Err() != nil {
 			r.releaseOn(i, value)
 		}
 	}
 	// Not cut short by ctx: a lock a node granted while the reply was
 	// abandoned would stay there for a lease.
-	replies, settle := r.q.fanout(ctx, nodeTimeout(lease), all(n), false, acquire, decided, late)
+	replies, inflight, settle := r.q.fanout(ctx, nodeTimeout(lease), all(n), false, acquire, decided, late)
 	var (
 		grants []int // nodes that granted it
 		undo   []int // nodes that granted it or failed
@@ -321,9 +324,9 @@ func (r *RedLock) attempt(ctx context.Context) (*RedLockLease, retry, []int, err
 	}
 	validity := lease - time.Since(start) - drift(lease)
 	if len(grants) >= majority && validity > 0 {
-		won.Store(true)
+		won = r.newLease(ctx, value, start, inflight)
 		settle()
-		return r.newLease(ctx, value, start), retry{}, live, nil
+		return won, retry{}, live, nil
 	}
 	settle()
 	r.release(context.WithoutCancel(ctx), undo, value)
@@ -364,7 +367,7 @@ func (r *RedLock) release(ctx context.Context, nodes []int, value string) (int, 
 	if len(nodes) == 0 {
 		return 0, nil
 	}
-	replies, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, true, func(ctx context.Context, c *Client) *redis.Cmd {
+	replies, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, true, func(ctx context.Context, c *Client) *redis.Cmd {
 		return c.eval(ctx, r.def.Scripts.Release, []string{r.key}, value, r.def.Lease.Milliseconds(), r.channel())
 	}, nil, nil)
 	settle()
@@ -399,7 +402,7 @@ func (r *RedLock) releaseOn(i int, value string) {
 // next renewal. It returns how many nodes held it, and the errors of the
 // nodes that did not answer, joined.
 func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
-	replies, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, c *Client) *redis.Cmd {
+	replies, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, c *Client) *redis.Cmd {
 		return c.eval(ctx, r.def.Scripts.ForceUnlock, []string{r.key}, r.channel())
 	}, nil, nil)
 	settle()
@@ -491,11 +494,12 @@ func (q *Quorum) plan(i int, always bool) (call, wait bool) {
 // (every time with always, for releases, which must reach every node that
 // may hold the lock): their reply is an error unless they answer in time.
 // So is the reply of a node that timed out. A node still pending after an
-// early decision has a nil reply. After settle is called, late (if not
-// nil) runs for each reply that was not collected, in that node's
-// goroutine, after its call, so that it can undo it. Call settle once.
+// early decision has a nil reply. inflight lists the nodes called whose
+// reply was not collected. After settle is called, late (if not nil) runs
+// for each of them in that node's goroutine, after its call, so that it
+// can undo it. Call settle once.
 func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int, always bool, call func(ctx context.Context, c *Client) *redis.Cmd,
-	decided func([]*redis.Cmd) bool, late func(i int, cmd *redis.Cmd)) ([]*redis.Cmd, func()) {
+	decided func([]*redis.Cmd) bool, late func(i int, cmd *redis.Cmd)) (replies []*redis.Cmd, inflight []int, settle func()) {
 	type reply struct {
 		i   int
 		cmd *redis.Cmd
@@ -511,9 +515,11 @@ func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int,
 	collected := make([]atomic.Bool, len(q.nodes))
 	cmds := make([]*redis.Cmd, len(q.nodes))
 	waited := make([]bool, len(q.nodes))
+	called := make([]bool, len(q.nodes))
 	pending := 0
 	for _, i := range nodes {
 		do, wait := q.plan(i, always)
+		called[i] = do
 		if wait {
 			waited[i] = true
 			pending++
@@ -553,14 +559,15 @@ func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int,
 			pending, timedOut = 0, true
 		}
 	}
-	if timedOut {
-		for _, i := range nodes {
-			if cmds[i] == nil {
-				cmds[i] = failed("no reply within %v", timeout)
-			}
+	for _, i := range nodes {
+		if called[i] && !collected[i].Load() {
+			inflight = append(inflight, i)
+		}
+		if timedOut && cmds[i] == nil {
+			cmds[i] = failed("no reply within %v", timeout)
 		}
 	}
-	return cmds, sync.OnceFunc(func() { close(settled) })
+	return cmds, inflight, sync.OnceFunc(func() { close(settled) })
 }
 
 // RedLockLease is one hold of a RedLock. Its Context is cancelled when the
@@ -579,10 +586,14 @@ type RedLockLease struct {
 	mu         sync.Mutex
 	validUntil time.Time
 	unlocked   bool
+	inflight   map[int]bool // nodes whose grant was not answered yet
 }
 
-func (r *RedLock) newLease(parent context.Context, value string, start time.Time) *RedLockLease {
-	le := &RedLockLease{r: r, value: value, validUntil: start.Add(r.def.Lease - drift(r.def.Lease))}
+func (r *RedLock) newLease(parent context.Context, value string, start time.Time, inflight []int) *RedLockLease {
+	le := &RedLockLease{r: r, value: value, validUntil: start.Add(r.def.Lease - drift(r.def.Lease)), inflight: map[int]bool{}}
+	for _, i := range inflight {
+		le.inflight[i] = true
+	}
 	ctx := context.WithValue(context.WithValue(parent, ownerKey{}, value), redLeaseKey{}, le)
 	le.ctx, le.end = context.WithCancelCause(ctx)
 	le.expiry = time.AfterFunc(time.Until(le.validUntil), func() { le.end(ErrLockLost) })
@@ -590,6 +601,36 @@ func (r *RedLock) newLease(parent context.Context, value string, start time.Time
 		go le.renew()
 	}
 	return le
+}
+
+// landed records the late answer of node i to the acquisition; when the
+// lease was unlocked meanwhile, it releases the node now, after its grant.
+func (le *RedLockLease) landed(i int, cmd *redis.Cmd, granted bool) {
+	le.mu.Lock()
+	delete(le.inflight, i)
+	unlocked := le.unlocked
+	le.mu.Unlock()
+	if unlocked && (granted || cmd.Err() != nil) {
+		le.r.releaseOn(i, le.value)
+	}
+}
+
+// landedNodes returns the nodes whose answer to the acquisition came.
+func (le *RedLockLease) landedNodes() []int {
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	return le.landedNodesLocked()
+}
+
+// landedNodesLocked is landedNodes with le.mu held.
+func (le *RedLockLease) landedNodesLocked() []int {
+	var nodes []int
+	for i := range le.r.q.nodes {
+		if !le.inflight[i] {
+			nodes = append(nodes, i)
+		}
+	}
+	return nodes
 }
 
 // Context returns the lease's context: the context given to Lock,
@@ -646,7 +687,7 @@ func (le *RedLockLease) renew() {
 			return
 		}
 		start := time.Now()
-		replies, settle := r.q.fanout(context.Background(), nodeTimeout(lease), all(n), false, func(ctx context.Context, c *Client) *redis.Cmd {
+		replies, _, settle := r.q.fanout(context.Background(), nodeTimeout(lease), le.landedNodes(), false, func(ctx context.Context, c *Client) *redis.Cmd {
 			return c.eval(ctx, r.def.Scripts.Renew, []string{r.key}, lease.Milliseconds(), le.value)
 		}, func(cmds []*redis.Cmd) bool {
 			renewed, gone := count(cmds)
@@ -687,11 +728,14 @@ func (le *RedLockLease) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	le.unlocked = true
+	// The nodes whose grant is still on its way release it themselves
+	// when it lands (see landed); each node is released once.
+	nodes := le.landedNodesLocked()
 	le.mu.Unlock()
 	le.expiry.Stop()
 	lost := errors.Is(context.Cause(le.ctx), ErrLockLost)
 	le.end(nil)
-	released, err := le.r.release(ctx, all(len(le.r.q.nodes)), le.value)
+	released, err := le.r.release(ctx, nodes, le.value)
 	switch {
 	case lost:
 		return ErrLockLost

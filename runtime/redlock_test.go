@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -395,9 +396,13 @@ func TestRedLockRoundTrips(t *testing.T) {
 		if err := le.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// Lock returns once a majority granted it: a slower node's grant,
+		// and then its release, may still be on the way.
 		for j, h := range hooks {
-			if got, want := h.n.Load(), int64(2*(i+1)); got != want {
-				t.Fatalf("node %d after %d Lock+Unlock: %d round trips, want %d", j, i+1, got, want)
+			want := int64(2 * (i + 1))
+			eventually(t, time.Second, func() bool { return h.n.Load() >= want }, fmt.Sprintf("node %d: fewer than %d scripts after %d Lock+Unlock", j, want, i+1))
+			if got := h.n.Load(); got != want {
+				t.Fatalf("node %d after %d Lock+Unlock: %d scripts, want %d", j, i+1, got, want)
 			}
 		}
 	}
