@@ -142,9 +142,11 @@
 // (lease/100 + 2ms), is still positive; the lease's context ends when the
 // validity does unless renewed (ValidUntil reports it). Otherwise it
 // deletes its value on every node that granted it or did not answer (a
-// node that answers late undoes its own grant), and waits for a release
-// message from any node, or retries after a random pause when owners
-// split the nodes between them. Each node is given lease/3 (at most 1s)
+// node that answers late undoes its own grant), and waits for release
+// messages from a majority of the nodes (or a short grace after the
+// first: trying at the first message would find the other nodes still
+// held), or retries after a random pause of a few attempts' time when
+// owners split the nodes between them. Each node is given lease/3 (at most 1s)
 // to answer; a node that fails with a network error is not waited for
 // again, only probed once a second, so a dead node costs no latency.
 // With too many nodes failing for a majority, Lock fails at once with

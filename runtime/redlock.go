@@ -113,8 +113,9 @@ type redLeaseKey struct{}
 // the lease minus the time that took minus the allowed clock drift
 // (lease/100 + 2ms) is still positive. Otherwise the attempt is undone on
 // every node that granted it (or did not answer) before waiting or
-// failing. The waiter wakes on a release message from any node, with the
-// time a majority of the holder's keys expire as a fallback.
+// failing. The waiter wakes on release messages from a majority of the
+// nodes (or a short grace after the first), with the time a majority of
+// the holder's keys expire as a fallback.
 //
 // It returns ErrNoQuorum (matching ErrNotObtained too) when too many nodes
 // failed to answer for a majority to be possible; ErrNotObtained when
