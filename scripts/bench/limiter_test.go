@@ -9,8 +9,8 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/scripts/bench/benchlimits"
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/bench/benchlimits"
 )
 
 // allower is one rate limiter library under benchmark: allow one request
