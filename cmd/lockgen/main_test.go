@@ -152,7 +152,7 @@ var diagLine = regexp.MustCompile(`^\S*lockgen\.yaml:\d+:\d+: \S`)
 func TestInvalidSpec(t *testing.T) {
 	for _, c := range []struct{ name, spec string }{
 		{"parse", "version: 1\npackage: shoplocks\nlocks:\n  Order:\n    key: \"order:{orderID}\"\n    lease: soon\n"},
-		{"generate", readCase(t, "unsupported/lockgen.yaml")},
+		{"generate", readCase(t, "badnames/lockgen.yaml")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, spec, out := specDir(t, c.spec)

@@ -45,8 +45,8 @@ type File struct {
 	Content []byte
 }
 
-// Generate returns the Go files for s. Problems with the spec itself (an
-// unsupported object, a param type that does not resolve, a param name
+// Generate returns the Go files for s. Problems with the spec itself (a
+// param or payload type that does not resolve, a param name
 // that cannot be a Go parameter) are returned together as
 // spec.Diagnostics; any other error is wrapped.
 func Generate(s *spec.Spec, opts Options) ([]File, error) {
@@ -148,22 +148,6 @@ func comparePos(a, b spec.Diagnostic) int {
 	default:
 		return a.Pos.Col - b.Pos.Col
 	}
-}
-
-// unsupported reports every object of a section this version cannot
-// generate yet.
-func (g *generator) unsupported(section, issue string, objs []spec.Object) {
-	for _, o := range objs {
-		g.errorAt(o.Pos, "they come with issue "+issue, "%s are not supported yet", section)
-	}
-}
-
-func objects[T any](list []T, object func(T) spec.Object) []spec.Object {
-	objs := make([]spec.Object, len(list))
-	for i, o := range list {
-		objs[i] = object(o)
-	}
-	return objs
 }
 
 // sourceName is how the generated code names its spec.
