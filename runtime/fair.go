@@ -52,44 +52,22 @@ func (l *Lock) acquireFair(ctx context.Context, wait time.Duration) (le *Lease, 
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	wctx, cancel := ctx, context.CancelFunc(func() {})
-	if wait > 0 {
-		wctx, cancel = context.WithTimeout(ctx, wait)
-	}
-	defer cancel()
-	sub, err := l.c.hub.subscribe(wctx, l.channel()+":"+owner)
+	ttl := l.waiterTTL()
+	err = l.c.waitFor(ctx, wait, l.channel()+":"+owner, false, func(*subscription, *waiter) (bool, time.Duration, error) {
+		var next time.Duration
+		var err error
+		le, next, err = l.attemptFair(ctx, owner, ttl)
+		// Sleep until woken, or until something can change without a
+		// message, and refresh the deadline before it runs out.
+		return le != nil, min(fallback(next), ttl/3), err
+	})
 	if err != nil {
-		return nil, waitError(ctx, err)
-	}
-	defer l.c.hub.unsubscribe(sub)
-	w := l.c.hub.join(sub)
-	defer func() { l.c.hub.leave(sub, w, le != nil) }()
-	defer func() {
 		if le == nil {
 			l.leaveQueue(ctx, owner)
 		}
-	}()
-	ttl := l.waiterTTL()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		var next time.Duration
-		le, next, err = l.attemptFair(ctx, owner, ttl)
-		if le != nil || err != nil {
-			return le, err
-		}
-		// Sleep until woken, or until something can change without a
-		// message, and refresh the deadline before it runs out.
-		timer.Reset(min(fallback(next), ttl/3))
-		select {
-		case <-w.signal:
-		case <-timer.C:
-		case <-l.c.hub.closedCh():
-			return nil, ErrClosed
-		case <-wctx.Done():
-			return nil, waitError(ctx, wctx.Err())
-		}
+		return nil, err
 	}
+	return le, nil
 }
 
 // attemptFair runs the fair acquire script once: queueing the owner (or

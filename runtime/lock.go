@@ -48,18 +48,15 @@ func (l *Lock) channel() string { return keys.Sub(l.key, "ch") }
 // write side of an RWLock is asked for by an owner holding its read side,
 // ErrClosed after the client was closed, or a Redis error.
 func (l *Lock) Lock(ctx context.Context) (*Lease, error) {
-	if _, ok := ctx.Deadline(); ok {
-		return l.acquire(ctx, -1)
-	}
-	return l.acquire(ctx, l.def.Wait)
+	return l.acquire(ctx, defaultWait(ctx, l.def.Wait))
 }
 
 // TryLock acquires the lock, waiting at most wait (0: try once) and no
 // longer than the context allows. It returns the errors Lock returns, and
 // ErrInvalidArgument for a negative wait.
 func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (*Lease, error) {
-	if wait < 0 {
-		return nil, fmt.Errorf("%w: negative wait %v", ErrInvalidArgument, wait)
+	if err := checkWait(wait); err != nil {
+		return nil, err
 	}
 	return l.acquire(ctx, wait)
 }
@@ -77,62 +74,15 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Lease, error) 
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	wctx, cancel := ctx, context.CancelFunc(func() {})
-	if wait > 0 {
-		wctx, cancel = context.WithTimeout(ctx, wait)
-	}
-	defer cancel()
-	sub, err := l.c.hub.subscribe(wctx, l.channel())
-	if err != nil {
-		return nil, waitError(ctx, err)
-	}
-	defer l.c.hub.unsubscribe(sub)
-	// Join the queue before trying, so that a release published after
-	// the attempt wakes us.
-	w := l.c.hub.join(sub)
-	defer func() { l.c.hub.leave(sub, w, le != nil) }()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
+	err = l.c.waitFor(ctx, wait, l.channel(), false, func(*subscription, *waiter) (bool, time.Duration, error) {
+		var err error
 		le, ttl, err = l.attempt(ctx, owner)
-		if le != nil || err != nil {
-			return le, err
-		}
-		timer.Reset(fallback(ttl))
-		select {
-		case <-w.signal:
-		case <-timer.C:
-		case <-l.c.hub.closedCh():
-			return nil, ErrClosed
-		case <-wctx.Done():
-			return nil, waitError(ctx, wctx.Err())
-		}
+		return le != nil, fallback(ttl), err
+	})
+	if err != nil {
+		return nil, err
 	}
-}
-
-// fallback is how long a waiter sleeps when no release message comes: the
-// holder's remaining lease (the key expires then), or a second for a key
-// without a TTL that someone else wrote.
-func fallback(pttl time.Duration) time.Duration {
-	switch {
-	case pttl == -2*time.Millisecond: // gone between the calls: retry now
-		return 0
-	case pttl < 0:
-		return time.Second
-	}
-	return pttl
-}
-
-// waitError wraps the end of a wait: ErrNotObtained, and the caller's
-// context error when it was the caller's context that ended.
-func waitError(ctx context.Context, err error) error {
-	if errors.Is(err, ErrClosed) {
-		return err
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("%w: %w", ErrNotObtained, context.Cause(ctx))
-	}
-	return ErrNotObtained
+	return le, nil
 }
 
 // attempt runs the acquire script once. It returns a lease when the lock

@@ -104,18 +104,15 @@ func (m *MultiLock) Atomic() bool { return m.atomic }
 // lock that could not be taken, and ErrInvalidArgument for a multi-lock
 // without locks.
 func (m *MultiLock) Lock(ctx context.Context) (*MultiLease, error) {
-	if _, ok := ctx.Deadline(); ok {
-		return m.acquire(ctx, -1)
-	}
-	return m.acquire(ctx, m.wait)
+	return m.acquire(ctx, defaultWait(ctx, m.wait))
 }
 
 // TryLock takes every lock, waiting at most wait in all (0: try once) and
 // no longer than the context allows. It returns the errors Lock returns,
 // and ErrInvalidArgument for a negative wait.
 func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (*MultiLease, error) {
-	if wait < 0 {
-		return nil, fmt.Errorf("%w: negative wait %v", ErrInvalidArgument, wait)
+	if err := checkWait(wait); err != nil {
+		return nil, err
 	}
 	return m.acquire(ctx, wait)
 }

@@ -124,18 +124,15 @@ type redLeaseKey struct{}
 // still held; ErrClosed when a node's client was closed;
 // ErrInvalidArgument for a quorum without nodes.
 func (r *RedLock) Lock(ctx context.Context) (*RedLockLease, error) {
-	if _, ok := ctx.Deadline(); ok {
-		return r.acquire(ctx, -1)
-	}
-	return r.acquire(ctx, r.def.Wait)
+	return r.acquire(ctx, defaultWait(ctx, r.def.Wait))
 }
 
 // TryLock takes the lock, waiting at most wait (0: try once) and no
 // longer than the context allows. It returns the errors Lock returns,
 // and ErrInvalidArgument for a negative wait.
 func (r *RedLock) TryLock(ctx context.Context, wait time.Duration) (*RedLockLease, error) {
-	if wait < 0 {
-		return nil, fmt.Errorf("%w: negative wait %v", ErrInvalidArgument, wait)
+	if err := checkWait(wait); err != nil {
+		return nil, err
 	}
 	return r.acquire(ctx, wait)
 }

@@ -103,18 +103,15 @@ func (s *Semaphore) channel() string  { return keys.Sub(s.key, "ch") }
 // out (also matching the context's error when the context ended it),
 // ErrClosed after the client was closed, or a Redis error.
 func (s *Semaphore) Acquire(ctx context.Context, n int) (*Permit, error) {
-	if _, ok := ctx.Deadline(); ok {
-		return s.acquire(ctx, n, -1)
-	}
-	return s.acquire(ctx, n, s.def.Wait)
+	return s.acquire(ctx, n, defaultWait(ctx, s.def.Wait))
 }
 
 // TryAcquire takes n permits, waiting at most wait (0: try once) and no
 // longer than the context allows. It returns the errors Acquire returns,
 // and ErrInvalidArgument for a negative wait.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (*Permit, error) {
-	if wait < 0 {
-		return nil, fmt.Errorf("%w: negative wait %v", ErrInvalidArgument, wait)
+	if err := checkWait(wait); err != nil {
+		return nil, err
 	}
 	return s.acquire(ctx, n, wait)
 }
@@ -132,47 +129,26 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (p *
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	wctx, cancel := ctx, context.CancelFunc(func() {})
-	if wait > 0 {
-		wctx, cancel = context.WithTimeout(ctx, wait)
-	}
-	defer cancel()
-	sub, err := s.c.hub.subscribe(wctx, s.channel())
-	if err != nil {
-		return nil, waitError(ctx, err)
-	}
-	defer s.c.hub.unsubscribe(sub)
-	// Join the queue before trying, so that a release published after the
-	// attempt wakes us. Leaving passes on a wake-up that came meanwhile,
-	// even with permits taken: it may announce other free permits.
-	w := s.c.hub.join(sub)
-	defer s.c.hub.leave(sub, w, false)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
+	// Leaving passes on a wake-up that came meanwhile, even with permits
+	// taken: it may announce other free permits.
+	err = s.c.waitFor(ctx, wait, s.channel(), true, func(sub *subscription, w *waiter) (bool, time.Duration, error) {
 		var free int64
+		var err error
 		p, free, next, err = s.attempt(ctx, owner, n)
 		if err != nil {
-			return nil, err
+			return false, 0, err
 		}
 		if free > 0 {
 			// Permits are left that this waiter did not take or could
 			// not use: let the next waiter of this client try.
 			s.c.hub.wakeAfter(sub, w)
 		}
-		if p != nil {
-			return p, nil
-		}
-		timer.Reset(next)
-		select {
-		case <-w.signal:
-		case <-timer.C:
-		case <-s.c.hub.closedCh():
-			return nil, ErrClosed
-		case <-wctx.Done():
-			return nil, waitError(ctx, wctx.Err())
-		}
+		return p != nil, next, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return p, nil
 }
 
 // attempt runs the acquire script once. It returns a permit when taken;

@@ -2,40 +2,37 @@ package bench
 
 import (
 	"context"
-	"os"
 	"slices"
 	"testing"
 	"time"
 )
 
-// TestUncontendedInterleaved is BenchmarkUncontended and
-// BenchmarkRoundTrip for a machine shared with other work: it runs the
-// libraries and PING in turns, 500 operations each, 40 rounds, so that a
-// burst of load elsewhere hits them all alike, and logs the minimum,
-// first quartile and median of their per-round µs/op. It runs only when
-// BENCH_INTERLEAVED is set:
+// BenchmarkUncontendedInterleaved is BenchmarkUncontended and
+// BenchmarkRoundTrip for a machine shared with other work: each round
+// runs PING and every library in turns, 500 operations each, so that a
+// burst of load elsewhere hits them all alike. It reports the median over
+// the rounds of each one's µs/op (run it with -benchtime 40x for 40
+// rounds):
 //
-//	BENCH_INTERLEAVED=1 go test -run Interleaved -v
-func TestUncontendedInterleaved(t *testing.T) {
-	if os.Getenv("BENCH_INTERLEAVED") == "" {
-		t.Skip("set BENCH_INTERLEAVED=1 to run")
-	}
-	rdb := newRedis(t)
+//	go test -run '^$' -bench UncontendedInterleaved -benchtime 40x
+func BenchmarkUncontendedInterleaved(b *testing.B) {
+	rdb := newRedis(b)
 	ctx := context.Background()
 	names := []string{"PING"}
 	ops := []func(int) error{func(int) error { return rdb.Ping(ctx).Err() }}
 	for _, lib := range uncontendedLibs {
 		names = append(names, lib.name)
-		ops = append(ops, uncontended(t, lib, newRedis(t)))
+		ops = append(ops, uncontended(b, lib, newRedis(b)))
 	}
-	const rounds, per = 40, 500
+	const per = 500
 	us := make([][]float64, len(ops))
-	for r := range rounds {
+	r := 0
+	for ; b.Loop(); r++ {
 		for i, op := range ops {
 			start := time.Now()
 			for j := range per {
 				if err := op(r*per + j); err != nil {
-					t.Fatal(err)
+					b.Fatal(err)
 				}
 			}
 			us[i] = append(us[i], float64(time.Since(start))/per/float64(time.Microsecond))
@@ -43,6 +40,6 @@ func TestUncontendedInterleaved(t *testing.T) {
 	}
 	for i, name := range names {
 		slices.Sort(us[i])
-		t.Logf("%-15s µs/op: min %6.1f  p25 %6.1f  median %6.1f", name, us[i][0], us[i][rounds/4], us[i][rounds/2])
+		b.ReportMetric(us[i][len(us[i])/2], name+"-µs/op")
 	}
 }
