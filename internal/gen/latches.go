@@ -18,12 +18,8 @@ const latchScriptsVar = "latchScripts"
 // latch is a count-down latch as generated.
 type latch struct {
 	*spec.Latch
-	ident  string // what its package-level variables are named after
-	params []*param
+	object
 }
-
-func (l *latch) keyVar() string { return l.ident + "Key" }
-func (l *latch) defVar() string { return l.ident + "Latch" }
 
 // latchesSection generates the latches: section.
 type latchesSection struct {
@@ -33,12 +29,7 @@ type latchesSection struct {
 // collect keeps the spec's latches and checks param names.
 func (sec *latchesSection) collect(g *generator) {
 	for _, sl := range g.spec.Latches {
-		l := &latch{Latch: sl, ident: g.ident(sl.Name)}
-		reserved := []string{latchReceiver, "strconv", l.keyVar(), l.defVar()}
-		for _, p := range sl.Key.Params {
-			l.params = append(l.params, &param{Param: p})
-			g.checkName(l.params[len(l.params)-1], reserved)
-		}
+		l := &latch{Latch: sl, object: g.newObject(sl.Object, latchReceiver, "Latch")}
 		sec.latches = append(sec.latches, l)
 	}
 }

@@ -32,12 +32,8 @@ const limiterReceiver = "l"
 // limiter is a rate limiter as generated.
 type limiter struct {
 	*spec.Limiter
-	ident  string // what its package-level variables are named after
-	params []*param
+	object
 }
-
-func (l *limiter) keyVar() string { return l.ident + "Key" }
-func (l *limiter) defVar() string { return l.ident + "Limiter" }
 
 // limitersSection generates the limiters: section.
 type limitersSection struct {
@@ -47,12 +43,7 @@ type limitersSection struct {
 // collect keeps the spec's limiters and checks param names.
 func (s *limitersSection) collect(g *generator) {
 	for _, sl := range g.spec.Limiters {
-		l := &limiter{Limiter: sl, ident: g.ident(sl.Name)}
-		reserved := []string{limiterReceiver, "strconv", l.keyVar(), l.defVar()}
-		for _, p := range sl.Key.Params {
-			l.params = append(l.params, &param{Param: p})
-			g.checkName(l.params[len(l.params)-1], reserved)
-		}
+		l := &limiter{Limiter: sl, object: g.newObject(sl.Object, limiterReceiver, "Limiter")}
 		s.limiters = append(s.limiters, l)
 	}
 }

@@ -27,12 +27,8 @@ const receiver = "l"
 // lock is a lock as generated.
 type lock struct {
 	*spec.Lock
-	ident  string // what its package-level variables are named after
-	params []*param
+	object
 }
-
-func (l *lock) keyVar() string { return l.ident + "Key" }
-func (l *lock) defVar() string { return l.ident + "Lock" }
 
 // locksSection generates the locks: section.
 type locksSection struct {
@@ -48,14 +44,9 @@ func (s *locksSection) collect(g *generator) {
 			if pos.Line == 0 {
 				pos = sl.Pos
 			}
-			g.errorAt(pos, "it comes with issue #3", "lock kind %q is not supported yet", sl.Kind)
+			g.errorAt(pos, "this lockgen generates "+list(supportedLockKinds()), "lock kind %q is not supported by this lockgen", sl.Kind)
 		}
-		l := &lock{Lock: sl, ident: g.ident(sl.Name)}
-		reserved := []string{receiver, "strconv", l.keyVar(), l.defVar()}
-		for _, p := range sl.Key.Params {
-			l.params = append(l.params, &param{Param: p})
-			g.checkName(l.params[len(l.params)-1], reserved)
-		}
+		l := &lock{Lock: sl, object: g.newObject(sl.Object, receiver, "Lock")}
 		s.locks = append(s.locks, l)
 	}
 }
@@ -251,4 +242,16 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// supportedLockKinds returns the lock kinds this generator knows, in the
+// spec's order.
+func supportedLockKinds() []string {
+	var kinds []string
+	for _, k := range spec.LockKinds {
+		if _, ok := lockKinds[k]; ok || k == spec.RedLock {
+			kinds = append(kinds, string(k))
+		}
+	}
+	return kinds
 }

@@ -21,6 +21,33 @@ type param struct {
 	pkg   string // the package name of a named type
 }
 
+// object is what every generated object has: the identifier its
+// package-level variables are named after, and its params.
+type object struct {
+	ident  string
+	def    string // the name of its definition variable
+	params []*param
+}
+
+func (o *object) keyVar() string { return o.ident + "Key" }
+func (o *object) defVar() string { return o.def }
+
+// newObject names the variables of o (its key, ident+"Key", and its
+// definition, ident+kind) and checks that its params can be the Go
+// parameters of a method with receiver recv whose body uses those names,
+// strconv, and the names in extra.
+func (g *generator) newObject(o spec.Object, recv, kind string, extra ...string) object {
+	ob := object{ident: g.ident(o.Name)}
+	ob.def = ob.ident + kind
+	reserved := append([]string{recv, "strconv", ob.keyVar(), ob.def}, extra...)
+	for _, p := range o.Key.Params {
+		prm := &param{Param: p}
+		ob.params = append(ob.params, prm)
+		g.checkName(prm, reserved)
+	}
+	return ob
+}
+
 const renameHint = "rename the placeholder and its param: the name is only the Go parameter's, not part of the key"
 
 // checkName reports a param name that cannot be a Go parameter of a

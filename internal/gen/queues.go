@@ -20,13 +20,9 @@ const queueScriptsVar = "queueScripts"
 // queue is a queue as generated.
 type queue struct {
 	*spec.Queue
-	ident  string // what its package-level variables are named after
-	params []*param
-	pkg    string // the package name of a named payload type, once resolved
+	object
+	pkg string // the package name of a named payload type, once resolved
 }
-
-func (q *queue) keyVar() string { return q.ident + "Key" }
-func (q *queue) defVar() string { return q.ident + "Queue" }
 
 // runtimeType names the runtime's generic type for the queue.
 func (q *queue) runtimeType() string {
@@ -73,12 +69,7 @@ type queuesSection struct {
 // collect keeps the spec's queues and checks param names.
 func (s *queuesSection) collect(g *generator) {
 	for _, sq := range g.spec.Queues {
-		q := &queue{Queue: sq, ident: g.ident(sq.Name)}
-		reserved := []string{queueReceiver, "strconv", q.keyVar(), q.defVar(), queueScriptsVar}
-		for _, p := range sq.Key.Params {
-			q.params = append(q.params, &param{Param: p})
-			g.checkName(q.params[len(q.params)-1], reserved)
-		}
+		q := &queue{Queue: sq, object: g.newObject(sq.Object, queueReceiver, "Queue", queueScriptsVar)}
 		s.queues = append(s.queues, q)
 	}
 }

@@ -18,12 +18,8 @@ const semaphoreScriptsVar = "semaphoreScripts"
 // semaphore is a semaphore as generated.
 type semaphore struct {
 	*spec.Semaphore
-	ident  string // what its package-level variables are named after
-	params []*param
+	object
 }
-
-func (s *semaphore) keyVar() string { return s.ident + "Key" }
-func (s *semaphore) defVar() string { return s.ident + "Semaphore" }
 
 // semaphoresSection generates the semaphores: section.
 type semaphoresSection struct {
@@ -33,12 +29,7 @@ type semaphoresSection struct {
 // collect keeps the spec's semaphores and checks param names.
 func (sec *semaphoresSection) collect(g *generator) {
 	for _, ss := range g.spec.Semaphores {
-		s := &semaphore{Semaphore: ss, ident: g.ident(ss.Name)}
-		reserved := []string{semaphoreReceiver, "strconv", s.keyVar(), s.defVar()}
-		for _, p := range ss.Key.Params {
-			s.params = append(s.params, &param{Param: p})
-			g.checkName(s.params[len(s.params)-1], reserved)
-		}
+		s := &semaphore{Semaphore: ss, object: g.newObject(ss.Object, semaphoreReceiver, "Semaphore")}
 		sec.semaphores = append(sec.semaphores, s)
 	}
 }
