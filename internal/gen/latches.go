@@ -36,11 +36,7 @@ func (sec *latchesSection) collect(g *generator) {
 
 // params returns the params of every latch.
 func (sec *latchesSection) params() []*param {
-	var ps []*param
-	for _, l := range sec.latches {
-		ps = append(ps, l.params...)
-	}
-	return ps
+	return paramsOf(sec.latches)
 }
 
 // scripts returns the latch scripts when there is a latch.

@@ -50,11 +50,7 @@ func (s *limitersSection) collect(g *generator) {
 
 // params returns the params of every limiter.
 func (s *limitersSection) params() []*param {
-	var ps []*param
-	for _, l := range s.limiters {
-		ps = append(ps, l.params...)
-	}
-	return ps
+	return paramsOf(s.limiters)
 }
 
 // scripts returns the scripts of the algorithms used.

@@ -53,11 +53,7 @@ func (s *locksSection) collect(g *generator) {
 
 // params returns the params of every lock.
 func (s *locksSection) params() []*param {
-	var ps []*param
-	for _, l := range s.locks {
-		ps = append(ps, l.params...)
-	}
-	return ps
+	return paramsOf(s.locks)
 }
 
 // scripts returns the scripts of the lock kinds used.

@@ -29,7 +29,17 @@ type object struct {
 	params []*param
 }
 
-func (o *object) keyVar() string { return o.ident + "Key" }
+func (o *object) keyVar() string      { return o.ident + "Key" }
+func (o *object) paramList() []*param { return o.params }
+
+// paramsOf returns the params of every object in list.
+func paramsOf[T interface{ paramList() []*param }](list []T) []*param {
+	var ps []*param
+	for _, o := range list {
+		ps = append(ps, o.paramList()...)
+	}
+	return ps
+}
 func (o *object) defVar() string { return o.def }
 
 // newObject names the variables of o (its key, ident+"Key", and its

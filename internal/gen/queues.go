@@ -76,11 +76,7 @@ func (s *queuesSection) collect(g *generator) {
 
 // params returns the params of every queue.
 func (s *queuesSection) params() []*param {
-	var ps []*param
-	for _, q := range s.queues {
-		ps = append(ps, q.params...)
-	}
-	return ps
+	return paramsOf(s.queues)
 }
 
 // scripts returns the queue scripts: every queue uses all of them.

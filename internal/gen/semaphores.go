@@ -36,11 +36,7 @@ func (sec *semaphoresSection) collect(g *generator) {
 
 // params returns the params of every semaphore.
 func (sec *semaphoresSection) params() []*param {
-	var ps []*param
-	for _, s := range sec.semaphores {
-		ps = append(ps, s.params...)
-	}
-	return ps
+	return paramsOf(sec.semaphores)
 }
 
 // scripts returns the semaphore scripts when there is a semaphore.
