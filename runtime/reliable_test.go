@@ -16,7 +16,7 @@ import (
 func TestReliableManyClients(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		const producers, consumers = 4, 4
-		per := manyItems(b) / producers
+		per := manyItems() / producers
 		d, k := queueDef(t, false, time.Minute, 5), key(t)
 		l := newLedger(producers, per)
 		ctx, stop := context.WithCancel(context.Background())
