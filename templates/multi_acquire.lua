@@ -1,6 +1,7 @@
 -- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
--- KEYS the lock keys, each once
+-- KEYS the lock keys, each once (a reentrant lock is "<owner> <holds>",
+-- as in reentrant_acquire)
 -- ARGV[1] owner id; then, for the i-th key, ARGV[2i] its kind
 -- ('reentrant' or 'simple') and ARGV[2i+1] its lease in milliseconds
 -- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
@@ -17,8 +18,11 @@ for i, lock in ipairs(KEYS) do
     elseif holder then
       return {0, redis.call('pttl', lock), i}
     end
-  elseif redis.call('exists', lock) == 1 and redis.call('hexists', lock, owner) == 0 then
-    return {0, redis.call('pttl', lock), i}
+  else
+    local value = redis.call('get', lock)
+    if value and string.match(value, '^(%S+) ') ~= owner then
+      return {0, redis.call('pttl', lock), i}
+    end
   end
 end
 
@@ -27,8 +31,12 @@ for i, lock in ipairs(KEYS) do
   if ARGV[2 * i] == 'simple' then
     redis.call('set', lock, owner, 'PX', lease)
   else
-    redis.call('hincrby', lock, owner, 1)
-    redis.call('pexpire', lock, lease)
+    local holds = 1
+    local value = redis.call('get', lock)
+    if value then
+      holds = tonumber(string.match(value, '^%S+ (%d+)')) + 1
+    end
+    redis.call('set', lock, owner .. ' ' .. holds, 'PX', lease)
   end
 end
 return {1, #KEYS}

@@ -18,12 +18,16 @@ for i, lock in ipairs(KEYS) do
       redis.call('del', lock)
       code = 0
     end
-  elseif redis.call('hexists', lock, owner) == 1 then
-    code = redis.call('hincrby', lock, owner, -1)
-    if code > 0 then
-      redis.call('pexpire', lock, lease)
-    else
-      redis.call('del', lock)
+  else
+    local value = redis.call('get', lock)
+    local holder, holds = string.match(value or '', '^(%S+) (%d+)$')
+    if holder == owner then
+      code = tonumber(holds) - 1
+      if code > 0 then
+        redis.call('set', lock, owner .. ' ' .. code, 'PX', lease)
+      else
+        redis.call('del', lock)
+      end
     end
   end
   if code == 0 then

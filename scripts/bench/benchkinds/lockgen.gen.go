@@ -266,14 +266,16 @@ return 0
 // reentrantRenewScript is lockgen's templates/reentrant_renew.lua.
 var reentrantRenewScript = lockrt.Script{
 	Name: "reentrant_renew",
-	SHA1: "b5e13fe8d800d4c0554f3a61b4950e1d691b06c9",
-	Source: `-- reentrant_renew: extend the lease of a held reentrant lock.
--- KEYS[1] the lock hash
+	SHA1: "c79f00766148623662d8b0d7404968fc6bc48237",
+	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
+-- KEYS[1] the lock: "<owner> <holds>[ <token>]"
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id
 -- Returns 1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
+local prefix = ARGV[2] .. ' '
 
-if redis.call('hexists', lock, ARGV[2]) == 1 then
+local value = redis.call('get', lock)
+if value and string.sub(value, 1, #prefix) == prefix then
   redis.call('pexpire', lock, tonumber(ARGV[1]))
   return 1
 end

@@ -73,10 +73,11 @@ return 0
 // multiAcquireScript is lockgen's templates/multi_acquire.lua.
 var multiAcquireScript = lockrt.Script{
 	Name: "multi_acquire",
-	SHA1: "788589aef16913eac6078af645652b527203a7f1",
+	SHA1: "52c40db019a2d3c5b0eb41bb8433f065a38271f6",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
--- KEYS the lock keys, each once
+-- KEYS the lock keys, each once (a reentrant lock is "<owner> <holds>",
+-- as in reentrant_acquire)
 -- ARGV[1] owner id; then, for the i-th key, ARGV[2i] its kind
 -- ('reentrant' or 'simple') and ARGV[2i+1] its lease in milliseconds
 -- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
@@ -93,8 +94,11 @@ for i, lock in ipairs(KEYS) do
     elseif holder then
       return {0, redis.call('pttl', lock), i}
     end
-  elseif redis.call('exists', lock) == 1 and redis.call('hexists', lock, owner) == 0 then
-    return {0, redis.call('pttl', lock), i}
+  else
+    local value = redis.call('get', lock)
+    if value and string.match(value, '^(%S+) ') ~= owner then
+      return {0, redis.call('pttl', lock), i}
+    end
   end
 end
 
@@ -103,8 +107,12 @@ for i, lock in ipairs(KEYS) do
   if ARGV[2 * i] == 'simple' then
     redis.call('set', lock, owner, 'PX', lease)
   else
-    redis.call('hincrby', lock, owner, 1)
-    redis.call('pexpire', lock, lease)
+    local holds = 1
+    local value = redis.call('get', lock)
+    if value then
+      holds = tonumber(string.match(value, '^%S+ (%d+)')) + 1
+    end
+    redis.call('set', lock, owner .. ' ' .. holds, 'PX', lease)
   end
 end
 return {1, #KEYS}
@@ -114,7 +122,7 @@ return {1, #KEYS}
 // multiReleaseScript is lockgen's templates/multi_release.lua.
 var multiReleaseScript = lockrt.Script{
 	Name: "multi_release",
-	SHA1: "c0d3d975a664f26584ec1a5e7546db9b44951364",
+	SHA1: "12476e319b314497755303baa18b2e877aa59ac4",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took).
 -- KEYS the lock keys, each once
@@ -135,12 +143,16 @@ for i, lock in ipairs(KEYS) do
       redis.call('del', lock)
       code = 0
     end
-  elseif redis.call('hexists', lock, owner) == 1 then
-    code = redis.call('hincrby', lock, owner, -1)
-    if code > 0 then
-      redis.call('pexpire', lock, lease)
-    else
-      redis.call('del', lock)
+  else
+    local value = redis.call('get', lock)
+    local holder, holds = string.match(value or '', '^(%S+) (%d+)$')
+    if holder == owner then
+      code = tonumber(holds) - 1
+      if code > 0 then
+        redis.call('set', lock, owner .. ' ' .. code, 'PX', lease)
+      else
+        redis.call('del', lock)
+      end
     end
   end
   if code == 0 then
@@ -155,18 +167,23 @@ return codes
 // reentrantAcquireScript is lockgen's templates/reentrant_acquire.lua.
 var reentrantAcquireScript = lockrt.Script{
 	Name: "reentrant_acquire",
-	SHA1: "340adf2c01f41aebfdaa9d42b7fefc2a49e54f82",
+	SHA1: "e3b36f53ef93ef550046c6330c262cb12da3810f",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock.
--- KEYS[1] the lock hash (field: owner, value: hold count)
+-- KEYS[1] the lock: a string "<owner> <holds>" (a fenced lock appends
+-- " <token>"), so that taking a free lock is one SET NX PX
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id
 -- Returns {1, holds} when taken or re-entered, {0, pttl} when another owner holds it.
 local lock = KEYS[1]
 local lease = tonumber(ARGV[1])
 local owner = ARGV[2]
 
-if redis.call('exists', lock) == 0 or redis.call('hexists', lock, owner) == 1 then
-  local holds = redis.call('hincrby', lock, owner, 1)
-  redis.call('pexpire', lock, lease)
+if redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
+  return {1, 1}
+end
+local holder, holds, rest = string.match(redis.call('get', lock), '^(%S+) (%d+)(.*)$')
+if holder == owner then
+  holds = tonumber(holds) + 1
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds}
 end
 return {0, redis.call('pttl', lock)}
@@ -176,9 +193,9 @@ return {0, redis.call('pttl', lock)}
 // reentrantReleaseScript is lockgen's templates/reentrant_release.lua.
 var reentrantReleaseScript = lockrt.Script{
 	Name: "reentrant_release",
-	SHA1: "b17b93648f7705bfe41080b94028f2f5d3113762",
-	Source: `-- reentrant_release: give up one hold of a reentrant lock.
--- KEYS[1] the lock hash
+	SHA1: "2ba3d2ff76233f4f44c31a2cc2f0ed3eb8bad2d5",
+	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock.
+-- KEYS[1] the lock: "<owner> <holds>[ <token>]"
 -- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] wake-up channel
 -- Returns -1 when the owner does not hold the lock, the holds left when
 -- still held (the lease is restarted), or 0 when released; on release the
@@ -186,12 +203,17 @@ var reentrantReleaseScript = lockrt.Script{
 local lock = KEYS[1]
 local owner = ARGV[1]
 
-if redis.call('hexists', lock, owner) == 0 then
+local value = redis.call('get', lock)
+if not value then
   return -1
 end
-local holds = redis.call('hincrby', lock, owner, -1)
+local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+if holder ~= owner then
+  return -1
+end
+holds = tonumber(holds) - 1
 if holds > 0 then
-  redis.call('pexpire', lock, tonumber(ARGV[2]))
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', tonumber(ARGV[2]))
   return holds
 end
 redis.call('del', lock)
@@ -203,14 +225,16 @@ return 0
 // reentrantRenewScript is lockgen's templates/reentrant_renew.lua.
 var reentrantRenewScript = lockrt.Script{
 	Name: "reentrant_renew",
-	SHA1: "b5e13fe8d800d4c0554f3a61b4950e1d691b06c9",
-	Source: `-- reentrant_renew: extend the lease of a held reentrant lock.
--- KEYS[1] the lock hash
+	SHA1: "c79f00766148623662d8b0d7404968fc6bc48237",
+	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
+-- KEYS[1] the lock: "<owner> <holds>[ <token>]"
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id
 -- Returns 1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
+local prefix = ARGV[2] .. ' '
 
-if redis.call('hexists', lock, ARGV[2]) == 1 then
+local value = redis.call('get', lock)
+if value and string.sub(value, 1, #prefix) == prefix then
   redis.call('pexpire', lock, tonumber(ARGV[1]))
   return 1
 end

@@ -295,29 +295,29 @@ return 0
 // fencedAcquireScript is lockgen's templates/fenced_acquire.lua.
 var fencedAcquireScript = lockrt.Script{
 	Name: "fenced_acquire",
-	SHA1: "664d46b7d4d3225fbb6bd787fb7c5b689a52e46d",
+	SHA1: "e6c588ef98e6c6f28464a831fb28ba8b79c79261",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token.
--- KEYS[1] the lock hash (field: owner, value: hold count; field "token":
--- the hold's fencing token), KEYS[2] the fence counter (never expires)
+-- KEYS[1] the lock: "<owner> <holds> <token>", KEYS[2] the fence counter
+-- (never expires)
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id
 -- Returns {1, holds, token} when taken or re-entered (a re-entry keeps the
 -- hold's token), {0, pttl} when another owner holds it.
--- Owner ids contain ':', so no owner is the field "token".
 local lock, fence = KEYS[1], KEYS[2]
 local lease = tonumber(ARGV[1])
 local owner = ARGV[2]
 
-if redis.call('exists', lock) == 0 then
+local value = redis.call('get', lock)
+if not value then
   local token = redis.call('incr', fence)
-  redis.call('hset', lock, owner, 1, 'token', token)
-  redis.call('pexpire', lock, lease)
+  redis.call('set', lock, owner .. ' 1 ' .. token, 'PX', lease)
   return {1, 1, token}
 end
-if redis.call('hexists', lock, owner) == 1 then
-  local holds = redis.call('hincrby', lock, owner, 1)
-  redis.call('pexpire', lock, lease)
-  return {1, holds, tonumber(redis.call('hget', lock, 'token'))}
+local holder, holds, token = string.match(value, '^(%S+) (%d+) (%d+)$')
+if holder == owner then
+  holds = tonumber(holds) + 1
+  redis.call('set', lock, owner .. ' ' .. holds .. ' ' .. token, 'PX', lease)
+  return {1, holds, tonumber(token)}
 end
 return {0, redis.call('pttl', lock)}
 `,
@@ -342,9 +342,9 @@ return 0
 // reentrantReleaseScript is lockgen's templates/reentrant_release.lua.
 var reentrantReleaseScript = lockrt.Script{
 	Name: "reentrant_release",
-	SHA1: "b17b93648f7705bfe41080b94028f2f5d3113762",
-	Source: `-- reentrant_release: give up one hold of a reentrant lock.
--- KEYS[1] the lock hash
+	SHA1: "2ba3d2ff76233f4f44c31a2cc2f0ed3eb8bad2d5",
+	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock.
+-- KEYS[1] the lock: "<owner> <holds>[ <token>]"
 -- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] wake-up channel
 -- Returns -1 when the owner does not hold the lock, the holds left when
 -- still held (the lease is restarted), or 0 when released; on release the
@@ -352,12 +352,17 @@ var reentrantReleaseScript = lockrt.Script{
 local lock = KEYS[1]
 local owner = ARGV[1]
 
-if redis.call('hexists', lock, owner) == 0 then
+local value = redis.call('get', lock)
+if not value then
   return -1
 end
-local holds = redis.call('hincrby', lock, owner, -1)
+local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+if holder ~= owner then
+  return -1
+end
+holds = tonumber(holds) - 1
 if holds > 0 then
-  redis.call('pexpire', lock, tonumber(ARGV[2]))
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', tonumber(ARGV[2]))
   return holds
 end
 redis.call('del', lock)
@@ -369,14 +374,16 @@ return 0
 // reentrantRenewScript is lockgen's templates/reentrant_renew.lua.
 var reentrantRenewScript = lockrt.Script{
 	Name: "reentrant_renew",
-	SHA1: "b5e13fe8d800d4c0554f3a61b4950e1d691b06c9",
-	Source: `-- reentrant_renew: extend the lease of a held reentrant lock.
--- KEYS[1] the lock hash
+	SHA1: "c79f00766148623662d8b0d7404968fc6bc48237",
+	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
+-- KEYS[1] the lock: "<owner> <holds>[ <token>]"
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id
 -- Returns 1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
+local prefix = ARGV[2] .. ' '
 
-if redis.call('hexists', lock, ARGV[2]) == 1 then
+local value = redis.call('get', lock)
+if value and string.sub(value, 1, #prefix) == prefix then
   redis.call('pexpire', lock, tonumber(ARGV[1]))
   return 1
 end

@@ -71,10 +71,11 @@ return 0
 // multiAcquireScript is lockgen's templates/multi_acquire.lua.
 var multiAcquireScript = lockrt.Script{
 	Name: "multi_acquire",
-	SHA1: "788589aef16913eac6078af645652b527203a7f1",
+	SHA1: "52c40db019a2d3c5b0eb41bb8433f065a38271f6",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
--- KEYS the lock keys, each once
+-- KEYS the lock keys, each once (a reentrant lock is "<owner> <holds>",
+-- as in reentrant_acquire)
 -- ARGV[1] owner id; then, for the i-th key, ARGV[2i] its kind
 -- ('reentrant' or 'simple') and ARGV[2i+1] its lease in milliseconds
 -- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
@@ -91,8 +92,11 @@ for i, lock in ipairs(KEYS) do
     elseif holder then
       return {0, redis.call('pttl', lock), i}
     end
-  elseif redis.call('exists', lock) == 1 and redis.call('hexists', lock, owner) == 0 then
-    return {0, redis.call('pttl', lock), i}
+  else
+    local value = redis.call('get', lock)
+    if value and string.match(value, '^(%S+) ') ~= owner then
+      return {0, redis.call('pttl', lock), i}
+    end
   end
 end
 
@@ -101,8 +105,12 @@ for i, lock in ipairs(KEYS) do
   if ARGV[2 * i] == 'simple' then
     redis.call('set', lock, owner, 'PX', lease)
   else
-    redis.call('hincrby', lock, owner, 1)
-    redis.call('pexpire', lock, lease)
+    local holds = 1
+    local value = redis.call('get', lock)
+    if value then
+      holds = tonumber(string.match(value, '^%S+ (%d+)')) + 1
+    end
+    redis.call('set', lock, owner .. ' ' .. holds, 'PX', lease)
   end
 end
 return {1, #KEYS}
@@ -112,7 +120,7 @@ return {1, #KEYS}
 // multiReleaseScript is lockgen's templates/multi_release.lua.
 var multiReleaseScript = lockrt.Script{
 	Name: "multi_release",
-	SHA1: "c0d3d975a664f26584ec1a5e7546db9b44951364",
+	SHA1: "12476e319b314497755303baa18b2e877aa59ac4",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took).
 -- KEYS the lock keys, each once
@@ -133,12 +141,16 @@ for i, lock in ipairs(KEYS) do
       redis.call('del', lock)
       code = 0
     end
-  elseif redis.call('hexists', lock, owner) == 1 then
-    code = redis.call('hincrby', lock, owner, -1)
-    if code > 0 then
-      redis.call('pexpire', lock, lease)
-    else
-      redis.call('del', lock)
+  else
+    local value = redis.call('get', lock)
+    local holder, holds = string.match(value or '', '^(%S+) (%d+)$')
+    if holder == owner then
+      code = tonumber(holds) - 1
+      if code > 0 then
+        redis.call('set', lock, owner .. ' ' .. code, 'PX', lease)
+      else
+        redis.call('del', lock)
+      end
     end
   end
   if code == 0 then
