@@ -48,6 +48,28 @@
 //	...                    // assert what clients see
 //	if err := n.Restart(); err != nil { t.Fatal(err) }
 //
+// # Sentinel
+//
+// NewSentinel (StartSentinel outside tests) starts a primary, one replica
+// and one sentinel (redis-server --sentinel, quorum 1, down-after 1s)
+// monitoring them, in about 250ms; it returns once the replica is in sync
+// and the sentinel could promote it. Client returns a go-redis failover
+// client, which asks the sentinel for the primary and follows it. Failover
+// promotes the replica through the sentinel, demotes the former primary at
+// once, and swaps Primary and Replica; it takes about a second.
+//
+//	func TestLockOnSentinel(t *testing.T) {
+//		s := redistest.NewSentinel(t)
+//		rdb := s.Client()                // redis.NewFailoverClient
+//		...
+//		if err := s.Failover(ctx); err != nil { t.Fatal(err) }
+//		...                              // rdb now talks to s.Primary
+//	}
+//
+// Replication stays asynchronous: a write acknowledged just before a
+// failover can be missing on the new primary. Use WAIT when a test needs
+// it on the replica first.
+//
 // # In a TestMain
 //
 // To share one server (or cluster) between all tests of a package, start it
@@ -68,8 +90,8 @@
 //	}
 //
 // Outside tests (a benchmark driver, a local playground), use Start,
-// StartNodes and StartCluster directly and call Close (Nodes) or Stop
-// (Cluster) when done.
+// StartNodes, StartCluster and StartSentinel directly and call Close (Nodes,
+// Sentinel) or Stop (Cluster) when done.
 //
 // # Lifetimes and leaks
 //
