@@ -164,9 +164,15 @@ func start(cfg config) (*Node, error) {
 		)
 	}
 	n.args = append(n.args, cfg.args...)
+	return n.launchOnFreePort(cfg.cluster)
+}
 
+// launchOnFreePort starts n on a free port, trying another when the one
+// picked was taken meanwhile. On failure it removes n's directory.
+func (n *Node) launchOnFreePort(cluster bool) (*Node, error) {
+	var err error
 	for range startAttempts {
-		if n.Port, err = freePort(cfg.cluster); err != nil {
+		if n.Port, err = freePort(cluster); err != nil {
 			break
 		}
 		n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Port))
@@ -175,7 +181,7 @@ func start(cfg config) (*Node, error) {
 		}
 	}
 	if err != nil {
-		os.RemoveAll(dir)
+		os.RemoveAll(n.Dir)
 		return nil, err
 	}
 	return n, nil

@@ -156,20 +156,7 @@ func startSentinelNode(name string, primary *Node) (*Node, error) {
 		"--logfile", filepath.Join(dir, "redis.log"),
 		"--daemonize", "no",
 	}}
-	for range startAttempts {
-		if n.Port, err = freePort(false); err != nil {
-			break
-		}
-		n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Port))
-		if err = n.launch(); !errors.Is(err, errAddrInUse) {
-			break
-		}
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	return n, nil
+	return n.launchOnFreePort(false)
 }
 
 // shQuote quotes s for sh.
