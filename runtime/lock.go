@@ -151,14 +151,39 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // context.Canceled after Unlock. Do the guarded work under Context() so a
 // lost lock stops it.
 type Lease struct {
+	hold
 	lock  *Lock
 	owner string
-	ctx   context.Context
-	end   context.CancelCauseFunc
 	token int64 // fenced locks: the hold's fencing token
+}
 
-	mu       sync.Mutex
-	unlocked bool
+// hold is what a lease and a permit share: the context that ends with the
+// hold, and giving the hold up once.
+type hold struct {
+	ctx context.Context
+	end context.CancelCauseFunc
+
+	mu   sync.Mutex
+	gone bool // given up
+}
+
+// cancel ends the hold's context with cause; the watchdog calls it.
+func (h *hold) cancel(cause error) { h.end(cause) }
+
+// giveUp marks the hold given up and ends its context. It reports whether
+// the hold was known to be lost, and ok false when it had been given up
+// before.
+func (h *hold) giveUp() (lost, ok bool) {
+	h.mu.Lock()
+	if h.gone {
+		h.mu.Unlock()
+		return false, false
+	}
+	h.gone = true
+	h.mu.Unlock()
+	lost = errors.Is(context.Cause(h.ctx), ErrLockLost)
+	h.end(nil)
+	return lost, true
 }
 
 func (l *Lock) newLease(parent context.Context, owner string, start time.Time) (*Lease, error) {
@@ -186,9 +211,6 @@ func fixedLeaseContext(parent context.Context, deadline time.Time, cause error) 
 
 // held identifies the lease's hold for the watchdog.
 func (le *Lease) held() heldKey { return heldKey{le.lock.key, le.lock.mode + le.owner} }
-
-// cancel ends the lease's context with cause; the watchdog calls it.
-func (le *Lease) cancel(cause error) { le.end(cause) }
 
 // renewal says how the watchdog renews owner's hold of l.
 func (l *Lock) renewal(owner string) renewal {
@@ -222,20 +244,14 @@ func (le *Lease) Token() int64 { return le.token }
 // when the lease was known to be lost, or a Redis error (the lock then
 // expires after its lease).
 func (le *Lease) Unlock(ctx context.Context) error {
-	le.mu.Lock()
-	if le.unlocked {
-		le.mu.Unlock()
+	lost, ok := le.giveUp()
+	if !ok {
 		return ErrNotHeld
 	}
-	le.unlocked = true
-	le.mu.Unlock()
-
 	l := le.lock
 	if l.def.Renew {
 		l.c.wd.remove(le.held(), le)
 	}
-	lost := errors.Is(context.Cause(le.ctx), ErrLockLost)
-	le.end(nil)
 	n, err := l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.args(le.owner, l.def.Lease.Milliseconds(), l.channel())...).Int()
 	switch {
 	case err != nil:

@@ -263,7 +263,7 @@ func (m *MultiLock) attempt(ctx context.Context, owner string) (*MultiLease, int
 			le, err := l.newLease(octx, owner, start)
 			if err != nil { // the client was closed meanwhile
 				for _, le := range leases {
-					le.unlocked = true
+					le.gone = true // never handed out
 					if le.lock.def.Renew {
 						le.lock.c.wd.remove(le.held(), le)
 					}
@@ -340,19 +340,15 @@ func (ml *MultiLease) Unlock(ctx context.Context) error {
 		errs  []error
 	)
 	for _, le := range ml.leases {
-		le.mu.Lock()
-		done := le.unlocked
-		le.unlocked = true
-		le.mu.Unlock()
-		if done {
+		wasLost, ok := le.giveUp()
+		if !ok {
 			errs = append(errs, fmt.Errorf("lockgen: releasing %s: %w", le.lock.key, ErrNotHeld))
 			continue
 		}
 		if le.lock.def.Renew {
 			le.lock.c.wd.remove(le.held(), le)
 		}
-		lost = append(lost, errors.Is(context.Cause(le.ctx), ErrLockLost))
-		le.end(nil)
+		lost = append(lost, wasLost)
 		locks = append(locks, le.lock)
 	}
 	if len(locks) == 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/lockgen/lockgen/internal/keys"
@@ -259,14 +258,10 @@ func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int) (int, e
 // closed, and context.Canceled after Release. Do the guarded work under
 // Context() so a lost permit stops it.
 type Permit struct {
+	hold
 	sem   *Semaphore
 	owner string
 	n     int
-	ctx   context.Context
-	end   context.CancelCauseFunc
-
-	mu       sync.Mutex
-	released bool
 }
 
 func (s *Semaphore) newPermit(parent context.Context, owner string, n int, start time.Time) (*Permit, error) {
@@ -323,20 +318,14 @@ func (p *Permit) Semaphore() *Semaphore { return p.sem }
 // longer exists, ErrPermitLost when the permit was known to be lost, or a
 // Redis error (the hold then expires after its lease).
 func (p *Permit) Release(ctx context.Context) error {
-	p.mu.Lock()
-	if p.released {
-		p.mu.Unlock()
+	lost, ok := p.giveUp()
+	if !ok {
 		return ErrPermitNotHeld
 	}
-	p.released = true
-	p.mu.Unlock()
-
 	s := p.sem
 	if s.def.Renew {
 		s.c.wd.remove(p.held(), p)
 	}
-	lost := errors.Is(context.Cause(p.ctx), ErrLockLost)
-	p.end(nil)
 	n, err := s.c.eval(ctx, s.def.Scripts.Release, []string{s.key, s.counts()}, p.owner, s.channel()).Int()
 	switch {
 	case err != nil:
