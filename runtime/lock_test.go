@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -536,6 +537,52 @@ func TestPreloadDetectsMismatch(t *testing.T) {
 		s.SHA1 = "0000000000000000000000000000000000000000"
 		if err := c.Preload(context.Background(), &s); !errors.Is(err, lockrt.ErrScriptMismatch) {
 			t.Fatalf("err = %v, want ErrScriptMismatch", err)
+		}
+	})
+}
+
+// TestWatchdogBatches: the watchdog renews every held lock of a client in
+// one pipeline per round, not one round trip per lock.
+func TestWatchdogBatches(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		const locks = 50
+		rdb := b.new()
+		defer rdb.Close()
+		c := lockrt.New(rdb)
+		defer c.Close()
+		d := def(t, lockrt.Reentrant, 900*time.Millisecond, true, 0)
+		var leases []*lockrt.Lease
+		for i := range locks {
+			le, err := c.Lock(d, key(t, strconv.Itoa(i))).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leases = append(leases, le)
+		}
+		h := &countHook{}
+		rdb.AddHook(h)
+		time.Sleep(time.Second) // three renewal rounds at lease/3
+		trips := h.n.Load()
+		for i, le := range leases {
+			if err := le.Context().Err(); err != nil {
+				t.Fatalf("lease %d lost: %v", i, context.Cause(le.Context()))
+			}
+		}
+		// One pipeline per round (a cluster client runs one per node):
+		// far fewer than the 150 one-by-one renewals would take.
+		limit := int64(10)
+		if b.name == "cluster" {
+			limit = 30
+		}
+		if trips == 0 || trips > limit {
+			t.Fatalf("%d round trips renewed %d locks for 1s, want 1..%d", trips, locks, limit)
+		}
+		t.Logf("%d round trips renewed %d locks for 1s", trips, locks)
+		for _, le := range leases {
+			if err := le.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }
