@@ -9,8 +9,6 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/imports"
@@ -62,7 +60,7 @@ func Generate(s *spec.Spec, opts Options) ([]File, error) {
 		return nil, err
 	}
 	if len(g.diags) > 0 {
-		slices.SortStableFunc(g.diags, comparePos)
+		g.diags.Sort()
 		return nil, g.diags
 	}
 	scripts, err := loadScripts(g.scriptNames(), sourceOf)
@@ -137,17 +135,6 @@ func (g *generator) ident(name string) string {
 // errorAt records a problem with the spec.
 func (g *generator) errorAt(pos spec.Pos, hint, format string, args ...any) {
 	g.diags = append(g.diags, spec.Diagnostic{Pos: pos, Msg: fmt.Sprintf(format, args...), Hint: hint})
-}
-
-func comparePos(a, b spec.Diagnostic) int {
-	switch {
-	case a.Pos.File != b.Pos.File:
-		return strings.Compare(a.Pos.File, b.Pos.File)
-	case a.Pos.Line != b.Pos.Line:
-		return a.Pos.Line - b.Pos.Line
-	default:
-		return a.Pos.Col - b.Pos.Col
-	}
 }
 
 // sourceName is how the generated code names its spec.

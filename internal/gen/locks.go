@@ -168,15 +168,7 @@ func (g *generator) renderLock(f *jen.File, l *lock) {
 		field("Name", jen.Lit(l.Name)),
 		field("Kind", jen.Qual(runtimePath, lockKinds[l.Kind])),
 	}
-	if l.Lease != 0 {
-		def = append(def, field("Lease", durationExpr(l.Lease)))
-	}
-	if l.Renew {
-		def = append(def, field("Renew", jen.True()))
-	}
-	if l.Wait != 0 {
-		def = append(def, field("Wait", durationExpr(l.Wait)))
-	}
+	def = append(def, holdFields(l.Lease, l.Renew, l.Wait)...)
 	def = append(def, field("Scripts", jen.Op("&").Id(lockScriptsVar(l.Kind))))
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),

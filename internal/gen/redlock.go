@@ -73,16 +73,7 @@ func (g *generator) renderRedLock(f *jen.File, l *lock) {
 		)),
 	)
 
-	def := []jen.Code{field("Name", jen.Lit(l.Name))}
-	if l.Lease != 0 {
-		def = append(def, field("Lease", durationExpr(l.Lease)))
-	}
-	if l.Renew {
-		def = append(def, field("Renew", jen.True()))
-	}
-	if l.Wait != 0 {
-		def = append(def, field("Wait", durationExpr(l.Wait)))
-	}
+	def := append([]jen.Code{field("Name", jen.Lit(l.Name))}, holdFields(l.Lease, l.Renew, l.Wait)...)
 	def = append(def, field("Scripts", jen.Op("&").Id(lockScriptsVar(l.Kind))))
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),

@@ -118,14 +118,8 @@ func (g *generator) renderSemaphore(f *jen.File, s *semaphore) {
 	def := []jen.Code{
 		field("Name", jen.Lit(s.Name)),
 		field("Permits", jen.Lit(s.Permits)),
-		field("Lease", durationExpr(s.Lease)),
 	}
-	if s.Renew {
-		def = append(def, field("Renew", jen.True()))
-	}
-	if s.Wait != 0 {
-		def = append(def, field("Wait", durationExpr(s.Wait)))
-	}
+	def = append(def, holdFields(s.Lease, s.Renew, s.Wait)...)
 	def = append(def, field("Scripts", jen.Op("&").Id(semaphoreScriptsVar)))
 	f.Var().Defs(
 		jen.Id(s.keyVar()).Op("=").Add(keyDef(ns, s.Object)),

@@ -37,9 +37,9 @@ func (ds Diagnostics) Error() string {
 	return b.String()
 }
 
-// sort orders ds by file, line and column, keeping the order in which
+// Sort orders ds by file, line and column, keeping the order in which
 // problems at one position were found.
-func (ds Diagnostics) sort() {
+func (ds Diagnostics) Sort() {
 	slices.SortStableFunc(ds, func(a, b Diagnostic) int {
 		switch {
 		case a.Pos.File != b.Pos.File:

@@ -58,15 +58,7 @@ func parseLock(p *parser, s *Spec, e entry) {
 	if v, n, ok := f.oneOf("kind", kinds); ok {
 		l.Kind, l.KindPos = LockKind(v), p.pos(n)
 	}
-	if v, ok := f.duration("lease", false); ok {
-		l.Lease = v
-	}
-	if v, ok := f.boolean("renew"); ok {
-		l.Renew = v
-	}
-	if v, ok := f.duration("wait", true); ok {
-		l.Wait = v
-	}
+	f.hold(&l.Lease, &l.Renew, &l.Wait)
 	s.Locks = append(s.Locks, l)
 }
 
@@ -81,15 +73,7 @@ func parseSemaphore(p *parser, s *Spec, e entry) {
 	} else {
 		f.missing("permits", "how many may hold it at once, e.g. permits: 4")
 	}
-	if v, ok := f.duration("lease", false); ok {
-		m.Lease = v
-	}
-	if v, ok := f.boolean("renew"); ok {
-		m.Renew = v
-	}
-	if v, ok := f.duration("wait", true); ok {
-		m.Wait = v
-	}
+	f.hold(&m.Lease, &m.Renew, &m.Wait)
 	s.Semaphores = append(s.Semaphores, m)
 }
 

@@ -62,7 +62,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 	p := &parser{file: file, src: data, names: map[string]declared{}, reported: map[Diagnostic]bool{}}
 	s := p.parse()
 	if len(p.diags) > 0 {
-		p.diags.sort()
+		p.diags.Sort()
 		return nil, p.diags
 	}
 	return s, nil

@@ -351,6 +351,21 @@ func (f *fields) integer(name string, lo int) (int, bool) {
 }
 
 // boolean reads a true/false field.
+// hold reads the lease, renew and wait fields of something held (a lock,
+// a semaphore) into what is given, leaving the defaults where a field is
+// absent or wrong (a wrong one is reported).
+func (f *fields) hold(lease *time.Duration, renew *bool, wait *time.Duration) {
+	if v, ok := f.duration("lease", false); ok {
+		*lease = v
+	}
+	if v, ok := f.boolean("renew"); ok {
+		*renew = v
+	}
+	if v, ok := f.duration("wait", true); ok {
+		*wait = v
+	}
+}
+
 func (f *fields) boolean(name string) (bool, bool) {
 	e, ok := f.get(name)
 	if !ok {
