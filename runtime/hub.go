@@ -10,15 +10,11 @@ import (
 
 // hub multiplexes every wait of one client onto one pub/sub connection.
 // Channels are reference-counted: the first waiter subscribes, the last
-// one leaves. A waiter joins the channel's queue before it tries to
-// acquire and then waits for its signal, so a release published after the
-// attempt always wakes it. A message wakes one waiter of the client (the
-// longest waiting one that has no signal pending), not all: only one can
-// take the lock, and a woken waiter that leaves without it passes its
-// signal on. A message whose payload is "all" wakes every waiter (for
-// kinds where several can proceed, such as readers). go-redis resubscribes
-// after a reconnect; the hub then wakes every waiter of the channel,
-// because messages may have been lost while disconnected.
+// one leaves. This file is the connection layer: subscribing, confirming,
+// lingering, reconnecting. Who is woken by a message is waiters.go's
+// business (deliver); after a reconnect go-redis resubscribes and the hub
+// wakes every waiter of the channel (broadcast), because messages may have
+// been lost while disconnected.
 type hub struct {
 	rdb redis.UniversalClient
 
@@ -38,14 +34,6 @@ type subscription struct {
 	waiters []*waiter   // in arrival order
 	linger  *time.Timer // drops the channel once it has been unused for linger
 }
-
-// waiter is one goroutine waiting on a subscription.
-type waiter struct {
-	signal chan struct{} // capacity 1: a pending wake-up
-}
-
-// WakeAll is the message payload that wakes every waiter of a channel.
-const wakeAll = "all"
 
 func newHub(rdb redis.UniversalClient) *hub {
 	return &hub{rdb: rdb, subs: map[string]*subscription{}, pending: map[string]int{}, done: make(chan struct{})}
@@ -126,35 +114,6 @@ func (h *hub) drop(s *subscription) {
 	_ = h.ps.Unsubscribe(context.Background(), s.channel)
 }
 
-// join queues a new waiter on s.
-func (h *hub) join(s *subscription) *waiter {
-	w := &waiter{signal: make(chan struct{}, 1)}
-	h.mu.Lock()
-	s.waiters = append(s.waiters, w)
-	h.mu.Unlock()
-	return w
-}
-
-// leave removes w from s; a wake-up w received but did not use (it leaves
-// without the lock) goes to the next waiter.
-func (h *hub) leave(s *subscription, w *waiter, used bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i, x := range s.waiters {
-		if x == w {
-			s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
-			break
-		}
-	}
-	select {
-	case <-w.signal:
-		if !used {
-			h.wakeOne(s)
-		}
-	default:
-	}
-}
-
 // closedCh is closed when the hub is closed.
 func (h *hub) closedCh() <-chan struct{} { return h.done }
 
@@ -164,11 +123,7 @@ func (h *hub) receive(msgs <-chan any) {
 		case *redis.Message:
 			h.mu.Lock()
 			if s := h.subs[m.Channel]; s != nil {
-				if m.Payload == wakeAll {
-					h.broadcast(s)
-				} else {
-					h.wakeOne(s)
-				}
+				h.deliver(s, m.Payload)
 			}
 			h.mu.Unlock()
 		case *redis.Subscription:
@@ -203,34 +158,6 @@ func (h *hub) confirmed(m *redis.Subscription) {
 	}
 }
 
-// broadcast wakes every waiter of s. h.mu must be held.
-func (h *hub) broadcast(s *subscription) {
-	for _, w := range s.waiters {
-		w.wake()
-	}
-}
-
-// wakeOne wakes the first waiter of s without a pending wake-up. h.mu must
-// be held.
-func (h *hub) wakeOne(s *subscription) {
-	for _, w := range s.waiters {
-		if w.wake() {
-			return
-		}
-	}
-}
-
-// wake gives w a wake-up unless it has one pending; it reports whether it
-// did.
-func (w *waiter) wake() bool {
-	select {
-	case w.signal <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
 func (h *hub) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -243,3 +170,9 @@ func (h *hub) close() {
 		_ = h.ps.Close()
 	}
 }
+
+// publishCmd is the command that scripts publish wake-ups with, passed to
+// them as an argument: "publish" (classic pub/sub) or "spublish" (sharded
+// pub/sub, Redis Cluster >= 7.0). The choice is made once per client (see
+// the hub); every script that publishes takes it from here.
+func (c *Client) publishCmd() string { return "publish" }
