@@ -38,7 +38,7 @@ func keyDef(namespace string, o spec.Object) jen.Code {
 	}
 	return jen.Qual(runtimePath, "KeyDef").Values(
 		field("Namespace", jen.Lit(namespace)),
-		field("Object", jen.Lit(o.Name)),
+		field("Object", jen.Lit(o.Identity())),
 		field("Literals", jen.Index().String().Values(lits...)),
 	)
 }
@@ -47,7 +47,7 @@ func keyDef(namespace string, o spec.Object) jen.Code {
 // shop:{Order:order:<orderID>} (see package keys for the encoding).
 func keyDoc(namespace string, o spec.Object) string {
 	var b strings.Builder
-	b.WriteString(namespace + ":{" + o.Name + ":")
+	b.WriteString(namespace + ":{" + o.Identity() + ":")
 	for i, l := range o.Key.Literals {
 		b.WriteString(l)
 		if i < len(o.Key.Params) {

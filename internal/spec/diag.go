@@ -40,14 +40,17 @@ func (ds Diagnostics) Error() string {
 // Sort orders ds by file, line and column, keeping the order in which
 // problems at one position were found.
 func (ds Diagnostics) Sort() {
-	slices.SortStableFunc(ds, func(a, b Diagnostic) int {
-		switch {
-		case a.Pos.File != b.Pos.File:
-			return strings.Compare(a.Pos.File, b.Pos.File)
-		case a.Pos.Line != b.Pos.Line:
-			return a.Pos.Line - b.Pos.Line
-		default:
-			return a.Pos.Col - b.Pos.Col
-		}
-	})
+	slices.SortStableFunc(ds, func(a, b Diagnostic) int { return comparePos(a.Pos, b.Pos) })
+}
+
+// comparePos orders positions by file, line and column.
+func comparePos(a, b Pos) int {
+	switch {
+	case a.File != b.File:
+		return strings.Compare(a.File, b.File)
+	case a.Line != b.Line:
+		return a.Line - b.Line
+	default:
+		return a.Col - b.Col
+	}
 }

@@ -72,11 +72,19 @@
 //
 // An object's name is an exported Go identifier (it starts with an
 // upper-case letter), unique across all sections: it names the generated
-// Go API and is part of every key of the object. Every object has these
-// fields:
+// Go API and, unless id says otherwise, is part of every key of the
+// object. Every object has these fields:
 //
 //	description  optional  Documents the object; becomes the doc comment of
 //	                       the generated code.
+//	id           optional  The object's key identity: the name its keys
+//	                       carry instead of the Go name, so that the Go name
+//	                       can change without moving the keys. Set it to
+//	                       the old name when renaming: id: Order. An
+//	                       exported Go identifier, unique across all
+//	                       sections and different from the other objects'
+//	                       names (an object without id has its name as
+//	                       identity). lockgen check -base suggests it.
 //	key          required  The key pattern, see Keys.
 //	params       optional  Maps each placeholder of the key to its Go type,
 //	                       see Keys. Required when the key has placeholders.
@@ -177,13 +185,15 @@
 //
 // The Redis key of an object instance is
 //
-//	<namespace>:{<Name>:<pattern with escaped values>}
+//	<namespace>:{<identity>:<pattern with escaped values>}
 //
-// (see package internal/keys). Every key of one object shares that hash
-// tag, so it works on Redis Cluster. Two objects cannot have overlapping
-// key spaces: the object name is part of every key and names are unique,
-// and values are escaped so that no two value tuples give the same key.
-// So the spec needs no overlap check beyond unique names.
+// where the identity is the object's id, or its name (see package
+// internal/keys). Every key of one object shares that hash tag, so it
+// works on Redis Cluster. Two objects cannot have overlapping key spaces:
+// the identity is part of every key and identities are unique, and values
+// are escaped so that no two value tuples give the same key. So a spec
+// needs no overlap check beyond unique identities; two specs with the
+// same namespace do, and lockgen check ./... makes it.
 //
 // # Sharing settings
 //

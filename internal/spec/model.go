@@ -28,6 +28,9 @@ type Spec struct {
 	Namespace string // first segment of every key
 	Output    string // generated file name, relative to the spec's directory
 	Defaults  Defaults
+	// Fields holds the positions of the top-level fields written in the
+	// file ("namespace", "locks", ...), at their values.
+	Fields map[string]Pos
 
 	Locks      []*Lock
 	Semaphores []*Semaphore
@@ -45,9 +48,34 @@ type Defaults struct {
 // Object is what every declared object has.
 type Object struct {
 	Name        string // exported Go name, unique across the spec
+	Section     string // "locks", "queues", ... (see Kinds)
 	Description string // becomes the doc comment; may be empty
 	Pos         Pos    // position of the name
-	Key         Key
+	// ID is the object's key identity when the spec sets id: (the name
+	// of the object inside every key's hash tag), so that the Go name
+	// can change without moving keys. Empty means Name.
+	ID  string
+	Key Key
+	// Fields holds the positions of the fields written in the spec, at
+	// their values, by field name.
+	Fields map[string]Pos
+}
+
+// Identity is the object's name inside its keys: ID, or else Name.
+func (o *Object) Identity() string {
+	if o.ID != "" {
+		return o.ID
+	}
+	return o.Name
+}
+
+// FieldPos returns the position of a field's value, or the object's
+// position when the field is not written (it has its default).
+func (o *Object) FieldPos(name string) Pos {
+	if p, ok := o.Fields[name]; ok {
+		return p
+	}
+	return o.Pos
 }
 
 // Key is an object's key pattern with its typed params.
@@ -105,27 +133,27 @@ var LockKinds = []LockKind{Reentrant, Fair, ReadWrite, Fenced, Simple, RedLock}
 // Lock is an entry of locks:.
 type Lock struct {
 	Object
-	Kind    LockKind
+	Kind    LockKind `spec:"kind"`
 	KindPos Pos
-	Lease   time.Duration // TTL on the key while held
-	Renew   bool          // the watchdog extends the lease while held
-	Wait    time.Duration // default wait of Lock
+	Lease   time.Duration `spec:"lease"` // TTL on the key while held
+	Renew   bool          `spec:"renew"` // the watchdog extends the lease while held
+	Wait    time.Duration `spec:"wait"`  // default wait of Lock
 }
 
 // Semaphore is an entry of semaphores:.
 type Semaphore struct {
 	Object
-	Permits int
-	Lease   time.Duration
-	Renew   bool
-	Wait    time.Duration
+	Permits int           `spec:"permits"`
+	Lease   time.Duration `spec:"lease"`
+	Renew   bool          `spec:"renew"`
+	Wait    time.Duration `spec:"wait"`
 }
 
 // Latch is an entry of latches:.
 type Latch struct {
 	Object
-	Count  int
-	Expire time.Duration // how long a latch key lives after it was set; default 24h
+	Count  int           `spec:"count"`
+	Expire time.Duration `spec:"expire"` // how long a latch key lives after it was set; default 24h
 }
 
 // Limiter algorithms.
@@ -144,21 +172,21 @@ const (
 // Limiter is an entry of limiters:.
 type Limiter struct {
 	Object
-	Algorithm string
-	Rate      int
-	Per       time.Duration
-	Burst     int
-	Scope     string
+	Algorithm string        `spec:"algorithm"`
+	Rate      int           `spec:"rate"`
+	Per       time.Duration `spec:"per"`
+	Burst     int           `spec:"burst"`
+	Scope     string        `spec:"scope"`
 }
 
 // Queue is an entry of queues:.
 type Queue struct {
 	Object
-	Payload    PayloadType
+	Payload    PayloadType `spec:"payload"`
 	PayloadPos Pos
-	Codec      string // "json" (default)
-	Delay      bool
-	Reliable   *Reliable // nil when not reliable
+	Codec      string    `spec:"codec"` // "json" (default)
+	Delay      bool      `spec:"delay"`
+	Reliable   *Reliable `spec:"reliable"` // nil when not reliable
 }
 
 // PayloadType names a Go type by import path.
@@ -176,6 +204,6 @@ func (t PayloadType) String() string {
 
 // Reliable configures acknowledged delivery.
 type Reliable struct {
-	Visibility    time.Duration
-	MaxDeliveries int
+	Visibility    time.Duration `spec:"visibility"`
+	MaxDeliveries int           `spec:"maxDeliveries"`
 }

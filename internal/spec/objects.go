@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"go/token"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,38 +16,8 @@ import (
 
 // This file reads the objects of the five sections.
 
-// section is one of locks:, semaphores:, latches:, limiters:, queues:.
-type section struct {
-	kind    string // "lock"
-	example string // for hints
-	parse   func(p *parser, s *Spec, e entry)
-}
-
-// sectionKinds maps section names to the kind of their objects.
-var sectionKinds = map[string]string{
-	"locks": "lock", "semaphores": "semaphore", "latches": "latch", "limiters": "limiter", "queues": "queue",
-}
-
-var sections = map[string]section{
-	"locks":      {"lock", `Order: { key: "order:{orderID}", params: { orderID: int64 } }`, parseLock},
-	"semaphores": {"semaphore", `Export: { key: "export:{tenant}", params: { tenant: string }, permits: 4 }`, parseSemaphore},
-	"latches":    {"latch", `Warmup: { key: "warmup:{job}", params: { job: string }, count: 3 }`, parseLatch},
-	"limiters":   {"limiter", `API: { key: "api:{userID}", params: { userID: string }, algorithm: gcra, rate: 100, per: 1m }`, parseLimiter},
-	"queues":     {"queue", `OrderClose: { key: "order-close", payload: example.com/orders.CloseRequest }`, parseQueue},
-}
-
-// The fields of each object kind, in the order the docs give them.
-var (
-	lockFields      = []string{"description", "kind", "key", "params", "lease", "renew", "wait"}
-	semaphoreFields = []string{"description", "key", "params", "permits", "lease", "renew", "wait"}
-	latchFields     = []string{"description", "key", "params", "count", "expire"}
-	limiterFields   = []string{"description", "key", "params", "algorithm", "rate", "per", "burst", "scope"}
-	queueFields     = []string{"description", "key", "params", "payload", "codec", "delay", "reliable"}
-	reliableFields  = []string{"visibility", "maxDeliveries"}
-)
-
-func parseLock(p *parser, s *Spec, e entry) {
-	o, f, ok := p.object("lock", e, lockFields)
+func parseLock(p *parser, s *Spec, k *Kind, e entry) {
+	o, f, ok := p.object(k, e)
 	if !ok {
 		return
 	}
@@ -62,8 +33,8 @@ func parseLock(p *parser, s *Spec, e entry) {
 	s.Locks = append(s.Locks, l)
 }
 
-func parseSemaphore(p *parser, s *Spec, e entry) {
-	o, f, ok := p.object("semaphore", e, semaphoreFields)
+func parseSemaphore(p *parser, s *Spec, k *Kind, e entry) {
+	o, f, ok := p.object(k, e)
 	if !ok {
 		return
 	}
@@ -77,8 +48,8 @@ func parseSemaphore(p *parser, s *Spec, e entry) {
 	s.Semaphores = append(s.Semaphores, m)
 }
 
-func parseLatch(p *parser, s *Spec, e entry) {
-	o, f, ok := p.object("latch", e, latchFields)
+func parseLatch(p *parser, s *Spec, k *Kind, e entry) {
+	o, f, ok := p.object(k, e)
 	if !ok {
 		return
 	}
@@ -94,8 +65,8 @@ func parseLatch(p *parser, s *Spec, e entry) {
 	s.Latches = append(s.Latches, l)
 }
 
-func parseLimiter(p *parser, s *Spec, e entry) {
-	o, f, ok := p.object("limiter", e, limiterFields)
+func parseLimiter(p *parser, s *Spec, k *Kind, e entry) {
+	o, f, ok := p.object(k, e)
 	if !ok {
 		return
 	}
@@ -127,8 +98,8 @@ func parseLimiter(p *parser, s *Spec, e entry) {
 	s.Limiters = append(s.Limiters, l)
 }
 
-func parseQueue(p *parser, s *Spec, e entry) {
-	o, f, ok := p.object("queue", e, queueFields)
+func parseQueue(p *parser, s *Spec, k *Kind, e entry) {
+	o, f, ok := p.object(k, e)
 	if !ok {
 		return
 	}
@@ -153,7 +124,7 @@ func parseQueue(p *parser, s *Spec, e entry) {
 		if r.val.Kind != yaml.MappingNode {
 			p.errorf(r.at, "for example reliable: { visibility: 30s, maxDeliveries: 5 }", "%s: reliable must be a mapping, not %s", f.what, describe(r.val))
 		} else {
-			rf := p.fieldsOf(r.val, f.what+": reliable", r.key, reliableFields)
+			rf := p.fieldsOf(r.val, f.what+": reliable", r.key, k.Extra["reliable"])
 			q.Reliable = &Reliable{MaxDeliveries: DefaultMaxDeliveries}
 			if v, ok := rf.duration("visibility", false); ok {
 				q.Reliable.Visibility = v
@@ -170,16 +141,13 @@ func parseQueue(p *parser, s *Spec, e entry) {
 
 // object reads a declaration's name and the fields every object has. It
 // returns ok false when the declaration is not a mapping.
-func (p *parser) object(kind string, e entry, allowed []string) (Object, *fields, bool) {
-	o := Object{Name: e.name, Pos: p.pos(e.key)}
+func (p *parser) object(k *Kind, e entry) (Object, *fields, bool) {
+	kind := k.Noun
+	o := Object{Name: e.name, Section: k.Section, Pos: p.pos(e.key)}
 	what := kind + " " + e.name
 	switch first, dup := p.names[e.name]; {
 	case !isExported(e.name):
-		hint := "names are exported Go identifiers, e.g. Order"
-		if r, size := utf8.DecodeRuneInString(e.name); keys.IsIdent(e.name) && unicode.IsLower(r) {
-			hint = fmt.Sprintf("start it with an upper-case letter: %s", string(unicode.ToUpper(r))+e.name[size:])
-		}
-		p.errorf(e.key, hint, "%s name %q is not an exported Go identifier", kind, e.name)
+		p.errorf(e.key, nameHint(e.name), "%s name %q is not an exported Go identifier", kind, e.name)
 		what = fmt.Sprintf("%s %q", kind, e.name)
 	case dup:
 		p.errorf(e.key, fmt.Sprintf("first declared as a %s at line %d; names are unique across all sections", first.kind, first.pos.Line), "duplicate name %s", e.name)
@@ -194,12 +162,65 @@ func (p *parser) object(kind string, e entry, allowed []string) (Object, *fields
 		}
 		return o, nil, false
 	}
-	f := p.fieldsOf(e.val, what, e.key, allowed)
+	f := p.fieldsOf(e.val, what, e.key, k.FieldNames())
+	o.Fields = make(map[string]Pos, len(f.list))
+	for _, fe := range f.list {
+		o.Fields[fe.name] = p.pos(fe.at)
+	}
 	if v, _, ok := f.str("description"); ok {
 		o.Description = strings.TrimSpace(v)
 	}
+	if v, n, ok := f.str("id"); ok {
+		if isExported(v) {
+			o.ID = v
+		} else {
+			p.errorf(n, nameHint(v)+"; an id is the name the object's keys carry, usually its old name", "%s: id %q is not an exported Go identifier", what, v)
+		}
+	}
 	o.Key = p.key(f)
 	return o, f, true
+}
+
+// nameHint says how to make s an exported Go identifier.
+func nameHint(s string) string {
+	if r, size := utf8.DecodeRuneInString(s); keys.IsIdent(s) && unicode.IsLower(r) {
+		return fmt.Sprintf("start it with an upper-case letter: %s", string(unicode.ToUpper(r))+s[size:])
+	}
+	return "names are exported Go identifiers, e.g. Order"
+}
+
+// checkIdentities reports two objects whose keys would carry the same
+// identity: an id equal to another object's id, or to the name of an
+// object without id. Names are unique already, so only ids can clash.
+func (p *parser) checkIdentities(s *Spec) {
+	all := s.Objects()
+	slices.SortFunc(all, func(a, b Obj) int { return comparePos(a.Common().Pos, b.Common().Pos) })
+	seen := map[string]*Object{}
+	for _, x := range all {
+		o := x.Common()
+		first, dup := seen[o.Identity()]
+		if dup && first.ID == "" && o.ID == "" {
+			continue // a duplicate name, reported as such
+		}
+		if !dup {
+			seen[o.Identity()] = o
+			continue
+		}
+		at, other := o, first
+		if o.ID == "" { // the clash is the earlier object's id
+			at, other = first, o
+		}
+		p.errorAt(at.FieldPos("id"), fmt.Sprintf("%s at line %d has the same keys; ids are unique and differ from the other objects' names", describeObj(other), other.Pos.Line),
+			"%s: id %s is also the key identity of %s", describeObj(at), at.ID, describeObj(other))
+	}
+}
+
+// describeObj names an object for messages: "lock Order".
+func describeObj(o *Object) string {
+	if k := KindOf(o.Section); k != nil {
+		return k.Noun + " " + o.Name
+	}
+	return o.Name
 }
 
 // param is a declared param before it is matched with a placeholder.

@@ -193,9 +193,6 @@ func (p *parser) lines() [][]byte {
 	return p.srcLines
 }
 
-// topFields are the top-level fields, in the order the docs give them.
-var topFields = []string{"version", "package", "namespace", "output", "defaults", "locks", "semaphores", "latches", "limiters", "queues"}
-
 func (p *parser) parse() *Spec {
 	dec := yaml.NewDecoder(bytes.NewReader(p.src))
 	var doc yaml.Node
@@ -242,7 +239,11 @@ func (p *parser) parse() *Spec {
 			return nil
 		}
 	}
-	f := p.fieldsOf(root, "", root, topFields)
+	f := p.fieldsOf(root, "", root, topFields())
+	s.Fields = map[string]Pos{}
+	for _, e := range f.list {
+		s.Fields[e.name] = p.pos(e.at)
+	}
 	if e, ok := f.m["version"]; ok {
 		if v, ok := f.integer("version", 0); ok && v != Version {
 			p.errorf(e.at, "write version: 1", "spec version %d is not supported", v)
@@ -289,18 +290,19 @@ func (p *parser) parse() *Spec {
 	// Sections, in document order so a duplicate name is reported at
 	// its second declaration.
 	for _, e := range f.list {
-		sec, ok := sections[e.name]
-		if !ok || isNull(e.val) {
+		sec := KindOf(e.name)
+		if sec == nil || isNull(e.val) {
 			continue
 		}
 		if e.val.Kind != yaml.MappingNode {
-			p.errorf(e.at, fmt.Sprintf("map each name to its fields, e.g. %s", sec.example), "%s must be a mapping from names to objects, not %s", e.name, describe(e.val))
+			p.errorf(e.at, fmt.Sprintf("map each name to its fields, e.g. %s", sec.Example), "%s must be a mapping from names to objects, not %s", e.name, describe(e.val))
 			continue
 		}
 		for _, o := range p.entries(e.val, e.name) {
-			sec.parse(p, s, o)
+			sec.parse(p, s, sec, o)
 		}
 	}
+	p.checkIdentities(s)
 	if len(p.diags) > 0 {
 		return nil
 	}

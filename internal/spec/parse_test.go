@@ -81,10 +81,15 @@ func TestMinimal(t *testing.T) {
 	want := &Spec{
 		File: "minimal.yaml", Version: 1, Package: "locks", Namespace: "app", Output: DefaultOutput,
 		Defaults: Defaults{Lease: 30 * time.Second, Wait: 10 * time.Second},
+		Fields: map[string]Pos{
+			"version": {"minimal.yaml", 2, 10}, "package": {"minimal.yaml", 3, 10},
+			"namespace": {"minimal.yaml", 4, 12}, "locks": {"minimal.yaml", 6, 3},
+		},
 		Locks: []*Lock{{
 			Object: Object{
-				Name: "Migrations", Pos: Pos{"minimal.yaml", 6, 3},
-				Key: Key{Pattern: "migrations", Pos: Pos{"minimal.yaml", 6, 22}, Literals: []string{"migrations"}},
+				Name: "Migrations", Section: "locks", Pos: Pos{"minimal.yaml", 6, 3},
+				Key:    Key{Pattern: "migrations", Pos: Pos{"minimal.yaml", 6, 22}, Literals: []string{"migrations"}},
+				Fields: map[string]Pos{"key": {"minimal.yaml", 6, 22}},
 			},
 			Kind: Reentrant, KindPos: Pos{"minimal.yaml", 6, 3}, Lease: 30 * time.Second, Renew: true, Wait: 10 * time.Second,
 		}},

@@ -162,3 +162,64 @@ func TestSchemaRules(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaMatchesKindTable checks that the schema has a section for
+// every row of Kinds, with exactly the row's fields in the row's order.
+func TestSchemaMatchesKindTable(t *testing.T) {
+	var doc struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Defs map[string]json.RawMessage `json:"$defs"`
+	}
+	if err := json.Unmarshal(Schema, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range Kinds {
+		var sec struct {
+			AdditionalProperties struct {
+				Ref string `json:"$ref"`
+			} `json:"additionalProperties"`
+		}
+		if err := json.Unmarshal(doc.Properties[k.Section], &sec); err != nil {
+			t.Errorf("schema section %s: %v", k.Section, err)
+			continue
+		}
+		def := strings.TrimPrefix(sec.AdditionalProperties.Ref, "#/$defs/")
+		got, err := orderedKeys(doc.Defs[def], "properties")
+		if err != nil {
+			t.Fatalf("%s: %v", def, err)
+		}
+		if want := k.FieldNames(); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("schema %s has fields %v, the kind table %v", def, got, want)
+		}
+	}
+	for _, name := range topFields() {
+		if _, ok := doc.Properties[name]; !ok {
+			t.Errorf("schema has no top-level field %s", name)
+		}
+	}
+}
+
+// orderedKeys returns the keys of the object at field in raw, in order.
+func orderedKeys(raw json.RawMessage, field string) ([]string, error) {
+	var outer map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &outer); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(outer[field]))
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}

@@ -94,7 +94,7 @@ func (p *parser) entriesDepth(n *yaml.Node, what string, depth int) []entry {
 			continue
 		}
 		if first, dup := seen[kr.Value]; dup {
-			if _, ok := sectionKinds[what]; ok {
+			if isSection[what] {
 				p.errorf(k, fmt.Sprintf("first declared at line %d", first.Line), "duplicate name %s", kr.Value)
 			} else {
 				p.errorf(k, fmt.Sprintf("first at line %d", first.Line), "%s", duplicate(what, kr.Value))
@@ -206,24 +206,6 @@ func unknownFieldHint(name, what string, allowed []string) string {
 		return fmt.Sprintf("%s is a field of %s; here the fields are %s", name, k+"s", strings.Join(allowed, ", "))
 	}
 	return "the fields are " + strings.Join(allowed, ", ")
-}
-
-// sectionOfField returns the object kind that has a field of this name
-// (only fields particular to one kind), or "".
-func sectionOfField(name string) string {
-	switch name {
-	case "kind":
-		return "lock"
-	case "permits":
-		return "semaphore"
-	case "count":
-		return "latch"
-	case "algorithm", "rate", "per", "burst", "scope":
-		return "limiter"
-	case "payload", "codec", "delay", "reliable":
-		return "queue"
-	}
-	return ""
 }
 
 // suggest returns the candidate closest to s by edit distance, when it is

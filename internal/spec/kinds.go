@@ -1,0 +1,236 @@
+package spec
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+)
+
+// This file is the kind table: every section of a spec, the fields of its
+// objects, and what changing each field does to a running deployment.
+// The parser, the unknown-field hints, the compatibility check (package
+// evolve) and the schema test read it; adding a kind starts here (see
+// CONTRIBUTING.md).
+
+// Change says what changing a field's value between two versions of a
+// spec does while old and new code run side by side (a rolling deploy).
+type Change int
+
+const (
+	// Harmless changes only documentation.
+	Harmless Change = iota
+	// Identity fields make up the keys (key, params, id): changing them
+	// moves the object to other keys, so old and new code exclude nobody.
+	Identity
+	// Breaking fields make old and new code read the same keys
+	// differently (a lock's kind, a queue's codec or payload).
+	Breaking
+	// Behaviour fields change timing or capacity (lease, wait, permits,
+	// rate): old and new code work together, but not as either expects.
+	Behaviour
+)
+
+// Field is one field of an object.
+type Field struct {
+	Name   string
+	Change Change
+}
+
+// Kind is a row of the kind table: one section of a spec.
+type Kind struct {
+	Section string  // "locks": the spec's top-level field
+	Noun    string  // "lock": how messages name one object
+	Example string  // one object in flow style, for hints
+	Fields  []Field // in the order the docs give them
+	// Extra lists the fields of a nested mapping field: "reliable".
+	Extra map[string][]string
+
+	parse func(p *parser, s *Spec, k *Kind, e entry)
+	list  func(s *Spec) []Obj
+}
+
+// common are the fields every object has, first in every row.
+var common = []Field{{"description", Harmless}, {"id", Identity}, {"key", Identity}, {"params", Identity}}
+
+func fieldsOf(fs ...Field) []Field { return append(slices.Clip(common), fs...) }
+
+// Kinds is the kind table, in the order the docs (and the generated
+// code) give the sections.
+var Kinds = []*Kind{
+	{
+		Section: "locks", Noun: "lock",
+		Example: `Order: { key: "order:{orderID}", params: { orderID: int64 } }`,
+		Fields:  fieldsOf(Field{"kind", Breaking}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}),
+		parse:   parseLock,
+		list:    func(s *Spec) []Obj { return objs(s.Locks) },
+	},
+	{
+		Section: "semaphores", Noun: "semaphore",
+		Example: `Export: { key: "export:{tenant}", params: { tenant: string }, permits: 4 }`,
+		Fields:  fieldsOf(Field{"permits", Behaviour}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}),
+		parse:   parseSemaphore,
+		list:    func(s *Spec) []Obj { return objs(s.Semaphores) },
+	},
+	{
+		Section: "latches", Noun: "latch",
+		Example: `Warmup: { key: "warmup:{job}", params: { job: string }, count: 3 }`,
+		Fields:  fieldsOf(Field{"count", Behaviour}, Field{"expire", Behaviour}),
+		parse:   parseLatch,
+		list:    func(s *Spec) []Obj { return objs(s.Latches) },
+	},
+	{
+		Section: "limiters", Noun: "limiter",
+		Example: `API: { key: "api:{userID}", params: { userID: string }, algorithm: gcra, rate: 100, per: 1m }`,
+		Fields: fieldsOf(Field{"algorithm", Behaviour}, Field{"rate", Behaviour}, Field{"per", Behaviour},
+			Field{"burst", Behaviour}, Field{"scope", Behaviour}),
+		parse: parseLimiter,
+		list:  func(s *Spec) []Obj { return objs(s.Limiters) },
+	},
+	{
+		Section: "queues", Noun: "queue",
+		Example: `OrderClose: { key: "order-close", payload: example.com/orders.CloseRequest }`,
+		Fields: fieldsOf(Field{"payload", Breaking}, Field{"codec", Breaking}, Field{"delay", Behaviour},
+			Field{"reliable", Behaviour}),
+		Extra: map[string][]string{"reliable": {"visibility", "maxDeliveries"}},
+		parse: parseQueue,
+		list:  func(s *Spec) []Obj { return objs(s.Queues) },
+	},
+}
+
+// isSection holds the section names, and fieldOwner the noun of the only
+// kind that has a field (not one every object has, nor lease which
+// several kinds have). They are set from Kinds by init, since the parsers
+// in Kinds read them (variables initialised from Kinds would be an
+// initialisation cycle).
+var (
+	isSection  = map[string]bool{}
+	fieldOwner = map[string]string{}
+)
+
+func init() {
+	owners := map[string][]string{}
+	for _, k := range Kinds {
+		isSection[k.Section] = true
+		for _, f := range k.Fields[len(common):] {
+			owners[f.Name] = append(owners[f.Name], k.Noun)
+		}
+	}
+	for name, nouns := range owners {
+		if len(nouns) == 1 {
+			fieldOwner[name] = nouns[0]
+		}
+	}
+}
+
+// KindOf returns the row of a section ("locks"), or nil.
+func KindOf(section string) *Kind {
+	for _, k := range Kinds {
+		if k.Section == section {
+			return k
+		}
+	}
+	return nil
+}
+
+// FieldNames returns the names of k's fields, in order.
+func (k *Kind) FieldNames() []string {
+	names := make([]string, len(k.Fields))
+	for i, f := range k.Fields {
+		names[i] = f.Name
+	}
+	return names
+}
+
+// Field returns the field called name.
+func (k *Kind) Field(name string) (Field, bool) {
+	for _, f := range k.Fields {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// topLevel are the top-level fields before the sections.
+var topLevel = []string{"version", "package", "namespace", "output", "defaults"}
+
+// topFields returns the top-level fields, in the order the docs give them.
+func topFields() []string {
+	fs := slices.Clip(topLevel)
+	for _, k := range Kinds {
+		fs = append(fs, k.Section)
+	}
+	return fs
+}
+
+// sectionOfField returns the noun of the only kind that has a field of
+// this name (not one every object has), or "".
+func sectionOfField(name string) string { return fieldOwner[name] }
+
+// Obj is a declared object of any kind: *Lock, *Semaphore, ...
+type Obj interface {
+	Common() *Object
+}
+
+// Common returns the fields every object has.
+func (o *Object) Common() *Object { return o }
+
+func objs[T Obj](list []T) []Obj {
+	out := make([]Obj, len(list))
+	for i, o := range list {
+		out[i] = o
+	}
+	return out
+}
+
+// Objects returns every object of s, section by section in the order of
+// Kinds, each sorted by name.
+func (s *Spec) Objects() []Obj {
+	var out []Obj
+	for _, k := range Kinds {
+		out = append(out, k.list(s)...)
+	}
+	return out
+}
+
+// Values returns the settings of o as text, by field name, after
+// defaults: every field of its kind that is not part of Object (those are
+// compared by their own means). A nested mapping gives one entry per
+// field, "reliable.visibility"; an unset one gives "reliable" = "none".
+// The values come from the `spec:"name"` tags of the model's fields.
+func Values(o Obj) map[string]string {
+	out := map[string]string{}
+	values(reflect.ValueOf(o).Elem(), "", out)
+	return out
+}
+
+func values(v reflect.Value, prefix string, out map[string]string) {
+	t := v.Type()
+	for i := range t.NumField() {
+		name, ok := t.Field(i).Tag.Lookup("spec")
+		if !ok {
+			continue
+		}
+		f := v.Field(i)
+		switch {
+		case f.Kind() == reflect.Pointer && f.IsNil():
+			out[prefix+name] = "none"
+		case f.Kind() == reflect.Pointer:
+			values(f.Elem(), prefix+name+".", out)
+		default:
+			out[prefix+name] = text(f.Interface())
+		}
+	}
+}
+
+func text(v any) string {
+	switch v := v.(type) {
+	case time.Duration:
+		return v.String()
+	case fmt.Stringer:
+		return v.String()
+	}
+	return strings.TrimSpace(fmt.Sprint(v))
+}
