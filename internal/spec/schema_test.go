@@ -168,7 +168,7 @@ func TestSchemaRules(t *testing.T) {
 func TestSchemaMatchesKindTable(t *testing.T) {
 	var doc struct {
 		Properties map[string]json.RawMessage `json:"properties"`
-		Defs map[string]json.RawMessage `json:"$defs"`
+		Defs       map[string]json.RawMessage `json:"$defs"`
 	}
 	if err := json.Unmarshal(Schema, &doc); err != nil {
 		t.Fatal(err)
