@@ -199,13 +199,63 @@
 //
 // # Waiting
 //
-// A waiter costs no Redis traffic while it waits: it subscribes to the
-// lock's channel on the client's one pub/sub connection (channels are
-// reference-counted between waiters) and the release script publishes to
-// it. A message wakes one waiter per client, the longest-waiting; the
-// holder's remaining lease is the fallback timer, so a lost message costs
-// latency, never liveness. After a reconnect go-redis resubscribes and the
-// hub wakes every waiter, since messages may have been missed.
+// A waiter costs no Redis traffic while it sleeps: it registers in Redis
+// (the waiter registry below) in the same script call as its failed
+// attempt, subscribes once per object and client to a channel of its
+// client, and sleeps until a release names it. A release publishes only
+// when someone is registered, and wakes exactly who can proceed, the
+// longest-waiting first: an exclusive lock (reentrant, simple, fenced,
+// fair) is handed to the first live waiter in the release script itself,
+// so the waiter needs no further call; a read-write lock's release wakes
+// the waiters that can now proceed (every queued reader, or the first
+// writer); a semaphore's release wakes waiters for as many permits as it
+// freed. A waiter refreshes its entry every third of the registry TTL;
+// its fallback timer (the holder's remaining lease, at most that refresh
+// interval) makes a lost message cost latency, never liveness. After a
+// reconnect the hub wakes every waiter, since messages may have been
+// missed.
+//
+// # Waiter registry
+//
+// Every object whose waiters block on a release (reentrant, simple,
+// fenced and fair locks, both sides of read-write locks, semaphores, and
+// the locks of a multi-lock) keeps its waiters in two keys next to its
+// own, in its hash slot:
+//
+//   - key:queue, a list of members in arrival order (the longest-waiting
+//     first);
+//   - key:waiters, a sorted set of the same members, scored by their
+//     deadline in milliseconds of the Redis server's clock (TIME).
+//
+// A member is "<owner>" for locks and "<owner> <detail>" for the kinds
+// that need one: "<owner> r" or "<owner> w" (the side) for read-write
+// locks, "<owner> <n>" (permits wanted) for semaphores. An owner is
+// "<clientID>:<n>": the id of the runtime Client that waits (Client.ID,
+// everything before the last colon) and a sequence number; a lease's
+// owner in the lock's value has the same form, so the wait-for graph is:
+// each member of key:queue waits for the holder(s) of key. A member whose
+// deadline has passed belongs to a waiter that died or gave up without
+// leaving: every script of the object that reads the registry drops it
+// first, so it costs at most one wasted wake-up. Live waiters refresh
+// their deadline every RegistryTTL/3 (RegistryTTL after each refresh);
+// the keys expire with their last deadline.
+//
+// A lock's value says whether anyone is registered: a reentrant or fenced
+// lock is "<owner> <holds>[ <token>]", a simple lock "<owner>", and a
+// waiter that registers appends " w" to it; a release whose value has no
+// " w" only deletes the key (no registry read, no PUBLISH). A lock handed
+// to a waiter gets the value its holder would have (" w" appended when
+// more wait) and a lease of HandoffLease until the new holder's first
+// renewal, so a hand-off to a waiter that died in the meantime blocks the
+// lock for at most that long.
+//
+// Wake-ups go to key:ch:<clientID>, the channel of the waiter's client
+// (it shares the key's hash tag, so scripts publish in their own slot;
+// with publish or spublish, whichever the client's hub uses). The
+// payload names the woken member's owner: "<owner>" (a fenced hand-off
+// adds " <token>"), which the hub routes to that waiter; "all" wakes
+// every waiter of the client on that object (operator calls such as a
+// semaphore's SetPermits).
 //
 // # Semaphores and permits
 //

@@ -1,5 +1,7 @@
 package runtime
 
+import "time"
+
 // The waiters of one client on one channel, and who a message wakes. The
 // connection layer under it is hub.go; h.mu guards everything here.
 //
@@ -10,6 +12,18 @@ package runtime
 // and a woken waiter that leaves without it passes its signal on. A
 // message whose payload is "all" wakes every waiter (for kinds where
 // several can proceed, such as readers).
+
+// RegistryTTL is how long a waiter's entry in an object's waiter registry
+// (see "Waiter registry" in the package doc) stays without a refresh: a
+// live waiter refreshes it every RegistryTTL/3, so one that died is
+// passed over at most this long after its last refresh.
+const RegistryTTL = time.Second
+
+// HandoffLease is the lease a lock handed to a waiter by a release gets
+// until its new holder renews it (or, without a watchdog, extends it to
+// the spec's lease on receipt): a hand-off to a waiter that died blocks
+// the lock for at most this long.
+const HandoffLease = time.Second
 
 // waiter is one goroutine waiting on a subscription.
 type waiter struct {
