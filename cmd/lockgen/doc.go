@@ -46,6 +46,31 @@
 // regenerating, or generated code that was edited by hand. It prints
 // nothing when the file is up to date.
 //
+// # check -base
+//
+//	lockgen check [-spec lockgen.yaml] -base REF [-allow-breaking] [-format text|github]
+//
+// With -base, check also reads the spec as it was at the git revision REF
+// (git show REF:path, in the work tree holding the spec) and reports what
+// the change does to a rolling deploy, where old and new code run side
+// by side. Breaking changes exit 1: an object renamed (with the hint to
+// add id: OldName, which keeps its keys) or removed, its key pattern,
+// param order or param types changed, a lock's kind or an object's
+// section changed, the namespace changed, a queue's codec changed, or its
+// payload type changed incompatibly. Payload types are compared by what
+// the codec encodes: the old type is loaded with go/packages from the
+// module's tree at REF (extracted to a temporary directory), the new one
+// from the working tree; a field removed or retyped is breaking, an added
+// one is not, and a renamed type with compatible fields is a warning.
+// When the old tree cannot be loaded, the types are compared by name.
+// Changes of lease, renew, wait, permits, count, expire, rate, per,
+// burst, algorithm, scope, delay and reliable are warnings (exit 0).
+// -allow-breaking reports breaking changes but exits 0. -format github
+// prints GitHub Actions annotations (::error file=…,line=…,col=…::message)
+// so that the findings appear on the pull request's diff. It is an error
+// when the spec is not in a git work tree or REF does not name a commit;
+// a spec that did not exist at REF has nothing to compare.
+//
 // # Problems with the spec
 //
 // generate and check print every problem they find in the spec, one per

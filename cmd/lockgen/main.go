@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lockgen/lockgen/internal/diff"
+	"github.com/lockgen/lockgen/internal/evolve"
 	"github.com/lockgen/lockgen/internal/gen"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/runtime"
@@ -30,7 +31,7 @@ const (
 // commands are the sub-commands, in the order usage lists them.
 var commands = []struct{ name, args, summary string }{
 	{"generate", "[-spec lockgen.yaml]", "Write the generated Go file next to the spec."},
-	{"check", "[-spec lockgen.yaml]", "Fail when the spec is invalid or the generated file is stale."},
+	{"check", "[-spec lockgen.yaml] [-base REF [-allow-breaking] [-format text|github]]", "Fail when the spec is invalid or the generated file is stale, or (with -base) changed incompatibly since REF."},
 	{"version", "", "Print lockgen's version and the runtime API it generates for."},
 	{"schema", "", "Print the JSON Schema of the spec format, for editors."},
 	{"help", "[command]", "Print the usage of lockgen or of a command."},
@@ -186,13 +187,75 @@ func (c *cli) generate(args []string) int {
 func (c *cli) check(args []string) int {
 	fs, usage := c.flags("check")
 	path := specFlag(fs)
+	base := fs.String("base", "", "also compare the spec with the one at the git `revision` (a branch, tag or commit) and report changes that break a rolling deploy")
+	allow := fs.Bool("allow-breaking", false, "with -base: report breaking changes but exit 0")
+	format := fs.String("format", "text", "how to print -base findings: text (file:line:col: message) or github (workflow annotations)")
 	if code, ok := c.parseCommand(fs, args, usage); !ok {
 		return code
+	}
+	if *format != "text" && *format != "github" {
+		fmt.Fprintf(c.stderr, "lockgen check: -format is text or github, not %q\n\n", *format)
+		usage(c.stderr)
+		return exitUsage
 	}
 	dir, files, ok := c.load(*path)
 	if !ok {
 		return exitFail
 	}
+	code := c.stale(dir, files)
+	if *base != "" {
+		s, err := spec.Load(*path)
+		if err != nil { // loaded once already: only a race with an edit gets here
+			fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+			return exitFail
+		}
+		if c.compare(*path, s, *base, *allow, *format) != exitOK {
+			code = exitFail
+		}
+	}
+	return code
+}
+
+// compare prints the findings of comparing s, read from path, with the
+// spec at the git revision base, and returns the exit code they make.
+func (c *cli) compare(path string, s *spec.Spec, base string, allow bool, format string) int {
+	res, err := evolve.Check(path, s, base)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+		return exitFail
+	}
+	breaking := 0
+	for _, f := range res.Findings {
+		if f.Severity == evolve.Breaking {
+			breaking++
+		}
+		if format == "github" {
+			fmt.Fprintln(c.stdout, evolve.Annotation(f, res.RepoFile))
+		} else {
+			fmt.Fprintln(c.stdout, f.String())
+		}
+	}
+	switch {
+	case breaking > 0 && allow:
+		fmt.Fprintf(c.stderr, "lockgen: %s since %s, allowed by -allow-breaking\n", plural(breaking, "breaking change"), base)
+	case breaking > 0:
+		fmt.Fprintf(c.stderr, "lockgen: %s since %s (deploy with care, then pass -allow-breaking to accept)\n", plural(breaking, "breaking change"), base)
+		return exitFail
+	}
+	return exitOK
+}
+
+// plural returns "1 thing" or "n things".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// stale prints a diff for every generated file that differs from the
+// one on disk, and returns the exit code.
+func (c *cli) stale(dir string, files []gen.File) int {
 	code := exitOK
 	for _, f := range files {
 		name := filepath.Join(dir, f.Name)

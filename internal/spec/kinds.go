@@ -228,9 +228,22 @@ func values(v reflect.Value, prefix string, out map[string]string) {
 func text(v any) string {
 	switch v := v.(type) {
 	case time.Duration:
-		return v.String()
+		return DurationString(v)
 	case fmt.Stringer:
 		return v.String()
 	}
 	return strings.TrimSpace(fmt.Sprint(v))
+}
+
+// DurationString formats d as a spec would write it: 1m rather than
+// 1m0s, 1h30m rather than 1h30m0s.
+func DurationString(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
