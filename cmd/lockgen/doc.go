@@ -71,6 +71,22 @@
 // when the spec is not in a git work tree or REF does not name a commit;
 // a spec that did not exist at REF has nothing to compare.
 //
+// # Several specs
+//
+//	lockgen generate ./...
+//	lockgen check ./... [-base REF]
+//
+// Instead of -spec, generate and check take directories: ./shop (its
+// lockgen.yaml) or ./... (every lockgen.yaml in and below the current
+// directory; like the go command, it skips testdata, vendor, directories
+// starting with '.' or '_', and nested modules). Objects of different
+// specs that would share keys (the same namespace and the same id or
+// name) are an error naming both positions, and nothing is written.
+//
+// Whether with -spec or with patterns, a spec whose package differs from
+// the package of the Go files already in its directory is an error
+// reported before anything is written.
+//
 // # Problems with the spec
 //
 // generate and check print every problem they find in the spec, one per

@@ -14,6 +14,7 @@ import (
 	"github.com/lockgen/lockgen/internal/evolve"
 	"github.com/lockgen/lockgen/internal/gen"
 	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/internal/specset"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -30,8 +31,8 @@ const (
 
 // commands are the sub-commands, in the order usage lists them.
 var commands = []struct{ name, args, summary string }{
-	{"generate", "[-spec lockgen.yaml]", "Write the generated Go file next to the spec."},
-	{"check", "[-spec lockgen.yaml] [-base REF [-allow-breaking] [-format text|github]]", "Fail when the spec is invalid or the generated file is stale, or (with -base) changed incompatibly since REF."},
+	{"generate", "[-spec lockgen.yaml | packages]", "Write the generated Go file next to the spec (or every spec under the packages, e.g. ./...)."},
+	{"check", "[-spec lockgen.yaml | packages] [-base REF [-allow-breaking] [-format text|github]]", "Fail when the spec is invalid or the generated file is stale, or (with -base) changed incompatibly since REF."},
 	{"version", "", "Print lockgen's version and the runtime API it generates for."},
 	{"schema", "", "Print the JSON Schema of the spec format, for editors."},
 	{"help", "[command]", "Print the usage of lockgen or of a command."},
@@ -139,46 +140,103 @@ func specFlag(fs *flag.FlagSet) *string {
 	return fs.String("spec", "lockgen.yaml", "the spec `file`; the generated file goes into its directory")
 }
 
-// load parses the spec at path and generates its files, printing any
-// problem to stderr.
-func (c *cli) load(path string) (dir string, files []gen.File, ok bool) {
-	s, err := spec.Load(path)
-	if err == nil {
-		dir = filepath.Dir(path)
-		files, err = gen.Generate(s, gen.Options{Dir: dir})
+// unit is one spec and what it generates.
+type unit struct {
+	path, dir string
+	spec      *spec.Spec
+	files     []gen.File
+}
+
+// specPaths returns the specs a generate or check names: those the
+// package patterns after the flags match, or else -spec's.
+func (c *cli) specPaths(fs *flag.FlagSet, path string, usage func(io.Writer)) ([]string, int, bool) {
+	if fs.NArg() == 0 {
+		return []string{path}, exitOK, true
 	}
-	var diags spec.Diagnostics
-	switch {
-	case errors.As(err, &diags):
-		for _, d := range diags {
-			fmt.Fprintln(c.stderr, d.String())
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "spec" })
+	if explicit {
+		fmt.Fprintf(c.stderr, "%s: give -spec or package patterns, not both\n\n", fs.Name())
+		usage(c.stderr)
+		return nil, exitUsage, false
+	}
+	for _, pat := range fs.Args() {
+		if !strings.HasPrefix(pat, ".") && !filepath.IsAbs(pat) {
+			fmt.Fprintf(c.stderr, "%s: %q is not a package pattern; write a directory such as ./shop or ./...\n\n", fs.Name(), pat)
+			usage(c.stderr)
+			return nil, exitUsage, false
 		}
-		return "", nil, false
-	case err != nil:
-		fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
-		return "", nil, false
 	}
-	return dir, files, true
+	paths, err := specset.Find(fs.Args())
+	if err != nil {
+		fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+		return nil, exitFail, false
+	}
+	return paths, exitOK, true
+}
+
+// load parses the specs at paths and generates their files, printing
+// every problem to stderr: the specs' diagnostics, a package clause that
+// differs from the Go files beside a spec, and objects of different specs
+// that share keys. ok is false when there was any.
+func (c *cli) load(paths []string) (units []unit, ok bool) {
+	var diags spec.Diagnostics
+	var specs []*spec.Spec
+	failed := false
+	for _, path := range paths {
+		s, err := spec.Load(path)
+		u := unit{path: path, dir: filepath.Dir(path), spec: s}
+		if err == nil {
+			specs = append(specs, s)
+			if d := specset.CheckPackage(s, u.dir); d != nil {
+				diags = append(diags, *d)
+				continue
+			}
+			u.files, err = gen.Generate(s, gen.Options{Dir: u.dir})
+		}
+		var ds spec.Diagnostics
+		switch {
+		case errors.As(err, &ds):
+			diags = append(diags, ds...)
+		case err != nil:
+			fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+			failed = true
+		default:
+			units = append(units, u)
+		}
+	}
+	diags = append(diags, specset.Collisions(specs)...)
+	diags.Sort()
+	for _, d := range diags {
+		fmt.Fprintln(c.stderr, d.String())
+	}
+	return units, !failed && len(diags) == 0
 }
 
 func (c *cli) generate(args []string) int {
 	fs, usage := c.flags("generate")
 	path := specFlag(fs)
-	if code, ok := c.parseCommand(fs, args, usage); !ok {
+	if code, ok := c.parse(fs, args, usage); !ok {
 		return code
 	}
-	dir, files, ok := c.load(*path)
+	paths, code, ok := c.specPaths(fs, *path, usage)
 	if !ok {
-		return exitFail
+		return code
 	}
-	for _, f := range files {
-		name := filepath.Join(dir, f.Name)
-		if old, err := os.ReadFile(name); err == nil && bytes.Equal(old, f.Content) {
-			continue // unchanged: keep its modification time
-		}
-		if err := os.WriteFile(name, f.Content, 0o644); err != nil {
-			fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
-			return exitFail
+	units, ok := c.load(paths)
+	if !ok {
+		return exitFail // nothing written
+	}
+	for _, u := range units {
+		for _, f := range u.files {
+			name := filepath.Join(u.dir, f.Name)
+			if old, err := os.ReadFile(name); err == nil && bytes.Equal(old, f.Content) {
+				continue // unchanged: keep its modification time
+			}
+			if err := os.WriteFile(name, f.Content, 0o644); err != nil {
+				fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+				return exitFail
+			}
 		}
 	}
 	return exitOK
@@ -187,10 +245,10 @@ func (c *cli) generate(args []string) int {
 func (c *cli) check(args []string) int {
 	fs, usage := c.flags("check")
 	path := specFlag(fs)
-	base := fs.String("base", "", "also compare the spec with the one at the git `revision` (a branch, tag or commit) and report changes that break a rolling deploy")
+	base := fs.String("base", "", "also compare each spec with the one at the git `revision` (a branch, tag or commit) and report changes that break a rolling deploy")
 	allow := fs.Bool("allow-breaking", false, "with -base: report breaking changes but exit 0")
 	format := fs.String("format", "text", "how to print -base findings: text (file:line:col: message) or github (workflow annotations)")
-	if code, ok := c.parseCommand(fs, args, usage); !ok {
+	if code, ok := c.parse(fs, args, usage); !ok {
 		return code
 	}
 	if *format != "text" && *format != "github" {
@@ -198,18 +256,20 @@ func (c *cli) check(args []string) int {
 		usage(c.stderr)
 		return exitUsage
 	}
-	dir, files, ok := c.load(*path)
+	paths, code, ok := c.specPaths(fs, *path, usage)
+	if !ok {
+		return code
+	}
+	units, ok := c.load(paths)
 	if !ok {
 		return exitFail
 	}
-	code := c.stale(dir, files)
-	if *base != "" {
-		s, err := spec.Load(*path)
-		if err != nil { // loaded once already: only a race with an edit gets here
-			fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
-			return exitFail
+	code = exitOK
+	for _, u := range units {
+		if c.stale(u.dir, u.files) != exitOK {
+			code = exitFail
 		}
-		if c.compare(*path, s, *base, *allow, *format) != exitOK {
+		if *base != "" && c.compare(u.path, u.spec, *base, *allow, *format) != exitOK {
 			code = exitFail
 		}
 	}

@@ -193,7 +193,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	_, stdout, _ := lockgen(t, "check", "-h")
-	if !strings.Contains(stdout, "lockgen check [-spec lockgen.yaml]") || !strings.Contains(stdout, "-spec file") {
+	if !strings.Contains(stdout, "lockgen check [-spec lockgen.yaml") || !strings.Contains(stdout, "-spec file") {
 		t.Errorf("check -h does not show its flags:\n%s", stdout)
 	}
 }

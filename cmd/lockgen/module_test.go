@@ -1,0 +1,105 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeFiles writes files (path relative to dir -> content) under dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func TestModuleWideCollision(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"go.mod":                "module example.com/m\n\ngo 1.26\n",
+		"a/lockgen.yaml":        "version: 1\npackage: a\nnamespace: shop\nlocks:\n  Order: { key: \"order:{id}\", params: { id: int64 } }\n",
+		"b/lockgen.yaml":        "version: 1\npackage: b\nnamespace: shop\nsemaphores:\n  Export: { id: Order, key: \"x\", permits: 2 }\n",
+		"b/c/lockgen.yaml":      "version: 1\npackage: c\nnamespace: other\nlocks:\n  Order: { key: \"order:{id}\", params: { id: int64 } }\n",
+		"testdata/lockgen.yaml": "not: a spec\n",
+		"nested/go.mod":         "module example.com/nested\n",
+		"nested/lockgen.yaml":   "not: a spec either\n",
+	})
+	code, stdout, stderr := lockgen(t, "generate", dir+"/...")
+	want := filepath.Join(dir, "b/lockgen.yaml") + ":5:3: semaphore Export shares its keys shop:{Order:…} with lock Order at " +
+		filepath.Join(dir, "a/lockgen.yaml") + ":5:3 (give one of the specs another namespace, or one of the objects another name or id)\n"
+	if code != exitFail || stdout != "" || stderr != want {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s\nwant:   %s", code, stdout, stderr, want)
+	}
+	for _, d := range []string{"a", "b", "b/c"} {
+		if exists(filepath.Join(dir, d, "lockgen.gen.go")) {
+			t.Errorf("%s/lockgen.gen.go was written despite the collision", d)
+		}
+	}
+	if code, _, stderr := lockgen(t, "check", dir+"/..."); code != exitFail || stderr != want {
+		t.Errorf("check ./...: exit %d, stderr %s", code, stderr)
+	}
+
+	// Another id: no collision; every spec is generated, and checks.
+	writeFiles(t, dir, map[string]string{"b/lockgen.yaml": "version: 1\npackage: b\nnamespace: shop\nsemaphores:\n  Export: { key: \"x\", permits: 2 }\n"})
+	code, stdout, stderr = lockgen(t, "generate", dir+"/...")
+	wantSilentSuccess(t, code, stdout, stderr)
+	for _, d := range []string{"a", "b", "b/c"} {
+		if !exists(filepath.Join(dir, d, "lockgen.gen.go")) {
+			t.Errorf("%s/lockgen.gen.go was not written", d)
+		}
+	}
+	code, stdout, stderr = lockgen(t, "check", dir+"/...")
+	wantSilentSuccess(t, code, stdout, stderr)
+	code, stdout, stderr = lockgen(t, "check", filepath.Join(dir, "a"), filepath.Join(dir, "b"))
+	wantSilentSuccess(t, code, stdout, stderr)
+}
+
+func TestPackageMismatch(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"go.mod":            "module example.com/m\n\ngo 1.26\n",
+		"a/lockgen.yaml":    "version: 1\npackage: a\nnamespace: shop\nlocks:\n  Order: { key: \"order:{id}\", params: { id: int64 } }\n",
+		"shop/lockgen.yaml": "version: 1\npackage: shoplocks\nnamespace: shop2\nlocks:\n  Order: { key: \"order:{id}\", params: { id: int64 } }\n",
+		"shop/shop.go":      "package shop\n",
+		"shop/shop_test.go": "package shop_test\n",
+		"shop/ignored.go":   "//go:build ignore\n\npackage main\n",
+	})
+	code, _, stderr := lockgen(t, "generate", dir+"/...")
+	want := filepath.Join(dir, "shop/lockgen.yaml") + ":2:10: package shoplocks differs from package shop of shop.go in the same directory (write package: shop, or move the spec to a directory of its own)\n"
+	if code != exitFail || stderr != want {
+		t.Fatalf("exit %d\nstderr: %s\nwant:   %s", code, stderr, want)
+	}
+	if exists(filepath.Join(dir, "a/lockgen.gen.go")) || exists(filepath.Join(dir, "shop/lockgen.gen.go")) {
+		t.Error("a file was written despite the mismatch")
+	}
+	// The single-spec form checks it too.
+	if code, _, stderr := lockgen(t, "generate", "-spec", filepath.Join(dir, "shop/lockgen.yaml")); code != exitFail || stderr != want {
+		t.Errorf("-spec: exit %d, stderr %s", code, stderr)
+	}
+	writeFiles(t, dir, map[string]string{"shop/lockgen.yaml": strings.Replace("version: 1\npackage: shoplocks\nnamespace: shop2\n", "shoplocks", "shop", 1)})
+	code, stdout, stderr := lockgen(t, "generate", dir+"/...")
+	wantSilentSuccess(t, code, stdout, stderr)
+}
+
+func TestPatternErrors(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := lockgen(t, "generate", dir+"/..."); code != exitFail || !strings.Contains(stderr, "no lockgen.yaml found") {
+		t.Errorf("empty tree: exit %d, stderr %s", code, stderr)
+	}
+	if code, _, stderr := lockgen(t, "check", "-spec", "x.yaml", "./..."); code != exitUsage || !strings.Contains(stderr, "not both") {
+		t.Errorf("-spec and patterns: exit %d, stderr %s", code, stderr)
+	}
+}
