@@ -155,4 +155,3 @@ func CheckPackage(s *spec.Spec, dir string) *spec.Diagnostic {
 	}
 	return nil
 }
-
