@@ -38,6 +38,10 @@ var commands = []struct{ name, args, summary string }{
 	{"help", "[command]", "Print the usage of lockgen or of a command."},
 }
 
+// moreCommands are the commands implemented in files of their own
+// (inspect.go), by name.
+var moreCommands map[string]func(*cli, []string) int
+
 // cli is one run of lockgen.
 type cli struct {
 	stdout, stderr io.Writer
@@ -67,6 +71,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.schema(rest)
 	case "help":
 		return c.help(rest)
+	}
+	if f := moreCommands[name]; f != nil {
+		return f(c, rest)
 	}
 	fmt.Fprintf(stderr, "lockgen: unknown command %q\n\n", name)
 	c.usage(stderr)

@@ -1,0 +1,456 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/inspect"
+	"github.com/lockgen/lockgen/internal/spec"
+)
+
+// The operator's commands live here, apart from main.go, and join the
+// command table and dispatch at init.
+func init() {
+	var rest []struct{ name, args, summary string }
+	for _, cmd := range commands {
+		if cmd.name == "version" {
+			rest = append(rest,
+				struct{ name, args, summary string }{"inspect", "-redis URL [-spec lockgen.yaml] [-json] [-yes] [action] [Object [params...]]", "Show the live state of the spec's objects in Redis; force-unlock, redrive, purge, set permits."},
+				struct{ name, args, summary string }{"serve", "-redis URL [-spec lockgen.yaml] [-addr 127.0.0.1:8080] [-read-only]", "Serve the live state as a web dashboard, with /metrics for Prometheus."})
+		}
+		rest = append(rest, cmd)
+	}
+	commands = rest
+	moreCommands = map[string]func(*cli, []string) int{"inspect": (*cli).inspect, "serve": (*cli).serve}
+}
+
+// stdin is where inspect reads confirmations; tests replace it.
+var stdin io.Reader = os.Stdin
+
+// redisFlag declares -redis, documenting the URL forms.
+func redisFlag(fs *flag.FlagSet) *string {
+	return fs.String("redis", "redis://127.0.0.1:6379", "the Redis `URL`: redis://host:port[/db] (one node; rediss:// for TLS),\n"+
+		"redis-sentinel://host:port[,host:port...]/master[/db] (Sentinel),\n"+
+		"redis-cluster://host:port[,host:port...] (Cluster)")
+}
+
+// connect dials Redis and loads the spec, printing problems to stderr.
+func (c *cli) connect(specPath, url string, opts inspect.Options) (*inspect.Inspector, redis.UniversalClient, bool) {
+	rdb, err := inspect.Dial(url)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+		return nil, nil, false
+	}
+	in, err := inspect.Load(rdb, specPath, opts)
+	if err != nil {
+		rdb.Close()
+		c.printSpecError(err)
+		return nil, nil, false
+	}
+	return in, rdb, true
+}
+
+func (c *cli) printSpecError(err error) {
+	var diags spec.Diagnostics
+	if errors.As(err, &diags) {
+		for _, d := range diags {
+			fmt.Fprintln(c.stderr, d.String())
+		}
+		return
+	}
+	fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+}
+
+func (c *cli) inspect(args []string) int {
+	fs, usage := c.flags("inspect")
+	specPath := specFlag(fs)
+	url := redisFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON for scripts instead of tables")
+	yes := fs.Bool("yes", false, "perform the action without asking")
+	forceUnlock := fs.Bool("force-unlock", false, "action: delete the lock's holds, whoever holds it, and wake its waiters")
+	redrive := fs.Int("redrive", -1, "action: put up to `n` dead letters back on the queue (0: all)")
+	purge := fs.Bool("purge", false, "action: delete every item of the queue: ready, delayed, in flight, dead")
+	setPermits := fs.Int("set-permits", -1, "action: set the semaphore's capacity to `n` (0: back to the spec's)")
+	maxScan := fs.Int("max-scan", 0, "keys SCAN may visit per node (default 100000)")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	if code, ok := c.parse(fs, args, usage); !ok {
+		return code
+	}
+	actions := 0
+	for _, on := range []bool{*forceUnlock, *redrive >= 0, *purge, *setPermits >= 0} {
+		if on {
+			actions++
+		}
+	}
+	if actions > 1 || actions == 1 && fs.NArg() == 0 {
+		fmt.Fprintf(c.stderr, "lockgen inspect: an action needs one object instance (Object params...), and one action at a time\n\n")
+		usage(c.stderr)
+		return exitUsage
+	}
+	in, rdb, ok := c.connect(*specPath, *url, inspect.Options{MaxScan: *maxScan})
+	if !ok {
+		return exitFail
+	}
+	defer rdb.Close()
+	defer in.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+
+	var err error
+	switch {
+	case actions == 1:
+		return c.act(ctx, in, fs.Args(), *yes, *forceUnlock, *redrive, *purge, *setPermits)
+	case fs.NArg() == 0:
+		var snap *inspect.Snapshot
+		if snap, err = in.Snapshot(ctx); err == nil {
+			var insts []*inspect.Instance
+			for _, o := range snap.Objects {
+				insts = append(insts, o.Instances...)
+			}
+			g := inspect.NewGraph(insts)
+			if *asJSON {
+				for _, o := range snap.Objects {
+					o.Instances = nil // the summary; name an object for its instances
+				}
+				err = c.printJSON(struct {
+					*inspect.Snapshot
+					Graph *inspect.Graph `json:"waitFor"`
+				}{snap, g})
+			} else {
+				c.printSummary(snap, g)
+			}
+		}
+	case fs.NArg() == 1:
+		var l *inspect.Listing
+		if l, err = in.Instances(ctx, fs.Arg(0)); err == nil {
+			if *asJSON {
+				err = c.printJSON(l)
+			} else {
+				c.printListing(l)
+			}
+		}
+	default:
+		var inst *inspect.Instance
+		if inst, err = in.Instance(ctx, fs.Arg(0), fs.Args()[1:]...); err == nil {
+			if *asJSON {
+				err = c.printJSON(inst)
+			} else {
+				c.printInstance(inst)
+			}
+		}
+	}
+	return c.result(err)
+}
+
+func (c *cli) result(err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, inspect.ErrUnknownObject), errors.Is(err, inspect.ErrBadParams), errors.Is(err, inspect.ErrUnsupported):
+		fmt.Fprintf(c.stderr, "lockgen inspect: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(c.stderr, "lockgen inspect: %v\n", err)
+	return exitFail
+}
+
+// act performs one action on one instance, after showing it and asking.
+func (c *cli) act(ctx context.Context, in *inspect.Inspector, args []string, yes, forceUnlock bool, redrive int, purge bool, setPermits int) int {
+	inst, err := in.Instance(ctx, args[0], args[1:]...)
+	if err != nil {
+		return c.result(err)
+	}
+	var what string
+	switch {
+	case forceUnlock:
+		what = "force-unlock " + inst.Key
+	case redrive >= 0:
+		what = fmt.Sprintf("redrive %s dead letters of %s", countOrAll(redrive), inst.Key)
+	case purge:
+		what = "purge every item of " + inst.Key
+	default:
+		what = fmt.Sprintf("set the permits of %s to %d", inst.Key, setPermits)
+		if setPermits == 0 {
+			what = "reset the permits of " + inst.Key + " to the spec's"
+		}
+	}
+	c.printInstance(inst)
+	if !yes && !c.confirm(what) {
+		fmt.Fprintln(c.stderr, "lockgen inspect: not confirmed; nothing changed")
+		return exitFail
+	}
+	switch {
+	case forceUnlock:
+		var held bool
+		if held, err = in.ForceUnlock(ctx, args[0], args[1:]...); err == nil {
+			fmt.Fprintf(c.stdout, "force-unlocked %s (was held: %v)\n", inst.Key, held)
+		}
+	case redrive >= 0:
+		var n int
+		if n, err = in.Redrive(ctx, redrive, args[0], args[1:]...); err == nil {
+			fmt.Fprintf(c.stdout, "redrove %d dead letters of %s\n", n, inst.Key)
+		}
+	case purge:
+		var did bool
+		if did, err = in.Purge(ctx, args[0], args[1:]...); err == nil {
+			fmt.Fprintf(c.stdout, "purged %s (had items: %v)\n", inst.Key, did)
+		}
+	default:
+		if err = in.SetPermits(ctx, setPermits, args[0], args[1:]...); err == nil {
+			fmt.Fprintf(c.stdout, "%s: done\n", what)
+		}
+	}
+	return c.result(err)
+}
+
+func countOrAll(n int) string {
+	if n == 0 {
+		return "all"
+	}
+	return fmt.Sprint(n)
+}
+
+// confirm asks on stderr and reads y or yes from stdin.
+func (c *cli) confirm(what string) bool {
+	fmt.Fprintf(c.stderr, "%s? [y/N] ", what)
+	line, _ := bufio.NewReader(stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (c *cli) table() *tabwriter.Writer { return tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0) }
+
+func (c *cli) printSummary(snap *inspect.Snapshot, g *inspect.Graph) {
+	tw := c.table()
+	fmt.Fprintln(tw, "OBJECT\tKIND\tKEY\tINSTANCES\tSTATE")
+	for _, o := range snap.Objects {
+		n := fmt.Sprint(o.Count)
+		if o.Truncated {
+			n += "+"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Name, o.Kind, o.Pattern, n, summarize(o))
+	}
+	tw.Flush()
+	if snap.Truncated {
+		fmt.Fprintf(c.stdout, "\nThe scan stopped at its budget (-max-scan): counts are lower bounds.\n")
+	}
+	printCycles(c.stdout, g)
+}
+
+func printCycles(w io.Writer, g *inspect.Graph) {
+	for i, cyc := range g.Cycles {
+		fmt.Fprintf(w, "\nDEADLOCK %d: these owners wait for one another:\n", i+1)
+		for _, e := range cyc {
+			fmt.Fprintf(w, "  %s (client %s) waits for %s, held by %s (client %s)\n", e.Waiter, e.WaiterClient, e.Key, e.Holder, e.HolderClient)
+		}
+	}
+}
+
+// summarize says in a few words what an object's instances hold.
+func summarize(o *inspect.ObjectState) string {
+	var parts []string
+	switch o.Kind {
+	case inspect.KindSemaphore:
+		parts = append(parts, fmt.Sprintf("%d/%d permits in use", o.Held, o.Capacity))
+	case inspect.KindQueue:
+		parts = append(parts, fmt.Sprintf("%d ready, %d delayed, %d in flight, %d dead", o.Ready, o.Delayed, o.InFlight, o.Dead))
+	case inspect.KindLatch:
+		open := 0
+		for _, i := range o.Instances {
+			if i.Latch.Open {
+				open++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d open", open))
+	case inspect.KindLimiter:
+		low, capacity := -1, 0
+		for _, i := range o.Instances {
+			for _, r := range i.Limiter.Clients {
+				if low < 0 || r.Remaining < low {
+					low, capacity = r.Remaining, i.Limiter.Capacity
+				}
+			}
+		}
+		if low >= 0 {
+			parts = append(parts, fmt.Sprintf("lowest allowance %d/%d", low, capacity))
+		}
+	default:
+		parts = append(parts, fmt.Sprintf("%d held", o.Held))
+	}
+	if o.Waiters > 0 {
+		parts = append(parts, fmt.Sprintf("%d waiting", o.Waiters))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func params(inst *inspect.Instance) string {
+	var s []string
+	for _, p := range inst.Params {
+		s = append(s, p.Name+"="+p.Value)
+	}
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, " ")
+}
+
+func (c *cli) printListing(l *inspect.Listing) {
+	tw := c.table()
+	fmt.Fprintln(tw, "PARAMS\tKEY\tSTATE")
+	for _, inst := range l.Instances {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", params(inst), inst.Key, state(inst))
+	}
+	tw.Flush()
+	if l.Truncated {
+		fmt.Fprintln(c.stdout, "\nThe listing stopped at its budget (-max-scan, or 1000 instances).")
+	}
+}
+
+func ms(v int64) string {
+	if v < 0 {
+		return "no expiry"
+	}
+	return (time.Duration(v) * time.Millisecond).String()
+}
+
+// state says in one line what one instance holds.
+func state(inst *inspect.Instance) string {
+	switch {
+	case inst.Lock != nil:
+		l := inst.Lock
+		if !l.Held {
+			s := "free"
+			if l.LastToken > 0 {
+				s += fmt.Sprintf(" (last token %d)", l.LastToken)
+			}
+			return s
+		}
+		var hs []string
+		for _, h := range l.Holders {
+			s := h.Owner
+			if h.Side != "" {
+				s = h.Side + " " + s
+			}
+			if h.Holds > 1 {
+				s += fmt.Sprintf(" x%d", h.Holds)
+			}
+			if h.Token > 0 {
+				s += fmt.Sprintf(" token %d", h.Token)
+			}
+			hs = append(hs, s+", "+ms(h.TTLMs)+" left")
+		}
+		s := "held by " + strings.Join(hs, "; ")
+		if len(l.Waiters) > 0 {
+			s += fmt.Sprintf("; %d waiting", len(l.Waiters))
+		}
+		return s
+	case inst.Semaphore != nil:
+		s := inst.Semaphore
+		return fmt.Sprintf("%d/%d permits in use, %d free, %d holders", s.Held, s.Capacity, s.Free, len(s.Holders))
+	case inst.Latch != nil:
+		l := inst.Latch
+		switch {
+		case l.Open:
+			return "open"
+		case !l.Set:
+			return fmt.Sprintf("not set (count %d)", l.Count)
+		}
+		return fmt.Sprintf("count %d, expires in %s", l.Count, ms(l.TTLMs))
+	case inst.Limiter != nil:
+		var s []string
+		for _, r := range inst.Limiter.Clients {
+			x := fmt.Sprintf("%d/%d left, full in %s", r.Remaining, inst.Limiter.Capacity, ms(r.ResetAfterMs))
+			if r.Client != "" {
+				x = r.Client + ": " + x
+			}
+			if r.Error != "" {
+				x += " (" + r.Error + ")"
+			}
+			s = append(s, x)
+		}
+		return strings.Join(s, "; ")
+	case inst.Queue != nil:
+		q := inst.Queue
+		s := fmt.Sprintf("%d ready, %d delayed, %d in flight, %d dead", q.Ready, q.Delayed, q.InFlight, q.Dead)
+		if q.NextDueMs != nil {
+			s += ", next due in " + ms(*q.NextDueMs)
+		}
+		return s
+	}
+	return ""
+}
+
+func (c *cli) printInstance(inst *inspect.Instance) {
+	fmt.Fprintf(c.stdout, "%s %s (%s)\n%s\n", inst.Object, params(inst), inst.Kind, inst.Key)
+	fmt.Fprintf(c.stdout, "state: %s\n", state(inst))
+	tw := c.table()
+	defer tw.Flush()
+	switch {
+	case inst.Lock != nil && len(inst.Lock.Holders) > 0, inst.Semaphore != nil && len(inst.Semaphore.Holders) > 0:
+		fmt.Fprintln(tw, "\nHOLDER\tCLIENT\tSIDE\tHOLDS\tPERMITS\tTOKEN\tLEASE LEFT")
+		var hs []inspect.Holder
+		if inst.Lock != nil {
+			hs = inst.Lock.Holders
+		} else {
+			hs = inst.Semaphore.Holders
+		}
+		for _, h := range hs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", h.Owner, h.Client, dash(h.Side), h.Holds, h.Permits, h.Token, ms(h.TTLMs))
+		}
+	}
+	if inst.Lock != nil && len(inst.Lock.Waiters) > 0 {
+		fmt.Fprintln(tw, "\nWAITER\tCLIENT\tPLACE KEPT FOR")
+		for _, w := range inst.Lock.Waiters {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", w.Owner, w.Client, ms(w.TTLMs))
+		}
+	}
+	if q := inst.Queue; q != nil {
+		if len(q.Deliveries) > 0 {
+			fmt.Fprintln(tw, "\nIN FLIGHT\tDELIVERIES\tREDELIVERED IN")
+			for _, d := range q.Deliveries {
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", d.ID, d.Deliveries, ms(d.DeadlineMs))
+			}
+		}
+		if len(q.DeadLetters) > 0 {
+			fmt.Fprintln(tw, "\nDEAD LETTER\tDELIVERIES\tREASON\tBODY")
+			for _, d := range q.DeadLetters {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", d.ID, d.Deliveries, d.Reason, d.Body)
+			}
+		}
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (c *cli) serve(args []string) int {
+	fmt.Fprintln(c.stderr, "lockgen serve: not yet")
+	return exitFail
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lockgen/lockgen/examples/orderclose/orders"
+	"github.com/lockgen/lockgen/examples/orderclose/shopqueues"
+	"github.com/lockgen/lockgen/examples/orders/shoplocks"
+	"github.com/lockgen/lockgen/inspect"
+	"github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
+)
+
+const (
+	locksSpec  = "../../examples/orders/shoplocks/lockgen.yaml"
+	queuesSpec = "../../examples/orderclose/shopqueues/lockgen.yaml"
+)
+
+// TestInspectCommand runs lockgen inspect against a real Redis where the
+// example's generated code holds a lock, and force-unlocks it: refused
+// without confirmation, done with it.
+func TestInspectCommand(t *testing.T) {
+	node := redistest.Single(t)
+	rt := runtime.New(node.Client(), runtime.WithID("svc"))
+	defer rt.Close()
+	ctx := context.Background()
+	locks := shoplocks.NewLocks(rt)
+	lease, err := locks.Report("acme", "2026-11-23").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "redis://" + node.Addr
+
+	code, out, errs := lockgen(t, "inspect", "-spec", locksSpec, "-redis", url)
+	if code != 0 || !strings.Contains(out, "Report") || !strings.Contains(out, "1 held") {
+		t.Fatalf("summary: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = lockgen(t, "inspect", "-spec", locksSpec, "-redis", url, "-json", "Report")
+	var l inspect.Listing
+	if err := json.Unmarshal([]byte(out), &l); code != 0 || err != nil {
+		t.Fatalf("listing: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	if len(l.Instances) != 1 || l.Instances[0].Params[0].Value != "acme" || l.Instances[0].Params[1].Value != "2026-11-23" ||
+		l.Instances[0].Lock.Holders[0].Client != "svc" {
+		t.Fatalf("listing: %s", out)
+	}
+	code, out, _ = lockgen(t, "inspect", "-spec", locksSpec, "-redis", url, "Report", "acme", "2026-11-23")
+	if code != 0 || !strings.Contains(out, "held by svc:1") || !strings.Contains(out, "HOLDER") {
+		t.Fatalf("instance: exit %d\n%s", code, out)
+	}
+
+	stdin = strings.NewReader("n\n")
+	code, _, errs = lockgen(t, "inspect", "-spec", locksSpec, "-redis", url, "-force-unlock", "Report", "acme", "2026-11-23")
+	if code != exitFail || !strings.Contains(errs, "force-unlock shop:{Report:report:acme:2026-11-23}? [y/N]") {
+		t.Fatalf("unconfirmed force-unlock: exit %d\n%s", code, errs)
+	}
+	if held, _ := locks.Report("acme", "2026-11-23").IsLocked(ctx); !held {
+		t.Fatal("the lock was released without confirmation")
+	}
+	code, out, errs = lockgen(t, "inspect", "-spec", locksSpec, "-redis", url, "-yes", "-force-unlock", "Report", "acme", "2026-11-23")
+	if code != 0 || !strings.Contains(out, "was held: true") {
+		t.Fatalf("force-unlock -yes: exit %d\n%s\n%s", code, out, errs)
+	}
+	<-lease.Context().Done() // the watchdog (lease 1s) finds it gone
+	if cause := context.Cause(lease.Context()); !errors.Is(cause, runtime.ErrLockLost) {
+		t.Errorf("the holder's lease ended with %v, want ErrLockLost", cause)
+	}
+
+	for _, bad := range [][]string{{"Nope"}, {"Order", "x"}, {"-purge", "Order", "1"}} {
+		code, _, errs = lockgen(t, append([]string{"inspect", "-spec", locksSpec, "-redis", url, "-yes"}, bad...)...)
+		if code != exitUsage {
+			t.Errorf("inspect %v: exit %d, want 2\n%s", bad, code, errs)
+		}
+	}
+}
+
+// TestInspectQueueActions redrives and purges the example's queue.
+func TestInspectQueueActions(t *testing.T) {
+	node := redistest.Single(t)
+	rt := runtime.New(node.Client())
+	defer rt.Close()
+	ctx := context.Background()
+	q := shopqueues.NewQueues(rt).OrderClose
+	if err := q.Offer(ctx, orders.CloseRequest{OrderID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 { // maxDeliveries 5: the fifth Nack dead-letters it
+		d, err := q.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Nack(ctx, errors.New("payment service down")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		if err := q.Offer(ctx, orders.CloseRequest{OrderID: int64(i + 2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := "redis://" + node.Addr
+	code, out, errs := lockgen(t, "inspect", "-spec", queuesSpec, "-redis", url, "OrderClose")
+	if code != 0 || !strings.Contains(out, "2 ready, 0 delayed, 0 in flight, 1 dead") {
+		t.Fatalf("listing: exit %d\n%s\n%s", code, out, errs)
+	}
+	stdin = strings.NewReader("y\n")
+	code, out, errs = lockgen(t, "inspect", "-spec", queuesSpec, "-redis", url, "-redrive", "0", "OrderClose")
+	if code != 0 || !strings.Contains(out, "payment service down") || !strings.Contains(out, "redrove 1 dead letters") {
+		t.Fatalf("redrive: exit %d\n%s\n%s", code, out, errs)
+	}
+	if st, _ := q.Stats(ctx); st.Ready != 3 || st.Dead != 0 {
+		t.Fatalf("after redrive: %+v", st)
+	}
+	code, out, errs = lockgen(t, "inspect", "-spec", queuesSpec, "-redis", url, "-yes", "-purge", "OrderClose")
+	if code != 0 {
+		t.Fatalf("purge: exit %d\n%s\n%s", code, out, errs)
+	}
+	if st, _ := q.Stats(ctx); st != (runtime.QueueStats{}) {
+		t.Fatalf("after purge: %+v", st)
+	}
+}

@@ -1,0 +1,142 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+
+
+	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// ForceUnlock deletes a lock's holds whoever holds it and wakes its
+// waiters, through the runtime's ForceUnlock (the holders' leases end with
+// ErrLockLost at their next renewal). It reports whether the lock was
+// held; it returns ErrUnknownObject, ErrBadParams, ErrUnsupported for an
+// object that is not a lock, or a Redis error.
+func (in *Inspector) ForceUnlock(ctx context.Context, object string, values ...string) (bool, error) {
+	key, err := in.Key(object, values...)
+	if err != nil {
+		return false, err
+	}
+	o := in.byNm[object]
+	if o.lock == nil {
+		return false, fmt.Errorf("%w: force-unlock of %s, a %s", ErrUnsupported, o.name, o.kind)
+	}
+	rt := in.runtimeClient("")
+	def := lockDef(o.lock)
+	if o.lock.Kind == spec.ReadWrite {
+		return rt.RWLock(def, key).ForceUnlock(ctx)
+	}
+	return rt.Lock(def, key).ForceUnlock(ctx)
+}
+
+// deadQueue is what every runtime queue type offers operators.
+type deadQueue interface {
+	Redrive(ctx context.Context, n int) (int, error)
+}
+
+// rawCodec passes items through as stored.
+type rawCodec struct{}
+
+func (rawCodec) Encode(v []byte) ([]byte, error)    { return v, nil }
+func (rawCodec) Decode(data []byte) ([]byte, error) { return data, nil }
+
+func (in *Inspector) runtimeQueue(object string, values []string) (deadQueue, *object, string, error) {
+	key, err := in.Key(object, values...)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	o := in.byNm[object]
+	if o.queue == nil {
+		return nil, o, "", fmt.Errorf("%w: %s is a %s, not a queue", ErrUnsupported, o.name, o.kind)
+	}
+	rt, def := in.runtimeClient(""), queueDef(o.queue)
+	var q deadQueue
+	switch {
+	case def.Reliable && def.Delay:
+		q = runtime.NewDelayedReliableQueue[[]byte](rt, def, rawCodec{}, key)
+	case def.Reliable:
+		q = runtime.NewReliableQueue[[]byte](rt, def, rawCodec{}, key)
+	case def.Delay:
+		q = runtime.NewDelayedQueue[[]byte](rt, def, rawCodec{}, key)
+	default:
+		q = runtime.NewQueue[[]byte](rt, def, rawCodec{}, key)
+	}
+	return q, o, key, nil
+}
+
+// Redrive puts up to n of a queue's oldest dead letters back on its ready
+// list (n <= 0: all of them), through the runtime's Redrive. It returns
+// how many it moved, or ErrUnknownObject, ErrBadParams, ErrUnsupported for
+// an object that is not a queue, or a Redis error.
+func (in *Inspector) Redrive(ctx context.Context, n int, object string, values ...string) (int, error) {
+	q, _, key, err := in.runtimeQueue(object, values)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		dead, err := in.rdb.LLen(ctx, keys.Sub(key, "dead")).Result()
+		if err != nil {
+			return 0, fmt.Errorf("inspect: counting dead letters of %s: %w", key, err)
+		}
+		if dead == 0 {
+			return 0, nil
+		}
+		n = int(dead)
+	}
+	return q.Redrive(ctx, n)
+}
+
+// queueSuffixes are the suffixes of a queue's keys after its ready list
+// (runtime/queue.go's queueKeys).
+var queueSuffixes = []string{"delayed", "data", "seq", "armed", "proc", "inflight", "att", "dead", "err"}
+
+// Purge deletes every item of a queue: ready, delayed, in flight and dead
+// (one DEL of its keys, which share a slot). Deliveries in flight then
+// fail their Ack with ErrDeliveryExpired. It reports whether there was
+// anything to delete, or returns ErrUnknownObject, ErrBadParams,
+// ErrUnsupported for an object that is not a queue, or a Redis error.
+// The runtime has no purge; this is the one action that writes keys
+// directly.
+func (in *Inspector) Purge(ctx context.Context, object string, values ...string) (bool, error) {
+	_, _, key, err := in.runtimeQueue(object, values)
+	if err != nil {
+		return false, err
+	}
+	ks := []string{key}
+	for _, s := range queueSuffixes {
+		if s == "seq" {
+			continue // ids stay unique across a purge
+		}
+		ks = append(ks, keys.Sub(key, s))
+	}
+	n, err := in.rdb.Del(ctx, ks...).Result()
+	if err != nil {
+		return false, fmt.Errorf("inspect: purging %s: %w", key, err)
+	}
+	return n > 0, nil
+}
+
+// SetPermits sets a semaphore's capacity (n > 0) and wakes its waiters,
+// through the runtime's SetPermits; n == 0 goes back to the spec's
+// permits (ResetPermits). It returns ErrUnknownObject, ErrBadParams,
+// ErrUnsupported for an object that is not a semaphore, the runtime's
+// ErrInvalidArgument for a negative n, or a Redis error.
+func (in *Inspector) SetPermits(ctx context.Context, n int, object string, values ...string) error {
+	key, err := in.Key(object, values...)
+	if err != nil {
+		return err
+	}
+	o := in.byNm[object]
+	if o.sem == nil {
+		return fmt.Errorf("%w: set-permits of %s, a %s", ErrUnsupported, o.name, o.kind)
+	}
+	s := in.runtimeClient("").Semaphore(semaphoreDef(o.sem), key)
+	if n == 0 {
+		return s.ResetPermits(ctx)
+	}
+	return s.SetPermits(ctx, n)
+}
+

@@ -1,0 +1,329 @@
+// Package inspect reads the live state of the objects of a lockgen spec
+// from Redis, through the spec's key layout, and performs the operator's
+// actions on them (force-unlock, redrive, purge, set permits). It is what
+// `lockgen inspect` and the dashboard are built on.
+//
+// Instances are found with SCAN over the namespace (never KEYS), on every
+// primary of a cluster, within a budget of keys visited (Options.MaxScan),
+// and their params are decoded from the keys (keys.Decode). Reads are
+// pipelined: one round trip per node for all instances of a listing, plus
+// one script call per limiter instance (its state needs the server's clock
+// and the algorithm). Lists inside an instance (waiters, holders, in-flight
+// deliveries, dead letters) are cut at Options.MaxItems.
+//
+// Reading never writes, with one exception: a limiter is read by its own
+// decision script asking for zero requests, which refreshes the expiry of
+// its config; an instance whose config has expired is reported full
+// without running the script.
+package inspect
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/templates"
+)
+
+// Errors of the package, matchable with errors.Is.
+var (
+	// ErrUnknownObject: the spec declares no object of that name.
+	ErrUnknownObject = errors.New("inspect: no such object in the spec")
+	// ErrBadParams: the params given do not fit the object's key.
+	ErrBadParams = errors.New("inspect: bad params")
+	// ErrUnsupported: the action does not apply to the object's kind.
+	ErrUnsupported = errors.New("inspect: action not supported for this kind")
+)
+
+// Object kinds as inspect reports them: the lock kinds of the spec, and
+// one word for each other section.
+const (
+	KindSemaphore = "semaphore"
+	KindLatch     = "latch"
+	KindLimiter   = "limiter"
+	KindQueue     = "queue"
+)
+
+// Options bound the work of an Inspector.
+type Options struct {
+	// MaxScan is how many keys SCAN may visit per node for one listing
+	// (0: 100000). A listing cut short says so (Truncated).
+	MaxScan int
+	// MaxInstances is how many instances of one object a listing reads
+	// (0: 1000).
+	MaxInstances int
+	// MaxItems is how many entries of a list inside one instance are
+	// shown: waiters, holders, deliveries, dead letters (0: 20).
+	MaxItems int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxScan <= 0 {
+		o.MaxScan = 100000
+	}
+	if o.MaxInstances <= 0 {
+		o.MaxInstances = 1000
+	}
+	if o.MaxItems <= 0 {
+		o.MaxItems = 20
+	}
+	return o
+}
+
+// Inspector reads and changes the live state of one spec's objects. It is
+// safe for concurrent use.
+type Inspector struct {
+	rdb  redis.UniversalClient
+	spec *spec.Spec
+	opts Options
+	objs []*object
+	byNm map[string]*object
+
+	mu  sync.Mutex
+	rts map[string]*runtime.Client // by client id ("" for the inspector's own)
+}
+
+// object is one declared object with what reading it needs.
+type object struct {
+	name     string
+	kind     string
+	pattern  string
+	params   []spec.Param
+	literals []string
+
+	lock  *spec.Lock
+	sem   *spec.Semaphore
+	latch *spec.Latch
+	lim   *spec.Limiter
+	queue *spec.Queue
+}
+
+// Load reads and validates the spec at path and returns an Inspector of
+// its objects over rdb. It returns the spec's errors as `lockgen check`
+// reports them.
+func Load(rdb redis.UniversalClient, path string, opts Options) (*Inspector, error) {
+	s, err := spec.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return newInspector(rdb, s, opts), nil
+}
+
+// Parse is Load for a spec held in memory; file names it in errors.
+func Parse(rdb redis.UniversalClient, file string, data []byte, opts Options) (*Inspector, error) {
+	s, err := spec.Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	return newInspector(rdb, s, opts), nil
+}
+
+func newInspector(rdb redis.UniversalClient, s *spec.Spec, opts Options) *Inspector {
+	in := &Inspector{rdb: rdb, spec: s, opts: opts.withDefaults(), byNm: map[string]*object{}, rts: map[string]*runtime.Client{}}
+	add := func(o *object, obj spec.Object) {
+		o.name, o.pattern, o.params, o.literals = obj.Name, obj.Key.Pattern, obj.Key.Params, obj.Key.Literals
+		in.objs = append(in.objs, o)
+		in.byNm[o.name] = o
+	}
+	for _, l := range s.Locks {
+		add(&object{kind: string(l.Kind), lock: l}, l.Object)
+	}
+	for _, x := range s.Semaphores {
+		add(&object{kind: KindSemaphore, sem: x}, x.Object)
+	}
+	for _, x := range s.Latches {
+		add(&object{kind: KindLatch, latch: x}, x.Object)
+	}
+	for _, x := range s.Limiters {
+		add(&object{kind: KindLimiter, lim: x}, x.Object)
+	}
+	for _, x := range s.Queues {
+		add(&object{kind: KindQueue, queue: x}, x.Object)
+	}
+	sort.Slice(in.objs, func(i, j int) bool { return in.objs[i].name < in.objs[j].name })
+	return in
+}
+
+// Namespace returns the spec's namespace.
+func (in *Inspector) Namespace() string { return in.spec.Namespace }
+
+// Close stops the runtime clients the inspector made for its actions. It
+// does not close the Redis client it was given.
+func (in *Inspector) Close() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for id, c := range in.rts {
+		c.Close()
+		delete(in.rts, id)
+	}
+	return nil
+}
+
+// runtimeClient returns a runtime client over the inspector's Redis
+// connection with the given id ("" for a random one).
+func (in *Inspector) runtimeClient(id string) *runtime.Client {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	c := in.rts[id]
+	if c == nil {
+		var opts []runtime.Option
+		if id != "" {
+			opts = append(opts, runtime.WithID(id))
+		}
+		c = runtime.New(in.rdb, opts...)
+		in.rts[id] = c
+	}
+	return c
+}
+
+// ObjectInfo describes one declared object.
+type ObjectInfo struct {
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"`
+	Pattern string   `json:"pattern"`
+	Params  []string `json:"params"`
+}
+
+// Objects lists the spec's objects, sorted by name.
+func (in *Inspector) Objects() []ObjectInfo {
+	out := make([]ObjectInfo, 0, len(in.objs))
+	for _, o := range in.objs {
+		out = append(out, o.info())
+	}
+	return out
+}
+
+func (o *object) info() ObjectInfo {
+	ps := make([]string, len(o.params))
+	for i, p := range o.params {
+		ps[i] = p.Name
+	}
+	return ObjectInfo{Name: o.name, Kind: o.kind, Pattern: o.pattern, Params: ps}
+}
+
+func (in *Inspector) object(name string) (*object, error) {
+	o := in.byNm[name]
+	if o == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownObject, name)
+	}
+	return o, nil
+}
+
+// Key returns the Redis key of object's instance with the given param
+// values (as their Go values print: 42, "acme"), or ErrUnknownObject or
+// ErrBadParams.
+func (in *Inspector) Key(object string, values ...string) (string, error) {
+	o, err := in.object(object)
+	if err != nil {
+		return "", err
+	}
+	if len(values) != len(o.params) {
+		return "", fmt.Errorf("%w: %s takes %d params (%s), got %d", ErrBadParams, o.name, len(o.params), strings.Join(o.info().Params, ", "), len(values))
+	}
+	for i, p := range o.params {
+		if err := checkValue(p.Type.Basic, values[i]); err != nil {
+			return "", fmt.Errorf("%w: %s: %v", ErrBadParams, p.Name, err)
+		}
+	}
+	return keys.Build(in.spec.Namespace, o.name, o.literals, values...), nil
+}
+
+// checkValue reports a value that the generated code could not produce for
+// a param of basic type t ("" when unknown: anything goes).
+func checkValue(t, v string) error {
+	switch {
+	case strings.HasPrefix(t, "int"):
+		_, err := strconv.ParseInt(v, 10, 64)
+		return err
+	case strings.HasPrefix(t, "uint"):
+		_, err := strconv.ParseUint(v, 10, 64)
+		return err
+	}
+	return nil
+}
+
+// script returns a template as the runtime runs it.
+func script(name string) *runtime.Script {
+	src, err := templates.Source(name)
+	if err != nil {
+		// The templates are embedded in this binary with the kind table
+		// that names them; a missing one is a build defect.
+		panic(err)
+	}
+	sum := sha1.Sum([]byte(src))
+	return &runtime.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
+}
+
+func scriptOrNil(name string) *runtime.Script {
+	if name == "" {
+		return nil
+	}
+	return script(name)
+}
+
+// lockDef returns the runtime definition of a lock object.
+func lockDef(l *spec.Lock) *runtime.LockDef {
+	set := templates.Locks[string(l.Kind)]
+	kind := map[spec.LockKind]runtime.LockKind{
+		spec.Reentrant: runtime.Reentrant, spec.Simple: runtime.Simple, spec.Fair: runtime.Fair,
+		spec.ReadWrite: runtime.ReadWrite, spec.Fenced: runtime.Fenced, spec.RedLock: runtime.Simple,
+	}[l.Kind]
+	return &runtime.LockDef{
+		Name: l.Name, Kind: kind, Lease: l.Lease, Renew: l.Renew, Wait: l.Wait,
+		Scripts: &runtime.LockScripts{
+			Acquire: script(set.Acquire), Release: script(set.Release), Renew: script(set.Renew),
+			ForceUnlock: script(set.ForceUnlock), Leave: scriptOrNil(set.Leave),
+			MultiAcquire: scriptOrNil(set.MultiAcquire), MultiRelease: scriptOrNil(set.MultiRelease),
+		},
+	}
+}
+
+func semaphoreDef(s *spec.Semaphore) *runtime.SemaphoreDef {
+	set := templates.Semaphore
+	return &runtime.SemaphoreDef{
+		Name: s.Name, Permits: s.Permits, Lease: s.Lease, Renew: s.Renew, Wait: s.Wait,
+		Scripts: &runtime.SemaphoreScripts{
+			Acquire: script(set.Acquire), Release: script(set.Release), Renew: script(set.Renew),
+			State: script(set.State), Capacity: script(set.Capacity),
+		},
+	}
+}
+
+func limiterDef(l *spec.Limiter) *runtime.LimiterDef {
+	set := templates.Limiters[l.Algorithm]
+	alg := map[string]runtime.LimiterAlgorithm{spec.GCRA: runtime.GCRA, spec.TokenBucket: runtime.TokenBucket, spec.SlidingWindow: runtime.SlidingWindow}[l.Algorithm]
+	scope := runtime.ScopeOverall
+	if l.Scope == spec.ScopePerClient {
+		scope = runtime.ScopePerClient
+	}
+	return &runtime.LimiterDef{
+		Name: l.Name, Algorithm: alg, Rate: l.Rate, Per: l.Per, Burst: l.Burst, Scope: scope,
+		Scripts: &runtime.LimiterScripts{Allow: script(set.Allow), Configure: script(set.Configure)},
+	}
+}
+
+func queueDef(q *spec.Queue) *runtime.QueueDef {
+	set := templates.Queue
+	d := &runtime.QueueDef{
+		Name: q.Name, Delay: q.Delay, Reliable: q.Reliable != nil,
+		Scripts: &runtime.QueueScripts{
+			Offer: script(set.Offer), Move: script(set.Move), Take: script(set.Take), Ack: script(set.Ack),
+			Nack: script(set.Nack), Extend: script(set.Extend), Bury: script(set.Bury), Dead: script(set.Dead),
+			Redrive: script(set.Redrive),
+		},
+	}
+	if q.Reliable != nil {
+		d.Visibility, d.MaxDeliveries = q.Reliable.Visibility, q.Reliable.MaxDeliveries
+	}
+	return d
+}

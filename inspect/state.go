@@ -1,0 +1,142 @@
+package inspect
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Instance is the live state of one object instance.
+type Instance struct {
+	Object string  `json:"object"`
+	Kind   string  `json:"kind"`
+	Key    string  `json:"key"`
+	Params []Param `json:"params"`
+
+	Lock      *LockState      `json:"lock,omitempty"`
+	Semaphore *SemaphoreState `json:"semaphore,omitempty"`
+	Latch     *LatchState     `json:"latch,omitempty"`
+	Limiter   *LimiterState   `json:"limiter,omitempty"`
+	Queue     *QueueState     `json:"queue,omitempty"`
+}
+
+// Param is one decoded param value, as the generated code formatted it.
+type Param struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// LockState is a lock's holders and waiters. Times are milliseconds left,
+// by the Redis server's clock.
+type LockState struct {
+	Held    bool     `json:"held"`
+	Holders []Holder `json:"holders,omitempty"`
+	// LastToken is a fenced lock's counter: the token of the latest hold,
+	// by any owner (it never expires).
+	LastToken int64    `json:"lastToken,omitempty"`
+	Waiters   []Waiter `json:"waiters,omitempty"`
+}
+
+// Holder is one hold of a lock or semaphore.
+type Holder struct {
+	Owner  string `json:"owner"`  // "<client id>:<n>"
+	Client string `json:"client"` // the owner's client id
+	// Side is "read" or "write" for read-write locks.
+	Side    string `json:"side,omitempty"`
+	Holds   int    `json:"holds,omitempty"`   // re-entries of one owner
+	Permits int    `json:"permits,omitempty"` // semaphores
+	Token   int64  `json:"token,omitempty"`   // fenced locks
+	// TTLMs is the time left on the hold's lease; -1 when it has none.
+	TTLMs int64 `json:"ttlMs"`
+}
+
+// Waiter is one owner waiting for an object.
+type Waiter struct {
+	Owner  string `json:"owner"`
+	Client string `json:"client"`
+	// TTLMs is the time until the waiter loses its place unless it
+	// refreshes it.
+	TTLMs int64 `json:"ttlMs"`
+}
+
+// SemaphoreState is a semaphore's permits.
+type SemaphoreState struct {
+	Capacity int      `json:"capacity"`
+	Held     int      `json:"held"`
+	Free     int      `json:"free"`
+	Holders  []Holder `json:"holders,omitempty"`
+	// CapacitySet reports an operator's capacity (SetPermits) in place of
+	// the spec's.
+	CapacitySet bool `json:"capacitySet,omitempty"`
+}
+
+// LatchState is a count-down latch's count.
+type LatchState struct {
+	Set   bool  `json:"set"` // counted down or set; else Count is the spec's
+	Count int   `json:"count"`
+	Open  bool  `json:"open"`
+	TTLMs int64 `json:"ttlMs"` // until the key expires and the latch starts over
+}
+
+// LimiterState is a limiter's allowance, one entry per client for the
+// per-client scope.
+type LimiterState struct {
+	Algorithm string           `json:"algorithm"`
+	Scope     string           `json:"scope"`
+	Capacity  int              `json:"capacity"`
+	Clients   []LimiterReading `json:"clients"`
+}
+
+// LimiterReading is one allowance of a limiter.
+type LimiterReading struct {
+	Client       string `json:"client,omitempty"` // per-client scope only
+	Remaining    int    `json:"remaining"`
+	ResetAfterMs int64  `json:"resetAfterMs"`
+	Error        string `json:"error,omitempty"` // e.g. a config mismatch
+}
+
+// QueueState is a queue's depths and the items an operator looks at.
+type QueueState struct {
+	Ready    int64 `json:"ready"`
+	Delayed  int64 `json:"delayed"`
+	InFlight int64 `json:"inFlight"`
+	Dead     int64 `json:"dead"`
+	// NextDueMs is how long until the earliest delayed item is due (0
+	// when one is overdue); absent with nothing delayed.
+	NextDueMs   *int64       `json:"nextDueMs,omitempty"`
+	Deliveries  []Delivery   `json:"deliveries,omitempty"`  // in flight, earliest deadline first
+	DeadLetters []DeadLetter `json:"deadLetters,omitempty"` // oldest first
+}
+
+// Delivery is an item in flight on a reliable queue.
+type Delivery struct {
+	ID         string `json:"id"`
+	Deliveries int    `json:"deliveries"`
+	DeadlineMs int64  `json:"deadlineMs"` // until it is delivered again
+}
+
+// DeadLetter is an item on a queue's dead-letter list.
+type DeadLetter struct {
+	ID         string `json:"id"`
+	Reason     string `json:"reason"`
+	Deliveries int    `json:"deliveries"`
+	Body       string `json:"body"` // cut at 200 bytes
+}
+
+// splitOwner returns the client id of an owner id "<client>:<n>".
+func splitOwner(owner string) string {
+	if i := strings.LastIndexByte(owner, ':'); i > 0 {
+		if _, err := strconv.ParseUint(owner[i+1:], 10, 64); err == nil {
+			return owner[:i]
+		}
+	}
+	return owner
+}
+
+func holder(owner string) Holder { return Holder{Owner: owner, Client: splitOwner(owner)} }
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
