@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/runtime"
@@ -139,4 +138,3 @@ func (in *Inspector) SetPermits(ctx context.Context, n int, object string, value
 	}
 	return s.SetPermits(ctx, n)
 }
-

@@ -11,6 +11,8 @@ import (
 // that take two locks in opposite orders): none of its owners can
 // proceed until a lease runs out or a wait gives up.
 //
+// Locks only: every waiter of a lock waits for all of its holders (one,
+// or a read-write lock's readers), so a cycle is a deadlock for sure.
 // Owners, not clients, are the nodes: two goroutines of one process are
 // two owners, and one of them waiting for the other is no deadlock. An
 // owner that holds one lock and waits for another with the first lease's
@@ -54,12 +56,15 @@ func NewGraph(insts []*Instance) *Graph {
 		case inst.Lock != nil:
 			holders, waiters = inst.Lock.Holders, inst.Lock.Waiters
 		default:
+			// A semaphore's waiter waits for any one of its holders,
+			// not all: a cycle through it need not be a deadlock, so
+			// semaphores stay out of the graph.
 			continue
 		}
 		for _, w := range waiters {
 			for _, h := range holders {
-				if h.Owner == w.Owner {
-					continue // a re-entry in progress waits for nobody
+				if h.Owner == w.Owner || w.Side == "read" && h.Side == "read" {
+					continue // a re-entry waits for nobody; readers share
 				}
 				g.Edges = append(g.Edges, Edge{
 					Waiter: w.Owner, WaiterClient: w.Client, Holder: h.Owner, HolderClient: h.Client,

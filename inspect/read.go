@@ -169,6 +169,7 @@ func (t *Totals) add(inst *Instance) {
 		t.Holders += len(inst.Lock.Holders)
 		t.Waiters += len(inst.Lock.Waiters)
 	case inst.Semaphore != nil:
+		t.Waiters += len(inst.Semaphore.Waiters)
 		t.Held += inst.Semaphore.Held
 		t.Holders += len(inst.Semaphore.Holders)
 		t.Capacity += inst.Semaphore.Capacity
@@ -250,8 +251,7 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 		case spec.Fair:
 			h := pipe.HGetAll(ctx, key)
 			ttl := pipe.PTTL(ctx, key)
-			q := pipe.LRange(ctx, keys.Sub(key, "queue"), 0, int64(max-1))
-			dl := pipe.ZRangeWithScores(ctx, keys.Sub(key, "waiters"), 0, maxZset-1)
+			waiters := in.readWaiters(ctx, pipe, key)
 			return simple(func(nowMs int64) {
 				for owner, n := range h.Val() {
 					hd := holder(owner)
@@ -259,23 +259,15 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 					hd.TTLMs = ttlMs(ttl.Val())
 					st.Holders = append(st.Holders, hd)
 				}
-				deadlines := map[string]float64{}
-				for _, z := range dl.Val() {
-					deadlines[z.Member.(string)] = z.Score
-				}
-				for _, w := range q.Val() {
-					d, ok := deadlines[w]
-					if !ok || int64(d) <= nowMs {
-						continue // evicted by the next script run
-					}
-					st.Waiters = append(st.Waiters, Waiter{Owner: w, Client: splitOwner(w), TTLMs: int64(d) - nowMs})
-				}
+				st.Waiters = waiters(nowMs)
 				st.Held = len(st.Holders) > 0
 			})
 		case spec.ReadWrite:
 			h := pipe.HGetAll(ctx, key)
 			dl := pipe.ZRangeWithScores(ctx, keys.Sub(key, "holds"), 0, maxZset-1)
+			waiters := in.readWaiters(ctx, pipe, key)
 			return simple(func(nowMs int64) {
+				st.Waiters = waiters(nowMs)
 				deadlines := map[string]int64{}
 				for _, z := range dl.Val() {
 					deadlines[z.Member.(string)] = int64(z.Score)
@@ -316,7 +308,9 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 				fence = pipe.Get(ctx, keys.Sub(key, "fence"))
 			}
 			kind := o.lock.Kind
-			return simple(func(int64) {
+			waiters := in.readWaiters(ctx, pipe, key)
+			return simple(func(nowMs int64) {
+				st.Waiters = waiters(nowMs)
 				if fence != nil {
 					st.LastToken, _ = fence.Int64()
 				}
@@ -324,16 +318,15 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 				if err != nil {
 					return
 				}
-				var hd Holder
-				if kind == spec.Simple || kind == spec.RedLock {
-					hd = holder(val)
-					hd.Holds = 1
-				} else {
-					parts := strings.Fields(val)
-					if len(parts) == 0 {
-						return
-					}
-					hd = holder(parts[0])
+				// "<owner>" (simple) or "<owner> <holds>[ <token>]", and
+				// " w" when waiters are registered.
+				parts := strings.Fields(val)
+				if len(parts) == 0 {
+					return
+				}
+				hd := holder(parts[0])
+				hd.Holds = 1
+				if kind != spec.Simple && kind != spec.RedLock {
 					if len(parts) > 1 {
 						hd.Holds, _ = strconv.Atoi(parts[1])
 					}
@@ -352,7 +345,9 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 		counts := pipe.HGetAll(ctx, keys.Sub(key, "counts"))
 		capacity := pipe.Get(ctx, keys.Sub(key, "capacity"))
 		permits := o.sem.Permits
+		waiters := in.readWaiters(ctx, pipe, key)
 		return simple(func(nowMs int64) {
+			st.Waiters = waiters(nowMs)
 			st.Capacity = permits
 			if c, err := capacity.Int(); err == nil {
 				st.Capacity, st.CapacitySet = c, true
@@ -443,6 +438,28 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 		}
 	}
 	return simple(func(int64) {})
+}
+
+// readWaiters adds the reads of an object's waiter registry to pipe and
+// returns what lists its live waiters, longest-waiting first.
+func (in *Inspector) readWaiters(ctx context.Context, pipe redis.Pipeliner, key string) func(nowMs int64) []Waiter {
+	q := pipe.LRange(ctx, keys.Sub(key, "queue"), 0, int64(in.opts.MaxItems-1))
+	dl := pipe.ZRangeWithScores(ctx, keys.Sub(key, "waiters"), 0, maxZset-1)
+	return func(nowMs int64) []Waiter {
+		deadlines := map[string]int64{}
+		for _, z := range dl.Val() {
+			deadlines[z.Member.(string)] = int64(z.Score)
+		}
+		var ws []Waiter
+		for _, m := range q.Val() {
+			d, ok := deadlines[m]
+			if !ok || d <= nowMs {
+				continue // dropped by the object's next script run
+			}
+			ws = append(ws, waiter(m, d-nowMs))
+		}
+		return ws
+	}
 }
 
 // readLimiter reads each allowance of a limiter by asking its script for

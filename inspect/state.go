@@ -49,10 +49,16 @@ type Holder struct {
 	TTLMs int64 `json:"ttlMs"`
 }
 
-// Waiter is one owner waiting for an object.
+// Waiter is one owner waiting for an object, from the object's waiter
+// registry (key:queue in arrival order, key:waiters with deadlines; see
+// "Waiter registry" in the runtime's package doc).
 type Waiter struct {
 	Owner  string `json:"owner"`
 	Client string `json:"client"`
+	// Side is "read" or "write" for read-write locks.
+	Side string `json:"side,omitempty"`
+	// Permits is how many permits a semaphore's waiter wants.
+	Permits int `json:"permits,omitempty"`
 	// TTLMs is the time until the waiter loses its place unless it
 	// refreshes it.
 	TTLMs int64 `json:"ttlMs"`
@@ -64,6 +70,7 @@ type SemaphoreState struct {
 	Held     int      `json:"held"`
 	Free     int      `json:"free"`
 	Holders  []Holder `json:"holders,omitempty"`
+	Waiters  []Waiter `json:"waiters,omitempty"`
 	// CapacitySet reports an operator's capacity (SetPermits) in place of
 	// the spec's.
 	CapacitySet bool `json:"capacitySet,omitempty"`
@@ -139,4 +146,20 @@ func cut(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// waiter parses a registry member: "<owner>", "<owner> r|w" (read-write
+// locks) or "<owner> <permits>" (semaphores).
+func waiter(member string, ttl int64) Waiter {
+	owner, detail, _ := strings.Cut(member, " ")
+	w := Waiter{Owner: owner, Client: splitOwner(owner), TTLMs: ttl}
+	switch detail {
+	case "r":
+		w.Side = "read"
+	case "w":
+		w.Side = "write"
+	default:
+		w.Permits, _ = strconv.Atoi(detail)
+	}
+	return w
 }
