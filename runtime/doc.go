@@ -211,9 +211,13 @@
 // writer); a semaphore's release wakes waiters for as many permits as it
 // freed. A waiter refreshes its entry every third of the registry TTL;
 // its fallback timer (the holder's remaining lease, at most that refresh
-// interval) makes a lost message cost latency, never liveness. After a
-// reconnect the hub wakes every waiter, since messages may have been
-// missed.
+// interval) makes a lost message cost latency, never liveness. A pub/sub
+// connection that fails (an outage, CLIENT KILL) is replaced and every
+// channel subscribed again; once that is confirmed the hub wakes every
+// waiter, since messages may have been missed. A waiter never waits for a
+// confirmation longer than a second: its fallback timer runs even while
+// Redis is down (hub_test.go: TestOutageLockWaitersRecover,
+// TestOutageSemaphoreWaitersRecover, TestPubSubKilledWaitersRecover).
 //
 // # Waiter registry
 //

@@ -2,46 +2,175 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// hub multiplexes every wait of one client onto one pub/sub connection.
+// hub multiplexes every wait of one client onto its pub/sub connections.
 // Channels are reference-counted: the first waiter subscribes, the last
 // one leaves. This file is the connection layer: subscribing, confirming,
-// lingering, reconnecting. Who is woken by a message is waiters.go's
-// business (deliver); after a reconnect go-redis resubscribes and the hub
-// wakes every waiter of the channel (broadcast), because messages may have
-// been lost while disconnected.
+// lingering, reconnecting, following slots. Who is woken by a message is
+// waiters.go's business (deliver).
+//
+// Classic or sharded pub/sub is chosen once per client (see sharded): on
+// a single node, Sentinel, a Ring, or a cluster older than Redis 7.0 the
+// hub has one connection (classic SUBSCRIBE); on a Redis 7+ cluster it has
+// one connection per primary and subscribes each channel with SSUBSCRIBE
+// on the primary that owns the channel's slot (a channel shares its key's
+// hash tag).
+//
+// Each connection is one go-redis PubSub read by one goroutine of the hub
+// (Receive, not Channel: Channel drops the server's unsubscribe notices)
+// and written by another, in order. Each subscribe and unsubscribe names
+// one channel, so the server answers each with one reply, in order: the
+// hub counts the replies it expects per channel, and a channel is
+// confirmed once every command sent for it has been answered and the last
+// was a subscribe. When a connection fails (an outage, CLIENT KILL, a
+// failover), its PubSub is thrown away: a new one subscribes every channel
+// again, and the channel's waiters are woken once that is confirmed,
+// because messages may have been lost meanwhile. On a cluster, a channel
+// whose slot moved (the server pushes an unsolicited sunsubscribe, or
+// answers MOVED) is routed again after reloading the slot map, and its
+// waiters are woken too. Waiters never depend on a confirmation:
+// subscribe waits for it at most confirmWait, and every waiter keeps its
+// fallback timer.
 type hub struct {
-	rdb redis.UniversalClient
+	rdb  redis.UniversalClient
+	mode atomic.Int32 // modeUnknown, modeClassic or modeSharded
 
-	mu      sync.Mutex
-	ps      *redis.PubSub
-	subs    map[string]*subscription
-	pending map[string]int // confirmations not yet received, per channel
-	closed  bool
-	done    chan struct{}
+	mu       sync.Mutex
+	subs     map[string]*subscription
+	conns    map[string]*psConn         // by shard address; "" in classic mode
+	homeless map[*subscription]struct{} // subscriptions waiting for a route
+	homeKick chan struct{}              // wakes the rehoming goroutine
+	homing   bool                       // the rehoming goroutine runs
+	closed   bool
+	done     chan struct{}
 }
+
+// shardedPubSub enables sharded pub/sub on clusters; it stays off until
+// every script that publishes takes its command from publishCmd.
+const shardedPubSub = false
+
+const (
+	modeUnknown int32 = iota
+	modeClassic
+	modeSharded
+)
 
 type subscription struct {
 	channel string
 	refs    int
-	ready   chan struct{} // closed once SUBSCRIBE is confirmed
+	ready   chan struct{} // closed once the subscription is confirmed
 	isReady bool
+	conn    *psConn     // the connection it is subscribed on; nil while routed
 	waiters []*waiter   // in arrival order
 	linger  *time.Timer // drops the channel once it has been unused for linger
 }
 
+// psConn is one pub/sub connection: the whole client's in classic mode,
+// one primary's in sharded mode. Its fields are guarded by hub.mu.
+type psConn struct {
+	h       *hub
+	addr    string        // "" in classic mode
+	node    *redis.Client // the primary, in sharded mode
+	sharded bool
+
+	ps      *redis.PubSub            // replaced when its connection fails
+	chans   map[string]*subscription // subscribed (or being subscribed) here
+	ops     []psOp                   // commands not written yet, in order
+	sent    []psOp                   // commands whose reply is due, in order
+	pending map[string]int           // len(sent) per channel
+	kick    chan struct{}            // wakes the writer
+	stopped bool
+}
+
+type psOp struct {
+	channel string
+	sub     bool // subscribe, or unsubscribe
+}
+
+// Timings of the connection layer.
+const (
+	// confirmWait bounds how long subscribe waits for the server's
+	// confirmation; the caller's fallback timer covers the rest.
+	confirmWait = time.Second
+	// linger is how long a channel stays subscribed without waiters.
+	linger = time.Second
+	// healthEvery is how long a connection may be silent before the hub
+	// pings it; a second silence of that length throws it away.
+	healthEvery = 3 * time.Second
+	// opTimeout bounds one write (and the dial it may need).
+	opTimeout = 5 * time.Second
+	// maxBackoff caps the pause between reconnection and rerouting
+	// attempts while Redis is unreachable.
+	maxBackoff = 500 * time.Millisecond
+)
+
 func newHub(rdb redis.UniversalClient) *hub {
-	return &hub{rdb: rdb, subs: map[string]*subscription{}, pending: map[string]int{}, done: make(chan struct{})}
+	return &hub{
+		rdb: rdb, subs: map[string]*subscription{}, conns: map[string]*psConn{},
+		homeless: map[*subscription]struct{}{}, homeKick: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+}
+
+// sharded reports whether this client uses sharded pub/sub: only a
+// *redis.ClusterClient whose servers answer PUBSUB SHARDNUMSUB (Redis
+// 7.0+) does. The answer is probed on first need and kept for the life of
+// the client; a probe that fails to reach Redis is not kept, and the
+// error is returned.
+func (h *hub) sharded(ctx context.Context) (bool, error) {
+	switch h.mode.Load() {
+	case modeClassic:
+		return false, nil
+	case modeSharded:
+		return true, nil
+	}
+	cc, ok := h.rdb.(*redis.ClusterClient)
+	if !ok || !shardedPubSub {
+		h.mode.Store(modeClassic)
+		return false, nil
+	}
+	err := cc.Do(ctx, "PUBSUB", "SHARDNUMSUB").Err()
+	var rerr redis.Error
+	switch {
+	case err == nil:
+		h.mode.CompareAndSwap(modeUnknown, modeSharded)
+	case errors.As(err, &rerr): // an older server: unknown subcommand
+		h.mode.CompareAndSwap(modeUnknown, modeClassic)
+	default:
+		return false, err
+	}
+	return h.mode.Load() == modeSharded, nil
+}
+
+// publishCmd is the command that scripts publish wake-ups with, passed to
+// them as an argument: "publish" (classic pub/sub) or "spublish" (sharded
+// pub/sub, Redis Cluster >= 7.0). The choice is made once per client (see
+// hub.sharded); every script that publishes takes it from here. While the
+// choice cannot be probed (Redis unreachable) it says "publish".
+func (c *Client) publishCmd() string {
+	if c.hub.mode.Load() == modeUnknown {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, _ = c.hub.sharded(ctx)
+	}
+	if c.hub.mode.Load() == modeSharded {
+		return "spublish"
+	}
+	return "publish"
 }
 
 // subscribe adds a reference to channel and waits until the subscription
-// is confirmed by the server. It returns ErrClosed after close, or ctx's
-// error.
+// is confirmed by the server, or at most confirmWait: a subscription that
+// is confirmed later wakes the waiters that joined it meanwhile. It
+// returns ErrClosed after close, or ctx's error.
 func (h *hub) subscribe(ctx context.Context, channel string) (*subscription, error) {
 	h.mu.Lock()
 	if h.closed {
@@ -49,23 +178,26 @@ func (h *hub) subscribe(ctx context.Context, channel string) (*subscription, err
 		return nil, ErrClosed
 	}
 	s := h.subs[channel]
-	if s == nil {
+	fresh := s == nil
+	if fresh {
 		s = &subscription{channel: channel, ready: make(chan struct{})}
 		h.subs[channel] = s
-		if h.ps == nil {
-			h.ps = h.rdb.Subscribe(context.WithoutCancel(ctx))
-			go h.receive(h.ps.ChannelWithSubscriptions(redis.WithChannelSize(1000)))
-		}
-		h.pending[channel]++
-		// Subscribe only writes the command; the confirmation arrives in
-		// receive. A write error makes go-redis reconnect and resubscribe.
-		_ = h.ps.Subscribe(context.WithoutCancel(ctx), channel)
 	}
 	s.refs++
 	h.mu.Unlock()
+	if fresh {
+		h.route(ctx, s)
+	}
 
+	h.mu.Lock()
+	ready := s.ready
+	h.mu.Unlock()
+	t := time.NewTimer(confirmWait)
+	defer t.Stop()
 	select {
-	case <-s.ready:
+	case <-ready:
+		return s, nil
+	case <-t.C:
 		return s, nil
 	case <-h.done:
 		h.unsubscribe(s)
@@ -73,6 +205,131 @@ func (h *hub) subscribe(ctx context.Context, channel string) (*subscription, err
 	case <-ctx.Done():
 		h.unsubscribe(s)
 		return nil, ctx.Err()
+	}
+}
+
+// route finds the connection for s and subscribes it there, or leaves it
+// to the rehoming goroutine when that needs Redis and Redis cannot be
+// reached.
+func (h *hub) route(ctx context.Context, s *subscription) {
+	addr, node, err := h.owner(ctx, s.channel)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.subs[s.channel] != s || s.conn != nil {
+		return
+	}
+	if err != nil {
+		h.rehome(s)
+		return
+	}
+	h.attach(s, addr, node)
+}
+
+// owner returns the address and client of the primary whose connection
+// channel belongs on: "" and nil in classic mode.
+func (h *hub) owner(ctx context.Context, channel string) (string, *redis.Client, error) {
+	sharded, err := h.sharded(ctx)
+	if err != nil || !sharded {
+		return "", nil, err
+	}
+	node, err := h.rdb.(*redis.ClusterClient).MasterForKey(ctx, channel)
+	if err != nil {
+		return "", nil, err
+	}
+	return node.Options().Addr, node, nil
+}
+
+// attach subscribes s on the connection for addr, creating it if needed.
+// h.mu must be held.
+func (h *hub) attach(s *subscription, addr string, node *redis.Client) {
+	pc := h.conns[addr]
+	if pc == nil {
+		pc = &psConn{h: h, addr: addr, node: node, sharded: node != nil,
+			chans: map[string]*subscription{}, pending: map[string]int{}, kick: make(chan struct{}, 1)}
+		pc.ps = pc.newPubSub()
+		h.conns[addr] = pc
+		go pc.read()
+		go pc.write()
+	}
+	s.conn = pc
+	pc.chans[s.channel] = s
+	pc.send(s.channel, true)
+}
+
+// rehome queues s for the rehoming goroutine, which routes it again after
+// a pause. h.mu must be held.
+func (h *hub) rehome(s *subscription) {
+	h.unready(s)
+	h.homeless[s] = struct{}{}
+	if !h.homing {
+		h.homing = true
+		go h.rehoming()
+	}
+	select {
+	case h.homeKick <- struct{}{}:
+	default:
+	}
+}
+
+// unready marks s as not (or no longer) confirmed. h.mu must be held.
+func (h *hub) unready(s *subscription) {
+	if s.isReady {
+		s.isReady = false
+		s.ready = make(chan struct{})
+	}
+}
+
+// rehoming routes the homeless subscriptions, retrying with a growing
+// pause while that fails. On a cluster it asks go-redis to reload the slot
+// map first, since a moved slot or a failed primary is why they are
+// homeless.
+func (h *hub) rehoming() {
+	backoff := 50 * time.Millisecond
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.homeKick:
+		case <-h.done:
+			return
+		}
+		for {
+			if cc, ok := h.rdb.(*redis.ClusterClient); ok {
+				cc.ReloadState(context.Background())
+			}
+			t.Reset(backoff)
+			select {
+			case <-t.C:
+			case <-h.done:
+				return
+			}
+			h.mu.Lock()
+			var todo []*subscription
+			for s := range h.homeless {
+				todo = append(todo, s)
+			}
+			h.mu.Unlock()
+			failed := false
+			for _, s := range todo {
+				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+				addr, node, err := h.owner(ctx, s.channel)
+				cancel()
+				h.mu.Lock()
+				if _, ok := h.homeless[s]; ok && err == nil {
+					delete(h.homeless, s)
+					if !h.closed && h.subs[s.channel] == s && s.conn == nil {
+						h.attach(s, addr, node)
+					}
+				}
+				failed = failed || err != nil
+				h.mu.Unlock()
+			}
+			if !failed {
+				backoff = 50 * time.Millisecond
+				break
+			}
+			backoff = min(2*backoff, maxBackoff)
+		}
 	}
 }
 
@@ -104,75 +361,241 @@ func (h *hub) unsubscribe(s *subscription) {
 	}
 }
 
-// linger is how long a channel stays subscribed without waiters.
-const linger = time.Second
-
 // drop unsubscribes s's channel. h.mu must be held.
 func (h *hub) drop(s *subscription) {
 	delete(h.subs, s.channel)
-	h.pending[s.channel]++
-	_ = h.ps.Unsubscribe(context.Background(), s.channel)
+	delete(h.homeless, s)
+	if pc := s.conn; pc != nil {
+		s.conn = nil
+		delete(pc.chans, s.channel)
+		pc.send(s.channel, false)
+	}
 }
 
 // closedCh is closed when the hub is closed.
 func (h *hub) closedCh() <-chan struct{} { return h.done }
 
-func (h *hub) receive(msgs <-chan any) {
-	for m := range msgs {
-		switch m := m.(type) {
-		case *redis.Message:
-			h.mu.Lock()
-			if s := h.subs[m.Channel]; s != nil {
-				h.deliver(s, m.Payload)
-			}
-			h.mu.Unlock()
-		case *redis.Subscription:
-			h.confirmed(m)
-		}
-	}
-}
-
-// confirmed handles a subscribe or unsubscribe confirmation. Replies come
-// in the order the commands were sent, so a channel is subscribed once
-// every command sent for it has been confirmed. A subscribe confirmation
-// that nothing was waiting for is go-redis resubscribing after a
-// reconnect: wake the waiters, they may have missed a release.
-func (h *hub) confirmed(m *redis.Subscription) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.pending[m.Channel] > 0 {
-		h.pending[m.Channel]--
-	} else if m.Kind == "subscribe" {
-		if s := h.subs[m.Channel]; s != nil {
-			h.broadcast(s)
-		}
-		return
-	}
-	if h.pending[m.Channel] > 0 {
-		return
-	}
-	delete(h.pending, m.Channel)
-	if s := h.subs[m.Channel]; s != nil && !s.isReady && m.Kind == "subscribe" {
-		s.isReady = true
-		close(s.ready)
-	}
-}
-
 func (h *hub) close() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return
 	}
 	h.closed = true
 	close(h.done)
-	if h.ps != nil {
-		_ = h.ps.Close()
+	var pss []*redis.PubSub
+	for _, pc := range h.conns {
+		pc.stopped = true
+		pss = append(pss, pc.ps)
+	}
+	h.mu.Unlock()
+	for _, ps := range pss {
+		_ = ps.Close()
 	}
 }
 
-// publishCmd is the command that scripts publish wake-ups with, passed to
-// them as an argument: "publish" (classic pub/sub) or "spublish" (sharded
-// pub/sub, Redis Cluster >= 7.0). The choice is made once per client (see
-// the hub); every script that publishes takes it from here.
-func (c *Client) publishCmd() string { return "publish" }
+// newPubSub returns a PubSub on pc's server that is not connected yet.
+func (pc *psConn) newPubSub() *redis.PubSub {
+	if pc.node != nil {
+		return pc.node.Subscribe(context.Background())
+	}
+	return pc.h.rdb.Subscribe(context.Background())
+}
+
+// send queues a subscribe or unsubscribe of channel. h.mu must be held.
+func (pc *psConn) send(channel string, sub bool) {
+	op := psOp{channel: channel, sub: sub}
+	pc.ops = append(pc.ops, op)
+	pc.sent = append(pc.sent, op)
+	pc.pending[channel]++
+	select {
+	case pc.kick <- struct{}{}:
+	default:
+	}
+}
+
+// write is pc's writer: it writes the queued commands in order. A failed
+// write closes the PubSub, and the reader replaces it.
+func (pc *psConn) write() {
+	h := pc.h
+	for {
+		select {
+		case <-pc.kick:
+		case <-h.done:
+			return
+		}
+		h.mu.Lock()
+		if pc.stopped {
+			h.mu.Unlock()
+			return
+		}
+		ops, ps := pc.ops, pc.ps
+		pc.ops = nil
+		h.mu.Unlock()
+		for _, op := range ops {
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			var err error
+			switch {
+			case op.sub && pc.sharded:
+				err = ps.SSubscribe(ctx, op.channel)
+			case op.sub:
+				err = ps.Subscribe(ctx, op.channel)
+			case pc.sharded:
+				err = ps.SUnsubscribe(ctx, op.channel)
+			default:
+				err = ps.Unsubscribe(ctx, op.channel)
+			}
+			cancel()
+			if err != nil {
+				_ = ps.Close()
+				break
+			}
+		}
+	}
+}
+
+// read is pc's reader: it hands messages to the waiters, matches replies
+// to the commands sent, pings a silent connection, and replaces a failed
+// one.
+func (pc *psConn) read() {
+	h := pc.h
+	h.mu.Lock()
+	ps := pc.ps
+	h.mu.Unlock()
+	backoff := time.Duration(0)
+	pinged := false
+	for {
+		msg, err := ps.ReceiveTimeout(context.Background(), healthEvery)
+		var rerr redis.Error
+		var nerr net.Error
+		switch {
+		case err == nil:
+			backoff, pinged = 0, false
+			h.mu.Lock()
+			switch m := msg.(type) {
+			case *redis.Message:
+				if s := h.subs[m.Channel]; s != nil {
+					h.deliver(s, m.Payload)
+				}
+			case *redis.Subscription:
+				pc.reply(m.Channel, m.Kind == "subscribe" || m.Kind == "ssubscribe")
+			}
+			h.mu.Unlock()
+			continue
+		case errors.As(err, &rerr): // a command was refused (MOVED, CROSSSLOT, NOPERM...)
+			backoff, pinged = 0, false
+			h.mu.Lock()
+			pc.refused()
+			h.mu.Unlock()
+			continue
+		case errors.As(err, &nerr) && nerr.Timeout() && !pinged:
+			pinged = true
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			err = ps.Ping(ctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+		}
+		// The connection failed, or was closed by the writer or the hub.
+		h.mu.Lock()
+		stopped := pc.stopped
+		h.mu.Unlock()
+		if stopped {
+			return
+		}
+		backoff = min(max(2*backoff, 50*time.Millisecond), maxBackoff)
+		select {
+		case <-time.After(backoff):
+		case <-h.done:
+			return
+		}
+		pinged = false
+		if ps = pc.replace(ps); ps == nil {
+			return
+		}
+	}
+}
+
+// replace throws old away and starts a new PubSub on which every channel
+// of pc is subscribed again. In sharded mode the channels are routed
+// again instead (their primary may have failed over or their slot moved)
+// and pc stops. It returns the new PubSub, or nil when pc stopped.
+func (pc *psConn) replace(old *redis.PubSub) *redis.PubSub {
+	h := pc.h
+	defer old.Close()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if pc.stopped {
+		return nil
+	}
+	pc.ops, pc.sent, pc.pending = nil, nil, map[string]int{}
+	if pc.sharded {
+		pc.stopped = true
+		delete(h.conns, pc.addr)
+		select { // let the writer see it
+		case pc.kick <- struct{}{}:
+		default:
+		}
+		for c, s := range pc.chans {
+			delete(pc.chans, c)
+			s.conn = nil
+			h.rehome(s)
+		}
+		return nil
+	}
+	pc.ps = pc.newPubSub()
+	for _, s := range pc.chans {
+		h.unready(s)
+		pc.send(s.channel, true)
+	}
+	return pc.ps
+}
+
+// reply handles the server's subscribe or unsubscribe reply on channel.
+// The expected replies come in the order the commands were sent; a
+// channel is confirmed once every command sent for it was answered. An
+// unsolicited unsubscribe is the server dropping a sharded channel whose
+// slot moved away: it is routed again and its waiters woken, since
+// messages may be lost meanwhile. h.mu must be held.
+func (pc *psConn) reply(channel string, sub bool) {
+	h := pc.h
+	if len(pc.sent) == 0 || pc.sent[0] != (psOp{channel: channel, sub: sub}) {
+		if s := pc.chans[channel]; s != nil && !sub {
+			delete(pc.chans, channel)
+			s.conn = nil
+			h.broadcast(s)
+			h.rehome(s)
+		}
+		return
+	}
+	pc.sent = pc.sent[1:]
+	if pc.pending[channel]--; pc.pending[channel] > 0 {
+		return
+	}
+	delete(pc.pending, channel)
+	if s := pc.chans[channel]; s != nil && sub && !s.isReady {
+		s.isReady = true
+		close(s.ready)
+		h.broadcast(s)
+	}
+}
+
+// refused handles an error reply: the oldest command sent was refused. A
+// refused subscribe is routed again (on a cluster: MOVED while the slot
+// map was stale). h.mu must be held.
+func (pc *psConn) refused() {
+	if len(pc.sent) == 0 {
+		return
+	}
+	op := pc.sent[0]
+	pc.sent = pc.sent[1:]
+	if pc.pending[op.channel]--; pc.pending[op.channel] <= 0 {
+		delete(pc.pending, op.channel)
+	}
+	if s := pc.chans[op.channel]; s != nil && op.sub && pc.pending[op.channel] == 0 {
+		delete(pc.chans, op.channel)
+		s.conn = nil
+		pc.h.rehome(s)
+	}
+}
