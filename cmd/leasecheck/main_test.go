@@ -1,0 +1,37 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestVettoolAndStandalone builds leasecheck and runs it on a package
+// that uses the real runtime, through go vet -vettool and on its own.
+func TestVettoolAndStandalone(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "leasecheck")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	const pkg = "../../internal/leasecheck/testdata/vet"
+	want := []string{
+		"vet.go:14:2: lease is not released on all paths",
+		"vet.go:19:3: this return statement may be reached without releasing lease, obtained on line 14",
+		"vet.go:22:14: ctx is the context lease was obtained with",
+	}
+	for _, args := range [][]string{
+		{"go", "vet", "-vettool=" + bin, pkg},
+		{bin, pkg},
+	} {
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		if err == nil {
+			t.Errorf("%s: exit 0, want failure\n%s", strings.Join(args, " "), out)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%s: output lacks %q:\n%s", strings.Join(args, " "), w, out)
+			}
+		}
+	}
+}
