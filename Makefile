@@ -6,7 +6,7 @@ GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testda
 
 .DEFAULT_GOAL := help
 
-.PHONY: help redis generate check demo test bench fmt vet lint fuzz
+.PHONY: help redis generate check demo test bench torture fmt vet lint fuzz
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,6 +34,10 @@ BENCH ?= .
 BENCHFLAGS ?= -count 1
 bench: redis ## benchmarks against the peers; e.g. make bench BENCH='Uncontended|Handoff' BENCHFLAGS='-count 5'
 	cd scripts/bench && $(GO) test -run='^$$' -bench '$(BENCH)' -benchmem $(BENCHFLAGS) | tee out.txt
+
+TORTUREFLAGS ?= -n 8 -rounds 2
+torture: redis ## fault harness, long mode: 8 worker processes, every fault kind twice (~3 min); prints the table
+	$(GO) run ./scripts/torture $(TORTUREFLAGS)
 
 fmt: ## gofmt every Go file in place
 	gofmt -w $(GOFILES)

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		if err := workerMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "torture worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		if err := checkMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "torture check:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := runMain(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "torture:", err)
+		os.Exit(1)
+	}
+}
+
+// allFaults is the long mode's schedule: every kind once per round.
+var allFaults = []string{
+	"sigstop-holder", "kill-holder", "kill-consumer", "client-kill-normal", "client-kill-pubsub",
+	"client-pause", "proxy-cut", "proxy-delay", "partition-holder", "redis-restart",
+}
+
+func runMain(args []string) error {
+	fs := flag.NewFlagSet("torture", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: torture [flags]            run workers, inject faults, print the table
+       torture check -log events.jsonl  print the table of an earlier run
+       torture worker ...               (a worker process; the harness starts these)
+
+faults: %s
+
+`, strings.Join(faultNames(), ", "))
+		fs.PrintDefaults()
+	}
+	workers := fs.Int("n", 8, "worker processes")
+	rounds := fs.Int("rounds", 2, "times the fault schedule runs")
+	faults := fs.String("faults", strings.Join(allFaults, ","), "the fault schedule, comma-separated")
+	settle := fs.Duration("settle", 5*time.Second, "time after each fault heals before the next")
+	warmup := fs.Duration("warmup", 3*time.Second, "time before the first fault")
+	cluster := fs.Bool("cluster", false, "a 3-primary cluster instead of one node (proxy faults are skipped)")
+	dir := fs.String("dir", "", "where events.jsonl and workers.log go (default: a new temporary directory)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cfg := Config{
+		Workers: *workers, Rounds: *rounds, Faults: strings.Split(*faults, ","),
+		Settle: *settle, Warmup: *warmup, Cluster: *cluster, Dir: *dir, Log: os.Stderr,
+		Worker: func(args ...string) *exec.Cmd { return exec.Command(exe, append([]string{"worker"}, args...)...) },
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	events, err := Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	Check(events).Print(os.Stdout)
+	return nil
+}
+
+func checkMain(args []string) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	path := fs.String("log", "events.jsonl", "the events of a run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	f, err := os.Open(*path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var events []Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return err
+		}
+		events = append(events, e)
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	Check(events).Print(os.Stdout)
+	return nil
+}

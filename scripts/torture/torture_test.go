@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain doubles as the worker: the harness starts this test binary
+// again with TORTURE_WORKER=1 for each worker process.
+func TestMain(m *testing.M) {
+	if os.Getenv("TORTURE_WORKER") == "1" {
+		if err := workerMain(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, "torture worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// shortFaults is the short mode's schedule: one of each fault that hits a
+// holder, a consumer, the pub/sub connections, all connections, and Redis.
+var shortFaults = []string{
+	"sigstop-holder", "kill-holder", "kill-consumer", "client-kill-pubsub",
+	"proxy-cut", "partition-holder", "redis-restart",
+}
+
+// knownFailing lists, per fault, the invariants that today's runtime is
+// known to break, with the item of issue 10 that fixes each. The test
+// logs them instead of failing; when a fix lands, delete its line, and
+// the test holds the runtime to it. The long mode (make torture) shows
+// them in its table either way.
+var knownFailing = map[string]map[string]string{
+	"client-kill-pubsub": {
+		"recovery": "issue 10 item 5: a waiter whose subscriber connection was killed may never wake (seen once in three runs)",
+	},
+	"sigstop-holder": {
+		"overlap":               "issue 10 item 4: Err() after a pause reports the lease alive until the lease timer fires",
+		"write after lease end": "issue 10 item 4",
+	},
+	"partition-holder": {
+		"recovery": "issue 10 item 5: a waiter of the partitioned worker does not wake after the partition heals",
+	},
+	"redis-restart": {
+		"recovery": "issue 10 item 5: waiters whose wait spans the outage never wake again",
+	},
+}
+
+// TestTortureShort runs 4 worker processes through one of each short-mode
+// fault and asserts the invariants: no overlapping holds, no write after
+// the lease ended while Err()==nil, no semaphore over-admission (all
+// outside faults that may break them legitimately: an empty restart of a
+// Redis without persistence), no lost or twice-acknowledged reliable
+// message, and every live worker taking every object again after each
+// fault before the next one begins.
+func TestTortureShort(t *testing.T) {
+	cfg := Config{
+		Workers: 4, Faults: shortFaults, Rounds: 1,
+		Warmup: 1500 * time.Millisecond, Settle: 3500 * time.Millisecond,
+		Dir: t.TempDir(),
+		Worker: func(args ...string) *exec.Cmd {
+			cmd := exec.Command(os.Args[0], args...)
+			cmd.Env = append(os.Environ(), "TORTURE_WORKER=1")
+			return cmd
+		},
+	}
+	if testing.Verbose() {
+		cfg.Log = os.Stderr
+	}
+	events, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Check(events)
+	var table strings.Builder
+	r.Print(&table)
+	t.Logf("\n%s", table.String())
+
+	check := func(fault, invariant string, n int) {
+		t.Helper()
+		if n == 0 {
+			return
+		}
+		if why, ok := knownFailing[fault][invariant]; ok {
+			t.Logf("known failure: %s: %d × %s (%s)", fault, n, invariant, why)
+			return
+		}
+		t.Errorf("%s: %d × %s", fault, n, invariant)
+	}
+	seen := map[string]bool{}
+	for _, rw := range r.Rows {
+		seen[rw.Fault] = true
+		if rw.Holds[0] == 0 || rw.Holds[1] == 0 || rw.Holds[2] == 0 {
+			t.Errorf("%s: holds mutex/fenced/permits = %v: some object was never taken", rw.Fault, rw.Holds)
+		}
+		check(rw.Fault, "over-admission", rw.OverAdmitted)
+		if rw.Unsafe {
+			continue
+		}
+		check(rw.Fault, "overlap", rw.Overlaps[0]+rw.Overlaps[1])
+		check(rw.Fault, "write after lease end", rw.LateAfterEnd[0]+rw.LateAfterEnd[1])
+		check(rw.Fault, "fence order", rw.FenceOrder)
+		check(rw.Fault, "fresh holder refused", rw.Refused)
+	}
+	for _, w := range r.Windows {
+		if w.recoverAll < 0 {
+			check(w.kind, "recovery", len(w.missing))
+		}
+	}
+	for _, f := range shortFaults {
+		if !seen[f] {
+			t.Errorf("fault %s was not injected", f)
+		}
+	}
+	if len(r.Lost) > 0 {
+		t.Errorf("%d reliable messages lost: %v", len(r.Lost), r.Lost)
+	}
+	if r.DupAcks > 0 {
+		t.Errorf("%d reliable messages acknowledged twice", r.DupAcks)
+	}
+	if r.Acked == 0 {
+		t.Error("no message was acknowledged")
+	}
+}
