@@ -311,8 +311,8 @@ func (h *harness) dumpWorkers() {
 	h.mu.Unlock()
 	for _, p := range procs {
 		p.cmd.Process.Signal(syscall.SIGUSR1)
+		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond)
 }
 
 // stopWorkers asks every worker to stop (SIGTERM: they release what they

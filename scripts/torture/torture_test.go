@@ -62,7 +62,7 @@ func TestTortureShort(t *testing.T) {
 	cfg := Config{
 		Workers: 4, Faults: shortFaults, Rounds: 1,
 		Warmup: 1500 * time.Millisecond, Settle: 3500 * time.Millisecond,
-		Dir: t.TempDir(),
+		Dir: logDir(t),
 		Worker: func(args ...string) *exec.Cmd {
 			cmd := exec.Command(os.Args[0], args...)
 			cmd.Env = append(os.Environ(), "TORTURE_WORKER=1")
@@ -126,4 +126,21 @@ func TestTortureShort(t *testing.T) {
 	if r.Acked == 0 {
 		t.Error("no message was acknowledged")
 	}
+}
+
+// logDir is a directory for the run's logs, removed when the test passes
+// and kept (its path logged) when it fails.
+func logDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "torture-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("events.jsonl and workers.log kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,9 +63,11 @@ func workerMain(args []string) error {
 	dump := make(chan os.Signal, 1)
 	signal.Notify(dump, syscall.SIGUSR1)
 	go func() {
-		for range dump {
-			fmt.Fprintf(os.Stderr, "=== goroutines of worker %s\n", w.id)
-			pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		for range dump { // one write, so dumps of several workers do not interleave
+			var b bytes.Buffer
+			fmt.Fprintf(&b, "=== goroutines of worker %s\n", w.id)
+			pprof.Lookup("goroutine").WriteTo(&b, 2)
+			os.Stderr.Write(b.Bytes())
 		}
 	}()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
