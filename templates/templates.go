@@ -56,7 +56,7 @@ func (s LockSet) Names() []string {
 var Locks = map[string]LockSet{
 	"reentrant": {Acquire: "reentrant_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock", MultiAcquire: "multi_acquire", MultiRelease: "multi_release"},
 	"simple":    {Acquire: "simple_acquire", Release: "simple_release", Renew: "simple_renew", ForceUnlock: "force_unlock", MultiAcquire: "multi_acquire", MultiRelease: "multi_release"},
-	"fair":      {Acquire: "fair_acquire", Release: "fair_release", Renew: "reentrant_renew", ForceUnlock: "fair_force_unlock", Leave: "fair_leave"},
+	"fair":      {Acquire: "fair_acquire", Release: "fair_release", Renew: "fair_renew", ForceUnlock: "fair_force_unlock", Leave: "fair_leave"},
 	"readwrite": {Acquire: "rw_acquire", Release: "rw_release", Renew: "rw_renew", ForceUnlock: "rw_force_unlock"},
 	"fenced":    {Acquire: "fenced_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock"},
 	// RedLock runs a simple lock's scripts on every node of its quorum.

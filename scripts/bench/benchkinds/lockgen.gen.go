@@ -68,7 +68,7 @@ var (
 var fairLockScripts = lockrt.LockScripts{
 	Acquire:     &fairAcquireScript,
 	Release:     &fairReleaseScript,
-	Renew:       &reentrantRenewScript,
+	Renew:       &fairRenewScript,
 	ForceUnlock: &fairForceUnlockScript,
 	Leave:       &fairLeaveScript,
 }
@@ -263,19 +263,17 @@ return 0
 `,
 }
 
-// reentrantRenewScript is lockgen's templates/reentrant_renew.lua.
-var reentrantRenewScript = lockrt.Script{
-	Name: "reentrant_renew",
-	SHA1: "c79f00766148623662d8b0d7404968fc6bc48237",
-	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
--- KEYS[1] the lock: "<owner> <holds>[ <token>]"
+// fairRenewScript is lockgen's templates/fair_renew.lua.
+var fairRenewScript = lockrt.Script{
+	Name: "fair_renew",
+	SHA1: "bea1e4c09926993947b88c0e80932180fe6e6bef",
+	Source: `-- fair_renew: extend the lease of a held fair lock.
+-- KEYS[1] the lock hash (field: owner, value: hold count)
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id
 -- Returns 1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
-local prefix = ARGV[2] .. ' '
 
-local value = redis.call('get', lock)
-if value and string.sub(value, 1, #prefix) == prefix then
+if redis.call('hexists', lock, ARGV[2]) == 1 then
   redis.call('pexpire', lock, tonumber(ARGV[1]))
   return 1
 end
@@ -491,7 +489,7 @@ func Preload(ctx context.Context, c *lockrt.Client) error {
 		&fairForceUnlockScript,
 		&fairLeaveScript,
 		&fairReleaseScript,
-		&reentrantRenewScript,
+		&fairRenewScript,
 		&rwAcquireScript,
 		&rwForceUnlockScript,
 		&rwReleaseScript,

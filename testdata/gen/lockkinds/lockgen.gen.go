@@ -89,7 +89,7 @@ var (
 var fairLockScripts = lockrt.LockScripts{
 	Acquire:     &fairAcquireScript,
 	Release:     &fairReleaseScript,
-	Renew:       &reentrantRenewScript,
+	Renew:       &fairRenewScript,
 	ForceUnlock: &fairForceUnlockScript,
 	Leave:       &fairLeaveScript,
 }
@@ -287,6 +287,24 @@ end
 local head = redis.call('lindex', queue, 0)
 if head then
   redis.call('publish', ARGV[3] .. ':' .. head, 'released')
+end
+return 0
+`,
+}
+
+// fairRenewScript is lockgen's templates/fair_renew.lua.
+var fairRenewScript = lockrt.Script{
+	Name: "fair_renew",
+	SHA1: "bea1e4c09926993947b88c0e80932180fe6e6bef",
+	Source: `-- fair_renew: extend the lease of a held fair lock.
+-- KEYS[1] the lock hash (field: owner, value: hold count)
+-- ARGV[1] lease in milliseconds, ARGV[2] owner id
+-- Returns 1 when renewed, 0 when the owner no longer holds the lock.
+local lock = KEYS[1]
+
+if redis.call('hexists', lock, ARGV[2]) == 1 then
+  redis.call('pexpire', lock, tonumber(ARGV[1]))
+  return 1
 end
 return 0
 `,
@@ -599,6 +617,7 @@ func Preload(ctx context.Context, c *lockrt.Client) error {
 		&fairForceUnlockScript,
 		&fairLeaveScript,
 		&fairReleaseScript,
+		&fairRenewScript,
 		&fencedAcquireScript,
 		&forceUnlockScript,
 		&reentrantReleaseScript,
