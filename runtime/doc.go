@@ -35,6 +35,47 @@
 // holder learns it no later than the lock can be taken by anyone else);
 // ErrClosed when the client was closed; context.Canceled after Unlock.
 //
+// # Lifetimes
+//
+// Waiting and holding are different lifetimes. The context given to Lock,
+// TryLock, Acquire or TryAcquire (of every lock kind, multi-locks,
+// RedLocks and semaphores) bounds the wait: its deadline or cancellation
+// ends the wait with ErrNotObtained (ErrNoPermit for permits), matching
+// the context's error too. A context that has ended already takes
+// nothing, and when it ends while the acquire script runs (the script
+// itself is never cut short) what was taken is released before the call
+// returns the error: no renewed orphan is left.
+//
+// The hold's context (Lease.Context, Permit.Context, MultiLease.Context,
+// RedLockLease.Context) keeps the values of the context given to the
+// acquire but not its cancellation: it ends on loss (cause ErrLockLost or
+// ErrPermitLost), Unlock or Release (context.Canceled), or Close
+// (ErrClosed). So a WithTimeout that bounds the wait does not end the
+// hold. Pass WithParentCancel to an acquire to end the hold's context with
+// the parent's too (with the parent's cause); the hold itself stays until
+// Unlock. WithLease(d) gives one hold a lease of its own instead of the
+// spec's.
+//
+// A hold's context also knows its local deadline: the start of the
+// acquire (or of its last successful renewal) plus the lease, on the
+// monotonic clock; Deadline reports it. Err, Done and Value consult it when
+// called, so a process resumed after a pause past its lease (GC, VM
+// freeze, SIGSTOP) sees Err() != nil before its next write, before any
+// timer had a chance to run: check hold.Context().Err() right before each
+// protected write (TestPausedHolderWritesNothing). A renewal whose reply
+// comes after that deadline does not revive the hold: it is lost, and no
+// longer renewed. An acquire that completes after its lease already ran
+// out returns a hold whose context has ended with ErrLockLost; its Unlock
+// returns ErrLockLost too (and still releases the key if Redis has it).
+//
+// Releases complete although the caller's context was cancelled: Unlock
+// (every kind, multi-locks, RedLocks), a permit's Release, Ack and Nack,
+// CountDown, and a fair-lock waiter leaving its queue run under the
+// caller's values only, bounded by ReleaseTimeout (5s). The hold leaves
+// the watchdog first, so when Redis cannot be reached the release returns
+// an error matching ErrNotReleased and wrapping the Redis error, and the
+// lock (the permits) expire at the end of the lease.
+//
 // # Fair locks
 //
 // A lock of kind fair is a reentrant Lock whose waiters get it first come,

@@ -34,4 +34,10 @@ var (
 
 	// ErrInvalidArgument: an argument out of range, such as a negative wait.
 	ErrInvalidArgument = errors.New("lockgen: invalid argument")
+
+	// ErrNotReleased: a release (Unlock, a permit's Release) could not
+	// reach Redis within ReleaseTimeout. The hold is no longer renewed, so
+	// it expires at the end of its lease; the error also wraps the Redis
+	// error.
+	ErrNotReleased = errors.New("lockgen: not released, so it expires at the end of its lease")
 )

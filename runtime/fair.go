@@ -43,9 +43,9 @@ func (l *Lock) waiterTTL() time.Duration {
 // re-entry, costs one round trip, and a TryLock that does not wait leaves
 // no trace. A waiter subscribes to its own channel before it queues, so
 // the release that makes it first always reaches it.
-func (l *Lock) acquireFair(ctx context.Context, wait time.Duration) (le *Lease, err error) {
+func (l *Lock) acquireFair(ctx context.Context, wait time.Duration, o acquireOptions) (le *Lease, err error) {
 	owner := l.c.ownerFrom(ctx)
-	le, _, err = l.attemptFair(ctx, owner, 0)
+	le, _, err = l.attemptFair(ctx, owner, 0, o)
 	if le != nil || err != nil {
 		return le, err
 	}
@@ -56,7 +56,7 @@ func (l *Lock) acquireFair(ctx context.Context, wait time.Duration) (le *Lease, 
 	err = l.c.waitFor(ctx, wait, l.channel()+":"+owner, false, func(*subscription, *waiter) (bool, time.Duration, error) {
 		var next time.Duration
 		var err error
-		le, next, err = l.attemptFair(ctx, owner, ttl)
+		le, next, err = l.attemptFair(ctx, owner, ttl, o)
 		// Sleep until woken, or until something can change without a
 		// message, and refresh the deadline before it runs out.
 		return le != nil, min(fallback(next), ttl/3), err
@@ -73,15 +73,20 @@ func (l *Lock) acquireFair(ctx context.Context, wait time.Duration) (le *Lease, 
 // attemptFair runs the fair acquire script once: queueing the owner (or
 // refreshing its deadline) with ttl when it cannot take the lock, or only
 // trying when ttl is 0. It returns a lease when the lock was taken,
-// otherwise how long nothing can change without a message.
-func (l *Lock) attemptFair(ctx context.Context, owner string, ttl time.Duration) (*Lease, time.Duration, error) {
+// otherwise how long nothing can change without a message. Like attempt,
+// it takes nothing when ctx has ended, and gives back what it took when
+// ctx ended meanwhile.
+func (l *Lock) attemptFair(ctx context.Context, owner string, ttl time.Duration, o acquireOptions) (*Lease, time.Duration, error) {
 	if err := l.c.checkOpen(); err != nil {
 		return nil, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, waitError(ctx, err)
 	}
 	start := time.Now()
 	// Not cut short by ctx, as in attempt.
 	res, err := l.c.eval(context.WithoutCancel(ctx), l.def.Scripts.Acquire, l.fairKeys(),
-		l.def.Lease.Milliseconds(), owner, ttl.Milliseconds(), l.channel()).Int64Slice()
+		o.lease.Milliseconds(), owner, ttl.Milliseconds(), l.channel()).Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
 	}
@@ -89,20 +94,28 @@ func (l *Lock) attemptFair(ctx context.Context, owner string, ttl time.Duration)
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", l.key, res)
 	}
 	if res[0] == 1 {
-		le, err := l.newLease(ctx, owner, start)
-		return le, 0, err
+		le, err := l.newLease(ctx, owner, o, start)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := ctx.Err(); err != nil {
+			_ = le.Unlock(ctx)
+			return nil, 0, waitError(ctx, err)
+		}
+		return le, 0, nil
 	}
 	return nil, time.Duration(res[1]) * time.Millisecond, nil
 }
 
 // leaveQueue takes a waiter that gives up out of the queue, waking the
 // next one if it was first and the lock is free. It is best effort: a
-// waiter that could not leave is evicted at its deadline.
+// waiter that could not leave is evicted at its deadline. Like every
+// release, it runs although ctx was cancelled (see ReleaseTimeout).
 func (l *Lock) leaveQueue(ctx context.Context, owner string) {
 	if l.def.Scripts.Leave == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	_ = l.c.eval(ctx, l.def.Scripts.Leave, l.fairKeys(), owner, l.channel()).Err()
 }

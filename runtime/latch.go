@@ -78,9 +78,12 @@ func (l *Latch) TrySetCount(ctx context.Context, count int) (bool, error) {
 // CountDown decrements the latch's count (setting the latch first when it
 // is not set) and returns the count left; the count-down that reaches zero
 // opens the latch and wakes every waiter on every client. Counting down an
-// open latch does nothing and returns 0. It returns a Redis error when
-// Redis fails.
+// open latch does nothing and returns 0. Like a release, it completes
+// although ctx was cancelled: it keeps ctx's values only, and gives up
+// after ReleaseTimeout. It returns a Redis error when Redis fails.
 func (l *Latch) CountDown(ctx context.Context) (int, error) {
+	ctx, cancel := releaseContext(ctx)
+	defer cancel()
 	n, err := l.c.eval(ctx, l.def.Scripts.CountDown, []string{l.key}, l.def.Count, l.def.Expire.Milliseconds(), l.channel()).Int()
 	if err != nil {
 		return 0, fmt.Errorf("lockgen: counting down %s: %w", l.key, err)

@@ -2,9 +2,7 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/lockgen/lockgen/internal/keys"
@@ -40,34 +38,47 @@ func (l *Lock) channel() string { return keys.Sub(l.key, "ch") }
 // context's deadline when it has one, otherwise for the spec's default
 // wait. Waiting costs no Redis traffic: the waiter is woken by the
 // release's pub/sub message, with the holder's remaining lease as a
-// fallback timer.
+// fallback timer. The context bounds the wait, not the hold: the lease's
+// Context keeps its values but not its cancellation (unless
+// WithParentCancel), see "Lifetimes" in the package doc. A context that
+// has ended already takes nothing.
 //
 // It returns ErrNotObtained when the wait ran out (also matching the
-// context's error when the context ended it), ErrNotReentrant when a
+// context's error when the context ended it, also before or while the
+// lock was being taken: then nothing stays held), ErrNotReentrant when a
 // simple lock is already held by the owner in ctx, ErrUpgrade when the
 // write side of an RWLock is asked for by an owner holding its read side,
-// ErrClosed after the client was closed, or a Redis error.
-func (l *Lock) Lock(ctx context.Context) (*Lease, error) {
-	return l.acquire(ctx, defaultWait(ctx, l.def.Wait))
+// ErrInvalidArgument for a lease option out of range, ErrClosed after the
+// client was closed, or a Redis error.
+func (l *Lock) Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
+	o, err := acquireOpts(l.def.Lease, opts)
+	if err != nil {
+		return nil, err
+	}
+	return l.acquire(ctx, defaultWait(ctx, l.def.Wait), o)
 }
 
 // TryLock acquires the lock, waiting at most wait (0: try once) and no
 // longer than the context allows. It returns the errors Lock returns, and
 // ErrInvalidArgument for a negative wait.
-func (l *Lock) TryLock(ctx context.Context, wait time.Duration) (*Lease, error) {
+func (l *Lock) TryLock(ctx context.Context, wait time.Duration, opts ...AcquireOption) (*Lease, error) {
 	if err := checkWait(wait); err != nil {
 		return nil, err
 	}
-	return l.acquire(ctx, wait)
+	o, err := acquireOpts(l.def.Lease, opts)
+	if err != nil {
+		return nil, err
+	}
+	return l.acquire(ctx, wait, o)
 }
 
 // acquire takes the lock; wait < 0 means as long as ctx allows.
-func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Lease, error) {
+func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions) (*Lease, error) {
 	if l.def.Kind == Fair {
-		return l.acquireFair(ctx, wait)
+		return l.acquireFair(ctx, wait, o)
 	}
 	owner := l.c.ownerFrom(ctx)
-	le, ttl, err := l.attempt(ctx, owner)
+	le, ttl, err := l.attempt(ctx, owner, o)
 	if le != nil || err != nil {
 		return le, err
 	}
@@ -76,7 +87,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Lease, error) 
 	}
 	err = l.c.waitFor(ctx, wait, l.channel(), false, func(*subscription, *waiter) (bool, time.Duration, error) {
 		var err error
-		le, ttl, err = l.attempt(ctx, owner)
+		le, ttl, err = l.attempt(ctx, owner, o)
 		return le != nil, fallback(ttl), err
 	})
 	if err != nil {
@@ -86,16 +97,20 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration) (*Lease, error) 
 }
 
 // attempt runs the acquire script once. It returns a lease when the lock
-// was taken, or the holder's remaining TTL.
-func (l *Lock) attempt(ctx context.Context, owner string) (*Lease, time.Duration, error) {
+// was taken, or the holder's remaining TTL. It takes nothing when ctx has
+// ended, and gives back what it took when ctx ended meanwhile.
+func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions) (*Lease, time.Duration, error) {
 	if err := l.c.checkOpen(); err != nil {
 		return nil, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, waitError(ctx, err)
 	}
 	start := time.Now()
 	// The attempt is not cut short by ctx: a script that ran in Redis
 	// while its reply was abandoned would hold the lock for a whole lease
 	// with nobody to release it. go-redis' read timeout bounds it.
-	res, err := l.c.eval(context.WithoutCancel(ctx), l.def.Scripts.Acquire, l.scriptKeys(), l.args(l.def.Lease.Milliseconds(), owner)...).Int64Slice()
+	res, err := l.c.eval(context.WithoutCancel(ctx), l.def.Scripts.Acquire, l.scriptKeys(), l.args(o.lease.Milliseconds(), owner)...).Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
 	}
@@ -104,11 +119,19 @@ func (l *Lock) attempt(ctx context.Context, owner string) (*Lease, time.Duration
 	}
 	switch res[0] {
 	case 1:
-		le, err := l.newLease(ctx, owner, start)
-		if le != nil && len(res) == 3 {
+		le, err := l.newLease(ctx, owner, o, start)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(res) == 3 {
 			le.token = res[2]
 		}
-		return le, 0, err
+		if err := ctx.Err(); err != nil {
+			// Cancelled while the script ran: give the hold back.
+			_ = le.Unlock(ctx)
+			return nil, 0, waitError(ctx, err)
+		}
+		return le, 0, nil
 	case -1:
 		return nil, 0, ErrNotReentrant
 	case -2:
@@ -146,8 +169,8 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 
 // Lease is one hold of a lock, returned by Lock and TryLock. Its Context
 // is cancelled the moment the hold ends: with cause ErrLockLost when the
-// lock was lost (key deleted, taken over, or not renewable before the
-// lease ran out), ErrClosed when the client was closed, and
+// lock was lost (key deleted, taken over, or not renewed before the lease
+// ran out by the local clock), ErrClosed when the client was closed, and
 // context.Canceled after Unlock. Do the guarded work under Context() so a
 // lost lock stops it.
 type Lease struct {
@@ -157,75 +180,52 @@ type Lease struct {
 	token int64 // fenced locks: the hold's fencing token
 }
 
-// hold is what a lease and a permit share: the context that ends with the
-// hold, and giving the hold up once.
-type hold struct {
-	ctx context.Context
-	end context.CancelCauseFunc
-
-	mu   sync.Mutex
-	gone bool // given up
-}
-
-// cancel ends the hold's context with cause; the watchdog calls it.
-func (h *hold) cancel(cause error) { h.end(cause) }
-
-// giveUp marks the hold given up and ends its context. It reports whether
-// the hold was known to be lost, and ok false when it had been given up
-// before.
-func (h *hold) giveUp() (lost, ok bool) {
-	h.mu.Lock()
-	if h.gone {
-		h.mu.Unlock()
-		return false, false
-	}
-	h.gone = true
-	h.mu.Unlock()
-	lost = errors.Is(context.Cause(h.ctx), ErrLockLost)
-	h.end(nil)
-	return lost, true
-}
-
-func (l *Lock) newLease(parent context.Context, owner string, start time.Time) (*Lease, error) {
+// newLease makes the lease of owner's hold of l, taken at start, and
+// registers it with the watchdog when l is renewed. When that fails (the
+// client was closed meanwhile) it gives the hold back and returns the
+// error.
+func (l *Lock) newLease(parent context.Context, owner string, o acquireOptions, start time.Time) (*Lease, error) {
 	le := &Lease{lock: l, owner: owner}
-	ctx := context.WithValue(parent, ownerKey{}, owner)
+	le.start(context.WithValue(parent, ownerKey{}, owner), o, start, l.def.Renew, ErrLockLost)
 	if l.def.Renew {
-		le.ctx, le.end = context.WithCancelCause(ctx)
-		if err := l.c.wd.add(le.held(), l.renewal(owner), le, start); err != nil {
-			le.end(err)
+		if err := l.c.wd.add(le.held(), l.renewal(owner, o.lease), le, start); err != nil {
+			le.abandon(err)
+			_, _ = l.release(parent, owner, o.lease)
 			return nil, err
 		}
-		return le, nil
 	}
-	le.ctx, le.end = fixedLeaseContext(ctx, start.Add(l.def.Lease), ErrLockLost)
 	return le, nil
 }
 
-// fixedLeaseContext returns the context of a hold nobody renews: it ends
-// with cause at deadline, when the hold runs out, or when its cancel func
-// is called (the cause given to that is ignored: context.Canceled).
-func fixedLeaseContext(parent context.Context, deadline time.Time, cause error) (context.Context, context.CancelCauseFunc) {
-	ctx, stop := context.WithDeadlineCause(parent, deadline, cause)
-	return ctx, func(error) { stop() }
+// release runs the release script for one hold of owner, under a release
+// context (see ReleaseTimeout); it returns the script's code.
+func (l *Lock) release(ctx context.Context, owner string, lease time.Duration) (int, error) {
+	ctx, cancel := releaseContext(ctx)
+	defer cancel()
+	return l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.args(owner, lease.Milliseconds(), l.channel())...).Int()
 }
 
 // held identifies the lease's hold for the watchdog.
 func (le *Lease) held() heldKey { return heldKey{le.lock.key, le.lock.mode + le.owner} }
 
-// renewal says how the watchdog renews owner's hold of l.
-func (l *Lock) renewal(owner string) renewal {
+// renewal says how the watchdog renews owner's hold of l with lease.
+func (l *Lock) renewal(owner string, lease time.Duration) renewal {
 	return renewal{
 		Script:   l.def.Scripts.Renew,
 		Keys:     l.scriptKeys(),
-		Args:     l.args(l.def.Lease.Milliseconds(), owner),
-		Lease:    l.def.Lease,
-		Interval: l.def.Lease / 3,
+		Args:     l.args(lease.Milliseconds(), owner),
+		Lease:    lease,
+		Interval: lease / 3,
 	}
 }
 
-// Context returns the lease's context: the context given to Lock, carrying
-// the owner, cancelled when the hold ends (see Lease). Pass it (or a
-// context derived from it) to Lock to re-enter.
+// Context returns the lease's context: it carries the values of the
+// context given to Lock and the owner, and ends when the hold ends (see
+// Lease), not when the context given to Lock does, unless Lock was given
+// WithParentCancel. Its Err and Done consult the local lease deadline
+// (Deadline, moved forward by each renewal) when called, so a process
+// resumed after a pause past its lease sees it ended before its next
+// write. Pass it (or a context derived from it) to Lock to re-enter.
 func (le *Lease) Context() context.Context { return le.ctx }
 
 // Lock returns the lock this lease holds.
@@ -239,10 +239,15 @@ func (le *Lease) Lock() *Lock { return le.lock }
 func (le *Lease) Token() int64 { return le.token }
 
 // Unlock gives up this hold. The lock is released, and one waiter woken,
-// when its last hold is given up. It returns ErrNotHeld when this lease
-// was already unlocked or its owner no longer holds the lock, ErrLockLost
-// when the lease was known to be lost, or a Redis error (the lock then
-// expires after its lease).
+// when its last hold is given up. It completes although ctx was cancelled:
+// it keeps ctx's values only, and gives up after ReleaseTimeout.
+//
+// It returns ErrLockLost when the lease was known to be lost (its context
+// ended with ErrLockLost, also by its local deadline; the hold is released
+// all the same if Redis still has it), ErrNotHeld when this lease was
+// already unlocked or its owner no longer holds the lock, or ErrNotReleased
+// wrapping the Redis error when Redis could not be reached: the hold is
+// no longer renewed then, and the lock expires at the end of its lease.
 func (le *Lease) Unlock(ctx context.Context) error {
 	lost, ok := le.giveUp()
 	if !ok {
@@ -252,12 +257,12 @@ func (le *Lease) Unlock(ctx context.Context) error {
 	if l.def.Renew {
 		l.c.wd.remove(le.held(), le)
 	}
-	n, err := l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.args(le.owner, l.def.Lease.Milliseconds(), l.channel())...).Int()
+	n, err := l.release(ctx, le.owner, le.lease)
 	switch {
-	case err != nil:
-		return fmt.Errorf("lockgen: releasing %s: %w", l.key, err)
-	case n < 0 && lost:
+	case lost:
 		return ErrLockLost
+	case err != nil:
+		return notReleased(l.key, err)
 	case n < 0:
 		return ErrNotHeld
 	}

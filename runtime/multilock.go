@@ -102,52 +102,61 @@ func (m *MultiLock) Atomic() bool { return m.atomic }
 // matching the context's error when the context ended the wait;
 // ErrNotReentrant; ErrClosed; a Redis error), wrapped with the key of the
 // lock that could not be taken, and ErrInvalidArgument for a multi-lock
-// without locks.
-func (m *MultiLock) Lock(ctx context.Context) (*MultiLease, error) {
-	return m.acquire(ctx, defaultWait(ctx, m.wait))
+// without locks. Options apply to every lock (WithLease: the same lease
+// for all); the context bounds the wait, not the hold, as with Lock.
+func (m *MultiLock) Lock(ctx context.Context, opts ...AcquireOption) (*MultiLease, error) {
+	return m.acquire(ctx, defaultWait(ctx, m.wait), opts)
 }
 
 // TryLock takes every lock, waiting at most wait in all (0: try once) and
 // no longer than the context allows. It returns the errors Lock returns,
 // and ErrInvalidArgument for a negative wait.
-func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (*MultiLease, error) {
+func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration, opts ...AcquireOption) (*MultiLease, error) {
 	if err := checkWait(wait); err != nil {
 		return nil, err
 	}
-	return m.acquire(ctx, wait)
+	return m.acquire(ctx, wait, opts)
 }
 
-func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (*MultiLease, error) {
+func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, opts []AcquireOption) (*MultiLease, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	if m.atomic {
-		return m.acquireAtomic(ctx, wait)
+	os := make([]acquireOptions, len(m.locks))
+	for i, l := range m.locks {
+		o, err := acquireOpts(l.def.Lease, opts)
+		if err != nil {
+			return nil, err
+		}
+		os[i] = o
 	}
-	return m.acquireInOrder(ctx, wait)
+	if m.atomic {
+		return m.acquireAtomic(ctx, wait, os)
+	}
+	return m.acquireInOrder(ctx, wait, os)
 }
 
 // acquireInOrder takes the locks one by one in key order. Waiting for a
 // lock while holding the ones before it cannot deadlock: every multi-lock
 // waits in the same order.
-func (m *MultiLock) acquireInOrder(ctx context.Context, wait time.Duration) (*MultiLease, error) {
+func (m *MultiLock) acquireInOrder(ctx context.Context, wait time.Duration, os []acquireOptions) (*MultiLease, error) {
 	owner := m.locks[0].c.ownerFrom(ctx)
 	octx := context.WithValue(ctx, ownerKey{}, owner)
 	deadline := time.Now().Add(wait)
 	leases := make([]*Lease, 0, len(m.locks))
-	for _, l := range m.locks {
+	for i, l := range m.locks {
 		w := wait
 		if wait > 0 {
 			w = max(0, time.Until(deadline))
 		}
-		le, err := l.acquire(octx, w)
+		le, err := l.acquire(octx, w, os[i])
 		if err != nil {
 			releaseInOrder(context.WithoutCancel(ctx), leases)
 			return nil, fmt.Errorf("lockgen: multi-lock blocked at %s: %w", l.key, err)
 		}
 		leases = append(leases, le)
 	}
-	return newMultiLease(m, octx, leases), nil
+	return newMultiLease(m, octx, os[0].parentCancel, leases), nil
 }
 
 // releaseInOrder unlocks leases in reverse order and returns their errors.
@@ -163,10 +172,10 @@ func releaseInOrder(ctx context.Context, leases []*Lease) error {
 
 // acquireAtomic runs the multi-acquire script until it takes every lock,
 // waiting between attempts on the channel of the lock that blocked it.
-func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration) (ml *MultiLease, err error) {
+func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []acquireOptions) (ml *MultiLease, err error) {
 	c := m.locks[0].c
 	owner := c.ownerFrom(ctx)
-	ml, blocked, ttl, err := m.attempt(ctx, owner)
+	ml, blocked, ttl, err := m.attempt(ctx, owner, os)
 	if ml != nil || err != nil {
 		return ml, err
 	}
@@ -216,7 +225,7 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration) (ml *
 				return nil, m.notObtained(blocked, waitError(ctx, wctx.Err()))
 			}
 		}
-		ml, blocked, ttl, err = m.attempt(ctx, owner)
+		ml, blocked, ttl, err = m.attempt(ctx, owner, os)
 		if ml != nil || err != nil {
 			return ml, err
 		}
@@ -232,18 +241,22 @@ func (m *MultiLock) notObtained(blocked int, err error) error {
 
 // attempt runs the multi-acquire script once. It returns a lease when
 // every lock was taken, or the index of the lock that is held by another
-// owner and its remaining TTL.
-func (m *MultiLock) attempt(ctx context.Context, owner string) (*MultiLease, int, time.Duration, error) {
+// owner and its remaining TTL. Like a lock's attempt, it takes nothing
+// when ctx has ended, and gives back what it took when ctx ended meanwhile.
+func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptions) (*MultiLease, int, time.Duration, error) {
 	c := m.locks[0].c
 	if err := c.checkOpen(); err != nil {
 		return nil, 0, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, 0, waitError(ctx, err)
 	}
 	ks := make([]string, len(m.locks))
 	args := make([]any, 0, 1+2*len(m.locks))
 	args = append(args, owner)
 	for i, l := range m.locks {
 		ks[i] = l.key
-		args = append(args, l.def.Kind.String(), l.def.Lease.Milliseconds())
+		args = append(args, l.def.Kind.String(), os[i].lease.Milliseconds())
 	}
 	start := time.Now()
 	// Not cut short by ctx, like Lock's attempt: an abandoned reply would
@@ -259,22 +272,27 @@ func (m *MultiLock) attempt(ctx context.Context, owner string) (*MultiLease, int
 	case 1:
 		octx := context.WithValue(ctx, ownerKey{}, owner)
 		leases := make([]*Lease, 0, len(m.locks))
-		for _, l := range m.locks {
-			le, err := l.newLease(octx, owner, start)
+		for i, l := range m.locks {
+			le, err := l.newLease(octx, owner, os[i], start)
 			if err != nil { // the client was closed meanwhile
 				for _, le := range leases {
-					le.gone = true // never handed out
+					le.abandon(err) // never handed out
 					if le.lock.def.Renew {
 						le.lock.c.wd.remove(le.held(), le)
 					}
-					le.end(err)
 				}
-				_, _ = releaseAll(context.WithoutCancel(ctx), owner, m.locks)
+				_, _ = releaseAll(ctx, owner, m.locks, os)
 				return nil, 0, 0, err
 			}
 			leases = append(leases, le)
 		}
-		return newMultiLease(m, octx, leases), 0, 0, nil
+		ml := newMultiLease(m, octx, os[0].parentCancel, leases)
+		if err := ctx.Err(); err != nil {
+			// Cancelled while the script ran: give the locks back.
+			_ = ml.Unlock(ctx)
+			return nil, 0, 0, waitError(ctx, err)
+		}
+		return ml, 0, 0, nil
 	case -1:
 		return nil, 0, 0, fmt.Errorf("lockgen: multi-lock blocked at %s: %w", m.locks[res[2]-1].key, ErrNotReentrant)
 	}
@@ -289,24 +307,61 @@ func (m *MultiLock) attempt(ctx context.Context, owner string) (*MultiLease, int
 type MultiLease struct {
 	m      *MultiLock
 	leases []*Lease
-	ctx    context.Context
-	end    context.CancelCauseFunc
+	ctx    *multiContext
 
 	mu       sync.Mutex
 	unlocked bool
 }
 
-func newMultiLease(m *MultiLock, parent context.Context, leases []*Lease) *MultiLease {
+func newMultiLease(m *MultiLock, parent context.Context, parentCancel bool, leases []*Lease) *MultiLease {
 	ml := &MultiLease{m: m, leases: leases}
-	ml.ctx, ml.end = context.WithCancelCause(parent)
+	if !parentCancel {
+		parent = context.WithoutCancel(parent)
+	}
+	ml.ctx = &multiContext{leases: leases}
+	ml.ctx.Context, ml.ctx.end = context.WithCancelCause(parent)
 	for _, le := range leases {
-		context.AfterFunc(le.ctx, func() { ml.end(context.Cause(le.ctx)) })
+		context.AfterFunc(le.ctx, func() { ml.ctx.end(context.Cause(le.ctx)) })
 	}
 	return ml
 }
 
-// Context returns the multi-lease's context: the context given to Lock,
-// carrying the owner, cancelled when any of the holds ends.
+// multiContext is a multi-lease's context: like a lease's, its Err, Done
+// and Value check its leases' local deadlines when called.
+type multiContext struct {
+	context.Context
+	end    context.CancelCauseFunc
+	leases []*Lease
+}
+
+func (c *multiContext) check() {
+	if c.Context.Err() != nil {
+		return
+	}
+	for _, le := range c.leases {
+		if le.ctx.Err() != nil {
+			c.end(context.Cause(le.ctx))
+			return
+		}
+	}
+}
+
+func (c *multiContext) Err() error            { c.check(); return c.Context.Err() }
+func (c *multiContext) Done() <-chan struct{} { c.check(); return c.Context.Done() }
+func (c *multiContext) Value(key any) any     { c.check(); return c.Context.Value(key) }
+func (c *multiContext) Deadline() (time.Time, bool) {
+	d, ok := c.Context.Deadline()
+	for _, le := range c.leases {
+		if ld, _ := le.ctx.Deadline(); !ok || ld.Before(d) {
+			d, ok = ld, true
+		}
+	}
+	return d, ok
+}
+
+// Context returns the multi-lease's context: it carries the values of the
+// context given to Lock and the owner, and ends when any of the holds ends
+// (not when the context given to Lock does, unless WithParentCancel).
 func (ml *MultiLease) Context() context.Context { return ml.ctx }
 
 // Leases returns the lease of each lock, in the multi-lock's order (for
@@ -319,8 +374,9 @@ func (ml *MultiLease) Leases() []*Lease { return slices.Clone(ml.leases) }
 // is released even when some fail. It returns ErrNotHeld when the
 // multi-lease was already unlocked or an owner no longer holds one of the
 // locks, ErrLockLost when one of the holds was known to be lost, or a
-// Redis error (the locks not released then expire after their leases),
-// wrapped with the key concerned; several errors are joined.
+// Redis error matching ErrNotReleased (the locks not released then expire
+// after their leases), wrapped with the key concerned; several errors are
+// joined. Like Lease.Unlock, it completes although ctx was cancelled.
 func (ml *MultiLease) Unlock(ctx context.Context) error {
 	ml.mu.Lock()
 	if ml.unlocked {
@@ -329,15 +385,16 @@ func (ml *MultiLease) Unlock(ctx context.Context) error {
 	}
 	ml.unlocked = true
 	ml.mu.Unlock()
-	ml.end(nil)
+	ml.ctx.end(nil)
 	if !ml.m.atomic || len(ml.leases) == 0 {
 		return releaseInOrder(ctx, ml.leases)
 	}
 	var (
-		owner = ml.leases[0].owner
-		locks []*Lock
-		lost  []bool
-		errs  []error
+		owner  = ml.leases[0].owner
+		locks  []*Lock
+		leases []acquireOptions
+		lost   []bool
+		errs   []error
 	)
 	for _, le := range ml.leases {
 		wasLost, ok := le.giveUp()
@@ -350,20 +407,22 @@ func (ml *MultiLease) Unlock(ctx context.Context) error {
 		}
 		lost = append(lost, wasLost)
 		locks = append(locks, le.lock)
+		leases = append(leases, acquireOptions{lease: le.lease})
 	}
 	if len(locks) == 0 {
 		return errors.Join(errs...)
 	}
-	codes, err := releaseAll(ctx, owner, locks)
+	codes, err := releaseAll(ctx, owner, locks, leases)
+	for i, l := range locks {
+		if lost[i] {
+			errs = append(errs, fmt.Errorf("lockgen: releasing %s: %w", l.key, ErrLockLost))
+		}
+	}
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 	for i, code := range codes {
-		switch {
-		case code >= 0:
-		case lost[i]:
-			errs = append(errs, fmt.Errorf("lockgen: releasing %s: %w", locks[i].key, ErrLockLost))
-		default:
+		if code < 0 && !lost[i] {
 			errs = append(errs, fmt.Errorf("lockgen: releasing %s: %w", locks[i].key, ErrNotHeld))
 		}
 	}
@@ -371,21 +430,27 @@ func (ml *MultiLease) Unlock(ctx context.Context) error {
 }
 
 // releaseAll runs the multi-release script for owner's holds of locks
+// (os: each hold's lease), under a release context (see ReleaseTimeout),
 // and returns its code per lock.
-func releaseAll(ctx context.Context, owner string, locks []*Lock) ([]int64, error) {
+func releaseAll(ctx context.Context, owner string, locks []*Lock, os []acquireOptions) ([]int64, error) {
+	if len(locks) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := releaseContext(ctx)
+	defer cancel()
 	ks := make([]string, len(locks))
 	args := make([]any, 0, 1+3*len(locks))
 	args = append(args, owner)
 	for i, l := range locks {
 		ks[i] = l.key
-		args = append(args, l.def.Kind.String(), l.def.Lease.Milliseconds(), l.channel())
+		args = append(args, l.def.Kind.String(), os[i].lease.Milliseconds(), l.channel())
 	}
 	codes, err := locks[0].c.eval(ctx, locks[0].def.Scripts.MultiRelease, ks, args...).Int64Slice()
-	if err == nil && len(codes) != len(locks) {
-		err = fmt.Errorf("unexpected reply %v", codes)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("lockgen: releasing %s: %w", strings.Join(ks, ", "), err)
+		return nil, notReleased(strings.Join(ks, ", "), err)
+	}
+	if len(codes) != len(locks) {
+		return nil, fmt.Errorf("lockgen: releasing %s: unexpected reply %v", strings.Join(ks, ", "), codes)
 	}
 	return codes, nil
 }

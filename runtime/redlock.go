@@ -122,25 +122,31 @@ type redLeaseKey struct{}
 // the wait ran out (also matching the context's error when the context
 // ended it); ErrNotReentrant when ctx comes from a lease of this lock
 // still held; ErrClosed when a node's client was closed;
-// ErrInvalidArgument for a quorum without nodes.
-func (r *RedLock) Lock(ctx context.Context) (*RedLockLease, error) {
-	return r.acquire(ctx, defaultWait(ctx, r.def.Wait))
+// ErrInvalidArgument for a quorum without nodes or a lease option out of
+// range. As with Lock, the context bounds the wait, not the hold, and a
+// context that has ended already takes nothing.
+func (r *RedLock) Lock(ctx context.Context, opts ...AcquireOption) (*RedLockLease, error) {
+	return r.acquire(ctx, defaultWait(ctx, r.def.Wait), opts)
 }
 
 // TryLock takes the lock, waiting at most wait (0: try once) and no
 // longer than the context allows. It returns the errors Lock returns,
 // and ErrInvalidArgument for a negative wait.
-func (r *RedLock) TryLock(ctx context.Context, wait time.Duration) (*RedLockLease, error) {
+func (r *RedLock) TryLock(ctx context.Context, wait time.Duration, opts ...AcquireOption) (*RedLockLease, error) {
 	if err := checkWait(wait); err != nil {
 		return nil, err
 	}
-	return r.acquire(ctx, wait)
+	return r.acquire(ctx, wait, opts)
 }
 
 // acquire takes the lock; wait < 0 means as long as ctx allows.
-func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (le *RedLockLease, err error) {
+func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []AcquireOption) (le *RedLockLease, err error) {
 	if len(r.q.nodes) == 0 {
 		return nil, fmt.Errorf("%w: RedLock %s has no nodes", ErrInvalidArgument, r.def.Name)
+	}
+	o, err := acquireOpts(r.def.Lease, opts)
+	if err != nil {
+		return nil, err
 	}
 	for _, c := range r.q.nodes {
 		if err := c.checkOpen(); err != nil {
@@ -150,7 +156,7 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (le *RedLockL
 	if held, ok := ctx.Value(redLeaseKey{}).(*RedLockLease); ok && held.r.key == r.key && held.ctx.Err() == nil {
 		return nil, fmt.Errorf("lockgen: acquiring %s: %w", r.key, ErrNotReentrant)
 	}
-	le, next, live, err := r.attempt(ctx)
+	le, next, live, err := r.attempt(ctx, o)
 	if le != nil || err != nil {
 		return le, err
 	}
@@ -235,7 +241,7 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration) (le *RedLockL
 			default:
 			}
 		}
-		le, next, _, err = r.attempt(ctx)
+		le, next, _, err = r.attempt(ctx, o)
 		if le != nil || err != nil {
 			return le, err
 		}
@@ -252,9 +258,13 @@ type retry struct {
 // attempt asks every node for the lock once, with a value of its own. It
 // returns a lease when a majority granted it in time; otherwise it undoes
 // the attempt wherever it may have been granted, and says when to retry
-// and which nodes answered.
-func (r *RedLock) attempt(ctx context.Context) (*RedLockLease, retry, []int, error) {
-	lease := r.def.Lease
+// and which nodes answered. It takes nothing when ctx has ended, and
+// gives back what it took when ctx ended meanwhile.
+func (r *RedLock) attempt(ctx context.Context, o acquireOptions) (*RedLockLease, retry, []int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, retry{}, nil, waitError(ctx, err)
+	}
+	lease := o.lease
 	n, majority := len(r.q.nodes), r.q.Majority()
 	value := r.q.nodes[0].newOwner()
 	start := time.Now()
@@ -322,8 +332,13 @@ func (r *RedLock) attempt(ctx context.Context) (*RedLockLease, retry, []int, err
 	}
 	validity := lease - time.Since(start) - drift(lease)
 	if len(grants) >= majority && validity > 0 {
-		won = r.newLease(ctx, value, start, inflight)
+		won = r.newLease(ctx, value, o, start, inflight)
 		settle()
+		if err := ctx.Err(); err != nil {
+			// Cancelled while the nodes answered: give it back.
+			_ = won.Unlock(ctx)
+			return nil, retry{}, live, waitError(ctx, err)
+		}
 		return won, retry{}, live, nil
 	}
 	settle()
@@ -577,8 +592,8 @@ func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int,
 type RedLockLease struct {
 	r      *RedLock
 	value  string // this hold's value on the nodes
-	ctx    context.Context
-	end    context.CancelCauseFunc
+	lease  time.Duration
+	ctx    *holdContext
 	expiry *time.Timer // fires when the validity runs out unrenewed
 
 	mu         sync.Mutex
@@ -587,14 +602,14 @@ type RedLockLease struct {
 	inflight   map[int]bool // nodes whose grant was not answered yet
 }
 
-func (r *RedLock) newLease(parent context.Context, value string, start time.Time, inflight []int) *RedLockLease {
-	le := &RedLockLease{r: r, value: value, validUntil: start.Add(r.def.Lease - drift(r.def.Lease)), inflight: map[int]bool{}}
+func (r *RedLock) newLease(parent context.Context, value string, o acquireOptions, start time.Time, inflight []int) *RedLockLease {
+	le := &RedLockLease{r: r, value: value, lease: o.lease, validUntil: start.Add(o.lease - drift(o.lease)), inflight: map[int]bool{}}
 	for _, i := range inflight {
 		le.inflight[i] = true
 	}
 	ctx := context.WithValue(context.WithValue(parent, ownerKey{}, value), redLeaseKey{}, le)
-	le.ctx, le.end = context.WithCancelCause(ctx)
-	le.expiry = time.AfterFunc(time.Until(le.validUntil), func() { le.end(ErrLockLost) })
+	le.ctx = newHoldContext(ctx, o.parentCancel, le.validUntil, ErrLockLost)
+	le.expiry = time.AfterFunc(time.Until(le.validUntil), func() { le.ctx.end(ErrLockLost) })
 	if r.def.Renew {
 		go le.renew()
 	}
@@ -631,8 +646,10 @@ func (le *RedLockLease) landedNodesLocked() []int {
 	return nodes
 }
 
-// Context returns the lease's context: the context given to Lock,
-// cancelled when the hold ends (see RedLockLease).
+// Context returns the lease's context: it carries the values of the
+// context given to Lock, and ends when the hold ends (see RedLockLease),
+// not when the context given to Lock does, unless WithParentCancel. Its
+// Err and Done consult ValidUntil on the local clock when called.
 func (le *RedLockLease) Context() context.Context { return le.ctx }
 
 // ValidUntil returns the local time until which the lock is held on a
@@ -649,7 +666,7 @@ func (le *RedLockLease) ValidUntil() time.Time {
 // One goroutine per held RedLock (see "RedLock" in the package doc).
 func (le *RedLockLease) renew() {
 	r := le.r
-	lease := r.def.Lease
+	lease := le.lease
 	interval := lease / 3
 	timer := time.NewTimer(interval)
 	defer timer.Stop()
@@ -681,7 +698,7 @@ func (le *RedLockLease) renew() {
 		case chosen == 0:
 			return
 		case chosen >= 2:
-			le.end(ErrClosed)
+			le.ctx.end(ErrClosed)
 			return
 		}
 		start := time.Now()
@@ -695,7 +712,7 @@ func (le *RedLockLease) renew() {
 		renewed, gone := count(replies)
 		until := start.Add(lease - drift(lease))
 		switch {
-		case renewed >= majority && time.Now().Before(until):
+		case renewed >= majority && time.Now().Before(until) && le.ctx.extend(until):
 			le.mu.Lock()
 			le.validUntil = until
 			le.mu.Unlock()
@@ -704,7 +721,10 @@ func (le *RedLockLease) renew() {
 		case gone > n-majority:
 			// Too many nodes answered that the lock is not ours: a
 			// majority is lost for good.
-			le.end(ErrLockLost)
+			le.ctx.end(ErrLockLost)
+			return
+		case le.ctx.Err() != nil:
+			// The validity ran out before a majority answered.
 			return
 		default:
 			// Nodes unreachable: retry soon; the expiry timer ends the
@@ -716,9 +736,11 @@ func (le *RedLockLease) renew() {
 
 // Unlock releases the lock on every node (compare-and-delete; the nodes
 // that do not answer let it expire after the lease) and wakes waiters.
-// It returns ErrNotHeld when the lease was already unlocked or no node
-// still held it, ErrLockLost when the lease was known to be lost, or the
-// nodes' errors when none could be reached.
+// Like Lease.Unlock, it completes although ctx was cancelled (each node
+// is given the per-node timeout). It returns ErrNotHeld when the lease was
+// already unlocked or no node still held it, ErrLockLost when the lease
+// was known to be lost (also by ValidUntil), or ErrNotReleased wrapping
+// the nodes' errors when none could be reached.
 func (le *RedLockLease) Unlock(ctx context.Context) error {
 	le.mu.Lock()
 	if le.unlocked {
@@ -731,16 +753,16 @@ func (le *RedLockLease) Unlock(ctx context.Context) error {
 	nodes := le.landedNodesLocked()
 	le.mu.Unlock()
 	le.expiry.Stop()
-	lost := errors.Is(context.Cause(le.ctx), ErrLockLost)
-	le.end(nil)
-	released, err := le.r.release(ctx, nodes, le.value)
+	lost := le.ctx.Err() != nil && errors.Is(context.Cause(le.ctx), ErrLockLost)
+	le.ctx.end(nil)
+	released, err := le.r.release(context.WithoutCancel(ctx), nodes, le.value)
 	switch {
 	case lost:
 		return ErrLockLost
 	case released > 0:
 		return nil
 	case err != nil:
-		return fmt.Errorf("lockgen: releasing %s: %w", le.r.key, err)
+		return notReleased(le.r.key, err)
 	}
 	return ErrNotHeld
 }

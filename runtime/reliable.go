@@ -161,8 +161,11 @@ func (q *queue) claim(ctx context.Context, id string) (*delivery, error) {
 }
 
 // settle gives the delivery back: queued again, or dead-lettered when it
-// reached max deliveries or dead is set.
+// reached max deliveries or dead is set. Like every release, it completes
+// although ctx was cancelled (see ReleaseTimeout).
 func (d *delivery) settle(ctx context.Context, reason string, dead bool) error {
+	ctx, cancel := releaseContext(ctx)
+	defer cancel()
 	q := d.q
 	flag := "0"
 	if dead {
@@ -207,10 +210,13 @@ func (d *delivery) getDeadline() time.Time {
 // Ack acknowledges the delivery: the item is done and deleted. It returns
 // ErrDeliveryExpired when the delivery is no longer in flight (its
 // visibility timeout ran out and a timer gave the item back, or it was
-// settled already), or a Redis error.
+// settled already), or a Redis error. It completes although ctx was
+// cancelled: it keeps ctx's values only, and gives up after ReleaseTimeout.
 func (d *Delivery[T]) Ack(ctx context.Context) error { return d.d.ack(ctx) }
 
 func (d *delivery) ack(ctx context.Context) error {
+	ctx, cancel := releaseContext(ctx)
+	defer cancel()
 	q := d.q
 	n, err := q.c.eval(ctx, q.def.Scripts.Ack, q.keys, q.ch, d.id, d.n).Int()
 	switch {
@@ -226,7 +232,7 @@ func (d *delivery) ack(ctx context.Context) error {
 // queue, or dead-lettered with reason when this was its last allowed
 // delivery. A nil reason is recorded as "nack". It returns
 // ErrDeliveryExpired when the delivery is no longer in flight, or a Redis
-// error.
+// error. Like Ack, it completes although ctx was cancelled.
 func (d *Delivery[T]) Nack(ctx context.Context, reason error) error { return d.d.nack(ctx, reason) }
 
 func (d *delivery) nack(ctx context.Context, reason error) error {

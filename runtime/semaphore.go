@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockgen/lockgen/internal/keys"
@@ -25,6 +26,11 @@ var (
 	// ErrPermitNotHeld: a permit released twice, or released after it was
 	// lost.
 	ErrPermitNotHeld error = &sentinel{"lockgen: permit not held", ErrNotHeld}
+
+	// ErrNoPermit: the permits asked for were not free for the whole wait.
+	// It also matches ErrNotObtained, and the context's error when the
+	// context ended the wait.
+	ErrNoPermit error = &sentinel{"lockgen: permits not obtained", ErrNotObtained}
 )
 
 // sentinel is an error that also matches a more general one.
@@ -97,31 +103,72 @@ func (s *Semaphore) channel() string  { return keys.Sub(s.key, "ch") }
 // timer. Permits are not handed out in arrival order: a waiter for many
 // may wait while smaller requests are served.
 //
+// The context bounds the wait, not the hold: the permit's Context keeps
+// its values but not its cancellation (unless WithParentCancel), see
+// "Lifetimes" in the package doc. A context that has ended already takes
+// nothing.
+//
 // It returns ErrTooManyPermits at once when n exceeds the semaphore's
-// capacity, ErrInvalidArgument when n < 1, ErrNotObtained when the wait ran
-// out (also matching the context's error when the context ended it),
+// capacity, ErrInvalidArgument when n < 1 or for a lease option out of
+// range, ErrNoPermit (which also matches ErrNotObtained) when the wait ran
+// out (also matching the context's error when the context ended it, also
+// before or while the permits were being taken: then none stay held),
 // ErrClosed after the client was closed, or a Redis error.
-func (s *Semaphore) Acquire(ctx context.Context, n int) (*Permit, error) {
-	return s.acquire(ctx, n, defaultWait(ctx, s.def.Wait))
+func (s *Semaphore) Acquire(ctx context.Context, n int, opts ...AcquireOption) (*Permit, error) {
+	o, err := acquireOpts(s.def.Lease, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.acquire(ctx, n, defaultWait(ctx, s.def.Wait), o)
 }
 
 // TryAcquire takes n permits, waiting at most wait (0: try once) and no
 // longer than the context allows. It returns the errors Acquire returns,
 // and ErrInvalidArgument for a negative wait.
-func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (*Permit, error) {
+func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration, opts ...AcquireOption) (*Permit, error) {
 	if err := checkWait(wait); err != nil {
 		return nil, err
 	}
-	return s.acquire(ctx, n, wait)
+	o, err := acquireOpts(s.def.Lease, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.acquire(ctx, n, wait, o)
 }
 
 // acquire takes n permits; wait < 0 means as long as ctx allows.
-func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (p *Permit, err error) {
+func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration, o acquireOptions) (*Permit, error) {
+	p, err := s.acquireWait(ctx, n, wait, o)
+	return p, noPermit(err)
+}
+
+// noPermit turns the ErrNotObtained of a wait into ErrNoPermit, keeping
+// what else it matches.
+func noPermit(err error) error {
+	if err == nil || !errors.Is(err, ErrNotObtained) || errors.Is(err, ErrNoPermit) {
+		return err
+	}
+	if err == ErrNotObtained {
+		return ErrNoPermit
+	}
+	return &noPermitError{err}
+}
+
+// noPermitError is a failed wait for permits: it matches ErrNoPermit and
+// whatever the wait's error matches.
+type noPermitError struct{ err error }
+
+func (e *noPermitError) Error() string {
+	return ErrNoPermit.Error() + strings.TrimPrefix(e.err.Error(), ErrNotObtained.Error())
+}
+func (e *noPermitError) Unwrap() []error { return []error{ErrNoPermit, e.err} }
+
+func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, o acquireOptions) (p *Permit, err error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: %d permits", ErrInvalidArgument, n)
 	}
 	owner := s.c.newOwner()
-	p, _, next, err := s.attempt(ctx, owner, n)
+	p, _, next, err := s.attempt(ctx, owner, n, o)
 	if p != nil || err != nil {
 		return p, err
 	}
@@ -133,7 +180,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (p *
 	err = s.c.waitFor(ctx, wait, s.channel(), true, func(sub *subscription, w *waiter) (bool, time.Duration, error) {
 		var free int64
 		var err error
-		p, free, next, err = s.attempt(ctx, owner, n)
+		p, free, next, err = s.attempt(ctx, owner, n, o)
 		if err != nil {
 			return false, 0, err
 		}
@@ -152,23 +199,36 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (p *
 
 // attempt runs the acquire script once. It returns a permit when taken;
 // the permits left free; and otherwise how long to wait at most before
-// trying again (until the earliest hold expires).
-func (s *Semaphore) attempt(ctx context.Context, owner string, n int) (*Permit, int64, time.Duration, error) {
+// trying again (until the earliest hold expires). Like a lock's attempt,
+// it takes nothing when ctx has ended, and gives back what it took when
+// ctx ended meanwhile.
+func (s *Semaphore) attempt(ctx context.Context, owner string, n int, o acquireOptions) (*Permit, int64, time.Duration, error) {
 	if err := s.c.checkOpen(); err != nil {
 		return nil, 0, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, 0, waitError(ctx, err)
 	}
 	start := time.Now()
 	// Not cut short by ctx, like a lock's attempt: permits granted to an
 	// abandoned reply would stay taken for a whole lease.
 	res, err := s.c.eval(context.WithoutCancel(ctx), s.def.Scripts.Acquire,
-		[]string{s.key, s.counts(), s.capacity()}, owner, n, s.def.Lease.Milliseconds(), s.def.Permits).Int64Slice()
+		[]string{s.key, s.counts(), s.capacity()}, owner, n, o.lease.Milliseconds(), s.def.Permits).Int64Slice()
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("lockgen: acquiring %s: %w", s.key, err)
 	}
 	switch {
 	case len(res) == 2 && res[0] == 1:
-		p, err := s.newPermit(ctx, owner, n, start)
-		return p, res[1], 0, err
+		p, err := s.newPermit(ctx, owner, n, o, start)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		if err := ctx.Err(); err != nil {
+			// Cancelled while the script ran: give the permits back.
+			_ = p.Release(ctx)
+			return nil, 0, 0, waitError(ctx, err)
+		}
+		return p, res[1], 0, nil
 	case len(res) == 2 && res[0] == -1:
 		return nil, 0, 0, fmt.Errorf("%w: %d requested, %s has %d", ErrTooManyPermits, n, s.key, res[1])
 	case len(res) == 3 && res[0] == 0:
@@ -264,30 +324,37 @@ type Permit struct {
 	n     int
 }
 
-func (s *Semaphore) newPermit(parent context.Context, owner string, n int, start time.Time) (*Permit, error) {
+func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acquireOptions, start time.Time) (*Permit, error) {
 	p := &Permit{sem: s, owner: owner, n: n}
+	p.start(parent, o, start, s.def.Renew, ErrPermitLost)
 	if !s.def.Renew {
-		p.ctx, p.end = fixedLeaseContext(parent, start.Add(s.def.Lease), ErrPermitLost)
 		return p, nil
 	}
-	p.ctx, p.end = context.WithCancelCause(parent)
-	if err := s.c.wd.add(p.held(), s.renewal(owner), p, start); err != nil {
-		p.end(err)
+	if err := s.c.wd.add(p.held(), s.renewal(owner, o.lease), p, start); err != nil {
+		p.abandon(err)
 		// Nobody will renew or release it: give it back now.
-		_ = s.c.eval(context.WithoutCancel(parent), s.def.Scripts.Release, []string{s.key, s.counts()}, owner, s.channel()).Err()
+		_, _ = s.release(parent, owner)
 		return nil, err
 	}
 	return p, nil
 }
 
-// renewal says how the watchdog renews owner's hold of s.
-func (s *Semaphore) renewal(owner string) renewal {
+// release runs the release script for owner's hold, under a release
+// context (see ReleaseTimeout); it returns the script's code.
+func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
+	ctx, cancel := releaseContext(ctx)
+	defer cancel()
+	return s.c.eval(ctx, s.def.Scripts.Release, []string{s.key, s.counts()}, owner, s.channel()).Int()
+}
+
+// renewal says how the watchdog renews owner's hold of s with lease.
+func (s *Semaphore) renewal(owner string, lease time.Duration) renewal {
 	return renewal{
 		Script:   s.def.Scripts.Renew,
 		Keys:     []string{s.key, s.counts()},
-		Args:     []any{s.def.Lease.Milliseconds(), owner},
-		Lease:    s.def.Lease,
-		Interval: s.def.Lease / 3,
+		Args:     []any{lease.Milliseconds(), owner},
+		Lease:    lease,
+		Interval: lease / 3,
 	}
 }
 
@@ -300,11 +367,14 @@ func (p *Permit) cancel(cause error) {
 	if cause == ErrLockLost {
 		cause = ErrPermitLost
 	}
-	p.end(cause)
+	p.hold.cancel(cause)
 }
 
-// Context returns the permit's context: the context given to Acquire,
-// cancelled when the hold ends (see Permit).
+// Context returns the permit's context: it carries the values of the
+// context given to Acquire, and ends when the hold ends (see Permit), not
+// when the context given to Acquire does, unless Acquire was given
+// WithParentCancel. Like a lease's, its Err and Done consult the local
+// lease deadline when called.
 func (p *Permit) Context() context.Context { return p.ctx }
 
 // Permits returns how many permits this hold has.
@@ -313,10 +383,14 @@ func (p *Permit) Permits() int { return p.n }
 // Semaphore returns the semaphore the permit belongs to.
 func (p *Permit) Semaphore() *Semaphore { return p.sem }
 
-// Release gives the permits back and wakes waiters. It returns
+// Release gives the permits back and wakes waiters. It completes although
+// ctx was cancelled: it keeps ctx's values only, and gives up after
+// ReleaseTimeout. It returns ErrPermitLost when the permit was known to be
+// lost (the hold is released all the same if Redis still has it),
 // ErrPermitNotHeld when this permit was already released or its hold no
-// longer exists, ErrPermitLost when the permit was known to be lost, or a
-// Redis error (the hold then expires after its lease).
+// longer exists, or ErrNotReleased wrapping the Redis error when Redis
+// could not be reached: the hold is no longer renewed then, and the
+// permits come back at the end of its lease.
 func (p *Permit) Release(ctx context.Context) error {
 	lost, ok := p.giveUp()
 	if !ok {
@@ -326,12 +400,12 @@ func (p *Permit) Release(ctx context.Context) error {
 	if s.def.Renew {
 		s.c.wd.remove(p.held(), p)
 	}
-	n, err := s.c.eval(ctx, s.def.Scripts.Release, []string{s.key, s.counts()}, p.owner, s.channel()).Int()
+	n, err := s.release(ctx, p.owner)
 	switch {
-	case err != nil:
-		return fmt.Errorf("lockgen: releasing %s: %w", s.key, err)
-	case n < 0 && lost:
+	case lost:
 		return ErrPermitLost
+	case err != nil:
+		return notReleased(s.key, err)
 	case n < 0:
 		return ErrPermitNotHeld
 	}

@@ -45,6 +45,9 @@ type renewal struct {
 type holder interface {
 	// cancel ends the holder's context with cause.
 	cancel(cause error)
+	// extend moves the holder's local deadline to until after a renewal
+	// or re-entry; false: its deadline had passed already.
+	extend(until time.Time) bool
 }
 
 // held is one hold and its holders: the leases of nested re-entries of
@@ -84,6 +87,9 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 		h.expiry = time.AfterFunc(time.Until(start.Add(r.Lease)), func() { w.lose(k, h, ErrLockLost) })
 	} else {
 		h.expiry.Reset(time.Until(start.Add(r.Lease)))
+		for hd := range h.holders {
+			hd.extend(start.Add(r.Lease))
+		}
 	}
 	h.holders[hd] = struct{}{}
 	next := start.Add(r.Interval)
@@ -258,10 +264,20 @@ func (w *watchdog) exec(ctx context.Context, batch []pending, source bool) {
 
 func (w *watchdog) renewed(k heldKey, h *held, sent time.Time) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.entries[k] != h {
+		w.mu.Unlock()
 		return
+	}
+	for hd := range h.holders {
+		if !hd.extend(sent.Add(h.renew.Lease)) {
+			// The reply came after the hold's local deadline (a pause):
+			// its holders were told it is lost; stop renewing it.
+			w.mu.Unlock()
+			w.lose(k, h, ErrLockLost)
+			return
+		}
 	}
 	h.next = sent.Add(h.renew.Interval)
 	h.expiry.Reset(time.Until(sent.Add(h.renew.Lease)))
+	w.mu.Unlock()
 }

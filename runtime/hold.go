@@ -1,0 +1,230 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// What every hold (a lock's lease, a semaphore's permits) shares: the
+// per-call options of the acquire, the hold's context and its local
+// deadline, giving the hold up once, and the release context. See
+// "Lifetimes" in the package doc.
+
+// ReleaseTimeout bounds every release: Unlock, a permit's Release, a
+// delivery's Ack and Nack, a latch's CountDown, and a fair-lock waiter
+// leaving its queue. They run under the caller's context's values but not
+// its cancellation or deadline, so that a release completes although the
+// caller's context was cancelled (defer lease.Unlock(ctx) with a request
+// context), and give up after ReleaseTimeout when Redis cannot be reached.
+const ReleaseTimeout = 5 * time.Second
+
+// releaseContext returns the context a release runs under: ctx's values,
+// neither its cancellation nor its deadline, and ReleaseTimeout.
+func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+}
+
+// notReleased wraps the error of a release that did not reach Redis: the
+// hold is no longer renewed, so it expires at the end of its lease.
+func notReleased(key string, err error) error {
+	return fmt.Errorf("lockgen: releasing %s: %w: %w", key, ErrNotReleased, err)
+}
+
+// AcquireOption changes one acquire: Lock and TryLock of every lock kind
+// (also of a MultiLock and a RedLock), Acquire and TryAcquire of a
+// semaphore.
+type AcquireOption func(*acquireOptions)
+
+type acquireOptions struct {
+	lease        time.Duration // 0: the spec's
+	parentCancel bool
+}
+
+// WithLease sets the lease of this hold instead of the spec's: the TTL of
+// the hold in Redis, renewed every third of it when the spec renews (a
+// re-entry's lease applies to the hold from then on, but the watchdog
+// keeps renewing it with the first hold's). A lease of 0 or less makes the
+// acquire fail with ErrInvalidArgument.
+func WithLease(d time.Duration) AcquireOption {
+	return func(o *acquireOptions) {
+		if d <= 0 {
+			d = -1
+		}
+		o.lease = d
+	}
+}
+
+// WithParentCancel makes the hold's context end also when the context
+// given to the acquire ends (with its cause), as well as on loss, release
+// and Close. Without it, the context given to the acquire bounds the wait
+// only (see "Lifetimes" in the package doc). Ending the hold's context
+// this way does not release the hold: Unlock (Release) still does.
+func WithParentCancel() AcquireOption {
+	return func(o *acquireOptions) { o.parentCancel = true }
+}
+
+// acquireOpts applies opts over the spec's lease.
+func acquireOpts(spec time.Duration, opts []AcquireOption) (acquireOptions, error) {
+	var o acquireOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	switch {
+	case o.lease < 0:
+		return o, fmt.Errorf("%w: a lease must be positive", ErrInvalidArgument)
+	case o.lease == 0:
+		o.lease = spec
+	}
+	return o, nil
+}
+
+// monoBase is the origin of the monotonic clock readings deadlines are
+// kept in.
+var monoBase = time.Now()
+
+// mono returns t on the monotonic clock, as a duration since monoBase.
+func mono(t time.Time) int64 { return int64(t.Sub(monoBase)) }
+
+// holdContext is the context of a hold. Its Err, Done and Value consult
+// the monotonic clock when they are called: past the hold's local
+// deadline (its start, or its last renewal's, plus its lease) the context
+// is cancelled there and then, with cause, so that a process that was
+// paused past its lease sees an ended context before any timer had the
+// chance to run. The deadline moves forward with each renewal (extend).
+// context.Cause finds the cause through Value, which checks first.
+type holdContext struct {
+	context.Context // a cancel-cause context: ended by end
+	end             context.CancelCauseFunc
+	cause           error        // the cause of running out: ErrLockLost or ErrPermitLost
+	until           atomic.Int64 // the local deadline (mono)
+}
+
+func newHoldContext(parent context.Context, parentCancel bool, until time.Time, cause error) *holdContext {
+	if !parentCancel {
+		parent = context.WithoutCancel(parent)
+	}
+	c := &holdContext{cause: cause}
+	c.Context, c.end = context.WithCancelCause(parent)
+	c.until.Store(mono(until))
+	return c
+}
+
+// check ends the context with its cause when its deadline passed.
+func (c *holdContext) check() {
+	if time.Since(monoBase) >= time.Duration(c.until.Load()) && c.Context.Err() == nil {
+		c.end(c.cause)
+	}
+}
+
+// Err returns the context's error, context.Canceled as soon as the local
+// deadline passed.
+func (c *holdContext) Err() error {
+	c.check()
+	return c.Context.Err()
+}
+
+// Done returns a channel closed when the hold ends; it is closed already
+// when the local deadline passed.
+func (c *holdContext) Done() <-chan struct{} {
+	c.check()
+	return c.Context.Done()
+}
+
+// Value returns the value of key; like Err, it ends the context first when
+// the deadline passed, so that context.Cause reports the cause.
+func (c *holdContext) Value(key any) any {
+	c.check()
+	return c.Context.Value(key)
+}
+
+// Deadline returns the hold's local deadline (it moves forward with each
+// renewal), or the parent's when that is earlier.
+func (c *holdContext) Deadline() (time.Time, bool) {
+	d := monoBase.Add(time.Duration(c.until.Load()))
+	if p, ok := c.Context.Deadline(); ok && p.Before(d) {
+		return p, true
+	}
+	return d, true
+}
+
+// extend moves the deadline to until when that is later. It reports false,
+// moving nothing, when the context has ended (also by its deadline).
+func (c *holdContext) extend(until time.Time) bool {
+	if c.Err() != nil {
+		return false
+	}
+	u := mono(until)
+	for {
+		cur := c.until.Load()
+		if u <= cur || c.until.CompareAndSwap(cur, u) {
+			return true
+		}
+	}
+}
+
+// hold is what a lease and a permit share: the context that ends with the
+// hold, and giving the hold up once.
+type hold struct {
+	ctx   *holdContext
+	lease time.Duration
+	timer *time.Timer // a hold nobody renews: ends ctx at its deadline
+
+	mu   sync.Mutex
+	gone bool // given up
+}
+
+// start sets the hold's context up: deadline start+lease, ended at that
+// deadline by a timer of its own unless the watchdog renews it (its
+// expiry timer ends it then).
+func (h *hold) start(parent context.Context, o acquireOptions, start time.Time, renewed bool, cause error) {
+	h.lease = o.lease
+	h.ctx = newHoldContext(parent, o.parentCancel, start.Add(o.lease), cause)
+	if !renewed {
+		h.timer = time.AfterFunc(time.Until(start.Add(o.lease)), h.ctx.check)
+	}
+}
+
+// cancel ends the hold's context with cause; the watchdog calls it.
+func (h *hold) cancel(cause error) { h.ctx.end(cause) }
+
+// extend moves the hold's local deadline to until; the watchdog calls it
+// after each renewal, with the renewal's start plus the lease. It reports
+// false when the hold's context had ended already (its deadline passed
+// before the renewal's reply came): the watchdog must then stop renewing.
+func (h *hold) extend(until time.Time) bool { return h.ctx.extend(until) }
+
+// giveUp marks the hold given up and ends its context. It reports whether
+// the hold was known to be lost (also by its local deadline), and ok false
+// when it had been given up before.
+func (h *hold) giveUp() (lost, ok bool) {
+	h.mu.Lock()
+	if h.gone {
+		h.mu.Unlock()
+		return false, false
+	}
+	h.gone = true
+	h.mu.Unlock()
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	lost = h.ctx.Err() != nil && errors.Is(context.Cause(h.ctx), ErrLockLost)
+	h.ctx.end(nil)
+	return lost, true
+}
+
+// abandon ends a hold that was never handed out, with cause.
+func (h *hold) abandon(cause error) {
+	h.mu.Lock()
+	h.gone = true
+	h.mu.Unlock()
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	h.ctx.end(cause)
+}
