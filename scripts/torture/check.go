@@ -84,6 +84,7 @@ type Report struct {
 	Lost                        []string // offered, never acknowledged, not explained by an empty restart
 	LostInRestart               int      // offered before an empty Redis restart, never acknowledged
 	DupAcks                     int      // messages acknowledged more than once
+	DupCopies                   int      // of those, as different items: the offer landed twice
 	AckedUnoffered              int      // acknowledged although the offer reported an error
 	Redelivered                 int
 	Restarts                    int
@@ -277,6 +278,7 @@ func Check(events []Event) *Report {
 	offered := map[string]int64{}
 	failed := map[string]bool{}
 	acks := map[string]int{}
+	ackedItems := map[string]map[string]bool{} // msg -> items acknowledged
 	takes := map[string]int{}
 	for _, e := range events {
 		switch e.Ev {
@@ -297,9 +299,16 @@ func Check(events []Event) *Report {
 			if e.Err == "" {
 				acks[e.Msg]++
 				r.Acked++
+				if ackedItems[e.Msg] == nil {
+					ackedItems[e.Msg] = map[string]bool{}
+				}
 				if acks[e.Msg] == 2 {
 					r.DupAcks++
+					if !ackedItems[e.Msg][e.Item] {
+						r.DupCopies++
+					}
 				}
+				ackedItems[e.Msg][e.Item] = true
 				if _, ok := offered[e.Msg]; !ok && failed[e.Msg] {
 					r.AckedUnoffered++
 				}
@@ -497,8 +506,8 @@ func (r *Report) Print(w io.Writer) {
 			rw.LateAfterEnd[0], rw.LateAfterEnd[1], rw.Late, rw.Rejected, rw.Refused, rw.FenceOrder,
 			rw.OverAdmitted, rw.Redelivered, rec, worst)
 	}
-	fmt.Fprintf(w, "\nqueue: %d offered, %d acknowledged, %d lost, %d lost in empty Redis restarts (*), %d acknowledged twice, %d redelivered, %d offers failed (%d of them landed)\n",
-		r.Offered, r.Acked, len(r.Lost), r.LostInRestart, r.DupAcks, r.Redelivered, r.OfferFailed, r.AckedUnoffered)
+	fmt.Fprintf(w, "\nqueue: %d offered, %d acknowledged, %d lost, %d lost in empty Redis restarts (*), %d acknowledged twice (%d of them two items: the offer landed twice), %d redelivered, %d offers failed (%d of them landed)\n",
+		r.Offered, r.Acked, len(r.Lost), r.LostInRestart, r.DupAcks, r.DupCopies, r.Redelivered, r.OfferFailed, r.AckedUnoffered)
 	if len(r.Lost) > 0 {
 		shown := r.Lost
 		if len(shown) > 10 {

@@ -16,7 +16,8 @@ type Event struct {
 	TAcq  int64  `json:"tacq,omitempty"`  // a write's hold's acquire time
 	TCall int64  `json:"tcall,omitempty"` // acq: when Lock/Acquire was called
 	Alive bool   `json:"alive,omitempty"` // rel: Err()==nil just before Unlock
-	Msg   string `json:"msg,omitempty"`   // queue message id
+	Msg   string `json:"msg,omitempty"`   // queue message: the payload, unique per offer
+	Item  string `json:"item,omitempty"`  // queue item id in Redis (Delivery.ID)
 	Att   int    `json:"att,omitempty"`   // delivery attempt
 	Err   string `json:"err,omitempty"`
 	Req   int64  `json:"req,omitempty"` // storage request id (write)

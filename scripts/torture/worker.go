@@ -237,9 +237,9 @@ func (w *worker) consumeLoop(ctx context.Context, q *lockrt.ReliableQueue[string
 			}
 			continue
 		}
-		w.emit(Event{T: mono(), Ev: evTake, Obj: objJobs, Msg: d.Value, Att: d.Attempt()})
+		w.emit(Event{T: mono(), Ev: evTake, Obj: objJobs, Msg: d.Value, Item: d.ID(), Att: d.Attempt()})
 		time.Sleep(time.Duration(5+rand.IntN(15)) * time.Millisecond)
 		err = release(ctx, d.Ack)
-		w.emit(Event{T: mono(), Ev: evAck, Obj: objJobs, Msg: d.Value, Att: d.Attempt(), Err: errString(err)})
+		w.emit(Event{T: mono(), Ev: evAck, Obj: objJobs, Msg: d.Value, Item: d.ID(), Att: d.Attempt(), Err: errString(err)})
 	}
 }
