@@ -21,9 +21,10 @@ generate: ## run go generate in both modules (the benchmarks are a module of the
 check: ## lockgen check every committed spec (both modules): fails when generated code is stale or specs share keys
 	$(GO) run ./cmd/lockgen check ./... ./scripts/bench/...
 
-demo: ## generate the example and run it (against REDIS_ADDR, or an embedded Redis)
+demo: ## generate the examples and run them (against REDIS_ADDR, or an embedded Redis); ends with lockgen inspect's view
 	$(GO) generate ./examples/...
 	$(GO) run ./examples/orders
+	$(GO) run ./examples/ops
 
 test: redis check ## go vet, then all tests with the race detector against real Redis
 	$(GO) vet ./...

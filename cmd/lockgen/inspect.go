@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -131,7 +130,7 @@ func (c *cli) inspect(args []string) int {
 					Graph *inspect.Graph `json:"waitFor"`
 				}{snap, g})
 			} else {
-				c.printSummary(snap, g)
+				inspect.WriteSummary(c.stdout, snap, g)
 			}
 		}
 	case fs.NArg() == 1:
@@ -140,7 +139,7 @@ func (c *cli) inspect(args []string) int {
 			if *asJSON {
 				err = c.printJSON(l)
 			} else {
-				c.printListing(l)
+				inspect.WriteListing(c.stdout, l)
 			}
 		}
 	default:
@@ -149,7 +148,7 @@ func (c *cli) inspect(args []string) int {
 			if *asJSON {
 				err = c.printJSON(inst)
 			} else {
-				c.printInstance(inst)
+				inspect.WriteInstance(c.stdout, inst)
 			}
 		}
 	}
@@ -188,7 +187,7 @@ func (c *cli) act(ctx context.Context, in *inspect.Inspector, args []string, yes
 			what = "reset the permits of " + inst.Key + " to the spec's"
 		}
 	}
-	c.printInstance(inst)
+	inspect.WriteInstance(c.stdout, inst)
 	if !yes && !c.confirm(what) {
 		fmt.Fprintln(c.stderr, "lockgen inspect: not confirmed; nothing changed")
 		return exitFail
@@ -239,218 +238,4 @@ func (c *cli) printJSON(v any) error {
 	enc := json.NewEncoder(c.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func (c *cli) table() *tabwriter.Writer { return tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0) }
-
-func (c *cli) printSummary(snap *inspect.Snapshot, g *inspect.Graph) {
-	tw := c.table()
-	fmt.Fprintln(tw, "OBJECT\tKIND\tKEY\tINSTANCES\tSTATE")
-	for _, o := range snap.Objects {
-		n := fmt.Sprint(o.Count)
-		if o.Truncated {
-			n += "+"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Name, o.Kind, o.Pattern, n, summarize(o))
-	}
-	tw.Flush()
-	if snap.Truncated {
-		fmt.Fprintf(c.stdout, "\nThe scan stopped at its budget (-max-scan): counts are lower bounds.\n")
-	}
-	printCycles(c.stdout, g)
-}
-
-func printCycles(w io.Writer, g *inspect.Graph) {
-	for i, cyc := range g.Cycles {
-		fmt.Fprintf(w, "\nDEADLOCK %d: these owners wait for one another:\n", i+1)
-		for _, e := range cyc {
-			fmt.Fprintf(w, "  %s (client %s) waits for %s, held by %s (client %s)\n", e.Waiter, e.WaiterClient, e.Key, e.Holder, e.HolderClient)
-		}
-	}
-}
-
-// summarize says in a few words what an object's instances hold.
-func summarize(o *inspect.ObjectState) string {
-	var parts []string
-	switch o.Kind {
-	case inspect.KindSemaphore:
-		parts = append(parts, fmt.Sprintf("%d/%d permits in use", o.Held, o.Capacity))
-	case inspect.KindQueue:
-		parts = append(parts, fmt.Sprintf("%d ready, %d delayed, %d in flight, %d dead", o.Ready, o.Delayed, o.InFlight, o.Dead))
-	case inspect.KindLatch:
-		open := 0
-		for _, i := range o.Instances {
-			if i.Latch.Open {
-				open++
-			}
-		}
-		parts = append(parts, fmt.Sprintf("%d open", open))
-	case inspect.KindLimiter:
-		low, capacity := -1, 0
-		for _, i := range o.Instances {
-			for _, r := range i.Limiter.Clients {
-				if low < 0 || r.Remaining < low {
-					low, capacity = r.Remaining, i.Limiter.Capacity
-				}
-			}
-		}
-		if low >= 0 {
-			parts = append(parts, fmt.Sprintf("lowest allowance %d/%d", low, capacity))
-		}
-	default:
-		parts = append(parts, fmt.Sprintf("%d held", o.Held))
-	}
-	if o.Waiters > 0 {
-		parts = append(parts, fmt.Sprintf("%d waiting", o.Waiters))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func params(inst *inspect.Instance) string {
-	var s []string
-	for _, p := range inst.Params {
-		s = append(s, p.Name+"="+p.Value)
-	}
-	if len(s) == 0 {
-		return "-"
-	}
-	return strings.Join(s, " ")
-}
-
-func (c *cli) printListing(l *inspect.Listing) {
-	tw := c.table()
-	fmt.Fprintln(tw, "PARAMS\tKEY\tSTATE")
-	for _, inst := range l.Instances {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", params(inst), inst.Key, state(inst))
-	}
-	tw.Flush()
-	if l.Truncated {
-		fmt.Fprintln(c.stdout, "\nThe listing stopped at its budget (-max-scan, or 1000 instances).")
-	}
-}
-
-func ms(v int64) string {
-	if v < 0 {
-		return "no expiry"
-	}
-	return (time.Duration(v) * time.Millisecond).String()
-}
-
-// state says in one line what one instance holds.
-func state(inst *inspect.Instance) string {
-	switch {
-	case inst.Lock != nil:
-		l := inst.Lock
-		if !l.Held {
-			s := "free"
-			if l.LastToken > 0 {
-				s += fmt.Sprintf(" (last token %d)", l.LastToken)
-			}
-			return s
-		}
-		var hs []string
-		for _, h := range l.Holders {
-			s := h.Owner
-			if h.Side != "" {
-				s = h.Side + " " + s
-			}
-			if h.Holds > 1 {
-				s += fmt.Sprintf(" x%d", h.Holds)
-			}
-			if h.Token > 0 {
-				s += fmt.Sprintf(" token %d", h.Token)
-			}
-			hs = append(hs, s+", "+ms(h.TTLMs)+" left")
-		}
-		s := "held by " + strings.Join(hs, "; ")
-		if len(l.Waiters) > 0 {
-			s += fmt.Sprintf("; %d waiting", len(l.Waiters))
-		}
-		return s
-	case inst.Semaphore != nil:
-		s := inst.Semaphore
-		return fmt.Sprintf("%d/%d permits in use, %d free, %d holders", s.Held, s.Capacity, s.Free, len(s.Holders))
-	case inst.Latch != nil:
-		l := inst.Latch
-		switch {
-		case l.Open:
-			return "open"
-		case !l.Set:
-			return fmt.Sprintf("not set (count %d)", l.Count)
-		}
-		return fmt.Sprintf("count %d, expires in %s", l.Count, ms(l.TTLMs))
-	case inst.Limiter != nil:
-		var s []string
-		for _, r := range inst.Limiter.Clients {
-			x := fmt.Sprintf("%d/%d left, full in %s", r.Remaining, inst.Limiter.Capacity, ms(r.ResetAfterMs))
-			if r.Client != "" {
-				x = r.Client + ": " + x
-			}
-			if r.Error != "" {
-				x += " (" + r.Error + ")"
-			}
-			s = append(s, x)
-		}
-		return strings.Join(s, "; ")
-	case inst.Queue != nil:
-		q := inst.Queue
-		s := fmt.Sprintf("%d ready, %d delayed, %d in flight, %d dead", q.Ready, q.Delayed, q.InFlight, q.Dead)
-		if q.NextDueMs != nil {
-			s += ", next due in " + ms(*q.NextDueMs)
-		}
-		return s
-	}
-	return ""
-}
-
-func (c *cli) printInstance(inst *inspect.Instance) {
-	fmt.Fprintf(c.stdout, "%s %s (%s)\n%s\n", inst.Object, params(inst), inst.Kind, inst.Key)
-	fmt.Fprintf(c.stdout, "state: %s\n", state(inst))
-	tw := c.table()
-	defer tw.Flush()
-	switch {
-	case inst.Lock != nil && len(inst.Lock.Holders) > 0, inst.Semaphore != nil && len(inst.Semaphore.Holders) > 0:
-		fmt.Fprintln(tw, "\nHOLDER\tCLIENT\tSIDE\tHOLDS\tPERMITS\tTOKEN\tLEASE LEFT")
-		var hs []inspect.Holder
-		if inst.Lock != nil {
-			hs = inst.Lock.Holders
-		} else {
-			hs = inst.Semaphore.Holders
-		}
-		for _, h := range hs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", h.Owner, h.Client, dash(h.Side), h.Holds, h.Permits, h.Token, ms(h.TTLMs))
-		}
-	}
-	if inst.Lock != nil && len(inst.Lock.Waiters) > 0 {
-		fmt.Fprintln(tw, "\nWAITER\tCLIENT\tPLACE KEPT FOR")
-		for _, w := range inst.Lock.Waiters {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", w.Owner, w.Client, ms(w.TTLMs))
-		}
-	}
-	if q := inst.Queue; q != nil {
-		if len(q.Deliveries) > 0 {
-			fmt.Fprintln(tw, "\nIN FLIGHT\tDELIVERIES\tREDELIVERED IN")
-			for _, d := range q.Deliveries {
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", d.ID, d.Deliveries, ms(d.DeadlineMs))
-			}
-		}
-		if len(q.DeadLetters) > 0 {
-			fmt.Fprintln(tw, "\nDEAD LETTER\tDELIVERIES\tREASON\tBODY")
-			for _, d := range q.DeadLetters {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", d.ID, d.Deliveries, d.Reason, d.Body)
-			}
-		}
-	}
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func (c *cli) serve(args []string) int {
-	fmt.Fprintln(c.stderr, "lockgen serve: not yet")
-	return exitFail
 }

@@ -1,0 +1,215 @@
+// Package dashboard serves the live state of a lockgen spec's objects as a
+// web page, a JSON API and Prometheus metrics: the http.Handler behind
+// `lockgen serve`, for a service to mount as well.
+//
+//	in, err := inspect.Load(rdb, "lockgen.yaml", inspect.Options{})
+//	...
+//	mux.Handle("/debug/lockgen/", http.StripPrefix("/debug/lockgen", dashboard.New(in, dashboard.Options{ReadOnly: true})))
+//
+// Routes, relative to where it is mounted:
+//
+//	GET  /                    the page (HTML, JS and CSS embedded; nothing from a CDN)
+//	GET  /api/snapshot        every object's totals and the wait-for graph (JSON)
+//	GET  /api/objects/{name}  one object's live instances (JSON)
+//	POST /api/action          {"action": "force-unlock"|"redrive"|"purge"|"set-permits",
+//	                           "object": "Order", "params": ["42"], "n": 0}
+//	GET  /metrics             the observed state in Prometheus' text format
+//
+// Actions are refused with 403 when ReadOnly is set, and need a JSON
+// body (Content-Type: application/json), which a cross-site form cannot
+// send. The handler does no authentication: bind it to loopback (serve's
+// default) or mount it behind your own.
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/lockgen/lockgen/inspect"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Options configure a dashboard.
+type Options struct {
+	// ReadOnly refuses every action.
+	ReadOnly bool
+	// Refresh is how often the page reloads the state (0: 2s).
+	Refresh time.Duration
+	// Timeout bounds one request's Redis work (0: 10s).
+	Timeout time.Duration
+}
+
+type handler struct {
+	in   *inspect.Inspector
+	opts Options
+	mux  *http.ServeMux
+}
+
+// New returns the dashboard of in's spec.
+func New(in *inspect.Inspector, opts Options) http.Handler {
+	if opts.Refresh <= 0 {
+		opts.Refresh = 2 * time.Second
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	h := &handler{in: in, opts: opts, mux: http.NewServeMux()}
+	static, _ := fs.Sub(assets, "assets")
+	files := http.FileServerFS(static)
+	h.mux.HandleFunc("GET /{$}", h.index)
+	h.mux.Handle("GET /static/", http.StripPrefix("/static/", files))
+	h.mux.HandleFunc("GET /api/config", h.config)
+	h.mux.HandleFunc("GET /api/snapshot", h.snapshot)
+	h.mux.HandleFunc("GET /api/objects/{name}", h.object)
+	h.mux.HandleFunc("POST /api/action", h.action)
+	h.mux.HandleFunc("GET /metrics", h.metrics)
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("X-Frame-Options", "DENY")
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), h.opts.Timeout)
+}
+
+func (h *handler) index(w http.ResponseWriter, r *http.Request) {
+	page, err := assets.ReadFile("assets/index.html")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'")
+	w.Write(page)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	enc.Encode(v)
+}
+
+// fail reports err as JSON {"error": ...} with a status that fits it.
+func fail(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, inspect.ErrUnknownObject):
+		status = http.StatusNotFound
+	case errors.Is(err, inspect.ErrBadParams), errors.Is(err, inspect.ErrUnsupported):
+		status = http.StatusBadRequest
+	}
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+func (h *handler) config(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"namespace": h.in.Namespace(), "readOnly": h.opts.ReadOnly,
+		"refreshMs": h.opts.Refresh.Milliseconds(), "objects": h.in.Objects(),
+	})
+}
+
+func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	snap, err := h.in.Snapshot(ctx)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	var insts []*inspect.Instance
+	for _, o := range snap.Objects {
+		insts = append(insts, o.Instances...)
+		o.Instances = nil
+	}
+	writeJSON(w, http.StatusOK, struct {
+		*inspect.Snapshot
+		Graph *inspect.Graph `json:"waitFor"`
+	}{snap, inspect.NewGraph(insts)})
+}
+
+func (h *handler) object(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	l, err := h.in.Instances(ctx, r.PathValue("name"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+// Action is the body of POST /api/action.
+type Action struct {
+	Action string   `json:"action"` // force-unlock, redrive, purge, set-permits
+	Object string   `json:"object"`
+	Params []string `json:"params"`
+	// N is redrive's count (0: all) or set-permits' capacity (0: the
+	// spec's).
+	N int `json:"n"`
+}
+
+func (h *handler) action(w http.ResponseWriter, r *http.Request) {
+	if h.opts.ReadOnly {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "the dashboard is read-only"})
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "send the action as application/json"})
+		return
+	}
+	var a Action
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&a); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	var (
+		result string
+		err    error
+	)
+	switch a.Action {
+	case "force-unlock":
+		var held bool
+		held, err = h.in.ForceUnlock(ctx, a.Object, a.Params...)
+		result = fmt.Sprintf("force-unlocked (was held: %v)", held)
+	case "redrive":
+		var n int
+		n, err = h.in.Redrive(ctx, a.N, a.Object, a.Params...)
+		result = fmt.Sprintf("redrove %d dead letters", n)
+	case "purge":
+		var did bool
+		did, err = h.in.Purge(ctx, a.Object, a.Params...)
+		result = fmt.Sprintf("purged (had items: %v)", did)
+	case "set-permits":
+		err = h.in.SetPermits(ctx, a.N, a.Object, a.Params...)
+		result = fmt.Sprintf("permits set to %d", a.N)
+		if a.N == 0 {
+			result = "permits reset to the spec's"
+		}
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("unknown action %q", a.Action)})
+		return
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"result": result, "object": a.Object, "params": strings.Join(a.Params, " ")})
+}

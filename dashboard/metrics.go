@@ -1,0 +1,100 @@
+package dashboard
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/lockgen/lockgen/inspect"
+)
+
+// metrics writes the observed state in Prometheus' text exposition format
+// (version 0.0.4), labelled by object name and kind, never by param
+// values, so the series stay few however many instances there are.
+func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	snap, err := h.in.Snapshot(ctx)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	var insts []*inspect.Instance
+	for _, o := range snap.Objects {
+		insts = append(insts, o.Instances...)
+	}
+	g := inspect.NewGraph(insts)
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	b := bufio.NewWriter(w)
+	defer b.Flush()
+	writeMetrics(b, snap, g)
+}
+
+type family struct {
+	name, help string
+	samples    []string
+}
+
+func writeMetrics(b *bufio.Writer, snap *inspect.Snapshot, g *inspect.Graph) {
+	fams := map[string]*family{}
+	var order []string
+	add := func(name, help string, v float64, labels ...string) {
+		f := fams[name]
+		if f == nil {
+			f = &family{name: name, help: help}
+			fams[name] = f
+			order = append(order, name)
+		}
+		var ls []string
+		for i := 0; i+1 < len(labels); i += 2 {
+			ls = append(ls, labels[i]+`="`+escape(labels[i+1])+`"`)
+		}
+		s := name
+		if len(ls) > 0 {
+			s += "{" + strings.Join(ls, ",") + "}"
+		}
+		f.samples = append(f.samples, s+" "+strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	for _, o := range snap.Objects {
+		obj := []string{"object", o.Name, "kind", o.Kind}
+		add("lockgen_instances", "Live instances of an object found by the scan.", float64(o.Count), obj...)
+		switch o.Kind {
+		case inspect.KindSemaphore:
+			add("lockgen_semaphore_permits_in_use", "Permits held, summed over a semaphore's instances.", float64(o.Held), obj...)
+			add("lockgen_semaphore_permits", "Capacity, summed over a semaphore's instances.", float64(o.Capacity), obj...)
+			add("lockgen_waiters", "Registered waiters, summed over an object's instances.", float64(o.Waiters), obj...)
+		case inspect.KindQueue:
+			for _, s := range []struct {
+				state string
+				n     int64
+			}{{"ready", o.Ready}, {"delayed", o.Delayed}, {"in_flight", o.InFlight}, {"dead", o.Dead}} {
+				add("lockgen_queue_items", "Items of a queue by state, summed over its instances.", float64(s.n), append(obj, "state", s.state)...)
+			}
+			add("lockgen_queue_dead_letters", "Items on a queue's dead-letter lists.", float64(o.Dead), obj...)
+		case inspect.KindLatch, inspect.KindLimiter:
+		default:
+			add("lockgen_locks_held", "Instances of a lock that are held.", float64(o.Held), obj...)
+			add("lockgen_waiters", "Registered waiters, summed over an object's instances.", float64(o.Waiters), obj...)
+		}
+	}
+	add("lockgen_deadlocks", "Cycles in the wait-for graph.", float64(len(g.Cycles)))
+	truncated := 0.0
+	if snap.Truncated {
+		truncated = 1
+	}
+	add("lockgen_scan_truncated", "1 when the scan stopped at its budget: the numbers are lower bounds.", truncated)
+	for _, name := range order {
+		f := fams[name]
+		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s gauge\n", f.name, f.help, f.name)
+		for _, s := range f.samples {
+			fmt.Fprintln(b, s)
+		}
+	}
+}
+
+// escape escapes a label value for the text format.
+func escape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
