@@ -6,13 +6,16 @@ GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testda
 
 .DEFAULT_GOAL := help
 
-.PHONY: help redis generate check demo test bench torture fmt vet lint fuzz
+.PHONY: help redis chromium generate check demo test bench torture fmt vet lint fuzz
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 redis: ## install redis-server if it is not in PATH (the tests start their own servers)
 	@scripts/install-redis.sh
+
+chromium: ## install chromium if it is not in PATH (the dashboard's browser test drives it)
+	@scripts/install-chromium.sh
 
 generate: ## run go generate in both modules (the benchmarks are a module of their own)
 	$(GO) generate ./...
@@ -26,10 +29,11 @@ demo: ## generate the examples and run them (against REDIS_ADDR, or an embedded 
 	$(GO) run ./examples/orders
 	$(GO) run ./examples/ops
 
-test: redis check ## go vet, then all tests with the race detector against real Redis
+test: redis chromium check ## go vet, then all tests with the race detector against real Redis
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 9m ./...
 	cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
+	cd dashboard/browsertest && $(GO) vet ./... && $(GO) test -count=1 -timeout 3m ./...
 
 BENCH ?= .
 BENCHFLAGS ?= -count 1

@@ -1,0 +1,177 @@
+package browsertest
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lockgen/lockgen/dashboard"
+	"github.com/lockgen/lockgen/examples/ops/demo"
+	"github.com/lockgen/lockgen/examples/ops/shopops"
+	"github.com/lockgen/lockgen/inspect"
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
+)
+
+// artifacts is where the screenshots go: $LOCKGEN_ARTIFACTS, or
+// artifacts/ next to this file (ignored by git).
+func artifacts(t *testing.T) string {
+	dir := os.Getenv("LOCKGEN_ARTIFACTS")
+	if dir == "" {
+		dir = "artifacts"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// browser starts a headless Chromium (Debian's chromium package) and
+// returns a chromedp context on a new tab.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if path, err = exec.LookPath("chromium-browser"); err != nil {
+			t.Fatal("chromium is not installed: run scripts/install-chromium.sh (make test does)")
+		}
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // tests may run as root in containers
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	// No timeout on this context: it is the browser's life (chromedp.Run's
+	// rule); every wait below has its own.
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	return ctx
+}
+
+// waitFor polls the page until the JavaScript expression is true.
+func waitFor(js string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))
+}
+
+// click clicks the first element matching the CSS selector, in one
+// JavaScript call (the page re-renders its tables on every refresh, so a
+// node looked up earlier may be gone by the time it is clicked).
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) throw new Error("no " + %q); e.click(); return true })()`, sel, sel))
+}
+
+func cellIs(object, text string) string {
+	return fmt.Sprintf(`(document.querySelector('tr[data-object="%s"] td[data-field="state"]') || {}).textContent === %q`, object, text)
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG; below, JPEG
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(artifacts(t), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", path, len(png))
+}
+
+// TestDashboardInChromium opens the dashboard of the operator demo's
+// objects in headless Chromium: held locks and queue depths appear, the
+// page refreshes itself when Redis changes, and force-unlock and redrive
+// work from their buttons (after the confirmation).
+func TestDashboardInChromium(t *testing.T) {
+	node := redistest.Single(t)
+	rdb := node.Client()
+	ctx := context.Background()
+	done, err := demo.Populate(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	in, err := inspect.Load(rdb, "../../examples/ops/shopops/lockgen.yaml", inspect.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	srv := httptest.NewServer(dashboard.New(in, dashboard.Options{Refresh: 300 * time.Millisecond}))
+	defer srv.Close()
+
+	b := browser(t)
+	err = chromedp.Do(b,
+		chromedp.Navigate(srv.URL+"/"),
+		waitFor(`document.body.dataset.loaded === "true"`),
+		waitFor(cellIs("Order", "1 held")),
+		waitFor(cellIs("Rates", "1 held")),
+		waitFor(cellIs("Export", "3/4 permits in use")),
+		waitFor(cellIs("Email", "2 ready, 1 delayed, 1 in flight, 1 dead")),
+		click(`tr[data-object="Order"]`),
+		waitFor(`!!document.querySelector('tr[data-key="ops:{Order:order:42}"] button[data-action="force-unlock"]')`),
+	)
+	if err != nil {
+		t.Fatalf("the dashboard does not show the held objects: %v", err)
+	}
+	screenshot(t, b, "dashboard-held.png")
+
+	// Force-unlock: asks first, and nothing happens before the answer.
+	err = chromedp.Do(b,
+		click(`tr[data-key="ops:{Order:order:42}"] button[data-action="force-unlock"]`),
+		waitFor(`!document.querySelector("#confirm").hidden`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, "ops:{Order:order:42}").Val(); n != 1 {
+		t.Fatal("the lock was released before the confirmation")
+	}
+	err = chromedp.Do(b,
+		click("#confirm-yes"),
+		waitFor(cellIs("Order", "0 held")),
+		// The instance has no key left, so it leaves the listing.
+		waitFor(`!document.querySelector('tr[data-key="ops:{Order:order:42}"]')`),
+	)
+	if err != nil {
+		t.Fatalf("force-unlock from the page: %v", err)
+	}
+	if n := rdb.Exists(ctx, "ops:{Order:order:42}").Val(); n != 0 {
+		t.Fatal("the page says free but the lock's key is still in Redis")
+	}
+
+	// Redrive the dead letter.
+	err = chromedp.Do(b,
+		click(`tr[data-object="Email"]`),
+		waitFor(`!!document.querySelector('tr[data-key="ops:{Email:email:acme}"] button[data-action="redrive"]')`),
+		click(`tr[data-key="ops:{Email:email:acme}"] button[data-action="redrive"]`),
+		waitFor(`!document.querySelector("#confirm").hidden`),
+		click("#confirm-yes"),
+		waitFor(cellIs("Email", "3 ready, 1 delayed, 1 in flight, 0 dead")),
+	)
+	if err != nil {
+		t.Fatalf("redrive from the page: %v", err)
+	}
+	if n := rdb.LLen(ctx, "ops:{Email:email:acme}:dead").Val(); n != 0 {
+		t.Fatalf("the page says 0 dead but Redis has %d", n)
+	}
+
+	// Live refresh: a lock taken elsewhere shows up without a click.
+	other := lockrt.New(rdb, lockrt.WithID("elsewhere"))
+	defer other.Close()
+	if _, err := shopops.NewLocks(other).Order(7).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(b, waitFor(cellIs("Order", "1 held"))); err != nil {
+		t.Fatalf("the page did not refresh itself: %v", err)
+	}
+	screenshot(t, b, "dashboard-after-actions.png")
+}
