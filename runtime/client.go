@@ -25,7 +25,8 @@ type Client struct {
 	hub    *hub
 	timers timerSet // delay timers of the queues it serves (delay.go)
 
-	closeOnce sync.Once
+	closeOnce     sync.Once
+	shardedPubSub bool // sharded pub/sub may be chosen (hub.go)
 }
 
 // Option configures a Client.
@@ -39,7 +40,7 @@ func WithID(id string) Option { return func(c *Client) { c.id = id } }
 // New returns a client over rdb. It does not contact Redis. Close it to
 // stop its watchdog and pub/sub connection; rdb stays open.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
-	c := &Client{rdb: rdb}
+	c := &Client{rdb: rdb, shardedPubSub: shardedPubSub}
 	for _, o := range opts {
 		o(c)
 	}
@@ -49,7 +50,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		c.id = hex.EncodeToString(b[:])
 	}
 	c.wd = newWatchdog(c)
-	c.hub = newHub(rdb)
+	c.hub = newHub(rdb, c.shardedPubSub)
 	return c
 }
 

@@ -40,8 +40,9 @@ import (
 // subscribe waits for it at most confirmWait, and every waiter keeps its
 // fallback timer.
 type hub struct {
-	rdb  redis.UniversalClient
-	mode atomic.Int32 // modeUnknown, modeClassic or modeSharded
+	rdb          redis.UniversalClient
+	mode         atomic.Int32 // modeUnknown, modeClassic or modeSharded
+	allowSharded bool         // sharded pub/sub may be chosen
 
 	mu       sync.Mutex
 	subs     map[string]*subscription
@@ -53,8 +54,8 @@ type hub struct {
 	done     chan struct{}
 }
 
-// shardedPubSub enables sharded pub/sub on clusters; it stays off until
-// every script that publishes takes its command from publishCmd.
+// shardedPubSub enables sharded pub/sub on clusters by default; it stays
+// off until every script that publishes takes its command from publishCmd.
 const shardedPubSub = false
 
 const (
@@ -112,9 +113,9 @@ const (
 	maxBackoff = 500 * time.Millisecond
 )
 
-func newHub(rdb redis.UniversalClient) *hub {
+func newHub(rdb redis.UniversalClient, allowSharded bool) *hub {
 	return &hub{
-		rdb: rdb, subs: map[string]*subscription{}, conns: map[string]*psConn{},
+		rdb: rdb, allowSharded: allowSharded, subs: map[string]*subscription{}, conns: map[string]*psConn{},
 		homeless: map[*subscription]struct{}{}, homeKick: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
@@ -133,7 +134,7 @@ func (h *hub) sharded(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	cc, ok := h.rdb.(*redis.ClusterClient)
-	if !ok || !shardedPubSub {
+	if !ok || !h.allowSharded {
 		h.mode.Store(modeClassic)
 		return false, nil
 	}

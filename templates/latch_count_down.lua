@@ -2,7 +2,8 @@
 -- and wakes every waiter.
 -- KEYS[1] the count
 -- ARGV[1] the spec's count, used while the latch is not set,
--- ARGV[2] expiry in milliseconds of a latch set here, ARGV[3] wake-up channel
+-- ARGV[2] expiry in milliseconds of a latch set here, ARGV[3] wake-up channel,
+-- ARGV[4] the publish command: 'publish' or 'spublish' (sharded pub/sub)
 -- Returns the count left. An open latch (0) stays open until it expires.
 local count = tonumber(redis.call('get', KEYS[1]))
 if count == nil then
@@ -14,6 +15,6 @@ if count <= 0 then
 end
 count = redis.call('decr', KEYS[1])
 if count == 0 then
-  redis.call('publish', ARGV[3], 'all')
+  redis.call(ARGV[4], ARGV[3], 'all')
 end
 return count

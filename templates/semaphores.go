@@ -11,7 +11,7 @@ package templates
 //
 // and of the latch script (KEYS[1]: the count):
 //
-//	latch_count_down(count; ARGV: spec count, expire ms, channel) -> count left
+//	latch_count_down(count; ARGV: spec count, expire ms, channel, publish command) -> count left
 
 // SemaphoreSet names the scripts of semaphores.
 type SemaphoreSet struct {

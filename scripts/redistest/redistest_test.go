@@ -383,3 +383,36 @@ func TestChildDiesWithParent(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestMigrateSlot: a slot moves with its keys to another primary, and
+// back; a cluster client finds the key at each step.
+func TestMigrateSlot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := NewCluster(t, 3)
+	rdb := c.Client()
+	const key = "{migrate}k"
+	slot := int(rdb.ClusterKeySlot(ctx, key).Val())
+	if err := rdb.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	from, err := c.SlotOwner(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []int{(from + 1) % 3, from} {
+		if err := c.MigrateSlot(ctx, slot, to); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.SlotOwner(ctx, slot); err != nil || got != to {
+			t.Fatalf("slot %d owned by node %d (%v), want %d", slot, got, err, to)
+		}
+		n := c.Nodes[to].Client()
+		if got, err := n.Get(ctx, key).Result(); err != nil || got != "v" {
+			t.Fatalf("GET on node %d after migrating: %q, %v", to, got, err)
+		}
+		if got, err := rdb.Get(ctx, key).Result(); err != nil || got != "v" {
+			t.Fatalf("cluster GET after migrating to node %d: %q, %v", to, got, err)
+		}
+	}
+}

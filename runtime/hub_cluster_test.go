@@ -1,0 +1,283 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
+)
+
+// The tests of sharded pub/sub on a Redis 7 cluster (issue 11): the choice
+// of classic or sharded pub/sub, SSUBSCRIBE on the owner of each channel's
+// slot, SPUBLISH from the scripts (no cluster-bus traffic), and
+// subscriptions that follow a slot migration.
+
+// ownCluster returns a 3-primary cluster of the test's own (tests here
+// read counters that other tests would move) and a backend on it.
+func ownCluster(t *testing.T, opts ...redistest.Option) (*redistest.Cluster, backend) {
+	c := redistest.NewCluster(t, 3, opts...)
+	return c, backend{"own-cluster", func() redis.UniversalClient {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
+	}}
+}
+
+// newClientWith is newClient with runtime options.
+func newClientWith(t testing.TB, b backend, opts ...lockrt.Option) *lockrt.Client {
+	rdb := b.new()
+	c := lockrt.New(rdb, opts...)
+	t.Cleanup(func() {
+		c.Close()
+		rdb.Close()
+	})
+	return c
+}
+
+// nodeClients returns a client per node of c, closed at the end.
+func nodeClients(t *testing.T, c *redistest.Cluster) []*redis.Client {
+	out := make([]*redis.Client, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Client()
+	}
+	return out
+}
+
+// cmdCalls returns the calls per command of INFO commandstats
+// ("spublish", "publish", "ssubscribe", ...).
+func cmdCalls(t *testing.T, rdb *redis.Client) map[string]int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]int64{}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest+",", ',')], 10, 64)
+		calls[name] = n
+	}
+	return calls
+}
+
+// busPublishSent returns cluster_stats_messages_publish_sent of CLUSTER
+// INFO: the classic PUBLISH messages the node sent on the cluster bus.
+func busPublishSent(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.ClusterInfo(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "cluster_stats_messages_publish_sent:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0 // not sent yet: the field appears with the first one
+}
+
+// shardSubscribers returns PUBSUB SHARDNUMSUB channel on rdb.
+func shardSubscribers(t *testing.T, rdb *redis.Client, channel string) int64 {
+	t.Helper()
+	n, err := rdb.PubSubShardNumSub(context.Background(), channel).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n[channel]
+}
+
+// waitSubscribers waits until channel has want sharded subscribers on rdb.
+func waitSubscribers(t *testing.T, rdb *redis.Client, channel string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := shardSubscribers(t, rdb, channel)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d sharded subscribers on %s, want %d", channel, got, rdb.Options().Addr, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// keyOn returns a key of the test's own whose slot node i of c serves.
+func keyOn(t *testing.T, c *redistest.Cluster, rdb redis.UniversalClient, i int) (string, int) {
+	t.Helper()
+	ctx := context.Background()
+	for v := 0; v < 1000; v++ {
+		k := key(t, strconv.Itoa(v))
+		slot := int(rdb.ClusterKeySlot(ctx, k).Val())
+		if owner, err := c.SlotOwner(ctx, slot); err == nil && owner == i {
+			return k, slot
+		}
+	}
+	t.Fatalf("no key on node %d", i)
+	return "", 0
+}
+
+// awaitAll starts n separate clients awaiting the latch k and returns a
+// channel that gets each Await's result.
+func awaitAll(t *testing.T, b backend, d *lockrt.LatchDef, k string, n int) <-chan error {
+	done := make(chan error, n)
+	for range n {
+		l := newClientWith(t, b, lockrt.WithShardedPubSub(true)).Latch(d, k)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			done <- l.Await(ctx)
+		}()
+	}
+	return done
+}
+
+func collect(t *testing.T, done <-chan error, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("an Await never returned")
+		}
+	}
+}
+
+// TestPubSubModeChoice: the choice of pub/sub is made per client: a
+// single node and Sentinel use classic pub/sub, a Redis 7 cluster sharded
+// pub/sub, and a cluster whose servers do not answer PUBSUB SHARDNUMSUB
+// (as Redis < 7.0; here PUBSUB is renamed away) classic.
+func TestPubSubModeChoice(t *testing.T) {
+	t.Parallel()
+	single := backends()[0]
+	shared := backends()[1]
+	if got := lockrt.PublishCmd(newClientWith(t, single, lockrt.WithShardedPubSub(true))); got != "publish" {
+		t.Errorf("single node: %q, want publish", got)
+	}
+	if got := lockrt.PublishCmd(newClientWith(t, shared, lockrt.WithShardedPubSub(true))); got != "spublish" {
+		t.Errorf("Redis 7 cluster: %q, want spublish", got)
+	}
+	if got := lockrt.PublishCmd(newClientWith(t, shared, lockrt.WithShardedPubSub(false))); got != "publish" {
+		t.Errorf("Redis 7 cluster, sharded pub/sub forbidden: %q, want publish", got)
+	}
+	t.Run("old-cluster", func(t *testing.T) {
+		t.Parallel()
+		_, b := ownCluster(t, redistest.WithArgs("--rename-command", "PUBSUB", ""))
+		if got := lockrt.PublishCmd(newClientWith(t, b, lockrt.WithShardedPubSub(true))); got != "publish" {
+			t.Errorf("cluster without PUBSUB SHARDNUMSUB: %q, want publish", got)
+		}
+	})
+	t.Run("sentinel", func(t *testing.T) {
+		t.Parallel()
+		_, b := sentinelBackend(t)
+		if got := lockrt.PublishCmd(newClientWith(t, b, lockrt.WithShardedPubSub(true))); got != "publish" {
+			t.Errorf("Sentinel: %q, want publish", got)
+		}
+	})
+}
+
+// TestShardedPubSubLatch: on a 3-primary cluster, three clients await a
+// latch on each primary's slots; each client subscribes every channel
+// with SSUBSCRIBE on its owner (PUBSUB SHARDNUMSUB counts 3 there), the
+// count-downs publish with SPUBLISH, and no classic PUBLISH or SUBSCRIBE
+// reaches any node, and no publish crosses the cluster bus.
+func TestShardedPubSubLatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, b := ownCluster(t)
+	nodes := nodeClients(t, c)
+	for _, n := range nodes {
+		if err := n.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bus []int64
+	for _, n := range nodes {
+		bus = append(bus, busPublishSent(t, n))
+	}
+	d := latchDef(t, 1, time.Minute)
+	counter := newClientWith(t, b, lockrt.WithShardedPubSub(true))
+	const waiters = 3
+	var dones []<-chan error
+	for i := range nodes {
+		k, _ := keyOn(t, c, counter.Redis(), i)
+		dones = append(dones, awaitAll(t, b, d, k, waiters))
+		waitSubscribers(t, nodes[i], k+":ch", waiters)
+		if left, err := counter.Latch(d, k).CountDown(ctx); err != nil || left != 0 {
+			t.Fatalf("CountDown: %d, %v", left, err)
+		}
+	}
+	for _, done := range dones {
+		collect(t, done, waiters)
+	}
+	for i, n := range nodes {
+		calls := cmdCalls(t, n)
+		t.Logf("node %d: spublish %d, ssubscribe %d, publish %d, subscribe %d; bus publish sent %d -> %d",
+			i, calls["spublish"], calls["ssubscribe"], calls["publish"], calls["subscribe"], bus[i], busPublishSent(t, n))
+		if calls["spublish"] != 1 || calls["ssubscribe"] < waiters {
+			t.Errorf("node %d: %d SPUBLISH (want 1), %d SSUBSCRIBE (want >= %d)", i, calls["spublish"], calls["ssubscribe"], waiters)
+		}
+		if calls["publish"] != 0 || calls["subscribe"] != 0 {
+			t.Errorf("node %d: classic pub/sub used: %d PUBLISH, %d SUBSCRIBE", i, calls["publish"], calls["subscribe"])
+		}
+		if got := busPublishSent(t, n); got != bus[i] {
+			t.Errorf("node %d: cluster_stats_messages_publish_sent moved from %d to %d", i, bus[i], got)
+		}
+	}
+}
+
+// TestShardedPubSubSlotMigration: three clients await a latch; its slot
+// migrates to another primary (CLUSTER SETSLOT MIGRATING/IMPORTING,
+// MIGRATE, SETSLOT NODE), whose server drops the sharded subscriptions
+// with an unsolicited sunsubscribe. Every client subscribes again on the
+// new owner, and the count-down there wakes every waiter; then the slot
+// moves back, and the same holds.
+func TestShardedPubSubSlotMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, b := ownCluster(t)
+	nodes := nodeClients(t, c)
+	d := latchDef(t, 1, time.Minute)
+	counter := newClientWith(t, b, lockrt.WithShardedPubSub(true))
+	const waiters = 3
+	for round := range 2 {
+		t.Run(fmt.Sprint("round=", round), func(t *testing.T) {
+			k, slot := keyOn(t, c, counter.Redis(), round)
+			ch := k + ":ch"
+			if ok, err := counter.Latch(d, k).TrySetCount(ctx, 1); err != nil || !ok {
+				t.Fatalf("TrySetCount: %v, %v", ok, err)
+			}
+			done := awaitAll(t, b, d, k, waiters)
+			waitSubscribers(t, nodes[round], ch, waiters)
+			to := (round + 1) % len(nodes)
+			if err := c.MigrateSlot(ctx, slot, to); err != nil {
+				t.Fatal(err)
+			}
+			waitSubscribers(t, nodes[to], ch, waiters)
+			if n := shardSubscribers(t, nodes[round], ch); n != 0 {
+				t.Errorf("%d subscribers left on the old owner", n)
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("an Await returned before the count-down: %v", err)
+			default:
+			}
+			if left, err := counter.Latch(d, k).CountDown(ctx); err != nil || left != 0 {
+				t.Fatalf("CountDown: %d, %v", left, err)
+			}
+			collect(t, done, waiters)
+		})
+	}
+}
