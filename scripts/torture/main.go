@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -35,9 +36,11 @@ func main() {
 }
 
 // allFaults is the long mode's schedule: every kind once per round.
+// A stopped holder catches its lease's timer before its next check only
+// some of the time, so it comes twice.
 var allFaults = []string{
 	"sigstop-holder", "kill-holder", "kill-consumer", "client-kill-normal", "client-kill-pubsub",
-	"client-pause", "proxy-cut", "proxy-delay", "partition-holder", "redis-restart",
+	"sigstop-holder", "client-pause", "proxy-cut", "proxy-delay", "partition-holder", "redis-restart",
 }
 
 func runMain(args []string) error {
@@ -77,8 +80,40 @@ faults: %s
 	if err != nil {
 		return err
 	}
+	fmt.Printf("%s, %s/%s, %d CPUs, %s, commit %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), redisVersion(cfg.Cluster), gitHead())
 	Check(events).Print(os.Stdout)
 	return nil
+}
+
+// redisVersion is redis-server's version line, for the table's header.
+func redisVersion(cluster bool) string {
+	out, err := exec.Command("redis-server", "--version").Output()
+	if err != nil {
+		return "redis-server ?"
+	}
+	v := strings.Fields(string(out))
+	mode := "single node"
+	if cluster {
+		mode = "3-primary cluster"
+	}
+	if len(v) >= 3 {
+		return "Redis " + strings.TrimPrefix(v[2], "v=") + " (" + mode + ")"
+	}
+	return "Redis ? (" + mode + ")"
+}
+
+// gitHead is the commit the harness ran on, when run inside the repository.
+func gitHead() string {
+	out, err := exec.Command("git", "log", "-1", "--format=%h %s").Output()
+	if err != nil {
+		return "?"
+	}
+	line := strings.TrimSpace(string(out))
+	if len(line) > 60 {
+		line = line[:60] + "…"
+	}
+	return line
 }
 
 func checkMain(args []string) error {
