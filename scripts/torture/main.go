@@ -77,13 +77,14 @@ faults: %s
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	events, err := Run(ctx, cfg)
-	if err != nil {
+	if len(events) == 0 {
 		return err
 	}
+	// Interrupted (err != nil): the table of what ran so far.
 	fmt.Printf("%s, %s/%s, %d CPUs, %s, commit %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), redisVersion(cfg.Cluster), gitHead())
 	Check(events).Print(os.Stdout)
-	return nil
+	return err
 }
 
 // redisVersion is redis-server's version line, for the table's header.

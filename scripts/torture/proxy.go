@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -105,10 +103,7 @@ func (p *proxy) copy(dst, src net.Conn) {
 				return
 			}
 		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return
-			}
+		if err != nil { // EOF or closed: pipe closes both sides
 			return
 		}
 	}

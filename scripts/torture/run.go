@@ -53,15 +53,13 @@ type harness struct {
 	admin   []*redis.Client    // one per node, not through a proxy
 	proxies []*proxy           // one per worker index (single-node mode)
 
-	mu       sync.Mutex
-	events   []Event
-	logw     *bufio.Writer
-	store    *storage
-	procs    []*proc                    // the live incarnation of each worker index
-	holding  map[string]map[string]bool // obj -> worker -> holds now
-	inflight map[string]int             // worker -> deliveries taken, not yet acked
-	traps    map[string]func(*proc)     // "<ev>/<obj>" -> run on the next such event
-	errs     *os.File
+	mu     sync.Mutex
+	events []Event
+	logw   *bufio.Writer
+	store  *storage
+	procs  []*proc                // the live incarnation of each worker index
+	traps  map[string]func(*proc) // "<ev>/<obj>" -> run on the next such event
+	errs   *os.File
 }
 
 // proc is one worker process (one incarnation of a worker index).
@@ -102,7 +100,7 @@ func Run(ctx context.Context, cfg Config) ([]Event, error) {
 		}
 		cfg.Dir = dir
 	}
-	h := &harness{cfg: cfg, store: newStorage(), holding: map[string]map[string]bool{}, inflight: map[string]int{}, traps: map[string]func(*proc){}}
+	h := &harness{cfg: cfg, store: newStorage(), traps: map[string]func(*proc){}}
 	f, err := os.Create(filepath.Join(cfg.Dir, "events.jsonl"))
 	if err != nil {
 		return nil, err
@@ -207,32 +205,14 @@ func (h *harness) stopRedis() {
 	}
 }
 
-// record appends e to the log (stamping its arrival) and updates what the
-// harness knows of who holds what, which the faults use to pick a target.
-// For a write, it returns the storage's verdict.
+// record appends e to the log, stamping its arrival. For a write, it
+// applies it to the storage and returns the verdict.
 func (h *harness) record(e Event) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e.Recv = mono()
-	switch e.Ev {
-	case evWrite:
+	if e.Ev == evWrite {
 		e.Res = h.store.apply(e)
-	case evAcq:
-		if h.holding[e.Obj] == nil {
-			h.holding[e.Obj] = map[string]bool{}
-		}
-		h.holding[e.Obj][e.W] = true
-	case evUnlock:
-		delete(h.holding[e.Obj], e.W)
-	case evTake:
-		h.inflight[e.W]++
-	case evAck:
-		h.inflight[e.W]--
-	case evExit:
-		for _, m := range h.holding {
-			delete(m, e.W)
-		}
-		delete(h.inflight, e.W)
 	}
 	h.events = append(h.events, e)
 	b, _ := json.Marshal(e)

@@ -30,19 +30,17 @@ var shortFaults = []string{
 	"proxy-cut", "partition-holder", "redis-restart",
 }
 
-// knownFailing lists, per fault, the invariants that today's runtime is
-// known to break, with the item of issue 10 that fixes each. (Waiters
-// that never woke after partition-holder, client-kill-pubsub and
-// redis-restart were on this list until f8a3aed fixed item 5.) The test
-// logs them instead of failing; when a fix lands, delete its line, and
-// the test holds the runtime to it. The long mode (make torture) shows
-// them in its table either way.
-var knownFailing = map[string]map[string]string{
-	"sigstop-holder": {
-		"overlap":               "issue 10 item 4: Err() after a pause reports the lease alive until the lease timer fires",
-		"write after lease end": "issue 10 item 4",
-	},
-}
+// knownFailing lists, per fault, the invariants that the runtime on main
+// is known to break, with the item of issue 10 that fixes each: the test
+// logs them instead of failing (the long mode shows them in its table
+// either way), and when a fix lands its line goes, so that the test holds
+// the runtime to it. Empty since 94d0729. It listed: recovery after
+// partition-holder, client-kill-pubsub and redis-restart (waiters parked
+// in the hub's subscribe for good; item 5, fixed by f8a3aed), and overlaps
+// and writes after lease end after sigstop-holder (Err() reported a lease
+// alive after a pause past it, in 2 to 3 of 8 pauses; item 4, fixed by
+// 94d0729).
+var knownFailing = map[string]map[string]string{}
 
 // TestTortureShort runs 4 worker processes through one of each short-mode
 // fault and asserts the invariants: no overlapping holds, no write after
