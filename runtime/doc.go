@@ -76,6 +76,13 @@
 // an error matching ErrNotReleased and wrapping the Redis error, and the
 // lock (the permits) expire at the end of the lease.
 //
+// Blocking calls (Lock, Acquire, Await, Take) ride out transient Redis
+// errors (connection refused or reset, LOADING, BUSY, TRYAGAIN,
+// CLUSTERDOWN, MASTERDOWN, READONLY) inside their wait, retrying with a
+// backoff from 50ms doubling to 1s; when the wait ends first, the error
+// also matches the last Redis error. Calls that do not wait (TryLock with
+// no wait) return the Redis error at once.
+//
 // # Fair locks
 //
 // A lock of kind fair is a reentrant Lock whose waiters get it first come,
@@ -311,7 +318,7 @@
 //
 //	permit, err := semaphores.Export(tenant).Acquire(ctx, 1)
 //	if err != nil {
-//		return err // ErrNotObtained when the wait ran out
+//		return err // ErrNoPermit (also ErrNotObtained) when the wait ran out
 //	}
 //	defer permit.Release(ctx)
 //	return export(permit.Context(), tenant) // cancelled if the permit is lost

@@ -46,7 +46,7 @@ func (l *Lock) waiterTTL() time.Duration {
 func (l *Lock) acquireFair(ctx context.Context, wait time.Duration, o acquireOptions) (le *Lease, err error) {
 	owner := l.c.ownerFrom(ctx)
 	le, _, err = l.attemptFair(ctx, owner, 0, o)
-	if le != nil || err != nil {
+	if le != nil || failFast(err, wait) {
 		return le, err
 	}
 	if wait == 0 {

@@ -113,11 +113,15 @@ func (l *Latch) Count(ctx context.Context) (int, error) {
 // count-down wakes every waiter through pub/sub, and a fallback timer
 // (from 1s, doubling up to 30s) rechecks in case a message was lost.
 //
+// Transient Redis errors (Redis unreachable, loading, failing over) do
+// not end the wait: Await retries with a backoff (50ms doubling to 1s).
+//
 // It returns nil when the latch is open, an error matching the context's
-// error when the context ended first, ErrClosed when the client was
-// closed, or a Redis error.
+// error when the context ended first (and the last transient error, if
+// the last check failed), ErrClosed when the client was closed, or
+// another Redis error.
 func (l *Latch) Await(ctx context.Context) error {
-	if open, err := l.open(ctx); open || err != nil {
+	if open, err := l.open(ctx); open || (err != nil && !transient(err)) {
 		return err
 	}
 	sub, err := l.c.hub.subscribe(ctx, l.channel())
@@ -131,18 +135,28 @@ func (l *Latch) Await(ctx context.Context) error {
 	defer l.c.hub.leave(sub, w, true)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var lastErr error // transient errors do not end the wait (see waitFor)
+	retries := 0
 	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
-		if open, err := l.open(ctx); open || err != nil {
+		sleep := backoff
+		open, err := l.open(ctx)
+		switch {
+		case open || (err != nil && !transient(err)):
 			return err
+		case err != nil:
+			lastErr, sleep = err, retryBackoff(retries)
+			retries++
+		default:
+			lastErr, retries = nil, 0
 		}
-		timer.Reset(backoff)
+		timer.Reset(sleep)
 		select {
 		case <-w.signal:
 		case <-timer.C:
 		case <-l.c.hub.closedCh():
 			return ErrClosed
 		case <-ctx.Done():
-			return l.awaitError(ctx.Err())
+			return lastError(l.awaitError(ctx.Err()), lastErr)
 		}
 	}
 }

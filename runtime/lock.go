@@ -79,7 +79,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	}
 	owner := l.c.ownerFrom(ctx)
 	le, ttl, err := l.attempt(ctx, owner, o)
-	if le != nil || err != nil {
+	if le != nil || failFast(err, wait) {
 		return le, err
 	}
 	if wait == 0 {

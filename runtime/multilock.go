@@ -176,8 +176,14 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 	c := m.locks[0].c
 	owner := c.ownerFrom(ctx)
 	ml, blocked, ttl, err := m.attempt(ctx, owner, os)
-	if ml != nil || err != nil {
+	if ml != nil || failFast(err, wait) {
 		return ml, err
+	}
+	// Transient errors do not end the wait (see waitFor).
+	var lastErr error
+	retries := 0
+	if err != nil {
+		lastErr, ttl, retries = err, retryBackoff(0), 1
 	}
 	if wait == 0 {
 		return nil, m.notObtained(blocked, ErrNotObtained)
@@ -222,12 +228,18 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 			case <-c.hub.closedCh():
 				return nil, ErrClosed
 			case <-wctx.Done():
-				return nil, m.notObtained(blocked, waitError(ctx, wctx.Err()))
+				return nil, lastError(m.notObtained(blocked, waitError(ctx, wctx.Err())), lastErr)
 			}
 		}
 		ml, blocked, ttl, err = m.attempt(ctx, owner, os)
-		if ml != nil || err != nil {
+		switch {
+		case ml != nil || (err != nil && !transient(err)):
 			return ml, err
+		case err != nil:
+			lastErr, ttl, blocked = err, retryBackoff(retries), max(on, 0)
+			retries++
+		default:
+			lastErr, retries = nil, 0
 		}
 	}
 }

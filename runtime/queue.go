@@ -210,19 +210,24 @@ func emptyError(ctx context.Context) error {
 // element, end passes, ctx ends or the client closes. The command itself
 // is not cut short by ctx: an element the server handed over must reach
 // us. It needs a go-redis ReadTimeout above maxBlock (the default is 3s).
+//
+// Transient errors (see transient) do not end the wait: it retries after
+// a backoff, and when the wait ends meanwhile its error also matches the
+// last one.
 func (q *queue) block(ctx context.Context, end time.Time, cmd func(timeout string) []any) (any, error) {
-	for {
+	var lastErr error
+	for retries := 0; ; {
 		if err := q.c.checkOpen(); err != nil {
 			return nil, err
 		}
 		if ctx.Err() != nil {
-			return nil, emptyError(ctx)
+			return nil, lastError(emptyError(ctx), lastErr)
 		}
 		d := maxBlock
 		if !end.IsZero() {
 			left := time.Until(end)
 			if left <= 0 {
-				return nil, emptyError(ctx)
+				return nil, lastError(emptyError(ctx), lastErr)
 			}
 			d = min(d, left)
 		}
@@ -230,6 +235,23 @@ func (q *queue) block(ctx context.Context, end time.Time, cmd func(timeout strin
 		res, err := q.c.rdb.Do(context.WithoutCancel(ctx), cmd(timeout)...).Result()
 		switch {
 		case errors.Is(err, redis.Nil):
+			lastErr, retries = nil, 0
+			continue
+		case transient(err):
+			lastErr = fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
+			d := retryBackoff(retries)
+			if !end.IsZero() {
+				d = min(d, max(time.Until(end), 0))
+			}
+			pause := time.NewTimer(d)
+			retries++
+			select {
+			case <-pause.C:
+			case <-ctx.Done():
+				pause.Stop()
+			case <-q.c.hub.closedCh():
+				pause.Stop()
+			}
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)

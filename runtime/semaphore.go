@@ -169,7 +169,7 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	}
 	owner := s.c.newOwner()
 	p, _, next, err := s.attempt(ctx, owner, n, o)
-	if p != nil || err != nil {
+	if p != nil || failFast(err, wait) {
 		return p, err
 	}
 	if wait == 0 {

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The waiting every blocking acquire (locks, fair locks, semaphores)
@@ -41,8 +46,13 @@ func checkWait(wait time.Duration) error {
 // release may free permits for several waiters); otherwise only a waiter
 // that leaves empty-handed passes its wake-up on.
 //
-// It returns try's error, ErrNotObtained when the wait ran out (also
-// matching ctx's error when ctx ended it), or ErrClosed.
+// A transient error of try (Redis unreachable, loading, failing over: see
+// transient) does not end the wait: waitFor tries again after a backoff
+// (retryBackoff), and when the wait runs out meanwhile its error also
+// matches the last such error.
+//
+// It returns try's other errors, ErrNotObtained when the wait ran out
+// (also matching ctx's error when ctx ended it), or ErrClosed.
 func (c *Client) waitFor(ctx context.Context, wait time.Duration, channel string, passOn bool,
 	try func(sub *subscription, w *waiter) (ok bool, sleep time.Duration, err error)) error {
 	wctx, cancel := ctx, context.CancelFunc(func() {})
@@ -60,10 +70,20 @@ func (c *Client) waitFor(ctx context.Context, wait time.Duration, channel string
 	defer func() { c.hub.leave(sub, w, ok && !passOn) }()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for {
+	var lastErr error
+	for retries := 0; ; {
 		var sleep time.Duration
-		if ok, sleep, err = try(sub, w); ok || err != nil {
+		ok, sleep, err = try(sub, w)
+		switch {
+		case ok:
+			return nil
+		case err != nil && !transient(err):
 			return err
+		case err != nil:
+			lastErr, sleep = err, retryBackoff(retries)
+			retries++
+		default:
+			lastErr, retries = nil, 0
 		}
 		timer.Reset(sleep)
 		select {
@@ -72,9 +92,57 @@ func (c *Client) waitFor(ctx context.Context, wait time.Duration, channel string
 		case <-c.hub.closedCh():
 			return ErrClosed
 		case <-wctx.Done():
-			return waitError(ctx, wctx.Err())
+			return lastError(waitError(ctx, wctx.Err()), lastErr)
 		}
 	}
+}
+
+// failFast reports whether a blocking call returns the error of its first
+// attempt at once: always when it does not wait, otherwise unless the
+// error is transient (waitFor rides those out).
+func failFast(err error, wait time.Duration) bool {
+	return err != nil && (wait == 0 || !transient(err))
+}
+
+// transient reports whether err is one a blocking call rides out inside
+// its wait: Redis unreachable (connection refused, reset, closed, timed
+// out) or answering that it cannot serve yet (LOADING, BUSY, TRYAGAIN,
+// CLUSTERDOWN, MASTERDOWN, READONLY after a failover). The runtime's own
+// errors and other Redis replies are not.
+func transient(err error) bool {
+	var rerr redis.Error
+	var nerr net.Error
+	switch {
+	case err == nil, errors.Is(err, ErrClosed), errors.Is(err, redis.ErrClosed),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	case errors.As(err, &rerr):
+		for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "READONLY"} {
+			if redis.HasErrorPrefix(rerr, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return errors.As(err, &nerr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, redis.ErrPoolTimeout)
+}
+
+// retryBackoff is how long a blocking call waits before its next attempt
+// after the given number of transient errors in a row: 50ms doubling up
+// to 1s.
+func retryBackoff(retries int) time.Duration {
+	return min(50*time.Millisecond<<min(retries, 5), time.Second)
+}
+
+// lastError adds the last transient error of a wait to the error that
+// ended it, so that both match.
+func lastError(err, last error) error {
+	if last == nil || errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w (last attempt: %w)", err, last)
 }
 
 // fallback is how long a waiter sleeps when no release message comes: the
