@@ -58,6 +58,7 @@ type Row struct {
 	Holds        [3]int // mutex, fenced, permits
 	Overlaps     [2]int // mutex, fenced (pairs of holds)
 	LateAfterEnd [2]int // writes after lease end with Err()==nil: mutex, fenced
+	HeldAfter    [2]int // stalls: Unlock returned nil, yet the next holder waited most of a lease after it
 	Late         int    // mutex: late writes the storage accepted
 	Rejected     int    // fenced: stale writes the storage rejected
 	Refused      int    // fenced: writes of the newest holder rejected (token went backwards)
@@ -82,6 +83,7 @@ type Report struct {
 
 	Offered, OfferFailed, Acked int
 	Lost                        []string // offered, never acknowledged, not explained by an empty restart
+	AckExpiredGone              []string // of Lost: every Ack answered ErrDeliveryExpired, yet it never came back
 	LostInRestart               int      // offered before an empty Redis restart, never acknowledged
 	DupAcks                     int      // messages acknowledged more than once
 	DupCopies                   int      // of those, as different items: the offer landed twice
@@ -95,6 +97,7 @@ type hold struct {
 	tcall, tacq int64
 	token       int64
 	lastAlive   int64   // the last stamp with Err()==nil (0: none)
+	unlocked    int64   // when Unlock returned nil (0: it did not)
 	writes      []Event // in order
 }
 
@@ -191,6 +194,10 @@ func Check(events []Event) *Report {
 				h.writes = append(h.writes, e)
 				h.lastAlive = max(h.lastAlive, e.T)
 			}
+		case evUnlock:
+			if h := holds[e.Hold]; h != nil && e.Err == "" {
+				h.unlocked = e.T
+			}
 		case evRel:
 			if h := holds[e.Hold]; h != nil && e.Alive {
 				h.lastAlive = max(h.lastAlive, e.T)
@@ -207,6 +214,17 @@ func Check(events []Event) *Report {
 		for i, a := range hs {
 			if i+1 < len(hs) && hs[i+1].tacq < a.lastAlive {
 				row(hs[i+1].tacq).Overlaps[k]++
+			}
+			// A lock that Unlock (returning nil) left free goes to a waiter
+			// within milliseconds. When the next holder waited for most of
+			// a lease after the Unlock, either the lock stayed held (e.g.
+			// a retried acquire counted twice) or the waiter missed the
+			// release and woke on its fallback timer.
+			if i+1 < len(hs) && a.unlocked > 0 {
+				next := hs[i+1]
+				if next.tacq-max(next.tcall, a.unlocked) > int64(lease)*9/10 {
+					row(a.unlocked).HeldAfter[k]++
+				}
 			}
 			if i+1 < len(hs) {
 				next := hs[i+1]
@@ -278,6 +296,7 @@ func Check(events []Event) *Report {
 	offered := map[string]int64{}
 	failed := map[string]bool{}
 	acks := map[string]int{}
+	expiredAcks := map[string]int{}            // msg -> Acks answered "no longer in flight"
 	ackedItems := map[string]map[string]bool{} // msg -> items acknowledged
 	takes := map[string]int{}
 	for _, e := range events {
@@ -296,6 +315,9 @@ func Check(events []Event) *Report {
 				r.Redelivered++
 			}
 		case evAck:
+			if strings.Contains(e.Err, "no longer in flight") {
+				expiredAcks[e.Msg]++
+			}
 			if e.Err == "" {
 				acks[e.Msg]++
 				r.Acked++
@@ -333,9 +355,13 @@ func Check(events []Event) *Report {
 			r.LostInRestart++
 		} else {
 			r.Lost = append(r.Lost, msg)
+			if expiredAcks[msg] > 0 && expiredAcks[msg] == takes[msg] {
+				r.AckExpiredGone = append(r.AckExpiredGone, msg)
+			}
 		}
 	}
 	slices.Sort(r.Lost)
+	slices.Sort(r.AckExpiredGone)
 
 	r.recovery(events)
 	for i := range r.Windows {
@@ -489,8 +515,8 @@ func dur(d time.Duration) string {
 func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "%d workers, %d faults, %.0fs; lease %v, %d permits; recovery goal lease+1s = %v\n\n",
 		r.Workers, len(r.Windows), r.Duration.Seconds(), lease, permits, lease+time.Second)
-	fmt.Fprintln(w, "| fault | n | holds m/f/p | overlaps m/f | writes after lease end m/f | late writes: accepted (m) / rejected (f) | fresh holder refused (f) | fence order | over-admitted | redelivered | recovered ≤ lease+1s | worst: lock again / all waiters / queue |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| fault | n | holds m/f/p | overlaps m/f | writes after lease end m/f | late writes: accepted (m) / rejected (f) | fresh holder refused (f) | fence order | over-admitted | stalled after Unlock m/f | redelivered | recovered ≤ lease+1s | worst: lock again / all waiters / queue |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, rw := range r.Rows {
 		name := rw.Fault
 		if rw.Unsafe {
@@ -501,10 +527,10 @@ func (r *Report) Print(w io.Writer) {
 			rec = fmt.Sprintf("%d/%d", rw.Recovered, rw.N)
 			worst = fmt.Sprintf("%s / %s / %s", dur(rw.WorstLock), dur(rw.WorstAll), dur(rw.WorstQueue))
 		}
-		fmt.Fprintf(w, "| %s | %d | %d/%d/%d | %d/%d | %d/%d | %d / %d | %d | %d | %d | %d | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %d | %d/%d/%d | %d/%d | %d/%d | %d / %d | %d | %d | %d | %d/%d | %d | %s | %s |\n",
 			name, rw.N, rw.Holds[0], rw.Holds[1], rw.Holds[2], rw.Overlaps[0], rw.Overlaps[1],
 			rw.LateAfterEnd[0], rw.LateAfterEnd[1], rw.Late, rw.Rejected, rw.Refused, rw.FenceOrder,
-			rw.OverAdmitted, rw.Redelivered, rec, worst)
+			rw.OverAdmitted, rw.HeldAfter[0], rw.HeldAfter[1], rw.Redelivered, rec, worst)
 	}
 	fmt.Fprintf(w, "\nqueue: %d offered, %d acknowledged, %d lost, %d lost in empty Redis restarts (*), %d acknowledged twice (%d of them two items: the offer landed twice), %d redelivered, %d offers failed (%d of them landed)\n",
 		r.Offered, r.Acked, len(r.Lost), r.LostInRestart, r.DupAcks, r.DupCopies, r.Redelivered, r.OfferFailed, r.AckedUnoffered)
@@ -514,6 +540,10 @@ func (r *Report) Print(w io.Writer) {
 			shown = shown[:10]
 		}
 		fmt.Fprintf(w, "lost: %s\n", strings.Join(shown, " "))
+	}
+	if len(r.AckExpiredGone) > 0 {
+		fmt.Fprintf(w, "of the lost, %d were taken and every Ack answered \"delivery no longer in flight\", yet they never came back (an Ack whose reply was lost and that go-redis retried would look so): %s\n",
+			len(r.AckExpiredGone), strings.Join(r.AckExpiredGone, " "))
 	}
 	fmt.Fprintln(w, "\n(*) Redis runs without persistence: an empty restart forgets every lock, permit, fence counter and queued message, so overlaps, fence-order breaks and lost messages in its window are expected, not runtime bugs.")
 	var slow []string
