@@ -314,12 +314,13 @@ return 0
 // latchCountDownScript is lockgen's templates/latch_count_down.lua.
 var latchCountDownScript = lockrt.Script{
 	Name: "latch_count_down",
-	SHA1: "027ab6a356cf2e6975ae3835704bed202f0ee62d",
+	SHA1: "62f84ff00efc923adb26ccb61be18490da27633a",
 	Source: `-- latch_count_down: count a latch down by one; the last count-down opens it
 -- and wakes every waiter.
 -- KEYS[1] the count
 -- ARGV[1] the spec's count, used while the latch is not set,
--- ARGV[2] expiry in milliseconds of a latch set here, ARGV[3] wake-up channel
+-- ARGV[2] expiry in milliseconds of a latch set here, ARGV[3] wake-up channel,
+-- ARGV[4] the publish command: 'publish' or 'spublish' (sharded pub/sub)
 -- Returns the count left. An open latch (0) stays open until it expires.
 local count = tonumber(redis.call('get', KEYS[1]))
 if count == nil then
@@ -331,7 +332,7 @@ if count <= 0 then
 end
 count = redis.call('decr', KEYS[1])
 if count == 0 then
-  redis.call('publish', ARGV[3], 'all')
+  redis.call(ARGV[4], ARGV[3], 'all')
 end
 return count
 `,
