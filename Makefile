@@ -35,6 +35,24 @@ test: redis chromium check ## go vet, then all tests with the race detector agai
 	cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
 	cd dashboard/browsertest && $(GO) vet ./... && $(GO) test -count=1 -timeout 3m ./...
 
+# The fast tests: everything but the runtime (and what needs Redis).
+FAST = ./internal/spec/... ./internal/keys/... ./internal/gen/... ./internal/evolve/... \
+	./internal/specset/... ./internal/leasecheck/... ./internal/gotypes/... ./internal/diff/... \
+	./internal/suggest/... ./internal/docs/... ./cmd/...
+.PHONY: fast go127
+fast: ## build and vet everything, then the fast tests (spec, keys, gen, cmd: no Redis)
+	$(GO) build ./...
+	$(GO) vet ./...
+	$(GO) test -count=1 $(FAST)
+
+# GO127 is the newest Go 1.27.x the module proxy serves (the go directive
+# stays at 1.26, the older supported release); go1.27.4 when it cannot be asked.
+GO127 ?= $(shell $(GO) list -m -versions golang.org/toolchain 2>/dev/null | tr ' ' '\n' | \
+	sed -n 's/^v0\.0\.1-\(go1\.27\.[0-9]*\)\.$(shell $(GO) env GOOS)-$(shell $(GO) env GOARCH)$$/\1/p' | sort -V | tail -n 1)
+go127: ## make fast with the newest Go 1.27.x toolchain (GOTOOLCHAIN, from the module proxy)
+	@v="$(GO127)"; v="$${v:-go1.27.4}"; echo "GOTOOLCHAIN=$$v"; \
+	GOTOOLCHAIN=$$v $(GO) version && GOTOOLCHAIN=$$v $(MAKE) --no-print-directory fast
+
 BENCH ?= .
 BENCHFLAGS ?= -count 1
 bench: redis ## benchmarks against the peers; e.g. make bench BENCH='Uncontended|Handoff' BENCHFLAGS='-count 5'

@@ -1,15 +1,18 @@
 // Lockgen generates typed Go wrappers for the distributed locks declared
 // in a YAML spec, over lockgen's runtime on Redis.
 //
-// A service writes lockgen.yaml next to its code and a go:generate line:
+// A service pins the generator with the tool directive
 //
-//	//go:generate go run github.com/lockgen/lockgen/cmd/lockgen generate
+//	go get -tool github.com/lockgen/lockgen/cmd/lockgen
 //
-// or, with the tool directive of Go 1.24 (go get -tool github.com/lockgen/lockgen/cmd/lockgen):
+// writes lockgen.yaml next to its code with a go:generate line
 //
 //	//go:generate go tool lockgen generate
 //
-// and calls the generated methods: locks.Order(orderID).Lock(ctx).
+// and calls the generated methods: locks.Order(orderID).Lock(ctx), with
+// the runtime imported as lockrt "github.com/lockgen/lockgen/runtime".
+// (The go run form of the go:generate line breaks after go mod tidy, which
+// drops the generator's dependencies from go.sum.)
 //
 // Usage:
 //
@@ -17,8 +20,8 @@
 //
 // The commands are:
 //
-//	generate  write the generated Go file next to the spec
-//	check     fail when the spec is invalid or the generated file is stale
+//	generate  write the generated Go file next to the spec (or next to every spec under ./...)
+//	check     fail when the spec is invalid, the generated file is stale, or (-base) the spec changed incompatibly
 //	version   print lockgen's version and the runtime API it generates for
 //	schema    print the JSON Schema of the spec format, for editors
 //	help      print the usage of lockgen or of a command

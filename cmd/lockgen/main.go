@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/lockgen/lockgen/internal/diff"
@@ -15,6 +16,7 @@ import (
 	"github.com/lockgen/lockgen/internal/gen"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/internal/specset"
+	"github.com/lockgen/lockgen/internal/suggest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -74,6 +76,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if f := moreCommands[name]; f != nil {
 		return f(c, rest)
+	}
+	var names []string
+	for _, cmd := range commands {
+		names = append(names, cmd.name)
+	}
+	if s := suggest.Closest(name, names); s != "" {
+		fmt.Fprintf(stderr, "lockgen: unknown command %q; did you mean %q?\n\n", name, s)
+		return exitUsage
 	}
 	fmt.Fprintf(stderr, "lockgen: unknown command %q\n\n", name)
 	c.usage(stderr)
@@ -351,8 +361,37 @@ func (c *cli) version(args []string) int {
 	if code, ok := c.parseCommand(fs, args, usage); !ok {
 		return code
 	}
-	fmt.Fprintf(c.stdout, "lockgen %s (runtime API %d)\n", runtime.Version, gen.RuntimeAPI)
+	fmt.Fprintf(c.stdout, "lockgen %s (runtime API %d)\n", moduleVersion(debug.ReadBuildInfo()), gen.RuntimeAPI)
 	return exitOK
+}
+
+// modulePath is lockgen's module.
+const modulePath = "github.com/lockgen/lockgen"
+
+// moduleVersion returns lockgen's module version from the build info:
+// v1.2.0 when installed as a tool or with go install …@v1.2.0, a
+// pseudo-version or "(devel)" when built in its own repository, where the
+// runtime's Version says more.
+func moduleVersion(info *debug.BuildInfo, ok bool) string {
+	v := ""
+	if ok {
+		if info.Main.Path == modulePath {
+			v = info.Main.Version
+		}
+		for _, d := range info.Deps {
+			if d.Path == modulePath {
+				v = d.Version
+				if d.Replace != nil {
+					v = d.Replace.Version
+				}
+			}
+		}
+	}
+	switch v {
+	case "", "(devel)":
+		return runtime.Version + " (devel)"
+	}
+	return v
 }
 
 func (c *cli) schema(args []string) int {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -223,8 +224,33 @@ func TestUsageErrors(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, stdout, stderr := lockgen(t, "version")
-	if code != 0 || stdout != "lockgen "+runtime.Version+" (runtime API 1)\n" || stderr != "" {
+	// A test binary's build info names no lockgen module version.
+	if code != 0 || stdout != "lockgen "+runtime.Version+" (devel) (runtime API 1)\n" || stderr != "" {
 		t.Fatalf("exit %d\nstdout: %q\nstderr: %q", code, stdout, stderr)
+	}
+}
+
+func TestModuleVersion(t *testing.T) {
+	for _, tc := range []struct {
+		info *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{&debug.BuildInfo{Main: debug.Module{Path: modulePath, Version: "v1.4.0"}}, true, "v1.4.0"},
+		{&debug.BuildInfo{Main: debug.Module{Path: "example.com/shop"}, Deps: []*debug.Module{{Path: modulePath, Version: "v1.3.2"}}}, true, "v1.3.2"},
+		{&debug.BuildInfo{Main: debug.Module{Path: modulePath, Version: "(devel)"}}, true, runtime.Version + " (devel)"},
+		{nil, false, runtime.Version + " (devel)"},
+	} {
+		if got := moduleVersion(tc.info, tc.ok); got != tc.want {
+			t.Errorf("moduleVersion(%+v) = %q, want %q", tc.info, got, tc.want)
+		}
+	}
+}
+
+func TestDidYouMean(t *testing.T) {
+	code, stdout, stderr := lockgen(t, "generat")
+	if code != exitUsage || stdout != "" || stderr != "lockgen: unknown command \"generat\"; did you mean \"generate\"?\n\n" {
+		t.Errorf("exit %d\nstdout: %q\nstderr: %q", code, stdout, stderr)
 	}
 }
 

@@ -113,7 +113,7 @@ func run(ctx context.Context) error {
 	queues := shopqueues.NewQueues(web)
 	for id := int64(1); id <= 4; id++ {
 		req := orders.CloseRequest{OrderID: id, CreatedAt: time.Now()}
-		if err := queues.OrderClose.OfferIn(ctx, req, closeAfter); err != nil {
+		if err := queues.OrderClose().OfferIn(ctx, req, closeAfter); err != nil {
 			return err
 		}
 		say("order %d created; close request due in %v", id, closeAfter)
@@ -130,7 +130,7 @@ func run(ctx context.Context) error {
 	}
 
 	fmt.Println("== every process stops while a request comes due; the next one to start delivers it")
-	if err := queues.OrderClose.OfferIn(ctx, orders.CloseRequest{OrderID: 5, CreatedAt: time.Now()}, closeAfter); err != nil {
+	if err := queues.OrderClose().OfferIn(ctx, orders.CloseRequest{OrderID: 5, CreatedAt: time.Now()}, closeAfter); err != nil {
 		return err
 	}
 	say("order 5 created")
@@ -139,13 +139,13 @@ func run(ctx context.Context) error {
 	c, closeC := newClient()
 	defer closeC()
 	late := shopqueues.NewQueues(c)
-	if err := late.OrderClose.Start(ctx); err != nil {
+	if err := late.OrderClose().Start(ctx); err != nil {
 		return err
 	}
 	say("a worker starts")
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	d, err := late.OrderClose.Take(tctx)
+	d, err := late.OrderClose().Take(tctx)
 	if err != nil {
 		return fmt.Errorf("the request that came due while every client was down: %w", err)
 	}
@@ -161,7 +161,7 @@ func run(ctx context.Context) error {
 // work takes close requests until ctx ends.
 func work(ctx context.Context, name string, queues *shopqueues.Queues, db *shop) error {
 	for {
-		d, err := queues.OrderClose.Take(ctx)
+		d, err := queues.OrderClose().Take(ctx)
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}

@@ -157,7 +157,8 @@ func (s *queuesSection) render(g *generator, f *jen.File) {
 
 	src := g.sourceName()
 	client := jen.Op("*").Qual(runtimePath, "Client")
-	// The client is kept only for the methods of keyed queues.
+	// The client is kept only for the methods of keyed queues; a queue
+	// without params is made once, by NewQueues, and kept in a field.
 	var fields, values []jen.Code
 	for _, q := range s.queues {
 		if len(q.params) > 0 {
@@ -170,14 +171,11 @@ func (s *queuesSection) render(g *generator, f *jen.File) {
 		if len(q.params) > 0 {
 			continue
 		}
-		if len(fields) > 0 {
-			fields = append(fields, jen.Line())
-		}
-		fields = append(fields, comment(g.queueDoc(q)), jen.Id(q.Name).Add(q.typeExpr()))
-		values = append(values, field(q.Name, q.newCall(jen.Id("c"))))
+		fields = append(fields, jen.Id(q.fieldName()).Add(q.typeExpr()))
+		values = append(values, field(q.fieldName(), q.newCall(jen.Id("c"))))
 	}
-	f.Add(comment("Queues gives typed access to the queues declared in " + src + ".\n" +
-		"A queue without key params is a field, one with params a method."))
+	f.Add(comment("Queues gives typed access to the queues declared in " + src + ",\n" +
+		"one method per queue, with the queue's key params."))
 	f.Type().Id("Queues").Struct(fields...)
 	f.Add(comment("NewQueues returns the queues of " + src + " over c."))
 	f.Func().Id("NewQueues").Params(jen.Id("c").Add(client)).Op("*").Id("Queues").Block(
@@ -202,6 +200,15 @@ func (s *queuesSection) render(g *generator, f *jen.File) {
 	)
 }
 
+// fieldName is the field of Queues holding a queue without params: its
+// identifier, unless that is c, the client's field.
+func (q *queue) fieldName() string {
+	if q.ident == "c" {
+		return "cQueue"
+	}
+	return q.ident
+}
+
 // newCall is lockrt.New<Type>(c, &def, lockrt.JSON[T]{}, key.Key(...)).
 func (q *queue) newCall(c jen.Code) *jen.Statement {
 	return jen.Qual(runtimePath, "New"+q.runtimeType()).Call(
@@ -212,7 +219,7 @@ func (q *queue) newCall(c jen.Code) *jen.Statement {
 	)
 }
 
-// queueDoc is the doc comment of a queue's field or method.
+// queueDoc is the doc comment of a queue's method.
 func (g *generator) queueDoc(q *queue) string {
 	kind := "Queue"
 	switch {
@@ -227,7 +234,7 @@ func (g *generator) queueDoc(q *queue) string {
 	for _, p := range q.params {
 		names = append(names, p.Name)
 	}
-	fallback := q.Name + " is the " + q.Name + " queue."
+	fallback := q.Name + " returns the " + q.Name + " queue."
 	if len(names) > 0 {
 		fallback = q.Name + " returns the " + q.Name + " queue for the given " + list(names) + "."
 	}
@@ -241,16 +248,13 @@ func (g *generator) queueDoc(q *queue) string {
 
 // renderQueue writes a keyed queue's method and every queue's definitions.
 func (g *generator) renderQueue(f *jen.File, q *queue) {
-	if len(q.params) > 0 {
-		f.Add(comment(g.queueDoc(q)))
-		f.Func().Params(jen.Id(queueReceiver).Op("*").Id("Queues")).Id(q.Name).Params(signature(q.params)...).
-			Add(q.typeExpr()).Block(
-			jen.Return(q.newCall(jen.Id(queueReceiver).Dot("c"))),
-		)
-	}
+	f.Add(comment(g.queueDoc(q)))
+	body := q.newCall(jen.Id(queueReceiver).Dot("c"))
 	if len(q.params) == 0 {
-		f.Line()
+		body = jen.Id(queueReceiver).Dot(q.fieldName())
 	}
+	f.Func().Params(jen.Id(queueReceiver).Op("*").Id("Queues")).Id(q.Name).Params(signature(q.params)...).
+		Add(q.typeExpr()).Block(jen.Return(body))
 	def := []jen.Code{field("Name", jen.Lit(q.Name))}
 	if q.Delay {
 		def = append(def, field("Delay", jen.True()))

@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/tools/go/packages"
+
+	"github.com/lockgen/lockgen/internal/suggest"
 )
 
 // Type names a Go type declared at package level.
@@ -137,7 +139,19 @@ func find(p *packages.Package, t Type, noun string) (*types.TypeName, Result) {
 		if len(p.Errors) > 0 {
 			return fail(importHint, "cannot load package %q: %s", t.ImportPath, firstLine(p.Errors[0].Msg))
 		}
-		return fail("", "package %q has no type %s", t.ImportPath, t.Name)
+		hint := ""
+		if p.Types != nil {
+			var names []string
+			for _, name := range p.Types.Scope().Names() {
+				if _, ok := p.Types.Scope().Lookup(name).(*types.TypeName); ok && token.IsExported(name) {
+					names = append(names, name)
+				}
+			}
+			if s := suggest.Closest(t.Name, names); s != "" {
+				hint = fmt.Sprintf("did you mean %s.%s?", t.ImportPath, s)
+			}
+		}
+		return fail(hint, "package %q has no type %s", t.ImportPath, t.Name)
 	}
 	tn, ok := obj.(*types.TypeName)
 	if !ok {

@@ -392,3 +392,13 @@ func TestAliasExpansion(t *testing.T) {
 		t.Errorf("Parse took %v", d)
 	}
 }
+
+func TestDurationHintSingular(t *testing.T) {
+	_, err := Parse("x.yaml", []byte("version: 1\npackage: p\nnamespace: n\nlocks:\n  A: { key: a, wait: 1, lease: 2 }\n"))
+	got := err.Error()
+	for _, want := range []string{`"1s" is 1 second)`, `"2s" is 2 seconds)`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diagnostics lack %q:\n%s", want, got)
+		}
+	}
+}

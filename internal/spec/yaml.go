@@ -5,9 +5,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	suggestpkg "github.com/lockgen/lockgen/internal/suggest"
 )
 
 // This file reads yaml.Nodes: mappings with their fields, and typed
@@ -208,56 +209,9 @@ func unknownFieldHint(name, what string, allowed []string) string {
 	return "the fields are " + strings.Join(allowed, ", ")
 }
 
-// suggest returns the candidate closest to s by edit distance, when it is
-// close enough to be a likely typo, or "".
-func suggest(s string, candidates []string) string {
-	best, bestD := "", 1<<30
-	for _, c := range candidates {
-		d := editDistance(strings.ToLower(s), strings.ToLower(c))
-		if d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := 1
-	if utf8.RuneCountInString(best) >= 5 {
-		limit = 2
-	}
-	if utf8.RuneCountInString(best) >= 10 {
-		limit = 3
-	}
-	if best == "" || bestD > limit {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		if a == b {
-			return 0
-		}
-		return max(len(ra), len(rb))
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}
+// suggest returns the candidate closest to s, when it is close enough
+// to be a likely typo, or "" (see package suggest).
+func suggest(s string, candidates []string) string { return suggestpkg.Closest(s, candidates) }
 
 // get returns the field name when it is set to a value. A field set to
 // nothing ("lease:") is reported and treated as unset.
@@ -393,7 +347,7 @@ func (f *fields) duration(name string, zeroOK bool) (time.Duration, bool) {
 	if err != nil {
 		hint := durationHint
 		if _, err := strconv.ParseFloat(v.Value, 64); err == nil {
-			hint = fmt.Sprintf(`a duration needs a unit: "%ss" is %s seconds`, v.Value, v.Value)
+			hint = fmt.Sprintf(`a duration needs a unit: "%ss" is %s %s`, v.Value, v.Value, plural(v.Value, "second"))
 		}
 		f.p.errorf(e.at, hint, "%s", prefix(f.what, fmt.Sprintf("%s %q is not a duration", name, v.Value)))
 		return 0, false
@@ -430,4 +384,12 @@ func (f *fields) oneOf(name string, allowed []string) (string, *yaml.Node, bool)
 		return "", nil, false
 	}
 	return s, n, true
+}
+
+// plural returns noun, or its plural unless number is 1.
+func plural(number, noun string) string {
+	if n, err := strconv.ParseFloat(number, 64); err == nil && n == 1 {
+		return noun
+	}
+	return noun + "s"
 }

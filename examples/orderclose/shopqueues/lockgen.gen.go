@@ -15,21 +15,25 @@ import (
 // fails to compile, regenerate it with the lockgen version in your go.mod.
 const _ = lockrt.GeneratedCodeVersion1
 
-// Queues gives typed access to the queues declared in lockgen.yaml.
-// A queue without key params is a field, one with params a method.
+// Queues gives typed access to the queues declared in lockgen.yaml,
+// one method per queue, with the queue's key params.
 type Queues struct {
-	// OrderClose closes an unpaid order 30 minutes after it was created.
-	//
-	// Delayed reliable queue of orders.CloseRequest on key shop:{OrderClose:order-close},
-	// visibility 30s, at most 5 deliveries.
-	OrderClose *lockrt.DelayedReliableQueue[orders.CloseRequest]
+	orderClose *lockrt.DelayedReliableQueue[orders.CloseRequest]
 }
 
 // NewQueues returns the queues of lockgen.yaml over c.
 func NewQueues(c *lockrt.Client) *Queues {
 	return &Queues{
-		OrderClose: lockrt.NewDelayedReliableQueue(c, &orderCloseQueue, lockrt.JSON[orders.CloseRequest]{}, orderCloseKey.Key()),
+		orderClose: lockrt.NewDelayedReliableQueue(c, &orderCloseQueue, lockrt.JSON[orders.CloseRequest]{}, orderCloseKey.Key()),
 	}
+}
+
+// OrderClose closes an unpaid order 30 minutes after it was created.
+//
+// Delayed reliable queue of orders.CloseRequest on key shop:{OrderClose:order-close},
+// visibility 30s, at most 5 deliveries.
+func (q *Queues) OrderClose() *lockrt.DelayedReliableQueue[orders.CloseRequest] {
+	return q.orderClose
 }
 
 var (

@@ -54,20 +54,24 @@ var reentrantLockScripts = lockrt.LockScripts{
 	MultiRelease: &multiReleaseScript,
 }
 
-// Queues gives typed access to the queues declared in lockgen.yaml.
-// A queue without key params is a field, one with params a method.
+// Queues gives typed access to the queues declared in lockgen.yaml,
+// one method per queue, with the queue's key params.
 type Queues struct {
-	// Mails is the Mails queue.
-	//
-	// Queue of string on key shop:{Mail:mail}.
-	Mails *lockrt.Queue[string]
+	mails *lockrt.Queue[string]
 }
 
 // NewQueues returns the queues of lockgen.yaml over c.
 func NewQueues(c *lockrt.Client) *Queues {
 	return &Queues{
-		Mails: lockrt.NewQueue(c, &mailsQueue, lockrt.JSON[string]{}, mailsKey.Key()),
+		mails: lockrt.NewQueue(c, &mailsQueue, lockrt.JSON[string]{}, mailsKey.Key()),
 	}
+}
+
+// Mails returns the Mails queue.
+//
+// Queue of string on key shop:{Mail:mail}.
+func (q *Queues) Mails() *lockrt.Queue[string] {
+	return q.mails
 }
 
 var (

@@ -16,31 +16,29 @@ import (
 // fails to compile, regenerate it with the lockgen version in your go.mod.
 const _ = lockrt.GeneratedCodeVersion1
 
-// Queues gives typed access to the queues declared in lockgen.yaml.
-// A queue without key params is a field, one with params a method.
+// Queues gives typed access to the queues declared in lockgen.yaml,
+// one method per queue, with the queue's key params.
 type Queues struct {
-	c *lockrt.Client
-
-	// Audit is the Audit queue.
-	//
-	// Reliable queue of shopqueues.Event on key shop:{Audit:audit},
-	// visibility 1m, at most 5 deliveries.
-	Audit *lockrt.ReliableQueue[Event]
-
-	// OrderClose closes an order 30 minutes after it was created, unless it was paid.
-	//
-	// Delayed reliable queue of orders.CloseRequest on key shop:{OrderClose:order-close},
-	// visibility 30s, at most 5 deliveries.
-	OrderClose *lockrt.DelayedReliableQueue[orders.CloseRequest]
+	c          *lockrt.Client
+	audit      *lockrt.ReliableQueue[Event]
+	orderClose *lockrt.DelayedReliableQueue[orders.CloseRequest]
 }
 
 // NewQueues returns the queues of lockgen.yaml over c.
 func NewQueues(c *lockrt.Client) *Queues {
 	return &Queues{
 		c:          c,
-		Audit:      lockrt.NewReliableQueue(c, &auditQueue, lockrt.JSON[Event]{}, auditKey.Key()),
-		OrderClose: lockrt.NewDelayedReliableQueue(c, &orderCloseQueue, lockrt.JSON[orders.CloseRequest]{}, orderCloseKey.Key()),
+		audit:      lockrt.NewReliableQueue(c, &auditQueue, lockrt.JSON[Event]{}, auditKey.Key()),
+		orderClose: lockrt.NewDelayedReliableQueue(c, &orderCloseQueue, lockrt.JSON[orders.CloseRequest]{}, orderCloseKey.Key()),
 	}
+}
+
+// Audit returns the Audit queue.
+//
+// Reliable queue of shopqueues.Event on key shop:{Audit:audit},
+// visibility 1m, at most 5 deliveries.
+func (q *Queues) Audit() *lockrt.ReliableQueue[Event] {
+	return q.audit
 }
 
 var (
@@ -68,6 +66,14 @@ var (
 		Scripts: &queueScripts,
 	}
 )
+
+// OrderClose closes an order 30 minutes after it was created, unless it was paid.
+//
+// Delayed reliable queue of orders.CloseRequest on key shop:{OrderClose:order-close},
+// visibility 30s, at most 5 deliveries.
+func (q *Queues) OrderClose() *lockrt.DelayedReliableQueue[orders.CloseRequest] {
+	return q.orderClose
+}
 
 var (
 	orderCloseKey   = lockrt.KeyDef{Namespace: "shop", Object: "OrderClose", Literals: []string{"order-close"}}

@@ -13,10 +13,10 @@ func use(ctx context.Context, c *lockrt.Client) error {
 		return err
 	}
 	queues := NewQueues(c)
-	if err := queues.OrderClose.OfferIn(ctx, orders.CloseRequest{OrderID: 42}, 30*time.Minute); err != nil {
+	if err := queues.OrderClose().OfferIn(ctx, orders.CloseRequest{OrderID: 42}, 30*time.Minute); err != nil {
 		return err
 	}
-	d, err := queues.OrderClose.Take(ctx)
+	d, err := queues.OrderClose().Take(ctx)
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func use(ctx context.Context, c *lockrt.Client) error {
 		return err
 	}
 	_ = body
-	if err := queues.Audit.Offer(ctx, Event{Kind: "login"}); err != nil {
+	if err := queues.Audit().Offer(ctx, Event{Kind: "login"}); err != nil {
 		return err
 	}
 	return queues.Thumbnails(3).OfferAt(ctx, []byte{1, 2}, time.Now().Add(time.Minute))
