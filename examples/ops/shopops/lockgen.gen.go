@@ -218,8 +218,8 @@ var gcraLimiterScripts = lockrt.LimiterScripts{
 	Configure: &limiterConfigureScript,
 }
 
-// Queues gives typed access to the queues declared in lockgen.yaml.
-// A queue without key params is a field, one with params a method.
+// Queues gives typed access to the queues declared in lockgen.yaml,
+// one method per queue, with the queue's key params.
 type Queues struct {
 	c *lockrt.Client
 }
