@@ -84,7 +84,7 @@ func TestInspectQueueActions(t *testing.T) {
 	rt := runtime.New(node.Client())
 	defer rt.Close()
 	ctx := context.Background()
-	q := shopqueues.NewQueues(rt).OrderClose
+	q := shopqueues.NewQueues(rt).OrderClose()
 	if err := q.Offer(ctx, orders.CloseRequest{OrderID: 1}); err != nil {
 		t.Fatal(err)
 	}
