@@ -369,7 +369,7 @@ func (h *harness) produce(ctx context.Context, addrs []string) {
 	defer rdb.Close()
 	rt := lockrt.New(rdb, lockrt.WithID("producer"))
 	defer rt.Close()
-	q := tortureobj.NewQueues(rt).Jobs
+	q := tortureobj.NewQueues(rt).Jobs()
 	for seq := 1; ctx.Err() == nil; seq++ {
 		msg := "m" + strconv.Itoa(seq)
 		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)

@@ -95,7 +95,7 @@ func workerMain(args []string) error {
 	wg.Go(func() { w.lockLoop(ctx, objMutex, locks.Mutex()) })
 	wg.Go(func() { w.lockLoop(ctx, objFenced, locks.Fenced()) })
 	wg.Go(func() { w.permitLoop(ctx, sems.Permits()) })
-	wg.Go(func() { w.consumeLoop(ctx, queues.Jobs) })
+	wg.Go(func() { w.consumeLoop(ctx, queues.Jobs()) })
 	wg.Wait()
 	return nil
 }

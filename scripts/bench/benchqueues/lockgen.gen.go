@@ -14,8 +14,8 @@ import (
 // fails to compile, regenerate it with the lockgen version in your go.mod.
 const _ = lockrt.GeneratedCodeVersion1
 
-// Queues gives typed access to the queues declared in lockgen.yaml.
-// A queue without key params is a field, one with params a method.
+// Queues gives typed access to the queues declared in lockgen.yaml,
+// one method per queue, with the queue's key params.
 type Queues struct {
 	c *lockrt.Client
 }

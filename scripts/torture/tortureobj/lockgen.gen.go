@@ -120,21 +120,25 @@ var semaphoreScripts = lockrt.SemaphoreScripts{
 	Capacity: &semaphoreCapacityScript,
 }
 
-// Queues gives typed access to the queues declared in lockgen.yaml.
-// A queue without key params is a field, one with params a method.
+// Queues gives typed access to the queues declared in lockgen.yaml,
+// one method per queue, with the queue's key params.
 type Queues struct {
-	// Jobs is the reliable queue the harness produces to and the workers consume.
-	//
-	// Reliable queue of string on key torture:{Jobs:jobs},
-	// visibility 2s, at most 50 deliveries.
-	Jobs *lockrt.ReliableQueue[string]
+	jobs *lockrt.ReliableQueue[string]
 }
 
 // NewQueues returns the queues of lockgen.yaml over c.
 func NewQueues(c *lockrt.Client) *Queues {
 	return &Queues{
-		Jobs: lockrt.NewReliableQueue(c, &jobsQueue, lockrt.JSON[string]{}, jobsKey.Key()),
+		jobs: lockrt.NewReliableQueue(c, &jobsQueue, lockrt.JSON[string]{}, jobsKey.Key()),
 	}
+}
+
+// Jobs is the reliable queue the harness produces to and the workers consume.
+//
+// Reliable queue of string on key torture:{Jobs:jobs},
+// visibility 2s, at most 50 deliveries.
+func (q *Queues) Jobs() *lockrt.ReliableQueue[string] {
+	return q.jobs
 }
 
 var (
