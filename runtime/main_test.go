@@ -24,6 +24,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(pauseChildEnv) != "" { // a child of TestPausedHolderWritesNothing
+		os.Exit(pauseChild())
+	}
 	os.Exit(run(m))
 }
 

@@ -1,0 +1,170 @@
+package runtime_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/templates"
+)
+
+// The paused-holder test re-executes the test binary as a child process
+// that holds a lock and writes to a shared log while its lease's context
+// is live. These variables configure the child.
+const (
+	pauseChildEnv = "LOCKGEN_PAUSE_CHILD" // the log file's path
+	pauseAddrEnv  = "LOCKGEN_PAUSE_ADDR"
+	pauseKeyEnv   = "LOCKGEN_PAUSE_KEY"
+	pauseLease    = 600 * time.Millisecond
+)
+
+// pauseDef is the lock both processes take: reentrant, renewed.
+func pauseDef() *lockrt.LockDef {
+	set := templates.Locks["reentrant"]
+	s := func(name string) *lockrt.Script {
+		src, err := templates.Source(name)
+		if err != nil {
+			panic(err)
+		}
+		sum := sha1.Sum([]byte(src))
+		return &lockrt.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
+	}
+	return &lockrt.LockDef{Name: "Pause", Kind: lockrt.Reentrant, Lease: pauseLease, Renew: true, Wait: time.Minute,
+		Scripts: &lockrt.LockScripts{Acquire: s(set.Acquire), Release: s(set.Release), Renew: s(set.Renew), ForceUnlock: s(set.ForceUnlock)}}
+}
+
+// pauseChild is the child's main: take the lock, then append a line to the
+// log every 2ms while lease.Context().Err() is nil, and take it again when
+// the lease ends. It runs until killed.
+func pauseChild() int {
+	f, err := os.OpenFile(os.Getenv(pauseChildEnv), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(pauseAddrEnv)})
+	c := lockrt.New(rdb)
+	l := c.Lock(pauseDef(), os.Getenv(pauseKeyEnv))
+	for n := 0; ; {
+		le, err := l.Lock(context.Background())
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(f, "acquired\n")
+		for {
+			if le.Context().Err() != nil {
+				break
+			}
+			n++
+			fmt.Fprintf(f, "write %d\n", n) // the protected write
+			time.Sleep(2 * time.Millisecond)
+		}
+		_ = le.Unlock(context.Background())
+	}
+}
+
+// TestPausedHolderWritesNothing: a holder process frozen (SIGSTOP) past
+// its lease, while another process takes the lock, makes no write after
+// it is continued: lease.Context().Err() reports the end of the lease by
+// the local clock the moment it is asked, before any timer has run.
+// Before, the first check after SIGCONT often still saw a live lease (the
+// expiry was only a timer), and a write went out after another process
+// held the lock.
+func TestPausedHolderWritesNothing(t *testing.T) {
+	t.Parallel()
+	const pauses = 8
+	logPath := t.TempDir() + "/writes.log"
+	k := key(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), pauseChildEnv+"="+logPath, pauseAddrEnv+"="+single.Addr, pauseKeyEnv+"="+k)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	lines := func() []string {
+		b, err := os.ReadFile(logPath)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		var out []string
+		sc := bufio.NewScanner(strings.NewReader(string(b)))
+		for sc.Scan() {
+			out = append(out, sc.Text())
+		}
+		return out
+	}
+	// waitFor waits until the log has a line "acquired" after line from
+	// followed by a write: the child holds the lock again.
+	waitHolding := func(from int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ls := lines()
+			for i := from; i+1 < len(ls); i++ {
+				if ls[i] == "acquired" && strings.HasPrefix(ls[i+1], "write") {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the child does not hold the lock")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitHolding(0)
+	l := newClient(t, backends()[0]).Lock(pauseDef(), k)
+	escaped := 0
+	for round := range pauses {
+		time.Sleep(time.Duration(round%4) * 50 * time.Millisecond) // vary where the pause lands
+		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		le, err := l.Lock(context.Background()) // once the child's lease ran out
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(f, "other %d\n", round) // another process holds the lock from here
+		f.Close()
+		mark := len(lines()) - 1
+		if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // the child runs while the lock is held here
+		ls := lines()
+		for _, line := range ls[mark+1:] {
+			if line == "acquired" {
+				t.Fatalf("round %d: the child acquired the lock while another process held it", round)
+			}
+			if strings.HasPrefix(line, "write") {
+				escaped++
+				t.Logf("round %d: %q after the lease ended", round, line)
+			}
+		}
+		if err := le.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		waitHolding(len(ls))
+	}
+	if escaped > 0 {
+		t.Errorf("%d writes after the lease ended, in %d pauses", escaped, pauses)
+	}
+}
