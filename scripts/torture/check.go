@@ -220,9 +220,11 @@ func Check(events []Event) *Report {
 			// a lease after the Unlock, either the lock stayed held (e.g.
 			// a retried acquire counted twice) or the waiter missed the
 			// release and woke on its fallback timer.
+			// A fault that lasts (an outage, a pause) explains a stall
+			// during it; an instant one (a kill, a cut) does not.
 			if i+1 < len(hs) && a.unlocked > 0 {
 				next := hs[i+1]
-				if next.tacq-max(next.tcall, a.unlocked) > int64(lease)*9/10 {
+				if next.tacq-max(next.tcall, a.unlocked) > int64(lease)*9/10 && !r.lasting(a.unlocked, next.tacq) {
 					row(a.unlocked).HeldAfter[k]++
 				}
 			}
@@ -390,6 +392,17 @@ func Check(events []Event) *Report {
 		}
 	}
 	return r
+}
+
+// lasting reports whether a fault that lasts (longer than 100ms) was
+// under way at some time between t1 and t2.
+func (r *Report) lasting(t1, t2 int64) bool {
+	for _, w := range r.Windows {
+		if w.heal-w.start > int64(100*time.Millisecond) && w.start < t2 && w.heal > t1 {
+			return true
+		}
+	}
+	return false
 }
 
 // permits is the semaphore's capacity in tortureobj/lockgen.yaml.
