@@ -21,9 +21,9 @@ type Client struct {
 	id  string
 	seq atomic.Uint64
 
-	wd     *watchdog
-	hub    *hub
-	timers timerSet // delay timers of the queues it serves (delay.go)
+	wd    *watchdog
+	hub   *hub
+	sched scheduler // the delay timer of the queues it serves (delay.go)
 
 	closeOnce     sync.Once
 	shardedPubSub bool // sharded pub/sub may be chosen (hub.go)

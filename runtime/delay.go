@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,21 +13,33 @@ import (
 //
 // Items with a due time (a delayed queue's delayed items, a reliable
 // queue's visibility deadlines) sit in sorted sets scored by their due
-// time on the Redis server's clock. Each client runs one timer per queue
-// instance it serves (it took from or offered to it, or called Start): a
-// goroutine asleep until the earliest due time it knows of. It then runs
-// the move script, which atomically moves what is due to the ready list,
-// a batch at a time, and replies with the next due time; several clients'
-// timers racing move each item once. A timer learns of earlier items from
+// time on the Redis server's clock. Each client runs one scheduler: one
+// goroutine and a heap of the due times of the queue instances it serves
+// (it took from or offered to them, or called Start), asleep until the
+// earliest. It then runs the move script of each queue that is due, which
+// atomically moves what is due to the ready list, a batch at a time, and
+// replies with the queue's next due time; several clients' schedulers
+// racing move each item once. A scheduler learns of earlier items from
 // the queue's channel: a script that adds an item due before every live
-// timer would fire (the queue's armed key) publishes on it. Nothing polls:
-// a timer whose queue has nothing due sleeps until a message comes.
+// timer would fire (the queue's armed key) publishes on it, and the hub
+// hands the message to the scheduler (a watch, not a waiting goroutine).
+// Nothing polls: a queue with nothing due costs nothing until a message
+// comes.
 //
-// A timer runs the move when it starts, so items that came due while no
-// client ran (a crash, a restart of every client) are delivered then.
+// A queue instance is served while something is due in it or a Take of
+// this client waits on it, and for idleLinger after: then the scheduler
+// forgets it and drops its channel, so a client that touched many keyed
+// queues holds resources only for the busy ones. Serving it again runs
+// the move once more, so items that came due while no client served it
+// (a crash, a restart of every client) are delivered then.
+//
+// The scheduler cannot use the wait loop (waitFor, wait.go): that loop
+// parks one goroutine on one channel until one attempt succeeds, and the
+// scheduler waits on every served queue's channel and its own heap at
+// once, in one goroutine.
 
 // moveBatch is how many items one run of the move script moves at most of
-// each kind; a full batch makes the timer run it again at once.
+// each kind; a full batch makes the scheduler run it again at once.
 const moveBatch = 100
 
 // moveTimeout bounds one run of the move script.
@@ -34,90 +48,326 @@ const moveTimeout = 5 * time.Second
 // maxRetry bounds the wait between retries of a move that failed.
 const maxRetry = 5 * time.Second
 
-// timerSet holds a client's delay timers, one per queue key it serves.
-// The zero value is ready to use.
-type timerSet struct {
-	mu sync.Mutex
-	m  map[string]*delayTimer
+// idleLinger is how long a queue instance with nothing due and no Take
+// waiting stays served: a consumer's next Take usually comes sooner, and
+// finds it served without another move.
+const idleLinger = 5 * time.Second
+
+// subscribeTimeout bounds the wait for a channel's subscription; a queue
+// whose channel could not be subscribed is served by its due times alone,
+// and subscribing is tried again at its next move.
+const subscribeTimeout = 5 * time.Second
+
+// scheduler is a client's delay timer. The zero value is ready to use.
+type scheduler struct {
+	mu      sync.Mutex
+	c       *Client
+	served  map[string]*served // by queue key
+	due     dueHeap            // served queues with a due time
+	pending []*served          // queues whose move runs at the next turn
+	kick    chan struct{}      // capacity 1: wakes the loop
+	running bool
+	closed  bool
 }
 
-// delayTimer is one client's timer of one queue instance.
-type delayTimer struct {
-	c     *Client
+// served is one queue instance a scheduler serves.
+type served struct {
 	q     *queue
 	ready chan struct{} // closed once the first move ran
 	err   error         // the first move's error, set before ready is closed
+
+	// Guarded by the scheduler's mu.
+	at      time.Time // when to run the move (or, idle, when to forget it); zero: not in the heap
+	idx     int       // index in the heap, or -1
+	now     bool      // run the move at the next turn (new, notified)
+	first   bool      // the first move has not run yet
+	idle    bool      // nothing due: at is when to forget it
+	users   int       // Takes waiting on it
+	retry   time.Duration
+	subbing bool // a subscription is under way
+	sub     *subscription
+	w       *waiter
 }
 
-// serveQueue returns the client's timer of q, starting it if need be.
-func (c *Client) serveQueue(q *queue) *delayTimer {
-	c.timers.mu.Lock()
-	defer c.timers.mu.Unlock()
-	if t := c.timers.m[q.key]; t != nil {
-		return t
+// serve returns the client's served entry of q, serving q if need be;
+// with use, a Take counts as its user until it calls done.
+func (s *scheduler) serve(c *Client, q *queue, use bool) *served {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.served == nil {
+		s.c = c
+		s.served = map[string]*served{}
+		s.kick = make(chan struct{}, 1)
 	}
-	if c.timers.m == nil {
-		c.timers.m = map[string]*delayTimer{}
+	e := s.served[q.key]
+	if s.closed {
+		e = &served{q: q, ready: make(chan struct{}), idx: -1, err: ErrClosed}
+		close(e.ready)
+		return e
 	}
-	t := &delayTimer{c: c, q: q, ready: make(chan struct{})}
-	c.timers.m[q.key] = t
-	go t.run()
-	return t
+	if e == nil {
+		e = &served{q: q, ready: make(chan struct{}), idx: -1, first: true}
+		s.served[q.key] = e
+		s.subscribe(e)
+	}
+	if use {
+		e.users++
+		if e.idle {
+			e.idle = false
+			s.unschedule(e)
+		}
+	}
+	if !s.running {
+		s.running = true
+		go s.run()
+	}
+	return e
 }
 
-// run is the timer's goroutine: it ends when the client is closed.
-func (t *delayTimer) run() {
-	h := t.c.hub
-	sub, err := h.subscribe(context.Background(), t.q.ch)
-	if err != nil { // the client was closed
-		t.err = err
-		close(t.ready)
+// done ends a use taken by serve.
+func (s *scheduler) done(e *served) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.users--
+	if e.users == 0 && e.at.IsZero() && !e.now && !e.first && s.served[e.q.key] == e {
+		s.idleLocked(e)
+	}
+}
+
+// expect tells the scheduler that q has an item due at t (on the local
+// clock): the offer of a delayed item, the claim of a delivery.
+func (s *scheduler) expect(e *served, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.served[e.q.key] != e || e.first {
+		return // forgotten meanwhile, or its first move comes anyway
+	}
+	if e.idle || e.at.IsZero() || t.Before(e.at) {
+		e.idle = false
+		s.schedule(e, t)
+		s.wake()
+	}
+}
+
+// notify runs q's move at the next turn: a message came on its channel.
+// The hub calls it with its own lock held.
+func (s *scheduler) notify(e *served) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.served[e.q.key] == e {
+		s.runNow(e)
+	}
+}
+
+// runNow makes the next turn run e's move. s.mu must be held.
+func (s *scheduler) runNow(e *served) {
+	if !e.now {
+		e.now = true
+		s.pending = append(s.pending, e)
+	}
+	s.wake()
+}
+
+func (s *scheduler) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// subscribe subscribes to e's channel in the background: the first move
+// runs once the subscription is confirmed (or failed), so that an earlier
+// item announced after it replies is heard. s.mu must be held.
+func (s *scheduler) subscribe(e *served) {
+	if e.sub != nil || e.subbing {
 		return
 	}
-	defer h.unsubscribe(sub)
-	w := h.join(sub)
-	defer h.leave(sub, w, true)
+	e.subbing = true
+	go func() {
+		h := s.c.hub
+		ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+		sub, err := h.subscribe(ctx, e.q.ch)
+		cancel()
+		var w *waiter
+		if err == nil {
+			w = h.watch(sub, func() { s.notify(e) })
+		}
+		s.mu.Lock()
+		e.subbing = false
+		live := s.served[e.q.key] == e
+		if live && err == nil {
+			e.sub, e.w = sub, w
+		}
+		switch {
+		case e.first && errors.Is(err, ErrClosed):
+			e.first, e.err = false, err
+			close(e.ready)
+		case live && e.first:
+			s.runNow(e)
+		}
+		s.mu.Unlock()
+		if !live && err == nil {
+			h.leave(sub, w, true)
+			h.unsubscribe(sub)
+		}
+	}()
+}
 
+// schedule puts e in the heap at t. s.mu must be held.
+func (s *scheduler) schedule(e *served, t time.Time) {
+	e.at = t
+	if e.idx >= 0 {
+		heap.Fix(&s.due, e.idx)
+	} else {
+		heap.Push(&s.due, e)
+	}
+}
+
+// unschedule takes e out of the heap. s.mu must be held.
+func (s *scheduler) unschedule(e *served) {
+	if e.idx >= 0 {
+		heap.Remove(&s.due, e.idx)
+	}
+	e.at = time.Time{}
+}
+
+// idleLocked marks e idle: forgotten after idleLinger unless used or
+// given a due time meanwhile. s.mu must be held.
+func (s *scheduler) idleLocked(e *served) {
+	e.idle = true
+	s.schedule(e, time.Now().Add(idleLinger))
+}
+
+// run is the scheduler's goroutine: it ends when the client is closed.
+func (s *scheduler) run() {
 	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	defer timer.Stop()
-	first := true
-	retry := time.Duration(0)
+	closed := s.c.hub.closedCh()
 	for {
-		// Subscribed before moving: an earlier item announced after the
-		// move replied wakes us.
-		next, err := t.move()
-		if first {
-			t.err = err
-			close(t.ready)
-			first = false
+		moves, forget, next := s.turn()
+		for _, f := range forget {
+			s.c.hub.leave(f.sub, f.w, true)
+			s.c.hub.unsubscribe(f.sub)
 		}
-		if err != nil {
-			retry = min(max(2*retry, 50*time.Millisecond), maxRetry)
-			next = retry
-		} else {
-			retry = 0
+		for _, e := range moves {
+			d, err := e.q.move()
+			s.moved(e, d, err)
 		}
-		if next >= 0 {
-			timer.Reset(next)
-		}
-		select {
-		case <-w.signal:
-		case <-timer.C:
-		case <-h.closedCh():
-			return
+		if len(moves) > 0 {
+			continue // a move may have made another one due
 		}
 		timer.Stop()
+		if !next.IsZero() {
+			timer.Reset(time.Until(next))
+		}
+		select {
+		case <-s.kick:
+		case <-timer.C:
+		case <-closed:
+			s.close()
+			return
+		}
 	}
+}
+
+// turn takes the queues whose move is due and the idle ones to forget,
+// and returns when the next is due (zero: none).
+func (s *scheduler) turn() (moves []*served, forget []forgotten, next time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.pending {
+		e.now = false
+		if s.served[e.q.key] == e {
+			e.idle = false
+			s.unschedule(e)
+			moves = append(moves, e)
+		}
+	}
+	clear(s.pending)
+	s.pending = s.pending[:0]
+	now := time.Now()
+	for len(s.due) > 0 && !s.due[0].at.After(now) {
+		e := heap.Pop(&s.due).(*served)
+		e.at = time.Time{}
+		if !e.idle {
+			moves = append(moves, e)
+			continue
+		}
+		e.idle = false
+		if e.users == 0 {
+			delete(s.served, e.q.key)
+			if e.sub != nil {
+				forget = append(forget, forgotten{e.sub, e.w})
+			}
+		}
+	}
+	if len(s.due) > 0 {
+		next = s.due[0].at
+	}
+	return moves, forget, next
+}
+
+// forgotten is the subscription of a queue the scheduler forgot.
+type forgotten struct {
+	sub *subscription
+	w   *waiter
+}
+
+// moved records the result of e's move: its next due time in d (< 0:
+// nothing due), or the move's error.
+func (s *scheduler) moved(e *served, d time.Duration, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.first {
+		e.first = false
+		e.err = err
+		close(e.ready)
+	}
+	if s.served[e.q.key] != e {
+		return
+	}
+	if e.sub == nil {
+		s.subscribe(e) // it failed before: try again
+	}
+	if err != nil {
+		e.retry = min(max(2*e.retry, 50*time.Millisecond), maxRetry)
+		d = e.retry
+	} else {
+		e.retry = 0
+	}
+	switch {
+	case e.now:
+		// notified while moving: the next turn runs it again
+	case d >= 0:
+		s.schedule(e, time.Now().Add(d))
+	case e.users == 0:
+		s.idleLocked(e)
+	}
+}
+
+// close releases what the scheduler holds when the client is closed.
+func (s *scheduler) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for _, e := range s.served {
+		if e.first {
+			e.first = false
+			e.err = ErrClosed
+			close(e.ready)
+		}
+	}
+	s.served = map[string]*served{}
+	s.due = nil
+	s.pending = nil
 }
 
 // move runs the move script until no batch is full, and returns how long
 // until the next due time, or -1 when nothing is due.
-func (t *delayTimer) move() (time.Duration, error) {
-	q := t.q
+func (q *queue) move() (time.Duration, error) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
-		res, err := t.c.eval(ctx, q.def.Scripts.Move, q.keys, q.ch, q.mode(), moveBatch,
+		res, err := q.c.eval(ctx, q.def.Scripts.Move, q.keys, q.ch, q.mode(), moveBatch,
 			q.def.Visibility.Milliseconds(), q.def.MaxDeliveries).Int64Slice()
 		cancel()
 		if err != nil {
@@ -135,4 +385,27 @@ func (t *delayTimer) move() (time.Duration, error) {
 		}
 		return time.Duration(max(next-now, 0)) * time.Millisecond, nil
 	}
+}
+
+// dueHeap orders served queues by their at.
+type dueHeap []*served
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *dueHeap) Push(x any) {
+	e := x.(*served)
+	e.idx = len(*h)
+	*h = append(*h, e)
+}
+func (h *dueHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.idx = -1
+	return e
 }

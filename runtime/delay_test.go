@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	goruntime "runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -195,4 +198,123 @@ func TestDelayedTimerDoesNotPoll(t *testing.T) {
 			t.Errorf("a timer with nothing due sent %v", cmds)
 		}
 	})
+}
+
+// TestKeyedQueuesBounded: a client serving 2 000 keyed delayed reliable
+// queues runs O(1) goroutines for them (one scheduler, not a timer per
+// key), drops every queue's channel once the queue is idle, and leaves no
+// key of its own making without a TTL: seq and armed expire, and the
+// queue's other keys are gone once it is empty.
+func TestKeyedQueuesBounded(t *testing.T) {
+	const keys = 2000
+	b := backends()[0]
+	ctx := withTimeout(t, 2*time.Minute)
+	admin := b.new()
+	defer admin.Close()
+	base := goruntime.NumGoroutine()
+
+	rdb := b.new()
+	defer rdb.Close()
+	c := lockrt.New(rdb)
+	defer c.Close()
+	// A short visibility: a queue with a delivery in flight stays served
+	// until its deadline has passed (the move then finds nothing due).
+	d := queueDef(t, true, 2*time.Second, 3)
+	qs := make([]*lockrt.DelayedReliableQueue[int], keys)
+	for i := range qs {
+		qs[i] = lockrt.NewDelayedReliableQueue(c, d, lockrt.JSON[int]{}, key(t, strconv.Itoa(i)))
+		if err := qs[i].OfferIn(ctx, i, 500*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pattern := key(t, "*") + "*"
+	channels := func() int {
+		n, err := admin.PubSubChannels(ctx, pattern).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(n)
+	}
+	ttls := func(when string) (kinds map[string]int) {
+		kinds = map[string]int{}
+		iter := admin.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			k := iter.Val()
+			suffix := k[strings.LastIndexByte(k, ':')+1:]
+			if strings.HasSuffix(k, "}") {
+				suffix = "ready"
+			}
+			kinds[suffix]++
+			ttl, err := admin.PTTL(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch suffix {
+			case "seq": // 10s after its last id
+				if ttl == -1 || ttl > 10*time.Second {
+					t.Errorf("%s: %s has TTL %v, want one of at most 10s", when, k, ttl)
+				}
+			case "armed": // 1s after the due time it records
+				if ttl == -1 || ttl > 3*time.Second {
+					t.Errorf("%s: %s has TTL %v, want one of at most 3s", when, k, ttl)
+				}
+			default: // durable state: removed when empty
+				if ttl != -1 && ttl != -2*time.Nanosecond {
+					t.Errorf("%s: %s has TTL %v", when, k, ttl)
+				}
+			}
+		}
+		if err := iter.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return kinds
+	}
+
+	goroutines := goruntime.NumGoroutine() - base
+	t.Logf("with %d delayed items in %d queues: %d goroutines, %d channels, keys %v",
+		keys, keys, goroutines, channels(), ttls("delayed"))
+	if goroutines > 20 {
+		t.Errorf("%d goroutines for %d keyed queues, want O(1)", goroutines, keys)
+	}
+
+	// Consumers take and acknowledge every item once it is due.
+	for i, q := range qs {
+		dl, err := q.TryTake(ctx, 5*time.Second)
+		if err != nil {
+			t.Fatalf("queue %d: %v", i, err)
+		}
+		if dl.Value != i {
+			t.Fatalf("queue %d delivered %d", i, dl.Value)
+		}
+		if err := dl.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goroutines = goruntime.NumGoroutine() - base
+	t.Logf("after taking and acknowledging: %d goroutines, %d channels, keys %v", goroutines, channels(), ttls("acknowledged"))
+	if goroutines > 20 {
+		t.Errorf("%d goroutines for %d keyed queues, want O(1)", goroutines, keys)
+	}
+
+	// Idle queues are forgotten and their channels dropped.
+	n := channels()
+	for end := time.Now().Add(20 * time.Second); n > 0 && time.Now().Before(end); n = channels() {
+		time.Sleep(200 * time.Millisecond)
+	}
+	subs, err := admin.PubSubNumSub(ctx, key(t, "0")+":ch", key(t, "1999")+":ch").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("idle: %d goroutines, %d channels, numsub %v", goruntime.NumGoroutine()-base, n, subs)
+	if n != 0 {
+		t.Errorf("%d channels still subscribed after every queue went idle", n)
+	}
+	for ch, s := range subs {
+		if s != 0 {
+			t.Errorf("%s has %d subscribers after its queue went idle", ch, s)
+		}
+	}
+	if kinds := ttls("idle"); kinds["ready"]+kinds["data"]+kinds["delayed"]+kinds["inflight"]+kinds["att"] != 0 {
+		t.Errorf("keys left by empty queues: %v", kinds)
+	}
 }

@@ -420,18 +420,35 @@
 //
 // The delay timer: delayed items and visibility deadlines sit in sorted
 // sets scored by due time on the Redis server's clock (the offer script
-// computes TIME + delay). Each client runs one timer per delayed or
-// reliable queue instance it serves (from its first Offer or Take, or
-// Start): a goroutine asleep until the earliest due time it knows. When
-// it fires it runs a move script that atomically moves due items to the
-// ready list in batches and returns the next due time; clients racing
-// move each item once. An offer (or claim, or Extend) due before every
-// live timer would fire is announced on the queue's pub/sub channel, and
-// the timers re-arm; otherwise nothing is sent. A timer with nothing due
-// sends nothing at all. A starting timer runs the move once, so items that
-// came due while every client was down are delivered then. Timers run
-// until the client is closed; a client serving many keyed queue
-// instances runs one goroutine and one channel subscription per instance.
+// computes TIME + delay). Each client runs one scheduler, one goroutine
+// with a heap of the due times of the delayed or reliable queue
+// instances it serves (from an Offer with a delay, a Take, or Start),
+// asleep until the earliest. When a queue is due it runs the queue's move
+// script, which atomically moves due items to the ready list in batches
+// and returns the next due time; clients racing move each item once. An
+// offer (or claim, or Extend) due before every live timer would fire is
+// announced on the queue's pub/sub channel, and the schedulers serving
+// the queue re-arm; otherwise nothing is sent. A queue with nothing due
+// sends nothing at all. Serving a queue runs the move once, so items that
+// came due while every client was down are delivered then.
+//
+// A client's resources are O(1) in the number of keyed queue instances it
+// touched: a queue is served while something is due in it or a Take of
+// the client waits on it, and for 5s after; then the scheduler forgets it
+// and drops its channel (a delivery in flight keeps it served until its
+// visibility deadline). TestKeyedQueuesBounded measures 2 000 keyed
+// queues on one client: 3 goroutines and 0 subscribed channels once
+// they are idle, where a goroutine and a channel per queue stayed for the
+// client's life before (2 vCPU, loopback, Redis 7.0.15, 2026-11-23).
+//
+// A queue's keys (all sub-keys of its key, in one slot): the ready list
+// (the key itself), delayed (zset), data (hash of bodies by id), proc
+// (list), inflight (zset), att (hash of delivery counts), err (hash of
+// reasons) and dead (list) are its durable state, and Redis removes each
+// once it is empty; dead letters stay until redriven or purged. seq (the
+// id counter; ids are "<server ms>-<n>", so they never repeat) expires
+// 10s after its last id, armed (the earliest due time announced) a second
+// after that time.
 //
 // # Scripts
 //
@@ -458,7 +475,8 @@
 // Len, Stats, DeadLetters, Redrive (per 1000), Ack, Nack and Extend are
 // one round trip each; Take is one when an item is ready (BLPOP, or the
 // claim script), and a blocking command plus (reliable) the claim when it
-// had to wait. A delay timer runs one move per due time it wakes for.
+// had to wait. The delay scheduler runs one move per queue and due time it
+// wakes for.
 //
 // # Errors
 //

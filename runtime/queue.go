@@ -95,24 +95,36 @@ func (q *queue) mode() string {
 // visibility deadlines.
 func (q *queue) needsTimer() bool { return q.def.Delay || q.def.Reliable }
 
-// serve makes sure the client runs the queue's delay timer, if it has one.
-func (q *queue) serve() *delayTimer {
+// serve makes the client's delay scheduler serve the queue, if it has due
+// times; with use, until the caller calls q.done with the result (a Take
+// waiting on it).
+func (q *queue) serve(use bool) *served {
 	if !q.needsTimer() {
 		return nil
 	}
-	return q.c.serveQueue(q)
+	return q.c.sched.serve(q.c, q, use)
 }
 
-// start serves the queue and waits until the timer has moved what was
+// done ends a use taken by serve.
+func (q *queue) done(e *served) {
+	if e != nil {
+		q.c.sched.done(e)
+	}
+}
+
+// start serves the queue and waits until the scheduler has moved what was
 // due when it started.
 func (q *queue) start(ctx context.Context) error {
-	t := q.serve()
-	if t == nil {
-		return q.c.checkOpen()
+	if err := q.c.checkOpen(); err != nil {
+		return err
+	}
+	e := q.serve(false)
+	if e == nil {
+		return nil
 	}
 	select {
-	case <-t.ready:
-		return t.err
+	case <-e.ready:
+		return e.err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -127,7 +139,6 @@ func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bo
 	if len(bodies) == 0 {
 		return nil
 	}
-	q.serve()
 	if !q.def.Reliable && delay == 0 && at.IsZero() {
 		args := make([]any, len(bodies))
 		for i, b := range bodies {
@@ -151,6 +162,14 @@ func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bo
 	}
 	if err := q.c.eval(ctx, q.def.Scripts.Offer, q.keys, args...).Err(); err != nil {
 		return fmt.Errorf("lockgen: offering to %s: %w", q.key, err)
+	}
+	// The scheduler serves the queue until the items are due (another
+	// client's may move them first).
+	switch {
+	case delay > 0:
+		q.c.sched.expect(q.serve(false), time.Now().Add(delay))
+	case !at.IsZero():
+		q.c.sched.expect(q.serve(false), at)
 	}
 	return nil
 }
@@ -445,7 +464,7 @@ func (q *Queue[T]) TryTake(ctx context.Context, wait time.Duration) (T, error) {
 
 func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (T, error) {
 	var zero T
-	q.q.serve()
+	defer q.q.done(q.q.serve(true))
 	end := waitEnd(ctx, wait)
 	for {
 		body, err := q.q.pop(ctx, end, wait == 0)

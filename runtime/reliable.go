@@ -75,7 +75,8 @@ func (q *ReliableQueue[T]) TryTake(ctx context.Context, wait time.Duration) (*De
 }
 
 func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration) (*Delivery[T], error) {
-	q.q.serve()
+	e := q.q.serve(true)
+	defer q.q.done(e)
 	end := waitEnd(ctx, wait)
 	id := ""
 	for {
@@ -87,9 +88,10 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration) (*Deliv
 		case d.id != "" && d.body != nil:
 			v, err := q.codec.Decode(d.body)
 			if err == nil {
+				q.q.c.sched.expect(e, d.getDeadline())
 				return &Delivery[T]{Value: v, d: d}, nil
 			}
-			if err := d.settle(ctx, "decode: "+err.Error(), true); err != nil && !errors.Is(err, ErrDeliveryExpired) {
+			if err := d.settle(ctx, "decode: "+err.Error(), settleDead, 0); err != nil && !errors.Is(err, ErrDeliveryExpired) {
 				return nil, err
 			}
 			id = ""
@@ -160,23 +162,32 @@ func (q *queue) claim(ctx context.Context, id string) (*delivery, error) {
 	return d, nil
 }
 
-// settle gives the delivery back: queued again, or dead-lettered when it
-// reached max deliveries or dead is set. Like every release, it completes
-// although ctx was cancelled (see ReleaseTimeout).
-func (d *delivery) settle(ctx context.Context, reason string, dead bool) error {
+// How settle gives a delivery back (the nack script's flag).
+const (
+	settleAgain = "0" // deliver again (after delay), or dead-letter after max deliveries
+	settleDead  = "1" // dead-letter now
+	settleBack  = "b" // back at the head of the queue, this delivery not counted
+)
+
+// settle gives the delivery back as mode says, with reason recorded. Like
+// every release, it completes although ctx was cancelled (see
+// ReleaseTimeout).
+func (d *delivery) settle(ctx context.Context, reason, mode string, delay time.Duration) error {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	q := d.q
-	flag := "0"
-	if dead {
-		flag = "1"
+	ms := int64(0)
+	if delay > 0 {
+		ms = ceilMillis(delay)
 	}
-	n, err := q.c.eval(ctx, q.def.Scripts.Nack, q.keys, q.ch, d.id, d.n, q.def.MaxDeliveries, reason, flag).Int()
+	n, err := q.c.eval(ctx, q.def.Scripts.Nack, q.keys, q.ch, d.id, d.n, q.def.MaxDeliveries, reason, mode, ms).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockgen: giving back delivery %s of %s: %w", d.id, q.key, err)
 	case n == 0:
 		return ErrDeliveryExpired
+	case n == 3:
+		q.c.sched.expect(q.serve(false), time.Now().Add(delay))
 	}
 	return nil
 }
@@ -236,11 +247,43 @@ func (d *delivery) ack(ctx context.Context) error {
 func (d *Delivery[T]) Nack(ctx context.Context, reason error) error { return d.d.nack(ctx, reason) }
 
 func (d *delivery) nack(ctx context.Context, reason error) error {
-	text := "nack"
-	if reason != nil {
-		text = reason.Error()
+	return d.settle(ctx, reasonText(reason), settleAgain, 0)
+}
+
+func reasonText(reason error) string {
+	if reason == nil {
+		return "nack"
 	}
-	return d.settle(ctx, text, false)
+	return reason.Error()
+}
+
+// Retry gives the item back to be delivered again after delay (on the
+// server's clock), or dead-letters it with reason when this was its last
+// allowed delivery; a delay of 0 is Nack. A nil reason is recorded as
+// "nack". It returns ErrInvalidArgument for a negative delay,
+// ErrDeliveryExpired when the delivery is no longer in flight, or a Redis
+// error.
+func (d *Delivery[T]) Retry(ctx context.Context, reason error, delay time.Duration) error {
+	if err := checkDelay(delay); err != nil {
+		return err
+	}
+	return d.d.settle(ctx, reasonText(reason), settleAgain, delay)
+}
+
+// Bury dead-letters the item at once with reason, however many
+// deliveries it has left. A nil reason is recorded as "nack". It returns
+// ErrDeliveryExpired when the delivery is no longer in flight, or a Redis
+// error.
+func (d *Delivery[T]) Bury(ctx context.Context, reason error) error {
+	return d.d.settle(ctx, reasonText(reason), settleDead, 0)
+}
+
+// Release puts the item back at the head of the queue without counting
+// this delivery, as if it had not been taken: for a consumer that stops
+// before it started the work. It returns ErrDeliveryExpired when the
+// delivery is no longer in flight, or a Redis error.
+func (d *Delivery[T]) Release(ctx context.Context) error {
+	return d.d.settle(ctx, "", settleBack, 0)
 }
 
 // Extend moves the visibility deadline to visibility from now (on the

@@ -25,9 +25,10 @@ const RegistryTTL = time.Second
 // the lock for at most this long.
 const HandoffLease = time.Second
 
-// waiter is one goroutine waiting on a subscription.
+// waiter is one goroutine waiting on a subscription, or a watch.
 type waiter struct {
 	signal chan struct{} // capacity 1: a pending wake-up
+	notify func()        // a watch's: called instead of signalling
 }
 
 // WakeAll is the message payload that wakes every waiter of a channel.
@@ -45,6 +46,18 @@ func (h *hub) deliver(s *subscription, payload string) {
 // join queues a new waiter on s.
 func (h *hub) join(s *subscription) *waiter {
 	w := &waiter{signal: make(chan struct{}, 1)}
+	h.mu.Lock()
+	s.waiters = append(s.waiters, w)
+	h.mu.Unlock()
+	return w
+}
+
+// watch queues a waiter on s that calls notify (with the hub's lock held,
+// so notify must not block nor call the hub) on every wake-up, instead of
+// signalling a goroutine: the delay scheduler watches many channels from
+// one goroutine. It leaves with leave.
+func (h *hub) watch(s *subscription, notify func()) *waiter {
+	w := &waiter{notify: notify}
 	h.mu.Lock()
 	s.waiters = append(s.waiters, w)
 	h.mu.Unlock()
@@ -91,6 +104,10 @@ func (h *hub) wakeOne(s *subscription) {
 // wake gives w a wake-up unless it has one pending; it reports whether it
 // did.
 func (w *waiter) wake() bool {
+	if w.notify != nil {
+		w.notify()
+		return true
+	}
 	select {
 	case w.signal <- struct{}{}:
 		return true

@@ -15,7 +15,7 @@ local deadline = now + tonumber(ARGV[4])
 redis.call('zadd', KEYS[7], deadline, id)
 local armed = redis.call('get', KEYS[5])
 if not armed or deadline < tonumber(armed) then
-  redis.call('set', KEYS[5], deadline)
+  redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)
   redis.call('publish', ARGV[1], deadline)
 end
 return {deadline, now}

@@ -8,7 +8,8 @@
 -- Returns {now, next due or -1, items moved, 1 when a batch was full}.
 -- A delivery that ran out after max deliveries goes to the dead list.
 -- "armed" records the earliest due time every live timer is armed for:
--- an item due earlier must be announced on the channel.
+-- an item due earlier must be announced on the channel. It expires a
+-- second after that time, so it never outlives the clients.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local reliable = ARGV[2] == 'r'
@@ -80,7 +81,7 @@ local armed = redis.call('get', KEYS[5])
 if next < 0 then
   redis.call('del', KEYS[5])
 else
-  redis.call('set', KEYS[5], next)
+  redis.call('set', KEYS[5], next, 'px', math.max(next - now, 0) + 1000)
   if not armed or next < tonumber(armed) then
     redis.call('publish', ARGV[1], next)
   end

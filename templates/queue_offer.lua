@@ -20,10 +20,20 @@ end
 local delayed = due > now
 local byId = ARGV[2] == 'r' or delayed
 
+-- Ids are "<now>-<n>": seq counts the ids given out and expires after
+-- 10s without one, so a counter that starts again never repeats an id
+-- (its ids carry a later time).
+local stamp = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-'
+local n = 0
+if byId then
+  n = redis.call('incrby', KEYS[4], #ARGV - 4) - (#ARGV - 4)
+  redis.call('pexpire', KEYS[4], 10000)
+end
 for i = 5, #ARGV do
   local item = ARGV[i]
   if byId then
-    local id = tostring(redis.call('incr', KEYS[4]))
+    n = n + 1
+    local id = stamp .. n
     redis.call('hset', KEYS[3], id, item)
     item = id
   end
@@ -38,7 +48,7 @@ if not delayed then
 end
 local armed = redis.call('get', KEYS[5])
 if not armed or due < tonumber(armed) then
-  redis.call('set', KEYS[5], due)
+  redis.call('set', KEYS[5], due, 'px', due - now + 1000)
   redis.call('publish', ARGV[1], due)
 end
 return due

@@ -36,7 +36,7 @@ for _, other in ipairs(redis.call('lrange', KEYS[6], 0, -1)) do
 end
 local armed = redis.call('get', KEYS[5])
 if not armed or deadline < tonumber(armed) then
-  redis.call('set', KEYS[5], deadline)
+  redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)
   redis.call('publish', ARGV[1], deadline)
 end
 return {id, body, n, deadline, now}

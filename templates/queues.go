@@ -7,8 +7,8 @@ package templates
 //	KEYS[1]  ready     list: items ready to take (bodies for a plain queue, ids for a reliable one)
 //	KEYS[2]  delayed   zset: ids of delayed items, scored by due time (unix ms, server clock)
 //	KEYS[3]  data      hash: id -> body, for items known by id
-//	KEYS[4]  seq       counter of ids
-//	KEYS[5]  armed     the earliest due time every live delay timer is armed for
+//	KEYS[4]  seq       counter of ids (ids are "<server ms>-<n>"); expires after 10s unused
+//	KEYS[5]  armed     the earliest due time every live delay timer is armed for; expires 1s after it
 //	KEYS[6]  proc      list: ids a blocking move handed to a consumer that has not claimed them yet
 //	KEYS[7]  inflight  zset: ids of deliveries in flight, scored by visibility deadline
 //	KEYS[8]  att       hash: id -> deliveries so far
@@ -19,7 +19,7 @@ package templates
 //	queue_move(ARGV: channel, mode, batch, visibility ms, max deliveries) -> {now, next due | -1, moved, full}
 //	queue_take(ARGV: channel, visibility ms, id|'') -> false | {id} (gone, again) | {id, body, n, deadline, now}
 //	queue_ack(ARGV: channel, id, n) -> 1 | 0 (not in flight)
-//	queue_nack(ARGV: channel, id, n, max deliveries, reason, dead '1'|'0') -> 1 queued again | 2 dead | 0 not in flight
+//	queue_nack(ARGV: channel, id, n, max deliveries, reason, dead '1'|'0'|'b' (back, unharmed), delay ms|'') -> 1 queued again | 2 dead | 3 delayed | 0 not in flight
 //	queue_extend(ARGV: channel, id, n, visibility ms) -> {deadline, now} | false (not in flight)
 //	queue_bury(ARGV: channel, body, reason) -> id
 //	queue_dead(ARGV: channel, skip, n) -> {id, body, reason, deliveries, ...}

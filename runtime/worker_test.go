@@ -1,0 +1,360 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+)
+
+// serve runs q.Serve in the background and returns a function that stops
+// it and returns Serve's error.
+func serve[T any](t *testing.T, q *lockrt.ReliableQueue[T], h func(context.Context, T) error, opts ...lockrt.WorkerOption) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() { res <- q.Serve(ctx, h, opts...) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-res:
+			case <-time.After(30 * time.Second):
+				err = errors.New("Serve did not return within 30s of its context's end")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// TestWorkerRetriesThenDeadLetters: a handler that always fails gets the
+// item maxDeliveries times, each retry waiting in the delayed set for
+// its backoff, and then the item is a dead letter with the last error.
+func TestWorkerRetriesThenDeadLetters(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := withTimeout(t, time.Minute)
+		q := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, time.Minute, 3), lockrt.JSON[string]{}, key(t))
+		if err := q.Offer(ctx, "job"); err != nil {
+			t.Fatal(err)
+		}
+		attempts := make(chan lockrt.Job, 10)
+		var reported atomic.Int32
+		stop := serve(t, q, func(ctx context.Context, v string) error {
+			j, _ := lockrt.JobFrom(ctx)
+			attempts <- j
+			return fmt.Errorf("attempt %d failed", j.Attempt)
+		}, lockrt.WithBackoff(func(int, error) time.Duration { return 300 * time.Millisecond }),
+			lockrt.WithErrorHandler(func(lockrt.Job, error) { reported.Add(1) }))
+		for want := 1; want <= 3; want++ {
+			j := <-attempts
+			if j.Attempt != want {
+				t.Fatalf("delivery %d has attempt %d", want, j.Attempt)
+			}
+			if want < 3 {
+				// The retry waits in the delayed set for its backoff.
+				until(t, func() bool {
+					st, err := q.Stats(ctx)
+					return err == nil && st.Delayed == 1 && st.InFlight == 0
+				})
+			}
+		}
+		until(t, func() bool {
+			st, err := q.Stats(ctx)
+			return err == nil && st.Dead == 1
+		})
+		dl, err := q.DeadLetters(ctx, 10)
+		if err != nil || len(dl) != 1 || dl[0].Value != "job" || dl[0].Deliveries != 3 || dl[0].Reason != "attempt 3 failed" {
+			t.Fatalf("dead letters %+v, %v; want job after 3 deliveries, reason attempt 3 failed", dl, err)
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if len(attempts) != 0 || reported.Load() != 3 {
+			t.Errorf("%d more attempts, %d errors reported; want 0, 3", len(attempts), reported.Load())
+		}
+	})
+}
+
+// TestWorkerSkipRetry: an error wrapping ErrSkipRetry dead-letters the
+// item after one delivery.
+func TestWorkerSkipRetry(t *testing.T) {
+	ctx := withTimeout(t, time.Minute)
+	q := lockrt.NewReliableQueue(newClient(t, backends()[0]), queueDef(t, false, time.Minute, 5), lockrt.JSON[int]{}, key(t))
+	if err := q.Offer(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	serve(t, q, func(context.Context, int) error { return fmt.Errorf("bad input: %w", lockrt.ErrSkipRetry) })
+	until(t, func() bool {
+		st, err := q.Stats(ctx)
+		return err == nil && st.Dead == 1
+	})
+	if dl, err := q.DeadLetters(ctx, 1); err != nil || dl[0].Deliveries != 1 {
+		t.Fatalf("dead letters %+v, %v; want one after 1 delivery", dl, err)
+	}
+}
+
+// TestWorkerPanic: a handler's panic is a failed attempt with the panic
+// recorded; the worker survives it, and the retry succeeds.
+func TestWorkerPanic(t *testing.T) {
+	ctx := withTimeout(t, time.Minute)
+	b := backends()[0]
+	q := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, time.Minute, 1), lockrt.JSON[int]{}, key(t, "dead"))
+	if err := q.OfferMany(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var panics []*lockrt.PanicError
+	serve(t, q, func(_ context.Context, v int) error {
+		if v == 1 {
+			panic("boom")
+		}
+		return nil
+	}, lockrt.WithErrorHandler(func(_ lockrt.Job, err error) {
+		var p *lockrt.PanicError
+		if errors.As(err, &p) {
+			mu.Lock()
+			panics = append(panics, p)
+			mu.Unlock()
+		}
+	}))
+	until(t, func() bool {
+		st, err := q.Stats(ctx)
+		return err == nil && st.Dead == 1 && st.Ready == 0 && st.InFlight == 0
+	})
+	dl, err := q.DeadLetters(ctx, 1)
+	if err != nil || dl[0].Value != 1 || !strings.HasPrefix(dl[0].Reason, "panic: boom\n") || !strings.Contains(dl[0].Reason, "worker_test.go") {
+		t.Fatalf("dead letters %+v, %v; want item 1 with the panic and its stack", dl, err)
+	}
+	mu.Lock()
+	if len(panics) != 1 || panics[0].Value != "boom" {
+		t.Errorf("reported panics %v, want boom", panics)
+	}
+	mu.Unlock()
+
+	// With deliveries left, the panicking attempt is retried.
+	q2 := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, time.Minute, 3), lockrt.JSON[int]{}, key(t, "retried"))
+	if err := q2.Offer(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	serve(t, q2, func(context.Context, int) error {
+		if calls.Add(1) == 1 {
+			panic("once")
+		}
+		return nil
+	}, lockrt.WithBackoff(lockrt.ExponentialBackoff(10*time.Millisecond, 20*time.Millisecond)))
+	until(t, func() bool {
+		st, err := q2.Stats(ctx)
+		return err == nil && calls.Load() == 2 && st == lockrt.QueueStats{}
+	})
+}
+
+// TestWorkerTimeout: a handler that runs past its visibility timeout is
+// not redelivered meanwhile (the worker extends the delivery); one that
+// runs past WithTimeout has its context cancelled with ErrHandlerTimeout
+// and the attempt counts as failed.
+func TestWorkerTimeout(t *testing.T) {
+	ctx := withTimeout(t, time.Minute)
+	b := backends()[0]
+	vis := 300 * time.Millisecond
+	q := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, vis, 2), lockrt.JSON[int]{}, key(t))
+	// Another client consumes too: a delivery whose visibility ran out
+	// would reach it.
+	other := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, vis, 2), lockrt.JSON[int]{}, key(t))
+	if err := q.OfferMany(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[int][]int{} // item -> attempts
+	causes := map[int]error{}
+	h := func(ctx context.Context, v int) error {
+		j, _ := lockrt.JobFrom(ctx)
+		mu.Lock()
+		seen[v] = append(seen[v], j.Attempt)
+		mu.Unlock()
+		if v == 1 { // slow: 4 visibility timeouts, within WithTimeout
+			select {
+			case <-time.After(4 * vis):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		<-ctx.Done() // item 2 never finishes in time
+		mu.Lock()
+		causes[j.Attempt] = context.Cause(ctx)
+		mu.Unlock()
+		return ctx.Err()
+	}
+	opts := []lockrt.WorkerOption{lockrt.WithConcurrency(2), lockrt.WithTimeout(2 * time.Second),
+		lockrt.WithBackoff(func(int, error) time.Duration { return 0 })}
+	serve(t, q, h, opts...)
+	serve(t, other, h, opts...)
+	until(t, func() bool {
+		st, err := q.Stats(ctx)
+		return err == nil && st.Dead == 1 && st.Ready == 0 && st.InFlight == 0 && st.Delayed == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen[1]) != 1 {
+		t.Errorf("the slow item was delivered %v times, want once", seen[1])
+	}
+	if len(seen[2]) != 2 || !errors.Is(causes[1], lockrt.ErrHandlerTimeout) || !errors.Is(causes[2], lockrt.ErrHandlerTimeout) {
+		t.Errorf("the stuck item: attempts %v, causes %v; want 2 attempts ended by ErrHandlerTimeout", seen[2], causes)
+	}
+	dl, err := q.DeadLetters(ctx, 1)
+	if err != nil || dl[0].Value != 2 || !strings.Contains(dl[0].Reason, "timed out") {
+		t.Errorf("dead letters %+v, %v; want item 2, timed out", dl, err)
+	}
+}
+
+// TestWorkerGracefulShutdown: stopping a worker with items in flight lets
+// them finish and acknowledges them; nothing is lost and nothing runs
+// twice across the stop and a second worker that drains the rest.
+func TestWorkerGracefulShutdown(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		const n = 200
+		ctx := withTimeout(t, time.Minute)
+		d, k := queueDef(t, false, 10*time.Second, 3), key(t)
+		q := lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[int]{}, k)
+		items := make([]int, n)
+		for i := range items {
+			items[i] = i
+		}
+		if err := q.OfferMany(ctx, items...); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		runs := map[int]int{}
+		var running, handled atomic.Int32
+		h := func(ctx context.Context, v int) error {
+			running.Add(1)
+			defer running.Add(-1)
+			time.Sleep(50 * time.Millisecond) // ignores ctx: finishes within the shutdown timeout
+			mu.Lock()
+			runs[v]++
+			mu.Unlock()
+			handled.Add(1)
+			return nil
+		}
+		stop := serve(t, q, h, lockrt.WithConcurrency(8))
+		until(t, func() bool { return handled.Load() >= 20 && running.Load() > 0 })
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		first := len(runs)
+		mu.Unlock()
+		st, err := q.Stats(ctx)
+		if err != nil || st.InFlight != 0 || int(st.Ready)+first != n {
+			t.Fatalf("after the stop: %d handled, stats %+v, %v; want none in flight and the rest ready", first, st, err)
+		}
+		serve(t, lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[int]{}, k), h, lockrt.WithConcurrency(8))
+		until(t, func() bool { return handled.Load() == n })
+		time.Sleep(200 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range n {
+			if runs[i] != 1 {
+				t.Errorf("item %d ran %d times", i, runs[i])
+			}
+		}
+		t.Logf("%d items handled before the stop, %d after", first, n-first)
+	})
+}
+
+// TestWorkerShutdownTimeout: a handler still running when the shutdown
+// timeout passes has its context cancelled with ErrShutdown, and its
+// item goes back unharmed: first in line, its delivery not counted.
+func TestWorkerShutdownTimeout(t *testing.T) {
+	ctx := withTimeout(t, time.Minute)
+	b := backends()[0]
+	d, k := queueDef(t, false, 10*time.Second, 1), key(t)
+	q := lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[int]{}, k)
+	if err := q.OfferMany(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	cause := make(chan error, 1)
+	stop := serve(t, q, func(ctx context.Context, v int) error {
+		close(started)
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return ctx.Err()
+	}, lockrt.WithShutdownTimeout(200*time.Millisecond))
+	<-started
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-cause; !errors.Is(c, lockrt.ErrShutdown) {
+		t.Errorf("handler context ended by %v, want ErrShutdown", c)
+	}
+	// maxDeliveries is 1: had the delivery counted, the item would be
+	// dead-lettered at its next failure; it is first again, attempt 1.
+	dl, err := lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[int]{}, k).TryTake(ctx, 0)
+	if err != nil || dl.Value != 1 || dl.Attempt() != 1 {
+		t.Fatalf("took %+v, %v; want item 1, attempt 1", dl, err)
+	}
+	if st, err := q.Stats(ctx); err != nil || st.Dead != 0 || st.Ready != 1 {
+		t.Errorf("stats %+v, %v; want 1 ready, no dead letters", st, err)
+	}
+}
+
+// TestWorkerMiddleware: middleware runs outermost first, sees the job,
+// and can fail an attempt without calling the handler.
+func TestWorkerMiddleware(t *testing.T) {
+	ctx := withTimeout(t, time.Minute)
+	q := lockrt.NewReliableQueue(newClient(t, backends()[0]), queueDef(t, false, time.Minute, 1), lockrt.JSON[int]{}, key(t))
+	if err := q.OfferMany(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var trace []string
+	log := func(s string) { mu.Lock(); trace = append(trace, s); mu.Unlock() }
+	mw := func(name string) lockrt.Middleware {
+		return func(ctx context.Context, next func(context.Context) error) error {
+			j, ok := lockrt.JobFrom(ctx)
+			log(fmt.Sprintf("%s %v %d", name, ok, j.Attempt))
+			if name == "outer" && j.ID != "" {
+				if v := ctx.Value(struct{}{}); v != nil {
+					t.Error("unexpected value")
+				}
+			}
+			return next(ctx)
+		}
+	}
+	deny := func(ctx context.Context, next func(context.Context) error) error {
+		if len(trace) > 3 {
+			return errors.New("denied")
+		}
+		return next(ctx)
+	}
+	serve(t, q, func(_ context.Context, v int) error { log(fmt.Sprint("handler ", v)); return nil },
+		lockrt.WithMiddleware(mw("outer"), mw("inner")), lockrt.WithMiddleware(deny))
+	until(t, func() bool {
+		st, err := q.Stats(ctx)
+		return err == nil && st.Ready == 0 && st.InFlight == 0 && st.Dead == 1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"outer true 1", "inner true 1", "handler 1", "outer true 1", "inner true 1"}
+	if fmt.Sprint(trace) != fmt.Sprint(want) {
+		t.Errorf("trace %q, want %q", trace, want)
+	}
+}
+
+// until polls cond (counts, not times) until it holds, for 20s at most.
+func until(t *testing.T, cond func() bool) {
+	t.Helper()
+	eventually(t, 20*time.Second, cond, "the worker did not get there")
+}
