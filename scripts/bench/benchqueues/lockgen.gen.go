@@ -285,28 +285,50 @@ return {now, next, moved, full}
 // queueNackScript is lockgen's templates/queue_nack.lua.
 var queueNackScript = lockrt.Script{
 	Name: "queue_nack",
-	SHA1: "09853c7a6ce8d464b049879c9816a9e05112b7ae",
-	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again,
--- or dead-letter it when it reached max deliveries (or when asked to).
+	SHA1: "a59d445dbe3bc6f498435a4e82ba9859869cacd6",
+	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again
+-- (now, or after a delay), dead-letter it when it reached max deliveries
+-- (or when asked to), or put it back unharmed.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel (unused), ARGV[2] id, ARGV[3] delivery number,
--- ARGV[4] max deliveries, ARGV[5] reason, ARGV[6] '1' to dead-letter now
--- Returns 1 when queued again, 2 when dead-lettered, 0 when the delivery
--- is no longer in flight.
+-- ARGV[1] timer channel, ARGV[2] id, ARGV[3] delivery number,
+-- ARGV[4] max deliveries, ARGV[5] reason, ARGV[6] '1' to dead-letter now,
+-- '0' to deliver again, 'b' to put it back at the head of the queue
+-- without counting this delivery (a worker shutting down), ARGV[7] the
+-- delay before it is delivered again, in ms ('' or '0': now)
+-- Returns 1 when queued again, 2 when dead-lettered, 3 when delayed, 0
+-- when the delivery is no longer in flight.
 local id = ARGV[2]
 local n = redis.call('hget', KEYS[8], id)
 if n ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
   return 0
 end
 redis.call('zrem', KEYS[7], id)
+if ARGV[6] == 'b' then
+  redis.call('hincrby', KEYS[8], id, -1)
+  redis.call('lpush', KEYS[1], id)
+  return 1
+end
 redis.call('hset', KEYS[10], id, ARGV[5])
 if ARGV[6] == '1' or tonumber(n) >= tonumber(ARGV[4]) then
   redis.call('rpush', KEYS[9], id)
   return 2
 end
-redis.call('rpush', KEYS[1], id)
-return 1
+local delay = tonumber(ARGV[7]) or 0
+if delay <= 0 then
+  redis.call('rpush', KEYS[1], id)
+  return 1
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local due = now + delay
+redis.call('zadd', KEYS[2], due, id)
+local armed = redis.call('get', KEYS[5])
+if not armed or due < tonumber(armed) then
+  redis.call('set', KEYS[5], due, 'px', delay + 1000)
+  redis.call('publish', ARGV[1], due)
+end
+return 3
 `,
 }
 
