@@ -218,6 +218,10 @@ func waitEnd(ctx context.Context, wait time.Duration) time.Time {
 // emptyError is the error of a take that found nothing: ErrEmpty, and the
 // caller's context error when it was the caller's context that ended.
 func emptyError(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok && ctx.Err() == nil && !time.Now().Before(dl) {
+		// Past the deadline, before the context's timer noticed it.
+		return fmt.Errorf("%w: %w", ErrEmpty, context.DeadlineExceeded)
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", ErrEmpty, context.Cause(ctx))
 	}

@@ -166,7 +166,7 @@ func TestWorkerPanic(t *testing.T) {
 func TestWorkerTimeout(t *testing.T) {
 	ctx := withTimeout(t, time.Minute)
 	b := backends()[0]
-	vis := 300 * time.Millisecond
+	vis := 900 * time.Millisecond
 	q := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, vis, 2), lockrt.JSON[int]{}, key(t))
 	// Another client consumes too: a delivery whose visibility ran out
 	// would reach it.
@@ -182,9 +182,9 @@ func TestWorkerTimeout(t *testing.T) {
 		mu.Lock()
 		seen[v] = append(seen[v], j.Attempt)
 		mu.Unlock()
-		if v == 1 { // slow: 4 visibility timeouts, within WithTimeout
+		if v == 1 { // slow: 3 visibility timeouts, within WithTimeout
 			select {
-			case <-time.After(4 * vis):
+			case <-time.After(3 * vis):
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
@@ -196,7 +196,7 @@ func TestWorkerTimeout(t *testing.T) {
 		mu.Unlock()
 		return ctx.Err()
 	}
-	opts := []lockrt.WorkerOption{lockrt.WithConcurrency(2), lockrt.WithTimeout(2 * time.Second),
+	opts := []lockrt.WorkerOption{lockrt.WithConcurrency(2), lockrt.WithTimeout(4 * time.Second),
 		lockrt.WithBackoff(func(int, error) time.Duration { return 0 })}
 	serve(t, q, h, opts...)
 	serve(t, other, h, opts...)
