@@ -539,14 +539,16 @@ return 1
 // queueBuryScript is lockgen's templates/queue_bury.lua.
 var queueBuryScript = lockrt.Script{
 	Name: "queue_bury",
-	SHA1: "a3413262ec6d7908da06a62bd67f79dd6796de7e",
+	SHA1: "0d6372ee4ba46af9143dc3b5378a9d5c0a76bcc8",
 	Source: `-- queue_bury: put an item a plain queue's consumer could not decode on
 -- the dead list, with the reason.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
 -- ARGV[1] timer channel (unused), ARGV[2] the encoded item, ARGV[3] reason
 -- Returns the dead letter's id.
-local id = tostring(redis.call('incr', KEYS[4]))
+local t = redis.call('time')
+local id = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-' .. redis.call('incr', KEYS[4])
+redis.call('pexpire', KEYS[4], 10000)
 redis.call('hset', KEYS[3], id, ARGV[2])
 redis.call('hset', KEYS[8], id, 1)
 redis.call('hset', KEYS[10], id, ARGV[3])
@@ -582,7 +584,7 @@ return out
 // queueExtendScript is lockgen's templates/queue_extend.lua.
 var queueExtendScript = lockrt.Script{
 	Name: "queue_extend",
-	SHA1: "4720424c534e75e50f5e5780674c6ca04cc0dc98",
+	SHA1: "24efe583533a732a6505ce89ad4f2e3b0c0c8a1a",
 	Source: `-- queue_extend: move the visibility deadline of a delivery in flight.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
@@ -600,7 +602,7 @@ local deadline = now + tonumber(ARGV[4])
 redis.call('zadd', KEYS[7], deadline, id)
 local armed = redis.call('get', KEYS[5])
 if not armed or deadline < tonumber(armed) then
-  redis.call('set', KEYS[5], deadline)
+  redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)
   redis.call('publish', ARGV[1], deadline)
 end
 return {deadline, now}
@@ -610,7 +612,7 @@ return {deadline, now}
 // queueMoveScript is lockgen's templates/queue_move.lua.
 var queueMoveScript = lockrt.Script{
 	Name: "queue_move",
-	SHA1: "a753fe111fd2a04999e3eff8f20d668005fa5941",
+	SHA1: "c0530f9e848b8557fbfcec543eccf7f5ae72f366",
 	Source: `-- queue_move: the delay timer's step. Moves due items (delayed ones, and
 -- for a reliable queue the deliveries whose visibility timeout ran out) to
 -- the ready list, at most a batch of each, and returns when to run next.
@@ -621,7 +623,8 @@ var queueMoveScript = lockrt.Script{
 -- Returns {now, next due or -1, items moved, 1 when a batch was full}.
 -- A delivery that ran out after max deliveries goes to the dead list.
 -- "armed" records the earliest due time every live timer is armed for:
--- an item due earlier must be announced on the channel.
+-- an item due earlier must be announced on the channel. It expires a
+-- second after that time, so it never outlives the clients.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local reliable = ARGV[2] == 'r'
@@ -693,7 +696,7 @@ local armed = redis.call('get', KEYS[5])
 if next < 0 then
   redis.call('del', KEYS[5])
 else
-  redis.call('set', KEYS[5], next)
+  redis.call('set', KEYS[5], next, 'px', math.max(next - now, 0) + 1000)
   if not armed or next < tonumber(armed) then
     redis.call('publish', ARGV[1], next)
   end
@@ -705,35 +708,57 @@ return {now, next, moved, full}
 // queueNackScript is lockgen's templates/queue_nack.lua.
 var queueNackScript = lockrt.Script{
 	Name: "queue_nack",
-	SHA1: "09853c7a6ce8d464b049879c9816a9e05112b7ae",
-	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again,
--- or dead-letter it when it reached max deliveries (or when asked to).
+	SHA1: "a59d445dbe3bc6f498435a4e82ba9859869cacd6",
+	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again
+-- (now, or after a delay), dead-letter it when it reached max deliveries
+-- (or when asked to), or put it back unharmed.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel (unused), ARGV[2] id, ARGV[3] delivery number,
--- ARGV[4] max deliveries, ARGV[5] reason, ARGV[6] '1' to dead-letter now
--- Returns 1 when queued again, 2 when dead-lettered, 0 when the delivery
--- is no longer in flight.
+-- ARGV[1] timer channel, ARGV[2] id, ARGV[3] delivery number,
+-- ARGV[4] max deliveries, ARGV[5] reason, ARGV[6] '1' to dead-letter now,
+-- '0' to deliver again, 'b' to put it back at the head of the queue
+-- without counting this delivery (a worker shutting down), ARGV[7] the
+-- delay before it is delivered again, in ms ('' or '0': now)
+-- Returns 1 when queued again, 2 when dead-lettered, 3 when delayed, 0
+-- when the delivery is no longer in flight.
 local id = ARGV[2]
 local n = redis.call('hget', KEYS[8], id)
 if n ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
   return 0
 end
 redis.call('zrem', KEYS[7], id)
+if ARGV[6] == 'b' then
+  redis.call('hincrby', KEYS[8], id, -1)
+  redis.call('lpush', KEYS[1], id)
+  return 1
+end
 redis.call('hset', KEYS[10], id, ARGV[5])
 if ARGV[6] == '1' or tonumber(n) >= tonumber(ARGV[4]) then
   redis.call('rpush', KEYS[9], id)
   return 2
 end
-redis.call('rpush', KEYS[1], id)
-return 1
+local delay = tonumber(ARGV[7]) or 0
+if delay <= 0 then
+  redis.call('rpush', KEYS[1], id)
+  return 1
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local due = now + delay
+redis.call('zadd', KEYS[2], due, id)
+local armed = redis.call('get', KEYS[5])
+if not armed or due < tonumber(armed) then
+  redis.call('set', KEYS[5], due, 'px', delay + 1000)
+  redis.call('publish', ARGV[1], due)
+end
+return 3
 `,
 }
 
 // queueOfferScript is lockgen's templates/queue_offer.lua.
 var queueOfferScript = lockrt.Script{
 	Name: "queue_offer",
-	SHA1: "82e7567b77fd9d1e155fe66e42b5ce4b07ba5764",
+	SHA1: "dac16600d80e8e847fdbff89b89fccd0abf65c01",
 	Source: `-- queue_offer: add items to a queue, ready now or when due.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
@@ -756,10 +781,20 @@ end
 local delayed = due > now
 local byId = ARGV[2] == 'r' or delayed
 
+-- Ids are "<now>-<n>": seq counts the ids given out and expires after
+-- 10s without one, so a counter that starts again never repeats an id
+-- (its ids carry a later time).
+local stamp = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-'
+local n = 0
+if byId then
+  n = redis.call('incrby', KEYS[4], #ARGV - 4) - (#ARGV - 4)
+  redis.call('pexpire', KEYS[4], 10000)
+end
 for i = 5, #ARGV do
   local item = ARGV[i]
   if byId then
-    local id = tostring(redis.call('incr', KEYS[4]))
+    n = n + 1
+    local id = stamp .. n
     redis.call('hset', KEYS[3], id, item)
     item = id
   end
@@ -774,7 +809,7 @@ if not delayed then
 end
 local armed = redis.call('get', KEYS[5])
 if not armed or due < tonumber(armed) then
-  redis.call('set', KEYS[5], due)
+  redis.call('set', KEYS[5], due, 'px', due - now + 1000)
   redis.call('publish', ARGV[1], due)
 end
 return due
@@ -818,7 +853,7 @@ return moved
 // queueTakeScript is lockgen's templates/queue_take.lua.
 var queueTakeScript = lockrt.Script{
 	Name: "queue_take",
-	SHA1: "44bfe50f47182928382a17de4fc827214427d26c",
+	SHA1: "60649a99abd6d20b977d5347dff10c623f91e69f",
 	Source: `-- queue_take: claim a delivery of a reliable queue.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
@@ -857,7 +892,7 @@ for _, other in ipairs(redis.call('lrange', KEYS[6], 0, -1)) do
 end
 local armed = redis.call('get', KEYS[5])
 if not armed or deadline < tonumber(armed) then
-  redis.call('set', KEYS[5], deadline)
+  redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)
   redis.call('publish', ARGV[1], deadline)
 end
 return {id, body, n, deadline, now}
