@@ -54,7 +54,13 @@
 // hold. Pass WithParentCancel to an acquire to end the hold's context with
 // the parent's too (with the parent's cause); the hold itself stays until
 // Unlock. WithLease(d) gives one hold a lease of its own instead of the
-// spec's.
+// spec's (TestWithLease).
+//
+// Lock.HoldCount(ctx) returns how many holds the owner carried by ctx (a
+// lease's context) has on a lock, and IsHeldBy whether it has any;
+// Lease.IsHeld asks whether that very lease still holds its lock (its
+// context is live and Redis still has its owner), one round trip each
+// (TestHoldCount).
 //
 // A hold's context also knows its local deadline: the start of the
 // acquire (or of its last successful renewal) plus the lease, on the

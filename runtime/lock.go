@@ -2,8 +2,13 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/keys"
 )
@@ -157,6 +162,71 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	return n == 1, err
 }
 
+// HoldCount returns how many holds the owner carried by ctx (a lease's
+// Context, or a context derived from it) has on the lock: the number of
+// Locks not yet unlocked of a reentrant lock (one side of a read-write
+// lock counted apart), 1 for a simple lock, and 0 when that owner does not
+// hold the lock or ctx carries no owner (without contacting Redis then).
+// It costs one round trip and reads the hold as Redis has it now; like
+// every call it honours ctx's cancellation, so to ask with the context of
+// a lease that has ended, pass context.WithoutCancel(lease.Context()). It
+// returns a Redis error when Redis fails.
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	owner, ok := ctx.Value(ownerKey{}).(string)
+	if !ok {
+		return 0, nil
+	}
+	return l.holdCount(ctx, owner)
+}
+
+// IsHeldBy reports whether the owner carried by ctx holds the lock (see
+// HoldCount), or returns a Redis error.
+func (l *Lock) IsHeldBy(ctx context.Context) (bool, error) {
+	n, err := l.HoldCount(ctx)
+	return n > 0, err
+}
+
+// holdCount reads owner's holds of l.
+func (l *Lock) holdCount(ctx context.Context, owner string) (int, error) {
+	var (
+		v   string
+		err error
+	)
+	switch {
+	case l.def.Kind == Fair:
+		v, err = l.c.rdb.HGet(ctx, l.key, owner).Result()
+	case l.mode == "r":
+		v, err = l.c.rdb.HGet(ctx, l.key, "r:"+owner).Result()
+	case l.mode == "w":
+		var vs []any
+		if vs, err = l.c.rdb.HMGet(ctx, l.key, "writer", "writes").Result(); err == nil && len(vs) == 2 && vs[0] == owner {
+			v, _ = vs[1].(string)
+		}
+	default:
+		// "<owner>" (simple) or "<owner> <holds>[ <token>]", then
+		// possibly flags.
+		var val string
+		val, err = l.c.rdb.Get(ctx, l.key).Result()
+		if f := strings.Fields(val); len(f) > 0 && f[0] == owner {
+			v = "1"
+			if l.def.Kind != Simple && len(f) > 1 {
+				v = f[1]
+			}
+		}
+	}
+	switch {
+	case errors.Is(err, redis.Nil) || (err == nil && v == ""):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("lockgen: reading %s: %w", l.key, err)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("lockgen: reading %s: not a hold count: %q", l.key, v)
+	}
+	return n, nil
+}
+
 // TTL returns the time left on the lock's lease, 0 when it is not held, or
 // a Redis error.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
@@ -227,6 +297,21 @@ func (l *Lock) renewal(owner string, lease time.Duration) renewal {
 // resumed after a pause past its lease sees it ended before its next
 // write. Pass it (or a context derived from it) to Lock to re-enter.
 func (le *Lease) Context() context.Context { return le.ctx }
+
+// IsHeld reports whether this hold is still live: its context has not
+// ended (see Context) and Redis still has its owner holding the lock (one
+// round trip). It returns a Redis error when Redis fails.
+func (le *Lease) IsHeld(ctx context.Context) (bool, error) {
+	if le.ctx.Err() != nil {
+		return false, nil
+	}
+	n, err := le.lock.holdCount(ctx, le.owner)
+	return n > 0, err
+}
+
+// Lease returns the lease this hold was taken with: the spec's, or the
+// one given with WithLease.
+func (le *Lease) Lease() time.Duration { return le.lease }
 
 // Lock returns the lock this lease holds.
 func (le *Lease) Lock() *Lock { return le.lock }
