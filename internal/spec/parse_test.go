@@ -371,7 +371,8 @@ func TestSmallCases(t *testing.T) {
 }
 
 // TestAliasExpansion checks a small spec whose aliases expand to a
-// million fields is cut short quickly, with a diagnostic.
+// million fields is cut short by the expansion budget (a count of fields,
+// not a clock), with a diagnostic.
 func TestAliasExpansion(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("version: 1\npackage: p\nnamespace: n\nx-p: &p {")
@@ -383,13 +384,9 @@ func TestAliasExpansion(t *testing.T) {
 		fmt.Fprintf(&b, "A%d: *o, ", i)
 	}
 	b.WriteString("}\n")
-	start := time.Now()
 	_, err := Parse("bomb.yaml", []byte(b.String()))
 	if err == nil || !strings.Contains(err.Error(), "spec expands to too many fields through aliases") {
 		t.Fatalf("want an alias expansion error, got %.300v", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("Parse took %v", d)
 	}
 }
 
