@@ -100,6 +100,17 @@ var faultKinds = map[string]fault{
 		h.healed("proxy-cut")
 		return nil
 	}},
+	"lose-reply": {about: "every worker's proxy lets one request through to Redis and cuts that connection before the reply: go-redis runs it again", inject: func(ctx context.Context, h *harness) error {
+		if len(h.proxies) == 0 {
+			return errNoTarget
+		}
+		h.begin("lose-reply", "")
+		for _, p := range h.proxies {
+			p.LoseReply()
+		}
+		h.healed("lose-reply")
+		return nil
+	}},
 	"proxy-delay": {about: "the proxy delays every chunk by 100ms, both ways, for 3s", inject: func(ctx context.Context, h *harness) error {
 		if len(h.proxies) == 0 {
 			return errNoTarget

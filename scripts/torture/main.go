@@ -40,7 +40,7 @@ func main() {
 // some of the time, so it comes twice.
 var allFaults = []string{
 	"sigstop-holder", "kill-holder", "kill-consumer", "client-kill-normal", "client-kill-pubsub",
-	"sigstop-holder", "client-pause", "proxy-cut", "proxy-delay", "partition-holder", "redis-restart",
+	"sigstop-holder", "client-pause", "proxy-cut", "lose-reply", "proxy-delay", "partition-holder", "redis-restart",
 }
 
 func runMain(args []string) error {

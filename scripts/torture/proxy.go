@@ -17,6 +17,7 @@ type proxy struct {
 	conns   map[net.Conn]struct{}
 	delay   time.Duration // added before forwarding each chunk, both ways
 	stalled chan struct{} // non-nil while partitioned: closed when healed
+	loseOne bool          // the next request goes to Redis, and its reply is lost
 	closed  bool
 }
 
@@ -53,8 +54,8 @@ func (p *proxy) pipe(down net.Conn) {
 		return
 	}
 	done := make(chan struct{}, 2)
-	go func() { p.copy(up, down); done <- struct{}{} }()
-	go func() { p.copy(down, up); done <- struct{}{} }()
+	go func() { p.copy(up, down, true); done <- struct{}{} }()
+	go func() { p.copy(down, up, false); done <- struct{}{} }()
 	<-done
 	p.untrack(down, up)
 }
@@ -85,13 +86,19 @@ func (p *proxy) untrack(cs ...net.Conn) {
 
 // copy forwards src to dst chunk by chunk, holding each chunk back while
 // the proxy is partitioned and delaying it while it is slow.
-func (p *proxy) copy(dst, src net.Conn) {
+// A request (toRedis) that finds loseOne set goes through, and then the
+// connection is cut before Redis's reply can come back.
+func (p *proxy) copy(dst, src net.Conn, toRedis bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
 			delay, stalled := p.delay, p.stalled
+			lose := toRedis && p.loseOne
+			if lose {
+				p.loseOne = false
+			}
 			p.mu.Unlock()
 			if stalled != nil {
 				<-stalled
@@ -100,6 +107,12 @@ func (p *proxy) copy(dst, src net.Conn) {
 				time.Sleep(delay)
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+			if lose {
+				// Cut this connection alone, without waiting: Redis runs
+				// the command, and the reply finds the client side closed.
+				src.Close()
 				return
 			}
 		}
@@ -149,6 +162,15 @@ func (p *proxy) Heal() {
 	if stalled != nil {
 		close(stalled)
 	}
+}
+
+// LoseReply makes the next request through the proxy reach Redis and its
+// reply get lost: the client sees its connection closed and go-redis
+// retries the command, so Redis runs it twice.
+func (p *proxy) LoseReply() {
+	p.mu.Lock()
+	p.loseOne = true
+	p.mu.Unlock()
 }
 
 // Close stops the proxy and closes its connections.
