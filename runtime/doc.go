@@ -206,16 +206,16 @@
 // With too many nodes failing for a majority, Lock fails at once with
 // ErrNoQuorum, leaving nothing locked on the nodes that answered.
 //
-// Renewal by quorum: each held RedLock has one small goroutine that
-// renews it on every node every lease/3 (compare-and-pexpire). A majority
-// renewed moves the validity on; when more than N-majority nodes answer
-// that the value is gone, the lease's context is cancelled with
-// ErrLockLost at once; when nodes do not answer it retries sooner, and
-// the lease ends with ErrLockLost when its validity runs out. The
-// client's watchdog is not used: it renews holds on one deployment one
-// by one, whereas a RedLock's validity is a property of a majority
-// measured from one start time across N clients. A goroutine per hold is
-// cheap for the coarse-grained locks RedLock is for.
+// Renewal by quorum: the quorum's watchdog (the same code as a client's,
+// see "Watchdog") renews every RedLock held through the quorum every
+// lease/3 (compare-and-pexpire): each round sends one pipeline per node,
+// of the holds due, to all nodes at once, with no goroutine per hold. A
+// majority renewed within the validity moves the validity on; when more
+// than N-majority nodes answer that the value is gone, the lease's
+// context is cancelled with ErrLockLost at once; when nodes do not answer
+// it retries sooner, and the lease ends with ErrLockLost when its
+// validity runs out. A node client that was closed ends the lease with
+// ErrClosed at its next renewal.
 //
 // What RedLock does and does not guarantee (see Redis' "Distributed Locks
 // with Redis" page and Martin Kleppmann's "How to do distributed locking"):
@@ -245,11 +245,18 @@
 //
 // # Watchdog
 //
-// A lock whose spec says renew: true (the default) is renewed every
-// lease/3 while held. One goroutine per client renews every due lock in a
-// single pipeline (split per node on a cluster). A lock with renew: false
-// keeps the lease it was taken with; its lease context ends at that
-// lease's end.
+// A lock whose spec says renew: true (the default), a renewable
+// semaphore permit and a renewable RedLock are renewed every lease/3
+// while held, by a watchdog: one per client (one per RedLock quorum), one
+// goroutine while anything is held. Holds due about the same time (within
+// a quarter of the interval) are renewed together, in pipelines of at most
+// 256 commands (per node on a cluster), one at a time, with a pause as
+// long as the last one took between them while the next are not late yet:
+// a client holding 50 000 locks spreads their renewals over the interval,
+// so that the other clients of its Redis never wait behind a huge
+// pipeline (BenchmarkWatchdog in scripts/bench measures it;
+// TestWatchdogBoundedPipelines counts it). A lock with renew: false keeps
+// the lease it was taken with; its lease context ends at that lease's end.
 //
 // # Waiting
 //

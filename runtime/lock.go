@@ -281,11 +281,10 @@ func (le *Lease) held() heldKey { return heldKey{le.lock.key, le.lock.mode + le.
 // renewal says how the watchdog renews owner's hold of l with lease.
 func (l *Lock) renewal(owner string, lease time.Duration) renewal {
 	return renewal{
-		Script:   l.def.Scripts.Renew,
-		Keys:     l.scriptKeys(),
-		Args:     l.args(lease.Milliseconds(), owner),
-		Lease:    lease,
-		Interval: lease / 3,
+		Script: l.def.Scripts.Renew,
+		Keys:   l.scriptKeys(),
+		Args:   l.args(lease.Milliseconds(), owner),
+		Lease:  lease,
 	}
 }
 

@@ -569,11 +569,12 @@ func TestWatchdogBatches(t *testing.T) {
 				t.Fatalf("lease %d lost: %v", i, context.Cause(le.Context()))
 			}
 		}
-		// One pipeline per round (a cluster client runs one per node):
-		// far fewer than the 150 one-by-one renewals would take.
-		limit := int64(10)
+		// One pipeline per round (a cluster client runs one per node),
+		// and a few more when the locks were taken far apart on a busy
+		// machine: far fewer than the 150 one-by-one renewals would take.
+		limit := int64(20)
 		if b.name == "cluster" {
-			limit = 30
+			limit = 40
 		}
 		if trips == 0 || trips > limit {
 			t.Fatalf("%d round trips renewed %d locks for 1s, want 1..%d", trips, locks, limit)

@@ -45,6 +45,9 @@ type RedLockDef struct {
 type Quorum struct {
 	nodes []*Client
 	state []nodeState
+
+	wdOnce sync.Once
+	wd     *watchdog // renews the quorum's RedLocks
 }
 
 // nodeState tracks whether a node is down.
@@ -594,7 +597,7 @@ type RedLockLease struct {
 	value  string // this hold's value on the nodes
 	lease  time.Duration
 	ctx    *holdContext
-	expiry *time.Timer // fires when the validity runs out unrenewed
+	expiry *time.Timer // without renewal: fires when the validity runs out
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -603,17 +606,147 @@ type RedLockLease struct {
 }
 
 func (r *RedLock) newLease(parent context.Context, value string, o acquireOptions, start time.Time, inflight []int) *RedLockLease {
-	le := &RedLockLease{r: r, value: value, lease: o.lease, validUntil: start.Add(o.lease - drift(o.lease)), inflight: map[int]bool{}}
+	lease := o.lease
+	le := &RedLockLease{r: r, value: value, lease: lease, validUntil: start.Add(lease - drift(lease)), inflight: map[int]bool{}}
 	for _, i := range inflight {
 		le.inflight[i] = true
 	}
 	ctx := context.WithValue(context.WithValue(parent, ownerKey{}, value), redLeaseKey{}, le)
 	le.ctx = newHoldContext(ctx, o.parentCancel, le.validUntil, ErrLockLost)
-	le.expiry = time.AfterFunc(time.Until(le.validUntil), func() { le.ctx.end(ErrLockLost) })
-	if r.def.Renew {
-		go le.renew()
+	if !r.def.Renew {
+		le.expiry = time.AfterFunc(time.Until(le.validUntil), func() { le.ctx.end(ErrLockLost) })
+		return le
 	}
+	// The quorum's watchdog is never closed: add cannot fail.
+	_ = r.q.watchdog().add(le.held(), renewal{
+		Script: r.def.Scripts.Renew,
+		Keys:   []string{r.key},
+		Args:   []any{lease.Milliseconds(), value},
+		Lease:  lease,
+		Valid:  lease - drift(lease),
+		Nodes:  le.landedNodes,
+	}, le, start)
 	return le
+}
+
+// held identifies the lease's hold for the quorum's watchdog.
+func (le *RedLockLease) held() heldKey { return heldKey{le.r.key, le.value} }
+
+// cancel ends the lease's context with cause; the watchdog calls it.
+func (le *RedLockLease) cancel(cause error) { le.ctx.end(cause) }
+
+// extend moves the validity on to until after a renewal; the watchdog
+// calls it. It reports false when the validity had run out already.
+func (le *RedLockLease) extend(until time.Time) bool {
+	if !le.ctx.extend(until) {
+		return false
+	}
+	le.mu.Lock()
+	le.validUntil = until
+	le.mu.Unlock()
+	return true
+}
+
+// watchdog returns the quorum's watchdog, which renews every renewable
+// RedLock held through the quorum: one goroutine while any is held, one
+// pipeline per node per round.
+func (q *Quorum) watchdog() *watchdog {
+	q.wdOnce.Do(func() { q.wd = newWatchdogFunc(q.renew) })
+	return q.wd
+}
+
+// renew renews the RedLocks of batch, sent at sent, on every node at
+// once: one pipeline per node, of the holds whose grant landed there. A
+// hold is renewed when a majority of the nodes extended it within its
+// validity, lost when more than len(nodes)-majority answered that it is
+// not held, and tried again soon otherwise. Nodes known to be down are
+// probed now and then, not waited for; a closed node client ends every
+// hold with ErrClosed.
+func (q *Quorum) renew(ctx context.Context, batch []*held, sent time.Time) {
+	for _, c := range q.nodes {
+		if c.checkOpen() != nil {
+			for _, h := range batch {
+				h.outcome = closed
+			}
+			return
+		}
+	}
+	lease := batch[0].renew.Lease
+	on := make([][]int, len(q.nodes)) // node -> indexes in batch
+	for bi, h := range batch {
+		lease = min(lease, h.renew.Lease)
+		nodes := all(len(q.nodes))
+		if h.renew.Nodes != nil {
+			nodes = h.renew.Nodes()
+		}
+		for _, i := range nodes {
+			on[i] = append(on[i], bi)
+		}
+	}
+	type reply struct {
+		idx  []int
+		cmds []*redis.Cmd
+	}
+	out := make(chan reply, len(q.nodes))
+	waiting := 0
+	for i, idx := range on {
+		if len(idx) == 0 {
+			continue
+		}
+		call, wait := q.plan(i, false)
+		if !call {
+			continue
+		}
+		if wait {
+			waiting++
+		}
+		sub := make([]*held, len(idx))
+		for j, bi := range idx {
+			sub[j] = batch[bi]
+		}
+		go func() {
+			nctx, cancel := context.WithTimeout(ctx, nodeTimeout(lease))
+			defer cancel()
+			cmds := renewOn(nctx, q.nodes[i].rdb, sub)
+			var err error
+			for _, cmd := range cmds {
+				if err = cmd.Err(); err == nil || errors.Is(err, redis.Nil) {
+					err = nil
+					break
+				}
+			}
+			q.mark(i, err)
+			if wait {
+				out <- reply{idx, cmds}
+			}
+		}()
+	}
+	renews := make([]int, len(batch))
+	gone := make([]int, len(batch))
+	for range waiting {
+		r := <-out
+		for j, cmd := range r.cmds {
+			switch renewOutcome(cmd) {
+			case renewed:
+				renews[r.idx[j]]++
+			case lost:
+				gone[r.idx[j]]++
+			}
+		}
+	}
+	n, majority := len(q.nodes), q.Majority()
+	for bi, h := range batch {
+		switch {
+		case renews[bi] >= majority && time.Now().Before(sent.Add(h.renew.valid())):
+			h.outcome = renewed
+		case gone[bi] > n-majority:
+			// Too many nodes answered that the lock is not ours: a
+			// majority is lost for good.
+			h.outcome = lost
+		default:
+			h.outcome = again
+		}
+	}
 }
 
 // landed records the late answer of node i to the acquisition; when the
@@ -662,78 +795,6 @@ func (le *RedLockLease) ValidUntil() time.Time {
 	return le.validUntil
 }
 
-// renew extends the lease on every node every lease/3 while it is held.
-// One goroutine per held RedLock (see "RedLock" in the package doc).
-func (le *RedLockLease) renew() {
-	r := le.r
-	lease := le.lease
-	interval := lease / 3
-	timer := time.NewTimer(interval)
-	defer timer.Stop()
-	cases := []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(le.ctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-	}
-	for _, c := range r.q.nodes {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.hub.closedCh())})
-	}
-	n, majority := len(r.q.nodes), r.q.Majority()
-	count := func(cmds []*redis.Cmd) (renewed, gone int) {
-		for _, cmd := range cmds {
-			if cmd == nil {
-				continue
-			}
-			switch v, err := cmd.Int(); {
-			case err != nil:
-			case v == 1:
-				renewed++
-			default:
-				gone++
-			}
-		}
-		return renewed, gone
-	}
-	for {
-		switch chosen, _, _ := reflect.Select(cases); {
-		case chosen == 0:
-			return
-		case chosen >= 2:
-			le.ctx.end(ErrClosed)
-			return
-		}
-		start := time.Now()
-		replies, _, settle := r.q.fanout(context.Background(), nodeTimeout(lease), le.landedNodes(), false, func(ctx context.Context, c *Client) *redis.Cmd {
-			return c.eval(ctx, r.def.Scripts.Renew, []string{r.key}, lease.Milliseconds(), le.value)
-		}, func(cmds []*redis.Cmd) bool {
-			renewed, gone := count(cmds)
-			return renewed >= majority || gone > n-majority
-		}, nil)
-		settle()
-		renewed, gone := count(replies)
-		until := start.Add(lease - drift(lease))
-		switch {
-		case renewed >= majority && time.Now().Before(until) && le.ctx.extend(until):
-			le.mu.Lock()
-			le.validUntil = until
-			le.mu.Unlock()
-			le.expiry.Reset(time.Until(until))
-			timer.Reset(interval)
-		case gone > n-majority:
-			// Too many nodes answered that the lock is not ours: a
-			// majority is lost for good.
-			le.ctx.end(ErrLockLost)
-			return
-		case le.ctx.Err() != nil:
-			// The validity ran out before a majority answered.
-			return
-		default:
-			// Nodes unreachable: retry soon; the expiry timer ends the
-			// lease if no majority answers within its validity.
-			timer.Reset(interval / 4)
-		}
-	}
-}
-
 // Unlock releases the lock on every node (compare-and-delete; the nodes
 // that do not answer let it expire after the lease) and wakes waiters.
 // Like Lease.Unlock, it completes although ctx was cancelled (each node
@@ -752,7 +813,11 @@ func (le *RedLockLease) Unlock(ctx context.Context) error {
 	// when it lands (see landed); each node is released once.
 	nodes := le.landedNodesLocked()
 	le.mu.Unlock()
-	le.expiry.Stop()
+	if le.expiry != nil {
+		le.expiry.Stop()
+	} else {
+		le.r.q.watchdog().remove(le.held(), le)
+	}
 	lost := le.ctx.Err() != nil && errors.Is(context.Cause(le.ctx), ErrLockLost)
 	le.ctx.end(nil)
 	released, err := le.r.release(context.WithoutCancel(ctx), nodes, le.value)

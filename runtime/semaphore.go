@@ -350,11 +350,10 @@ func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
 // renewal says how the watchdog renews owner's hold of s with lease.
 func (s *Semaphore) renewal(owner string, lease time.Duration) renewal {
 	return renewal{
-		Script:   s.def.Scripts.Renew,
-		Keys:     []string{s.key, s.counts()},
-		Args:     []any{lease.Milliseconds(), owner},
-		Lease:    lease,
-		Interval: lease / 3,
+		Script: s.def.Scripts.Renew,
+		Keys:   []string{s.key, s.counts()},
+		Args:   []any{lease.Milliseconds(), owner},
+		Lease:  lease,
 	}
 }
 

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -8,37 +9,74 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// watchdog renews every renewable lock its client holds: one goroutine per
-// client, woken at the earliest renewal due, renewing every lock due then
-// (or soon after) in one pipeline. Each held lock also has a local expiry
-// timer, reset on every successful renewal: if Redis cannot be reached
-// until the lease would have run out, the holders learn it then, before
-// anyone else can take the lock.
+// renewEvery is how often a hold with the given lease is renewed: every
+// lease/3, so that two renewals in a row may fail (or come late) before the
+// lease runs out. Every renewable kind is renewed on this schedule, by the
+// watchdog.
+func renewEvery(lease time.Duration) time.Duration { return lease / 3 }
+
+// maxPipeline bounds the commands of one renewal pipeline (per node on a
+// cluster or a RedLock quorum). Redis runs a client's pipeline in chunks
+// of its read buffer between the other clients' commands, and its replies
+// go out at once; a few hundred renewals take about a millisecond of
+// Redis time, so another client's command waits at most about that long
+// for them. Measured by BenchmarkWatchdog in scripts/bench.
+const maxPipeline = 256
+
+// watchdog renews every renewable hold of one client (or of one RedLock
+// quorum): one goroutine, running while something is held, woken at the
+// earliest renewal due. A hold is renewed every renewEvery(lease),
+// up to a quarter of that early so that holds due about the same time
+// share pipelines. The holds due are sent in pipelines of at most
+// maxPipeline commands, one at a time; while the holds due next are not
+// late yet, each pipeline is followed by a pause as long as it took. So a
+// client holding 50 000 locks spreads their renewals over the interval
+// instead of stalling the Redis (and its other clients) with one huge
+// pipeline, and catches up at full speed when it fell behind.
+//
+// Each hold also has a local expiry timer, reset on every successful
+// renewal: if Redis cannot be reached until the lease would have run out,
+// the holders learn it then, before anyone else can take the lock.
 type watchdog struct {
-	c *Client
+	// renew runs one pipeline's renewals, sent at sent, and sets each
+	// one's outcome.
+	renew func(ctx context.Context, batch []*held, sent time.Time)
 
 	mu      sync.Mutex
 	entries map[heldKey]*held
+	queue   dueQueue // the entries not being renewed right now, by next
 	closed  bool
+	running bool      // run's goroutine is alive
 	armed   time.Time // when run's timer fires; zero while idle
 	wake    chan struct{}
 	done    chan struct{}
-	stopped chan struct{}
+	wg      sync.WaitGroup
 }
 
 // heldKey identifies one hold in Redis: a key and the owner holding it
 // (for a permit or a read lease, whatever the script names it by).
 type heldKey struct{ key, owner string }
 
-// renewal says how to renew one hold: Script is run with Keys and Args in
-// the watchdog's pipeline and must return 1 when the hold was extended by
-// Lease, 0 when it is gone. Interval is how often it is renewed.
+// renewal says how to renew one hold: Script is run with Keys and Args
+// and must return 1 when the hold was extended by Lease, 0 when it is
+// gone. The hold is renewed every renewEvery(Lease).
 type renewal struct {
-	Script   *Script
-	Keys     []string
-	Args     []any
-	Lease    time.Duration
-	Interval time.Duration
+	Script *Script
+	Keys   []string
+	Args   []any
+	Lease  time.Duration
+	// Valid is how long after a renewal was sent the hold counts as held
+	// (0: Lease). A RedLock trusts its lease less the clock drift.
+	Valid time.Duration
+	// Nodes returns the RedLock nodes to renew the hold on (nil: all).
+	Nodes func() []int
+}
+
+func (r renewal) valid() time.Duration {
+	if r.Valid > 0 {
+		return r.Valid
+	}
+	return r.Lease
 }
 
 // holder is what learns that a hold ended: a *Lease, a permit, ...
@@ -50,25 +88,120 @@ type holder interface {
 	extend(until time.Time) bool
 }
 
+// outcome is what one renewal found.
+type outcome int
+
+const (
+	again   outcome = iota // no answer: retry soon, the expiry timer ends it if this lasts
+	renewed                // extended
+	lost                   // gone or taken over: ErrLockLost
+	closed                 // a client it needs was closed: ErrClosed
+)
+
 // held is one hold and its holders: the leases of nested re-entries of
 // one owner share it.
 type held struct {
+	k       heldKey
 	renew   renewal
 	holders map[holder]struct{}
 	next    time.Time   // next renewal
+	index   int         // in the due queue; -1 while being renewed
 	expiry  *time.Timer // fires when the lease would have run out unrenewed
+
+	outcome outcome // of its last renewal, set by watchdog.renew
 }
 
+// extendAll extends every holder of h to until; false when one's deadline
+// had passed already.
+func extendAll(h *held, until time.Time) bool {
+	for hd := range h.holders {
+		if !hd.extend(until) {
+			return false
+		}
+	}
+	return true
+}
+
+// dueQueue is a heap of holds by next renewal.
+type dueQueue []*held
+
+func (q dueQueue) Len() int           { return len(q) }
+func (q dueQueue) Less(i, j int) bool { return q[i].next.Before(q[j].next) }
+func (q dueQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *dueQueue) Push(x any) {
+	h := x.(*held)
+	h.index = len(*q)
+	*q = append(*q, h)
+}
+func (q *dueQueue) Pop() any {
+	old := *q
+	h := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	h.index = -1
+	return h
+}
+
+// newWatchdog returns the watchdog of c: its renewals run in c's Redis.
 func newWatchdog(c *Client) *watchdog {
-	w := &watchdog{
-		c:       c,
+	return newWatchdogFunc(func(ctx context.Context, batch []*held, _ time.Time) {
+		for i, cmd := range renewOn(ctx, c.rdb, batch) {
+			batch[i].outcome = renewOutcome(cmd)
+		}
+	})
+}
+
+// renewOutcome says what the reply of one renewal script means.
+func renewOutcome(cmd *redis.Cmd) outcome {
+	switch n, err := cmd.Int(); {
+	case err != nil:
+		return again
+	case n == 1:
+		return renewed
+	}
+	return lost
+}
+
+func newWatchdogFunc(renew func(ctx context.Context, batch []*held, sent time.Time)) *watchdog {
+	return &watchdog{
+		renew:   renew,
 		entries: map[heldKey]*held{},
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
-		stopped: make(chan struct{}),
 	}
-	go w.run()
-	return w
+}
+
+// renewOn runs the renewals of batch in one pipeline on rdb (one per node
+// of a cluster) and returns their replies; the scripts Redis does not
+// know are sent again with their source.
+func renewOn(ctx context.Context, rdb redis.Cmdable, batch []*held) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(batch))
+	exec := func(idx []int, source bool) {
+		pipe := rdb.Pipeline()
+		for _, i := range idx {
+			r := batch[i].renew
+			if source {
+				cmds[i] = pipe.Eval(ctx, r.Script.Source, r.Keys, r.Args...)
+			} else {
+				cmds[i] = pipe.EvalSha(ctx, r.Script.SHA1, r.Keys, r.Args...)
+			}
+		}
+		_, _ = pipe.Exec(ctx) // errors are per command
+	}
+	exec(all(len(batch)), false)
+	var noScript []int
+	for i, cmd := range cmds {
+		if isNoScript(cmd.Err()) {
+			noScript = append(noScript, i)
+		}
+	}
+	if len(noScript) > 0 {
+		exec(noScript, true)
+	}
+	return cmds
 }
 
 // add registers holder of the hold k, taken (or re-entered) at start; it
@@ -82,19 +215,30 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 	}
 	h := w.entries[k]
 	if h == nil {
-		h = &held{renew: r, holders: map[holder]struct{}{}}
+		h = &held{k: k, renew: r, holders: map[holder]struct{}{}, index: -1}
 		w.entries[k] = h
-		h.expiry = time.AfterFunc(time.Until(start.Add(r.Lease)), func() { w.lose(k, h, ErrLockLost) })
+		h.next = start.Add(renewEvery(r.Lease))
+		h.expiry = time.AfterFunc(time.Until(start.Add(r.valid())), func() { w.lose(h, ErrLockLost) })
+		heap.Push(&w.queue, h)
 	} else {
-		h.expiry.Reset(time.Until(start.Add(r.Lease)))
+		h.expiry.Reset(time.Until(start.Add(h.renew.valid())))
 		for hd := range h.holders {
-			hd.extend(start.Add(r.Lease))
+			hd.extend(start.Add(h.renew.valid()))
+		}
+		if next := start.Add(renewEvery(h.renew.Lease)); next.Before(h.next) {
+			h.next = next
+			if h.index >= 0 {
+				heap.Fix(&w.queue, h.index)
+			}
 		}
 	}
 	h.holders[hd] = struct{}{}
-	next := start.Add(r.Interval)
-	if h.next.IsZero() || next.Before(h.next) {
-		h.next = next
+	if !w.running {
+		w.running = true
+		w.armed = h.next
+		w.wg.Add(1)
+		go w.run()
+		return nil
 	}
 	// Wake run only when its timer would fire too late: a Lock must not
 	// cost a goroutine switch.
@@ -119,21 +263,28 @@ func (w *watchdog) remove(k heldKey, hd holder) {
 	}
 	delete(h.holders, hd)
 	if len(h.holders) == 0 {
-		h.expiry.Stop()
-		delete(w.entries, k)
+		w.forget(h)
+	}
+}
+
+// forget drops h; w.mu is held.
+func (w *watchdog) forget(h *held) {
+	h.expiry.Stop()
+	delete(w.entries, h.k)
+	if h.index >= 0 {
+		heap.Remove(&w.queue, h.index)
 	}
 }
 
 // lose cancels every holder of h with cause and forgets h, unless h is no
 // longer registered (released or already lost).
-func (w *watchdog) lose(k heldKey, h *held, cause error) {
+func (w *watchdog) lose(h *held, cause error) {
 	w.mu.Lock()
-	if w.entries[k] != h {
+	if w.entries[h.k] != h {
 		w.mu.Unlock()
 		return
 	}
-	delete(w.entries, k)
-	h.expiry.Stop()
+	w.forget(h)
 	holders := h.holders
 	w.mu.Unlock()
 	for hd := range holders {
@@ -151,8 +302,9 @@ func (w *watchdog) close() {
 	close(w.done)
 	all := w.entries
 	w.entries = map[heldKey]*held{}
+	w.queue = nil
 	w.mu.Unlock()
-	<-w.stopped
+	w.wg.Wait()
 	for _, h := range all {
 		h.expiry.Stop()
 		for hd := range h.holders {
@@ -161,17 +313,23 @@ func (w *watchdog) close() {
 	}
 }
 
+// run renews the holds as they come due; it returns when nothing is held
+// (add starts it again) or the watchdog is closed.
 func (w *watchdog) run() {
-	defer close(w.stopped)
+	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		w.mu.Lock()
+		if len(w.entries) == 0 || w.closed {
+			w.running = false
+			w.armed = time.Time{}
+			w.mu.Unlock()
+			return
+		}
 		var earliest time.Time
-		for _, h := range w.entries {
-			if earliest.IsZero() || h.next.Before(earliest) {
-				earliest = h.next
-			}
+		if len(w.queue) > 0 {
+			earliest = w.queue[0].next
 		}
 		w.armed = earliest
 		w.mu.Unlock()
@@ -188,96 +346,94 @@ func (w *watchdog) run() {
 			continue
 		case <-timer.C:
 		}
-		w.renewDue()
+		// Renew what is due, one bounded pipeline at a time; while the
+		// next ones are not late yet, pause as long as the last one took
+		// between them, spreading a large round over the early window.
+		for {
+			took, more, late := w.renewDue()
+			if !more {
+				break
+			}
+			if late {
+				continue
+			}
+			timer.Reset(took)
+			select {
+			case <-w.done:
+				return
+			case <-timer.C:
+			}
+		}
 	}
 }
 
-// pending is one hold's renewal in a batch.
-type pending struct {
-	k   heldKey
-	h   *held
-	cmd *redis.Cmd
-}
-
-// renewDue renews, in one pipeline, every entry due now or within a
-// quarter of its interval (renewing a little early batches better than
-// renewing exactly on time).
-func (w *watchdog) renewDue() {
+// renewDue renews, in one pipeline of at most maxPipeline commands, the
+// holds due now or within a quarter of their interval (renewing a little
+// early batches better than renewing exactly on time), most urgent first.
+// It returns how long that took, whether more are due, and whether the
+// most urgent of them is late.
+func (w *watchdog) renewDue() (took time.Duration, more, late bool) {
 	now := time.Now()
-	var batch []pending
-	minInterval := time.Duration(0)
+	var batch []*held
+	timeout := time.Duration(0)
+	due := func(h *held) bool { return h.next.Sub(now) <= renewEvery(h.renew.Lease)/4 }
 	w.mu.Lock()
-	for k, h := range w.entries {
-		iv := h.renew.Interval
-		if h.next.Sub(now) <= iv/4 {
-			batch = append(batch, pending{k: k, h: h})
-			// Until this round answers, retry no sooner than a
-			// fraction of the interval.
-			h.next = now.Add(iv / 4)
-			if minInterval == 0 || iv < minInterval {
-				minInterval = iv
-			}
+	for len(w.queue) > 0 && len(batch) < maxPipeline && due(w.queue[0]) {
+		h := heap.Pop(&w.queue).(*held)
+		batch = append(batch, h)
+		if iv := renewEvery(h.renew.Lease); timeout == 0 || iv < timeout {
+			timeout = iv
 		}
 	}
 	w.mu.Unlock()
 	if len(batch) == 0 {
-		return
+		return 0, false, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), minInterval)
-	defer cancel()
-	w.exec(ctx, batch, false)
-	var again []pending
-	for _, r := range batch {
-		if isNoScript(r.cmd.Err()) {
-			again = append(again, r)
-		}
-	}
-	if len(again) > 0 {
-		w.exec(ctx, again, true)
-	}
-	for _, r := range batch {
-		n, err := r.cmd.Int()
-		switch {
-		case err != nil:
-			// Redis unreachable or failing: keep the entry, retry at
-			// h.next; the expiry timer cancels it if this lasts.
-		case n == 1:
-			w.renewed(r.k, r.h, now)
-		default:
-			w.lose(r.k, r.h, ErrLockLost)
-		}
-	}
-}
-
-func (w *watchdog) exec(ctx context.Context, batch []pending, source bool) {
-	pipe := w.c.rdb.Pipeline()
-	for i := range batch {
-		r := batch[i].h.renew
-		if source {
-			batch[i].cmd = pipe.Eval(ctx, r.Script.Source, r.Keys, r.Args...)
-		} else {
-			batch[i].cmd = pipe.EvalSha(ctx, r.Script.SHA1, r.Keys, r.Args...)
-		}
-	}
-	_, _ = pipe.Exec(ctx) // errors are per command
-}
-
-func (w *watchdog) renewed(k heldKey, h *held, sent time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	w.renew(ctx, batch, now)
+	cancel()
+	took = time.Since(now)
+	var gone []*held
 	w.mu.Lock()
-	if w.entries[k] != h {
-		w.mu.Unlock()
-		return
-	}
-	for hd := range h.holders {
-		if !hd.extend(sent.Add(h.renew.Lease)) {
-			// The reply came after the hold's local deadline (a pause):
-			// its holders were told it is lost; stop renewing it.
-			w.mu.Unlock()
-			w.lose(k, h, ErrLockLost)
-			return
+	for _, h := range batch {
+		if w.entries[h.k] != h {
+			continue // released meanwhile
 		}
+		iv := renewEvery(h.renew.Lease)
+		switch h.outcome {
+		case renewed:
+			until := now.Add(h.renew.valid())
+			if !extendAll(h, until) {
+				// The reply came after the hold's local deadline (a
+				// pause): its holders were told it is lost; stop
+				// renewing it.
+				h.outcome = lost
+				gone = append(gone, h)
+				continue
+			}
+			h.next = now.Add(iv)
+			h.expiry.Reset(time.Until(until))
+		case again:
+			// Redis unreachable or failing: retry a fraction of the
+			// interval later; the expiry timer ends the hold if this
+			// lasts.
+			h.next = time.Now().Add(iv / 4)
+		default:
+			gone = append(gone, h)
+			continue
+		}
+		heap.Push(&w.queue, h)
 	}
-	h.next = sent.Add(h.renew.Interval)
-	h.expiry.Reset(time.Until(sent.Add(h.renew.Lease)))
+	now = time.Now()
+	more = len(w.queue) > 0 && due(w.queue[0])
+	late = more && !w.queue[0].next.After(now)
 	w.mu.Unlock()
+	for _, h := range gone {
+		cause := ErrLockLost
+		if h.outcome == closed {
+			cause = ErrClosed
+		}
+		w.lose(h, cause)
+	}
+	return took, more, late
 }

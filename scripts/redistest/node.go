@@ -48,14 +48,21 @@ const startAttempts = 5
 type Option func(*config)
 
 type config struct {
-	args    []string
-	cluster bool
+	args     []string
+	cluster  bool
+	replicas int // per primary, StartCluster only
 }
 
 // WithArgs appends command-line arguments to redis-server's, after the
 // defaults, which they override: WithArgs("--maxmemory", "10mb").
 func WithArgs(args ...string) Option {
 	return func(c *config) { c.args = append(c.args, args...) }
+}
+
+// WithReplicas gives every primary of a cluster started by StartCluster n
+// replicas (Cluster.Replicas). Start and StartNodes ignore it.
+func WithReplicas(n int) Option {
+	return func(c *config) { c.replicas = n }
 }
 
 func newConfig(opts []Option) config {

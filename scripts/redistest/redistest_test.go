@@ -416,3 +416,69 @@ func TestMigrateSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterReplicas: 3 primaries with a replica each; killing a primary
+// promotes its replica, which then serves the primary's slots, with the
+// keys written before the kill (WAIT made sure the replica had them).
+func TestClusterReplicas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	began := time.Now()
+	c := NewCluster(t, 3, WithReplicas(1), WithArgs("--cluster-node-timeout", "2000"))
+	t.Logf("3-primary, 3-replica cluster ready in %v", time.Since(began))
+	if len(c.Nodes) != 3 || len(c.Replicas) != 3 || len(c.Addrs) != 6 {
+		t.Fatalf("got %d primaries, %d replicas, %d addrs; want 3, 3, 6", len(c.Nodes), len(c.Replicas), len(c.Addrs))
+	}
+	for i, r := range c.Replicas {
+		repl := r.Client().Info(ctx, "replication").Val()
+		if want := fmt.Sprintf("master_port:%d\r\n", c.Nodes[i].Port); !strings.Contains(repl, "role:slave\r\n") || !strings.Contains(repl, want) {
+			t.Fatalf("replica %s is not a replica of %s:\n%s", r.Addr, c.Nodes[i].Addr, repl)
+		}
+	}
+	rdb := c.Client()
+	// A key in primary 1's slots (5461..10922), on its replica too.
+	var key string
+	for i := 0; ; i++ {
+		key = fmt.Sprintf("k%d", i)
+		if s := rdb.ClusterKeySlot(ctx, key).Val(); s >= 5461 && s <= 10922 {
+			break
+		}
+	}
+	if err := rdb.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Nodes[1].Client().Wait(ctx, 1, time.Second).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1: %d, %v", n, err)
+	}
+	old, replica := c.Nodes[1], c.Replicas[1]
+	began = time.Now()
+	promoted, err := c.KillPrimary(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("replica promoted and cluster agreed %v after the kill", time.Since(began))
+	if promoted != replica || c.Nodes[1] != replica || c.Replicas[1] != old || old.Running() {
+		t.Fatalf("after KillPrimary: promoted %s, Nodes[1] %s, Replicas[1] %s", promoted.Addr, c.Nodes[1].Addr, c.Replicas[1].Addr)
+	}
+	// A fresh client learns the new map and finds the key on the new
+	// primary.
+	fresh := c.Client()
+	if got, err := fresh.Get(ctx, key).Result(); err != nil || got != "v" {
+		t.Fatalf("GET %s after the failover = %q, %v", key, got, err)
+	}
+	if err := fresh.Set(ctx, key, "w", 0).Err(); err != nil {
+		t.Fatalf("SET %s after the failover: %v", key, err)
+	}
+	// The killed primary comes back as a replica of the promoted one.
+	if err := old.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := c.WaitReady(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.KillPrimary(ctx, 7); err == nil {
+		t.Error("KillPrimary of a primary that does not exist succeeded")
+	}
+}

@@ -26,7 +26,7 @@ func NewCluster(t testing.TB, primaries int, opts ...Option) *Cluster {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, n := range c.Nodes {
+			for _, n := range c.all() {
 				t.Logf("redistest: %s:\n%s", n.Addr, n.logTail())
 			}
 		}

@@ -61,6 +61,25 @@ var (
 	}
 )
 
+// Watched is the reentrant lock of the watchdog benchmark; its short lease makes renewal rounds come every 2s.
+//
+// Reentrant lock on key bench:{Watched:watched:<id>}, lease 6s renewed while held, default wait 10s.
+func (l *Locks) Watched(id string) *lockrt.Lock {
+	return l.c.Lock(&watchedLock, watchedKey.Key(id))
+}
+
+var (
+	watchedKey  = lockrt.KeyDef{Namespace: "bench", Object: "Watched", Literals: []string{"watched:", ""}}
+	watchedLock = lockrt.LockDef{
+		Name:    "Watched",
+		Kind:    lockrt.Reentrant,
+		Lease:   6 * time.Second,
+		Renew:   true,
+		Wait:    10 * time.Second,
+		Scripts: &reentrantLockScripts,
+	}
+)
+
 // reentrantLockScripts are the scripts of reentrant locks.
 var reentrantLockScripts = lockrt.LockScripts{
 	Acquire:      &reentrantAcquireScript,
