@@ -25,6 +25,9 @@ type Client struct {
 	hub   *hub
 	sched scheduler // the delay timer of the queues it serves (delay.go)
 
+	reloaded atomic.Int64 // when the slot map was last reloaded (Unix ns), see reloadOnConnError
+	fences   fences       // the last fencing token seen per fenced lock (fenced.go)
+
 	closeOnce     sync.Once
 	shardedPubSub bool // sharded pub/sub may be chosen (hub.go)
 }

@@ -148,6 +148,34 @@
 // Lease.Token). That makes a stale holder's late writes harmless, which
 // no lease or watchdog can guarantee alone.
 //
+// What fencing needs from Redis: the counter must outlive every restart
+// and failover. A Redis without persistence restarts empty, and the
+// counter with it: the next holder draws token 1, storage that saw larger
+// tokens refuses its writes, and a stale holder's larger token still wins.
+// So run the Redis of fenced locks with persistence that has written the
+// counter before a token is used: AOF with appendfsync always (everysec
+// can lose the last second), or replicas with "Replica sync" (sync:
+// { replicas: 1 }) so that a failover keeps it. RDB snapshots alone lose
+// everything since the last one.
+//
+// The runtime notices a counter that went back: each Client remembers the
+// largest token it saw per fenced lock (up to 10 000 locks), and a Lock
+// that draws a new hold's token no larger than that returns an error
+// matching ErrFenceReset, releases the hold and holds nothing. It compares
+// tokens rather than watching the server's run id because a changed run
+// id is neither necessary nor sufficient: a restart with AOF keeps the
+// counter (no alarm needed), while a failover to a replica that had not
+// received the last INCR, or a deleted counter, sends it back without any
+// restart; comparing tokens costs no command at all. A client that never
+// saw the lock's earlier tokens (a process started after the reset)
+// cannot tell. After ErrFenceReset the client accepts the new counter, and
+// the next Lock succeeds with tokens counting up from it: before using
+// them, raise the counter above every token the storage has seen (SET
+// key:fence <largest token accepted>, while no one holds the lock), or
+// reset the storage's high-water mark. Leases held when Redis restarted
+// empty end with ErrLockLost at their next renewal, which finds their key
+// gone.
+//
 // # Multi-locks
 //
 // NewMultiLock takes several generated locks (any kinds, keys and
@@ -462,6 +490,19 @@
 // id counter; ids are "<server ms>-<n>", so they never repeat) expires
 // 10s after its last id, armed (the earliest due time announced) a second
 // after that time.
+//
+// # Cluster failover
+//
+// On a Redis Cluster, go-redis sends a slot's commands to the primary it
+// last knew for it, dead or not, until a MOVED reply or its periodic
+// reload of the slot map (every minute by default); after a primary died
+// nothing answers MOVED. So a Client asks its ClusterClient to reload the
+// slot map (ReloadState) whenever a script call or a renewal fails with a
+// connection error, at most once per 100ms: the locks on the dead
+// primary's slots work again as soon as a replica is promoted (the
+// cluster's node timeout plus about a second), instead of up to a minute
+// later. What the dead primary had not yet replicated is lost: see
+// "Replica sync" for locks that must survive a failover.
 //
 // # Scripts
 //

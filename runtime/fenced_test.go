@@ -8,6 +8,7 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 // TestFencedTokens: 10k acquisitions of one fenced lock by 4 clients (2
@@ -152,4 +153,64 @@ func TestFencedStaleHolder(t *testing.T) {
 		}
 		le.Unlock(ctx)
 	})
+}
+
+// TestFenceReset: a Redis killed and restarted empty restarts a fenced
+// lock's counter; the client that saw tokens 1..3 before gets
+// ErrFenceReset from the Lock that draws token 1 again, holding nothing,
+// and then accepts the new counter. A client that saw no token before
+// cannot tell.
+func TestFenceReset(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n := redistest.Single(t)
+	d := def(t, lockrt.Fenced, 5*time.Second, true, 0)
+	k := key(t)
+	c := lockrt.New(n.Client())
+	defer c.Close()
+	l := c.Lock(d, k)
+	for want := int64(1); want <= 3; want++ {
+		le, err := l.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if le.Token() != want {
+			t.Fatalf("token %d, want %d", le.Token(), want)
+		}
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	le, err := l.Lock(ctx)
+	if !errors.Is(err, lockrt.ErrFenceReset) {
+		t.Fatalf("Lock after the empty restart: %v, %v; want ErrFenceReset", le, err)
+	}
+	t.Log(err)
+	if held, err := l.IsLocked(ctx); err != nil || held {
+		t.Fatalf("after ErrFenceReset the lock is held: %v, %v", held, err)
+	}
+	le, err = l.Lock(ctx)
+	if err != nil {
+		t.Fatalf("the Lock after ErrFenceReset: %v", err)
+	}
+	if le.Token() != 2 {
+		t.Fatalf("token %d after the reset, want 2", le.Token())
+	}
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Another process, which never saw this lock's tokens.
+	other := lockrt.New(n.Client())
+	defer other.Close()
+	le, err = other.Lock(d, k).Lock(ctx)
+	if err != nil || le.Token() != 3 {
+		t.Fatalf("a new client: %v, %v; want token 3", le, err)
+	}
+	le.Unlock(ctx)
 }

@@ -130,6 +130,10 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions) (*Le
 		}
 		if len(res) == 3 {
 			le.token = res[2]
+			if err := l.c.fences.check(l.key, res[1], res[2]); err != nil {
+				_ = le.Unlock(context.WithoutCancel(ctx))
+				return nil, 0, err
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			// Cancelled while the script ran: give the hold back.

@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -11,12 +13,49 @@ import (
 // (NOSCRIPT, after a restart, a failover or SCRIPT FLUSH) it sends the
 // source once with EVAL, which also caches it. The usual case costs one
 // round trip, the recovery one more.
+//
+// A connection error on a cluster makes the client reload its slot map
+// (see reloadOnConnError).
 func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...any) *redis.Cmd {
 	cmd := c.rdb.EvalSha(ctx, s.SHA1, keys, args...)
 	if isNoScript(cmd.Err()) {
 		cmd = c.rdb.Eval(ctx, s.Source, keys, args...)
 	}
+	c.reloadOnConnError(cmd.Err())
 	return cmd
+}
+
+// reloadEvery is the least time between two slot-map reloads a client
+// asks for.
+const reloadEvery = 100 * time.Millisecond
+
+// reloadOnConnError asks a cluster client to reload its slot map when err
+// is a connection error (no reply from Redis: refused, reset, timed out),
+// at most once per reloadEvery. go-redis keeps sending a slot's commands
+// to the primary it knows, dead or not, until a MOVED reply or its
+// periodic reload (every minute by default); after a failover nothing
+// answers MOVED, so without this the slots of a dead primary would stay
+// unreachable for up to a minute. With it they work again as soon as a
+// replica is promoted: the reloads before the promotion find the old map,
+// the first one after it the new one.
+func (c *Client) reloadOnConnError(err error) {
+	cc, ok := c.rdb.(*redis.ClusterClient)
+	if !ok || !isConnError(err) {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := c.reloaded.Load()
+	if now-last < int64(reloadEvery) || !c.reloaded.CompareAndSwap(last, now) {
+		return
+	}
+	cc.ReloadState(context.Background())
+}
+
+// isConnError reports whether err means Redis did not answer: not a reply
+// of Redis (redis.Error, redis.Nil) and not the caller's cancellation.
+func isConnError(err error) bool {
+	var rerr redis.Error
+	return err != nil && !errors.As(err, &rerr) && !errors.Is(err, context.Canceled)
 }
 
 func isNoScript(err error) bool {

@@ -150,6 +150,7 @@ func newWatchdog(c *Client) *watchdog {
 	return newWatchdogFunc(func(ctx context.Context, batch []*held, _ time.Time) {
 		for i, cmd := range renewOn(ctx, c.rdb, batch) {
 			batch[i].outcome = renewOutcome(cmd)
+			c.reloadOnConnError(cmd.Err())
 		}
 	})
 }

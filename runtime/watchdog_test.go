@@ -71,7 +71,9 @@ func TestWatchdogBoundedPipelines(t *testing.T) {
 		rdb.AddHook(h)
 		c := lockrt.New(rdb)
 		defer c.Close()
-		d := def(t, lockrt.Reentrant, 3*time.Second, true, 0)
+		// A long lease: on a busy machine, under -race, taking 5 000
+		// locks takes seconds.
+		d := def(t, lockrt.Reentrant, 10*time.Second, true, 0)
 		keys := make([]string, locks)
 		leases := make([]*lockrt.Lease, locks)
 		var wg sync.WaitGroup
@@ -94,7 +96,7 @@ func TestWatchdogBoundedPipelines(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		eventually(t, 20*time.Second, func() bool {
+		eventually(t, 40*time.Second, func() bool {
 			_, _, renewed := h.stats(keys)
 			return renewed == locks
 		}, "not every lock was renewed")
@@ -141,7 +143,8 @@ func TestRedLockWatchdog(t *testing.T) {
 		clients[i] = c
 	}
 	q := lockrt.NewQuorum(clients...)
-	d := redDef(t, 1500*time.Millisecond, true, 0)
+	const lease = 4 * time.Second
+	d := redDef(t, lease, true, 0)
 	const locks = 300
 	before := runtime.NumGoroutine()
 	keys := make([]string, locks)
@@ -169,7 +172,7 @@ func TestRedLockWatchdog(t *testing.T) {
 		}
 	}
 	// Renewed past the lease.
-	time.Sleep(1600 * time.Millisecond)
+	time.Sleep(lease)
 	for i, le := range leases {
 		if err := le.Context().Err(); err != nil {
 			t.Fatalf("lease %d lost: %v", i, context.Cause(le.Context()))
