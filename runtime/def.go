@@ -87,6 +87,16 @@ type LockDef struct {
 	// place without refreshing it (it refreshes every WaiterTTL/3 while it
 	// waits, so only a dead waiter loses it); 0 means DefaultWaiterTTL.
 	WaiterTTL time.Duration
+	// Sync, when Replicas > 0, makes every acquire wait until that many
+	// replicas have the lock (see "Replica sync" in the package doc).
+	Sync SyncDef
+}
+
+// SyncDef is a lock's replica sync (spec sync:): after an acquire, Redis
+// WAIT for Replicas replicas, at most Timeout.
+type SyncDef struct {
+	Replicas int
+	Timeout  time.Duration
 }
 
 // KeyDef is an object's key pattern, as emitted by lockgen.

@@ -504,6 +504,25 @@
 // later. What the dead primary had not yet replicated is lost: see
 // "Replica sync" for locks that must survive a failover.
 //
+// # Replica sync
+//
+// Redis replicates asynchronously: a lock granted by a primary that dies
+// before its replica received the write is lost in the failover, and a
+// second holder can take it on the promoted replica. A lock whose spec
+// says sync: { replicas: N, timeout: T } (T defaults to 1s) makes every
+// acquire send WAIT N T right after the acquire script, pipelined on the
+// same connection (a script cannot call WAIT, and WAIT must follow the
+// write on its connection): still one round trip, and one more command.
+// When fewer than N replicas acknowledged within T while replicas are
+// connected (fewer than min(N, connected)), or the WAIT failed, Lock
+// releases the lock and returns an error matching ErrNotReplicated; with
+// no replica connected there is nothing to wait for and Lock succeeds.
+// Checking how many are connected costs one INFO, on that path only. On a
+// cluster the pipeline goes to the primary of the lock's slot. Renewals
+// and releases do not wait: a renewal lost in a failover only shortens
+// the lease to the one the replica has. TestReplicaSync takes such a lock
+// through Sentinel, fails over, and finds it still held.
+//
 // # Scripts
 //
 // Scripts come from the generated code, with the SHA1 lockgen computed.

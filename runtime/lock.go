@@ -115,7 +115,16 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions) (*Le
 	// The attempt is not cut short by ctx: a script that ran in Redis
 	// while its reply was abandoned would hold the lock for a whole lease
 	// with nobody to release it. go-redis' read timeout bounds it.
-	res, err := l.c.eval(context.WithoutCancel(ctx), l.def.Scripts.Acquire, l.scriptKeys(), l.args(o.lease.Milliseconds(), owner)...).Int64Slice()
+	var (
+		cmd  *redis.Cmd
+		wait *redis.Cmd // replica sync: the WAIT after the script
+	)
+	if sync := l.def.Sync; sync.Replicas > 0 {
+		cmd, wait = l.c.evalWait(context.WithoutCancel(ctx), l.def.Scripts.Acquire, sync, l.scriptKeys(), l.args(o.lease.Milliseconds(), owner)...)
+	} else {
+		cmd = l.c.eval(context.WithoutCancel(ctx), l.def.Scripts.Acquire, l.scriptKeys(), l.args(o.lease.Milliseconds(), owner)...)
+	}
+	res, err := cmd.Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
 	}
@@ -131,6 +140,12 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions) (*Le
 		if len(res) == 3 {
 			le.token = res[2]
 			if err := l.c.fences.check(l.key, res[1], res[2]); err != nil {
+				_ = le.Unlock(context.WithoutCancel(ctx))
+				return nil, 0, err
+			}
+		}
+		if l.def.Sync.Replicas > 0 {
+			if err := l.c.checkSync(context.WithoutCancel(ctx), l.def.Sync, l.key, wait); err != nil {
 				_ = le.Unlock(context.WithoutCancel(ctx))
 				return nil, 0, err
 			}

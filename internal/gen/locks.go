@@ -170,6 +170,12 @@ func (g *generator) renderLock(f *jen.File, l *lock) {
 	}
 	def = append(def, holdFields(l.Lease, l.Renew, l.Wait)...)
 	def = append(def, field("Scripts", jen.Op("&").Id(lockScriptsVar(l.Kind))))
+	if l.Sync != nil {
+		def = append(def, field("Sync", jen.Qual(runtimePath, "SyncDef").Values(
+			field("Replicas", jen.Lit(l.Sync.Replicas)),
+			field("Timeout", durationExpr(l.Sync.Timeout)),
+		)))
+	}
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
 		jen.Id(l.defVar()).Op("=").Qual(runtimePath, "LockDef").Custom(multiline, def...),

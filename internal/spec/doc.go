@@ -107,6 +107,11 @@
 //	       (at lease/3). Default true.
 //	wait   How long Lock waits by default; 0 means try once. Per-call
 //	       context deadlines override it. Default defaults.wait.
+//	sync   Replica sync, a mapping: { replicas: 1, timeout: 1s }. After
+//	       an acquire, Lock waits (Redis WAIT) until replicas replicas
+//	       have the lock, at most timeout (default 1s), so that a
+//	       failover keeps it; it fails with ErrNotReplicated when fewer
+//	       acknowledged while replicas are connected. Not for redlock.
 //
 // semaphores:
 //

@@ -62,7 +62,8 @@ var Kinds = []*Kind{
 	{
 		Section: "locks", Noun: "lock",
 		Example: `Order: { key: "order:{orderID}", params: { orderID: int64 } }`,
-		Fields:  fieldsOf(Field{"kind", Breaking}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}),
+		Fields:  fieldsOf(Field{"kind", Breaking}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}, Field{"sync", Behaviour}),
+		Extra:   map[string][]string{"sync": {"replicas", "timeout"}},
 		parse:   parseLock,
 		list:    func(s *Spec) []Obj { return objs(s.Locks) },
 	},

@@ -138,7 +138,18 @@ type Lock struct {
 	Lease   time.Duration `spec:"lease"` // TTL on the key while held
 	Renew   bool          `spec:"renew"` // the watchdog extends the lease while held
 	Wait    time.Duration `spec:"wait"`  // default wait of Lock
+	Sync    *Sync         `spec:"sync"`  // nil: no WAIT after an acquire
 }
+
+// Sync makes an acquire wait until replicas have the lock (Redis WAIT),
+// so that it survives a failover.
+type Sync struct {
+	Replicas int           `spec:"replicas"` // how many replicas must acknowledge
+	Timeout  time.Duration `spec:"timeout"`  // how long to wait for them
+}
+
+// DefaultSyncTimeout is a sync's timeout when the spec gives none.
+const DefaultSyncTimeout = time.Second
 
 // Semaphore is an entry of semaphores:.
 type Semaphore struct {

@@ -30,6 +30,25 @@ func parseLock(p *parser, s *Spec, k *Kind, e entry) {
 		l.Kind, l.KindPos = LockKind(v), p.pos(n)
 	}
 	f.hold(&l.Lease, &l.Renew, &l.Wait)
+	if r, ok := f.get("sync"); ok {
+		switch {
+		case r.val.Kind != yaml.MappingNode:
+			p.errorf(r.at, "for example sync: { replicas: 1, timeout: 1s }", "%s: sync must be a mapping, not %s", f.what, describe(r.val))
+		case l.Kind == RedLock:
+			p.errorf(r.at, "a RedLock's nodes are independent deployments; sync is for a lock on one deployment with replicas", "%s: sync is not for kind redlock", f.what)
+		default:
+			sf := p.fieldsOf(r.val, f.what+": sync", r.key, k.Extra["sync"])
+			l.Sync = &Sync{Timeout: DefaultSyncTimeout}
+			if v, ok := sf.integer("replicas", 1); ok {
+				l.Sync.Replicas = v
+			} else {
+				sf.missing("replicas", "how many replicas must have the lock before Lock returns, e.g. replicas: 1")
+			}
+			if v, ok := sf.duration("timeout", false); ok {
+				l.Sync.Timeout = v
+			}
+		}
+	}
 	s.Locks = append(s.Locks, l)
 }
 

@@ -167,6 +167,9 @@ func TestAllOptions(t *testing.T) {
 	if len(kinds) != len(LockKinds) {
 		t.Errorf("want every lock kind once, got %v", kinds)
 	}
+	if ledger := s.Locks[1]; ledger.Sync == nil || *ledger.Sync != (Sync{Replicas: 1, Timeout: 500 * time.Millisecond}) || s.Locks[0].Sync != nil {
+		t.Errorf("Ledger sync: %+v, Checkout sync: %+v", ledger.Sync, s.Locks[0].Sync)
+	}
 	stock := s.Locks[5]
 	if stock.Kind != ReadWrite || stock.Lease != 10*time.Second || stock.Renew || stock.Wait != 0 {
 		t.Errorf("Stock: %+v", *stock)

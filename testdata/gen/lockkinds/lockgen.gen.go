@@ -43,6 +43,7 @@ var (
 		Renew:   true,
 		Wait:    3 * time.Second,
 		Scripts: &fencedLockScripts,
+		Sync:    lockrt.SyncDef{Replicas: 1, Timeout: 500 * time.Millisecond},
 	}
 )
 
