@@ -157,9 +157,10 @@ func TestRedLockWatchdog(t *testing.T) {
 		}
 		leases[i] = le
 	}
-	if grown := runtime.NumGoroutine() - before; grown > 10 {
-		t.Errorf("%d goroutines more while %d RedLocks are held", grown, locks)
-	}
+	// The acquisitions' own goroutines (a node answering after the
+	// majority) end soon; what stays is O(1), not one per held lock.
+	eventually(t, 10*time.Second, func() bool { return runtime.NumGoroutine()-before <= 10 },
+		fmt.Sprintf("goroutines grow with the %d RedLocks held", locks))
 	for i, h := range hooks {
 		eventually(t, 20*time.Second, func() bool {
 			_, _, renewed := h.stats(keys)
