@@ -51,7 +51,7 @@ var knownFailing = map[string]map[string]string{}
 func TestTortureShort(t *testing.T) {
 	cfg := Config{
 		Workers: 4, Faults: shortFaults, Rounds: 1,
-		Warmup: 1500 * time.Millisecond, Settle: 3500 * time.Millisecond,
+		Warmup: 1500 * time.Millisecond, Settle: 4 * time.Second, // recovery after a kill takes a lease (2s) and more under load
 		Dir: logDir(t),
 		Worker: func(args ...string) *exec.Cmd {
 			cmd := exec.Command(os.Args[0], args...)
