@@ -52,7 +52,7 @@ func Generate(s *spec.Spec, opts Options) ([]File, error) {
 		opts.Dir = filepath.Dir(s.File)
 	}
 	g := &generator{spec: s, opts: opts, idents: map[string]bool{}}
-	g.sections = []section{&locksSection{}, &semaphoresSection{}, &latchesSection{}, &limitersSection{}, &queuesSection{}}
+	g.sections = newSections()
 	for _, sec := range g.sections {
 		sec.collect(g)
 	}
@@ -94,6 +94,11 @@ func Generate(s *spec.Spec, opts Options) ([]File, error) {
 		return nil, fmt.Errorf("gen: formatting %s: %w", s.Output, err)
 	}
 	return []File{{Name: s.Output, Content: src}}, nil
+}
+
+// newSections returns a renderer per row of spec.Kinds, in its order.
+func newSections() []section {
+	return []section{&locksSection{}, &semaphoresSection{}, &latchesSection{}, &limitersSection{}, &queuesSection{}}
 }
 
 // generator holds the state of one Generate.

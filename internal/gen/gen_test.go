@@ -211,3 +211,11 @@ func TestDuplicateIdentifiers(t *testing.T) {
 		}
 	}
 }
+
+// TestSectionPerKind checks that every row of the kind table has a
+// renderer: a kind added to spec.Kinds without one fails here.
+func TestSectionPerKind(t *testing.T) {
+	if got, want := len(newSections()), len(spec.Kinds); got != want {
+		t.Fatalf("%d section renderers for %d kinds in spec.Kinds", got, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -47,8 +48,11 @@ type Kind struct {
 	// Extra lists the fields of a nested mapping field: "reliable".
 	Extra map[string][]string
 
+	// SpecField is the field of Spec holding the section's objects, a
+	// slice of pointers to a type that embeds Object: "Locks".
+	SpecField string
+
 	parse func(p *parser, s *Spec, k *Kind, e entry)
-	list  func(s *Spec) []Obj
 }
 
 // common are the fields every object has, first in every row.
@@ -61,42 +65,42 @@ func fieldsOf(fs ...Field) []Field { return append(slices.Clip(common), fs...) }
 var Kinds = []*Kind{
 	{
 		Section: "locks", Noun: "lock",
-		Example: `Order: { key: "order:{orderID}", params: { orderID: int64 } }`,
-		Fields:  fieldsOf(Field{"kind", Breaking}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}, Field{"sync", Behaviour}),
-		Extra:   map[string][]string{"sync": {"replicas", "timeout"}},
-		parse:   parseLock,
-		list:    func(s *Spec) []Obj { return objs(s.Locks) },
+		Example:   `Order: { key: "order:{orderID}", params: { orderID: int64 } }`,
+		Fields:    fieldsOf(Field{"kind", Breaking}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}, Field{"sync", Behaviour}),
+		Extra:     map[string][]string{"sync": {"replicas", "timeout"}},
+		SpecField: "Locks",
+		parse:     parseLock,
 	},
 	{
 		Section: "semaphores", Noun: "semaphore",
-		Example: `Export: { key: "export:{tenant}", params: { tenant: string }, permits: 4 }`,
-		Fields:  fieldsOf(Field{"permits", Behaviour}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}),
-		parse:   parseSemaphore,
-		list:    func(s *Spec) []Obj { return objs(s.Semaphores) },
+		Example:   `Export: { key: "export:{tenant}", params: { tenant: string }, permits: 4 }`,
+		Fields:    fieldsOf(Field{"permits", Behaviour}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}),
+		SpecField: "Semaphores",
+		parse:     parseSemaphore,
 	},
 	{
 		Section: "latches", Noun: "latch",
-		Example: `Warmup: { key: "warmup:{job}", params: { job: string }, count: 3 }`,
-		Fields:  fieldsOf(Field{"count", Behaviour}, Field{"expire", Behaviour}),
-		parse:   parseLatch,
-		list:    func(s *Spec) []Obj { return objs(s.Latches) },
+		Example:   `Warmup: { key: "warmup:{job}", params: { job: string }, count: 3 }`,
+		Fields:    fieldsOf(Field{"count", Behaviour}, Field{"expire", Behaviour}),
+		SpecField: "Latches",
+		parse:     parseLatch,
 	},
 	{
 		Section: "limiters", Noun: "limiter",
 		Example: `API: { key: "api:{userID}", params: { userID: string }, algorithm: gcra, rate: 100, per: 1m }`,
 		Fields: fieldsOf(Field{"algorithm", Behaviour}, Field{"rate", Behaviour}, Field{"per", Behaviour},
 			Field{"burst", Behaviour}, Field{"scope", Behaviour}),
-		parse: parseLimiter,
-		list:  func(s *Spec) []Obj { return objs(s.Limiters) },
+		SpecField: "Limiters",
+		parse:     parseLimiter,
 	},
 	{
 		Section: "queues", Noun: "queue",
 		Example: `OrderClose: { key: "order-close", payload: example.com/orders.CloseRequest }`,
 		Fields: fieldsOf(Field{"payload", Breaking}, Field{"codec", Breaking}, Field{"delay", Behaviour},
 			Field{"reliable", Behaviour}),
-		Extra: map[string][]string{"reliable": {"visibility", "maxDeliveries"}},
-		parse: parseQueue,
-		list:  func(s *Spec) []Obj { return objs(s.Queues) },
+		Extra:     map[string][]string{"reliable": {"visibility", "maxDeliveries"}},
+		SpecField: "Queues",
+		parse:     parseQueue,
 	},
 }
 
@@ -178,12 +182,34 @@ type Obj interface {
 // Common returns the fields every object has.
 func (o *Object) Common() *Object { return o }
 
-func objs[T Obj](list []T) []Obj {
-	out := make([]Obj, len(list))
-	for i, o := range list {
-		out[i] = o
+// Objects returns the objects of k's section in s.
+func (k *Kind) Objects(s *Spec) []Obj {
+	list := k.slice(s)
+	out := make([]Obj, list.Len())
+	for i := range out {
+		out[i] = list.Index(i).Interface().(Obj)
 	}
 	return out
+}
+
+// slice returns the Spec field holding k's objects.
+func (k *Kind) slice(s *Spec) reflect.Value {
+	return reflect.ValueOf(s).Elem().FieldByName(k.SpecField)
+}
+
+// append adds o, a pointer to the section's object type, to its section.
+func (k *Kind) append(s *Spec, o Obj) {
+	list := k.slice(s)
+	list.Set(reflect.Append(list, reflect.ValueOf(o)))
+}
+
+// sortObjects sorts every section of s by name.
+func sortObjects(s *Spec) {
+	for _, k := range Kinds {
+		list := k.slice(s)
+		name := func(i int) string { return list.Index(i).Interface().(Obj).Common().Name }
+		sort.Slice(list.Interface(), func(i, j int) bool { return name(i) < name(j) })
+	}
 }
 
 // Objects returns every object of s, section by section in the order of
@@ -191,7 +217,7 @@ func objs[T Obj](list []T) []Obj {
 func (s *Spec) Objects() []Obj {
 	var out []Obj
 	for _, k := range Kinds {
-		out = append(out, k.list(s)...)
+		out = append(out, k.Objects(s)...)
 	}
 	return out
 }

@@ -49,7 +49,7 @@ func parseLock(p *parser, s *Spec, k *Kind, e entry) {
 			}
 		}
 	}
-	s.Locks = append(s.Locks, l)
+	k.append(s, l)
 }
 
 func parseSemaphore(p *parser, s *Spec, k *Kind, e entry) {
@@ -64,7 +64,7 @@ func parseSemaphore(p *parser, s *Spec, k *Kind, e entry) {
 		f.missing("permits", "how many may hold it at once, e.g. permits: 4")
 	}
 	f.hold(&m.Lease, &m.Renew, &m.Wait)
-	s.Semaphores = append(s.Semaphores, m)
+	k.append(s, m)
 }
 
 func parseLatch(p *parser, s *Spec, k *Kind, e entry) {
@@ -81,7 +81,7 @@ func parseLatch(p *parser, s *Spec, k *Kind, e entry) {
 	if v, ok := f.duration("expire", false); ok {
 		l.Expire = v
 	}
-	s.Latches = append(s.Latches, l)
+	k.append(s, l)
 }
 
 func parseLimiter(p *parser, s *Spec, k *Kind, e entry) {
@@ -114,7 +114,7 @@ func parseLimiter(p *parser, s *Spec, k *Kind, e entry) {
 	if v, _, ok := f.oneOf("scope", LimiterScopes); ok {
 		l.Scope = v
 	}
-	s.Limiters = append(s.Limiters, l)
+	k.append(s, l)
 }
 
 func parseQueue(p *parser, s *Spec, k *Kind, e entry) {
@@ -155,7 +155,7 @@ func parseQueue(p *parser, s *Spec, k *Kind, e entry) {
 			}
 		}
 	}
-	s.Queues = append(s.Queues, q)
+	k.append(s, q)
 }
 
 // object reads a declaration's name and the fields every object has. It

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -306,11 +305,7 @@ func (p *parser) parse() *Spec {
 	if len(p.diags) > 0 {
 		return nil
 	}
-	slices.SortFunc(s.Locks, func(a, b *Lock) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(s.Semaphores, func(a, b *Semaphore) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(s.Latches, func(a, b *Latch) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(s.Limiters, func(a, b *Limiter) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(s.Queues, func(a, b *Queue) int { return strings.Compare(a.Name, b.Name) })
+	sortObjects(s)
 	return s
 }
 
