@@ -80,6 +80,9 @@ type parser struct {
 	// budget is how many more mapping entries to read; see entries.
 	budget     int
 	overBudget bool
+	// budgetGiven and entriesRead count, for tests, the budget at the
+	// start and the entries read.
+	budgetGiven, entriesRead int
 }
 
 // declared is an object name's first declaration.
@@ -210,6 +213,7 @@ func (p *parser) parse() *Spec {
 		p.syntaxError(err)
 	}
 	p.budget = 10000 + 10*countNodes(&doc)
+	p.budgetGiven = p.budget
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {

@@ -80,6 +80,7 @@ func (p *parser) entriesDepth(n *yaml.Node, what string, depth int) []entry {
 		}
 		return nil
 	}
+	p.entriesRead += len(n.Content) / 2
 	var out []entry
 	seen := map[string]*yaml.Node{}
 	var merges []*yaml.Node
