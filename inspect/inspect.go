@@ -96,6 +96,7 @@ type Inspector struct {
 // object is one declared object with what reading it needs.
 type object struct {
 	name     string
+	id       string // the name in its keys: spec id:, or name
 	kind     string
 	pattern  string
 	params   []spec.Param
@@ -131,7 +132,7 @@ func Parse(rdb redis.UniversalClient, file string, data []byte, opts Options) (*
 func newInspector(rdb redis.UniversalClient, s *spec.Spec, opts Options) *Inspector {
 	in := &Inspector{rdb: rdb, spec: s, opts: opts.withDefaults(), byNm: map[string]*object{}, rts: map[string]*runtime.Client{}}
 	add := func(o *object, obj spec.Object) {
-		o.name, o.pattern, o.params, o.literals = obj.Name, obj.Key.Pattern, obj.Key.Params, obj.Key.Literals
+		o.name, o.id, o.pattern, o.params, o.literals = obj.Name, obj.Identity(), obj.Key.Pattern, obj.Key.Params, obj.Key.Literals
 		in.objs = append(in.objs, o)
 		in.byNm[o.name] = o
 	}
@@ -235,7 +236,7 @@ func (in *Inspector) Key(object string, values ...string) (string, error) {
 			return "", fmt.Errorf("%w: %s: %v", ErrBadParams, p.Name, err)
 		}
 	}
-	return keys.Build(in.spec.Namespace, o.name, o.literals, values...), nil
+	return keys.Build(in.spec.Namespace, o.id, o.literals, values...), nil
 }
 
 // checkValue reports a value that the generated code could not produce for

@@ -502,3 +502,16 @@ func TestDial(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentityKeys checks that an object with id: is found on the keys
+// its generated code uses: the id's, not the Go name's.
+func TestIdentityKeys(t *testing.T) {
+	in, err := Parse(nil, "ids.yaml", []byte("version: 1\npackage: p\nnamespace: shop\nlocks:\n  OrderMutex: { id: Order, key: \"order:{id}\", params: { id: int64 } }\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := in.Key("OrderMutex", "7")
+	if want := keys.Build("shop", "Order", []string{"order:", ""}, "7"); err != nil || got != want {
+		t.Errorf("Key(OrderMutex, 7) = %q, %v; want %q", got, err, want)
+	}
+}

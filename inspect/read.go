@@ -68,7 +68,7 @@ func (in *Inspector) Instances(ctx context.Context, object string) (*Listing, er
 		}
 		return &Listing{Object: o.info(), Instances: []*Instance{inst}}, nil
 	}
-	prefix := in.spec.Namespace + ":{" + o.name + ":" + o.literals[0]
+	prefix := in.spec.Namespace + ":{" + o.id + ":" + o.literals[0]
 	res, err := in.scan(ctx, prefix, o)
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func (in *Inspector) Snapshot(ctx context.Context) (*Snapshot, error) {
 	// Objects without params always have their one instance.
 	for _, o := range in.objs {
 		if len(o.params) == 0 {
-			key := keys.Build(in.spec.Namespace, o.name, o.literals)
+			key := keys.Build(in.spec.Namespace, o.id, o.literals)
 			if res.byKey[key] == nil {
 				res.byKey[key] = &found{obj: o, key: key, suffixes: map[string]bool{}}
 			}

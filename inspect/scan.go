@@ -105,7 +105,7 @@ func (in *Inspector) classify(res *scanResult, key string, want *object) {
 	}
 	f := res.byKey[base]
 	if f == nil {
-		values, err := keys.Decode(in.spec.Namespace, o.name, o.literals, base)
+		values, err := keys.Decode(in.spec.Namespace, o.id, o.literals, base)
 		if err != nil {
 			return // another pattern's key, or not lockgen's
 		}
