@@ -90,6 +90,7 @@ type Report struct {
 	AckedUnoffered              int      // acknowledged although the offer reported an error
 	Redelivered                 int
 	Restarts                    int
+	FenceResets                 int // fenced Lock calls answered ErrFenceReset (the counter went back)
 }
 
 type hold struct {
@@ -309,6 +310,10 @@ func Check(events []Event) *Report {
 			} else {
 				failed[e.Msg] = true
 				r.OfferFailed++
+			}
+		case evAcqErr:
+			if e.Obj == objFenced && strings.Contains(e.Err, "fence counter went back") {
+				r.FenceResets++
 			}
 		case evTake:
 			takes[e.Msg]++
@@ -557,6 +562,9 @@ func (r *Report) Print(w io.Writer) {
 	if len(r.AckExpiredGone) > 0 {
 		fmt.Fprintf(w, "of the lost, %d were taken and every Ack answered \"delivery no longer in flight\", yet they never came back (an Ack whose reply was lost and that go-redis retried would look so): %s\n",
 			len(r.AckExpiredGone), strings.Join(r.AckExpiredGone, " "))
+	}
+	if r.FenceResets > 0 {
+		fmt.Fprintf(w, "fenced lock: %d Lock calls answered ErrFenceReset (the fence counter went back after an empty restart)\n", r.FenceResets)
 	}
 	fmt.Fprintln(w, "\n(*) Redis runs without persistence: an empty restart forgets every lock, permit, fence counter and queued message, so overlaps, fence-order breaks and lost messages in its window are expected, not runtime bugs.")
 	var slow []string
