@@ -367,7 +367,7 @@ func (s *scheduler) close() {
 func (q *queue) move() (time.Duration, error) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
-		res, err := q.c.eval(ctx, q.def.Scripts.Move, q.keys, q.ch, q.mode(), moveBatch,
+		res, err := q.c.eval(ctx, q.def.Scripts.Move, q.keys, q.c.publishCmd(), q.mode(), moveBatch,
 			q.def.Visibility.Milliseconds(), q.def.MaxDeliveries).Int64Slice()
 		cancel()
 		if err != nil {

@@ -150,7 +150,7 @@ func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bo
 		return nil
 	}
 	args := make([]any, 0, 4+len(bodies))
-	args = append(args, q.ch, q.mode(), "", "")
+	args = append(args, q.c.publishCmd(), q.mode(), "", "")
 	switch {
 	case delay > 0:
 		args[2] = ceilMillis(delay)
@@ -314,7 +314,7 @@ func (q *queue) pop(ctx context.Context, end time.Time, once bool) ([]byte, erro
 // bury puts a body a plain queue's consumer could not decode on the dead
 // list.
 func (q *queue) bury(ctx context.Context, body []byte, cause error) error {
-	err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Bury, q.keys, q.ch, body, "decode: "+cause.Error()).Err()
+	err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Bury, q.keys, q.c.publishCmd(), body, "decode: "+cause.Error()).Err()
 	if err != nil {
 		return fmt.Errorf("lockgen: dead-lettering an item of %s that does not decode (%v): %w", q.key, cause, err)
 	}
@@ -366,7 +366,7 @@ func deadLetters[T any](ctx context.Context, q *queue, codec Codec[T], n int) ([
 	if n <= 0 {
 		return nil, fmt.Errorf("%w: %d dead letters", ErrInvalidArgument, n)
 	}
-	res, err := q.c.eval(ctx, q.def.Scripts.Dead, q.keys, q.ch, 0, n).StringSlice()
+	res, err := q.c.eval(ctx, q.def.Scripts.Dead, q.keys, q.c.publishCmd(), 0, n).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("lockgen: dead letters of %s: %w", q.key, err)
 	}
@@ -392,7 +392,7 @@ func (q *queue) redrive(ctx context.Context, n int) (int, error) {
 	total := 0
 	for total < n {
 		batch := min(n-total, redriveBatch)
-		moved, err := q.c.eval(ctx, q.def.Scripts.Redrive, q.keys, q.ch, q.mode(), batch).Int()
+		moved, err := q.c.eval(ctx, q.def.Scripts.Redrive, q.keys, q.c.publishCmd(), q.mode(), batch).Int()
 		if err != nil {
 			return total, fmt.Errorf("lockgen: re-driving dead letters of %s: %w", q.key, err)
 		}

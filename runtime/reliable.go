@@ -138,7 +138,7 @@ func (q *queue) claim(ctx context.Context, id string) (*delivery, error) {
 	}
 	// Not cut short by ctx: a claim that ran while its reply was
 	// abandoned would hide the item for a whole visibility timeout.
-	res, err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Take, q.keys, q.ch, q.def.Visibility.Milliseconds(), id).Slice()
+	res, err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Take, q.keys, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id).Slice()
 	received := time.Now()
 	switch {
 	case isNil(err):
@@ -180,7 +180,7 @@ func (d *delivery) settle(ctx context.Context, reason, mode string, delay time.D
 	if delay > 0 {
 		ms = ceilMillis(delay)
 	}
-	n, err := q.c.eval(ctx, q.def.Scripts.Nack, q.keys, q.ch, d.id, d.n, q.def.MaxDeliveries, reason, mode, ms).Int()
+	n, err := q.c.eval(ctx, q.def.Scripts.Nack, q.keys, q.c.publishCmd(), d.id, d.n, q.def.MaxDeliveries, reason, mode, ms).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockgen: giving back delivery %s of %s: %w", d.id, q.key, err)
@@ -229,7 +229,7 @@ func (d *delivery) ack(ctx context.Context) error {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	q := d.q
-	n, err := q.c.eval(ctx, q.def.Scripts.Ack, q.keys, q.ch, d.id, d.n).Int()
+	n, err := q.c.eval(ctx, q.def.Scripts.Ack, q.keys, q.c.publishCmd(), d.id, d.n).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockgen: acknowledging delivery %s of %s: %w", d.id, q.key, err)
@@ -300,7 +300,7 @@ func (d *delivery) extend(ctx context.Context, visibility time.Duration) error {
 		return fmt.Errorf("%w: visibility %v", ErrInvalidArgument, visibility)
 	}
 	q := d.q
-	res, err := q.c.eval(ctx, q.def.Scripts.Extend, q.keys, q.ch, d.id, d.n, ceilMillis(visibility)).Int64Slice()
+	res, err := q.c.eval(ctx, q.def.Scripts.Extend, q.keys, q.c.publishCmd(), d.id, d.n, ceilMillis(visibility)).Int64Slice()
 	received := time.Now()
 	switch {
 	case isNil(err):

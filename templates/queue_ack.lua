@@ -1,7 +1,7 @@
 -- queue_ack: acknowledge a delivery of a reliable queue; the item is done.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel (unused), ARGV[2] id, ARGV[3] delivery number
+-- ARGV[1] the publish command (unused), ARGV[2] id, ARGV[3] delivery number
 -- Returns 1 when acknowledged, 0 when the delivery is no longer in flight
 -- (its visibility timeout ran out and it was delivered again, or it was
 -- acknowledged already).

@@ -2,7 +2,7 @@
 -- the dead list, with the reason.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel (unused), ARGV[2] the encoded item, ARGV[3] reason
+-- ARGV[1] the publish command (unused), ARGV[2] the encoded item, ARGV[3] reason
 -- Returns the dead letter's id.
 local t = redis.call('time')
 local id = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-' .. redis.call('incr', KEYS[4])

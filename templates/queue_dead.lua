@@ -1,7 +1,7 @@
 -- queue_dead: list dead letters, oldest first.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel (unused), ARGV[2] how many to skip, ARGV[3] how
+-- ARGV[1] the publish command (unused), ARGV[2] how many to skip, ARGV[3] how
 -- many to return
 -- Returns {id, body, reason, deliveries, id, body, ...}; a missing field
 -- is ''.

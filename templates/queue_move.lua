@@ -3,7 +3,7 @@
 -- the ready list, at most a batch of each, and returns when to run next.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel, ARGV[2] mode ('r' reliable, 'p' plain),
+-- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable, 'p' plain),
 -- ARGV[3] batch size, ARGV[4] visibility ms, ARGV[5] max deliveries
 -- Returns {now, next due or -1, items moved, 1 when a batch was full}.
 -- A delivery that ran out after max deliveries goes to the dead list.
@@ -83,7 +83,7 @@ if next < 0 then
 else
   redis.call('set', KEYS[5], next, 'px', math.max(next - now, 0) + 1000)
   if not armed or next < tonumber(armed) then
-    redis.call('publish', ARGV[1], next)
+    redis.call(ARGV[1], KEYS[1] .. ':ch', next)
   end
 end
 return {now, next, moved, full}

@@ -3,7 +3,7 @@
 -- (or when asked to), or put it back unharmed.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel, ARGV[2] id, ARGV[3] delivery number,
+-- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] id, ARGV[3] delivery number,
 -- ARGV[4] max deliveries, ARGV[5] reason, ARGV[6] '1' to dead-letter now,
 -- '0' to deliver again, 'b' to put it back at the head of the queue
 -- without counting this delivery (a worker shutting down), ARGV[7] the
@@ -38,6 +38,6 @@ redis.call('zadd', KEYS[2], due, id)
 local armed = redis.call('get', KEYS[5])
 if not armed or due < tonumber(armed) then
   redis.call('set', KEYS[5], due, 'px', delay + 1000)
-  redis.call('publish', ARGV[1], due)
+  redis.call(ARGV[1], KEYS[1] .. ':ch', due)
 end
 return 3

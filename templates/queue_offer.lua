@@ -1,7 +1,7 @@
 -- queue_offer: add items to a queue, ready now or when due.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel, ARGV[2] mode ('r' reliable: lists hold ids and
+-- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable: lists hold ids and
 -- bodies live in data; 'p' plain: the ready list holds bodies),
 -- ARGV[3] delay in ms or '', ARGV[4] due time in unix ms or '',
 -- ARGV[5..] the encoded items
@@ -49,6 +49,6 @@ end
 local armed = redis.call('get', KEYS[5])
 if not armed or due < tonumber(armed) then
   redis.call('set', KEYS[5], due, 'px', due - now + 1000)
-  redis.call('publish', ARGV[1], due)
+  redis.call(ARGV[1], KEYS[1] .. ':ch', due)
 end
 return due

@@ -2,7 +2,7 @@
 -- their delivery count reset.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel (unused), ARGV[2] mode ('r' reliable, 'p' plain),
+-- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable, 'p' plain),
 -- ARGV[3] how many at most
 -- Returns how many were put back.
 local moved = 0

@@ -1,7 +1,7 @@
 -- queue_take: claim a delivery of a reliable queue.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel, ARGV[2] visibility ms, ARGV[3] the id a blocking
+-- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] visibility ms, ARGV[3] the id a blocking
 -- move put on the proc list, or '' to take the first ready item
 -- Returns false when there is nothing to claim (nothing ready, or the id
 -- was already recovered by a delay timer), {id} when the id's item is
@@ -37,6 +37,6 @@ end
 local armed = redis.call('get', KEYS[5])
 if not armed or deadline < tonumber(armed) then
   redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)
-  redis.call('publish', ARGV[1], deadline)
+  redis.call(ARGV[1], KEYS[1] .. ':ch', deadline)
 end
 return {id, body, n, deadline, now}

@@ -516,11 +516,11 @@ return codes
 // queueAckScript is lockgen's templates/queue_ack.lua.
 var queueAckScript = lockrt.Script{
 	Name: "queue_ack",
-	SHA1: "adf939193fc57d9f99a3981dd0a80808784b7659",
+	SHA1: "5a0b3b42831c646dc9a7af028171435c22c265a2",
 	Source: `-- queue_ack: acknowledge a delivery of a reliable queue; the item is done.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel (unused), ARGV[2] id, ARGV[3] delivery number
+-- ARGV[1] the publish command (unused), ARGV[2] id, ARGV[3] delivery number
 -- Returns 1 when acknowledged, 0 when the delivery is no longer in flight
 -- (its visibility timeout ran out and it was delivered again, or it was
 -- acknowledged already).
@@ -539,12 +539,12 @@ return 1
 // queueBuryScript is lockgen's templates/queue_bury.lua.
 var queueBuryScript = lockrt.Script{
 	Name: "queue_bury",
-	SHA1: "0d6372ee4ba46af9143dc3b5378a9d5c0a76bcc8",
+	SHA1: "018ca3e55836068d9d590616349b81d106d407f5",
 	Source: `-- queue_bury: put an item a plain queue's consumer could not decode on
 -- the dead list, with the reason.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel (unused), ARGV[2] the encoded item, ARGV[3] reason
+-- ARGV[1] the publish command (unused), ARGV[2] the encoded item, ARGV[3] reason
 -- Returns the dead letter's id.
 local t = redis.call('time')
 local id = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-' .. redis.call('incr', KEYS[4])
@@ -560,11 +560,11 @@ return id
 // queueDeadScript is lockgen's templates/queue_dead.lua.
 var queueDeadScript = lockrt.Script{
 	Name: "queue_dead",
-	SHA1: "aae85457bd7e252b22be253b6bb71bb355730a0a",
+	SHA1: "2122e9c60467da469a85d80d9a0566a66faf5a37",
 	Source: `-- queue_dead: list dead letters, oldest first.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel (unused), ARGV[2] how many to skip, ARGV[3] how
+-- ARGV[1] the publish command (unused), ARGV[2] how many to skip, ARGV[3] how
 -- many to return
 -- Returns {id, body, reason, deliveries, id, body, ...}; a missing field
 -- is ''.
@@ -584,11 +584,11 @@ return out
 // queueExtendScript is lockgen's templates/queue_extend.lua.
 var queueExtendScript = lockrt.Script{
 	Name: "queue_extend",
-	SHA1: "24efe583533a732a6505ce89ad4f2e3b0c0c8a1a",
+	SHA1: "1d99434cf6b9f980dd66bceea009b5ae52fe3e1b",
 	Source: `-- queue_extend: move the visibility deadline of a delivery in flight.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel, ARGV[2] id, ARGV[3] delivery number,
+-- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] id, ARGV[3] delivery number,
 -- ARGV[4] the new visibility from now, in ms
 -- Returns {deadline, now} (server clock, unix ms), or false when the
 -- delivery is no longer in flight.
@@ -603,7 +603,7 @@ redis.call('zadd', KEYS[7], deadline, id)
 local armed = redis.call('get', KEYS[5])
 if not armed or deadline < tonumber(armed) then
   redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)
-  redis.call('publish', ARGV[1], deadline)
+  redis.call(ARGV[1], KEYS[1] .. ':ch', deadline)
 end
 return {deadline, now}
 `,
@@ -612,13 +612,13 @@ return {deadline, now}
 // queueMoveScript is lockgen's templates/queue_move.lua.
 var queueMoveScript = lockrt.Script{
 	Name: "queue_move",
-	SHA1: "c0530f9e848b8557fbfcec543eccf7f5ae72f366",
+	SHA1: "7b72edd9a30fdbe950047f40b8b3e099dcc474e2",
 	Source: `-- queue_move: the delay timer's step. Moves due items (delayed ones, and
 -- for a reliable queue the deliveries whose visibility timeout ran out) to
 -- the ready list, at most a batch of each, and returns when to run next.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel, ARGV[2] mode ('r' reliable, 'p' plain),
+-- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable, 'p' plain),
 -- ARGV[3] batch size, ARGV[4] visibility ms, ARGV[5] max deliveries
 -- Returns {now, next due or -1, items moved, 1 when a batch was full}.
 -- A delivery that ran out after max deliveries goes to the dead list.
@@ -698,7 +698,7 @@ if next < 0 then
 else
   redis.call('set', KEYS[5], next, 'px', math.max(next - now, 0) + 1000)
   if not armed or next < tonumber(armed) then
-    redis.call('publish', ARGV[1], next)
+    redis.call(ARGV[1], KEYS[1] .. ':ch', next)
   end
 end
 return {now, next, moved, full}
@@ -708,13 +708,13 @@ return {now, next, moved, full}
 // queueNackScript is lockgen's templates/queue_nack.lua.
 var queueNackScript = lockrt.Script{
 	Name: "queue_nack",
-	SHA1: "a59d445dbe3bc6f498435a4e82ba9859869cacd6",
+	SHA1: "325bbe9390c0f59b9368b8248c6879e8bc59be36",
 	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again
 -- (now, or after a delay), dead-letter it when it reached max deliveries
 -- (or when asked to), or put it back unharmed.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel, ARGV[2] id, ARGV[3] delivery number,
+-- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] id, ARGV[3] delivery number,
 -- ARGV[4] max deliveries, ARGV[5] reason, ARGV[6] '1' to dead-letter now,
 -- '0' to deliver again, 'b' to put it back at the head of the queue
 -- without counting this delivery (a worker shutting down), ARGV[7] the
@@ -749,7 +749,7 @@ redis.call('zadd', KEYS[2], due, id)
 local armed = redis.call('get', KEYS[5])
 if not armed or due < tonumber(armed) then
   redis.call('set', KEYS[5], due, 'px', delay + 1000)
-  redis.call('publish', ARGV[1], due)
+  redis.call(ARGV[1], KEYS[1] .. ':ch', due)
 end
 return 3
 `,
@@ -758,11 +758,11 @@ return 3
 // queueOfferScript is lockgen's templates/queue_offer.lua.
 var queueOfferScript = lockrt.Script{
 	Name: "queue_offer",
-	SHA1: "dac16600d80e8e847fdbff89b89fccd0abf65c01",
+	SHA1: "4a4a5b0e735ea312822fdcbecb972034abbfd439",
 	Source: `-- queue_offer: add items to a queue, ready now or when due.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel, ARGV[2] mode ('r' reliable: lists hold ids and
+-- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable: lists hold ids and
 -- bodies live in data; 'p' plain: the ready list holds bodies),
 -- ARGV[3] delay in ms or '', ARGV[4] due time in unix ms or '',
 -- ARGV[5..] the encoded items
@@ -810,7 +810,7 @@ end
 local armed = redis.call('get', KEYS[5])
 if not armed or due < tonumber(armed) then
   redis.call('set', KEYS[5], due, 'px', due - now + 1000)
-  redis.call('publish', ARGV[1], due)
+  redis.call(ARGV[1], KEYS[1] .. ':ch', due)
 end
 return due
 `,
@@ -819,12 +819,12 @@ return due
 // queueRedriveScript is lockgen's templates/queue_redrive.lua.
 var queueRedriveScript = lockrt.Script{
 	Name: "queue_redrive",
-	SHA1: "c06d6009fdacf380d99ca9a550b22fa9fd4f35c4",
+	SHA1: "61f96f3a62c209dc9d987f6f43741089f05eca06",
 	Source: `-- queue_redrive: put the oldest dead letters back on the ready list, with
 -- their delivery count reset.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel (unused), ARGV[2] mode ('r' reliable, 'p' plain),
+-- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable, 'p' plain),
 -- ARGV[3] how many at most
 -- Returns how many were put back.
 local moved = 0
@@ -853,11 +853,11 @@ return moved
 // queueTakeScript is lockgen's templates/queue_take.lua.
 var queueTakeScript = lockrt.Script{
 	Name: "queue_take",
-	SHA1: "60649a99abd6d20b977d5347dff10c623f91e69f",
+	SHA1: "3456b579a575d5016a59d0b05f7120268db0cf54",
 	Source: `-- queue_take: claim a delivery of a reliable queue.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] timer channel, ARGV[2] visibility ms, ARGV[3] the id a blocking
+-- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] visibility ms, ARGV[3] the id a blocking
 -- move put on the proc list, or '' to take the first ready item
 -- Returns false when there is nothing to claim (nothing ready, or the id
 -- was already recovered by a delay timer), {id} when the id's item is
@@ -893,7 +893,7 @@ end
 local armed = redis.call('get', KEYS[5])
 if not armed or deadline < tonumber(armed) then
   redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)
-  redis.call('publish', ARGV[1], deadline)
+  redis.call(ARGV[1], KEYS[1] .. ':ch', deadline)
 end
 return {id, body, n, deadline, now}
 `,
