@@ -223,3 +223,81 @@ func TestSemaphoreTimeoutError(t *testing.T) {
 		check("Acquire(ctx 100ms)", err, context.DeadlineExceeded)
 	})
 }
+
+// runTwice runs the first command running script twice, answering with
+// the second reply only: a reply lost on a cut connection and the command
+// sent again (by go-redis' retry or the wait's).
+type runTwice struct {
+	sha  string
+	done atomic.Bool
+}
+
+func (h *runTwice) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *runTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && args[0] == "evalsha" && args[1] == h.sha && h.done.CompareAndSwap(false, true) {
+			if err := next(ctx, cmd); err != nil {
+				return err
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *runTwice) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestAcquireRunTwice: when an acquire's script runs twice for a new owner
+// (its first reply lost), the lease holds the lock once: Unlock frees it,
+// and a simple lock is not refused as a re-entry. Before, the reentrant
+// kinds held it twice, so Unlock returned nil and left the lock held for
+// another lease; a simple lock returned ErrNotReentrant and stayed held.
+func TestAcquireRunTwice(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		bg := context.Background()
+		rdb := b.new()
+		t.Cleanup(func() { rdb.Close() })
+		c := lockrt.New(rdb)
+		t.Cleanup(func() { c.Close() })
+		rd := def(t, lockrt.ReadWrite, time.Minute, true, 0)
+		for _, k := range []struct {
+			kind string
+			d    *lockrt.LockDef
+			l    func(d *lockrt.LockDef) *lockrt.Lock
+		}{
+			{"reentrant", def(t, lockrt.Reentrant, time.Minute, true, 0), nil},
+			{"simple", def(t, lockrt.Simple, time.Minute, true, 0), nil},
+			{"fair", def(t, lockrt.Fair, time.Minute, true, 0), nil},
+			{"fenced", def(t, lockrt.Fenced, time.Minute, true, 0), nil},
+			{"read", rd, func(d *lockrt.LockDef) *lockrt.Lock { return c.RWLock(d, key(t, "read")).Read() }},
+			{"write", rd, func(d *lockrt.LockDef) *lockrt.Lock { return c.RWLock(d, key(t, "write")).Write() }},
+		} {
+			kind, d := k.kind, k.d
+			l := c.Lock(d, key(t, kind))
+			if k.l != nil {
+				l = k.l(d)
+			}
+			if err := c.Preload(bg, d.Scripts.Acquire); err != nil {
+				t.Fatal(err)
+			}
+			h := &runTwice{sha: d.Scripts.Acquire.SHA1}
+			rdb.AddHook(h)
+			le, err := l.Lock(bg)
+			if err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			if !h.done.Load() {
+				t.Fatalf("%s: the acquire did not run twice", kind)
+			}
+			if n, err := l.HoldCount(le.Context()); err != nil || n != 1 {
+				t.Errorf("%s: %d holds after an acquire that ran twice (%v), want 1", kind, n, err)
+			}
+			if err := le.Unlock(bg); err != nil {
+				t.Errorf("%s: %v", kind, err)
+			}
+			if held, err := l.IsLocked(bg); err != nil || held {
+				t.Errorf("%s: still locked after Unlock (%v)", kind, err)
+			}
+		}
+	})
+}

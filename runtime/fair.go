@@ -44,6 +44,8 @@ func (l *Lock) waiterTTL() time.Duration {
 // no trace. A waiter subscribes to its own channel before it queues, so
 // the release that makes it first always reaches it.
 func (l *Lock) acquireFair(ctx context.Context, wait time.Duration, o acquireOptions) (le *Lease, err error) {
+	_, carried := ctx.Value(ownerKey{}).(string)
+	o.fresh = !carried
 	owner := l.c.ownerFrom(ctx)
 	le, _, err = l.attemptFair(ctx, owner, 0, o)
 	if le != nil || failFast(err, wait) {
@@ -94,6 +96,7 @@ func (l *Lock) attemptFair(ctx context.Context, owner string, ttl time.Duration,
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", l.key, res)
 	}
 	if res[0] == 1 {
+		l.dropDuplicateHolds(ctx, owner, o, res[1])
 		le, err := l.newLease(ctx, owner, o, start)
 		if err != nil {
 			return nil, 0, err

@@ -42,6 +42,10 @@ type AcquireOption func(*acquireOptions)
 type acquireOptions struct {
 	lease        time.Duration // 0: the spec's
 	parentCancel bool
+	// fresh: the owner was made for this acquire (ctx carried none), so
+	// any hold it has already comes from an earlier run of this acquire's
+	// script whose reply was lost (see Lock.attempt).
+	fresh bool
 }
 
 // WithLease sets the lease of this hold instead of the spec's: the TTL of

@@ -82,6 +82,8 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	if l.def.Kind == Fair {
 		return l.acquireFair(ctx, wait, o)
 	}
+	_, carried := ctx.Value(ownerKey{}).(string)
+	o.fresh = !carried
 	owner := l.c.ownerFrom(ctx)
 	le, ttl, err := l.attempt(ctx, owner, o)
 	if le != nil || failFast(err, wait) {
@@ -131,8 +133,14 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions) (*Le
 	if len(res) != 2 && len(res) != 3 {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", l.key, res)
 	}
+	if o.fresh && res[0] == -1 {
+		// A simple lock this new owner holds already: an earlier run of
+		// this acquire took it and its reply was lost.
+		res[0] = 1
+	}
 	switch res[0] {
 	case 1:
+		l.dropDuplicateHolds(ctx, owner, o, res[1])
 		le, err := l.newLease(ctx, owner, o, start)
 		if err != nil {
 			return nil, 0, err
@@ -162,6 +170,22 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions) (*Le
 		return nil, 0, ErrUpgrade
 	}
 	return nil, time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// dropDuplicateHolds gives back the holds beyond the first that a new
+// owner's acquire found: the script ran more than once (a reply lost on a
+// cut connection and the command sent again by go-redis or by the wait's
+// retry), and each run re-entered. Without this, Unlock would leave the
+// lock held for another lease. It costs nothing unless that happened.
+func (l *Lock) dropDuplicateHolds(ctx context.Context, owner string, o acquireOptions, holds int64) {
+	if !o.fresh || l.def.Kind == Simple {
+		return
+	}
+	for ; holds > 1; holds-- {
+		if _, err := l.release(ctx, owner, o.lease); err != nil {
+			return
+		}
+	}
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters; the
