@@ -40,6 +40,13 @@ type Option func(*Client)
 // is 16 random bytes in hex.
 func WithID(id string) Option { return func(c *Client) { c.id = id } }
 
+// WithClassicPubSub makes the client wait with classic pub/sub (SUBSCRIBE,
+// PUBLISH) even on a Redis 7 cluster, where it would use sharded pub/sub
+// (see "Pub/sub: classic or sharded" in the package doc): for a cluster
+// behind a proxy or ACLs that do not allow SSUBSCRIBE. Every wake-up then
+// crosses the cluster bus to every node.
+func WithClassicPubSub() Option { return func(c *Client) { c.shardedPubSub = false } }
+
 // New returns a client over rdb. It does not contact Redis. Close it to
 // stop its watchdog and pub/sub connection; rdb stays open.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {

@@ -350,6 +350,34 @@
 // every waiter of the client on that object (operator calls such as a
 // semaphore's SetPermits).
 //
+// # Pub/sub: classic or sharded
+//
+// The hub speaks both classic pub/sub (one connection per client,
+// SUBSCRIBE, scripts PUBLISH) and sharded pub/sub (Redis Cluster 7.0+: one
+// connection per primary, each channel subscribed with SSUBSCRIBE on the
+// primary that owns its slot, scripts SPUBLISH, which stays on that shard
+// instead of crossing the cluster bus to every node). Scripts get the
+// command ("publish" or "spublish") as an argument, so both modes run the
+// same Lua. The choice is made once per client, on first need: sharded
+// only for a *redis.ClusterClient whose servers answer PUBSUB
+// SHARDNUMSUB; classic for a single node, Sentinel, a Ring, a cluster
+// older than 7.0, and any client created WithClassicPubSub.
+//
+// Sharded pub/sub is not yet chosen by default: it needs every script
+// that publishes to take its command from the client, which the latch
+// and queue scripts do and the scripts of the other kinds do not all do
+// yet (shardedPubSub in hub.go turns it on). Until then every client uses
+// classic pub/sub.
+//
+// In sharded mode a slot that migrates or fails over takes its
+// subscriptions with it: the server tells subscribers with an unsolicited
+// sunsubscribe (or refuses an SSUBSCRIBE with MOVED); the hub then
+// reloads the slot map, subscribes the channel on its new owner, and
+// wakes the channel's waiters, since a release may have been published
+// meanwhile. A connection that fails is replaced the same way. Tests
+// (with sharded pub/sub switched on per client): TestPubSubModeChoice,
+// TestShardedPubSubLatch, TestShardedPubSubSlotMigration.
+//
 // # Semaphores and permits
 //
 // A generated constructor such as semaphores.Export("acme") returns a
