@@ -87,8 +87,9 @@ func (l *Lock) attemptFair(ctx context.Context, owner string, ttl time.Duration,
 	}
 	start := time.Now()
 	// Not cut short by ctx, as in attempt.
-	res, err := l.c.eval(context.WithoutCancel(ctx), l.def.Scripts.Acquire, l.fairKeys(),
-		o.lease.Milliseconds(), owner, ttl.Milliseconds(), l.channel()).Int64Slice()
+	cmd, wait := l.evalAcquire(context.WithoutCancel(ctx), l.fairKeys(),
+		o.lease.Milliseconds(), owner, ttl.Milliseconds(), l.channel())
+	res, err := cmd.Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
 	}
@@ -99,6 +100,9 @@ func (l *Lock) attemptFair(ctx context.Context, owner string, ttl time.Duration,
 		l.dropDuplicateHolds(ctx, owner, o, res[1])
 		le, err := l.newLease(ctx, owner, o, start)
 		if err != nil {
+			return nil, 0, err
+		}
+		if err := l.checkSynced(context.WithoutCancel(ctx), le, wait); err != nil {
 			return nil, 0, err
 		}
 		if err := ctx.Err(); err != nil {

@@ -117,15 +117,7 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions) (*Le
 	// The attempt is not cut short by ctx: a script that ran in Redis
 	// while its reply was abandoned would hold the lock for a whole lease
 	// with nobody to release it. go-redis' read timeout bounds it.
-	var (
-		cmd  *redis.Cmd
-		wait *redis.Cmd // replica sync: the WAIT after the script
-	)
-	if sync := l.def.Sync; sync.Replicas > 0 {
-		cmd, wait = l.c.evalWait(context.WithoutCancel(ctx), l.def.Scripts.Acquire, sync, l.scriptKeys(), l.args(o.lease.Milliseconds(), owner)...)
-	} else {
-		cmd = l.c.eval(context.WithoutCancel(ctx), l.def.Scripts.Acquire, l.scriptKeys(), l.args(o.lease.Milliseconds(), owner)...)
-	}
+	cmd, wait := l.evalAcquire(context.WithoutCancel(ctx), l.scriptKeys(), l.args(o.lease.Milliseconds(), owner)...)
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
@@ -152,11 +144,8 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions) (*Le
 				return nil, 0, err
 			}
 		}
-		if l.def.Sync.Replicas > 0 {
-			if err := l.c.checkSync(context.WithoutCancel(ctx), l.def.Sync, l.key, wait); err != nil {
-				_ = le.Unlock(context.WithoutCancel(ctx))
-				return nil, 0, err
-			}
+		if err := l.checkSynced(context.WithoutCancel(ctx), le, wait); err != nil {
+			return nil, 0, err
 		}
 		if err := ctx.Err(); err != nil {
 			// Cancelled while the script ran: give the hold back.

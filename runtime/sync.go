@@ -17,6 +17,30 @@ import (
 // the lock was released.
 var ErrNotReplicated = errors.New("lockgen: lock not replicated")
 
+// evalAcquire runs the lock's acquire script with keys and args; for a
+// lock with replica sync, WAIT follows in the same round trip (evalWait),
+// and its reply is returned for checkSynced.
+func (l *Lock) evalAcquire(ctx context.Context, keys []string, args ...any) (cmd, wait *redis.Cmd) {
+	if sync := l.def.Sync; sync.Replicas > 0 {
+		return l.c.evalWait(ctx, l.def.Scripts.Acquire, sync, keys, args...)
+	}
+	return l.c.eval(ctx, l.def.Scripts.Acquire, keys, args...), nil
+}
+
+// checkSynced checks the WAIT that followed the acquire of le (see
+// checkSync); when too few replicas have it, it unlocks le and returns an
+// error matching ErrNotReplicated.
+func (l *Lock) checkSynced(ctx context.Context, le *Lease, wait *redis.Cmd) error {
+	if l.def.Sync.Replicas == 0 {
+		return nil
+	}
+	if err := l.c.checkSync(ctx, l.def.Sync, l.key, wait); err != nil {
+		_ = le.Unlock(ctx)
+		return err
+	}
+	return nil
+}
+
 // evalWait runs s like eval and sends WAIT replicas timeout right after it
 // in the same pipeline, on the connection of the primary of keys[0]: one
 // round trip. (A script cannot call WAIT, and WAIT must follow the write

@@ -47,6 +47,20 @@ func TestReplicaSync(t *testing.T) {
 	if n, err := s.Replica.Client().Exists(ctx, k).Result(); err != nil || n != 1 {
 		t.Fatalf("replica: EXISTS = %d, %v when Lock returned", n, err)
 	}
+	// A fair lock too.
+	fd := def(t, lockrt.Fair, 10*time.Second, true, 0)
+	fd.Sync = d.Sync
+	fk := key(t, "fair")
+	fle, err := c.Lock(fd, fk).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Replica.Client().Exists(ctx, fk).Result(); err != nil || n != 1 {
+		t.Fatalf("replica: EXISTS fair = %d, %v when Lock returned", n, err)
+	}
+	if err := fle.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Failover(ctx); err != nil {
 		t.Fatal(err)
 	}
