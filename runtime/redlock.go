@@ -705,7 +705,9 @@ func (q *Quorum) renew(ctx context.Context, batch []*held, sent time.Time) {
 			sub[j] = batch[bi]
 		}
 		go func() {
-			nctx, cancel := context.WithTimeout(ctx, nodeTimeout(lease))
+			// Not cut short when renew returns before this node
+			// answered: its renewal still counts on the node.
+			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout(lease))
 			defer cancel()
 			cmds := renewOn(nctx, q.nodes[i].rdb, sub)
 			var err error
@@ -721,9 +723,20 @@ func (q *Quorum) renew(ctx context.Context, batch []*held, sent time.Time) {
 			}
 		}()
 	}
+	n, majority := len(q.nodes), q.Majority()
 	renews := make([]int, len(batch))
 	gone := make([]int, len(batch))
-	for range waiting {
+	// Stop waiting as soon as every hold's verdict is in: a slow node
+	// must not delay the others (its goroutine ends on its own).
+	decided := func() bool {
+		for bi := range batch {
+			if renews[bi] < majority && gone[bi] <= n-majority {
+				return false
+			}
+		}
+		return true
+	}
+	for ; waiting > 0 && !decided(); waiting-- {
 		r := <-out
 		for j, cmd := range r.cmds {
 			switch renewOutcome(cmd) {
@@ -734,7 +747,6 @@ func (q *Quorum) renew(ctx context.Context, batch []*held, sent time.Time) {
 			}
 		}
 	}
-	n, majority := len(q.nodes), q.Majority()
 	for bi, h := range batch {
 		switch {
 		case renews[bi] >= majority && time.Now().Before(sent.Add(h.renew.valid())):
