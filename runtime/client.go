@@ -30,6 +30,8 @@ type Client struct {
 
 	closeOnce     sync.Once
 	shardedPubSub bool // sharded pub/sub may be chosen (hub.go)
+
+	observers []Observer // see WithObserver (observer.go)
 }
 
 // Option configures a Client.

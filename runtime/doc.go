@@ -579,6 +579,20 @@
 // had to wait. The delay scheduler runs one move per queue and due time it
 // wakes for.
 //
+// # Observers and logging
+//
+// WithObserver installs an Observer: it sees each Lock, Acquire, Allow,
+// Offer and Take start and end (a tracer's span lives in the context it
+// returns, which the operation and a lease's context carry), and events:
+// acquisitions with their wait, releases with their hold time, lost
+// leases, renewals and failed renewals, scripts sent again after
+// NOSCRIPT, queue items enqueued, delivered, acknowledged, given back and
+// dead-lettered, and limiter decisions. Events name objects by their spec
+// name, never by param values. Adapters for Prometheus and OpenTelemetry
+// are modules of their own (github.com/lockgen/lockgen/adapters/...), so
+// this package depends on go-redis alone. WithLogger logs lost leases and
+// failed renewals (Warn) and reloaded scripts (Info) with a *slog.Logger.
+//
 // # Errors
 //
 // Every error the package returns for a condition a caller handles

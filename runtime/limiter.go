@@ -210,7 +210,9 @@ func (l *Limiter) Allow(ctx context.Context) (LimitResult, error) { return l.All
 // without contacting Redis), ErrConfigMismatch when Redis holds another
 // config for this limiter, ErrClosed after the client was closed, or a
 // Redis error.
-func (l *Limiter) AllowN(ctx context.Context, n int) (LimitResult, error) {
+func (l *Limiter) AllowN(ctx context.Context, n int) (_ LimitResult, err error) {
+	ctx, end := l.c.start(ctx, OpAllow, l.def.Name)
+	defer func() { end(err) }()
 	if err := l.precheck(n); err != nil {
 		return LimitResult{}, err
 	}
@@ -234,7 +236,9 @@ func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (in
 	if err != nil {
 		return 0, LimitResult{}, fmt.Errorf("lockgen: limiting %s: %w", l.key, err)
 	}
-	return l.parse(v)
+	code, r, err := l.parse(v)
+	l.c.observeDecision(ctx, l.def.Name, n, code, err)
+	return code, r, err
 }
 
 func (l *Limiter) precheck(n int) error {
@@ -313,7 +317,9 @@ func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
 // requests would be allowed (at once, without waiting) or the context
 // ended the wait (the error then also matches the context's error),
 // ErrClosed when the client was closed, and the errors of AllowN.
-func (l *Limiter) WaitN(ctx context.Context, n int) error {
+func (l *Limiter) WaitN(ctx context.Context, n int) (err error) {
+	ctx, end := l.c.start(ctx, OpAllow, l.def.Name)
+	defer func() { end(err) }()
 	if err := l.precheck(n); err != nil {
 		return err
 	}

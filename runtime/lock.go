@@ -78,7 +78,9 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration, opts ...AcquireO
 }
 
 // acquire takes the lock; wait < 0 means as long as ctx allows.
-func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions) (*Lease, error) {
+func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions) (le *Lease, err error) {
+	ctx, end := l.c.start(ctx, OpLock, l.def.Name)
+	defer func(t time.Time) { l.c.acquired(ctx, end, l.def.Name, t, err) }(time.Now())
 	if l.def.Kind == Fair {
 		return l.acquireFair(ctx, wait, o)
 	}
@@ -280,6 +282,7 @@ type Lease struct {
 	lock  *Lock
 	owner string
 	token int64 // fenced locks: the hold's fencing token
+	taken time.Time
 }
 
 // newLease makes the lease of owner's hold of l, taken at start, and
@@ -287,7 +290,7 @@ type Lease struct {
 // client was closed meanwhile) it gives the hold back and returns the
 // error.
 func (l *Lock) newLease(parent context.Context, owner string, o acquireOptions, start time.Time) (*Lease, error) {
-	le := &Lease{lock: l, owner: owner}
+	le := &Lease{lock: l, owner: owner, taken: start}
 	le.start(context.WithValue(parent, ownerKey{}, owner), o, start, l.def.Renew, ErrLockLost)
 	if l.def.Renew {
 		if err := l.c.wd.add(le.held(), l.renewal(owner, o.lease), le, start); err != nil {
@@ -313,6 +316,7 @@ func (le *Lease) held() heldKey { return heldKey{le.lock.key, le.lock.mode + le.
 // renewal says how the watchdog renews owner's hold of l with lease.
 func (l *Lock) renewal(owner string, lease time.Duration) renewal {
 	return renewal{
+		Object: l.def.Name,
 		Script: l.def.Scripts.Renew,
 		Keys:   l.scriptKeys(),
 		Args:   l.args(lease.Milliseconds(), owner),
@@ -374,6 +378,7 @@ func (le *Lease) Unlock(ctx context.Context) error {
 		l.c.wd.remove(le.held(), le)
 	}
 	n, err := l.release(ctx, le.owner, le.lease)
+	l.c.observe(ctx, Event{Kind: EventReleased, Object: l.def.Name, Duration: time.Since(le.taken)})
 	switch {
 	case lost:
 		return ErrLockLost

@@ -132,7 +132,9 @@ func (q *queue) start(ctx context.Context) error {
 
 // offer adds encoded items: ready now when delay and at are zero, else
 // due after delay or at at.
-func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bodies ...[]byte) error {
+func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bodies ...[]byte) (err error) {
+	ctx, end := q.c.start(ctx, OpOffer, q.def.Name)
+	defer func() { q.c.observeOffer(ctx, end, q.def.Name, len(bodies), err) }()
 	if err := q.c.checkOpen(); err != nil {
 		return err
 	}
@@ -318,6 +320,7 @@ func (q *queue) bury(ctx context.Context, body []byte, cause error) error {
 	if err != nil {
 		return fmt.Errorf("lockgen: dead-lettering an item of %s that does not decode (%v): %w", q.key, cause, err)
 	}
+	q.c.observe(ctx, Event{Kind: EventDead, Object: q.def.Name, Err: cause})
 	return nil
 }
 
@@ -466,7 +469,9 @@ func (q *Queue[T]) TryTake(ctx context.Context, wait time.Duration) (T, error) {
 	return q.take(ctx, wait)
 }
 
-func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (T, error) {
+func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (_ T, err error) {
+	ctx, obsEnd := q.q.c.start(ctx, OpTake, q.q.def.Name)
+	defer func() { q.q.c.observeTake(ctx, obsEnd, q.q.def.Name, err) }()
 	var zero T
 	defer q.q.done(q.q.serve(true))
 	end := waitEnd(ctx, wait)

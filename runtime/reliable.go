@@ -74,7 +74,9 @@ func (q *ReliableQueue[T]) TryTake(ctx context.Context, wait time.Duration) (*De
 	return q.take(ctx, wait)
 }
 
-func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration) (*Delivery[T], error) {
+func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration) (_ *Delivery[T], err error) {
+	ctx, obsEnd := q.q.c.start(ctx, OpTake, q.q.def.Name)
+	defer func() { q.q.c.observeTake(ctx, obsEnd, q.q.def.Name, err) }()
 	e := q.q.serve(true)
 	defer q.q.done(e)
 	end := waitEnd(ctx, wait)
@@ -189,6 +191,7 @@ func (d *delivery) settle(ctx context.Context, reason, mode string, delay time.D
 	case n == 3:
 		q.c.sched.expect(q.serve(false), time.Now().Add(delay))
 	}
+	q.c.observe(ctx, Event{Kind: settled(n), Object: q.def.Name, Err: errors.New(reason)})
 	return nil
 }
 
@@ -236,6 +239,7 @@ func (d *delivery) ack(ctx context.Context) error {
 	case n == 0:
 		return ErrDeliveryExpired
 	}
+	q.c.observe(ctx, Event{Kind: EventAcked, Object: q.def.Name})
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...any) *redis.Cmd {
 	cmd := c.rdb.EvalSha(ctx, s.SHA1, keys, args...)
 	if isNoScript(cmd.Err()) {
+		c.observe(ctx, Event{Kind: EventScriptReloaded, Object: s.Name})
 		cmd = c.rdb.Eval(ctx, s.Source, keys, args...)
 	}
 	c.reloadOnConnError(cmd.Err())

@@ -137,8 +137,10 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration, o
 }
 
 // acquire takes n permits; wait < 0 means as long as ctx allows.
-func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration, o acquireOptions) (*Permit, error) {
-	p, err := s.acquireWait(ctx, n, wait, o)
+func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration, o acquireOptions) (p *Permit, err error) {
+	ctx, end := s.c.start(ctx, OpAcquire, s.def.Name)
+	defer func(t time.Time) { s.c.acquired(ctx, end, s.def.Name, t, err) }(time.Now())
+	p, err = s.acquireWait(ctx, n, wait, o)
 	return p, noPermit(err)
 }
 
@@ -322,10 +324,11 @@ type Permit struct {
 	sem   *Semaphore
 	owner string
 	n     int
+	taken time.Time
 }
 
 func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acquireOptions, start time.Time) (*Permit, error) {
-	p := &Permit{sem: s, owner: owner, n: n}
+	p := &Permit{sem: s, owner: owner, n: n, taken: start}
 	p.start(parent, o, start, s.def.Renew, ErrPermitLost)
 	if !s.def.Renew {
 		return p, nil
@@ -350,6 +353,7 @@ func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
 // renewal says how the watchdog renews owner's hold of s with lease.
 func (s *Semaphore) renewal(owner string, lease time.Duration) renewal {
 	return renewal{
+		Object: s.def.Name,
 		Script: s.def.Scripts.Renew,
 		Keys:   []string{s.key, s.counts()},
 		Args:   []any{lease.Milliseconds(), owner},
@@ -400,6 +404,7 @@ func (p *Permit) Release(ctx context.Context) error {
 		s.c.wd.remove(p.held(), p)
 	}
 	n, err := s.release(ctx, p.owner)
+	s.c.observe(ctx, Event{Kind: EventReleased, Object: s.def.Name, Duration: time.Since(p.taken)})
 	switch {
 	case lost:
 		return ErrPermitLost

@@ -51,6 +51,7 @@ type watchdog struct {
 	wake    chan struct{}
 	done    chan struct{}
 	wg      sync.WaitGroup
+	observe func(context.Context, Event) // the client's observers (nil: none)
 }
 
 // heldKey identifies one hold in Redis: a key and the owner holding it
@@ -61,6 +62,7 @@ type heldKey struct{ key, owner string }
 // and must return 1 when the hold was extended by Lease, 0 when it is
 // gone. The hold is renewed every renewEvery(Lease).
 type renewal struct {
+	Object string // the spec's name, for the observers
 	Script *Script
 	Keys   []string
 	Args   []any
@@ -147,12 +149,15 @@ func (q *dueQueue) Pop() any {
 
 // newWatchdog returns the watchdog of c: its renewals run in c's Redis.
 func newWatchdog(c *Client) *watchdog {
-	return newWatchdogFunc(func(ctx context.Context, batch []*held, _ time.Time) {
+	w := newWatchdogFunc(func(ctx context.Context, batch []*held, _ time.Time) {
 		for i, cmd := range renewOn(ctx, c.rdb, batch) {
 			batch[i].outcome = renewOutcome(cmd)
+			c.observeRenewal(ctx, batch[i].renew.Object, batch[i].outcome, cmd.Err())
 			c.reloadOnConnError(cmd.Err())
 		}
 	})
+	w.observe = c.observe
+	return w
 }
 
 // renewOutcome says what the reply of one renewal script means.
@@ -288,6 +293,7 @@ func (w *watchdog) lose(h *held, cause error) {
 	w.forget(h)
 	holders := h.holders
 	w.mu.Unlock()
+	w.lost(h, cause)
 	for hd := range holders {
 		hd.cancel(cause)
 	}

@@ -1,0 +1,113 @@
+// Package prometheus exports what lockgen's runtime does as Prometheus
+// metrics: a runtime.Observer to install with runtime.WithObserver.
+//
+//	obs := lockprom.New(prometheus.DefaultRegisterer)
+//	rt := lockrt.New(rdb, lockrt.WithObserver(obs))
+//
+// Every series is labelled by the object's name in the spec (and the
+// operation or outcome), never by param values, so their number does not
+// grow with the number of instances:
+//
+//	lockgen_operations_total{op, object, result="ok|error"}   Lock, Acquire, Allow, Offer, Take calls
+//	lockgen_acquire_wait_seconds{object}                       how long acquisitions waited (histogram)
+//	lockgen_hold_seconds{object}                               how long leases and permits were held (histogram)
+//	lockgen_leases_lost_total{object}
+//	lockgen_renewals_total{object, result="ok|failed"}
+//	lockgen_script_reloads_total{script}                      scripts sent again after NOSCRIPT
+//	lockgen_queue_items_total{object, event="enqueued|delivered|acked|nacked|dead"}
+//	lockgen_limiter_requests_total{object, decision="allowed|denied"}
+//
+// It is a module of its own, so that the runtime depends on go-redis
+// alone.
+package prometheus
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// Observer is the runtime.Observer that updates the metrics.
+type Observer struct {
+	ops       *prometheus.CounterVec
+	wait      *prometheus.HistogramVec
+	hold      *prometheus.HistogramVec
+	lost      *prometheus.CounterVec
+	renewals  *prometheus.CounterVec
+	reloads   *prometheus.CounterVec
+	queue     *prometheus.CounterVec
+	decisions *prometheus.CounterVec
+}
+
+var _ runtime.Observer = (*Observer)(nil)
+
+// New registers the metrics with reg and returns their observer. It
+// panics, as prometheus.MustRegister does, when reg already has them.
+func New(reg prometheus.Registerer) *Observer {
+	buckets := []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300}
+	o := &Observer{
+		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockgen_operations_total", Help: "Observed lockgen operations (Lock, Acquire, Allow, Offer, Take), by outcome.",
+		}, []string{"op", "object", "result"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lockgen_acquire_wait_seconds", Help: "How long lock and permit acquisitions waited.", Buckets: buckets,
+		}, []string{"object"}),
+		hold: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lockgen_hold_seconds", Help: "How long leases and permits were held until released.", Buckets: buckets,
+		}, []string{"object"}),
+		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockgen_leases_lost_total", Help: "Leases and permits that ended without their holder giving them up.",
+		}, []string{"object"}),
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockgen_renewals_total", Help: "Watchdog renewals, by outcome.",
+		}, []string{"object", "result"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockgen_script_reloads_total", Help: "Scripts sent again after NOSCRIPT (a restart, failover or SCRIPT FLUSH).",
+		}, []string{"script"}),
+		queue: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockgen_queue_items_total", Help: "Queue items, by what happened to them.",
+		}, []string{"object", "event"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockgen_limiter_requests_total", Help: "Requests a limiter decided on, by decision.",
+		}, []string{"object", "decision"}),
+	}
+	reg.MustRegister(o.ops, o.wait, o.hold, o.lost, o.renewals, o.reloads, o.queue, o.decisions)
+	return o
+}
+
+// Start counts the operation when it ends.
+func (o *Observer) Start(ctx context.Context, op runtime.Op) (context.Context, func(error)) {
+	return ctx, func(err error) {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		o.ops.WithLabelValues(string(op.Kind), op.Object, result).Inc()
+	}
+}
+
+// Event updates the metric of the event.
+func (o *Observer) Event(_ context.Context, e runtime.Event) {
+	switch e.Kind {
+	case runtime.EventAcquired:
+		o.wait.WithLabelValues(e.Object).Observe(e.Duration.Seconds())
+	case runtime.EventReleased:
+		o.hold.WithLabelValues(e.Object).Observe(e.Duration.Seconds())
+	case runtime.EventLeaseLost:
+		o.lost.WithLabelValues(e.Object).Inc()
+	case runtime.EventRenewed:
+		o.renewals.WithLabelValues(e.Object, "ok").Inc()
+	case runtime.EventRenewFailed:
+		o.renewals.WithLabelValues(e.Object, "failed").Inc()
+	case runtime.EventScriptReloaded:
+		o.reloads.WithLabelValues(e.Object).Inc()
+	case runtime.EventEnqueued:
+		o.queue.WithLabelValues(e.Object, "enqueued").Add(float64(max(e.N, 1)))
+	case runtime.EventDelivered, runtime.EventAcked, runtime.EventNacked, runtime.EventDead:
+		o.queue.WithLabelValues(e.Object, string(e.Kind)).Inc()
+	case runtime.EventAllowed, runtime.EventDenied:
+		o.decisions.WithLabelValues(e.Object, string(e.Kind)).Add(float64(max(e.N, 1)))
+	}
+}

@@ -1,0 +1,216 @@
+package runtime
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Observer is told what the runtime does, for metrics, traces and logs.
+// Adapters live in modules of their own, so the runtime depends on
+// go-redis alone: github.com/lockgen/lockgen/adapters/prometheus and
+// github.com/lockgen/lockgen/adapters/otel. Events name objects by their
+// spec name (Object), never by param values, so label sets stay small.
+//
+// The runtime calls an Observer inline, from the goroutine doing the work
+// (the caller's, or the watchdog's): implementations must be safe for
+// concurrent use and quick. Install one with WithObserver; WithLogger
+// installs one that logs.
+type Observer interface {
+	// Start is called when an operation begins (Lock, TryLock, Acquire,
+	// TryAcquire, Allow, AllowN, Wait, WaitN, Offer, OfferMany, OfferIn,
+	// OfferAt, Take, TryTake). The operation continues with the context
+	// Start returns (a tracer puts its span there), and calls end once,
+	// with the operation's error, when it returns.
+	Start(ctx context.Context, op Op) (_ context.Context, end func(error))
+	// Event reports one thing that happened; ctx is the operation's
+	// context from Start, or context.Background() for the watchdog's and
+	// timers' own work.
+	Event(ctx context.Context, e Event)
+}
+
+// Op is an operation an Observer sees start and end.
+type Op struct {
+	Kind   OpKind
+	Object string // the object's name in the spec
+}
+
+// OpKind names an operation.
+type OpKind string
+
+// The operations observed.
+const (
+	OpLock    OpKind = "Lock"    // Lock, TryLock (and each side of an RWLock)
+	OpAcquire OpKind = "Acquire" // a semaphore's Acquire, TryAcquire
+	OpAllow   OpKind = "Allow"   // a limiter's Allow, AllowN, Wait, WaitN
+	OpOffer   OpKind = "Offer"   // a queue's Offer, OfferMany, OfferIn, OfferAt
+	OpTake    OpKind = "Take"    // a queue's Take, TryTake
+)
+
+// EventKind names an event.
+type EventKind string
+
+// The events, and what Event's fields mean for each.
+const (
+	// EventAcquired: a lock or permits were taken; Duration is the wait.
+	EventAcquired EventKind = "acquired"
+	// EventReleased: a lease or permit was given up; Duration is how long
+	// it was held.
+	EventReleased EventKind = "released"
+	// EventLeaseLost: a hold ended without its holder giving it up; Err
+	// is the cause (ErrLockLost, ErrPermitLost).
+	EventLeaseLost EventKind = "lease-lost"
+	// EventRenewed: the watchdog extended a hold.
+	EventRenewed EventKind = "renewed"
+	// EventRenewFailed: a renewal could not reach Redis; Err says why
+	// (the watchdog retries until the lease would run out).
+	EventRenewFailed EventKind = "renew-failed"
+	// EventScriptReloaded: Redis did not know a script (NOSCRIPT: a
+	// restart, failover or SCRIPT FLUSH) and it was sent again; Object is
+	// the script's name.
+	EventScriptReloaded EventKind = "script-reloaded"
+	// EventEnqueued: N items were offered to a queue.
+	EventEnqueued EventKind = "enqueued"
+	// EventDelivered: an item was taken from a queue.
+	EventDelivered EventKind = "delivered"
+	// EventAcked, EventNacked: a delivery was acknowledged, or given
+	// back (Err: the reason).
+	EventAcked  EventKind = "acked"
+	EventNacked EventKind = "nacked"
+	// EventDead: an item went to the dead-letter list (Err: the reason).
+	EventDead EventKind = "dead"
+	// EventAllowed, EventDenied: a limiter allowed or denied N requests.
+	EventAllowed EventKind = "allowed"
+	EventDenied  EventKind = "denied"
+)
+
+// Event is one thing that happened to an object.
+type Event struct {
+	Kind     EventKind
+	Object   string
+	Duration time.Duration
+	N        int
+	Err      error
+}
+
+// WithObserver adds an observer; several are called in the order given.
+func WithObserver(o Observer) Option {
+	return func(c *Client) {
+		if o != nil {
+			c.observers = append(c.observers, o)
+		}
+	}
+}
+
+// WithLogger logs, with l, what an operator wants to hear of: lost
+// leases and failed renewals (Warn), and scripts sent again after
+// NOSCRIPT (Info).
+func WithLogger(l *slog.Logger) Option { return WithObserver(logObserver{l}) }
+
+// start begins an observed operation; end reports its error.
+func (c *Client) start(ctx context.Context, kind OpKind, object string) (context.Context, func(error)) {
+	switch len(c.observers) {
+	case 0:
+		return ctx, func(error) {}
+	case 1:
+		return c.observers[0].Start(ctx, Op{Kind: kind, Object: object})
+	}
+	ends := make([]func(error), len(c.observers))
+	for i, o := range c.observers {
+		ctx, ends[i] = o.Start(ctx, Op{Kind: kind, Object: object})
+	}
+	return ctx, func(err error) {
+		for i := len(ends) - 1; i >= 0; i-- {
+			ends[i](err)
+		}
+	}
+}
+
+// acquired ends an observed acquisition that began at start, reporting
+// EventAcquired with the wait when it succeeded.
+func (c *Client) acquired(ctx context.Context, end func(error), object string, start time.Time, err error) {
+	if err == nil {
+		c.observe(ctx, Event{Kind: EventAcquired, Object: object, Duration: time.Since(start)})
+	}
+	end(err)
+}
+
+// observeDecision reports a limiter's decision about n > 0 requests.
+func (c *Client) observeDecision(ctx context.Context, object string, n int, code int64, err error) {
+	switch {
+	case err != nil || n == 0:
+	case code == denied:
+		c.observe(ctx, Event{Kind: EventDenied, Object: object, N: n})
+	default:
+		c.observe(ctx, Event{Kind: EventAllowed, Object: object, N: n})
+	}
+}
+
+// observeOffer ends an observed Offer of n items.
+func (c *Client) observeOffer(ctx context.Context, end func(error), object string, n int, err error) {
+	if err == nil && n > 0 {
+		c.observe(ctx, Event{Kind: EventEnqueued, Object: object, N: n})
+	}
+	end(err)
+}
+
+// observeTake ends an observed Take.
+func (c *Client) observeTake(ctx context.Context, end func(error), object string, err error) {
+	if err == nil {
+		c.observe(ctx, Event{Kind: EventDelivered, Object: object})
+	}
+	end(err)
+}
+
+// settled is the event of a nack script's reply: 2 dead-lettered, else
+// queued again.
+func settled(code int) EventKind {
+	if code == 2 {
+		return EventDead
+	}
+	return EventNacked
+}
+
+// observeRenewal reports one renewal's outcome; a lost hold is reported
+// by the watchdog's lose (lost).
+func (c *Client) observeRenewal(ctx context.Context, object string, o outcome, err error) {
+	switch o {
+	case renewed:
+		c.observe(ctx, Event{Kind: EventRenewed, Object: object})
+	case again:
+		c.observe(ctx, Event{Kind: EventRenewFailed, Object: object, Err: err})
+	}
+}
+
+// lost reports a hold the watchdog gave up with cause (not when the
+// client was closed).
+func (w *watchdog) lost(h *held, cause error) {
+	if w.observe != nil && cause != ErrClosed {
+		w.observe(context.Background(), Event{Kind: EventLeaseLost, Object: h.renew.Object, Err: cause})
+	}
+}
+
+// observe reports an event to every observer.
+func (c *Client) observe(ctx context.Context, e Event) {
+	for _, o := range c.observers {
+		o.Event(ctx, e)
+	}
+}
+
+// logObserver is WithLogger's observer.
+type logObserver struct{ l *slog.Logger }
+
+func (logObserver) Start(ctx context.Context, _ Op) (context.Context, func(error)) {
+	return ctx, func(error) {}
+}
+
+func (o logObserver) Event(ctx context.Context, e Event) {
+	switch e.Kind {
+	case EventLeaseLost:
+		o.l.WarnContext(ctx, "lockgen: lease lost", "object", e.Object, "cause", e.Err)
+	case EventRenewFailed:
+		o.l.WarnContext(ctx, "lockgen: renewal failed; retrying until the lease runs out", "object", e.Object, "err", e.Err)
+	case EventScriptReloaded:
+		o.l.InfoContext(ctx, "lockgen: script reloaded after NOSCRIPT", "script", e.Object)
+	}
+}
