@@ -106,12 +106,8 @@ lockgen_queue_items_total{event="nacked",object="Email"} 1
 # TYPE lockgen_limiter_requests_total counter
 lockgen_limiter_requests_total{decision="allowed",object="API"} 21
 lockgen_limiter_requests_total{decision="denied",object="API"} 1
-# HELP lockgen_script_reloads_total Scripts sent again after NOSCRIPT (a restart, failover or SCRIPT FLUSH).
-# TYPE lockgen_script_reloads_total counter
-lockgen_script_reloads_total{script="reentrant_acquire"} 1
-lockgen_script_reloads_total{script="reentrant_release"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), "lockgen_queue_items_total", "lockgen_limiter_requests_total", "lockgen_script_reloads_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), "lockgen_queue_items_total", "lockgen_limiter_requests_total"); err != nil {
 		t.Error(err)
 	}
 	// Histograms: one observation per acquisition and release.
@@ -130,6 +126,19 @@ lockgen_script_reloads_total{script="reentrant_release"} 1
 		for _, m := range mf.GetMetric() {
 			counts[mf.GetName()+"/"+m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
 		}
+	}
+	// The lock's two scripts were sent again once each after SCRIPT FLUSH
+	// (the queue's delay timer may reload queue_move too, when it runs).
+	reloads := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "lockgen_script_reloads_total" {
+			for _, m := range mf.GetMetric() {
+				reloads[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if reloads["reentrant_acquire"] != 1 || reloads["reentrant_release"] != 1 {
+		t.Errorf("script reloads %v, want reentrant_acquire and reentrant_release once", reloads)
 	}
 	for k, want := range map[string]uint64{
 		"lockgen_acquire_wait_seconds/Order": 4, "lockgen_hold_seconds/Order": 4,
