@@ -73,7 +73,10 @@ func writeMetrics(b *bufio.Writer, snap *inspect.Snapshot, g *inspect.Graph) {
 				add("lockgen_queue_items", "Items of a queue by state, summed over its instances.", float64(s.n), append(obj, "state", s.state)...)
 			}
 			add("lockgen_queue_dead_letters", "Items on a queue's dead-letter lists.", float64(o.Dead), obj...)
-		case inspect.KindLatch, inspect.KindLimiter:
+		case inspect.KindLatch:
+			add("lockgen_latches_open", "Latches counted down to zero.", float64(o.Open), obj...)
+		case inspect.KindLimiter:
+			add("lockgen_limiter_exhausted", "Limiter allowances with no request left.", float64(o.Empty), obj...)
 		default:
 			add("lockgen_locks_held", "Instances of a lock that are held.", float64(o.Held), obj...)
 			add("lockgen_waiters", "Registered waiters, summed over an object's instances.", float64(o.Waiters), obj...)

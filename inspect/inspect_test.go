@@ -160,9 +160,26 @@ func normalize(t *testing.T, insts []*Instance) {
 			}
 			for i := range in.Queue.Deliveries {
 				ms(in.Key+" deadline", &in.Queue.Deliveries[i].DeadlineMs, time.Minute)
+				in.Queue.Deliveries[i].ID = stableID(t, in.Queue.Deliveries[i].ID)
+			}
+			for i := range in.Queue.DeadLetters {
+				in.Queue.DeadLetters[i].ID = stableID(t, in.Queue.DeadLetters[i].ID)
 			}
 		}
 	}
+}
+
+// stableID drops the time from an item id "<ms>-<seq>" (the runtime's
+// ids), keeping the sequence number.
+func stableID(t *testing.T, id string) string {
+	t.Helper()
+	if id == "" {
+		t.Error("an item without id")
+	}
+	if _, seq, ok := strings.Cut(id, "-"); ok {
+		return seq
+	}
+	return id
 }
 
 func golden(t *testing.T, name string, v any) {

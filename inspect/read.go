@@ -109,6 +109,8 @@ type Totals struct {
 	Delayed  int64 `json:"delayed,omitempty"`
 	InFlight int64 `json:"inFlight,omitempty"`
 	Dead     int64 `json:"dead,omitempty"`
+	Open     int   `json:"open,omitempty"`      // latches open
+	Empty    int   `json:"exhausted,omitempty"` // limiter allowances with nothing left
 }
 
 // Snapshot reads every object of the spec: one SCAN over the namespace
@@ -173,6 +175,16 @@ func (t *Totals) add(inst *Instance) {
 		t.Held += inst.Semaphore.Held
 		t.Holders += len(inst.Semaphore.Holders)
 		t.Capacity += inst.Semaphore.Capacity
+	case inst.Latch != nil:
+		if inst.Latch.Open {
+			t.Open++
+		}
+	case inst.Limiter != nil:
+		for _, r := range inst.Limiter.Clients {
+			if r.Remaining == 0 && r.Error == "" {
+				t.Empty++
+			}
+		}
 	case inst.Queue != nil:
 		t.Ready += inst.Queue.Ready
 		t.Delayed += inst.Queue.Delayed

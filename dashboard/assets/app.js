@@ -43,7 +43,8 @@ function summary(o) {
   switch (o.kind) {
     case "semaphore": parts.push(`${o.held || 0}/${o.capacity || 0} permits in use`); break;
     case "queue": parts.push(`${o.ready || 0} ready, ${o.delayed || 0} delayed, ${o.inFlight || 0} in flight, ${o.dead || 0} dead`); break;
-    case "latch": case "limiter": break;
+    case "latch": parts.push(`${o.open || 0} open`); break;
+    case "limiter": parts.push(`${o.exhausted || 0} exhausted`); break;
     default: parts.push(`${o.held || 0} held`);
   }
   if (o.waiters) parts.push(`${o.waiters} waiting`);
