@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 // recorder is an Observer that records what it is told.
@@ -74,8 +73,8 @@ func (r *recorder) find(kind lockrt.EventKind) (lockrt.Event, bool) {
 // item's life from offer to dead letter.
 func TestObserver(t *testing.T) {
 	t.Parallel()
-	rdb := redis.NewClient(&redis.Options{Addr: single.Addr})
-	defer rdb.Close()
+	// A node of its own: the test flushes its scripts.
+	rdb := redistest.Single(t).Client()
 	rec := &recorder{}
 	var logs bytes.Buffer
 	var logMu sync.Mutex
