@@ -22,6 +22,8 @@
 //
 //	generate  write the generated Go file next to the spec (or next to every spec under ./...)
 //	check     fail when the spec is invalid, the generated file is stale, or (-base) the spec changed incompatibly
+//	inspect   show the live state of the spec's objects in Redis; force-unlock, redrive, purge, set permits
+//	serve     serve that state as a web dashboard, with /metrics for Prometheus
 //	version   print lockgen's version and the runtime API it generates for
 //	schema    print the JSON Schema of the spec format, for editors
 //	help      print the usage of lockgen or of a command
@@ -94,6 +96,31 @@
 //
 // generate and check print every problem they find in the spec, one per
 // line, as file:line:col: message (hint), and exit 1.
+//
+// # inspect
+//
+//	lockgen inspect -redis URL [-spec lockgen.yaml] [-json] [-yes] [action] [Object [params...]]
+//
+// Inspect reads the live state of the spec's objects from Redis: without
+// an object, every object with a summary and any deadlock in the
+// wait-for graph; with an object, its live instances (found with SCAN
+// within -max-scan keys per node, params decoded from the keys); with
+// params, one instance in detail. -json prints JSON. The actions
+// -force-unlock, -redrive n (0: all), -purge and -set-permits n (0: the
+// spec's) apply to one instance and ask for confirmation unless -yes.
+// URLs: redis://host:port[/db] (rediss:// for TLS),
+// redis-sentinel://host:port[,host:port...]/master[/db],
+// redis-cluster://host:port[,host:port...].
+//
+// # serve
+//
+//	lockgen serve -redis URL [-spec lockgen.yaml] [-addr 127.0.0.1:8080] [-read-only] [-refresh 2s]
+//
+// Serve serves what inspect shows as a web page that refreshes itself,
+// with the same actions (confirmed in the page; refused with
+// -read-only), and the observed state at /metrics in Prometheus' text
+// format. It listens on loopback unless told otherwise. The same page is
+// a package for services to mount: github.com/lockgen/lockgen/dashboard.
 //
 // # Exit status
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -121,5 +123,52 @@ func TestInspectQueueActions(t *testing.T) {
 	}
 	if st, _ := q.Stats(ctx); st != (runtime.QueueStats{}) {
 		t.Fatalf("after purge: %+v", st)
+	}
+}
+
+// TestServeCommand runs lockgen serve on a free loopback port and reads
+// its API and metrics, then stops it as an interrupt would.
+func TestServeCommand(t *testing.T) {
+	node := redistest.Single(t)
+	rt := runtime.New(node.Client(), runtime.WithID("svc"))
+	defer rt.Close()
+	if _, err := shoplocks.NewLocks(rt).Order(7).Lock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	serveContext = func() context.Context { return ctx }
+	addrs := make(chan string, 1)
+	serveReady = func(addr string) { addrs <- addr }
+	defer func() { serveContext, serveReady = context.Background, nil }()
+	done := make(chan int, 1)
+	go func() {
+		code, _, errs := lockgen(t, "serve", "-spec", locksSpec, "-redis", "redis://"+node.Addr, "-addr", "127.0.0.1:0", "-read-only")
+		if errs != "" {
+			t.Errorf("serve: %s", errs)
+		}
+		done <- code
+	}()
+	addr := <-addrs
+	r, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if !strings.Contains(string(body), `lockgen_locks_held{object="Order",kind="reentrant"} 1`) {
+		t.Errorf("/metrics:\n%s", body)
+	}
+	r, err = http.Post("http://"+addr+"/api/action", "application/json", strings.NewReader(`{"action":"force-unlock","object":"Order","params":["7"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusForbidden {
+		t.Errorf("an action on serve -read-only: %s", r.Status)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("serve exited %d", code)
 	}
 }

@@ -14,8 +14,12 @@ import (
 	"github.com/lockgen/lockgen/inspect"
 )
 
-// serveReady, when set (by tests), receives the address serve listens on.
-var serveReady func(addr string)
+// Tests set these: serveReady receives the address serve listens on, and
+// serve stops when serveContext's context ends (as on an interrupt).
+var (
+	serveReady   func(addr string)
+	serveContext = context.Background
+)
 
 func (c *cli) serve(args []string) int {
 	fs, usage := c.flags("serve")
@@ -46,7 +50,7 @@ func (c *cli) serve(args []string) int {
 		Handler:           dashboard.New(in, dashboard.Options{ReadOnly: *readOnly, Refresh: *refresh}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(serveContext(), os.Interrupt)
 	defer stop()
 	go func() {
 		<-ctx.Done()
