@@ -470,6 +470,18 @@
 //	}
 //	return d.Ack(ctx)
 //
+// Codecs come from the spec: json (the default), protobuf (items are
+// pointers to a protoc-gen-go message; the generated file declares the
+// codec, so this package does not depend on protobuf), bytes and string
+// for raw payloads, or a custom Codec named by import path. Every item is
+// stored in a 3-byte envelope (a 0 byte, the envelope's version, the
+// codec's tag) before the codec's bytes: an item of a newer envelope, of
+// another codec (the spec's codec changed while items were queued) or
+// whose bytes the codec rejects is a poison item, and goes to the dead
+// letters with its error (TestPoisonItems; TestProtobufPoison in
+// scripts/bench). Items without the envelope, offered before it, are
+// decoded as they are.
+//
 // Take blocks on the server, with no polling: BLPOP for a plain queue;
 // for a reliable one BLMOVE onto a processing list, then a claim script
 // that gives the delivery its visibility deadline (an item whose consumer

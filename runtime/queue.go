@@ -377,7 +377,7 @@ func deadLetters[T any](ctx context.Context, q *queue, codec Codec[T], n int) ([
 	for i := 0; i+3 < len(res); i += 4 {
 		d := DeadLetter[T]{ID: res[i], Raw: []byte(res[i+1]), Reason: res[i+2]}
 		d.Deliveries, _ = strconv.Atoi(res[i+3])
-		d.Value, d.DecodeErr = codec.Decode(d.Raw)
+		d.Value, d.DecodeErr = decodeItem(codec, d.Raw)
 		out = append(out, d)
 	}
 	return out, nil
@@ -480,7 +480,7 @@ func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (_ T, err error
 		if err != nil {
 			return zero, err
 		}
-		v, err := q.codec.Decode(body)
+		v, err := decodeItem(q.codec, body)
 		if err == nil {
 			return v, nil
 		}
@@ -560,7 +560,7 @@ func offerOne[T any](ctx context.Context, q *queue, codec Codec[T], v T, delay t
 func encodeAll[T any](q *queue, codec Codec[T], vs []T) ([][]byte, error) {
 	bodies := make([][]byte, len(vs))
 	for i, v := range vs {
-		b, err := codec.Encode(v)
+		b, err := encodeItem(codec, v)
 		if err != nil {
 			return nil, fmt.Errorf("lockgen: encoding an item for %s: %w", q.key, err)
 		}

@@ -88,7 +88,7 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration) (_ *Del
 		}
 		switch {
 		case d.id != "" && d.body != nil:
-			v, err := q.codec.Decode(d.body)
+			v, err := decodeItem(q.codec, d.body)
 			if err == nil {
 				q.q.c.sched.expect(e, d.getDeadline())
 				return &Delivery[T]{Value: v, d: d}, nil

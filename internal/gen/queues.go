@@ -37,9 +37,12 @@ func (q *queue) runtimeType() string {
 	return "Queue"
 }
 
-// payload is the payload type as Go code.
+// payload is the item type as Go code: the payload type, or a pointer to
+// it for protobuf messages.
 func (q *queue) payload() *jen.Statement {
 	switch {
+	case q.Codec == "protobuf":
+		return jen.Op("*").Qual(q.Payload.ImportPath, q.Payload.TypeName)
 	case q.Payload.ImportPath != "":
 		return jen.Qual(q.Payload.ImportPath, q.Payload.TypeName)
 	case q.Payload.TypeName == "[]byte":
@@ -48,9 +51,12 @@ func (q *queue) payload() *jen.Statement {
 	return jen.Id(q.Payload.TypeName)
 }
 
-// payloadDoc is the payload type as a reader of the doc comment knows it.
+// payloadDoc is the item type as a reader of the doc comment knows it.
 func (q *queue) payloadDoc() string {
 	if q.Payload.ImportPath != "" && q.pkg != "" {
+		if q.Codec == "protobuf" {
+			return "*" + q.pkg + "." + q.Payload.TypeName
+		}
 		return q.pkg + "." + q.Payload.TypeName
 	}
 	return q.Payload.TypeName
@@ -129,6 +135,11 @@ func (g *generator) resolvedPayloads(results map[gotypes.Type]gotypes.Result) {
 			g.errorAt(q.PayloadPos, r.Hint, "queue %s: payload %v", q.Name, r.Err)
 			continue
 		}
+		if q.Codec == "protobuf" && !r.ProtoMessage {
+			g.errorAt(q.CodecPos, "codec protobuf takes a message type protoc-gen-go generated, or choose codec: json",
+				"queue %s: codec protobuf: *%s does not implement proto.Message (it has no ProtoReflect method)", q.Name, q.Payload)
+			continue
+		}
 		q.pkg = r.Package
 	}
 }
@@ -184,6 +195,7 @@ func (s *queuesSection) render(g *generator, f *jen.File) {
 	for _, q := range s.queues {
 		g.renderQueue(f, q)
 	}
+	s.renderProtoCodec(f)
 
 	set := templates.Queue
 	f.Add(comment(queueScriptsVar + " are the scripts of queues."))
@@ -214,9 +226,56 @@ func (q *queue) newCall(c jen.Code) *jen.Statement {
 	return jen.Qual(runtimePath, "New"+q.runtimeType()).Call(
 		c,
 		jen.Op("&").Id(q.defVar()),
-		jen.Qual(runtimePath, "JSON").Types(q.payload()).Values(),
+		q.codec(),
 		keyCall(q.keyVar(), q.params),
 	)
+}
+
+// codec is the queue's codec value, as the spec names it.
+func (q *queue) codec() *jen.Statement {
+	switch {
+	case q.CustomCodec != nil:
+		return jen.Qual(q.CustomCodec.ImportPath, q.CustomCodec.TypeName).Values()
+	case q.Codec == "bytes":
+		return jen.Qual(runtimePath, "Bytes").Values()
+	case q.Codec == "string":
+		return jen.Qual(runtimePath, "String").Values()
+	case q.Codec == "protobuf":
+		t := jen.Qual(q.Payload.ImportPath, q.Payload.TypeName)
+		return jen.Id(protoCodecType).Types(t, jen.Op("*").Add(t)).Values()
+	}
+	return jen.Qual(runtimePath, "JSON").Types(q.payload()).Values()
+}
+
+// protoCodecType names the protobuf codec a generated file declares when
+// one of its queues uses it (the runtime does not depend on protobuf).
+const protoCodecType = "protoCodec"
+
+const protoPath = "google.golang.org/protobuf/proto"
+
+// renderProtoCodec declares protoCodec when a queue uses it.
+func (s *queuesSection) renderProtoCodec(f *jen.File) {
+	used := false
+	for _, q := range s.queues {
+		used = used || q.Codec == "protobuf"
+	}
+	if !used {
+		return
+	}
+	f.Add(comment(protoCodecType + " is the protobuf codec of the queues that name it: proto.Marshal and\nproto.Unmarshal of a message and a pointer to it."))
+	f.Type().Id(protoCodecType).Types(jen.Id("T").Any(), jen.Id("P").Interface(jen.Op("*").Id("T"), jen.Qual(protoPath, "Message"))).Struct()
+	recv := jen.Id(protoCodecType).Types(jen.Id("T"), jen.Id("P"))
+	f.Add(comment("Encode returns v in the protobuf wire format."))
+	f.Func().Params(recv.Clone()).Id("Encode").Params(jen.Id("v").Id("P")).Params(jen.Index().Byte(), jen.Error()).Block(
+		jen.Return(jen.Qual(protoPath, "Marshal").Call(jen.Id("v"))),
+	)
+	f.Add(comment("Decode parses data into a new message."))
+	f.Func().Params(recv.Clone()).Id("Decode").Params(jen.Id("data").Index().Byte()).Params(jen.Id("P"), jen.Error()).Block(
+		jen.Id("v").Op(":=").Id("P").Call(jen.New(jen.Id("T"))),
+		jen.Return(jen.Id("v"), jen.Qual(protoPath, "Unmarshal").Call(jen.Id("data"), jen.Id("v"))),
+	)
+	f.Add(comment("CodecTag returns 'p', the protobuf codec's tag in an item's envelope."))
+	f.Func().Params(recv.Clone()).Id("CodecTag").Params().Byte().Block(jen.Return(jen.Id("'p'")))
 }
 
 // queueDoc is the doc comment of a queue's method.

@@ -42,6 +42,10 @@ type Result struct {
 	Err error
 	// Hint says how to fix Err, in one line; it may be empty.
 	Hint string
+	// ProtoMessage reports, for a payload, whether a pointer to it
+	// implements proto.Message (it has a ProtoReflect method), as the
+	// protobuf codec needs.
+	ProtoMessage bool
 }
 
 // keyParamKinds are the underlying types a key param may have.
@@ -208,7 +212,8 @@ func lookupPayload(p *packages.Package, t Type) Result {
 			Hint: "a payload is a value such as a struct, sent by value",
 		}
 	}
-	return Result{Package: tn.Pkg().Name()}
+	proto := types.NewMethodSet(types.NewPointer(tn.Type())).Lookup(nil, "ProtoReflect") != nil
+	return Result{Package: tn.Pkg().Name(), ProtoMessage: proto}
 }
 
 func firstLine(s string) string {

@@ -195,9 +195,12 @@ type Queue struct {
 	Object
 	Payload    PayloadType `spec:"payload"`
 	PayloadPos Pos
-	Codec      string    `spec:"codec"` // "json" (default)
-	Delay      bool      `spec:"delay"`
-	Reliable   *Reliable `spec:"reliable"` // nil when not reliable
+	Codec      string `spec:"codec"` // one of Codecs ("json" by default), or a custom codec's "import/path.Type"
+	CodecPos   Pos
+	// CustomCodec is the type of a custom codec, when Codec names one.
+	CustomCodec *PayloadType
+	Delay       bool      `spec:"delay"`
+	Reliable    *Reliable `spec:"reliable"` // nil when not reliable
 }
 
 // PayloadType names a Go type by import path.

@@ -133,9 +133,7 @@ func parseQueue(p *parser, s *Spec, k *Kind, e entry) {
 	} else {
 		f.missing("payload", "the Go type of an item, e.g. payload: github.com/acme/shop/orders.CloseRequest")
 	}
-	if v, _, ok := f.oneOf("codec", Codecs); ok {
-		q.Codec = v
-	}
+	parseCodec(p, f, q)
 	if v, ok := f.boolean("delay"); ok {
 		q.Delay = v
 	}
@@ -418,6 +416,41 @@ func parsePayload(s string) (PayloadType, string) {
 		return PayloadType{}, fmt.Sprintf("%q is not an exported type name; %s", name, want)
 	}
 	return PayloadType{ImportPath: path, TypeName: name}, ""
+}
+
+// parseCodec reads a queue's codec: a name from Codecs, which must suit
+// the payload, or a custom codec's "import/path.Type".
+func parseCodec(p *parser, f *fields, q *Queue) {
+	v, n, ok := f.str("codec")
+	if !ok {
+		return
+	}
+	q.CodecPos = p.pos(n)
+	if path, name, ok := splitQualified(v); ok && strings.Contains(v, "/") {
+		if !validImportPath(path) || !isExported(name) {
+			p.errorf(n, `a custom codec is an exported type named by import path, e.g. "example.com/codecs.Msgpack"`,
+				"%s: codec %q is not a type lockgen can use", f.what, v)
+			return
+		}
+		q.Codec, q.CustomCodec = v, &PayloadType{ImportPath: path, TypeName: name}
+		return
+	}
+	if _, _, ok := f.oneOf("codec", Codecs); !ok {
+		return
+	}
+	q.Codec = v
+	payload := q.Payload.String()
+	switch {
+	case payload == "":
+		// the payload's own error was reported
+	case v == "bytes" && payload != "[]byte", v == "string" && payload != "string":
+		want := map[string]string{"bytes": "[]byte", "string": "string"}[v]
+		p.errorf(n, fmt.Sprintf("write payload: %q, or choose codec: json", want),
+			"%s: codec %s carries %s payloads, not %s", f.what, v, want, payload)
+	case v == "protobuf" && q.Payload.ImportPath == "":
+		p.errorf(n, "name the message type protoc-gen-go generated, e.g. payload: example.com/pb.CloseRequest",
+			"%s: codec protobuf needs a protobuf message payload, not %s", f.what, payload)
+	}
 }
 
 // splitQualified splits "import/path.Name" at the last '.' after the last

@@ -26,8 +26,9 @@ const (
 	DefaultCodec         = "json"           // queues: codec
 )
 
-// Codecs lists the queue payload codecs this lockgen knows.
-var Codecs = []string{"json"}
+// Codecs lists the queue payload codecs this lockgen knows by name; a
+// custom codec is named by import path instead ("example.com/codecs.Msgpack").
+var Codecs = []string{"json", "protobuf", "bytes", "string"}
 
 // LimiterAlgorithms lists the limiter algorithms, in the order the docs give them.
 var LimiterAlgorithms = []string{GCRA, TokenBucket, SlidingWindow}

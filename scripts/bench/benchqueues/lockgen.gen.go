@@ -8,6 +8,8 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	proto "google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // This file was generated for lockgen runtime API version 1; if the line below
@@ -76,6 +78,48 @@ var (
 		Scripts: &queueScripts,
 	}
 )
+
+// Proto is the protobuf queue of the codec test.
+//
+// Reliable queue of *wrapperspb.StringValue on key bench:{Proto:proto:<run>},
+// visibility 30s, at most 5 deliveries.
+func (q *Queues) Proto(run string) *lockrt.ReliableQueue[*wrapperspb.StringValue] {
+	return lockrt.NewReliableQueue(q.c, &protoQueue, protoCodec[wrapperspb.StringValue, *wrapperspb.StringValue]{}, protoKey.Key(run))
+}
+
+var (
+	protoKey   = lockrt.KeyDef{Namespace: "bench", Object: "Proto", Literals: []string{"proto:", ""}}
+	protoQueue = lockrt.QueueDef{
+		Name:          "Proto",
+		Reliable:      true,
+		Visibility:    30 * time.Second,
+		MaxDeliveries: 5,
+		Scripts:       &queueScripts,
+	}
+)
+
+// protoCodec is the protobuf codec of the queues that name it: proto.Marshal and
+// proto.Unmarshal of a message and a pointer to it.
+type protoCodec[T any, P interface {
+	*T
+	proto.Message
+}] struct{}
+
+// Encode returns v in the protobuf wire format.
+func (protoCodec[T, P]) Encode(v P) ([]byte, error) {
+	return proto.Marshal(v)
+}
+
+// Decode parses data into a new message.
+func (protoCodec[T, P]) Decode(data []byte) (P, error) {
+	v := P(new(T))
+	return v, proto.Unmarshal(data, v)
+}
+
+// CodecTag returns 'p', the protobuf codec's tag in an item's envelope.
+func (protoCodec[T, P]) CodecTag() byte {
+	return 'p'
+}
 
 // queueScripts are the scripts of queues.
 var queueScripts = lockrt.QueueScripts{

@@ -22,6 +22,7 @@ type Queues struct {
 	c          *lockrt.Client
 	audit      *lockrt.ReliableQueue[Event]
 	orderClose *lockrt.DelayedReliableQueue[orders.CloseRequest]
+	tagged     *lockrt.Queue[Event]
 }
 
 // NewQueues returns the queues of lockgen.yaml over c.
@@ -30,6 +31,7 @@ func NewQueues(c *lockrt.Client) *Queues {
 		c:          c,
 		audit:      lockrt.NewReliableQueue(c, &auditQueue, lockrt.JSON[Event]{}, auditKey.Key()),
 		orderClose: lockrt.NewDelayedReliableQueue(c, &orderCloseQueue, lockrt.JSON[orders.CloseRequest]{}, orderCloseKey.Key()),
+		tagged:     lockrt.NewQueue(c, &taggedQueue, EventCodec{}, taggedKey.Key()),
 	}
 }
 
@@ -56,7 +58,7 @@ var (
 //
 // Queue of string on key shop:{Emails:emails:<tenant>}.
 func (q *Queues) Emails(tenant string) *lockrt.Queue[string] {
-	return lockrt.NewQueue(q.c, &emailsQueue, lockrt.JSON[string]{}, emailsKey.Key(tenant))
+	return lockrt.NewQueue(q.c, &emailsQueue, lockrt.String{}, emailsKey.Key(tenant))
 }
 
 var (
@@ -87,11 +89,26 @@ var (
 	}
 )
 
+// Tagged carries events in a codec of the application's own.
+//
+// Queue of shopqueues.Event on key shop:{Tagged:tagged}.
+func (q *Queues) Tagged() *lockrt.Queue[Event] {
+	return q.tagged
+}
+
+var (
+	taggedKey   = lockrt.KeyDef{Namespace: "shop", Object: "Tagged", Literals: []string{"tagged"}}
+	taggedQueue = lockrt.QueueDef{
+		Name:    "Tagged",
+		Scripts: &queueScripts,
+	}
+)
+
 // Thumbnails returns the Thumbnails queue for the given shard.
 //
 // Delayed queue of []byte on key shop:{Thumbnails:thumbs:<shard>}.
 func (q *Queues) Thumbnails(shard uint16) *lockrt.DelayedQueue[[]byte] {
-	return lockrt.NewDelayedQueue(q.c, &thumbnailsQueue, lockrt.JSON[[]byte]{}, thumbnailsKey.Key(strconv.FormatUint(uint64(shard), 10)))
+	return lockrt.NewDelayedQueue(q.c, &thumbnailsQueue, lockrt.Bytes{}, thumbnailsKey.Key(strconv.FormatUint(uint64(shard), 10)))
 }
 
 var (

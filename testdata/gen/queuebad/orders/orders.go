@@ -6,3 +6,6 @@ type Handler interface{ Handle() }
 
 // Box is generic.
 type Box[T any] struct{ V T }
+
+// Plain is a struct, but not a protobuf message.
+type Plain struct{ ID int64 }
