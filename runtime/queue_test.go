@@ -329,8 +329,8 @@ func TestQueueDecodeFailure(t *testing.T) {
 					t.Fatalf("dead letters = %+v; want the bad item with its decode error", dead)
 				}
 				q := lockrt.NewQueue(c, d, lockrt.JSON[item]{}, k)
-				if dl, _ := q.DeadLetters(ctx, 1); len(dl) != 1 || dl[0].DecodeErr == nil || string(dl[0].Raw) != `"not an item"` {
-					t.Fatalf("dead letter as an item = %+v; want its raw bytes and a decode error", dl)
+				if dl, _ := q.DeadLetters(ctx, 1); len(dl) != 1 || dl[0].DecodeErr == nil || string(dl[0].Raw) != "\x00\x01j\"not an item\"" {
+					t.Fatalf("dead letter as an item = %+v; want its raw bytes (in the envelope) and a decode error", dl)
 				}
 				if n, err := q.Redrive(ctx, 10); err != nil || n != 1 {
 					t.Fatalf("Redrive = %d, %v; want 1", n, err)
