@@ -470,6 +470,21 @@
 //	}
 //	return d.Ack(ctx)
 //
+// A reliable queue's Serve runs a typed handler on its items: a number of
+// workers (WithConcurrency), a per-attempt timeout (WithTimeout) during
+// which the worker extends the item's visibility every third of it,
+// retries after an exponential backoff with jitter (WithBackoff; the item
+// waits in the delayed set, Delivery.Retry) until maxDeliveries and then
+// the dead letters with the last error, a handler's panic recorded as a
+// failed attempt (PanicError, with its stack), middleware (WithMiddleware,
+// JobFrom), and a graceful shutdown when its context ends: nothing more
+// is taken, running handlers finish within WithShutdownTimeout, and the
+// items of those that do not go back unharmed (Delivery.Release: first
+// in line, the delivery not counted). TestWorkerRetriesThenDeadLetters,
+// TestWorkerPanic, TestWorkerTimeout, TestWorkerGracefulShutdown,
+// TestWorkerShutdownTimeout and TestWorkerMiddleware show each;
+// BenchmarkWorker in scripts/bench compares it with asynq's server.
+//
 // Codecs come from the spec: json (the default), protobuf (items are
 // pointers to a protoc-gen-go message; the generated file declares the
 // codec, so this package does not depend on protobuf), bytes and string
@@ -562,6 +577,52 @@
 // and releases do not wait: a renewal lost in a failover only shortens
 // the lease to the one the replica has. TestReplicaSync takes such a lock
 // through Sentinel, fails over, and finds it still held.
+//
+// # Coming from Redisson
+//
+// Redisson's calls and lockgen's, by object (RX is Redisson's object, q a
+// generated queue, l a lock, s a semaphore, ...). Objects are declared in
+// the spec, not created by name at run time, so there is no getLock(name):
+// locks.Order(id) returns the typed handle.
+//
+//	RLock.lock() / lock(leaseTime)        l.Lock(ctx) / l.Lock(ctx, WithLease(d))
+//	RLock.tryLock(wait, lease)            l.TryLock(ctx, wait, opts...)
+//	RLock.unlock()                        lease.Unlock(ctx) (the lease, not the thread, owns it)
+//	RLock.forceUnlock()                   l.ForceUnlock(ctx)
+//	RLock.isLocked / getHoldCount         l.IsLocked(ctx) / l.HoldCount(ctx)
+//	RLock.isHeldByCurrentThread           lease.IsHeld(ctx) or l.IsHeldBy(ctx) with the lease's context
+//	RLock.remainTimeToLive                l.TTL(ctx)
+//	getFairLock / getReadWriteLock        kind: fair / kind: readwrite in the spec
+//	RSemaphore.acquire(n) / tryAcquire    s.Acquire(ctx, n) / s.TryAcquire(ctx, n, wait), returning a Permit
+//	RSemaphore.release(n)                 permit.Release(ctx): permits are handles, not counters
+//	RSemaphore.availablePermits           s.Available(ctx); Capacity(ctx)
+//	RSemaphore.trySetPermits / addPermits s.SetPermits(ctx, n) / s.AddPermits(ctx, delta)
+//	RCountDownLatch.trySetCount           l.TrySetCount(ctx, n)
+//	RCountDownLatch.countDown / getCount  l.CountDown(ctx) / l.Count(ctx)
+//	RCountDownLatch.await                 l.Await(ctx) (bounded by ctx)
+//	RRateLimiter.trySetRate / setRate     the spec's rate, per, burst; l.Reconfigure(ctx) adopts them
+//	RRateLimiter.tryAcquire(n)            l.AllowN(ctx, n); Wait/WaitN block until allowed
+//	RBlockingQueue.offer / add            q.Offer(ctx, v); OfferMany(ctx, vs...) in one round trip
+//	RBlockingQueue.take / poll(timeout)   q.Take(ctx) / q.TryTake(ctx, wait)
+//	RBlockingQueue.size                   q.Len(ctx); Stats(ctx) counts ready, delayed, in flight, dead
+//	RDelayedQueue.offer(v, delay)         q.OfferIn(ctx, v, delay) / q.OfferAt(ctx, v, t), on a delay: true queue
+//	RReliableQueue (PRO) ack / nack       Delivery.Ack / Nack / Retry(delay) / Bury / Release; Extend
+//	RReliableQueue dead letters           q.DeadLetters(ctx, n), q.Redrive(ctx, n)
+//	executor/worker services              q.Serve(ctx, handler, opts...) on a reliable queue
+//
+// Deliberate differences: an acquire of 0 permits is an error
+// (ErrInvalidArgument), not a no-op; an unset latch counts from the spec's
+// count (Await on a latch nobody set waits for that many CountDowns, where
+// Redisson's returns at once); releases complete under a cancelled context;
+// a lost lock cancels the lease's context instead of failing later calls
+// only; queue items are typed and carry an envelope, so a poison item is
+// dead-lettered instead of failing every poll.
+//
+// Not in lockgen yet (issue 14): queue Peek, Remove (ready and delayed),
+// batch Take, Drain; a limiter's idle TTL setting and refund of permits,
+// reconfiguring with reset-state as one call (Reset then Reconfigure does
+// it in two); latch Delete; semaphore Drain, TrySetPermits and an acquire
+// above the free permits that waits for SetPermits/AddPermits.
 //
 // # Scripts
 //
