@@ -600,6 +600,7 @@
 //	RCountDownLatch.trySetCount           l.TrySetCount(ctx, n)
 //	RCountDownLatch.countDown / getCount  l.CountDown(ctx) / l.Count(ctx)
 //	RCountDownLatch.await                 l.Await(ctx) (bounded by ctx)
+//	RCountDownLatch.delete                l.Delete(ctx) (TestLatchDelete)
 //	RRateLimiter.trySetRate / setRate     the spec's rate, per, burst; l.Reconfigure(ctx) adopts them
 //	RRateLimiter.tryAcquire(n)            l.AllowN(ctx, n); Wait/WaitN block until allowed
 //	RBlockingQueue.offer / add            q.Offer(ctx, v); OfferMany(ctx, vs...) in one round trip
@@ -621,7 +622,7 @@
 // Not in lockgen yet (issue 14): queue Peek, Remove (ready and delayed),
 // batch Take, Drain; a limiter's idle TTL setting and refund of permits,
 // reconfiguring with reset-state as one call (Reset then Reconfigure does
-// it in two); latch Delete; semaphore Drain, TrySetPermits and an acquire
+// it in two); semaphore Drain, TrySetPermits and an acquire
 // above the free permits that waits for SetPermits/AddPermits.
 //
 // # Scripts

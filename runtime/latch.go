@@ -91,6 +91,18 @@ func (l *Latch) CountDown(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// Delete removes the latch's key (Redisson's delete): the latch starts
+// over, unset, and counts from the spec's count again; Await callers keep
+// waiting for it to open. It reports whether the key existed, or returns
+// a Redis error. It is one DEL.
+func (l *Latch) Delete(ctx context.Context) (bool, error) {
+	n, err := l.c.rdb.Del(ctx, l.key).Result()
+	if err != nil {
+		return false, fmt.Errorf("lockgen: deleting %s: %w", l.key, err)
+	}
+	return n == 1, nil
+}
+
 // Count returns the latch's count: 0 when open, the spec's count when not
 // set. It returns a Redis error when Redis fails.
 func (l *Latch) Count(ctx context.Context) (int, error) {

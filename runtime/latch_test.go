@@ -226,3 +226,27 @@ func TestLatchAwaitEnds(t *testing.T) {
 		}
 	})
 }
+
+// TestLatchDelete: Delete removes a set latch, which then counts from the
+// spec's count again, and reports whether there was one.
+func TestLatchDelete(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := withTimeout(t, 10*time.Second)
+		l := newClient(t, b).Latch(latchDef(t, 3, time.Minute), key(t))
+		if ok, err := l.TrySetCount(ctx, 2); err != nil || !ok {
+			t.Fatalf("TrySetCount = %v, %v", ok, err)
+		}
+		if n, err := l.CountDown(ctx); err != nil || n != 1 {
+			t.Fatalf("CountDown = %d, %v; want 1", n, err)
+		}
+		if ok, err := l.Delete(ctx); err != nil || !ok {
+			t.Fatalf("Delete = %v, %v; want true", ok, err)
+		}
+		if n, err := l.Count(ctx); err != nil || n != 3 {
+			t.Errorf("Count after Delete = %d, %v; want the spec's 3", n, err)
+		}
+		if ok, err := l.Delete(ctx); err != nil || ok {
+			t.Errorf("second Delete = %v, %v; want false", ok, err)
+		}
+	})
+}
