@@ -55,7 +55,7 @@ func (l *Lock) acquireFair(ctx context.Context, wait time.Duration, o acquireOpt
 		return nil, ErrNotObtained
 	}
 	ttl := l.waiterTTL()
-	err = l.c.waitFor(ctx, wait, l.channel()+":"+owner, false, func(*subscription, *waiter) (bool, time.Duration, error) {
+	err = l.c.waitFor(ctx, wait, l.channel()+":"+owner, "", false, 0, false, func(*subscription, *waiter, string) (bool, time.Duration, error) {
 		var next time.Duration
 		var err error
 		le, next, err = l.attemptFair(ctx, owner, ttl, o)

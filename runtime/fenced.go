@@ -27,9 +27,11 @@ import (
 // "Fenced locks" in the package doc for what to do.
 var ErrFenceReset = errors.New("lockgen: fence counter went back")
 
-// fencedKeys returns the keys of a fenced lock's scripts: the lock and its
-// fence counter.
-func (l *Lock) fencedKeys() []string { return []string{l.key, keys.Sub(l.key, "fence")} }
+// fencedKeys returns the keys of a fenced lock's scripts: the lock, its
+// waiter registry and its fence counter.
+func (l *Lock) fencedKeys() []string {
+	return []string{l.key, keys.Sub(l.key, "queue"), keys.Sub(l.key, "waiters"), keys.Sub(l.key, "fence")}
+}
 
 // maxFences bounds how many fenced locks a client remembers the last
 // token of.

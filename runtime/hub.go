@@ -69,9 +69,12 @@ type subscription struct {
 	refs    int
 	ready   chan struct{} // closed once the subscription is confirmed
 	isReady bool
-	conn    *psConn     // the connection it is subscribed on; nil while routed
-	waiters []*waiter   // in arrival order
-	linger  *time.Timer // drops the channel once it has been unused for linger
+	conn    *psConn   // the connection it is subscribed on; nil while routed
+	waiters []*waiter // in arrival order
+	// unclaimed holds messages naming an owner that has not joined yet
+	// (waiters.go).
+	unclaimed map[string]string
+	linger    *time.Timer // drops the channel once it has been unused for linger
 }
 
 // psConn is one pub/sub connection: the whole client's in classic mode,

@@ -39,6 +39,21 @@ func (l *Lock) Name() string { return l.def.Name }
 
 func (l *Lock) channel() string { return keys.Sub(l.key, "ch") }
 
+// registers reports whether l's kind keeps a waiter registry (see "Waiter
+// registry" in the package doc): its waiters are named by the release
+// that wakes them, on their client's channel.
+func (l *Lock) registers() bool {
+	return l.def.Kind == Reentrant || l.def.Kind == Simple || l.def.Kind == Fenced
+}
+
+// waitChannel is the channel l's waiters on this client wait on.
+func (l *Lock) waitChannel() string {
+	if l.registers() {
+		return l.channel() + ":" + l.c.id
+	}
+	return l.channel()
+}
+
 // Lock acquires the lock, waiting while another owner holds it: until the
 // context's deadline when it has one, otherwise for the spec's default
 // wait. Waiting costs no Redis traffic: the waiter is woken by the
@@ -87,39 +102,109 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	_, carried := ctx.Value(ownerKey{}).(string)
 	o.fresh = !carried
 	owner := l.c.ownerFrom(ctx)
-	le, ttl, err := l.attempt(ctx, owner, o)
+	reg := time.Duration(0) // no registry entry for a try that does not wait
+	if wait != 0 {
+		reg = RegistryTTL
+	}
+	sent := time.Now()
+	le, ttl, err := l.attempt(ctx, owner, o, reg, false)
 	if le != nil || failFast(err, wait) {
 		return le, err
 	}
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	err = l.c.waitFor(ctx, wait, l.channel(), false, func(*subscription, *waiter) (bool, time.Duration, error) {
+	err = l.c.waitFor(ctx, wait, l.waitChannel(), owner, l.registers(), refresh(ttl), false, func(_ *subscription, _ *waiter, msg string) (bool, time.Duration, error) {
 		var err error
-		le, ttl, err = l.attempt(ctx, owner, o)
+		if msg != "" && l.registers() {
+			if le, err = l.handed(ctx, owner, o, msg, sent); le != nil || err != nil {
+				return le != nil, 0, err
+			}
+		}
+		sent = time.Now()
+		le, ttl, err = l.attempt(ctx, owner, o, reg, true)
+		if l.registers() {
+			return le != nil, refresh(ttl), err
+		}
 		return le != nil, fallback(ttl), err
 	})
 	if err != nil {
+		if le == nil && l.registers() {
+			l.leave(ctx, owner, o.lease)
+		}
 		return nil, err
 	}
 	return le, nil
 }
 
-// attempt runs the acquire script once. It returns a lease when the lock
-// was taken, or the holder's remaining TTL. It takes nothing when ctx has
-// ended, and gives back what it took when ctx ended meanwhile.
-func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions) (*Lease, time.Duration, error) {
+// handed returns the lease of a lock a release handed to owner, as msg
+// ("<owner>[ <token>]") says; owner registered since (before its last
+// attempt, so before the release). The hand-off's lease in Redis is
+// HandoffLease: a hold the watchdog renews, or one whose whole lease fits
+// in that, is owner's at once (its first renewal comes within a third of
+// it); a longer fixed lease is extended by the next attempt instead (nil
+// lease, nil error).
+func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg string, since time.Time) (*Lease, error) {
+	rest, ok := strings.CutPrefix(msg, owner)
+	if !ok || (!l.def.Renew && o.lease > HandoffLease) {
+		return nil, nil
+	}
+	le, err := l.newLeaseFirst(ctx, owner, o, since, HandoffLease)
+	if le != nil && rest != "" {
+		le.token, _ = strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+	}
+	return le, err
+}
+
+// leave takes owner, a waiter that gives up, out of l's registry; a lock
+// a release handed to it meanwhile is handed on. It is best effort: an
+// entry left behind is passed over after its deadline.
+func (l *Lock) leave(ctx context.Context, owner string, lease time.Duration) {
+	ctx, cancel := releaseContext(ctx)
+	defer cancel()
+	_ = l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.releaseArgs(owner, lease, true)...).Err()
+}
+
+// releaseArgs returns the ARGV of l's release script for owner's hold
+// with lease; leaving when owner gives up a wait.
+func (l *Lock) releaseArgs(owner string, lease time.Duration, leaving bool) []any {
+	if !l.registers() {
+		return l.args(owner, lease.Milliseconds(), l.channel())
+	}
+	flag := "0"
+	if leaving {
+		flag = "1"
+	}
+	return []any{owner, lease.Milliseconds(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds(), flag}
+}
+
+// attempt runs the acquire script once, registering owner as a waiter for
+// reg when the lock is held (0: not), with waiting set when owner is
+// registered already. It returns a lease when the lock was taken, or the
+// holder's remaining TTL. It takes nothing when ctx has ended, and gives
+// back what it took when ctx ended meanwhile.
+func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg time.Duration, waiting bool) (*Lease, time.Duration, error) {
 	if err := l.c.checkOpen(); err != nil {
 		return nil, 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, 0, waitError(ctx, err)
 	}
+	var args []any
+	if l.registers() {
+		flag := "0"
+		if waiting {
+			flag = "1"
+		}
+		args = []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
+	} else {
+		args = l.args(o.lease.Milliseconds(), owner)
+	}
 	start := time.Now()
 	// The attempt is not cut short by ctx: a script that ran in Redis
 	// while its reply was abandoned would hold the lock for a whole lease
 	// with nobody to release it. go-redis' read timeout bounds it.
-	cmd, wait := l.evalAcquire(context.WithoutCancel(ctx), l.scriptKeys(), l.args(o.lease.Milliseconds(), owner)...)
+	cmd, wait := l.evalAcquire(context.WithoutCancel(ctx), l.scriptKeys(), args...)
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
@@ -183,7 +268,11 @@ func (l *Lock) dropDuplicateHolds(ctx context.Context, owner string, o acquireOp
 // holder's lease is cancelled with ErrLockLost at its next renewal. It
 // reports whether the lock was held, or returns a Redis error.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, l.scriptKeys(), l.channel()).Int()
+	args := []any{l.channel()}
+	if l.registers() {
+		args = append(args, l.c.publishCmd())
+	}
+	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, l.scriptKeys(), args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: force-unlocking %s: %w", l.key, err)
 	}
@@ -290,10 +379,23 @@ type Lease struct {
 // client was closed meanwhile) it gives the hold back and returns the
 // error.
 func (l *Lock) newLease(parent context.Context, owner string, o acquireOptions, start time.Time) (*Lease, error) {
+	return l.newLeaseFirst(parent, owner, o, start, 0)
+}
+
+// newLeaseFirst is newLease for a hold whose lease in Redis is first,
+// shorter than o's, until its first renewal (a hand-off); 0 for o's.
+func (l *Lock) newLeaseFirst(parent context.Context, owner string, o acquireOptions, start time.Time, first time.Duration) (*Lease, error) {
 	le := &Lease{lock: l, owner: owner, taken: start}
-	le.start(context.WithValue(parent, ownerKey{}, owner), o, start, l.def.Renew, ErrLockLost)
+	so := o
+	if first > 0 && first < o.lease {
+		so.lease = first
+	}
+	le.start(context.WithValue(parent, ownerKey{}, owner), so, start, l.def.Renew, ErrLockLost)
+	le.lease = o.lease
 	if l.def.Renew {
-		if err := l.c.wd.add(le.held(), l.renewal(owner, o.lease), le, start); err != nil {
+		r := l.renewal(owner, o.lease)
+		r.First = first
+		if err := l.c.wd.add(le.held(), r, le, start); err != nil {
 			le.abandon(err)
 			_, _ = l.release(parent, owner, o.lease)
 			return nil, err
@@ -307,7 +409,7 @@ func (l *Lock) newLease(parent context.Context, owner string, o acquireOptions, 
 func (l *Lock) release(ctx context.Context, owner string, lease time.Duration) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
-	return l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.args(owner, lease.Milliseconds(), l.channel())...).Int()
+	return l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.releaseArgs(owner, lease, false)...).Int()
 }
 
 // held identifies the lease's hold for the watchdog.
@@ -401,7 +503,7 @@ func (l *Lock) scriptKeys() []string {
 	case Fenced:
 		return l.fencedKeys()
 	}
-	return []string{l.key}
+	return []string{l.key, keys.Sub(l.key, "queue"), keys.Sub(l.key, "waiters")}
 }
 
 // args returns the ARGV of one of the lock's scripts: args, then the side

@@ -175,7 +175,11 @@ func releaseInOrder(ctx context.Context, leases []*Lease) error {
 func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []acquireOptions) (ml *MultiLease, err error) {
 	c := m.locks[0].c
 	owner := c.ownerFrom(ctx)
-	ml, blocked, ttl, err := m.attempt(ctx, owner, os)
+	reg := time.Duration(0)
+	if wait != 0 {
+		reg = RegistryTTL
+	}
+	ml, blocked, ttl, err := m.attempt(ctx, owner, os, reg, false)
 	if ml != nil || failFast(err, wait) {
 		return ml, err
 	}
@@ -215,13 +219,13 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 				c.hub.unsubscribe(sub)
 				sub = nil
 			}
-			s, err := c.hub.subscribe(wctx, m.locks[blocked].channel())
+			s, err := c.hub.subscribe(wctx, m.locks[blocked].waitChannel())
 			if err != nil {
 				return nil, m.notObtained(blocked, waitError(ctx, err))
 			}
-			sub, w, on = s, c.hub.join(s), blocked
+			sub, w, on = s, c.hub.joinAs(s, owner), blocked
 		} else {
-			timer.Reset(fallback(ttl))
+			timer.Reset(refresh(ttl))
 			select {
 			case <-w.signal:
 			case <-timer.C:
@@ -231,7 +235,7 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 				return nil, lastError(m.notObtained(blocked, waitError(ctx, wctx.Err())), lastErr)
 			}
 		}
-		ml, blocked, ttl, err = m.attempt(ctx, owner, os)
+		ml, blocked, ttl, err = m.attempt(ctx, owner, os, reg, true)
 		switch {
 		case ml != nil || (err != nil && !transient(err)):
 			return ml, err
@@ -251,11 +255,13 @@ func (m *MultiLock) notObtained(blocked int, err error) error {
 	return fmt.Errorf("lockgen: multi-lock blocked at %s: %w", m.locks[blocked].key, err)
 }
 
-// attempt runs the multi-acquire script once. It returns a lease when
-// every lock was taken, or the index of the lock that is held by another
-// owner and its remaining TTL. Like a lock's attempt, it takes nothing
-// when ctx has ended, and gives back what it took when ctx ended meanwhile.
-func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptions) (*MultiLease, int, time.Duration, error) {
+// attempt runs the multi-acquire script once, registering owner (for
+// reg; 0: not) as a waiter of the lock that blocks it; waiting when owner
+// is registered already. It returns a lease when every lock was taken, or
+// the index of the lock that is held by another owner and its remaining
+// TTL. Like a lock's attempt, it takes nothing when ctx has ended, and
+// gives back what it took when ctx ended meanwhile.
+func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptions, reg time.Duration, waiting bool) (*MultiLease, int, time.Duration, error) {
 	c := m.locks[0].c
 	if err := c.checkOpen(); err != nil {
 		return nil, 0, 0, err
@@ -263,11 +269,15 @@ func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptio
 	if err := ctx.Err(); err != nil {
 		return nil, 0, 0, waitError(ctx, err)
 	}
-	ks := make([]string, len(m.locks))
-	args := make([]any, 0, 1+2*len(m.locks))
-	args = append(args, owner)
+	ks := make([]string, 0, 3*len(m.locks))
+	args := make([]any, 0, 3+2*len(m.locks))
+	flag := "0"
+	if waiting {
+		flag = "1"
+	}
+	args = append(args, owner, reg.Milliseconds(), flag)
 	for i, l := range m.locks {
-		ks[i] = l.key
+		ks = append(ks, l.scriptKeys()...)
 		args = append(args, l.def.Kind.String(), os[i].lease.Milliseconds())
 	}
 	start := time.Now()
@@ -450,12 +460,12 @@ func releaseAll(ctx context.Context, owner string, locks []*Lock, os []acquireOp
 	}
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
-	ks := make([]string, len(locks))
-	args := make([]any, 0, 1+3*len(locks))
-	args = append(args, owner)
+	ks := make([]string, 0, 3*len(locks))
+	args := make([]any, 0, 2+4*len(locks))
+	args = append(args, owner, locks[0].c.publishCmd())
 	for i, l := range locks {
-		ks[i] = l.key
-		args = append(args, l.def.Kind.String(), os[i].lease.Milliseconds(), l.channel())
+		ks = append(ks, l.scriptKeys()...)
+		args = append(args, l.def.Kind.String(), os[i].lease.Milliseconds(), l.channel(), HandoffLease.Milliseconds())
 	}
 	codes, err := locks[0].c.eval(ctx, locks[0].def.Scripts.MultiRelease, ks, args...).Int64Slice()
 	if err != nil {

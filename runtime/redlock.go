@@ -384,7 +384,7 @@ func (r *RedLock) release(ctx context.Context, nodes []int, value string) (int, 
 		return 0, nil
 	}
 	replies, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, true, func(ctx context.Context, c *Client) *redis.Cmd {
-		return c.eval(ctx, r.def.Scripts.Release, []string{r.key}, value, r.def.Lease.Milliseconds(), r.channel())
+		return c.eval(ctx, r.def.Scripts.Release, []string{r.key}, value, r.def.Lease.Milliseconds(), r.channel(), c.publishCmd())
 	}, nil, nil)
 	settle()
 	released := 0
@@ -409,7 +409,8 @@ func (r *RedLock) release(ctx context.Context, nodes []int, value string) (int, 
 func (r *RedLock) releaseOn(i int, value string) {
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout(r.def.Lease))
 	defer cancel()
-	cmd := r.q.nodes[i].eval(ctx, r.def.Scripts.Release, []string{r.key}, value, r.def.Lease.Milliseconds(), r.channel())
+	c := r.q.nodes[i]
+	cmd := c.eval(ctx, r.def.Scripts.Release, []string{r.key}, value, r.def.Lease.Milliseconds(), r.channel(), c.publishCmd())
 	r.q.mark(i, cmd.Err())
 }
 
@@ -419,7 +420,7 @@ func (r *RedLock) releaseOn(i int, value string) {
 // nodes that did not answer, joined.
 func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
 	replies, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, c *Client) *redis.Cmd {
-		return c.eval(ctx, r.def.Scripts.ForceUnlock, []string{r.key}, r.channel())
+		return c.eval(ctx, r.def.Scripts.ForceUnlock, []string{r.key}, r.channel(), c.publishCmd())
 	}, nil, nil)
 	settle()
 	deleted := 0

@@ -179,7 +179,7 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	}
 	// Leaving passes on a wake-up that came meanwhile, even with permits
 	// taken: it may announce other free permits.
-	err = s.c.waitFor(ctx, wait, s.channel(), true, func(sub *subscription, w *waiter) (bool, time.Duration, error) {
+	err = s.c.waitFor(ctx, wait, s.channel(), "", false, 0, true, func(sub *subscription, w *waiter, _ string) (bool, time.Duration, error) {
 		var free int64
 		var err error
 		p, free, next, err = s.attempt(ctx, owner, n, o)

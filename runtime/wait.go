@@ -35,11 +35,18 @@ func checkWait(wait time.Duration) error {
 
 // waitFor waits on channel until try succeeds. try makes one attempt: it
 // reports whether it got what it wanted, or how long to sleep at most
-// before the next attempt when no wake-up comes (the fallback timer).
-// waitFor subscribes to channel and joins its queue before the first
-// attempt, so that a release published after any attempt wakes the
-// waiter; it ends when try succeeds or fails, when the wait runs out
-// (wait < 0: as long as ctx allows), or when the client is closed.
+// before the next attempt when no wake-up comes (the fallback timer); it
+// is given the message that woke the waiter when one named owner ("" after
+// the timer or any other wake-up). waitFor subscribes to channel and joins
+// its queue as owner; it ends when try succeeds or fails, when the wait
+// runs out (wait < 0: as long as ctx allows), or when the client is
+// closed.
+//
+// registered says that the caller's own failed attempt, just before,
+// registered owner in the object's waiter registry: a release after it
+// names owner on channel. When channel was subscribed already, that
+// message cannot be missed, so waitFor sleeps (at most sleep) before the
+// first try; otherwise it tries again once subscribed.
 //
 // When passOn is set, a wake-up that arrived but was not needed goes to
 // the next waiter of this client even after a success (a semaphore's
@@ -53,42 +60,48 @@ func checkWait(wait time.Duration) error {
 //
 // It returns try's other errors, ErrNotObtained when the wait ran out
 // (also matching ctx's error when ctx ended it), or ErrClosed.
-func (c *Client) waitFor(ctx context.Context, wait time.Duration, channel string, passOn bool,
-	try func(sub *subscription, w *waiter) (ok bool, sleep time.Duration, err error)) error {
+func (c *Client) waitFor(ctx context.Context, wait time.Duration, channel, owner string, registered bool, sleep time.Duration, passOn bool,
+	try func(sub *subscription, w *waiter, msg string) (ok bool, sleep time.Duration, err error)) error {
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if wait > 0 {
 		wctx, cancel = context.WithTimeout(ctx, wait)
 	}
 	defer cancel()
+	skip := registered && c.hub.ready(channel)
 	sub, err := c.hub.subscribe(wctx, channel)
 	if err != nil {
 		return waitError(ctx, err)
 	}
 	defer c.hub.unsubscribe(sub)
-	w := c.hub.join(sub)
+	w := c.hub.joinAs(sub, owner)
 	ok := false
 	defer func() { c.hub.leave(sub, w, ok && !passOn) }()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var lastErr error
+	msg := ""
 	for retries := 0; ; {
-		var sleep time.Duration
-		ok, sleep, err = try(sub, w)
-		switch {
-		case ok:
-			return nil
-		case err != nil && !transient(err):
-			return err
-		case err != nil:
-			lastErr, sleep = err, retryBackoff(retries)
-			retries++
-		default:
-			lastErr, retries = nil, 0
+		if !skip {
+			ok, sleep, err = try(sub, w, msg)
+			switch {
+			case ok:
+				return nil
+			case err != nil && !transient(err):
+				return err
+			case err != nil:
+				lastErr, sleep = err, retryBackoff(retries)
+				retries++
+			default:
+				lastErr, retries = nil, 0
+			}
 		}
+		skip = false
 		timer.Reset(sleep)
 		select {
 		case <-w.signal:
+			msg = c.hub.message(w)
 		case <-timer.C:
+			msg = ""
 		case <-c.hub.closedCh():
 			return ErrClosed
 		case <-wctx.Done():
@@ -144,6 +157,11 @@ func lastError(err, last error) error {
 	}
 	return fmt.Errorf("%w (last attempt: %w)", err, last)
 }
+
+// refresh is how long a registered waiter sleeps at most: until the
+// fallback of pttl, and no longer than a third of its entry's TTL, so
+// that it refreshes the entry in time.
+func refresh(pttl time.Duration) time.Duration { return min(fallback(pttl), RegistryTTL/3) }
 
 // fallback is how long a waiter sleeps when no release message comes: the
 // holder's remaining lease (the key expires then), or a second for a key

@@ -1,17 +1,25 @@
 package runtime
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // The waiters of one client on one channel, and who a message wakes. The
 // connection layer under it is hub.go; h.mu guards everything here.
 //
-// A waiter joins the channel's queue before it tries to acquire and then
-// waits for its signal, so a release published after the attempt always
-// wakes it. A message wakes one waiter of the client (the longest waiting
-// one that has no signal pending), not all: only one can take the lock,
-// and a woken waiter that leaves without it passes its signal on. A
-// message whose payload is "all" wakes every waiter (for kinds where
-// several can proceed, such as readers).
+// A message whose payload names an owner ("<clientID>:<n>", then maybe
+// more words) is for the waiter of that owner alone: a kind with a waiter
+// registry in Redis (see "Waiter registry" in the package doc) tells each
+// woken waiter by name, on its client's channel. Such a message that
+// comes before its waiter joined (the waiter's attempt registered it, and
+// the release was quicker than the attempt's reply) is kept for it. A
+// message whose payload is "all" wakes every waiter (an operator's change,
+// a reconnect). Any other message wakes one waiter of the client (the
+// longest waiting one that has no signal pending): a waiter joins the
+// channel's queue before it tries to acquire, so a release published
+// after the attempt always wakes it, and one that leaves without the lock
+// passes such a signal on.
 
 // RegistryTTL is how long a waiter's entry in an object's waiter registry
 // (see "Waiter registry" in the package doc) stays without a refresh: a
@@ -27,8 +35,10 @@ const HandoffLease = time.Second
 
 // waiter is one goroutine waiting on a subscription, or a watch.
 type waiter struct {
+	owner  string        // the owner messages name it by; "" for none
 	signal chan struct{} // capacity 1: a pending wake-up
 	notify func()        // a watch's: called instead of signalling
+	msg    string        // the last message naming owner, until taken
 }
 
 // WakeAll is the message payload that wakes every waiter of a channel.
@@ -38,15 +48,46 @@ const wakeAll = "all"
 func (h *hub) deliver(s *subscription, payload string) {
 	if payload == wakeAll {
 		h.broadcast(s)
-	} else {
-		h.wakeOne(s)
+		return
 	}
+	owner, _, _ := strings.Cut(payload, " ")
+	if !strings.Contains(owner, ":") {
+		h.wakeOne(s)
+		return
+	}
+	for _, w := range s.waiters {
+		if w.owner == owner {
+			w.msg = payload
+			w.wake()
+			return
+		}
+	}
+	if len(s.unclaimed) >= maxUnclaimed {
+		clear(s.unclaimed) // of waiters that left: their scripts handed on
+	}
+	if s.unclaimed == nil {
+		s.unclaimed = map[string]string{}
+	}
+	s.unclaimed[owner] = payload
 }
 
-// join queues a new waiter on s.
-func (h *hub) join(s *subscription) *waiter {
-	w := &waiter{signal: make(chan struct{}, 1)}
+// maxUnclaimed bounds the messages a subscription keeps for owners not
+// joined. A message lost this way costs its waiter one refresh interval.
+const maxUnclaimed = 64
+
+// join queues a new waiter on s that no message names.
+func (h *hub) join(s *subscription) *waiter { return h.joinAs(s, "") }
+
+// joinAs queues a new waiter on s for owner: messages naming owner wake
+// it alone, also one that came before it joined.
+func (h *hub) joinAs(s *subscription, owner string) *waiter {
+	w := &waiter{owner: owner, signal: make(chan struct{}, 1)}
 	h.mu.Lock()
+	if m, ok := s.unclaimed[owner]; ok && owner != "" {
+		delete(s.unclaimed, owner)
+		w.msg = m
+		w.wake()
+	}
 	s.waiters = append(s.waiters, w)
 	h.mu.Unlock()
 	return w
@@ -64,8 +105,27 @@ func (h *hub) watch(s *subscription, notify func()) *waiter {
 	return w
 }
 
+// message returns the message naming w's owner that woke it, if one did,
+// and forgets it.
+func (h *hub) message(w *waiter) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := w.msg
+	w.msg = ""
+	return m
+}
+
+// ready reports whether channel is subscribed and confirmed now.
+func (h *hub) ready(channel string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.subs[channel]
+	return s != nil && s.isReady
+}
+
 // leave removes w from s; a wake-up w received but did not use (it leaves
-// without the lock) goes to the next waiter.
+// without the lock) goes to the next waiter, unless it was a message
+// naming w (the registry's scripts hand such a wake-up on in Redis).
 func (h *hub) leave(s *subscription, w *waiter, used bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -77,7 +137,7 @@ func (h *hub) leave(s *subscription, w *waiter, used bool) {
 	}
 	select {
 	case <-w.signal:
-		if !used {
+		if !used && w.msg == "" {
 			h.wakeOne(s)
 		}
 	default:

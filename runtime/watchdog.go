@@ -72,6 +72,10 @@ type renewal struct {
 	Valid time.Duration
 	// Nodes returns the RedLock nodes to renew the hold on (nil: all).
 	Nodes func() []int
+	// First, when set, is a shorter lease the hold has until its first
+	// renewal (a lock a release handed to a waiter): that renewal is due
+	// within renewEvery(First), and the hold counts as held for First.
+	First time.Duration
 }
 
 func (r renewal) valid() time.Duration {
@@ -223,8 +227,12 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 	if h == nil {
 		h = &held{k: k, renew: r, holders: map[holder]struct{}{}, index: -1}
 		w.entries[k] = h
-		h.next = start.Add(renewEvery(r.Lease))
-		h.expiry = time.AfterFunc(time.Until(start.Add(r.valid())), func() { w.lose(h, ErrLockLost) })
+		every, valid := renewEvery(r.Lease), r.valid()
+		if r.First > 0 && r.First < valid {
+			every, valid = renewEvery(r.First), r.First
+		}
+		h.next = start.Add(every)
+		h.expiry = time.AfterFunc(time.Until(start.Add(valid)), func() { w.lose(h, ErrLockLost) })
 		heap.Push(&w.queue, h)
 	} else {
 		h.expiry.Reset(time.Until(start.Add(h.renew.valid())))

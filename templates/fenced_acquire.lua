@@ -1,24 +1,47 @@
 -- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
--- every hold gets a fencing token.
--- KEYS[1] the lock: "<owner> <holds> <token>", KEYS[2] the fence counter
--- (never expires)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns {1, holds, token} when taken or re-entered (a re-entry keeps the
--- hold's token), {0, pttl} when another owner holds it.
-local lock, fence = KEYS[1], KEYS[2]
-local lease = tonumber(ARGV[1])
-local owner = ARGV[2]
+-- every hold gets a fencing token; a caller that cannot take it registers
+-- as a waiter in the same call.
+-- KEYS[1] the lock: "<owner> <holds> <token>", with " w" appended while
+-- waiters are registered; KEYS[2], KEYS[3] the waiter registry (queue,
+-- waiters); KEYS[4] the fence counter (never expires)
+-- ARGV as reentrant_acquire: lease ms, owner id, registry TTL ms (0: do
+-- not register), '1' when the owner is registered already
+-- Returns {1, holds, token} when taken, re-entered (a re-entry keeps the
+-- hold's token) or found handed to this waiter; {0, pttl} when another
+-- owner holds it.
+-- #include registry
+local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
 
 local value = redis.call('get', lock)
 if not value then
   local token = redis.call('incr', fence)
-  redis.call('set', lock, owner .. ' 1 ' .. token, 'PX', lease)
+  local v = owner .. ' 1 ' .. token
+  if waiting then
+    unregister(queue, waiters, owner)
+    if redis.call('exists', queue) == 1 then
+      v = v .. ' w'
+    end
+  end
+  redis.call('set', lock, v, 'PX', lease)
   return {1, 1, token}
 end
-local holder, holds, token = string.match(value, '^(%S+) (%d+) (%d+)$')
+local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local token = tonumber(string.match(rest, '^ (%d+)'))
 if holder == owner then
+  if waiting then
+    redis.call('pexpire', lock, lease)
+    return {1, tonumber(holds), token}
+  end
   holds = tonumber(holds) + 1
-  redis.call('set', lock, owner .. ' ' .. holds .. ' ' .. token, 'PX', lease)
-  return {1, holds, tonumber(token)}
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
+  return {1, holds, token}
+end
+if ttl > 0 then
+  register(queue, waiters, owner, ttl, now_ms())
+  if string.sub(rest, -2) ~= ' w' then
+    redis.call('set', lock, value .. ' w', 'KEEPTTL')
+  end
 end
 return {0, redis.call('pttl', lock)}

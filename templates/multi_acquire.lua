@@ -1,42 +1,66 @@
 -- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
--- KEYS the lock keys, each once (a reentrant lock is "<owner> <holds>",
--- as in reentrant_acquire)
--- ARGV[1] owner id; then, for the i-th key, ARGV[2i] its kind
--- ('reentrant' or 'simple') and ARGV[2i+1] its lease in milliseconds
+-- KEYS three per lock, each lock once: KEYS[3i-2] the i-th lock (a
+-- reentrant lock is "<owner> <holds>[ w]", a simple one "<owner>[ w]", as
+-- in their acquire scripts), KEYS[3i-1] and KEYS[3i] its waiter registry
+-- (queue, waiters)
+-- ARGV[1] owner id, ARGV[2] registry TTL in milliseconds (0: do not
+-- register), ARGV[3] '1' when the owner is registered already; then, for
+-- the i-th lock, ARGV[2i+2] its kind ('reentrant' or 'simple') and
+-- ARGV[2i+3] its lease in milliseconds
 -- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
--- when lock i (1-based) is held by another owner, and {-1, pttl, i} when
--- simple lock i is already held by this owner. Nothing is written unless
--- all are taken.
-local owner = ARGV[1]
+-- when lock i (1-based) is held by another owner (the owner is then
+-- registered as "<owner> m" in lock i's registry, to be woken, not
+-- handed the lock, by its release; its entries at the other locks go);
+-- {-1, pttl, i} when simple lock i is already held by this owner. No lock
+-- is written unless all are taken.
+-- #include registry
+local owner, ttl, waiting = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local member = owner .. ' m'
+local n = #KEYS / 3
 
-for i, lock in ipairs(KEYS) do
-  if ARGV[2 * i] == 'simple' then
-    local holder = redis.call('get', lock)
+for i = 1, n do
+  local lock = KEYS[3 * i - 2]
+  local value = redis.call('get', lock)
+  local holder = value and string.match(value, '^%S+')
+  if holder and (holder ~= owner or ARGV[2 * i + 2] == 'simple') then
     if holder == owner then
       return {-1, redis.call('pttl', lock), i}
-    elseif holder then
-      return {0, redis.call('pttl', lock), i}
     end
-  else
-    local value = redis.call('get', lock)
-    if value and string.match(value, '^(%S+) ') ~= owner then
-      return {0, redis.call('pttl', lock), i}
+    if ttl > 0 then
+      for j = 1, n do
+        if j ~= i then
+          unregister(KEYS[3 * j - 1], KEYS[3 * j], member)
+        end
+      end
+      register(KEYS[3 * i - 1], KEYS[3 * i], member, ttl, now_ms())
+      if string.sub(value, -2) ~= ' w' then
+        redis.call('set', lock, value .. ' w', 'KEEPTTL')
+      end
     end
+    return {0, redis.call('pttl', lock), i}
   end
 end
 
-for i, lock in ipairs(KEYS) do
-  local lease = tonumber(ARGV[2 * i + 1])
-  if ARGV[2 * i] == 'simple' then
-    redis.call('set', lock, owner, 'PX', lease)
-  else
-    local holds = 1
-    local value = redis.call('get', lock)
-    if value then
-      holds = tonumber(string.match(value, '^%S+ (%d+)')) + 1
-    end
-    redis.call('set', lock, owner .. ' ' .. holds, 'PX', lease)
+for i = 1, n do
+  local lock, queue = KEYS[3 * i - 2], KEYS[3 * i - 1]
+  local lease = tonumber(ARGV[2 * i + 3])
+  if waiting then
+    unregister(queue, KEYS[3 * i], member)
   end
+  local value = redis.call('get', lock)
+  local v = owner
+  if ARGV[2 * i + 2] ~= 'simple' then
+    local holds, rest = 1, ''
+    if value then
+      holds, rest = string.match(value, '^%S+ (%d+)(.*)$')
+      holds = tonumber(holds) + 1
+    end
+    v = owner .. ' ' .. holds .. rest
+  end
+  if not value and redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', lease)
 end
-return {1, #KEYS}
+return {1, n}

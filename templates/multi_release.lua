@@ -1,37 +1,43 @@
 -- multi_release: give up one hold of each of several reentrant or simple
--- locks of one owner, in one step (the locks multi_acquire took).
--- KEYS the lock keys, each once
--- ARGV[1] owner id; then, for the i-th key, ARGV[3i-1] its kind
--- ('reentrant' or 'simple'), ARGV[3i] its lease in milliseconds and
--- ARGV[3i+1] its wake-up channel
--- Returns one code per key, as the kind's release script does: -1 not
--- held by the owner, n > 0 holds left (the lease is restarted), 0 released
--- (the key is deleted and the channel told).
-local owner = ARGV[1]
+-- locks of one owner, in one step (the locks multi_acquire took); a lock
+-- released with waiters registered is handed on as its own release
+-- script would.
+-- KEYS three per lock, as in multi_acquire (lock, queue, waiters)
+-- ARGV[1] owner id, ARGV[2] the publish command (publish or spublish);
+-- then, for the i-th lock, ARGV[4i-1] its kind ('reentrant' or
+-- 'simple'), ARGV[4i] its lease in milliseconds, ARGV[4i+1] its wake-up
+-- channel prefix and ARGV[4i+2] its hand-off lease in milliseconds
+-- Returns one code per lock, as the kind's release script does: -1 not
+-- held by the owner, n > 0 holds left (the lease is restarted), 0
+-- released.
+-- #include registry
+local owner, publish = ARGV[1], ARGV[2]
 local codes = {}
 
-for i, lock in ipairs(KEYS) do
-  local kind, lease, channel = ARGV[3 * i - 1], tonumber(ARGV[3 * i]), ARGV[3 * i + 1]
-  local code = -1
+for i = 1, #KEYS / 3 do
+  local lock, queue, waiters = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  local kind, lease = ARGV[4 * i - 1], tonumber(ARGV[4 * i])
+  local value = redis.call('get', lock) or ''
+  local code, waited = -1, string.sub(value, -2) == ' w'
   if kind == 'simple' then
-    if redis.call('get', lock) == owner then
-      redis.call('del', lock)
+    if value == owner or value == owner .. ' w' then
       code = 0
     end
   else
-    local value = redis.call('get', lock)
-    local holder, holds = string.match(value or '', '^(%S+) (%d+)$')
+    local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
     if holder == owner then
       code = tonumber(holds) - 1
       if code > 0 then
-        redis.call('set', lock, owner .. ' ' .. code, 'PX', lease)
-      else
-        redis.call('del', lock)
+        redis.call('set', lock, owner .. ' ' .. code .. rest, 'PX', lease)
       end
     end
   end
   if code == 0 then
-    redis.call('publish', channel, 'released')
+    if waited then
+      hand_on(lock, queue, waiters, nil, kind ~= 'simple', tonumber(ARGV[4 * i + 2]), ARGV[4 * i + 1], publish)
+    else
+      redis.call('del', lock)
+    end
   end
   codes[i] = code
 end

@@ -1,19 +1,49 @@
--- reentrant_acquire: take or re-enter a reentrant lock.
--- KEYS[1] the lock: a string "<owner> <holds>" (a fenced lock appends
--- " <token>"), so that taking a free lock is one SET NX PX
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns {1, holds} when taken or re-entered, {0, pttl} when another owner holds it.
-local lock = KEYS[1]
-local lease = tonumber(ARGV[1])
-local owner = ARGV[2]
+-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
+-- cannot take it registers as a waiter in the same call.
+-- KEYS[1] the lock: a string "<owner> <holds>", with " w" appended while
+-- waiters are registered, so that taking a free lock is one SET NX PX
+-- KEYS[2], KEYS[3] the waiter registry: queue and waiters (see registry)
+-- ARGV[1] lease in milliseconds, ARGV[2] owner id,
+-- ARGV[3] registry TTL in milliseconds (0: do not register),
+-- ARGV[4] '1' when the owner is registered already (a woken or refreshing
+-- waiter), else '0'
+-- Returns {1, holds} when taken, re-entered, or found handed to this
+-- waiter by a release (its lease is then extended to the full lease);
+-- {0, pttl} when another owner holds it.
+-- #include registry
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
 
-if redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
+if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
   return {1, 1}
 end
-local holder, holds, rest = string.match(redis.call('get', lock), '^(%S+) (%d+)(.*)$')
+local value = redis.call('get', lock)
+if not value then
+  local v = owner .. ' 1'
+  if waiting then
+    unregister(queue, waiters, owner)
+    if redis.call('exists', queue) == 1 then
+      v = v .. ' w'
+    end
+  end
+  redis.call('set', lock, v, 'PX', lease)
+  return {1, 1}
+end
+local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
 if holder == owner then
+  if waiting then
+    redis.call('pexpire', lock, lease)
+    return {1, tonumber(holds)}
+  end
   holds = tonumber(holds) + 1
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds}
+end
+if ttl > 0 then
+  register(queue, waiters, owner, ttl, now_ms())
+  if string.sub(rest, -2) ~= ' w' then
+    redis.call('set', lock, value .. ' w', 'KEEPTTL')
+  end
 end
 return {0, redis.call('pttl', lock)}

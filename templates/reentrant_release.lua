@@ -1,12 +1,26 @@
--- reentrant_release: give up one hold of a reentrant (or fenced) lock.
--- KEYS[1] the lock: "<owner> <holds>[ <token>]"
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] wake-up channel
+-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
+-- last hold hands the lock to the longest-waiting live waiter, if any.
+-- KEYS[1] the lock: "<owner> <holds>[ <token>][ w]"; KEYS[2], KEYS[3] the
+-- waiter registry (queue, waiters); KEYS[4] a fenced lock's fence counter
+-- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
+-- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
+-- publish command (publish or spublish), ARGV[5] the lease of a hand-off
+-- in milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves
+-- the registry, and hands on a lock it was handed but did not use)
 -- Returns -1 when the owner does not hold the lock, the holds left when
--- still held (the lease is restarted), or 0 when released; on release the
--- key is deleted and waiters are woken through the channel.
-local lock = KEYS[1]
+-- still held (the lease is restarted), or 0 when released. A release
+-- without " w" only deletes the key. Otherwise the first live waiter gets
+-- the lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
+-- message "<waiter>[ <token>]" on its client's channel; a waiter
+-- registered as "<owner> <detail>" (a multi-lock) is woken to try again
+-- instead, and the key deleted.
+-- #include registry
+local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner = ARGV[1]
 
+if ARGV[6] == '1' then
+  unregister(queue, waiters, owner)
+end
 local value = redis.call('get', lock)
 if not value then
   return -1
@@ -20,6 +34,9 @@ if holds > 0 then
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', tonumber(ARGV[2]))
   return holds
 end
-redis.call('del', lock)
-redis.call('publish', ARGV[3], 'released')
+if string.sub(rest, -2) ~= ' w' then
+  redis.call('del', lock)
+  return 0
+end
+hand_on(lock, queue, waiters, fence, true, tonumber(ARGV[5]), ARGV[3], ARGV[4])
 return 0

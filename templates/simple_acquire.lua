@@ -1,15 +1,46 @@
--- simple_acquire: take a non-reentrant lock (SET NX PX).
--- KEYS[1] the lock key (value: owner id)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns {1, 1} when taken, {0, pttl} when another owner holds it, and
--- {-1, pttl} when this owner already holds it (a simple lock is not reentrant).
-local lock = KEYS[1]
-local owner = ARGV[2]
+-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
+-- cannot take it registers as a waiter in the same call.
+-- KEYS[1] the lock key (value: owner id, with " w" appended while waiters
+-- are registered); KEYS[2], KEYS[3] the waiter registry (queue, waiters),
+-- which a RedLock node does not pass
+-- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL in
+-- milliseconds (0 or absent: do not register), ARGV[4] '1' when the owner
+-- is registered already (a woken or refreshing waiter)
+-- Returns {1, 1} when taken, or found handed to this waiter by a release
+-- (its lease is then extended to the full lease); {0, pttl} when another
+-- owner holds it; {-1, pttl} when this owner already holds it (a simple
+-- lock is not reentrant).
+-- #include registry
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local ttl, waiting = tonumber(ARGV[3]) or 0, ARGV[4] == '1'
 
-if redis.call('set', lock, owner, 'NX', 'PX', tonumber(ARGV[1])) then
+if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
   return {1, 1}
 end
-if redis.call('get', lock) == owner then
+local value = redis.call('get', lock)
+if not value then
+  local v = owner
+  if waiting then
+    unregister(queue, waiters, owner)
+    if redis.call('exists', queue) == 1 then
+      v = v .. ' w'
+    end
+  end
+  redis.call('set', lock, v, 'PX', lease)
+  return {1, 1}
+end
+if string.match(value, '^%S+') == owner then
+  if waiting then
+    redis.call('pexpire', lock, lease)
+    return {1, 1}
+  end
   return {-1, redis.call('pttl', lock)}
+end
+if ttl > 0 then
+  register(queue, waiters, owner, ttl, now_ms())
+  if string.sub(value, -2) ~= ' w' then
+    redis.call('set', lock, value .. ' w', 'KEEPTTL')
+  end
 end
 return {0, redis.call('pttl', lock)}

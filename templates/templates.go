@@ -2,22 +2,26 @@
 // says which scripts implement which object kind.
 //
 // Calling convention of the lock scripts (every lock kind follows it, so the
-// runtime drives them the same way):
+// runtime drives them the same way; the waiter registry, queue and waiters,
+// is described in runtime's package doc, "Waiter registry", and its code
+// is registry.luainc, included by the scripts that use it):
 //
-//	acquire(KEYS[1]=lock; ARGV: lease ms, owner) -> {1, holds} | {0, pttl} | {-1, pttl} (held by this owner, not reentrant)
-//	release(KEYS[1]=lock; ARGV: owner, lease ms, channel) -> -1 not held | n > 0 holds left | 0 released and published
+//	acquire(KEYS: lock, queue, waiters; ARGV: lease ms, owner, registry TTL ms (0: do not register), '1' if registered) -> {1, holds} | {0, pttl} | {-1, pttl} (held by this owner, not reentrant)
+//	release(KEYS: lock, queue, waiters; ARGV: owner, lease ms, channel prefix, publish command, hand-off lease ms, '1' if giving up a wait) -> -1 not held | n > 0 holds left | 0 released (and handed on when someone waits)
 //	renew(KEYS[1]=lock; ARGV: lease ms, owner) -> 1 renewed | 0 not held
-//	force_unlock(KEYS[1]=lock; ARGV: channel) -> 1 deleted | 0 not held
+//	force_unlock(KEYS: lock, queue, waiters; ARGV: channel prefix, publish command) -> 1 deleted | 0 not held
 //
-// Kinds with more keys pass them after the lock (KEYS[2], ...; all in the
-// lock's slot): fenced its fence counter, fair its queue and waiter
+// Kinds with more keys pass them after these (all in the lock's slot):
+// fenced its fence counter (KEYS[4]), fair its queue and waiter
 // deadlines, readwrite its hold deadlines. A fenced acquire returns
 // {1, holds, token}; a fair acquire takes ARGV[3] waiter TTL ms (0: try
 // without queueing) and ARGV[4] the channel prefix (a waiter's channel is
 // prefix:owner), and fair locks have a fifth script, leave(KEYS as
 // acquire; ARGV: owner, channel prefix); readwrite scripts take the side
 // ("r" or "w") as their last ARGV, and acquire returns {-2, 0} for an
-// upgrade.
+// upgrade. A RedLock node runs simple_acquire without a registry and
+// redlock_release, which always publishes: its waiters wait for a
+// majority of the nodes' messages.
 package templates
 
 import (
@@ -28,7 +32,7 @@ import (
 	"strings"
 )
 
-//go:embed *.lua
+//go:embed *.lua *.luainc
 var files embed.FS
 
 // LockSet names the scripts of one lock kind.
@@ -60,16 +64,31 @@ var Locks = map[string]LockSet{
 	"readwrite": {Acquire: "rw_acquire", Release: "rw_release", Renew: "rw_renew", ForceUnlock: "rw_force_unlock"},
 	"fenced":    {Acquire: "fenced_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock"},
 	// RedLock runs a simple lock's scripts on every node of its quorum.
-	"redlock": {Acquire: "simple_acquire", Release: "simple_release", Renew: "simple_renew", ForceUnlock: "force_unlock"},
+	"redlock": {Acquire: "simple_acquire", Release: "redlock_release", Renew: "simple_renew", ForceUnlock: "force_unlock"},
 }
 
-// Source returns the Lua source of the named script (without ".lua").
+// Source returns the Lua source of the named script (without ".lua"). A
+// line "-- #include NAME" is replaced by the file NAME.luainc, code that
+// several scripts share (Redis runs each script on its own, so shared code
+// is part of each script's source and SHA1).
 func Source(name string) (string, error) {
 	b, err := files.ReadFile(name + ".lua")
 	if err != nil {
 		return "", fmt.Errorf("templates: no script %q", name)
 	}
-	return string(b), nil
+	lines := strings.SplitAfter(string(b), "\n")
+	for i, line := range lines {
+		inc, ok := strings.CutPrefix(strings.TrimSpace(line), "-- #include ")
+		if !ok {
+			continue
+		}
+		lib, err := files.ReadFile(inc + ".luainc")
+		if err != nil {
+			return "", fmt.Errorf("templates: script %q includes %q, which does not exist", name, inc)
+		}
+		lines[i] = string(lib)
+	}
+	return strings.Join(lines, ""), nil
 }
 
 // Names returns the names of every script, sorted.
@@ -77,7 +96,11 @@ func Names() []string {
 	entries, _ := fs.ReadDir(files, ".")
 	var names []string
 	for _, e := range entries {
-		names = append(names, strings.TrimSuffix(e.Name(), ".lua"))
+		name, ok := strings.CutSuffix(e.Name(), ".lua")
+		if !ok {
+			continue // an included file
+		}
+		names = append(names, name)
 	}
 	sort.Strings(names)
 	return names

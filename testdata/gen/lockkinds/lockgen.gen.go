@@ -314,29 +314,161 @@ return 0
 // fencedAcquireScript is lockgen's templates/fenced_acquire.lua.
 var fencedAcquireScript = lockrt.Script{
 	Name: "fenced_acquire",
-	SHA1: "e6c588ef98e6c6f28464a831fb28ba8b79c79261",
+	SHA1: "01faa5028e3bdf0058c98969c51df9046e3e62c4",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
--- every hold gets a fencing token.
--- KEYS[1] the lock: "<owner> <holds> <token>", KEYS[2] the fence counter
--- (never expires)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns {1, holds, token} when taken or re-entered (a re-entry keeps the
--- hold's token), {0, pttl} when another owner holds it.
-local lock, fence = KEYS[1], KEYS[2]
-local lease = tonumber(ARGV[1])
-local owner = ARGV[2]
+-- every hold gets a fencing token; a caller that cannot take it registers
+-- as a waiter in the same call.
+-- KEYS[1] the lock: "<owner> <holds> <token>", with " w" appended while
+-- waiters are registered; KEYS[2], KEYS[3] the waiter registry (queue,
+-- waiters); KEYS[4] the fence counter (never expires)
+-- ARGV as reentrant_acquire: lease ms, owner id, registry TTL ms (0: do
+-- not register), '1' when the owner is registered already
+-- Returns {1, holds, token} when taken, re-entered (a re-entry keeps the
+-- hold's token) or found handed to this waiter; {0, pttl} when another
+-- owner holds it.
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
 
 local value = redis.call('get', lock)
 if not value then
   local token = redis.call('incr', fence)
-  redis.call('set', lock, owner .. ' 1 ' .. token, 'PX', lease)
+  local v = owner .. ' 1 ' .. token
+  if waiting then
+    unregister(queue, waiters, owner)
+    if redis.call('exists', queue) == 1 then
+      v = v .. ' w'
+    end
+  end
+  redis.call('set', lock, v, 'PX', lease)
   return {1, 1, token}
 end
-local holder, holds, token = string.match(value, '^(%S+) (%d+) (%d+)$')
+local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local token = tonumber(string.match(rest, '^ (%d+)'))
 if holder == owner then
+  if waiting then
+    redis.call('pexpire', lock, lease)
+    return {1, tonumber(holds), token}
+  end
   holds = tonumber(holds) + 1
-  redis.call('set', lock, owner .. ' ' .. holds .. ' ' .. token, 'PX', lease)
-  return {1, holds, tonumber(token)}
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
+  return {1, holds, token}
+end
+if ttl > 0 then
+  register(queue, waiters, owner, ttl, now_ms())
+  if string.sub(rest, -2) ~= ' w' then
+    redis.call('set', lock, value .. ' w', 'KEEPTTL')
+  end
 end
 return {0, redis.call('pttl', lock)}
 `,
@@ -345,32 +477,275 @@ return {0, redis.call('pttl', lock)}
 // forceUnlockScript is lockgen's templates/force_unlock.lua.
 var forceUnlockScript = lockrt.Script{
 	Name: "force_unlock",
-	SHA1: "8840affa348ec03c1837a3fe1118255a19ae5b2f",
+	SHA1: "36da0446a07435fe6a468885cf4ca9a6de0655fd",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
--- KEYS[1] the lock key
--- ARGV[1] wake-up channel
+-- KEYS[1] the lock key; KEYS[2], KEYS[3] the waiter registry (queue,
+-- waiters), absent for a RedLock node
+-- ARGV[1] the wake-up channel prefix (with a registry: a client's channel
+-- is prefix:<clientID>, and each client with a live waiter gets "all";
+-- without: the channel itself, which gets "released"), ARGV[2] the publish
+-- command (publish or spublish)
 -- Returns 1 when a lock was deleted, 0 when it was not held.
-if redis.call('del', KEYS[1]) == 1 then
-  redis.call('publish', ARGV[1], 'released')
-  return 1
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-return 0
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+
+if redis.call('del', lock) == 0 then
+  return 0
+end
+if queue then
+  notify_all(ARGV[2], ARGV[1], queue, waiters, now_ms())
+else
+  redis.call(ARGV[2], ARGV[1], 'released')
+end
+return 1
 `,
 }
 
 // reentrantReleaseScript is lockgen's templates/reentrant_release.lua.
 var reentrantReleaseScript = lockrt.Script{
 	Name: "reentrant_release",
-	SHA1: "2ba3d2ff76233f4f44c31a2cc2f0ed3eb8bad2d5",
-	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock.
--- KEYS[1] the lock: "<owner> <holds>[ <token>]"
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] wake-up channel
+	SHA1: "3a8c8ca3decfa0666b9a34bb421530c702c6bbc5",
+	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
+-- last hold hands the lock to the longest-waiting live waiter, if any.
+-- KEYS[1] the lock: "<owner> <holds>[ <token>][ w]"; KEYS[2], KEYS[3] the
+-- waiter registry (queue, waiters); KEYS[4] a fenced lock's fence counter
+-- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
+-- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
+-- publish command (publish or spublish), ARGV[5] the lease of a hand-off
+-- in milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves
+-- the registry, and hands on a lock it was handed but did not use)
 -- Returns -1 when the owner does not hold the lock, the holds left when
--- still held (the lease is restarted), or 0 when released; on release the
--- key is deleted and waiters are woken through the channel.
-local lock = KEYS[1]
+-- still held (the lease is restarted), or 0 when released. A release
+-- without " w" only deletes the key. Otherwise the first live waiter gets
+-- the lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
+-- message "<waiter>[ <token>]" on its client's channel; a waiter
+-- registered as "<owner> <detail>" (a multi-lock) is woken to try again
+-- instead, and the key deleted.
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner = ARGV[1]
 
+if ARGV[6] == '1' then
+  unregister(queue, waiters, owner)
+end
 local value = redis.call('get', lock)
 if not value then
   return -1
@@ -384,8 +759,11 @@ if holds > 0 then
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', tonumber(ARGV[2]))
   return holds
 end
-redis.call('del', lock)
-redis.call('publish', ARGV[3], 'released')
+if string.sub(rest, -2) ~= ' w' then
+  redis.call('del', lock)
+  return 0
+end
+hand_on(lock, queue, waiters, fence, true, tonumber(ARGV[5]), ARGV[3], ARGV[4])
 return 0
 `,
 }

@@ -48,7 +48,7 @@ var (
 // redlockLockScripts are the scripts of redlock locks.
 var redlockLockScripts = lockrt.LockScripts{
 	Acquire:     &simpleAcquireScript,
-	Release:     &simpleReleaseScript,
+	Release:     &redlockReleaseScript,
 	Renew:       &simpleRenewScript,
 	ForceUnlock: &forceUnlockScript,
 }
@@ -56,15 +56,157 @@ var redlockLockScripts = lockrt.LockScripts{
 // forceUnlockScript is lockgen's templates/force_unlock.lua.
 var forceUnlockScript = lockrt.Script{
 	Name: "force_unlock",
-	SHA1: "8840affa348ec03c1837a3fe1118255a19ae5b2f",
+	SHA1: "36da0446a07435fe6a468885cf4ca9a6de0655fd",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
--- KEYS[1] the lock key
--- ARGV[1] wake-up channel
+-- KEYS[1] the lock key; KEYS[2], KEYS[3] the waiter registry (queue,
+-- waiters), absent for a RedLock node
+-- ARGV[1] the wake-up channel prefix (with a registry: a client's channel
+-- is prefix:<clientID>, and each client with a live waiter gets "all";
+-- without: the channel itself, which gets "released"), ARGV[2] the publish
+-- command (publish or spublish)
 -- Returns 1 when a lock was deleted, 0 when it was not held.
-if redis.call('del', KEYS[1]) == 1 then
-  redis.call('publish', ARGV[1], 'released')
-  return 1
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+
+if redis.call('del', lock) == 0 then
+  return 0
+end
+if queue then
+  notify_all(ARGV[2], ARGV[1], queue, waiters, now_ms())
+else
+  redis.call(ARGV[2], ARGV[1], 'released')
+end
+return 1
+`,
+}
+
+// redlockReleaseScript is lockgen's templates/redlock_release.lua.
+var redlockReleaseScript = lockrt.Script{
+	Name: "redlock_release",
+	SHA1: "0342fcf296d1a84a3a6c7aa9db4265a201be5130",
+	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node and
+-- wake that node's waiters (RedLock waiters wait for messages from a
+-- majority of the nodes, so every release publishes).
+-- KEYS[1] the lock key (value: the attempt's value)
+-- ARGV[1] value, ARGV[2] lease in milliseconds (unused), ARGV[3] wake-up
+-- channel, ARGV[4] the publish command (publish or spublish)
+-- Returns -1 when the value is not there, 0 when released.
+local lock = KEYS[1]
+
+if redis.call('get', lock) ~= ARGV[1] then
+  return -1
+end
+redis.call('del', lock)
+redis.call(ARGV[4], ARGV[3], 'released')
 return 0
 `,
 }
@@ -72,56 +214,177 @@ return 0
 // simpleAcquireScript is lockgen's templates/simple_acquire.lua.
 var simpleAcquireScript = lockrt.Script{
 	Name: "simple_acquire",
-	SHA1: "2e47d887f0bed412410ff18030189f0bfcd4b5ad",
-	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX).
--- KEYS[1] the lock key (value: owner id)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns {1, 1} when taken, {0, pttl} when another owner holds it, and
--- {-1, pttl} when this owner already holds it (a simple lock is not reentrant).
-local lock = KEYS[1]
-local owner = ARGV[2]
+	SHA1: "b1275022b976c562dfe88b787e961ad53bbba654",
+	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
+-- cannot take it registers as a waiter in the same call.
+-- KEYS[1] the lock key (value: owner id, with " w" appended while waiters
+-- are registered); KEYS[2], KEYS[3] the waiter registry (queue, waiters),
+-- which a RedLock node does not pass
+-- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL in
+-- milliseconds (0 or absent: do not register), ARGV[4] '1' when the owner
+-- is registered already (a woken or refreshing waiter)
+-- Returns {1, 1} when taken, or found handed to this waiter by a release
+-- (its lease is then extended to the full lease); {0, pttl} when another
+-- owner holds it; {-1, pttl} when this owner already holds it (a simple
+-- lock is not reentrant).
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
 
-if redis.call('set', lock, owner, 'NX', 'PX', tonumber(ARGV[1])) then
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local ttl, waiting = tonumber(ARGV[3]) or 0, ARGV[4] == '1'
+
+if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
   return {1, 1}
 end
-if redis.call('get', lock) == owner then
+local value = redis.call('get', lock)
+if not value then
+  local v = owner
+  if waiting then
+    unregister(queue, waiters, owner)
+    if redis.call('exists', queue) == 1 then
+      v = v .. ' w'
+    end
+  end
+  redis.call('set', lock, v, 'PX', lease)
+  return {1, 1}
+end
+if string.match(value, '^%S+') == owner then
+  if waiting then
+    redis.call('pexpire', lock, lease)
+    return {1, 1}
+  end
   return {-1, redis.call('pttl', lock)}
 end
-return {0, redis.call('pttl', lock)}
-`,
-}
-
-// simpleReleaseScript is lockgen's templates/simple_release.lua.
-var simpleReleaseScript = lockrt.Script{
-	Name: "simple_release",
-	SHA1: "d96899ca8705a8155873954e7452c76fc5d463b2",
-	Source: `-- simple_release: compare-and-delete a non-reentrant lock.
--- KEYS[1] the lock key
--- ARGV[1] owner id, ARGV[2] lease in milliseconds (unused: a simple lock has
--- one hold), ARGV[3] wake-up channel
--- Returns -1 when the owner does not hold the lock, 0 when released.
-local lock = KEYS[1]
-
-if redis.call('get', lock) ~= ARGV[1] then
-  return -1
+if ttl > 0 then
+  register(queue, waiters, owner, ttl, now_ms())
+  if string.sub(value, -2) ~= ' w' then
+    redis.call('set', lock, value .. ' w', 'KEEPTTL')
+  end
 end
-redis.call('del', lock)
-redis.call('publish', ARGV[3], 'released')
-return 0
+return {0, redis.call('pttl', lock)}
 `,
 }
 
 // simpleRenewScript is lockgen's templates/simple_renew.lua.
 var simpleRenewScript = lockrt.Script{
 	Name: "simple_renew",
-	SHA1: "9d257f9fc96d67594eeb6558092e0c5b97d0e3ea",
+	SHA1: "b96146c4735df76217656007f3f80e1a16b6fb7f",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
--- KEYS[1] the lock key
+-- KEYS[1] the lock key (value: owner id[ w])
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id
 -- Returns 1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
+local value = redis.call('get', lock)
 
-if redis.call('get', lock) == ARGV[2] then
+if value == ARGV[2] or value == ARGV[2] .. ' w' then
   redis.call('pexpire', lock, tonumber(ARGV[1]))
   return 1
 end
@@ -135,8 +398,8 @@ func Preload(ctx context.Context, c *lockrt.Client) error {
 	return c.Preload(
 		ctx,
 		&forceUnlockScript,
+		&redlockReleaseScript,
 		&simpleAcquireScript,
-		&simpleReleaseScript,
 		&simpleRenewScript,
 	)
 }
