@@ -31,7 +31,7 @@ const RegistryTTL = time.Second
 // until its new holder renews it (or, without a watchdog, extends it to
 // the spec's lease on receipt): a hand-off to a waiter that died blocks
 // the lock for at most this long.
-const HandoffLease = time.Second
+const HandoffLease = 3 * time.Second
 
 // waiter is one goroutine waiting on a subscription, or a watch.
 type waiter struct {

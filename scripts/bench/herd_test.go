@@ -1,0 +1,215 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// herdLibs are the libraries of BenchmarkHerd: lockgen's default lock
+// (reentrant, watchdog on) against redislock retrying every 1ms and
+// redsync with its default retry (50-250ms at random).
+var herdLibs = []lib{lockgenReentrant, redislockLinear, redsyncDefault}
+
+// herdResult describes one herd run.
+type herdResult struct {
+	acquisitions int
+	elapsed      time.Duration
+	handoffs     []time.Duration // from a holder starting its unlock to the next Lock returning
+	self         int             // acquisitions by the client that released last
+	perClient    []int
+	evalsha      int64 // EVALSHA and EVAL calls
+	commands     int64 // every command Redis ran (inside scripts too), but INFO
+}
+
+// herd runs one goroutine per locker (each on a client of its own), each
+// looping lock, hold, unlock on one lock, until it was taken n times, and
+// counts what Redis ran meanwhile (INFO commandstats, before and after).
+func herd(tb testing.TB, ls []locker, id string, n int, hold time.Duration) (herdResult, error) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	before := commandStats(tb)
+	var (
+		start     = time.Now()
+		taken     atomic.Int64
+		releasing atomic.Int64 // since start
+		last      atomic.Int64 // index+1 of the last holder
+		inside    atomic.Int32
+		end       atomic.Int64
+		mu        sync.Mutex
+		res       = herdResult{perClient: make([]int, len(ls))}
+		errs      = make([]error, len(ls))
+		wg        sync.WaitGroup
+	)
+	for i, l := range ls {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if err := l.lock(ctx, id); err != nil {
+					if ctx.Err() == nil {
+						errs[i] = fmt.Errorf("locker %d: lock: %w", i, err)
+						stop()
+					}
+					return
+				}
+				now := time.Since(start)
+				if inside.Add(1) != 1 {
+					errs[i] = fmt.Errorf("locker %d: two holders at once", i)
+					stop()
+				}
+				k := taken.Add(1)
+				if k <= int64(n) {
+					mu.Lock()
+					res.perClient[i]++
+					if k > 1 {
+						res.handoffs = append(res.handoffs, now-time.Duration(releasing.Load()))
+					}
+					if last.Swap(int64(i+1)) == int64(i+1) {
+						res.self++
+					}
+					mu.Unlock()
+				}
+				if k == int64(n) {
+					end.Store(int64(now))
+					stop()
+				}
+				time.Sleep(hold)
+				inside.Add(-1)
+				releasing.Store(int64(time.Since(start)))
+				if err := l.unlock(context.Background()); err != nil {
+					errs[i] = errors.Join(errs[i], fmt.Errorf("locker %d: unlock: %w", i, err))
+					stop()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	after := commandStats(tb)
+	res.acquisitions, res.elapsed = n, time.Duration(end.Load())
+	for _, name := range slices.Collect(maps.Keys(after)) {
+		d := after[name] - before[name]
+		switch {
+		case name == "info" || name == "hello" || strings.HasPrefix(name, "client"):
+		case name == "evalsha" || name == "eval":
+			res.evalsha += d
+			res.commands += d
+		default:
+			res.commands += d
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// herdStats are one run's figures, per acquisition where it says so.
+type herdStats struct {
+	evalsha, commands, p50, p99, selfPct float64 // p50, p99 in µs
+	min, max                                     int
+}
+
+func (r herdResult) stats() herdStats {
+	hs := slices.Clone(r.handoffs)
+	slices.Sort(hs)
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	n := float64(r.acquisitions)
+	return herdStats{
+		evalsha: float64(r.evalsha) / n, commands: float64(r.commands) / n,
+		p50: us(percentile(hs, 50)), p99: us(percentile(hs, 99)),
+		selfPct: 100 * float64(r.self) / n,
+		min:     slices.Min(r.perClient), max: slices.Max(r.perClient),
+	}
+}
+
+// median returns the median of xs.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+// BenchmarkHerd: N = 8, 32, 64 clients (each its own go-redis client and,
+// for lockgen, runtime client) loop lock, a 1ms hold, unlock on one lock,
+// 1000 acquisitions per run. Each b.N iteration is one round that runs
+// every library once, in rotated order, so that load from elsewhere hits
+// them alike; the figures reported are medians over the rounds (run with
+// -benchtime 3x or more). Per library: EVALSHA and commands per
+// acquisition (INFO commandstats), hand-off p50/p99, how often the
+// releaser took the lock straight back, and the fewest and most
+// acquisitions of one client.
+func BenchmarkHerd(b *testing.B) {
+	for _, n := range []int{8, 32, 64} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			flush(b)
+			lockers := make([][]locker, len(herdLibs))
+			for i, lib := range herdLibs {
+				lockers[i] = openN(b, lib, n)
+				for _, l := range lockers[i] {
+					warmUp(b, l)
+				}
+			}
+			runs := make([][]herdStats, len(herdLibs))
+			b.ResetTimer()
+			for round := range b.N {
+				for k := range herdLibs {
+					i := (k + round) % len(herdLibs)
+					res, err := herd(b, lockers[i], fmt.Sprintf("herd%d-%d", n, round), 1000, time.Millisecond)
+					if err != nil {
+						b.Fatal(err)
+					}
+					runs[i] = append(runs[i], res.stats())
+				}
+			}
+			b.StopTimer()
+			for i, lib := range herdLibs {
+				med := func(f func(herdStats) float64) float64 {
+					var xs []float64
+					for _, s := range runs[i] {
+						xs = append(xs, f(s))
+					}
+					return median(xs)
+				}
+				name := strings.ReplaceAll(lib.name, "-", "")
+				evalsha, cmds := med(func(s herdStats) float64 { return s.evalsha }), med(func(s herdStats) float64 { return s.commands })
+				p50, p99 := med(func(s herdStats) float64 { return s.p50 }), med(func(s herdStats) float64 { return s.p99 })
+				self := med(func(s herdStats) float64 { return s.selfPct })
+				lo, hi := med(func(s herdStats) float64 { return float64(s.min) }), med(func(s herdStats) float64 { return float64(s.max) })
+				b.ReportMetric(evalsha, name+"-evalsha/acq")
+				b.ReportMetric(cmds, name+"-cmds/acq")
+				b.ReportMetric(p99, name+"-p99-µs")
+				b.Logf("N=%d %-10s evalsha/acq %5.2f  cmds/acq %6.2f  hand-off p50 %5.0fµs p99 %6.0fµs  self %4.1f%%  per client min %3.0f max %4.0f  (median of %d)",
+					n, lib.name, evalsha, cmds, p50, p99, self, lo, hi, len(runs[i]))
+			}
+		})
+	}
+}
+
+// TestHerd runs each library's BenchmarkHerd round once, with 8 clients
+// and a few acquisitions, and checks lockgen's scripts per acquisition.
+func TestHerd(t *testing.T) {
+	for _, lib := range herdLibs {
+		t.Run(lib.name, func(t *testing.T) {
+			ls := openN(t, lib, 8)
+			for _, l := range ls {
+				warmUp(t, l)
+			}
+			res, err := herd(t, ls, "herd-test", 80, 200*time.Microsecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := res.stats()
+			t.Logf("%s: %+v", lib.name, s)
+			if lib.name == lockgenReentrant.name && s.evalsha > 2.5 {
+				t.Errorf("lockgen: %.2f EVALSHA per acquisition with 8 clients, want <= 2.5", s.evalsha)
+			}
+		})
+	}
+}
