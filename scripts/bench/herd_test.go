@@ -110,7 +110,7 @@ func herd(tb testing.TB, ls []locker, id string, n int, hold time.Duration) (her
 // herdStats are one run's figures, per acquisition where it says so.
 type herdStats struct {
 	evalsha, commands, p50, p99, selfPct float64 // p50, p99 in µs
-	min, max                                     int
+	min, max                             int
 }
 
 func (r herdResult) stats() herdStats {

@@ -267,29 +267,161 @@ var queueScripts = lockrt.QueueScripts{
 // fencedAcquireScript is lockgen's templates/fenced_acquire.lua.
 var fencedAcquireScript = lockrt.Script{
 	Name: "fenced_acquire",
-	SHA1: "e6c588ef98e6c6f28464a831fb28ba8b79c79261",
+	SHA1: "01faa5028e3bdf0058c98969c51df9046e3e62c4",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
--- every hold gets a fencing token.
--- KEYS[1] the lock: "<owner> <holds> <token>", KEYS[2] the fence counter
--- (never expires)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns {1, holds, token} when taken or re-entered (a re-entry keeps the
--- hold's token), {0, pttl} when another owner holds it.
-local lock, fence = KEYS[1], KEYS[2]
-local lease = tonumber(ARGV[1])
-local owner = ARGV[2]
+-- every hold gets a fencing token; a caller that cannot take it registers
+-- as a waiter in the same call.
+-- KEYS[1] the lock: "<owner> <holds> <token>", with " w" appended while
+-- waiters are registered; KEYS[2], KEYS[3] the waiter registry (queue,
+-- waiters); KEYS[4] the fence counter (never expires)
+-- ARGV as reentrant_acquire: lease ms, owner id, registry TTL ms (0: do
+-- not register), '1' when the owner is registered already
+-- Returns {1, holds, token} when taken, re-entered (a re-entry keeps the
+-- hold's token) or found handed to this waiter; {0, pttl} when another
+-- owner holds it.
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
 
 local value = redis.call('get', lock)
 if not value then
   local token = redis.call('incr', fence)
-  redis.call('set', lock, owner .. ' 1 ' .. token, 'PX', lease)
+  local v = owner .. ' 1 ' .. token
+  if waiting then
+    unregister(queue, waiters, owner)
+    if redis.call('exists', queue) == 1 then
+      v = v .. ' w'
+    end
+  end
+  redis.call('set', lock, v, 'PX', lease)
   return {1, 1, token}
 end
-local holder, holds, token = string.match(value, '^(%S+) (%d+) (%d+)$')
+local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local token = tonumber(string.match(rest, '^ (%d+)'))
 if holder == owner then
+  if waiting then
+    redis.call('pexpire', lock, lease)
+    return {1, tonumber(holds), token}
+  end
   holds = tonumber(holds) + 1
-  redis.call('set', lock, owner .. ' ' .. holds .. ' ' .. token, 'PX', lease)
-  return {1, holds, tonumber(token)}
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
+  return {1, holds, token}
+end
+if ttl > 0 then
+  register(queue, waiters, owner, ttl, now_ms())
+  if string.sub(rest, -2) ~= ' w' then
+    redis.call('set', lock, value .. ' w', 'KEEPTTL')
+  end
 end
 return {0, redis.call('pttl', lock)}
 `,
@@ -298,16 +430,136 @@ return {0, redis.call('pttl', lock)}
 // forceUnlockScript is lockgen's templates/force_unlock.lua.
 var forceUnlockScript = lockrt.Script{
 	Name: "force_unlock",
-	SHA1: "8840affa348ec03c1837a3fe1118255a19ae5b2f",
+	SHA1: "36da0446a07435fe6a468885cf4ca9a6de0655fd",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
--- KEYS[1] the lock key
--- ARGV[1] wake-up channel
+-- KEYS[1] the lock key; KEYS[2], KEYS[3] the waiter registry (queue,
+-- waiters), absent for a RedLock node
+-- ARGV[1] the wake-up channel prefix (with a registry: a client's channel
+-- is prefix:<clientID>, and each client with a live waiter gets "all";
+-- without: the channel itself, which gets "released"), ARGV[2] the publish
+-- command (publish or spublish)
 -- Returns 1 when a lock was deleted, 0 when it was not held.
-if redis.call('del', KEYS[1]) == 1 then
-  redis.call('publish', ARGV[1], 'released')
-  return 1
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-return 0
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+
+if redis.call('del', lock) == 0 then
+  return 0
+end
+if queue then
+  notify_all(ARGV[2], ARGV[1], queue, waiters, now_ms())
+else
+  redis.call(ARGV[2], ARGV[1], 'released')
+end
+return 1
 `,
 }
 
@@ -422,90 +674,338 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // multiAcquireScript is lockgen's templates/multi_acquire.lua.
 var multiAcquireScript = lockrt.Script{
 	Name: "multi_acquire",
-	SHA1: "52c40db019a2d3c5b0eb41bb8433f065a38271f6",
+	SHA1: "1d9668383499b695a43321b073859464364f3997",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
--- KEYS the lock keys, each once (a reentrant lock is "<owner> <holds>",
--- as in reentrant_acquire)
--- ARGV[1] owner id; then, for the i-th key, ARGV[2i] its kind
--- ('reentrant' or 'simple') and ARGV[2i+1] its lease in milliseconds
+-- KEYS three per lock, each lock once: KEYS[3i-2] the i-th lock (a
+-- reentrant lock is "<owner> <holds>[ w]", a simple one "<owner>[ w]", as
+-- in their acquire scripts), KEYS[3i-1] and KEYS[3i] its waiter registry
+-- (queue, waiters)
+-- ARGV[1] owner id, ARGV[2] registry TTL in milliseconds (0: do not
+-- register), ARGV[3] '1' when the owner is registered already; then, for
+-- the i-th lock, ARGV[2i+2] its kind ('reentrant' or 'simple') and
+-- ARGV[2i+3] its lease in milliseconds
 -- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
--- when lock i (1-based) is held by another owner, and {-1, pttl, i} when
--- simple lock i is already held by this owner. Nothing is written unless
--- all are taken.
-local owner = ARGV[1]
+-- when lock i (1-based) is held by another owner (the owner is then
+-- registered as "<owner> m" in lock i's registry, to be woken, not
+-- handed the lock, by its release; its entries at the other locks go);
+-- {-1, pttl, i} when simple lock i is already held by this owner. No lock
+-- is written unless all are taken.
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
 
-for i, lock in ipairs(KEYS) do
-  if ARGV[2 * i] == 'simple' then
-    local holder = redis.call('get', lock)
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local owner, ttl, waiting = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local member = owner .. ' m'
+local n = #KEYS / 3
+
+for i = 1, n do
+  local lock = KEYS[3 * i - 2]
+  local value = redis.call('get', lock)
+  local holder = value and string.match(value, '^%S+')
+  if holder and (holder ~= owner or ARGV[2 * i + 2] == 'simple') then
     if holder == owner then
       return {-1, redis.call('pttl', lock), i}
-    elseif holder then
-      return {0, redis.call('pttl', lock), i}
     end
-  else
-    local value = redis.call('get', lock)
-    if value and string.match(value, '^(%S+) ') ~= owner then
-      return {0, redis.call('pttl', lock), i}
+    if ttl > 0 then
+      for j = 1, n do
+        if j ~= i then
+          unregister(KEYS[3 * j - 1], KEYS[3 * j], member)
+        end
+      end
+      register(KEYS[3 * i - 1], KEYS[3 * i], member, ttl, now_ms())
+      if string.sub(value, -2) ~= ' w' then
+        redis.call('set', lock, value .. ' w', 'KEEPTTL')
+      end
     end
+    return {0, redis.call('pttl', lock), i}
   end
 end
 
-for i, lock in ipairs(KEYS) do
-  local lease = tonumber(ARGV[2 * i + 1])
-  if ARGV[2 * i] == 'simple' then
-    redis.call('set', lock, owner, 'PX', lease)
-  else
-    local holds = 1
-    local value = redis.call('get', lock)
-    if value then
-      holds = tonumber(string.match(value, '^%S+ (%d+)')) + 1
-    end
-    redis.call('set', lock, owner .. ' ' .. holds, 'PX', lease)
+for i = 1, n do
+  local lock, queue = KEYS[3 * i - 2], KEYS[3 * i - 1]
+  local lease = tonumber(ARGV[2 * i + 3])
+  if waiting then
+    unregister(queue, KEYS[3 * i], member)
   end
+  local value = redis.call('get', lock)
+  local v = owner
+  if ARGV[2 * i + 2] ~= 'simple' then
+    local holds, rest = 1, ''
+    if value then
+      holds, rest = string.match(value, '^%S+ (%d+)(.*)$')
+      holds = tonumber(holds) + 1
+    end
+    v = owner .. ' ' .. holds .. rest
+  end
+  if not value and redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', lease)
 end
-return {1, #KEYS}
+return {1, n}
 `,
 }
 
 // multiReleaseScript is lockgen's templates/multi_release.lua.
 var multiReleaseScript = lockrt.Script{
 	Name: "multi_release",
-	SHA1: "12476e319b314497755303baa18b2e877aa59ac4",
+	SHA1: "d94f08d45e3b89e218e8a58e41182e4135605cbc",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
--- locks of one owner, in one step (the locks multi_acquire took).
--- KEYS the lock keys, each once
--- ARGV[1] owner id; then, for the i-th key, ARGV[3i-1] its kind
--- ('reentrant' or 'simple'), ARGV[3i] its lease in milliseconds and
--- ARGV[3i+1] its wake-up channel
--- Returns one code per key, as the kind's release script does: -1 not
--- held by the owner, n > 0 holds left (the lease is restarted), 0 released
--- (the key is deleted and the channel told).
-local owner = ARGV[1]
+-- locks of one owner, in one step (the locks multi_acquire took); a lock
+-- released with waiters registered is handed on as its own release
+-- script would.
+-- KEYS three per lock, as in multi_acquire (lock, queue, waiters)
+-- ARGV[1] owner id, ARGV[2] the publish command (publish or spublish);
+-- then, for the i-th lock, ARGV[4i-1] its kind ('reentrant' or
+-- 'simple'), ARGV[4i] its lease in milliseconds, ARGV[4i+1] its wake-up
+-- channel prefix and ARGV[4i+2] its hand-off lease in milliseconds
+-- Returns one code per lock, as the kind's release script does: -1 not
+-- held by the owner, n > 0 holds left (the lease is restarted), 0
+-- released.
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local owner, publish = ARGV[1], ARGV[2]
 local codes = {}
 
-for i, lock in ipairs(KEYS) do
-  local kind, lease, channel = ARGV[3 * i - 1], tonumber(ARGV[3 * i]), ARGV[3 * i + 1]
-  local code = -1
+for i = 1, #KEYS / 3 do
+  local lock, queue, waiters = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  local kind, lease = ARGV[4 * i - 1], tonumber(ARGV[4 * i])
+  local value = redis.call('get', lock) or ''
+  local code, waited = -1, string.sub(value, -2) == ' w'
   if kind == 'simple' then
-    if redis.call('get', lock) == owner then
-      redis.call('del', lock)
+    if value == owner or value == owner .. ' w' then
       code = 0
     end
   else
-    local value = redis.call('get', lock)
-    local holder, holds = string.match(value or '', '^(%S+) (%d+)$')
+    local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
     if holder == owner then
       code = tonumber(holds) - 1
       if code > 0 then
-        redis.call('set', lock, owner .. ' ' .. code, 'PX', lease)
-      else
-        redis.call('del', lock)
+        redis.call('set', lock, owner .. ' ' .. code .. rest, 'PX', lease)
       end
     end
   end
   if code == 0 then
-    redis.call('publish', channel, 'released')
+    if waited then
+      hand_on(lock, queue, waiters, nil, kind ~= 'simple', tonumber(ARGV[4 * i + 2]), ARGV[4 * i + 1], publish)
+    else
+      redis.call('del', lock)
+    end
   end
   codes[i] = code
 end
@@ -902,24 +1402,163 @@ return {id, body, n, deadline, now}
 // reentrantAcquireScript is lockgen's templates/reentrant_acquire.lua.
 var reentrantAcquireScript = lockrt.Script{
 	Name: "reentrant_acquire",
-	SHA1: "e3b36f53ef93ef550046c6330c262cb12da3810f",
-	Source: `-- reentrant_acquire: take or re-enter a reentrant lock.
--- KEYS[1] the lock: a string "<owner> <holds>" (a fenced lock appends
--- " <token>"), so that taking a free lock is one SET NX PX
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns {1, holds} when taken or re-entered, {0, pttl} when another owner holds it.
-local lock = KEYS[1]
-local lease = tonumber(ARGV[1])
-local owner = ARGV[2]
+	SHA1: "027c1c955c026e46242fded776228282a0fb3829",
+	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
+-- cannot take it registers as a waiter in the same call.
+-- KEYS[1] the lock: a string "<owner> <holds>", with " w" appended while
+-- waiters are registered, so that taking a free lock is one SET NX PX
+-- KEYS[2], KEYS[3] the waiter registry: queue and waiters (see registry)
+-- ARGV[1] lease in milliseconds, ARGV[2] owner id,
+-- ARGV[3] registry TTL in milliseconds (0: do not register),
+-- ARGV[4] '1' when the owner is registered already (a woken or refreshing
+-- waiter), else '0'
+-- Returns {1, holds} when taken, re-entered, or found handed to this
+-- waiter by a release (its lease is then extended to the full lease);
+-- {0, pttl} when another owner holds it.
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
 
-if redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
+
+if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
   return {1, 1}
 end
-local holder, holds, rest = string.match(redis.call('get', lock), '^(%S+) (%d+)(.*)$')
+local value = redis.call('get', lock)
+if not value then
+  local v = owner .. ' 1'
+  if waiting then
+    unregister(queue, waiters, owner)
+    if redis.call('exists', queue) == 1 then
+      v = v .. ' w'
+    end
+  end
+  redis.call('set', lock, v, 'PX', lease)
+  return {1, 1}
+end
+local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
 if holder == owner then
+  if waiting then
+    redis.call('pexpire', lock, lease)
+    return {1, tonumber(holds)}
+  end
   holds = tonumber(holds) + 1
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds}
+end
+if ttl > 0 then
+  register(queue, waiters, owner, ttl, now_ms())
+  if string.sub(rest, -2) ~= ' w' then
+    redis.call('set', lock, value .. ' w', 'KEEPTTL')
+  end
 end
 return {0, redis.call('pttl', lock)}
 `,
@@ -928,16 +1567,139 @@ return {0, redis.call('pttl', lock)}
 // reentrantReleaseScript is lockgen's templates/reentrant_release.lua.
 var reentrantReleaseScript = lockrt.Script{
 	Name: "reentrant_release",
-	SHA1: "2ba3d2ff76233f4f44c31a2cc2f0ed3eb8bad2d5",
-	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock.
--- KEYS[1] the lock: "<owner> <holds>[ <token>]"
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] wake-up channel
+	SHA1: "3a8c8ca3decfa0666b9a34bb421530c702c6bbc5",
+	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
+-- last hold hands the lock to the longest-waiting live waiter, if any.
+-- KEYS[1] the lock: "<owner> <holds>[ <token>][ w]"; KEYS[2], KEYS[3] the
+-- waiter registry (queue, waiters); KEYS[4] a fenced lock's fence counter
+-- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
+-- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
+-- publish command (publish or spublish), ARGV[5] the lease of a hand-off
+-- in milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves
+-- the registry, and hands on a lock it was handed but did not use)
 -- Returns -1 when the owner does not hold the lock, the holds left when
--- still held (the lease is restarted), or 0 when released; on release the
--- key is deleted and waiters are woken through the channel.
-local lock = KEYS[1]
+-- still held (the lease is restarted), or 0 when released. A release
+-- without " w" only deletes the key. Otherwise the first live waiter gets
+-- the lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
+-- message "<waiter>[ <token>]" on its client's channel; a waiter
+-- registered as "<owner> <detail>" (a multi-lock) is woken to try again
+-- instead, and the key deleted.
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner = ARGV[1]
 
+if ARGV[6] == '1' then
+  unregister(queue, waiters, owner)
+end
 local value = redis.call('get', lock)
 if not value then
   return -1
@@ -951,8 +1713,11 @@ if holds > 0 then
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', tonumber(ARGV[2]))
   return holds
 end
-redis.call('del', lock)
-redis.call('publish', ARGV[3], 'released')
+if string.sub(rest, -2) ~= ' w' then
+  redis.call('del', lock)
+  return 0
+end
+hand_on(lock, queue, waiters, fence, true, tonumber(ARGV[5]), ARGV[3], ARGV[4])
 return 0
 `,
 }
