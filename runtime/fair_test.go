@@ -59,8 +59,9 @@ func (h *evalCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 }
 
 // TestFairOrder: 8 waiters (on 4 clients) queued in a known order get the
-// lock in that order, and each release wakes only the first waiter: the
-// whole hand-off costs one acquire and one release per waiter.
+// lock in that order, and each release hands it to the first waiter: the
+// whole hand-off costs at most one acquire (the hand-off needs none) and
+// one release per waiter.
 func TestFairOrder(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		const waiters = 8
@@ -121,8 +122,8 @@ func TestFairOrder(t *testing.T) {
 		if len(order) != waiters {
 			t.Fatalf("%d of %d waiters got the lock", len(order), waiters)
 		}
-		if runs := counter.n.Load() - before; runs != 2*waiters {
-			t.Errorf("hand-off ran %d scripts, want %d (one acquire and one release per waiter)", runs, 2*waiters)
+		if runs := counter.n.Load() - before; runs < waiters || runs > 2*waiters {
+			t.Errorf("hand-off ran %d scripts, want %d to %d (a release and at most one acquire per waiter)", runs, waiters, 2*waiters)
 		}
 		if n := queueLen(t, holder.Redis(), k); n != 0 {
 			t.Errorf("queue length %d after everyone was served", n)
@@ -131,8 +132,11 @@ func TestFairOrder(t *testing.T) {
 }
 
 // TestFairDeadWaiter: a waiter that dies while first in the queue is
-// evicted at its deadline and the next waiter is served then; a live
-// waiter keeps its place for longer than its TTL by refreshing it.
+// passed over: when its deadline passes before the release, the release
+// hands the lock to the next waiter; when a release hands it the lock
+// before that, the next waiter gets it once the hand-off's lease runs
+// out. A live waiter keeps its place for longer than its TTL by
+// refreshing it.
 func TestFairDeadWaiter(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
@@ -150,7 +154,7 @@ func TestFairDeadWaiter(t *testing.T) {
 		rdb := holder.Redis()
 		fairKeys := []string{k, keys.Sub(k, "queue"), keys.Sub(k, "waiters")}
 		src := script(t, "fair_acquire").Source
-		if err := rdb.Eval(ctx, src, fairKeys, 10000, "dead:1", deadTTL.Milliseconds(), keys.Sub(k, "ch")).Err(); err != nil {
+		if err := rdb.Eval(ctx, src, fairKeys, 10000, "dead:1", deadTTL.Milliseconds(), "0", keys.Sub(k, "ch"), "publish", 1000).Err(); err != nil {
 			t.Fatal(err)
 		}
 		queuedDead := time.Now()
@@ -172,20 +176,21 @@ func TestFairDeadWaiter(t *testing.T) {
 		if n := queueLen(t, rdb, k); n != 2 {
 			t.Fatalf("queue length %d while the holder holds, want 2", n)
 		}
-		if err := le.Unlock(ctx); err != nil { // wakes the dead waiter only
+		released := time.Now()
+		if err := le.Unlock(ctx); err != nil { // hands the lock to the dead waiter
 			t.Fatal(err)
 		}
 		at, ok := <-got
 		if !ok {
 			return
 		}
-		waited := at.Sub(queuedDead)
-		t.Logf("next waiter served %v after the dead one queued (its TTL %v)", waited, deadTTL)
-		if waited < deadTTL-100*time.Millisecond {
-			t.Errorf("served %v after the dead waiter queued: before its deadline %v", waited, deadTTL)
+		waited := at.Sub(released)
+		t.Logf("next waiter served %v after the release handed the lock to the dead one (hand-off lease %v)", waited, lockrt.HandoffLease)
+		if waited > lockrt.HandoffLease+2*time.Second {
+			t.Errorf("served %v after the release: long after the hand-off's lease %v", waited, lockrt.HandoffLease)
 		}
-		if waited > deadTTL+time.Second {
-			t.Errorf("served %v after the dead waiter queued: long after its deadline %v", waited, deadTTL)
+		if at.Sub(queuedDead) < 0 {
+			t.Error("served before the dead waiter queued")
 		}
 	})
 }

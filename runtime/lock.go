@@ -43,7 +43,7 @@ func (l *Lock) channel() string { return keys.Sub(l.key, "ch") }
 // registry" in the package doc): its waiters are named by the release
 // that wakes them, on their client's channel.
 func (l *Lock) registers() bool {
-	return l.def.Kind == Reentrant || l.def.Kind == Simple || l.def.Kind == Fenced
+	return l.def.Kind != ReadWrite
 }
 
 // waitChannel is the channel l's waiters on this client wait on.
@@ -96,15 +96,12 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration, opts ...AcquireO
 func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions) (le *Lease, err error) {
 	ctx, end := l.c.start(ctx, OpLock, l.def.Name)
 	defer func(t time.Time) { l.c.acquired(ctx, end, l.def.Name, t, err) }(time.Now())
-	if l.def.Kind == Fair {
-		return l.acquireFair(ctx, wait, o)
-	}
 	_, carried := ctx.Value(ownerKey{}).(string)
 	o.fresh = !carried
 	owner := l.c.ownerFrom(ctx)
 	reg := time.Duration(0) // no registry entry for a try that does not wait
 	if wait != 0 {
-		reg = RegistryTTL
+		reg = l.registryTTL()
 	}
 	sent := time.Now()
 	le, ttl, err := l.attempt(ctx, owner, o, reg, false)
@@ -114,7 +111,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	err = l.c.waitFor(ctx, wait, l.waitChannel(), owner, l.registers(), refresh(ttl), false, func(_ *subscription, _ *waiter, msg string) (bool, time.Duration, error) {
+	err = l.c.waitFor(ctx, wait, l.waitChannel(), owner, l.registers(), refresh(ttl, reg), false, func(_ *subscription, _ *waiter, msg string) (bool, time.Duration, error) {
 		var err error
 		if msg != "" && l.registers() {
 			if le, err = l.handed(ctx, owner, o, msg, sent); le != nil || err != nil {
@@ -124,7 +121,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 		sent = time.Now()
 		le, ttl, err = l.attempt(ctx, owner, o, reg, true)
 		if l.registers() {
-			return le != nil, refresh(ttl), err
+			return le != nil, refresh(ttl, reg), err
 		}
 		return le != nil, fallback(ttl), err
 	})
@@ -197,6 +194,9 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 			flag = "1"
 		}
 		args = []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
+		if l.def.Kind == Fair { // it may hand a free lock to the first waiter
+			args = append(args, l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds())
+		}
 	} else {
 		args = l.args(o.lease.Milliseconds(), owner)
 	}
@@ -270,7 +270,7 @@ func (l *Lock) dropDuplicateHolds(ctx context.Context, owner string, o acquireOp
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	args := []any{l.channel()}
 	if l.registers() {
-		args = append(args, l.c.publishCmd())
+		args = append(args, l.c.publishCmd(), HandoffLease.Milliseconds())
 	}
 	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, l.scriptKeys(), args...).Int()
 	if err != nil {

@@ -225,7 +225,7 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 			}
 			sub, w, on = s, c.hub.joinAs(s, owner), blocked
 		} else {
-			timer.Reset(refresh(ttl))
+			timer.Reset(refresh(ttl, reg))
 			select {
 			case <-w.signal:
 			case <-timer.C:

@@ -43,6 +43,34 @@ func commandCalls(t testing.TB, nodes []*redis.Client, command string) int64 {
 	return total
 }
 
+// allCalls sums the calls of every command in INFO commandstats over the
+// given primaries, but those of the test's own bookkeeping (INFO, CONFIG,
+// HELLO, CLIENT, CLUSTER, PING).
+func allCalls(t testing.TB, nodes []*redis.Client) int64 {
+	t.Helper()
+	var total int64
+	for _, n := range nodes {
+		info, err := n.Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+			if !ok || strings.HasPrefix(name, "info") || strings.HasPrefix(name, "config") || strings.HasPrefix(name, "hello") ||
+				strings.HasPrefix(name, "client") || strings.HasPrefix(name, "cluster") || name == "ping" {
+				continue
+			}
+			v, _, _ := strings.Cut(rest, ",")
+			c, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += c
+		}
+	}
+	return total
+}
+
 // resetStats runs CONFIG RESETSTAT on every node.
 func resetStats(t testing.TB, nodes []*redis.Client) {
 	t.Helper()
@@ -157,6 +185,22 @@ func TestWakeOneAcrossClients(t *testing.T) {
 				t.Logf("%d clients: %d acquisitions, %d scripts: %.2f per acquisition; per client %v", n, acquired, evalsha, per, counts)
 				if per > 2.5 {
 					t.Errorf("%.2f scripts per acquisition with %d waiting clients, want <= 2.5", per, n)
+				}
+			})
+			t.Run(dep.name+"/fair/"+strconv.Itoa(n), func(t *testing.T) {
+				d := def(t, lockrt.Fair, 30*time.Second, true, time.Minute)
+				k := key(t)
+				total := 10 * n
+				resetStats(t, dep.nodes)
+				counts := herd(t, dep.new, d, k, n, total)
+				acquired := 0
+				for _, c := range counts {
+					acquired += c
+				}
+				per := float64(allCalls(t, dep.nodes)) / float64(acquired)
+				t.Logf("fair, %d clients: %d acquisitions, %.1f commands per acquisition (scripts' included); per client %v", n, acquired, per, counts)
+				if per > 20 {
+					t.Errorf("%.1f commands per fair acquisition with %d waiting clients, want <= 20", per, n)
 				}
 			})
 		}

@@ -1,33 +1,35 @@
--- fair_release: give up one hold of a fair lock; on release, wake only the
--- first live waiter.
--- KEYS[1] the lock hash, KEYS[2] the wait queue, KEYS[3] the waiters' deadlines
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] channel prefix
+-- fair_release: give up one hold of a fair lock; the last hold hands the
+-- lock to the first live waiter, if any.
+-- KEYS[1] the lock hash, KEYS[2], KEYS[3] the waiter registry (queue,
+-- waiters)
+-- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
+-- channel prefix, ARGV[4] the publish command, ARGV[5] the hand-off lease
+-- in milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves
+-- the registry, and hands on a lock it was handed but did not use)
 -- Returns -1 when the owner does not hold the lock, the holds left when
--- still held (the lease is restarted), or 0 when released.
-local lock, queue, deadlines = KEYS[1], KEYS[2], KEYS[3]
+-- still held (the lease is restarted), or 0 when released. The waiter
+-- handed the lock gets "<waiter>" on its client's channel.
+-- #include registry
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local owner = ARGV[1]
 
-if redis.call('hexists', lock, owner) == 0 then
+if ARGV[6] == '1' then
+  unregister(queue, waiters, owner)
+end
+local holds = tonumber(redis.call('hget', lock, owner))
+if not holds then
   return -1
 end
-local holds = redis.call('hincrby', lock, owner, -1)
-if holds > 0 then
+if holds > 1 then
+  redis.call('hincrby', lock, owner, -1)
   redis.call('pexpire', lock, tonumber(ARGV[2]))
-  return holds
+  return holds - 1
 end
 redis.call('del', lock)
-
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-for _, w in ipairs(expired) do
-  redis.call('lrem', queue, 1, w)
-end
-if #expired > 0 then
-  redis.call('zremrangebyscore', deadlines, '-inf', now)
-end
-local head = redis.call('lindex', queue, 0)
-if head then
-  redis.call('publish', ARGV[3] .. ':' .. head, 'released')
+local next = pop(queue, waiters, now_ms())
+if next then
+  redis.call('hset', lock, next, 1)
+  redis.call('pexpire', lock, tonumber(ARGV[5]))
+  notify(ARGV[4], ARGV[3], next, next)
 end
 return 0

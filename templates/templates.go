@@ -38,7 +38,7 @@ var files embed.FS
 // LockSet names the scripts of one lock kind.
 type LockSet struct {
 	Acquire, Release, Renew, ForceUnlock string
-	Leave                                string // fair locks only
+	Leave                                string // none since the waiter registry: a fair waiter leaves through Release
 	// MultiAcquire and MultiRelease take and release several locks of
 	// the kinds that have them in one script (a MultiLock on one slot).
 	MultiAcquire, MultiRelease string
@@ -60,7 +60,7 @@ func (s LockSet) Names() []string {
 var Locks = map[string]LockSet{
 	"reentrant": {Acquire: "reentrant_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock", MultiAcquire: "multi_acquire", MultiRelease: "multi_release"},
 	"simple":    {Acquire: "simple_acquire", Release: "simple_release", Renew: "simple_renew", ForceUnlock: "force_unlock", MultiAcquire: "multi_acquire", MultiRelease: "multi_release"},
-	"fair":      {Acquire: "fair_acquire", Release: "fair_release", Renew: "fair_renew", ForceUnlock: "fair_force_unlock", Leave: "fair_leave"},
+	"fair":      {Acquire: "fair_acquire", Release: "fair_release", Renew: "fair_renew", ForceUnlock: "fair_force_unlock"},
 	"readwrite": {Acquire: "rw_acquire", Release: "rw_release", Renew: "rw_renew", ForceUnlock: "rw_force_unlock"},
 	"fenced":    {Acquire: "fenced_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock"},
 	// RedLock runs a simple lock's scripts on every node of its quorum.

@@ -70,7 +70,6 @@ var fairLockScripts = lockrt.LockScripts{
 	Release:     &fairReleaseScript,
 	Renew:       &fairRenewScript,
 	ForceUnlock: &fairForceUnlockScript,
-	Leave:       &fairLeaveScript,
 }
 
 // readwriteLockScripts are the scripts of readwrite locks.
@@ -84,140 +83,304 @@ var readwriteLockScripts = lockrt.LockScripts{
 // fairAcquireScript is lockgen's templates/fair_acquire.lua.
 var fairAcquireScript = lockrt.Script{
 	Name: "fair_acquire",
-	SHA1: "e339496f4394e8d9b9d53c0407148b39d2369bb2",
-	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served.
+	SHA1: "686b2e7d70243efc1019fedc0638b69863faea56",
+	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
+-- caller that cannot take it registers as a waiter in the same call.
 -- KEYS[1] the lock hash (field: owner, value: hold count)
--- KEYS[2] the wait queue (a list of owner ids, in arrival order)
--- KEYS[3] the waiters' deadlines (a zset: owner id -> server time in ms by
---         which the waiter must call again or lose its place)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id,
--- ARGV[3] waiter TTL in milliseconds: > 0 queues the owner (or refreshes its
---         place) when it cannot take the lock now; 0 only tries
--- ARGV[4] channel prefix: a waiter's wake-up channel is prefix:owner
--- Returns {1, holds} when taken or re-entered, or {0, ms}: how long the
--- caller may sleep before something can change without a message (the
--- holder's lease, or the deadline of the waiter that is first).
--- All times are the server's (TIME).
-local lock, queue, deadlines = KEYS[1], KEYS[2], KEYS[3]
-local lease = tonumber(ARGV[1])
-local owner = ARGV[2]
-local ttl = tonumber(ARGV[3])
-local prefix = ARGV[4]
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- KEYS[2], KEYS[3] the waiter registry (queue, waiters): the wait queue
+-- in arrival order and each waiter's deadline in server milliseconds
+-- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL
+-- in milliseconds (0: only try), ARGV[4] '1' when the owner is registered
+-- already (a woken or refreshing waiter), ARGV[5] the wake-up channel
+-- prefix, ARGV[6] the publish command, ARGV[7] the hand-off lease in
+-- milliseconds
+-- Returns {1, holds} when taken, re-entered, or found handed to this
+-- waiter by a release (its lease is then extended to the full lease);
+-- {0, pttl} otherwise. A free lock with a live waiter first is handed to
+-- that waiter (its hand-off ran out, or was lost), never taken past it.
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
 
--- Evict the waiters whose deadline passed: they died or gave up.
-local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-for _, w in ipairs(expired) do
-  redis.call('lrem', queue, 1, w)
-end
-if #expired > 0 then
-  redis.call('zremrangebyscore', deadlines, '-inf', now)
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-if redis.call('hexists', lock, owner) == 1 then
-  local holds = redis.call('hincrby', lock, owner, 1)
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
+
+local holds = redis.call('hget', lock, owner)
+if holds then
+  if waiting then
+    redis.call('pexpire', lock, lease)
+    return {1, tonumber(holds)}
+  end
+  holds = redis.call('hincrby', lock, owner, 1)
   redis.call('pexpire', lock, lease)
   return {1, holds}
 end
-
-local head = redis.call('lindex', queue, 0)
+local now
 if redis.call('exists', lock) == 0 then
+  local head
+  if redis.call('exists', queue) == 1 then
+    now = now_ms()
+    purge(queue, waiters, now)
+    head = redis.call('lindex', queue, 0)
+  end
   if not head or head == owner then
     if head then
-      redis.call('lpop', queue)
-      redis.call('zrem', deadlines, owner)
+      unregister(queue, waiters, owner)
     end
     redis.call('hset', lock, owner, 1)
     redis.call('pexpire', lock, lease)
     return {1, 1}
   end
-  -- Free, but another waiter is first: make sure it is awake.
-  redis.call('publish', prefix .. ':' .. head, 'free')
+  unregister(queue, waiters, head)
+  redis.call('hset', lock, head, 1)
+  redis.call('pexpire', lock, tonumber(ARGV[7]))
+  notify(ARGV[6], ARGV[5], head, head)
 end
-
-local wait = redis.call('pttl', lock)
-if wait == -1 then
-  wait = 1000 -- a key without a TTL that lockgen did not write
-elseif wait < 0 then
-  wait = tonumber(redis.call('zscore', deadlines, head) or now) - now
-end
-
 if ttl > 0 then
-  if not redis.call('zscore', deadlines, owner) then
-    redis.call('rpush', queue, owner)
-  end
-  redis.call('zadd', deadlines, now + ttl, owner)
-  -- The queue lives as long as its last waiter's deadline.
-  local last = redis.call('zrange', deadlines, -1, -1, 'withscores')
-  local keep = tonumber(last[2]) - now
-  redis.call('pexpire', queue, keep)
-  redis.call('pexpire', deadlines, keep)
+  register(queue, waiters, owner, ttl, now or now_ms())
 end
-return {0, wait}
+return {0, redis.call('pttl', lock)}
 `,
 }
 
 // fairForceUnlockScript is lockgen's templates/fair_force_unlock.lua.
 var fairForceUnlockScript = lockrt.Script{
 	Name: "fair_force_unlock",
-	SHA1: "2ad855e3d3a425b4e828744a5a42f828b3ad1c72",
-	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and wake the first
--- live waiter.
--- KEYS[1] the lock hash, KEYS[2] the wait queue, KEYS[3] the waiters' deadlines
--- ARGV[1] channel prefix
+	SHA1: "029f14576df1fefa6eb526b750f51b99df7e9812",
+	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
+-- the first live waiter.
+-- KEYS[1] the lock hash, KEYS[2], KEYS[3] the waiter registry (queue,
+-- waiters)
+-- ARGV[1] the wake-up channel prefix, ARGV[2] the publish command,
+-- ARGV[3] the hand-off lease in milliseconds
 -- Returns 1 when a lock was deleted, 0 when it was not held.
-local lock, queue, deadlines = KEYS[1], KEYS[2], KEYS[3]
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 
 if redis.call('del', lock) == 0 then
   return 0
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-for _, w in ipairs(expired) do
-  redis.call('lrem', queue, 1, w)
-end
-if #expired > 0 then
-  redis.call('zremrangebyscore', deadlines, '-inf', now)
-end
-local head = redis.call('lindex', queue, 0)
-if head then
-  redis.call('publish', ARGV[1] .. ':' .. head, 'released')
-end
-return 1
-`,
-}
-
-// fairLeaveScript is lockgen's templates/fair_leave.lua.
-var fairLeaveScript = lockrt.Script{
-	Name: "fair_leave",
-	SHA1: "1ca476b0a1b01dbf460096621481001775e9ce99",
-	Source: `-- fair_leave: a waiter that gives up leaves a fair lock's queue; when it was
--- first and the lock is free, the next live waiter is woken in its place.
--- KEYS[1] the lock hash, KEYS[2] the wait queue, KEYS[3] the waiters' deadlines
--- ARGV[1] owner id, ARGV[2] channel prefix
--- Returns 1 when the owner was queued, 0 otherwise.
-local lock, queue, deadlines = KEYS[1], KEYS[2], KEYS[3]
-local owner = ARGV[1]
-
-local removed = redis.call('lrem', queue, 1, owner)
-redis.call('zrem', deadlines, owner)
-if removed == 0 or redis.call('exists', lock) == 1 then
-  return removed
-end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-for _, w in ipairs(expired) do
-  redis.call('lrem', queue, 1, w)
-end
-if #expired > 0 then
-  redis.call('zremrangebyscore', deadlines, '-inf', now)
-end
-local head = redis.call('lindex', queue, 0)
-if head then
-  redis.call('publish', ARGV[2] .. ':' .. head, 'free')
+local next = pop(queue, waiters, now_ms())
+if next then
+  redis.call('hset', lock, next, 1)
+  redis.call('pexpire', lock, tonumber(ARGV[3]))
+  notify(ARGV[2], ARGV[1], next, next)
 end
 return 1
 `,
@@ -226,38 +389,149 @@ return 1
 // fairReleaseScript is lockgen's templates/fair_release.lua.
 var fairReleaseScript = lockrt.Script{
 	Name: "fair_release",
-	SHA1: "1d7e0e2718c772393c14acf7957d6fc7fe2be674",
-	Source: `-- fair_release: give up one hold of a fair lock; on release, wake only the
--- first live waiter.
--- KEYS[1] the lock hash, KEYS[2] the wait queue, KEYS[3] the waiters' deadlines
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] channel prefix
+	SHA1: "6edc82032828f1226ad6d53afe1b259bac816b20",
+	Source: `-- fair_release: give up one hold of a fair lock; the last hold hands the
+-- lock to the first live waiter, if any.
+-- KEYS[1] the lock hash, KEYS[2], KEYS[3] the waiter registry (queue,
+-- waiters)
+-- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
+-- channel prefix, ARGV[4] the publish command, ARGV[5] the hand-off lease
+-- in milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves
+-- the registry, and hands on a lock it was handed but did not use)
 -- Returns -1 when the owner does not hold the lock, the holds left when
--- still held (the lease is restarted), or 0 when released.
-local lock, queue, deadlines = KEYS[1], KEYS[2], KEYS[3]
+-- still held (the lease is restarted), or 0 when released. The waiter
+-- handed the lock gets "<waiter>" on its client's channel.
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local owner = ARGV[1]
 
-if redis.call('hexists', lock, owner) == 0 then
+if ARGV[6] == '1' then
+  unregister(queue, waiters, owner)
+end
+local holds = tonumber(redis.call('hget', lock, owner))
+if not holds then
   return -1
 end
-local holds = redis.call('hincrby', lock, owner, -1)
-if holds > 0 then
+if holds > 1 then
+  redis.call('hincrby', lock, owner, -1)
   redis.call('pexpire', lock, tonumber(ARGV[2]))
-  return holds
+  return holds - 1
 end
 redis.call('del', lock)
-
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-for _, w in ipairs(expired) do
-  redis.call('lrem', queue, 1, w)
-end
-if #expired > 0 then
-  redis.call('zremrangebyscore', deadlines, '-inf', now)
-end
-local head = redis.call('lindex', queue, 0)
-if head then
-  redis.call('publish', ARGV[3] .. ':' .. head, 'released')
+local next = pop(queue, waiters, now_ms())
+if next then
+  redis.call('hset', lock, next, 1)
+  redis.call('pexpire', lock, tonumber(ARGV[5]))
+  notify(ARGV[4], ARGV[3], next, next)
 end
 return 0
 `,
@@ -487,7 +761,6 @@ func Preload(ctx context.Context, c *lockrt.Client) error {
 		ctx,
 		&fairAcquireScript,
 		&fairForceUnlockScript,
-		&fairLeaveScript,
 		&fairReleaseScript,
 		&fairRenewScript,
 		&rwAcquireScript,
