@@ -126,16 +126,6 @@ func (r herdResult) stats() herdStats {
 	}
 }
 
-// median returns the median of xs.
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
-}
-
 // BenchmarkHerd: N = 8, 32, 64 clients (each its own go-redis client and,
 // for lockgen, runtime client) loop lock, a 1ms hold, unlock on one lock,
 // 1000 acquisitions per run. Each b.N iteration is one round that runs
