@@ -83,9 +83,10 @@ type LockDef struct {
 	Renew   bool          // the watchdog renews the lease while held
 	Wait    time.Duration // default wait of Lock
 	Scripts *LockScripts
-	// WaiterTTL is, for fair locks, how long a queued waiter keeps its
-	// place without refreshing it (it refreshes every WaiterTTL/3 while it
-	// waits, so only a dead waiter loses it); 0 means DefaultWaiterTTL.
+	// WaiterTTL is how long a registered waiter keeps its place in the
+	// waiter registry without refreshing it (it refreshes every
+	// WaiterTTL/3 while it waits, so only a dead waiter loses it); 0 means
+	// RegistryTTL (DefaultWaiterTTL).
 	WaiterTTL time.Duration
 	// Sync, when Replicas > 0, makes every acquire wait until that many
 	// replicas have the lock (see "Replica sync" in the package doc).

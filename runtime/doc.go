@@ -94,17 +94,18 @@
 // A lock of kind fair is a reentrant Lock whose waiters get it first come,
 // first served. Next to the lock, Redis keeps a wait queue (key:queue) and
 // each waiter's deadline (key:waiters, a sorted set scored by the Redis
-// server's clock, never a client's). A waiter first tries without
-// queueing (a free lock nobody waits for costs one round trip, and
-// TryLock with no wait leaves no trace), then subscribes to a channel of
-// its own (key:ch:<owner>) and queues itself. A release wakes the first
-// live waiter only: no herd of waiters racing for one lock. A waiter
-// refreshes its deadline every WaiterTTL/3 while it waits (LockDef's
-// WaiterTTL, DefaultWaiterTTL by default); one that gives up leaves the
-// queue at once, and one that died is evicted when its deadline passes,
-// by whichever script of the lock runs next (the waiter behind it wakes
-// then: its fallback timer is the deadline of the waiter in front).
-// Re-entry through the lease's context skips the queue.
+// server's clock, never a client's): the waiter registry every lock kind
+// keeps (see "Waiter registry"). A free lock nobody waits for costs one
+// round trip, and TryLock with no wait leaves no trace; a failed attempt
+// that waits queues the waiter in the same script. A release hands the
+// lock to the first live waiter and tells it on its client's channel, so
+// the waiter needs no further call; a newcomer never takes a free lock
+// past a live waiter. A waiter refreshes its deadline every WaiterTTL/3
+// while it waits (LockDef's WaiterTTL, DefaultWaiterTTL, one second, by
+// default); one that gives up leaves the queue at once, and one that died
+// is passed over once its deadline passes (or, when a release handed it
+// the lock before that, once the hand-off's lease, HandoffLease, runs
+// out). Re-entry through the lease's context skips the queue.
 //
 // # Read-write locks
 //
@@ -637,12 +638,14 @@
 //
 // An uncontended Lock is one EVALSHA, Unlock one EVALSHA; so are an
 // uncontended Acquire, Release, Available, and a CountDown. Await on an
-// open latch and Count are one GET. A waiter adds a
-// SUBSCRIBE (once per channel and client) and one EVALSHA per wake-up.
-// The same holds for fair, fenced and read-write locks; a fair waiter
-// subscribes to its own channel (a SUBSCRIBE per wait) and also runs the
-// acquire script every WaiterTTL/3 to keep its place; Lease.Downgrade is
-// two. A limiter's Allow, AllowN, Wait, WaitN, Reconfigure and Reset
+// open latch and Count are one GET. A lock waiter registers in its
+// failed attempt, adds a SUBSCRIBE (once per object and client, kept a
+// second after its last waiter), and takes a lock handed to it by the
+// release without another call (a lock with a fixed lease longer than
+// HandoffLease: one EVALSHA to extend it); it runs the acquire script
+// every RegistryTTL/3 (a fair lock's WaiterTTL/3) to keep its place. A
+// read-write or semaphore waiter runs one EVALSHA per wake-up.
+// Lease.Downgrade is two. A limiter's Allow, AllowN, Wait, WaitN, Reconfigure and Reset
 // are one round trip each. An atomic multi-lock's Lock and Unlock are
 // one EVALSHA each; otherwise they cost those of its locks, in turn. A
 // RedLock's Lock, Unlock and each renewal are one EVALSHA per node, sent

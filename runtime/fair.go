@@ -33,9 +33,9 @@ func (l *Lock) fairKeys() []string {
 }
 
 // registryTTL is how long a registered waiter of l keeps its place
-// unrefreshed: a fair lock's WaiterTTL, RegistryTTL for the other kinds.
+// unrefreshed: LockDef's WaiterTTL, or RegistryTTL.
 func (l *Lock) registryTTL() time.Duration {
-	if l.def.Kind == Fair && l.def.WaiterTTL > 0 {
+	if l.def.WaiterTTL > 0 {
 		return l.def.WaiterTTL
 	}
 	return RegistryTTL

@@ -28,7 +28,8 @@ if holds then
   return {1, holds}
 end
 local now
-if redis.call('exists', lock) == 0 then
+local pttl = redis.call('pttl', lock)
+if pttl == -2 then
   local head
   if redis.call('exists', queue) == 1 then
     now = now_ms()
@@ -47,8 +48,9 @@ if redis.call('exists', lock) == 0 then
   redis.call('hset', lock, head, 1)
   redis.call('pexpire', lock, tonumber(ARGV[7]))
   notify(ARGV[6], ARGV[5], head, head)
+  pttl = tonumber(ARGV[7])
 end
 if ttl > 0 then
   register(queue, waiters, owner, ttl, now or now_ms())
 end
-return {0, redis.call('pttl', lock)}
+return {0, pttl}

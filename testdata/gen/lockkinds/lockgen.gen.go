@@ -113,7 +113,7 @@ var readwriteLockScripts = lockrt.LockScripts{
 // fairAcquireScript is lockgen's templates/fair_acquire.lua.
 var fairAcquireScript = lockrt.Script{
 	Name: "fair_acquire",
-	SHA1: "686b2e7d70243efc1019fedc0638b69863faea56",
+	SHA1: "34ded0d85dd25e98e685ce731ae14894463c3a21",
 	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
 -- caller that cannot take it registers as a waiter in the same call.
 -- KEYS[1] the lock hash (field: owner, value: hold count)
@@ -253,7 +253,8 @@ if holds then
   return {1, holds}
 end
 local now
-if redis.call('exists', lock) == 0 then
+local pttl = redis.call('pttl', lock)
+if pttl == -2 then
   local head
   if redis.call('exists', queue) == 1 then
     now = now_ms()
@@ -272,11 +273,12 @@ if redis.call('exists', lock) == 0 then
   redis.call('hset', lock, head, 1)
   redis.call('pexpire', lock, tonumber(ARGV[7]))
   notify(ARGV[6], ARGV[5], head, head)
+  pttl = tonumber(ARGV[7])
 end
 if ttl > 0 then
   register(queue, waiters, owner, ttl, now or now_ms())
 end
-return {0, redis.call('pttl', lock)}
+return {0, pttl}
 `,
 }
 
