@@ -377,7 +377,8 @@
 // wakes the channel's waiters, since a release may have been published
 // meanwhile. A connection that fails is replaced the same way. Tests
 // (with sharded pub/sub switched on per client): TestPubSubModeChoice,
-// TestShardedPubSubLatch, TestShardedPubSubSlotMigration.
+// TestShardedPubSubLatch, TestShardedPubSubSlotMigration,
+// TestShardedPubSubLocks, TestShardedPubSubLockMigration.
 //
 // # Semaphores and permits
 //

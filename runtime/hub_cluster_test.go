@@ -281,3 +281,159 @@ func TestShardedPubSubSlotMigration(t *testing.T) {
 		})
 	}
 }
+
+// shardChannels returns how many sharded channels matching pattern have
+// subscribers on rdb (PUBSUB SHARDCHANNELS).
+func shardChannels(t *testing.T, rdb *redis.Client, pattern string) int {
+	t.Helper()
+	chs, err := rdb.PubSubShardChannels(context.Background(), pattern).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(chs)
+}
+
+// waitShardChannels waits until rdb has want sharded channels matching
+// pattern.
+func waitShardChannels(t *testing.T, rdb *redis.Client, pattern string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := shardChannels(t, rdb, pattern)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sharded channels %s on %s, want %d", got, pattern, rdb.Options().Addr, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestShardedPubSubLocks: 1000 lock/unlock cycles of two clients taking
+// turns on one lock of a 3-primary cluster (a waiter present at each
+// release) wake waiters with SPUBLISH only: no node runs a classic PUBLISH
+// or SUBSCRIBE, and cluster_stats_messages_publish_sent does not move on
+// any node.
+func TestShardedPubSubLocks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, b := ownCluster(t)
+	nodes := nodeClients(t, c)
+	d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+	k := key(t)
+	var locks []*lockrt.Lock
+	for range 2 {
+		locks = append(locks, newClientWith(t, b, lockrt.WithShardedPubSub(true)).Lock(d, k))
+	}
+	for _, n := range nodes {
+		if err := n.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bus []int64
+	for _, n := range nodes {
+		bus = append(bus, busPublishSent(t, n))
+	}
+	const cycles = 1000
+	left := make(chan struct{}, cycles)
+	for range cycles {
+		left <- struct{}{}
+	}
+	close(left)
+	errs := make(chan error, len(locks))
+	for _, l := range locks {
+		go func() {
+			for range left {
+				le, err := l.Lock(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := le.Unlock(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range locks {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var spublish int64
+	for i, n := range nodes {
+		calls := cmdCalls(t, n)
+		spublish += calls["spublish"]
+		t.Logf("node %d: spublish %d, ssubscribe %d, publish %d, subscribe %d; bus publish sent %d -> %d",
+			i, calls["spublish"], calls["ssubscribe"], calls["publish"], calls["subscribe"], bus[i], busPublishSent(t, n))
+		if calls["publish"] != 0 || calls["subscribe"] != 0 {
+			t.Errorf("node %d: classic pub/sub used: %d PUBLISH, %d SUBSCRIBE", i, calls["publish"], calls["subscribe"])
+		}
+		if got := busPublishSent(t, n); got != bus[i] {
+			t.Errorf("node %d: cluster_stats_messages_publish_sent moved from %d to %d", i, bus[i], got)
+		}
+	}
+	if spublish == 0 {
+		t.Errorf("no SPUBLISH in %d cycles with a waiter", cycles)
+	}
+}
+
+// TestShardedPubSubLockMigration: a lock is held and three clients wait
+// for it; its slot migrates to another primary. Every waiter's channel is
+// subscribed again on the new owner (PUBSUB SHARDCHANNELS), none is left
+// on the old one, and after the holder unlocks, every waiter acquires.
+func TestShardedPubSubLockMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, b := ownCluster(t)
+	nodes := nodeClients(t, c)
+	d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+	holder := newClientWith(t, b, lockrt.WithShardedPubSub(true))
+	k, slot := keyOn(t, c, holder.Redis(), 0)
+	pattern := k + ":ch*"
+	le, err := holder.Lock(d, k).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 3
+	done := make(chan error, waiters)
+	for range waiters {
+		l := newClientWith(t, b, lockrt.WithShardedPubSub(true)).Lock(d, k)
+		go func() {
+			le, err := l.Lock(ctx)
+			if err == nil {
+				err = le.Unlock(ctx)
+			}
+			done <- err
+		}()
+	}
+	waitShardChannels(t, nodes[0], pattern, waiters)
+	if err := c.MigrateSlot(ctx, slot, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitShardChannels(t, nodes[1], pattern, waiters)
+	if n := shardChannels(t, nodes[0], pattern); n != 0 {
+		t.Errorf("%d channels still subscribed on the old owner", n)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a waiter returned while the lock was held: %v", err)
+	default:
+	}
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range waiters {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("a waiter never acquired after the migration")
+		}
+	}
+}
