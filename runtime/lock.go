@@ -166,7 +166,7 @@ func (l *Lock) leave(ctx context.Context, owner string, lease time.Duration) {
 // with lease; leaving when owner gives up a wait.
 func (l *Lock) releaseArgs(owner string, lease time.Duration, leaving bool) []any {
 	if !l.registers() {
-		return l.args(owner, lease.Milliseconds(), l.channel())
+		return append(l.args(owner, lease.Milliseconds(), l.channel()), l.c.publishCmd())
 	}
 	flag := "0"
 	if leaving {
@@ -268,9 +268,9 @@ func (l *Lock) dropDuplicateHolds(ctx context.Context, owner string, o acquireOp
 // holder's lease is cancelled with ErrLockLost at its next renewal. It
 // reports whether the lock was held, or returns a Redis error.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	args := []any{l.channel()}
+	args := []any{l.channel(), l.c.publishCmd()}
 	if l.registers() {
-		args = append(args, l.c.publishCmd(), HandoffLease.Milliseconds())
+		args = append(args, HandoffLease.Milliseconds())
 	}
 	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, l.scriptKeys(), args...).Int()
 	if err != nil {

@@ -301,7 +301,7 @@ func (s *Semaphore) ResetPermits(ctx context.Context) error {
 }
 
 func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int) (int, error) {
-	res, err := s.c.eval(ctx, s.def.Scripts.Capacity, []string{s.capacity()}, mode, v, s.def.Permits, s.channel()).Int64Slice()
+	res, err := s.c.eval(ctx, s.def.Scripts.Capacity, []string{s.capacity()}, mode, v, s.def.Permits, s.channel(), s.c.publishCmd()).Int64Slice()
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("lockgen: setting the capacity of %s: %w", s.key, err)
@@ -347,7 +347,7 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
-	return s.c.eval(ctx, s.def.Scripts.Release, []string{s.key, s.counts()}, owner, s.channel()).Int()
+	return s.c.eval(ctx, s.def.Scripts.Release, []string{s.key, s.counts()}, owner, s.channel(), s.c.publishCmd()).Int()
 }
 
 // renewal says how the watchdog renews owner's hold of s with lease.

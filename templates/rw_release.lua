@@ -1,7 +1,7 @@
 -- rw_release: give up one hold of one side of a read-write lock.
 -- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw_acquire)
 -- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] wake-up channel,
--- ARGV[4] side: r or w
+-- ARGV[4] side: r or w, ARGV[5] the publish command (publish or spublish)
 -- Returns -1 when the owner does not hold that side, the holds left when
 -- still held (the hold's lease is restarted), or 0 when released. When
 -- the write side is released, or the last hold of any side, every waiter
@@ -57,7 +57,7 @@ else
   redis.call('pexpire', deadlines, keep)
 end
 if holds <= 0 and (side == 'w' or #last == 0) then
-  redis.call('publish', ARGV[3], 'all')
+  redis.call(ARGV[5], ARGV[3], 'all')
 end
 if holds > 0 then
   return holds

@@ -2,7 +2,8 @@
 -- and wake every waiter, so that they retry or learn they ask too much.
 -- KEYS[1] the capacity
 -- ARGV[1] 'set', 'add' or 'reset', ARGV[2] the new capacity ('set') or the
--- change ('add'), ARGV[3] the spec's capacity, ARGV[4] wake-up channel
+-- change ('add'), ARGV[3] the spec's capacity, ARGV[4] wake-up channel,
+-- ARGV[5] the publish command (publish or spublish)
 -- 'set' and 'add' store the capacity without expiry; 'reset' deletes it, so
 -- the spec's capacity applies again. Returns {1, new capacity}, or
 -- {-1, capacity} when it would fall below 1 (nothing is changed).
@@ -24,5 +25,5 @@ if mode == 'reset' then
 else
   redis.call('set', KEYS[1], capacity)
 end
-redis.call('publish', ARGV[4], 'all')
+redis.call(ARGV[5], ARGV[4], 'all')
 return {1, capacity}

@@ -1,6 +1,7 @@
 -- semaphore_release: give back the permits of one hold and wake waiters.
 -- KEYS[1] the holds zset, KEYS[2] the counts hash
--- ARGV[1] owner id, ARGV[2] wake-up channel
+-- ARGV[1] owner id, ARGV[2] wake-up channel, ARGV[3] the publish command
+-- (publish or spublish)
 -- Returns the permits given back, or -1 when the owner holds none (released
 -- already, or evicted after its lease ran out).
 local holds, counts = KEYS[1], KEYS[2]
@@ -16,5 +17,5 @@ if redis.call('zcard', holds) == 0 then
 else
   redis.call('hincrby', counts, '*', -n)
 end
-redis.call('publish', ARGV[2], 'released')
+redis.call(ARGV[3], ARGV[2], 'released')
 return n

@@ -1819,14 +1819,15 @@ return redis.error_reply('lockgen: the side of a read-write lock is r or w, not 
 // rwForceUnlockScript is lockgen's templates/rw_force_unlock.lua.
 var rwForceUnlockScript = lockrt.Script{
 	Name: "rw_force_unlock",
-	SHA1: "e93a9b8b4ff0f8a597bfaccbc5849e230fb7c7ff",
+	SHA1: "350486787b73457c11cfe63f47a6fd4948e5af26",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake every waiter.
 -- KEYS[1] the lock hash, KEYS[2] the holds' deadlines
--- ARGV[1] wake-up channel
+-- ARGV[1] wake-up channel, ARGV[2] the publish command (publish or
+-- spublish)
 -- Returns 1 when a lock was deleted, 0 when it was not held.
 if redis.call('del', KEYS[1], KEYS[2]) > 0 then
-  redis.call('publish', ARGV[1], 'all')
+  redis.call(ARGV[2], ARGV[1], 'all')
   return 1
 end
 return 0
@@ -1836,11 +1837,11 @@ return 0
 // rwReleaseScript is lockgen's templates/rw_release.lua.
 var rwReleaseScript = lockrt.Script{
 	Name: "rw_release",
-	SHA1: "13b9d3f447fed09d752d815ddc191f3139d1b462",
+	SHA1: "df95b5c9f541ec22b99004923f4e9899c723e020",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock.
 -- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw_acquire)
 -- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] wake-up channel,
--- ARGV[4] side: r or w
+-- ARGV[4] side: r or w, ARGV[5] the publish command (publish or spublish)
 -- Returns -1 when the owner does not hold that side, the holds left when
 -- still held (the hold's lease is restarted), or 0 when released. When
 -- the write side is released, or the last hold of any side, every waiter
@@ -1896,7 +1897,7 @@ else
   redis.call('pexpire', deadlines, keep)
 end
 if holds <= 0 and (side == 'w' or #last == 0) then
-  redis.call('publish', ARGV[3], 'all')
+  redis.call(ARGV[5], ARGV[3], 'all')
 end
 if holds > 0 then
   return holds
@@ -2001,12 +2002,13 @@ return {0, capacity - used, tonumber(first[2]) - now}
 // semaphoreCapacityScript is lockgen's templates/semaphore_capacity.lua.
 var semaphoreCapacityScript = lockrt.Script{
 	Name: "semaphore_capacity",
-	SHA1: "21a3391777e6f34edcc8a9358617463d9c9ac549",
+	SHA1: "95ff0f2000d002a46b506761f8e959f9a9cd615e",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and wake every waiter, so that they retry or learn they ask too much.
 -- KEYS[1] the capacity
 -- ARGV[1] 'set', 'add' or 'reset', ARGV[2] the new capacity ('set') or the
--- change ('add'), ARGV[3] the spec's capacity, ARGV[4] wake-up channel
+-- change ('add'), ARGV[3] the spec's capacity, ARGV[4] wake-up channel,
+-- ARGV[5] the publish command (publish or spublish)
 -- 'set' and 'add' store the capacity without expiry; 'reset' deletes it, so
 -- the spec's capacity applies again. Returns {1, new capacity}, or
 -- {-1, capacity} when it would fall below 1 (nothing is changed).
@@ -2028,7 +2030,7 @@ if mode == 'reset' then
 else
   redis.call('set', KEYS[1], capacity)
 end
-redis.call('publish', ARGV[4], 'all')
+redis.call(ARGV[5], ARGV[4], 'all')
 return {1, capacity}
 `,
 }
@@ -2036,10 +2038,11 @@ return {1, capacity}
 // semaphoreReleaseScript is lockgen's templates/semaphore_release.lua.
 var semaphoreReleaseScript = lockrt.Script{
 	Name: "semaphore_release",
-	SHA1: "142bdda251742d092f185c2376a71aecb902fc97",
+	SHA1: "4d9f5513c449763c7b9e0f4bd40f32dc0e41e3fd",
 	Source: `-- semaphore_release: give back the permits of one hold and wake waiters.
 -- KEYS[1] the holds zset, KEYS[2] the counts hash
--- ARGV[1] owner id, ARGV[2] wake-up channel
+-- ARGV[1] owner id, ARGV[2] wake-up channel, ARGV[3] the publish command
+-- (publish or spublish)
 -- Returns the permits given back, or -1 when the owner holds none (released
 -- already, or evicted after its lease ran out).
 local holds, counts = KEYS[1], KEYS[2]
@@ -2055,7 +2058,7 @@ if redis.call('zcard', holds) == 0 then
 else
   redis.call('hincrby', counts, '*', -n)
 end
-redis.call('publish', ARGV[2], 'released')
+redis.call(ARGV[3], ARGV[2], 'released')
 return n
 `,
 }

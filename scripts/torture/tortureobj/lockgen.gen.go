@@ -1595,12 +1595,13 @@ return {0, capacity - used, tonumber(first[2]) - now}
 // semaphoreCapacityScript is lockgen's templates/semaphore_capacity.lua.
 var semaphoreCapacityScript = lockrt.Script{
 	Name: "semaphore_capacity",
-	SHA1: "21a3391777e6f34edcc8a9358617463d9c9ac549",
+	SHA1: "95ff0f2000d002a46b506761f8e959f9a9cd615e",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and wake every waiter, so that they retry or learn they ask too much.
 -- KEYS[1] the capacity
 -- ARGV[1] 'set', 'add' or 'reset', ARGV[2] the new capacity ('set') or the
--- change ('add'), ARGV[3] the spec's capacity, ARGV[4] wake-up channel
+-- change ('add'), ARGV[3] the spec's capacity, ARGV[4] wake-up channel,
+-- ARGV[5] the publish command (publish or spublish)
 -- 'set' and 'add' store the capacity without expiry; 'reset' deletes it, so
 -- the spec's capacity applies again. Returns {1, new capacity}, or
 -- {-1, capacity} when it would fall below 1 (nothing is changed).
@@ -1622,7 +1623,7 @@ if mode == 'reset' then
 else
   redis.call('set', KEYS[1], capacity)
 end
-redis.call('publish', ARGV[4], 'all')
+redis.call(ARGV[5], ARGV[4], 'all')
 return {1, capacity}
 `,
 }
@@ -1630,10 +1631,11 @@ return {1, capacity}
 // semaphoreReleaseScript is lockgen's templates/semaphore_release.lua.
 var semaphoreReleaseScript = lockrt.Script{
 	Name: "semaphore_release",
-	SHA1: "142bdda251742d092f185c2376a71aecb902fc97",
+	SHA1: "4d9f5513c449763c7b9e0f4bd40f32dc0e41e3fd",
 	Source: `-- semaphore_release: give back the permits of one hold and wake waiters.
 -- KEYS[1] the holds zset, KEYS[2] the counts hash
--- ARGV[1] owner id, ARGV[2] wake-up channel
+-- ARGV[1] owner id, ARGV[2] wake-up channel, ARGV[3] the publish command
+-- (publish or spublish)
 -- Returns the permits given back, or -1 when the owner holds none (released
 -- already, or evicted after its lease ran out).
 local holds, counts = KEYS[1], KEYS[2]
@@ -1649,7 +1651,7 @@ if redis.call('zcard', holds) == 0 then
 else
   redis.call('hincrby', counts, '*', -n)
 end
-redis.call('publish', ARGV[2], 'released')
+redis.call(ARGV[3], ARGV[2], 'released')
 return n
 `,
 }

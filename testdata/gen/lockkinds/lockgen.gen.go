@@ -1141,14 +1141,15 @@ return redis.error_reply('lockgen: the side of a read-write lock is r or w, not 
 // rwForceUnlockScript is lockgen's templates/rw_force_unlock.lua.
 var rwForceUnlockScript = lockrt.Script{
 	Name: "rw_force_unlock",
-	SHA1: "e93a9b8b4ff0f8a597bfaccbc5849e230fb7c7ff",
+	SHA1: "350486787b73457c11cfe63f47a6fd4948e5af26",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake every waiter.
 -- KEYS[1] the lock hash, KEYS[2] the holds' deadlines
--- ARGV[1] wake-up channel
+-- ARGV[1] wake-up channel, ARGV[2] the publish command (publish or
+-- spublish)
 -- Returns 1 when a lock was deleted, 0 when it was not held.
 if redis.call('del', KEYS[1], KEYS[2]) > 0 then
-  redis.call('publish', ARGV[1], 'all')
+  redis.call(ARGV[2], ARGV[1], 'all')
   return 1
 end
 return 0
@@ -1158,11 +1159,11 @@ return 0
 // rwReleaseScript is lockgen's templates/rw_release.lua.
 var rwReleaseScript = lockrt.Script{
 	Name: "rw_release",
-	SHA1: "13b9d3f447fed09d752d815ddc191f3139d1b462",
+	SHA1: "df95b5c9f541ec22b99004923f4e9899c723e020",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock.
 -- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw_acquire)
 -- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] wake-up channel,
--- ARGV[4] side: r or w
+-- ARGV[4] side: r or w, ARGV[5] the publish command (publish or spublish)
 -- Returns -1 when the owner does not hold that side, the holds left when
 -- still held (the hold's lease is restarted), or 0 when released. When
 -- the write side is released, or the last hold of any side, every waiter
@@ -1218,7 +1219,7 @@ else
   redis.call('pexpire', deadlines, keep)
 end
 if holds <= 0 and (side == 'w' or #last == 0) then
-  redis.call('publish', ARGV[3], 'all')
+  redis.call(ARGV[5], ARGV[3], 'all')
 end
 if holds > 0 then
   return holds
