@@ -364,11 +364,10 @@
 // SHARDNUMSUB; classic for a single node, Sentinel, a Ring, a cluster
 // older than 7.0, and any client created WithClassicPubSub.
 //
-// Sharded pub/sub is not yet chosen by default: it needs every script
-// that publishes to take its command from the client, which the latch
-// and queue scripts do and the scripts of the other kinds do not all do
-// yet (shardedPubSub in hub.go turns it on). Until then every client uses
-// classic pub/sub.
+// Sharded pub/sub is the default on a Redis 7 cluster: every script that
+// publishes takes its command from the client. WithClassicPubSub keeps a
+// client on classic pub/sub. The probe costs one round trip, once per
+// client: in Preload, or else in the first call that publishes or waits.
 //
 // In sharded mode a slot that migrates or fails over takes its
 // subscriptions with it: the server tells subscribers with an unsolicited

@@ -54,9 +54,10 @@ type hub struct {
 	done     chan struct{}
 }
 
-// shardedPubSub enables sharded pub/sub on clusters by default; it stays
-// off until every script that publishes takes its command from publishCmd.
-const shardedPubSub = false
+// shardedPubSub enables sharded pub/sub on Redis 7 clusters by default
+// (WithClassicPubSub turns it off per client). Every script that publishes
+// takes its command from publishCmd.
+const shardedPubSub = true
 
 const (
 	modeUnknown int32 = iota

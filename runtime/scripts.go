@@ -65,9 +65,11 @@ func isNoScript(err error) bool {
 
 // Preload loads scripts on every primary (every master of a cluster, every
 // shard of a ring, the one server otherwise), so that no later call needs
-// the NOSCRIPT fallback. It returns the first Redis error, or an error
-// matching ErrScriptMismatch when Redis computes another SHA1 than the
-// generated one.
+// the NOSCRIPT fallback. A cluster client also settles its pub/sub mode
+// (classic or sharded, see the package doc) here, so that no later call
+// pays for that one-time probe. It returns the first Redis error, or an
+// error matching ErrScriptMismatch when Redis computes another SHA1 than
+// the generated one.
 func (c *Client) Preload(ctx context.Context, scripts ...*Script) error {
 	load := func(ctx context.Context, rdb redis.Cmdable) error {
 		for _, s := range scripts {
@@ -83,7 +85,13 @@ func (c *Client) Preload(ctx context.Context, scripts ...*Script) error {
 	}
 	switch rdb := c.rdb.(type) {
 	case *redis.ClusterClient:
-		return rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return load(ctx, m) })
+		if err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return load(ctx, m) }); err != nil {
+			return err
+		}
+		if _, err := c.hub.sharded(ctx); err != nil {
+			return fmt.Errorf("lockgen: probing the pub/sub mode: %w", err)
+		}
+		return nil
 	case *redis.Ring:
 		return rdb.ForEachShard(ctx, func(ctx context.Context, s *redis.Client) error { return load(ctx, s) })
 	default:
