@@ -63,7 +63,7 @@ type scheduler struct {
 	mu      sync.Mutex
 	c       *Client
 	served  map[string]*served // by queue key
-	due     dueHeap            // served queues with a due time
+	due     dueHeap[*served]   // served queues with a due time
 	pending []*served          // queues whose move runs at the next turn
 	kick    chan struct{}      // capacity 1: wakes the loop
 	running bool
@@ -387,25 +387,5 @@ func (q *queue) move() (time.Duration, error) {
 	}
 }
 
-// dueHeap orders served queues by their at.
-type dueHeap []*served
-
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h dueHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
-}
-func (h *dueHeap) Push(x any) {
-	e := x.(*served)
-	e.idx = len(*h)
-	*h = append(*h, e)
-}
-func (h *dueHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.idx = -1
-	return e
-}
+func (e *served) due() time.Time { return e.at }
+func (e *served) setIndex(i int) { e.idx = i }

@@ -44,7 +44,7 @@ type watchdog struct {
 
 	mu      sync.Mutex
 	entries map[heldKey]*held
-	queue   dueQueue // the entries not being renewed right now, by next
+	queue   dueHeap[*held] // the entries not being renewed right now, by next
 	closed  bool
 	running bool      // run's goroutine is alive
 	armed   time.Time // when run's timer fires; zero while idle
@@ -128,28 +128,8 @@ func extendAll(h *held, until time.Time) bool {
 	return true
 }
 
-// dueQueue is a heap of holds by next renewal.
-type dueQueue []*held
-
-func (q dueQueue) Len() int           { return len(q) }
-func (q dueQueue) Less(i, j int) bool { return q[i].next.Before(q[j].next) }
-func (q dueQueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].index, q[j].index = i, j
-}
-func (q *dueQueue) Push(x any) {
-	h := x.(*held)
-	h.index = len(*q)
-	*q = append(*q, h)
-}
-func (q *dueQueue) Pop() any {
-	old := *q
-	h := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	h.index = -1
-	return h
-}
+func (h *held) due() time.Time { return h.next }
+func (h *held) setIndex(i int) { h.index = i }
 
 // newWatchdog returns the watchdog of c: its renewals run in c's Redis.
 func newWatchdog(c *Client) *watchdog {
