@@ -200,7 +200,7 @@ func TestReleaseUnreachable(t *testing.T) {
 func TestLeaseOutlivesWaitContext(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		type ctxKey struct{}
-		const lease = 300 * time.Millisecond
+		const lease = time.Second // renewed every 333ms: a loaded machine may stall 300ms
 		c := newClient(t, b)
 		waitCtx := func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "v"), 500*time.Millisecond)
@@ -236,7 +236,7 @@ func TestLeaseOutlivesWaitContext(t *testing.T) {
 			t.Fatal(err)
 		}
 		hs = append(hs, held{"permit", p.Context(), p.Release})
-		time.Sleep(4 * lease) // past the waits, and renewed several times
+		time.Sleep(2 * lease) // past the waits (500ms), and renewed several times
 		for _, h := range hs {
 			check(h.what, h.ctx)
 			if err := h.unlock(context.Background()); err != nil {
