@@ -677,6 +677,6 @@
 // ErrPermitLost, ErrPermitNotHeld, ErrNotObtained,
 // ErrNotHeld, ErrLockLost, ErrNotReentrant, ErrUpgrade, ErrClosed,
 // ErrScriptMismatch, ErrInvalidArgument, ErrLimited, ErrConfigMismatch,
-// ErrExceedsCapacity, ErrNoQuorum, ErrEmpty, ErrDeliveryExpired. Other errors are Redis or
+// ErrExceedsCapacity, ErrNoQuorum, ErrEmpty, ErrDeliveryExpired, ErrDeliverySettled. Other errors are Redis or
 // network errors, wrapped with the key they concern.
 package runtime

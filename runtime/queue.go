@@ -25,6 +25,12 @@ var (
 	// gave the item back (it may be redelivered or dead-lettered), or it
 	// was acknowledged or given back already.
 	ErrDeliveryExpired = errors.New("lockgen: delivery no longer in flight")
+
+	// ErrDeliverySettled: a Nack, Retry, Bury, Release or Extend of a
+	// delivery this program already settled (acknowledged or gave back),
+	// or an Ack of one it gave back. Redis was not contacted. (A second
+	// Ack of an acknowledged delivery is not an error: it does nothing.)
+	ErrDeliverySettled = errors.New("lockgen: delivery already settled")
 )
 
 // QueueScripts are the scripts of queues (see lockgen's templates/queues.go

@@ -128,6 +128,28 @@ type delivery struct {
 
 	mu       sync.Mutex
 	deadline time.Time
+
+	// smu serializes the calls that settle or extend the delivery, so
+	// that settled is known before the next one runs.
+	smu     sync.Mutex
+	settled byte // 0 in flight as far as we know, 'a' acknowledged, 'g' given back
+}
+
+// settledError is the error of a call on a delivery this program settled
+// already: nil for an Ack of an acknowledged one (it is done, as asked),
+// ErrDeliverySettled otherwise. The caller holds smu.
+func (d *delivery) settledError(ack bool) (bool, error) {
+	switch {
+	case d.settled == 0:
+		return false, nil
+	case ack && d.settled == 'a':
+		return true, nil
+	}
+	what := "acknowledged"
+	if d.settled == 'g' {
+		what = "given back"
+	}
+	return true, fmt.Errorf("%w: delivery %s of %s was %s", ErrDeliverySettled, d.id, d.q.key, what)
 }
 
 // claim runs the take script: for id "" it takes the first ready item,
@@ -175,6 +197,11 @@ const (
 // every release, it completes although ctx was cancelled (see
 // ReleaseTimeout).
 func (d *delivery) settle(ctx context.Context, reason, mode string, delay time.Duration) error {
+	d.smu.Lock()
+	defer d.smu.Unlock()
+	if done, err := d.settledError(false); done {
+		return err
+	}
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	q := d.q
@@ -191,6 +218,7 @@ func (d *delivery) settle(ctx context.Context, reason, mode string, delay time.D
 	case n == 3:
 		q.c.sched.expect(q.serve(false), time.Now().Add(delay))
 	}
+	d.settled = 'g'
 	q.c.observe(ctx, Event{Kind: settled(n), Object: q.def.Name, Err: errors.New(reason)})
 	return nil
 }
@@ -221,14 +249,22 @@ func (d *delivery) getDeadline() time.Time {
 	return d.deadline
 }
 
-// Ack acknowledges the delivery: the item is done and deleted. It returns
-// ErrDeliveryExpired when the delivery is no longer in flight (its
-// visibility timeout ran out and a timer gave the item back, or it was
-// settled already), or a Redis error. It completes although ctx was
-// cancelled: it keeps ctx's values only, and gives up after ReleaseTimeout.
+// Ack acknowledges the delivery: the item is done and deleted. A second
+// Ack of a delivery this Delivery acknowledged does nothing and returns
+// nil (without contacting Redis). It returns ErrDeliveryExpired when the
+// delivery is no longer in flight (its visibility timeout ran out and a
+// timer gave the item back), ErrDeliverySettled when it was given back
+// (Nack, Retry, Bury, Release), or a Redis error. It completes although
+// ctx was cancelled: it keeps ctx's values only, and gives up after
+// ReleaseTimeout.
 func (d *Delivery[T]) Ack(ctx context.Context) error { return d.d.ack(ctx) }
 
 func (d *delivery) ack(ctx context.Context) error {
+	d.smu.Lock()
+	defer d.smu.Unlock()
+	if done, err := d.settledError(true); done {
+		return err
+	}
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	q := d.q
@@ -239,6 +275,7 @@ func (d *delivery) ack(ctx context.Context) error {
 	case n == 0:
 		return ErrDeliveryExpired
 	}
+	d.settled = 'a'
 	q.c.observe(ctx, Event{Kind: EventAcked, Object: q.def.Name})
 	return nil
 }
@@ -246,7 +283,8 @@ func (d *delivery) ack(ctx context.Context) error {
 // Nack gives the item back at once: it is queued again at the end of the
 // queue, or dead-lettered with reason when this was its last allowed
 // delivery. A nil reason is recorded as "nack". It returns
-// ErrDeliveryExpired when the delivery is no longer in flight, or a Redis
+// ErrDeliveryExpired when the delivery is no longer in flight,
+// ErrDeliverySettled when this Delivery was settled already, or a Redis
 // error. Like Ack, it completes although ctx was cancelled.
 func (d *Delivery[T]) Nack(ctx context.Context, reason error) error { return d.d.nack(ctx, reason) }
 
@@ -265,7 +303,8 @@ func reasonText(reason error) string {
 // server's clock), or dead-letters it with reason when this was its last
 // allowed delivery; a delay of 0 is Nack. A nil reason is recorded as
 // "nack". It returns ErrInvalidArgument for a negative delay,
-// ErrDeliveryExpired when the delivery is no longer in flight, or a Redis
+// ErrDeliveryExpired when the delivery is no longer in flight,
+// ErrDeliverySettled when this Delivery was settled already, or a Redis
 // error.
 func (d *Delivery[T]) Retry(ctx context.Context, reason error, delay time.Duration) error {
 	if err := checkDelay(delay); err != nil {
@@ -276,7 +315,8 @@ func (d *Delivery[T]) Retry(ctx context.Context, reason error, delay time.Durati
 
 // Bury dead-letters the item at once with reason, however many
 // deliveries it has left. A nil reason is recorded as "nack". It returns
-// ErrDeliveryExpired when the delivery is no longer in flight, or a Redis
+// ErrDeliveryExpired when the delivery is no longer in flight,
+// ErrDeliverySettled when this Delivery was settled already, or a Redis
 // error.
 func (d *Delivery[T]) Bury(ctx context.Context, reason error) error {
 	return d.d.settle(ctx, reasonText(reason), settleDead, 0)
@@ -285,7 +325,8 @@ func (d *Delivery[T]) Bury(ctx context.Context, reason error) error {
 // Release puts the item back at the head of the queue without counting
 // this delivery, as if it had not been taken: for a consumer that stops
 // before it started the work. It returns ErrDeliveryExpired when the
-// delivery is no longer in flight, or a Redis error.
+// delivery is no longer in flight, ErrDeliverySettled when this Delivery
+// was settled already, or a Redis error.
 func (d *Delivery[T]) Release(ctx context.Context) error {
 	return d.d.settle(ctx, "", settleBack, 0)
 }
@@ -293,7 +334,8 @@ func (d *Delivery[T]) Release(ctx context.Context) error {
 // Extend moves the visibility deadline to visibility from now (on the
 // server's clock), for work that takes longer than the spec's timeout. It
 // returns ErrInvalidArgument for a visibility under a millisecond,
-// ErrDeliveryExpired when the delivery is no longer in flight, or a Redis
+// ErrDeliveryExpired when the delivery is no longer in flight,
+// ErrDeliverySettled when this Delivery was settled already, or a Redis
 // error.
 func (d *Delivery[T]) Extend(ctx context.Context, visibility time.Duration) error {
 	return d.d.extend(ctx, visibility)
@@ -302,6 +344,11 @@ func (d *Delivery[T]) Extend(ctx context.Context, visibility time.Duration) erro
 func (d *delivery) extend(ctx context.Context, visibility time.Duration) error {
 	if visibility < time.Millisecond {
 		return fmt.Errorf("%w: visibility %v", ErrInvalidArgument, visibility)
+	}
+	d.smu.Lock()
+	defer d.smu.Unlock()
+	if done, err := d.settledError(false); done {
+		return err
 	}
 	q := d.q
 	res, err := q.c.eval(ctx, q.def.Scripts.Extend, q.keys, q.c.publishCmd(), d.id, d.n, ceilMillis(visibility)).Int64Slice()

@@ -250,8 +250,8 @@ func TestReliableExtend(t *testing.T) {
 		if err := dl.Ack(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := dl.Ack(ctx); !errors.Is(err, lockrt.ErrDeliveryExpired) {
-			t.Errorf("second Ack: err = %v, want ErrDeliveryExpired", err)
+		if err := dl.Ack(ctx); err != nil {
+			t.Errorf("second Ack: err = %v, want nil", err)
 		}
 
 		if err := q.Offer(ctx, 8); err != nil {
@@ -304,6 +304,95 @@ func TestDelayedReliable(t *testing.T) {
 		}
 		if err := again.Ack(ctx); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestReliableSettleTwice: a second Ack of an acknowledged delivery is
+// harmless (nil, and no command is sent); any other call on a settled
+// delivery is ErrDeliverySettled, not ErrDeliveryExpired, also without a
+// command; concurrent Acks of one delivery all return nil.
+func TestReliableSettleTwice(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := withTimeout(t, 20*time.Second)
+		rdb := b.new()
+		defer rdb.Close()
+		c := lockrt.New(rdb)
+		defer c.Close()
+		q := lockrt.NewReliableQueue(c, queueDef(t, false, time.Minute, 5), lockrt.JSON[int]{}, key(t))
+		if err := q.OfferMany(ctx, 1, 2, 3); err != nil {
+			t.Fatal(err)
+		}
+		h := &cmdLog{}
+		rdb.AddHook(h)
+		s := queueScripts(t)
+
+		acked, err := q.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := acked.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h.take()
+		if err := acked.Ack(ctx); err != nil {
+			t.Errorf("second Ack: err = %v, want nil", err)
+		}
+		for name, err := range map[string]error{
+			"Nack":    acked.Nack(ctx, nil),
+			"Retry":   acked.Retry(ctx, nil, time.Second),
+			"Bury":    acked.Bury(ctx, nil),
+			"Release": acked.Release(ctx),
+			"Extend":  acked.Extend(ctx, time.Minute),
+		} {
+			if !errors.Is(err, lockrt.ErrDeliverySettled) || errors.Is(err, lockrt.ErrDeliveryExpired) {
+				t.Errorf("%s after Ack: err = %v, want ErrDeliverySettled only", name, err)
+			}
+		}
+		if cmds := without(h.take(), s.Move); len(cmds) != 0 {
+			t.Errorf("calls on an acknowledged delivery sent %v, want nothing", cmds)
+		}
+
+		nacked, err := q.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nacked.Nack(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := nacked.Ack(ctx); !errors.Is(err, lockrt.ErrDeliverySettled) {
+			t.Errorf("Ack after Nack: err = %v, want ErrDeliverySettled", err)
+		}
+		if err := nacked.Nack(ctx, nil); !errors.Is(err, lockrt.ErrDeliverySettled) {
+			t.Errorf("second Nack: err = %v, want ErrDeliverySettled", err)
+		}
+
+		// Concurrent Acks: one reaches Redis, the others wait for it and
+		// find the delivery acknowledged.
+		dl, err := q.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.take()
+		errs := make(chan error, 8)
+		for range 8 {
+			go func() { errs <- dl.Ack(ctx) }()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Errorf("concurrent Ack: %v", err)
+			}
+		}
+		if cmds := without(h.take(), s.Move); len(cmds) != 1 {
+			t.Errorf("8 concurrent Acks sent %v, want one script call", cmds)
+		}
+		st, err := q.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Of 1, 2, 3: 1 and 3 acknowledged, 2 nacked and ready again.
+		if st != (lockrt.QueueStats{Ready: 1}) {
+			t.Errorf("stats = %+v, want 1 ready", st)
 		}
 	})
 }
