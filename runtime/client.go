@@ -31,7 +31,8 @@ type Client struct {
 	closeOnce     sync.Once
 	shardedPubSub bool // sharded pub/sub may be chosen (hub.go)
 
-	observers []Observer // see WithObserver (observer.go)
+	observers   []Observer       // see WithObserver (observer.go)
+	propagators []ItemPropagator // the observers that carry context in queue items
 }
 
 // Option configures a Client.

@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Codec encodes a queue's items to bytes and back. Generated code uses the
@@ -38,9 +40,16 @@ var ErrEnvelope = errors.New("lockgen: bad item envelope")
 // envelope's version, the codec's tag, then the codec's bytes. Items
 // without the mark were offered by a runtime from before the envelope,
 // and are decoded as they are.
+//
+// Version 2 carries what an ItemPropagator wrote at the offer (a trace
+// context) between the tag and the codec's bytes: its length (uvarint),
+// then each field as a key and a value, both length-prefixed (uvarint).
+// An item with nothing to carry stays in version 1, so it costs no byte
+// more than before.
 const (
 	envelopeMark    = 0x00
-	envelopeVersion = 1
+	envelopeVersion = 1 // nothing carried
+	envelopeCarrier = 2 // with a carrier section
 	envelopeHeader  = 3
 )
 
@@ -68,15 +77,87 @@ func decodeItem[T any](codec Codec[T], data []byte) (T, error) {
 		return codec.Decode(data) // from before the envelope
 	}
 	var zero T
-	switch {
-	case len(data) < envelopeHeader:
-		return zero, fmt.Errorf("%w: %d bytes", ErrEnvelope, len(data))
-	case data[1] != envelopeVersion:
-		return zero, fmt.Errorf("%w: version %d, this runtime reads %d", ErrEnvelope, data[1], envelopeVersion)
-	case data[2] != codecTag(codec):
+	_, payload, err := splitItem(data)
+	if err != nil {
+		return zero, err
+	}
+	if data[2] != codecTag(codec) {
 		return zero, fmt.Errorf("%w: encoded by codec %q, the queue's is %q", ErrEnvelope, data[2], codecTag(codec))
 	}
-	return codec.Decode(data[envelopeHeader:])
+	return codec.Decode(payload)
+}
+
+// splitItem returns the carrier section (nil when there is none) and the
+// codec's bytes of an item in an envelope, checking the section's fields.
+func splitItem(data []byte) (carrier, payload []byte, err error) {
+	switch {
+	case len(data) < envelopeHeader:
+		return nil, nil, fmt.Errorf("%w: %d bytes", ErrEnvelope, len(data))
+	case data[1] == envelopeVersion:
+		return nil, data[envelopeHeader:], nil
+	case data[1] != envelopeCarrier:
+		return nil, nil, fmt.Errorf("%w: version %d, this runtime reads %d and %d", ErrEnvelope, data[1], envelopeVersion, envelopeCarrier)
+	}
+	rest := data[envelopeHeader:]
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || n > uint64(len(rest)-w) {
+		return nil, nil, fmt.Errorf("%w: carrier section past the end", ErrEnvelope)
+	}
+	carrier, payload = rest[w:w+int(n)], rest[w+int(n):]
+	if _, err := decodeCarrier(carrier); err != nil {
+		return nil, nil, err
+	}
+	return carrier, payload, nil
+}
+
+// withCarrier returns the version-1 envelope body in version 2, carrying
+// the encoded carrier section.
+func withCarrier(body, carrier []byte) []byte {
+	out := make([]byte, 0, len(body)+binary.MaxVarintLen64+len(carrier))
+	out = append(out, envelopeMark, envelopeCarrier, body[2])
+	out = binary.AppendUvarint(out, uint64(len(carrier)))
+	out = append(out, carrier...)
+	return append(out, body[envelopeHeader:]...)
+}
+
+// encodeCarrier encodes fields, in key order, as a carrier section.
+func encodeCarrier(fields map[string]string) []byte {
+	ks := make([]string, 0, len(fields))
+	for k := range fields {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	var out []byte
+	for _, k := range ks {
+		out = binary.AppendUvarint(out, uint64(len(k)))
+		out = append(out, k...)
+		out = binary.AppendUvarint(out, uint64(len(fields[k])))
+		out = append(out, fields[k]...)
+	}
+	return out
+}
+
+// decodeCarrier decodes a carrier section.
+func decodeCarrier(b []byte) (map[string]string, error) {
+	fields := map[string]string{}
+	next := func() (string, bool) {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > uint64(len(b)-w) {
+			return "", false
+		}
+		s := string(b[w : w+int(n)])
+		b = b[w+int(n):]
+		return s, true
+	}
+	for len(b) > 0 {
+		k, ok := next()
+		v, ok2 := next()
+		if !ok || !ok2 {
+			return nil, fmt.Errorf("%w: bad carrier section", ErrEnvelope)
+		}
+		fields[k] = v
+	}
+	return fields, nil
 }
 
 // JSON is the json codec: encoding/json's Marshal and Unmarshal.

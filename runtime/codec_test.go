@@ -99,14 +99,16 @@ func checkDead[T any](t *testing.T, ctx context.Context, want int, list func(int
 }
 
 // TestPoisonItems: per codec, an item that does not decode (bad bytes, an
-// envelope of another version or codec) goes to the dead letters with its
+// envelope of another version or codec, a version-2 envelope whose carrier
+// section is cut short or runs past the item) goes to the dead letters with its
 // error, and consumers take the good items around it.
 func TestPoisonItems(t *testing.T) {
 	t.Parallel()
 	type item struct{ N int }
 	t.Run("json", func(t *testing.T) {
 		testPoison(t, poisonCase[item]{codec: lockrt.JSON[item]{}, good: item{7},
-			rawPoison: []string{"\x00\x01j{not json", "\x00\x02j{}", "\x00\x01s{}", "{legacy but broken"},
+			rawPoison: []string{"\x00\x01j{not json", "\x00\x03j{}", "\x00\x01s{}", "{legacy but broken",
+				"\x00\x02j\x09\x01k\x01v{}", "\x00\x02j\x03\x01k\x05{}", "\x00\x02j\x05\x01kv{}"},
 			tag:       'j', offered: []byte("[1,2")})
 	})
 	t.Run("bytes", func(t *testing.T) {

@@ -496,7 +496,10 @@
 // whose bytes the codec rejects is a poison item, and goes to the dead
 // letters with its error (TestPoisonItems; TestProtobufPoison in
 // scripts/bench). Items without the envelope, offered before it, are
-// decoded as they are.
+// decoded as they are. Version 2 of the envelope adds, between the tag
+// and the codec's bytes, the fields an ItemPropagator wrote at the Offer
+// (a trace context; see Observers); an item with none stays in version 1,
+// at no extra byte (TestItemCarrier).
 //
 // Take blocks on the server, with no polling: BLPOP for a plain queue;
 // for a reliable one BLMOVE onto a processing list, then a claim script
@@ -669,6 +672,23 @@
 // are modules of their own (github.com/lockgen/lockgen/adapters/...), so
 // this package depends on go-redis alone. WithLogger logs lost leases and
 // failed renewals (Warn) and reloaded scripts (Info) with a *slog.Logger.
+//
+// Each attempt of a worker's handler (ReliableQueue.Serve) is an observed
+// operation too, OpProcess: the handler runs in the context its Start
+// returned, and the attempt's acknowledgement or give-back is reported
+// in it. An observer that also implements ItemPropagator carries context
+// inside queue items: at an Offer it writes fields (the OpenTelemetry
+// adapter: the Offer span's W3C traceparent and tracestate) that every
+// item of the Offer stores in its envelope (version 2), and a Take or
+// worker attempt that gets such an item hands the fields to it in its own
+// context (the adapter links the consumer's span to the producer's, and
+// the handler gets the carried baggage). The runtime treats the fields as
+// opaque strings; an offer with none written stores its items as without
+// a propagator, byte for byte. Consumers must run this runtime before
+// producers install a propagator: an older one dead-letters version-2
+// items with ErrEnvelope. TestItemCarrier shows the fields' way through
+// plain, delayed and reliable queues and the worker; TestTraceLinks in
+// adapters/otel the span links, with OpenTelemetry's SpanRecorder.
 //
 // # Errors
 //

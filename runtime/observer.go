@@ -19,7 +19,8 @@ import (
 type Observer interface {
 	// Start is called when an operation begins (Lock, TryLock, Acquire,
 	// TryAcquire, Allow, AllowN, Wait, WaitN, Offer, OfferMany, OfferIn,
-	// OfferAt, Take, TryTake). The operation continues with the context
+	// OfferAt, Take, TryTake, and each attempt of a worker's handler). The
+	// operation continues with the context
 	// Start returns (a tracer puts its span there), and calls end once,
 	// with the operation's error, when it returns.
 	Start(ctx context.Context, op Op) (_ context.Context, end func(error))
@@ -45,7 +46,36 @@ const (
 	OpAllow   OpKind = "Allow"   // a limiter's Allow, AllowN, Wait, WaitN
 	OpOffer   OpKind = "Offer"   // a queue's Offer, OfferMany, OfferIn, OfferAt
 	OpTake    OpKind = "Take"    // a queue's Take, TryTake
+	// OpProcess is one attempt of a worker's handler (ReliableQueue.Serve):
+	// the handler runs with the context Start returns, and end gets the
+	// attempt's error.
+	OpProcess OpKind = "Process"
 )
+
+// ItemPropagator is an Observer that carries context inside queue items,
+// from the Offer that enqueued an item to the Take and the worker's
+// attempts (OpProcess) that consume it: the OpenTelemetry adapter writes
+// the producer's trace context (W3C traceparent, tracestate) and links the
+// consumer's span to the producer's. The runtime stores the fields as
+// opaque strings in the item's envelope (version 2); an offer for which no
+// propagator writes a field stores its items as it would without one, at
+// no extra byte.
+//
+// Consumers must run a runtime that reads version 2 (this one) before
+// producers install a propagator: an older runtime dead-letters such
+// items with ErrEnvelope.
+type ItemPropagator interface {
+	Observer
+	// InjectItem is called once per Offer, OfferMany, OfferIn or OfferAt
+	// with the context Start returned for it, and writes into fields what
+	// every item of that offer carries.
+	InjectItem(ctx context.Context, fields map[string]string)
+	// ExtractItem is called when a Take or a worker's attempt got an item
+	// that carries fields, with the context Start returned for that
+	// operation. It returns the context the operation goes on with (a
+	// worker's handler runs with it; a Take's is only ended).
+	ExtractItem(ctx context.Context, fields map[string]string) context.Context
+}
 
 // EventKind names an event.
 type EventKind string
@@ -99,6 +129,9 @@ func WithObserver(o Observer) Option {
 		if o != nil {
 			c.observers = append(c.observers, o)
 		}
+		if p, ok := o.(ItemPropagator); ok {
+			c.propagators = append(c.propagators, p)
+		}
 	}
 }
 
@@ -124,6 +157,48 @@ func (c *Client) start(ctx context.Context, kind OpKind, object string) (context
 			ends[i](err)
 		}
 	}
+}
+
+// injectItems puts what the propagators write for an offer under ctx into
+// each body (in its envelope); without a propagator or with nothing
+// written, the bodies are left as they are.
+func (c *Client) injectItems(ctx context.Context, bodies [][]byte) {
+	if len(c.propagators) == 0 {
+		return
+	}
+	fields := map[string]string{}
+	for _, p := range c.propagators {
+		p.InjectItem(ctx, fields)
+	}
+	if len(fields) == 0 {
+		return
+	}
+	carrier := encodeCarrier(fields)
+	for i, b := range bodies {
+		if len(b) >= envelopeHeader && b[0] == envelopeMark && b[1] == envelopeVersion {
+			bodies[i] = withCarrier(b, carrier)
+		}
+	}
+}
+
+// extractItem hands the fields an item carries (a body that decoded) to
+// the propagators, and returns the context they return.
+func (c *Client) extractItem(ctx context.Context, body []byte) context.Context {
+	if len(c.propagators) == 0 || len(body) < envelopeHeader || body[0] != envelopeMark || body[1] != envelopeCarrier {
+		return ctx
+	}
+	section, _, err := splitItem(body)
+	if err != nil {
+		return ctx
+	}
+	fields, err := decodeCarrier(section)
+	if err != nil || len(fields) == 0 {
+		return ctx
+	}
+	for _, p := range c.propagators {
+		ctx = p.ExtractItem(ctx, fields)
+	}
+	return ctx
 }
 
 // acquired ends an observed acquisition that began at start, reporting

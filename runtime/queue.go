@@ -147,6 +147,7 @@ func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bo
 	if len(bodies) == 0 {
 		return nil
 	}
+	q.c.injectItems(ctx, bodies)
 	if !q.def.Reliable && delay == 0 && at.IsZero() {
 		args := make([]any, len(bodies))
 		for i, b := range bodies {
@@ -488,6 +489,7 @@ func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (_ T, err error
 		}
 		v, err := decodeItem(q.codec, body)
 		if err == nil {
+			q.q.c.extractItem(ctx, body)
 			return v, nil
 		}
 		if err := q.q.bury(ctx, body, err); err != nil {

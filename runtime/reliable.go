@@ -90,6 +90,7 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration) (_ *Del
 		case d.id != "" && d.body != nil:
 			v, err := decodeItem(q.codec, d.body)
 			if err == nil {
+				q.q.c.extractItem(ctx, d.body)
 				q.q.c.sched.expect(e, d.getDeadline())
 				return &Delivery[T]{Value: v, d: d}, nil
 			}

@@ -230,7 +230,8 @@ func (q *ReliableQueue[T]) work(ctx, hctx context.Context, handler func(context.
 // handle runs one attempt and settles the delivery.
 func (q *ReliableQueue[T]) handle(hctx context.Context, d *Delivery[T], handler func(context.Context, T) error, cfg *workerConfig) {
 	job := Job{Queue: q.Name(), Key: q.Key(), ID: d.ID(), Attempt: d.Attempt(), Deadline: d.Deadline()}
-	actx, cancel := context.WithCancelCause(context.WithValue(hctx, jobKey{}, job))
+	octx, obsEnd := q.q.c.start(context.WithValue(hctx, jobKey{}, job), OpProcess, q.q.def.Name)
+	actx, cancel := context.WithCancelCause(q.q.c.extractItem(octx, d.d.body))
 	defer cancel(nil)
 	if cfg.timeout > 0 {
 		var stopTimeout context.CancelFunc
@@ -251,7 +252,9 @@ func (q *ReliableQueue[T]) handle(hctx context.Context, d *Delivery[T], handler 
 	}
 	stopExtending()
 
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(hctx), settleTimeout)
+	// Settled in the attempt's observed context (its span gets the
+	// acknowledgement), which ends after it.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(octx), settleTimeout)
 	defer scancel()
 	var serr error
 	switch {
@@ -272,6 +275,7 @@ func (q *ReliableQueue[T]) handle(hctx context.Context, d *Delivery[T], handler 
 	if serr != nil {
 		cfg.report(job, serr)
 	}
+	obsEnd(err)
 }
 
 // run calls the middleware and the handler, turning a panic into a

@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	lockotel "github.com/lockgen/lockgen/adapters/otel"
 	"github.com/lockgen/lockgen/examples/ops/shopops"
@@ -126,5 +129,127 @@ func TestSpans(t *testing.T) {
 	}
 	if k := byName["lockgen.Take"][0].SpanKind(); k != trace.SpanKindConsumer {
 		t.Errorf("Take span kind %v", k)
+	}
+}
+
+// TestTraceLinks: an Offer's span context travels inside the queue items
+// to their consumers on another client: the Take span and the worker's
+// Process span link to the Offer span (read back from tracetest's
+// SpanRecorder), the handler's own spans are children of the Process
+// span, and baggage carried with WithPropagator reaches the handler. An
+// Offer without a span (a no-op tracer provider) stores the item in the
+// version-1 envelope, byte for byte as without the adapter.
+func TestTraceLinks(t *testing.T) {
+	rdb := redistest.Single(t).Client()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	producer := lockrt.New(rdb, lockrt.WithObserver(lockotel.New(tp, lockotel.WithPropagator(prop))))
+	defer producer.Close()
+	consumer := lockrt.New(rdb, lockrt.WithObserver(lockotel.New(tp, lockotel.WithPropagator(prop))))
+	defer consumer.Close()
+
+	member, _ := baggage.NewMember("tenant", "acme")
+	bag, _ := baggage.New(member)
+	ctx, request := tp.Tracer("test").Start(baggage.ContextWithBaggage(context.Background(), bag), "request")
+	if err := shopops.NewQueues(producer).Email("links").OfferMany(ctx, "a@example.com", "b@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	request.End()
+	email := shopops.NewQueues(consumer).Email("links")
+	d, err := email.TryTake(context.Background(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Ack(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	type handled struct {
+		span   trace.SpanContext
+		tenant string
+	}
+	got := make(chan handled, 1)
+	sctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- email.Serve(sctx, func(ctx context.Context, _ string) error {
+			_, span := tp.Tracer("test").Start(ctx, "handler")
+			span.End()
+			got <- handled{span.SpanContext(), baggage.FromContext(ctx).Member("tenant").Value()}
+			return nil
+		})
+	}()
+	var h handled
+	select {
+	case h = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker handled nothing")
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if h.tenant != "acme" {
+		t.Errorf("the handler's baggage has tenant %q; want the producer's acme", h.tenant)
+	}
+
+	byName := map[string][]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		byName[s.Name()] = append(byName[s.Name()], s)
+	}
+	if len(byName["lockgen.Offer"]) != 1 || len(byName["lockgen.Process"]) != 1 || len(byName["handler"]) != 1 {
+		t.Fatalf("spans: %d Offer, %d Process, %d handler; want one each", len(byName["lockgen.Offer"]), len(byName["lockgen.Process"]), len(byName["handler"]))
+	}
+	offer := byName["lockgen.Offer"][0].SpanContext()
+	linked := func(s sdktrace.ReadOnlySpan) bool {
+		for _, l := range s.Links() {
+			if l.SpanContext.TraceID() == offer.TraceID() && l.SpanContext.SpanID() == offer.SpanID() {
+				return true
+			}
+		}
+		return false
+	}
+	var takes int
+	for _, s := range byName["lockgen.Take"] {
+		if !linked(s) {
+			continue // the worker's Takes that found nothing
+		}
+		takes++
+		if s.SpanContext().TraceID() == offer.TraceID() {
+			t.Error("the Take span is in the producer's trace; want a trace of its own, linked")
+		}
+	}
+	if takes != 2 {
+		t.Errorf("%d Take spans link to the Offer span; want 2 (TryTake's and the worker's)", takes)
+	}
+	process := byName["lockgen.Process"][0]
+	if !linked(process) {
+		t.Errorf("the Process span's links %+v do not contain the Offer span %v", process.Links(), offer)
+	}
+	if process.SpanKind() != trace.SpanKindConsumer {
+		t.Errorf("Process span kind %v", process.SpanKind())
+	}
+	if hs := byName["handler"][0]; hs.Parent().SpanID() != process.SpanContext().SpanID() || !h.span.Equal(hs.SpanContext()) {
+		t.Error("the handler's span is not a child of the Process span")
+	}
+	var acked bool
+	for _, e := range process.Events() {
+		acked = acked || e.Name == "lockgen.acked"
+	}
+	if !acked {
+		t.Errorf("the Process span's events %+v do not include the acknowledgement", process.Events())
+	}
+
+	// No span, nothing carried: the stored item is the version-1 envelope.
+	untraced := lockrt.New(rdb, lockrt.WithObserver(lockotel.New(noop.NewTracerProvider())))
+	defer untraced.Close()
+	q := shopops.NewQueues(untraced).Email("plain")
+	if err := q.Offer(context.Background(), "c@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	vals, err := rdb.HVals(context.Background(), q.Key()+":data").Result()
+	if want := "\x00\x01j\"c@example.com\""; err != nil || len(vals) != 1 || vals[0] != want {
+		t.Errorf("untraced item stored as %q, %v; want %q", vals, err, want)
 	}
 }
