@@ -109,7 +109,7 @@ func TestPoisonItems(t *testing.T) {
 		testPoison(t, poisonCase[item]{codec: lockrt.JSON[item]{}, good: item{7},
 			rawPoison: []string{"\x00\x01j{not json", "\x00\x03j{}", "\x00\x01s{}", "{legacy but broken",
 				"\x00\x02j\x09\x01k\x01v{}", "\x00\x02j\x03\x01k\x05{}", "\x00\x02j\x05\x01kv{}"},
-			tag:       'j', offered: []byte("[1,2")})
+			tag: 'j', offered: []byte("[1,2")})
 	})
 	t.Run("bytes", func(t *testing.T) {
 		testPoison(t, poisonCase[string]{codec: stringsOf{lockrt.Bytes{}}, good: "raw",
