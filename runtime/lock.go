@@ -39,20 +39,11 @@ func (l *Lock) Name() string { return l.def.Name }
 
 func (l *Lock) channel() string { return keys.Sub(l.key, "ch") }
 
-// registers reports whether l's kind keeps a waiter registry (see "Waiter
-// registry" in the package doc): its waiters are named by the release
-// that wakes them, on their client's channel.
-func (l *Lock) registers() bool {
-	return l.def.Kind != ReadWrite
-}
-
-// waitChannel is the channel l's waiters on this client wait on.
-func (l *Lock) waitChannel() string {
-	if l.registers() {
-		return l.channel() + ":" + l.c.id
-	}
-	return l.channel()
-}
+// waitChannel is the channel l's waiters on this client wait on: every
+// lock kind keeps a waiter registry (see "Waiter registry" in the package
+// doc), whose releases name the waiters they wake on their client's
+// channel.
+func (l *Lock) waitChannel() string { return l.channel() + ":" + l.c.id }
 
 // Lock acquires the lock, waiting while another owner holds it: until the
 // context's deadline when it has one, otherwise for the spec's default
@@ -111,22 +102,19 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	err = l.c.waitFor(ctx, wait, l.waitChannel(), owner, l.registers(), refresh(ttl, reg), false, func(_ *subscription, _ *waiter, msg string) (bool, time.Duration, error) {
+	err = l.c.waitFor(ctx, wait, l.waitChannel(), owner, true, refresh(ttl, reg), false, func(_ *subscription, _ *waiter, msg string) (bool, time.Duration, error) {
 		var err error
-		if msg != "" && l.registers() {
+		if msg != "" {
 			if le, err = l.handed(ctx, owner, o, msg, sent); le != nil || err != nil {
 				return le != nil, 0, err
 			}
 		}
 		sent = time.Now()
 		le, ttl, err = l.attempt(ctx, owner, o, reg, true)
-		if l.registers() {
-			return le != nil, refresh(ttl, reg), err
-		}
-		return le != nil, fallback(ttl), err
+		return le != nil, refresh(ttl, reg), err
 	})
 	if err != nil {
-		if le == nil && l.registers() {
+		if le == nil {
 			l.leave(ctx, owner, o.lease)
 		}
 		return nil, err
@@ -165,14 +153,11 @@ func (l *Lock) leave(ctx context.Context, owner string, lease time.Duration) {
 // releaseArgs returns the ARGV of l's release script for owner's hold
 // with lease; leaving when owner gives up a wait.
 func (l *Lock) releaseArgs(owner string, lease time.Duration, leaving bool) []any {
-	if !l.registers() {
-		return append(l.args(owner, lease.Milliseconds(), l.channel()), l.c.publishCmd())
-	}
 	flag := "0"
 	if leaving {
 		flag = "1"
 	}
-	return []any{owner, lease.Milliseconds(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds(), flag}
+	return l.args(owner, lease.Milliseconds(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds(), flag)
 }
 
 // attempt runs the acquire script once, registering owner as a waiter for
@@ -187,19 +172,15 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	if err := ctx.Err(); err != nil {
 		return nil, 0, waitError(ctx, err)
 	}
-	var args []any
-	if l.registers() {
-		flag := "0"
-		if waiting {
-			flag = "1"
-		}
-		args = []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
-		if l.def.Kind == Fair { // it may hand a free lock to the first waiter
-			args = append(args, l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds())
-		}
-	} else {
-		args = l.args(o.lease.Milliseconds(), owner)
+	flag := "0"
+	if waiting {
+		flag = "1"
 	}
+	args := []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
+	if l.def.Kind == Fair || l.def.Kind == ReadWrite { // it may hand a free lock to the first waiters
+		args = append(args, l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds())
+	}
+	args = l.args(args...)
 	start := time.Now()
 	// The attempt is not cut short by ctx: a script that ran in Redis
 	// while its reply was abandoned would hold the lock for a whole lease
@@ -268,11 +249,7 @@ func (l *Lock) dropDuplicateHolds(ctx context.Context, owner string, o acquireOp
 // holder's lease is cancelled with ErrLockLost at its next renewal. It
 // reports whether the lock was held, or returns a Redis error.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	args := []any{l.channel(), l.c.publishCmd()}
-	if l.registers() {
-		args = append(args, HandoffLease.Milliseconds())
-	}
-	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, l.scriptKeys(), args...).Int()
+	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, l.scriptKeys(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: force-unlocking %s: %w", l.key, err)
 	}

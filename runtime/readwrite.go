@@ -31,9 +31,10 @@ var ErrUpgrade = errors.New("lockgen: a read lock cannot be upgraded to a write 
 //
 // Every hold has a lease of its own, kept in Redis per owner and side:
 // a reader that dies loses its share when its own lease runs out, without
-// shortening the other readers'. Releasing the write side, or the last
-// hold, wakes every waiter at once: waiting readers proceed together,
-// waiting writers race for it.
+// shortening the other readers'. Waiters are served in arrival order: a
+// release hands the lock to the writer at the head of the queue alone, or
+// to every reader up to the first waiting writer; a new reader queues
+// behind a waiting writer (see "Read-write locks" in the package doc).
 type RWLock struct {
 	read, write *Lock
 }
@@ -104,6 +105,8 @@ func (le *Lease) Downgrade(ctx context.Context) (*Lease, error) {
 	return r, nil
 }
 
-// rwKeys returns the keys of a read-write lock's scripts: the lock hash
-// and the deadlines of its holds.
-func (l *Lock) rwKeys() []string { return []string{l.key, keys.Sub(l.key, "holds")} }
+// rwKeys returns the keys of a read-write lock's scripts: the lock hash,
+// the deadlines of its holds, and its waiter registry.
+func (l *Lock) rwKeys() []string {
+	return []string{l.key, keys.Sub(l.key, "holds"), keys.Sub(l.key, "queue"), keys.Sub(l.key, "waiters")}
+}

@@ -82,10 +82,10 @@ func resetStats(t testing.TB, nodes []*redis.Client) {
 }
 
 // herd makes n runtime clients, each over a go-redis client of its own,
-// loop Lock, a short hold, Unlock on one lock until it was taken total
-// times in all. It returns the acquisitions of each client and fails the
-// test when two held the lock at once.
-func herd(t *testing.T, newRDB func() redis.UniversalClient, d *lockrt.LockDef, k string, n, total int) []int {
+// loop Lock, a short hold, Unlock on the lock that lockOf returns for
+// each until it was taken total times in all. It returns the acquisitions
+// of each client and fails the test when two held the lock at once.
+func herd(t *testing.T, newRDB func() redis.UniversalClient, lockOf func(*lockrt.Client) *lockrt.Lock, n, total int) []int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -103,7 +103,7 @@ func herd(t *testing.T, newRDB func() redis.UniversalClient, d *lockrt.LockDef, 
 			c.Close()
 			rdb.Close()
 		}()
-		l := c.Lock(d, k)
+		l := lockOf(c)
 		wg.Go(func() {
 			for taken.Load() < int64(total) {
 				le, err := l.Lock(ctx)
@@ -175,7 +175,7 @@ func TestWakeOneAcrossClients(t *testing.T) {
 				k := key(t)
 				total := 10 * n
 				resetStats(t, dep.nodes)
-				counts := herd(t, dep.new, d, k, n, total)
+				counts := herd(t, dep.new, func(c *lockrt.Client) *lockrt.Lock { return c.Lock(d, k) }, n, total)
 				acquired := 0
 				for i, c := range counts {
 					acquired += c
@@ -198,7 +198,7 @@ func TestWakeOneAcrossClients(t *testing.T) {
 				k := key(t)
 				total := 10 * n
 				resetStats(t, dep.nodes)
-				counts := herd(t, dep.new, d, k, n, total)
+				counts := herd(t, dep.new, func(c *lockrt.Client) *lockrt.Lock { return c.Lock(d, k) }, n, total)
 				acquired := 0
 				for _, c := range counts {
 					acquired += c

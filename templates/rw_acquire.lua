@@ -1,67 +1,112 @@
--- rw_acquire: take or re-enter one side of a read-write lock.
--- KEYS[1] the lock hash: "writer" -> the write holder's owner id, "writes"
---         -> its hold count, "r:<owner>" -> a reader's hold count
--- KEYS[2] the holds' deadlines (a zset: "w" for the write hold, "r:<owner>"
---         per reader -> server time in ms when that hold's lease runs out),
---         so a dead reader's share runs out alone
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] side: r or w
--- Returns {1, holds} when taken or re-entered; {0, ms} when the caller must
--- wait, ms being when the first hold in its way runs out; {-2, 0} when a
--- reader asks for the write side (an upgrade, refused: two upgrading
--- readers would wait for each other forever).
+-- rw_acquire: take or re-enter one side of a read-write lock; a caller
+-- that cannot take it registers as a waiter in the same call.
+-- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
+-- KEYS[4] the waiter registry (queue, waiters; members "<owner> r|w")
+-- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL
+-- in milliseconds (0: do not register), ARGV[4] '1' when the owner is
+-- registered already (a woken or refreshing waiter), ARGV[5] the wake-up
+-- channel prefix, ARGV[6] the publish command (publish or spublish),
+-- ARGV[7] the hand-off lease in milliseconds, ARGV[8] side: r or w
+-- Returns {1, holds} when taken, re-entered, or found handed to this
+-- waiter by a release (its hold then gets the full lease); {0, ms} when
+-- the caller must wait, ms being when the first hold in its way runs out;
+-- {-2, 0} when a reader asks for the write side (an upgrade, refused: two
+-- upgrading readers would wait for each other forever).
 -- Readers share; the writer excludes everyone but itself, and may take the
--- read side too (to downgrade: then release the write side).
-local lock, deadlines = KEYS[1], KEYS[2]
-local lease, owner, side = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-
--- Drop the holds whose lease ran out: their holders died.
-local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-for _, m in ipairs(expired) do
-  if m == 'w' then
-    redis.call('hdel', lock, 'writer', 'writes')
-  else
-    redis.call('hdel', lock, m)
-  end
+-- read side too (to downgrade: then release the write side). While waiters
+-- are registered, a newcomer does not pass them: it takes the lock only
+-- when nobody is left waiting after the live waiters at the head that can
+-- proceed were handed it.
+-- #include registry
+-- #include rw
+local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lease, owner, ttl, waiting = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1'
+local side = ARGV[8]
+if side ~= 'r' and side ~= 'w' then
+  return redis.error_reply('lockgen: the side of a read-write lock is r or w, not ' .. tostring(side))
 end
-if #expired > 0 then
-  redis.call('zremrangebyscore', deadlines, '-inf', now)
+local now = now_ms()
+rw_expire(lock, deadlines, now)
+
+local reader = 'r:' .. owner
+local field, hold = reader, reader
+if side == 'w' then
+  field, hold = 'writes', 'w'
 end
 
 -- take records a hold and keeps both keys as long as the last hold.
-local function take(field, member)
+local function take()
   local holds = redis.call('hincrby', lock, field, 1)
-  redis.call('zadd', deadlines, now + lease, member)
-  local last = redis.call('zrange', deadlines, -1, -1, 'withscores')
-  local keep = tonumber(last[2]) - now
-  redis.call('pexpire', lock, keep)
-  redis.call('pexpire', deadlines, keep)
+  redis.call('zadd', deadlines, now + lease, hold)
+  rw_keep(lock, deadlines, now)
   return holds
 end
 
-local writer = redis.call('hget', lock, 'writer')
-local reader = 'r:' .. owner
-if side == 'r' then
-  if writer and writer ~= owner then
-    return {0, tonumber(redis.call('zscore', deadlines, 'w') or now) - now}
-  end
-  return {1, take(reader, reader)}
-elseif side == 'w' then
-  if writer == owner then
-    return {1, take('writes', 'w')}
-  end
-  if redis.call('hexists', lock, reader) == 1 then
-    return {-2, 0}
-  end
-  if writer then
-    return {0, tonumber(redis.call('zscore', deadlines, 'w') or now) - now}
-  end
-  local first = redis.call('zrange', deadlines, 0, 0, 'withscores')
-  if #first > 0 then
-    return {0, tonumber(first[2]) - now}
-  end
-  redis.call('hset', lock, 'writer', owner)
-  return {1, take('writes', 'w')}
+-- full gives a hold handed to this waiter the full lease.
+local function full()
+  redis.call('zadd', deadlines, now + lease, hold)
+  rw_keep(lock, deadlines, now)
+  return {1, tonumber(redis.call('hget', lock, field))}
 end
-return redis.error_reply('lockgen: the side of a read-write lock is r or w, not ' .. tostring(side))
+
+local state = redis.call('hmget', lock, 'writer', 'q', reader)
+local writer, flagged, reading = state[1], state[2], state[3]
+if (side == 'w' and writer == owner) or (side == 'r' and reading) then
+  if waiting then -- handed by a release
+    unregister(queue, waiters, owner .. ' ' .. side)
+    return full()
+  end
+  return {1, take()}
+end
+if side == 'r' and writer == owner then
+  return {1, take()}
+end
+if side == 'w' and reading then
+  return {-2, 0}
+end
+
+local ahead = false
+if flagged or waiting then
+  local got, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner)
+  if got then
+    return full()
+  end
+  if handed then
+    rw_keep(lock, deadlines, now)
+  end
+  writer = redis.call('hget', lock, 'writer')
+  ahead = redis.call('exists', queue) == 1
+end
+
+local free
+if ahead then
+  free = false -- the waiters ahead cannot proceed, so neither can this one
+elseif side == 'r' then
+  free = not writer
+else
+  free = not writer and redis.call('zcard', deadlines) == 0
+end
+if free then
+  if waiting then
+    unregister(queue, waiters, owner .. ' ' .. side)
+  end
+  if side == 'w' then
+    redis.call('hset', lock, 'writer', owner)
+  end
+  return {1, take()}
+end
+
+if ttl > 0 then
+  register(queue, waiters, owner .. ' ' .. side, ttl, now)
+  redis.call('hset', lock, 'q', 1)
+end
+local ends
+if writer then
+  ends = redis.call('zscore', deadlines, 'w')
+else
+  ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
+end
+if not ends then
+  return {0, 1000}
+end
+return {0, tonumber(ends) - now}

@@ -1,65 +1,59 @@
--- rw_release: give up one hold of one side of a read-write lock.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw_acquire)
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] wake-up channel,
--- ARGV[4] side: r or w, ARGV[5] the publish command (publish or spublish)
+-- rw_release: give up one hold of one side of a read-write lock; when that
+-- lets waiters proceed, hand the lock to them.
+-- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
+-- KEYS[4] the waiter registry (queue, waiters)
+-- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
+-- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
+-- publish command (publish or spublish), ARGV[5] the hand-off lease in
+-- milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves the
+-- registry, and hands on a hold it was handed but did not use), ARGV[7]
+-- side: r or w
 -- Returns -1 when the owner does not hold that side, the holds left when
--- still held (the hold's lease is restarted), or 0 when released. When
--- the write side is released, or the last hold of any side, every waiter
--- is woken ("all"): waiting readers proceed together, writers race.
-local lock, deadlines = KEYS[1], KEYS[2]
-local owner, lease, side = ARGV[1], tonumber(ARGV[2]), ARGV[4]
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- still held (the hold's lease is restarted), or 0 when released. Only a
+-- lock whose "q" flag says that waiters are registered reads the registry
+-- and publishes: the live waiters at the head that can now proceed (a
+-- writer alone, or the readers before the first waiting writer) are
+-- handed the lock (see rw_hand_on).
+-- #include registry
+-- #include rw
+local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, lease, side = ARGV[1], tonumber(ARGV[2]), ARGV[7]
+local now = now_ms()
+rw_expire(lock, deadlines, now)
 
-local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-for _, m in ipairs(expired) do
-  if m == 'w' then
-    redis.call('hdel', lock, 'writer', 'writes')
-  else
-    redis.call('hdel', lock, m)
-  end
+if ARGV[6] == '1' then
+  unregister(queue, waiters, owner .. ' ' .. side)
 end
-if #expired > 0 then
-  redis.call('zremrangebyscore', deadlines, '-inf', now)
-end
-
-local field, member
+local field, hold = 'r:' .. owner, 'r:' .. owner
 if side == 'w' then
-  if redis.call('hget', lock, 'writer') ~= owner then
-    return -1
-  end
-  field, member = 'writes', 'w'
-else
-  field = 'r:' .. owner
-  member = field
-  if redis.call('hexists', lock, field) == 0 then
-    return -1
-  end
+  field, hold = 'writes', 'w'
+end
+local state = redis.call('hmget', lock, 'writer', 'q', field)
+local held = state[3]
+if side == 'w' and state[1] ~= owner then
+  held = nil
 end
 
-local holds = redis.call('hincrby', lock, field, -1)
-if holds > 0 then
-  redis.call('zadd', deadlines, now + lease, member)
-else
-  redis.call('hdel', lock, field)
-  if side == 'w' then
-    redis.call('hdel', lock, 'writer')
+local holds = -1
+if held then
+  holds = redis.call('hincrby', lock, field, -1)
+  if holds > 0 then
+    redis.call('zadd', deadlines, now + lease, hold)
+  else
+    if side == 'w' then
+      redis.call('hdel', lock, 'writer', 'writes')
+    else
+      redis.call('hdel', lock, field)
+    end
+    redis.call('zrem', deadlines, hold)
   end
-  redis.call('zrem', deadlines, member)
 end
-
-local last = redis.call('zrange', deadlines, -1, -1, 'withscores')
-if #last == 0 then
-  redis.call('del', lock, deadlines)
-else
-  local keep = tonumber(last[2]) - now
-  redis.call('pexpire', lock, keep)
-  redis.call('pexpire', deadlines, keep)
+local handed = false
+if state[2] and holds <= 0 then
+  local _
+  _, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil)
 end
-if holds <= 0 and (side == 'w' or #last == 0) then
-  redis.call(ARGV[5], ARGV[3], 'all')
+if held or handed then
+  rw_keep(lock, deadlines, now)
 end
-if holds > 0 then
-  return holds
-end
-return 0
+return holds

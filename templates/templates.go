@@ -13,7 +13,8 @@
 //
 // Kinds with more keys pass them after these (all in the lock's slot):
 // fenced its fence counter (KEYS[4]), fair its queue and waiter
-// deadlines, readwrite its hold deadlines. A fenced acquire returns
+// deadlines; readwrite has its hold deadlines second (KEYS: lock, holds,
+// queue, waiters), and its acquire takes the fair acquire's ARGV too. A fenced acquire returns
 // {1, holds, token}; a fair acquire takes ARGV[3] waiter TTL ms (0: try
 // without queueing) and ARGV[4] the channel prefix (a waiter's channel is
 // prefix:owner), and fair locks have a fifth script, leave(KEYS as

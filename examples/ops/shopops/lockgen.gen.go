@@ -1745,89 +1745,442 @@ return 0
 // rwAcquireScript is lockgen's templates/rw_acquire.lua.
 var rwAcquireScript = lockrt.Script{
 	Name: "rw_acquire",
-	SHA1: "15330510f568f78f01fd8b59beff951989b2d64c",
-	Source: `-- rw_acquire: take or re-enter one side of a read-write lock.
--- KEYS[1] the lock hash: "writer" -> the write holder's owner id, "writes"
---         -> its hold count, "r:<owner>" -> a reader's hold count
--- KEYS[2] the holds' deadlines (a zset: "w" for the write hold, "r:<owner>"
---         per reader -> server time in ms when that hold's lease runs out),
---         so a dead reader's share runs out alone
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] side: r or w
--- Returns {1, holds} when taken or re-entered; {0, ms} when the caller must
--- wait, ms being when the first hold in its way runs out; {-2, 0} when a
--- reader asks for the write side (an upgrade, refused: two upgrading
--- readers would wait for each other forever).
+	SHA1: "ba8011be2b09e60f6421e71723779208aa81adc0",
+	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
+-- that cannot take it registers as a waiter in the same call.
+-- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
+-- KEYS[4] the waiter registry (queue, waiters; members "<owner> r|w")
+-- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL
+-- in milliseconds (0: do not register), ARGV[4] '1' when the owner is
+-- registered already (a woken or refreshing waiter), ARGV[5] the wake-up
+-- channel prefix, ARGV[6] the publish command (publish or spublish),
+-- ARGV[7] the hand-off lease in milliseconds, ARGV[8] side: r or w
+-- Returns {1, holds} when taken, re-entered, or found handed to this
+-- waiter by a release (its hold then gets the full lease); {0, ms} when
+-- the caller must wait, ms being when the first hold in its way runs out;
+-- {-2, 0} when a reader asks for the write side (an upgrade, refused: two
+-- upgrading readers would wait for each other forever).
 -- Readers share; the writer excludes everyone but itself, and may take the
--- read side too (to downgrade: then release the write side).
-local lock, deadlines = KEYS[1], KEYS[2]
-local lease, owner, side = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- read side too (to downgrade: then release the write side). While waiters
+-- are registered, a newcomer does not pass them: it takes the lock only
+-- when nobody is left waiting after the live waiters at the head that can
+-- proceed were handed it.
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
 
--- Drop the holds whose lease ran out: their holders died.
-local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-for _, m in ipairs(expired) do
-  if m == 'w' then
-    redis.call('hdel', lock, 'writer', 'writes')
-  else
-    redis.call('hdel', lock, m)
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
   end
 end
-if #expired > 0 then
-  redis.call('zremrangebyscore', deadlines, '-inf', now)
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
 end
 
--- take records a hold and keeps both keys as long as the last hold.
-local function take(field, member)
-  local holds = redis.call('hincrby', lock, field, 1)
-  redis.call('zadd', deadlines, now + lease, member)
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+-- Read-write lock state, shared by the rw_ scripts. KEYS: the lock hash
+-- ("writer" -> the write holder's owner id, "writes" -> its hold count,
+-- "r:<owner>" -> a reader's hold count, "q" -> 1 while waiters may be
+-- registered) and the holds' deadlines (a zset: "w" for the write hold,
+-- "r:<owner>" per reader -> server ms when that hold's lease runs out).
+-- Registry members are "<owner> r" and "<owner> w" (see registry).
+
+-- rw_expire drops the holds whose lease ran out: their holders died.
+local function rw_expire(lock, deadlines, now)
+  local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
+  for _, m in ipairs(expired) do
+    if m == 'w' then
+      redis.call('hdel', lock, 'writer', 'writes')
+    else
+      redis.call('hdel', lock, m)
+    end
+  end
+  if #expired > 0 then
+    redis.call('zremrangebyscore', deadlines, '-inf', now)
+  end
+end
+
+-- rw_keep keeps both keys as long as the last hold, or deletes them when
+-- nothing is held.
+local function rw_keep(lock, deadlines, now)
   local last = redis.call('zrange', deadlines, -1, -1, 'withscores')
+  if #last == 0 then
+    redis.call('del', lock, deadlines)
+    return
+  end
   local keep = tonumber(last[2]) - now
   redis.call('pexpire', lock, keep)
   redis.call('pexpire', deadlines, keep)
+end
+
+-- rw_hand_on hands the lock to the live waiters at the head of the
+-- registry that can proceed with the holds there are now: the first
+-- waiter alone when it is a writer and nothing is held; else every reader
+-- before the first waiting writer, when no writer holds. Each gets a hold
+-- with the hand-off lease and "<owner>" on its client's channel, except
+-- skip (the caller, which learns it from the reply). The "q" flag goes
+-- when nobody is left waiting. Returns whether skip was handed the lock,
+-- and whether anyone was (the caller then runs rw_keep).
+local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip)
+  purge(queue, waiters, now)
+  local writer = redis.call('hget', lock, 'writer')
+  local got, handed = false, false
+  while true do
+    local m = redis.call('lindex', queue, 0)
+    if not m then
+      break
+    end
+    if not redis.call('zscore', waiters, m) then
+      redis.call('lpop', queue) -- left already
+    else
+      local o, side = owner_of(m)
+      if side == 'w' then
+        if handed or writer or redis.call('zcard', deadlines) > 0 then
+          break
+        end
+        redis.call('hset', lock, 'writer', o, 'writes', 1)
+        redis.call('zadd', deadlines, now + handoff, 'w')
+      else
+        if writer then
+          break
+        end
+        redis.call('hincrby', lock, 'r:' .. o, 1)
+        redis.call('zadd', deadlines, now + handoff, 'r:' .. o)
+      end
+      redis.call('lpop', queue)
+      redis.call('zrem', waiters, m)
+      handed = true
+      if o == skip then
+        got = true
+      else
+        notify(publish, prefix, o, o)
+      end
+      if side == 'w' then
+        break
+      end
+    end
+  end
+  if redis.call('exists', queue) == 0 then
+    redis.call('hdel', lock, 'q')
+  end
+  return got, handed
+end
+local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lease, owner, ttl, waiting = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1'
+local side = ARGV[8]
+if side ~= 'r' and side ~= 'w' then
+  return redis.error_reply('lockgen: the side of a read-write lock is r or w, not ' .. tostring(side))
+end
+local now = now_ms()
+rw_expire(lock, deadlines, now)
+
+local reader = 'r:' .. owner
+local field, hold = reader, reader
+if side == 'w' then
+  field, hold = 'writes', 'w'
+end
+
+-- take records a hold and keeps both keys as long as the last hold.
+local function take()
+  local holds = redis.call('hincrby', lock, field, 1)
+  redis.call('zadd', deadlines, now + lease, hold)
+  rw_keep(lock, deadlines, now)
   return holds
 end
 
-local writer = redis.call('hget', lock, 'writer')
-local reader = 'r:' .. owner
-if side == 'r' then
-  if writer and writer ~= owner then
-    return {0, tonumber(redis.call('zscore', deadlines, 'w') or now) - now}
-  end
-  return {1, take(reader, reader)}
-elseif side == 'w' then
-  if writer == owner then
-    return {1, take('writes', 'w')}
-  end
-  if redis.call('hexists', lock, reader) == 1 then
-    return {-2, 0}
-  end
-  if writer then
-    return {0, tonumber(redis.call('zscore', deadlines, 'w') or now) - now}
-  end
-  local first = redis.call('zrange', deadlines, 0, 0, 'withscores')
-  if #first > 0 then
-    return {0, tonumber(first[2]) - now}
-  end
-  redis.call('hset', lock, 'writer', owner)
-  return {1, take('writes', 'w')}
+-- full gives a hold handed to this waiter the full lease.
+local function full()
+  redis.call('zadd', deadlines, now + lease, hold)
+  rw_keep(lock, deadlines, now)
+  return {1, tonumber(redis.call('hget', lock, field))}
 end
-return redis.error_reply('lockgen: the side of a read-write lock is r or w, not ' .. tostring(side))
+
+local state = redis.call('hmget', lock, 'writer', 'q', reader)
+local writer, flagged, reading = state[1], state[2], state[3]
+if (side == 'w' and writer == owner) or (side == 'r' and reading) then
+  if waiting then -- handed by a release
+    unregister(queue, waiters, owner .. ' ' .. side)
+    return full()
+  end
+  return {1, take()}
+end
+if side == 'r' and writer == owner then
+  return {1, take()}
+end
+if side == 'w' and reading then
+  return {-2, 0}
+end
+
+local ahead = false
+if flagged or waiting then
+  local got, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner)
+  if got then
+    return full()
+  end
+  if handed then
+    rw_keep(lock, deadlines, now)
+  end
+  writer = redis.call('hget', lock, 'writer')
+  ahead = redis.call('exists', queue) == 1
+end
+
+local free
+if ahead then
+  free = false -- the waiters ahead cannot proceed, so neither can this one
+elseif side == 'r' then
+  free = not writer
+else
+  free = not writer and redis.call('zcard', deadlines) == 0
+end
+if free then
+  if waiting then
+    unregister(queue, waiters, owner .. ' ' .. side)
+  end
+  if side == 'w' then
+    redis.call('hset', lock, 'writer', owner)
+  end
+  return {1, take()}
+end
+
+if ttl > 0 then
+  register(queue, waiters, owner .. ' ' .. side, ttl, now)
+  redis.call('hset', lock, 'q', 1)
+end
+local ends
+if writer then
+  ends = redis.call('zscore', deadlines, 'w')
+else
+  ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
+end
+if not ends then
+  return {0, 1000}
+end
+return {0, tonumber(ends) - now}
 `,
 }
 
 // rwForceUnlockScript is lockgen's templates/rw_force_unlock.lua.
 var rwForceUnlockScript = lockrt.Script{
 	Name: "rw_force_unlock",
-	SHA1: "350486787b73457c11cfe63f47a6fd4948e5af26",
+	SHA1: "c247816205da4a2b990aaafbd0012c69cf246da9",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
--- wake every waiter.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines
--- ARGV[1] wake-up channel, ARGV[2] the publish command (publish or
--- spublish)
--- Returns 1 when a lock was deleted, 0 when it was not held.
+-- wake its waiters.
+-- KEYS[1] the lock hash, KEYS[2] the holds' deadlines, KEYS[3], KEYS[4]
+-- the waiter registry (queue, waiters)
+-- ARGV[1] the wake-up channel prefix, ARGV[2] the publish command
+-- (publish or spublish)
+-- Returns 1 when a lock was deleted, 0 when it was not held. Each client
+-- with a live waiter gets "all": its waiters try again, and the first of
+-- them hands the lock on in arrival order (see rw_hand_on).
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
 if redis.call('del', KEYS[1], KEYS[2]) > 0 then
-  redis.call(ARGV[2], ARGV[1], 'all')
+  notify_all(ARGV[2], ARGV[1], KEYS[3], KEYS[4], now_ms())
   return 1
 end
 return 0
@@ -1837,72 +2190,261 @@ return 0
 // rwReleaseScript is lockgen's templates/rw_release.lua.
 var rwReleaseScript = lockrt.Script{
 	Name: "rw_release",
-	SHA1: "df95b5c9f541ec22b99004923f4e9899c723e020",
-	Source: `-- rw_release: give up one hold of one side of a read-write lock.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw_acquire)
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] wake-up channel,
--- ARGV[4] side: r or w, ARGV[5] the publish command (publish or spublish)
+	SHA1: "626ba38e9bbf97c54e46e770d46318e7994bc3e9",
+	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
+-- lets waiters proceed, hand the lock to them.
+-- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
+-- KEYS[4] the waiter registry (queue, waiters)
+-- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
+-- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
+-- publish command (publish or spublish), ARGV[5] the hand-off lease in
+-- milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves the
+-- registry, and hands on a hold it was handed but did not use), ARGV[7]
+-- side: r or w
 -- Returns -1 when the owner does not hold that side, the holds left when
--- still held (the hold's lease is restarted), or 0 when released. When
--- the write side is released, or the last hold of any side, every waiter
--- is woken ("all"): waiting readers proceed together, writers race.
-local lock, deadlines = KEYS[1], KEYS[2]
-local owner, lease, side = ARGV[1], tonumber(ARGV[2]), ARGV[4]
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- still held (the hold's lease is restarted), or 0 when released. Only a
+-- lock whose "q" flag says that waiters are registered reads the registry
+-- and publishes: the live waiters at the head that can now proceed (a
+-- writer alone, or the readers before the first waiting writer) are
+-- handed the lock (see rw_hand_on).
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
 
-local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-for _, m in ipairs(expired) do
-  if m == 'w' then
-    redis.call('hdel', lock, 'writer', 'writes')
-  else
-    redis.call('hdel', lock, m)
-  end
-end
-if #expired > 0 then
-  redis.call('zremrangebyscore', deadlines, '-inf', now)
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local field, member
-if side == 'w' then
-  if redis.call('hget', lock, 'writer') ~= owner then
-    return -1
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
   end
-  field, member = 'writes', 'w'
-else
-  field = 'r:' .. owner
-  member = field
-  if redis.call('hexists', lock, field) == 0 then
-    return -1
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
   end
 end
 
-local holds = redis.call('hincrby', lock, field, -1)
-if holds > 0 then
-  redis.call('zadd', deadlines, now + lease, member)
-else
-  redis.call('hdel', lock, field)
-  if side == 'w' then
-    redis.call('hdel', lock, 'writer')
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
   end
-  redis.call('zrem', deadlines, member)
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
 end
 
-local last = redis.call('zrange', deadlines, -1, -1, 'withscores')
-if #last == 0 then
-  redis.call('del', lock, deadlines)
-else
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+-- Read-write lock state, shared by the rw_ scripts. KEYS: the lock hash
+-- ("writer" -> the write holder's owner id, "writes" -> its hold count,
+-- "r:<owner>" -> a reader's hold count, "q" -> 1 while waiters may be
+-- registered) and the holds' deadlines (a zset: "w" for the write hold,
+-- "r:<owner>" per reader -> server ms when that hold's lease runs out).
+-- Registry members are "<owner> r" and "<owner> w" (see registry).
+
+-- rw_expire drops the holds whose lease ran out: their holders died.
+local function rw_expire(lock, deadlines, now)
+  local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
+  for _, m in ipairs(expired) do
+    if m == 'w' then
+      redis.call('hdel', lock, 'writer', 'writes')
+    else
+      redis.call('hdel', lock, m)
+    end
+  end
+  if #expired > 0 then
+    redis.call('zremrangebyscore', deadlines, '-inf', now)
+  end
+end
+
+-- rw_keep keeps both keys as long as the last hold, or deletes them when
+-- nothing is held.
+local function rw_keep(lock, deadlines, now)
+  local last = redis.call('zrange', deadlines, -1, -1, 'withscores')
+  if #last == 0 then
+    redis.call('del', lock, deadlines)
+    return
+  end
   local keep = tonumber(last[2]) - now
   redis.call('pexpire', lock, keep)
   redis.call('pexpire', deadlines, keep)
 end
-if holds <= 0 and (side == 'w' or #last == 0) then
-  redis.call(ARGV[5], ARGV[3], 'all')
+
+-- rw_hand_on hands the lock to the live waiters at the head of the
+-- registry that can proceed with the holds there are now: the first
+-- waiter alone when it is a writer and nothing is held; else every reader
+-- before the first waiting writer, when no writer holds. Each gets a hold
+-- with the hand-off lease and "<owner>" on its client's channel, except
+-- skip (the caller, which learns it from the reply). The "q" flag goes
+-- when nobody is left waiting. Returns whether skip was handed the lock,
+-- and whether anyone was (the caller then runs rw_keep).
+local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip)
+  purge(queue, waiters, now)
+  local writer = redis.call('hget', lock, 'writer')
+  local got, handed = false, false
+  while true do
+    local m = redis.call('lindex', queue, 0)
+    if not m then
+      break
+    end
+    if not redis.call('zscore', waiters, m) then
+      redis.call('lpop', queue) -- left already
+    else
+      local o, side = owner_of(m)
+      if side == 'w' then
+        if handed or writer or redis.call('zcard', deadlines) > 0 then
+          break
+        end
+        redis.call('hset', lock, 'writer', o, 'writes', 1)
+        redis.call('zadd', deadlines, now + handoff, 'w')
+      else
+        if writer then
+          break
+        end
+        redis.call('hincrby', lock, 'r:' .. o, 1)
+        redis.call('zadd', deadlines, now + handoff, 'r:' .. o)
+      end
+      redis.call('lpop', queue)
+      redis.call('zrem', waiters, m)
+      handed = true
+      if o == skip then
+        got = true
+      else
+        notify(publish, prefix, o, o)
+      end
+      if side == 'w' then
+        break
+      end
+    end
+  end
+  if redis.call('exists', queue) == 0 then
+    redis.call('hdel', lock, 'q')
+  end
+  return got, handed
 end
-if holds > 0 then
-  return holds
+local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, lease, side = ARGV[1], tonumber(ARGV[2]), ARGV[7]
+local now = now_ms()
+rw_expire(lock, deadlines, now)
+
+if ARGV[6] == '1' then
+  unregister(queue, waiters, owner .. ' ' .. side)
 end
-return 0
+local field, hold = 'r:' .. owner, 'r:' .. owner
+if side == 'w' then
+  field, hold = 'writes', 'w'
+end
+local state = redis.call('hmget', lock, 'writer', 'q', field)
+local held = state[3]
+if side == 'w' and state[1] ~= owner then
+  held = nil
+end
+
+local holds = -1
+if held then
+  holds = redis.call('hincrby', lock, field, -1)
+  if holds > 0 then
+    redis.call('zadd', deadlines, now + lease, hold)
+  else
+    if side == 'w' then
+      redis.call('hdel', lock, 'writer', 'writes')
+    else
+      redis.call('hdel', lock, field)
+    end
+    redis.call('zrem', deadlines, hold)
+  end
+end
+local handed = false
+if state[2] and holds <= 0 then
+  local _
+  _, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil)
+end
+if held or handed then
+  rw_keep(lock, deadlines, now)
+end
+return holds
 `,
 }
 

@@ -1,0 +1,302 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
+)
+
+// countedNode starts a Redis node of the test's own, so that INFO
+// commandstats counts the test's commands alone, and a backend on it.
+func countedNode(t *testing.T) (*redistest.Node, backend) {
+	t.Helper()
+	n := redistest.Single(t)
+	return n, backend{"counted", func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: n.Addr}) }}
+}
+
+// TestRWWakeOneAcrossClients: N writers, each on its own go-redis and
+// runtime client, take turns on one read-write lock; a release hands the
+// lock to one waiter, so the scripts per acquisition (commandstats) stay
+// flat in N, and every client gets the lock.
+func TestRWWakeOneAcrossClients(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	nodes := []*redis.Client{node.Client()}
+	for _, n := range []int{8, 32} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			d := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
+			d.WaiterTTL = time.Minute // count the hand-off protocol, not refreshes
+			k := key(t)
+			total := 10 * n
+			preloadLock(t, b, d)
+			resetStats(t, nodes)
+			counts := herd(t, b.new, func(c *lockrt.Client) *lockrt.Lock { return c.RWLock(d, k).Write() }, n, total)
+			acquired := 0
+			for i, c := range counts {
+				acquired += c
+				if c == 0 {
+					t.Errorf("client %d never got the lock (%v)", i, counts)
+				}
+			}
+			scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
+			per := float64(scripts) / float64(acquired)
+			t.Logf("%d writers: %d acquisitions, %.2f scripts and %.1f commands per acquisition; per client %v",
+				n, acquired, per, float64(allCalls(t, nodes))/float64(acquired), counts)
+			if per > 2.5 {
+				t.Errorf("%.2f scripts per acquisition with %d waiting writers, want <= 2.5", per, n)
+			}
+		})
+	}
+}
+
+// TestRWReadersHandedTogether: k readers on k clients wait for a writer;
+// its release hands the read side to all of them in that one script: no
+// reader runs another script to get it, each gets one message.
+func TestRWReadersHandedTogether(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	nodes := []*redis.Client{node.Client()}
+	const k = 8
+	ctx := context.Background()
+	d := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
+	d.WaiterTTL = time.Minute
+	key := key(t)
+	preloadLock(t, b, d)
+	w, err := newClient(t, b).RWLock(d, key).Write().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *lockrt.Lease, k)
+	for range k {
+		c := newClient(t, b)
+		go func() {
+			le, err := c.RWLock(d, key).Read().Lock(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- le
+		}()
+	}
+	waitRegistered(t, node.Client(), key, k)
+	settled(t, node.Client(), k)
+	resetStats(t, nodes)
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var leases []*lockrt.Lease
+	for range k {
+		select {
+		case le := <-got:
+			leases = append(leases, le)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d readers got the lock within 10s of the release", len(leases), k)
+		}
+	}
+	scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
+	pubs := commandCalls(t, nodes, "publish")
+	t.Logf("one release, %d readers: %d scripts, %d publishes", k, scripts, pubs)
+	if scripts != 1 || pubs != k {
+		t.Errorf("one release handing the read side to %d readers ran %d scripts and %d publishes, want 1 and %d", k, scripts, pubs, k)
+	}
+	for _, le := range leases {
+		if le == nil {
+			continue
+		}
+		if ok, err := le.IsHeld(ctx); err != nil || !ok {
+			t.Errorf("a handed read lease is not held: %v %v", ok, err)
+		}
+		if err := le.Unlock(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestRWNoPublishWithoutWaiters: locking and unlocking either side with
+// nobody waiting publishes nothing and does not read the registry.
+func TestRWNoPublishWithoutWaiters(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	nodes := []*redis.Client{node.Client()}
+	ctx := context.Background()
+	d := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
+	rw := newClient(t, b).RWLock(d, key(t))
+	preloadLock(t, b, d)
+	resetStats(t, nodes)
+	const cycles = 100
+	for range cycles {
+		for _, side := range []*lockrt.Lock{rw.Read(), rw.Write()} {
+			le, err := side.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := le.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, cmd := range []string{"publish", "spublish", "lindex", "lrange", "lpop", "exists"} {
+		if n := commandCalls(t, nodes, cmd); n != 0 {
+			t.Errorf("%d %s in %d uncontended cycles of each side, want 0", n, cmd, cycles)
+		}
+	}
+	t.Logf("%.1f commands per lock+unlock (scripts' included)", float64(allCalls(t, nodes))/float64(2*cycles))
+}
+
+// TestRWWriterNotStarved: while a writer waits, new readers queue behind
+// it instead of sharing the read side with the readers that hold it; the
+// writer gets the lock when those release.
+func TestRWWriterNotStarved(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		d := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
+		k := key(t)
+		r, err := newClient(t, b).RWLock(d, k).Read().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrote := make(chan error, 1)
+		go func() {
+			le, err := newClient(t, b).RWLock(d, k).Write().Lock(ctx)
+			if err == nil {
+				err = le.Unlock(ctx)
+			}
+			wrote <- err
+		}()
+		waitRegistered(t, newClient(t, b).Redis(), k, 1)
+		if _, err := newClient(t, b).RWLock(d, k).Read().TryLock(ctx, 0); !errors.Is(err, lockrt.ErrNotObtained) {
+			t.Fatalf("a new reader passed a waiting writer: %v", err)
+		}
+		// A reader that waits queues behind the writer and gets the read
+		// side after it.
+		read := make(chan error, 1)
+		go func() {
+			le, err := newClient(t, b).RWLock(d, k).Read().Lock(ctx)
+			if err == nil {
+				err = le.Unlock(ctx)
+			}
+			read <- err
+		}()
+		waitRegistered(t, newClient(t, b).Redis(), k, 2)
+		// Re-entry by a holder is never queued.
+		r2, err := r.Lock().Lock(r.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r2.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range []chan error{wrote, read} {
+			select {
+			case err := <-ch:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("a waiter did not get the lock within 10s")
+			}
+		}
+	})
+}
+
+// TestRWClosedWaiterDoesNotStrand: a writer waiting on a client that is
+// closed without leaving may be handed the lock once; the waiters behind
+// it (a writer, then readers) still get it, once the hand-off's lease
+// runs out.
+func TestRWClosedWaiterDoesNotStrand(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		d := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
+		k := key(t)
+		holder := newClient(t, b)
+		le, err := holder.RWLock(d, k).Write().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadRDB := b.new()
+		dead := lockrt.New(deadRDB)
+		deadDone := make(chan error, 1)
+		go func() {
+			_, err := dead.RWLock(d, k).Write().Lock(ctx)
+			deadDone <- err
+		}()
+		waitRegistered(t, holder.Redis(), k, 1)
+		deadRDB.Close()
+		dead.Close()
+		var wg sync.WaitGroup
+		errs := make(chan error, 3)
+		for i, side := range []string{"w", "r", "r"} {
+			c := newClient(t, b)
+			wg.Go(func() {
+				l := c.RWLock(d, k).Read()
+				if side == "w" {
+					l = c.RWLock(d, k).Write()
+				}
+				le, err := l.Lock(ctx)
+				if err == nil {
+					err = le.Unlock(ctx)
+				}
+				errs <- err
+			})
+			waitRegistered(t, holder.Redis(), k, int64(i+2))
+		}
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Fatal("the live waiters did not get the lock within 15s of the release")
+		}
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		<-deadDone
+	})
+}
+
+// settled waits until n channels are subscribed on node, and then a
+// little: a waiter whose channel was not subscribed yet when its first
+// attempt registered it tries once more when it is.
+func settled(t testing.TB, node *redis.Client, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		chans, err := node.PubSubChannels(context.Background(), "*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(chans) >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d channels subscribed, want %d", len(chans), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+}
+
+// preloadLock loads d's scripts on b, so that counts see no NOSCRIPT.
+func preloadLock(t testing.TB, b backend, d *lockrt.LockDef) {
+	t.Helper()
+	s := d.Scripts
+	if err := newClient(t, b).Preload(context.Background(), s.Acquire, s.Release, s.Renew, s.ForceUnlock); err != nil {
+		t.Fatal(err)
+	}
+}
