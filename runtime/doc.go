@@ -347,7 +347,17 @@
 // leaving: every script of the object that reads the registry drops it
 // first, so it costs at most one wasted wake-up. Live waiters refresh
 // their deadline every RegistryTTL/3 (RegistryTTL after each refresh);
-// the keys expire with their last deadline.
+// the keys expire with their last deadline. A refresh is the acquire
+// script with ARGV[4] '2': while the waiter is still registered and the
+// lock held by another owner, it only moves the deadline (TIME, ZADD XX,
+// PTTL and the keys' PEXPIRE: 6 commands with the EVALSHA; a full attempt
+// costs 7 or more), and returns the holder's PTTL for the fallback timer;
+// when the lock is free or was handed to the waiter, or the entry is
+// gone, the same call makes the full attempt. A refresh does not mark a
+// lock taken past the registry (after an expiry, by an owner that did not
+// wait) with " w"; such a holder's release wakes nobody, and the waiters
+// find the lock free at their next refresh.
+// TestWaiterRefreshCost counts it.
 //
 // A lock's value says whether anyone is registered: a reentrant or fenced
 // lock is "<owner> <holds>[ <token>]", a simple lock "<owner>", and a

@@ -3,10 +3,14 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/keys"
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/scripts/redistest"
 )
@@ -213,4 +217,88 @@ func TestFenceReset(t *testing.T) {
 		t.Fatalf("a new client: %v, %v; want token 3", le, err)
 	}
 	le.Unlock(ctx)
+}
+
+// TestFenceResetHandOff: a fenced lock that a release hands to a waiter
+// is checked like one its acquire took: after Redis restarted empty, the
+// hand-off's token (2) is not larger than the 3 the waiter's client saw,
+// so its Lock returns ErrFenceReset and the lock is given back; the next
+// Lock gets a larger token.
+func TestFenceResetHandOff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n := redistest.Single(t)
+	d := def(t, lockrt.Fenced, 5*time.Second, true, time.Minute)
+	d.WaiterTTL = time.Minute // no refresh: the token comes with the hand-off
+	k := key(t)
+	c := lockrt.New(n.Client())
+	defer c.Close()
+	l := c.Lock(d, k)
+	for range 3 {
+		le, err := l.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	h := lockrt.New(n.Client())
+	defer h.Close()
+	held, err := h.Lock(d, k).Lock(ctx)
+	if err != nil || held.Token() != 1 {
+		t.Fatalf("the holder after the restart: %v, %v; want token 1", held, err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		le, err := l.Lock(ctx)
+		if err == nil {
+			err = fmt.Errorf("the hand-off was accepted with token %d", le.Token())
+			le.Unlock(ctx)
+		}
+		got <- err
+	}()
+	waitRegistered(t, n.Client(), k, 1)
+	waitSubscribed(t, n.Client(), keys.Sub(k, "ch")+":"+c.ID())
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; !errors.Is(err, lockrt.ErrFenceReset) {
+		t.Fatalf("the waiter handed token 2 after seeing 3: %v; want ErrFenceReset", err)
+	} else {
+		t.Log(err)
+	}
+	if locked, err := l.IsLocked(ctx); err != nil || locked {
+		t.Fatalf("after ErrFenceReset the lock is held: %v, %v", locked, err)
+	}
+	le, err := l.Lock(ctx)
+	if err != nil || le.Token() != 3 {
+		t.Fatalf("the Lock after ErrFenceReset: %v, %v; want token 3", le, err)
+	}
+	le.Unlock(ctx)
+}
+
+// waitSubscribed waits until channel has a subscriber.
+func waitSubscribed(t testing.TB, rdb *redis.Client, channel string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, err := rdb.PubSubNumSub(context.Background(), channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m[channel] > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nobody subscribed to %s", channel)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

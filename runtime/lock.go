@@ -128,17 +128,29 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 // HandoffLease: a hold the watchdog renews, or one whose whole lease fits
 // in that, is owner's at once (its first renewal comes within a third of
 // it); a longer fixed lease is extended by the next attempt instead (nil
-// lease, nil error).
+// lease, nil error). A fenced lock's token is checked as an acquire's is:
+// ErrFenceReset, the lock given back, when it is not larger than the last
+// one this client saw for the lock.
 func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg string, since time.Time) (*Lease, error) {
 	rest, ok := strings.CutPrefix(msg, owner)
 	if !ok || (!l.def.Renew && o.lease > HandoffLease) {
 		return nil, nil
 	}
 	le, err := l.newLeaseFirst(ctx, owner, o, since, HandoffLease)
-	if le != nil && rest != "" {
-		le.token, _ = strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+	if le == nil || rest == "" {
+		return le, err
 	}
-	return le, err
+	le.token, err = strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+	if err == nil {
+		err = l.c.fences.check(l.key, 1, le.token)
+	} else {
+		err = fmt.Errorf("lockgen: acquiring %s: a hand-off without a token: %q", l.key, msg)
+	}
+	if err != nil {
+		_ = le.Unlock(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return le, nil
 }
 
 // leave takes owner, a waiter that gives up, out of l's registry; a lock
@@ -162,7 +174,11 @@ func (l *Lock) releaseArgs(owner string, lease time.Duration, leaving bool) []an
 
 // attempt runs the acquire script once, registering owner as a waiter for
 // reg when the lock is held (0: not), with waiting set when owner is
-// registered already. It returns a lease when the lock was taken, or the
+// registered already: then, while another owner holds the lock and owner
+// is still registered, the script only refreshes owner's entry (ZADD XX
+// and the keys' PEXPIRE: a waiter's periodic call is that small) and makes
+// the full attempt otherwise (a read-write lock's script makes the full
+// attempt always). It returns a lease when the lock was taken, or the
 // holder's remaining TTL. It takes nothing when ctx has ended, and gives
 // back what it took when ctx ended meanwhile.
 func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg time.Duration, waiting bool) (*Lease, time.Duration, error) {
@@ -173,8 +189,11 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		return nil, 0, waitError(ctx, err)
 	}
 	flag := "0"
-	if waiting {
+	switch {
+	case waiting && l.def.Kind == ReadWrite:
 		flag = "1"
+	case waiting:
+		flag = "2" // refresh, or the full attempt when that is needed
 	}
 	args := []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
 	if l.def.Kind == Fair || l.def.Kind == ReadWrite { // it may hand a free lock to the first waiters

@@ -281,3 +281,73 @@ func waitRegistered(t testing.TB, rdb redis.UniversalClient, k string, n int64) 
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestWaiterRefreshCost: what a waiter costs Redis per second while
+// another owner holds the lock, counted by INFO commandstats: one
+// EVALSHA per WaiterTTL/3, which only refreshes the waiter's entry (TIME,
+// ZADD XX, PTTL and two PEXPIREs: 6 commands with the EVALSHA, where a
+// full attempt costs 7 or more), for every kind of lock with a registry.
+// At the default WaiterTTL (1s) that is 3 scripts and 18 commands per
+// waiting second.
+func TestWaiterRefreshCost(t *testing.T) {
+	t.Parallel()
+	const waiters, window = 4, 2 * time.Second
+	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fenced, lockrt.Fair} {
+		t.Run(kind.String(), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			n := redistest.Single(t)
+			d := def(t, kind, 30*time.Second, true, time.Minute)
+			d.WaiterTTL = 600 * time.Millisecond // a refresh every 200ms
+			k := key(t)
+			holder := lockrt.New(n.Client())
+			defer holder.Close()
+			le, err := holder.Lock(d, k).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for range waiters {
+				rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
+				c := lockrt.New(rdb)
+				defer func() {
+					c.Close()
+					rdb.Close()
+				}()
+				wg.Go(func() {
+					le, err := c.Lock(d, k).Lock(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					le.Unlock(ctx)
+				})
+			}
+			waitRegistered(t, n.Client(), k, waiters)
+			nodes := []*redis.Client{n.Client()}
+			resetStats(t, nodes)
+			time.Sleep(window)
+			scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
+			all := allCalls(t, nodes)
+			if err := le.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			perSecond := float64(scripts) / (waiters * window.Seconds())
+			perCall := float64(all) / float64(scripts)
+			t.Logf("%s: %d waiters for %v: %d scripts, %d commands: %.1f refreshes per waiting second (at most %.1f), %.2f commands each",
+				kind, waiters, window, scripts, all, perSecond, 3/d.WaiterTTL.Seconds(), perCall)
+			if scripts == 0 {
+				t.Fatal("no refresh while waiting")
+			}
+			if perSecond > 3/d.WaiterTTL.Seconds()*1.1 {
+				t.Errorf("%.1f scripts per waiting second, want at most one per WaiterTTL/3", perSecond)
+			}
+			// 6.5: a refresh late enough on a loaded machine that the
+			// entry expired makes the full attempt (7-8) once.
+			if perCall > 6.5 {
+				t.Errorf("%.2f commands per refresh, want 6 (EVALSHA, TIME, ZADD, PTTL, 2 PEXPIRE)", perCall)
+			}
+		})
+	}
+}

@@ -5,9 +5,10 @@
 -- in arrival order and each waiter's deadline in server milliseconds
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL
 -- in milliseconds (0: only try), ARGV[4] '1' when the owner is registered
--- already (a woken or refreshing waiter), ARGV[5] the wake-up channel
--- prefix, ARGV[6] the publish command, ARGV[7] the hand-off lease in
--- milliseconds
+-- already (a woken waiter), '2' when it only refreshes its entry unless
+-- the lock is free or was handed to it (see refresh in registry), ARGV[5]
+-- the wake-up channel prefix, ARGV[6] the publish command, ARGV[7] the
+-- hand-off lease in milliseconds
 -- Returns {1, holds} when taken, re-entered, or found handed to this
 -- waiter by a release (its lease is then extended to the full lease);
 -- {0, pttl} otherwise. A free lock with a live waiter first is handed to
@@ -15,7 +16,14 @@
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+
+if ARGV[4] == '2' then
+  local pttl = refresh(lock, queue, waiters, owner, ttl)
+  if pttl then
+    return {0, pttl}
+  end
+end
 
 local holds = redis.call('hget', lock, owner)
 if holds then

@@ -5,14 +5,22 @@
 -- waiters are registered; KEYS[2], KEYS[3] the waiter registry (queue,
 -- waiters); KEYS[4] the fence counter (never expires)
 -- ARGV as reentrant_acquire: lease ms, owner id, registry TTL ms (0: do
--- not register), '1' when the owner is registered already
+-- not register), '1' when the owner is registered already, '2' to
+-- refresh its entry unless the lock is free or was handed to it
 -- Returns {1, holds, token} when taken, re-entered (a re-entry keeps the
 -- hold's token) or found handed to this waiter; {0, pttl} when another
 -- owner holds it.
 -- #include registry
 local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+
+if ARGV[4] == '2' then
+  local pttl = refresh(lock, queue, waiters, owner, ttl)
+  if pttl then
+    return {0, pttl}
+  end
+end
 
 local value = redis.call('get', lock)
 if not value then

@@ -5,15 +5,23 @@
 -- KEYS[2], KEYS[3] the waiter registry: queue and waiters (see registry)
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id,
 -- ARGV[3] registry TTL in milliseconds (0: do not register),
--- ARGV[4] '1' when the owner is registered already (a woken or refreshing
--- waiter), else '0'
+-- ARGV[4] '1' when the owner is registered already (a woken waiter), '2'
+-- when it is registered and only refreshes its entry unless the lock is
+-- free or was handed to it (see refresh in registry), else '0'
 -- Returns {1, holds} when taken, re-entered, or found handed to this
 -- waiter by a release (its lease is then extended to the full lease);
 -- {0, pttl} when another owner holds it.
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+
+if ARGV[4] == '2' then
+  local pttl = refresh(lock, queue, waiters, owner, ttl)
+  if pttl then
+    return {0, pttl}
+  end
+end
 
 if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
   return {1, 1}

@@ -6,7 +6,7 @@
 // is described in runtime's package doc, "Waiter registry", and its code
 // is registry.luainc, included by the scripts that use it):
 //
-//	acquire(KEYS: lock, queue, waiters; ARGV: lease ms, owner, registry TTL ms (0: do not register), '1' if registered) -> {1, holds} | {0, pttl} | {-1, pttl} (held by this owner, not reentrant)
+//	acquire(KEYS: lock, queue, waiters; ARGV: lease ms, owner, registry TTL ms (0: do not register), '1' if registered, '2' to refresh the registered entry (a full attempt when the lock is free or handed to the owner)) -> {1, holds} | {0, pttl} | {-1, pttl} (held by this owner, not reentrant)
 //	release(KEYS: lock, queue, waiters; ARGV: owner, lease ms, channel prefix, publish command, hand-off lease ms, '1' if giving up a wait) -> -1 not held | n > 0 holds left | 0 released (and handed on when someone waits)
 //	renew(KEYS[1]=lock; ARGV: lease ms, owner) -> 1 renewed | 0 not held
 //	force_unlock(KEYS: lock, queue, waiters; ARGV: channel prefix, publish command) -> 1 deleted | 0 not held

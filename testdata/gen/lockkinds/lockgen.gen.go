@@ -113,7 +113,7 @@ var readwriteLockScripts = lockrt.LockScripts{
 // fairAcquireScript is lockgen's templates/fair_acquire.lua.
 var fairAcquireScript = lockrt.Script{
 	Name: "fair_acquire",
-	SHA1: "34ded0d85dd25e98e685ce731ae14894463c3a21",
+	SHA1: "db854c113a277e49c73a22b0d49adba0b808f29f",
 	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
 -- caller that cannot take it registers as a waiter in the same call.
 -- KEYS[1] the lock hash (field: owner, value: hold count)
@@ -121,9 +121,10 @@ var fairAcquireScript = lockrt.Script{
 -- in arrival order and each waiter's deadline in server milliseconds
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL
 -- in milliseconds (0: only try), ARGV[4] '1' when the owner is registered
--- already (a woken or refreshing waiter), ARGV[5] the wake-up channel
--- prefix, ARGV[6] the publish command, ARGV[7] the hand-off lease in
--- milliseconds
+-- already (a woken waiter), '2' when it only refreshes its entry unless
+-- the lock is free or was handed to it (see refresh in registry), ARGV[5]
+-- the wake-up channel prefix, ARGV[6] the publish command, ARGV[7] the
+-- hand-off lease in milliseconds
 -- Returns {1, holds} when taken, re-entered, or found handed to this
 -- waiter by a release (its lease is then extended to the full lease);
 -- {0, pttl} otherwise. A free lock with a live waiter first is handed to
@@ -147,6 +148,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -240,7 +260,14 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
 end
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+
+if ARGV[4] == '2' then
+  local pttl = refresh(lock, queue, waiters, owner, ttl)
+  if pttl then
+    return {0, pttl}
+  end
+end
 
 local holds = redis.call('hget', lock, owner)
 if holds then
@@ -285,7 +312,7 @@ return {0, pttl}
 // fairForceUnlockScript is lockgen's templates/fair_force_unlock.lua.
 var fairForceUnlockScript = lockrt.Script{
 	Name: "fair_force_unlock",
-	SHA1: "029f14576df1fefa6eb526b750f51b99df7e9812",
+	SHA1: "583a455bd8c13b8f511e071d143e5bb23527f796",
 	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
 -- the first live waiter.
 -- KEYS[1] the lock hash, KEYS[2], KEYS[3] the waiter registry (queue,
@@ -312,6 +339,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -421,7 +467,7 @@ return 1
 // fairReleaseScript is lockgen's templates/fair_release.lua.
 var fairReleaseScript = lockrt.Script{
 	Name: "fair_release",
-	SHA1: "6edc82032828f1226ad6d53afe1b259bac816b20",
+	SHA1: "71582da2e884f574298129238e4e13d3003530d7",
 	Source: `-- fair_release: give up one hold of a fair lock; the last hold hands the
 -- lock to the first live waiter, if any.
 -- KEYS[1] the lock hash, KEYS[2], KEYS[3] the waiter registry (queue,
@@ -452,6 +498,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -590,7 +655,7 @@ return 0
 // fencedAcquireScript is lockgen's templates/fenced_acquire.lua.
 var fencedAcquireScript = lockrt.Script{
 	Name: "fenced_acquire",
-	SHA1: "01faa5028e3bdf0058c98969c51df9046e3e62c4",
+	SHA1: "d5a8b01dc6cd83304990f05c83d5a69ef62cf581",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -598,7 +663,8 @@ var fencedAcquireScript = lockrt.Script{
 -- waiters are registered; KEYS[2], KEYS[3] the waiter registry (queue,
 -- waiters); KEYS[4] the fence counter (never expires)
 -- ARGV as reentrant_acquire: lease ms, owner id, registry TTL ms (0: do
--- not register), '1' when the owner is registered already
+-- not register), '1' when the owner is registered already, '2' to
+-- refresh its entry unless the lock is free or was handed to it
 -- Returns {1, holds, token} when taken, re-entered (a re-entry keeps the
 -- hold's token) or found handed to this waiter; {0, pttl} when another
 -- owner holds it.
@@ -621,6 +687,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -714,7 +799,14 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
 end
 local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+
+if ARGV[4] == '2' then
+  local pttl = refresh(lock, queue, waiters, owner, ttl)
+  if pttl then
+    return {0, pttl}
+  end
+end
 
 local value = redis.call('get', lock)
 if not value then
@@ -753,7 +845,7 @@ return {0, redis.call('pttl', lock)}
 // forceUnlockScript is lockgen's templates/force_unlock.lua.
 var forceUnlockScript = lockrt.Script{
 	Name: "force_unlock",
-	SHA1: "36da0446a07435fe6a468885cf4ca9a6de0655fd",
+	SHA1: "045ee8ea73233be5f90270fc92664f423c021bf8",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] the lock key; KEYS[2], KEYS[3] the waiter registry (queue,
 -- waiters), absent for a RedLock node
@@ -781,6 +873,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -889,7 +1000,7 @@ return 1
 // reentrantReleaseScript is lockgen's templates/reentrant_release.lua.
 var reentrantReleaseScript = lockrt.Script{
 	Name: "reentrant_release",
-	SHA1: "3a8c8ca3decfa0666b9a34bb421530c702c6bbc5",
+	SHA1: "41dc7a7f07b2cccf3d1142d4540214a58518eed5",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] the lock: "<owner> <holds>[ <token>][ w]"; KEYS[2], KEYS[3] the
@@ -925,6 +1036,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.

@@ -86,7 +86,7 @@ var reentrantLockScripts = lockrt.LockScripts{
 // forceUnlockScript is lockgen's templates/force_unlock.lua.
 var forceUnlockScript = lockrt.Script{
 	Name: "force_unlock",
-	SHA1: "36da0446a07435fe6a468885cf4ca9a6de0655fd",
+	SHA1: "045ee8ea73233be5f90270fc92664f423c021bf8",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] the lock key; KEYS[2], KEYS[3] the waiter registry (queue,
 -- waiters), absent for a RedLock node
@@ -114,6 +114,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -222,7 +241,7 @@ return 1
 // multiAcquireScript is lockgen's templates/multi_acquire.lua.
 var multiAcquireScript = lockrt.Script{
 	Name: "multi_acquire",
-	SHA1: "1d9668383499b695a43321b073859464364f3997",
+	SHA1: "a126c7fe665a7e274247af5175714d9922a0e0f0",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS three per lock, each lock once: KEYS[3i-2] the i-th lock (a
@@ -258,6 +277,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -404,7 +442,7 @@ return {1, n}
 // multiReleaseScript is lockgen's templates/multi_release.lua.
 var multiReleaseScript = lockrt.Script{
 	Name: "multi_release",
-	SHA1: "d94f08d45e3b89e218e8a58e41182e4135605cbc",
+	SHA1: "9c681722447aeb330729d4b837511fca5f16bc45",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -436,6 +474,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -564,7 +621,7 @@ return codes
 // reentrantAcquireScript is lockgen's templates/reentrant_acquire.lua.
 var reentrantAcquireScript = lockrt.Script{
 	Name: "reentrant_acquire",
-	SHA1: "027c1c955c026e46242fded776228282a0fb3829",
+	SHA1: "745f28aa35247307bd8dce7d606e89be28b81904",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] the lock: a string "<owner> <holds>", with " w" appended while
@@ -572,8 +629,9 @@ var reentrantAcquireScript = lockrt.Script{
 -- KEYS[2], KEYS[3] the waiter registry: queue and waiters (see registry)
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id,
 -- ARGV[3] registry TTL in milliseconds (0: do not register),
--- ARGV[4] '1' when the owner is registered already (a woken or refreshing
--- waiter), else '0'
+-- ARGV[4] '1' when the owner is registered already (a woken waiter), '2'
+-- when it is registered and only refreshes its entry unless the lock is
+-- free or was handed to it (see refresh in registry), else '0'
 -- Returns {1, holds} when taken, re-entered, or found handed to this
 -- waiter by a release (its lease is then extended to the full lease);
 -- {0, pttl} when another owner holds it.
@@ -596,6 +654,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -689,7 +766,14 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
 end
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1'
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+
+if ARGV[4] == '2' then
+  local pttl = refresh(lock, queue, waiters, owner, ttl)
+  if pttl then
+    return {0, pttl}
+  end
+end
 
 if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
   return {1, 1}
@@ -729,7 +813,7 @@ return {0, redis.call('pttl', lock)}
 // reentrantReleaseScript is lockgen's templates/reentrant_release.lua.
 var reentrantReleaseScript = lockrt.Script{
 	Name: "reentrant_release",
-	SHA1: "3a8c8ca3decfa0666b9a34bb421530c702c6bbc5",
+	SHA1: "41dc7a7f07b2cccf3d1142d4540214a58518eed5",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] the lock: "<owner> <holds>[ <token>][ w]"; KEYS[2], KEYS[3] the
@@ -765,6 +849,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.

@@ -56,7 +56,7 @@ var redlockLockScripts = lockrt.LockScripts{
 // forceUnlockScript is lockgen's templates/force_unlock.lua.
 var forceUnlockScript = lockrt.Script{
 	Name: "force_unlock",
-	SHA1: "36da0446a07435fe6a468885cf4ca9a6de0655fd",
+	SHA1: "045ee8ea73233be5f90270fc92664f423c021bf8",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] the lock key; KEYS[2], KEYS[3] the waiter registry (queue,
 -- waiters), absent for a RedLock node
@@ -84,6 +84,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -214,7 +233,7 @@ return 0
 // simpleAcquireScript is lockgen's templates/simple_acquire.lua.
 var simpleAcquireScript = lockrt.Script{
 	Name: "simple_acquire",
-	SHA1: "b1275022b976c562dfe88b787e961ad53bbba654",
+	SHA1: "33d360ef45af57e620416e11caf267b54fa14745",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] the lock key (value: owner id, with " w" appended while waiters
@@ -222,7 +241,8 @@ var simpleAcquireScript = lockrt.Script{
 -- which a RedLock node does not pass
 -- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL in
 -- milliseconds (0 or absent: do not register), ARGV[4] '1' when the owner
--- is registered already (a woken or refreshing waiter)
+-- is registered already (a woken waiter), '2' when it only refreshes its
+-- entry unless the lock is free or was handed to it (refresh in registry)
 -- Returns {1, 1} when taken, or found handed to this waiter by a release
 -- (its lease is then extended to the full lease); {0, pttl} when another
 -- owner holds it; {-1, pttl} when this owner already holds it (a simple
@@ -246,6 +266,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -339,7 +378,14 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
 end
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]) or 0, ARGV[4] == '1'
+local ttl, waiting = tonumber(ARGV[3]) or 0, ARGV[4] == '1' or ARGV[4] == '2'
+
+if ARGV[4] == '2' then
+  local pttl = refresh(lock, queue, waiters, owner, ttl)
+  if pttl then
+    return {0, pttl}
+  end
+end
 
 if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
   return {1, 1}
