@@ -1875,7 +1875,7 @@ return 0
 // rwAcquireScript is lockgen's templates/rw_acquire.lua.
 var rwAcquireScript = lockrt.Script{
 	Name: "rw_acquire",
-	SHA1: "ba8011be2b09e60f6421e71723779208aa81adc0",
+	SHA1: "407d19ec4d9830609a67c5b833d349c8068f77ca",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call.
 -- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
@@ -1914,6 +1914,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -2189,7 +2208,7 @@ return {0, tonumber(ends) - now}
 // rwForceUnlockScript is lockgen's templates/rw_force_unlock.lua.
 var rwForceUnlockScript = lockrt.Script{
 	Name: "rw_force_unlock",
-	SHA1: "c247816205da4a2b990aaafbd0012c69cf246da9",
+	SHA1: "beb914fc1235d74f790c5c9bb1319beddee6d39d",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] the lock hash, KEYS[2] the holds' deadlines, KEYS[3], KEYS[4]
@@ -2218,6 +2237,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
@@ -2320,7 +2358,7 @@ return 0
 // rwReleaseScript is lockgen's templates/rw_release.lua.
 var rwReleaseScript = lockrt.Script{
 	Name: "rw_release",
-	SHA1: "626ba38e9bbf97c54e46e770d46318e7994bc3e9",
+	SHA1: "b3f60fe718a324b29d9f17bbaad63f1a833c8cee",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
@@ -2356,6 +2394,25 @@ local function register(queue, waiters, member, ttl, now)
   end
   redis.call('pexpire', queue, ttl)
   redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
 
 -- unregister takes member out of the registry.
