@@ -283,7 +283,7 @@ func lockDef(l *spec.Lock) *runtime.LockDef {
 		Name: l.Name, Kind: kind, Lease: l.Lease, Renew: l.Renew, Wait: l.Wait,
 		Scripts: &runtime.LockScripts{
 			Acquire: script(set.Acquire), Release: script(set.Release), Renew: script(set.Renew),
-			ForceUnlock: script(set.ForceUnlock), Leave: scriptOrNil(set.Leave),
+			ForceUnlock:  script(set.ForceUnlock),
 			MultiAcquire: scriptOrNil(set.MultiAcquire), MultiRelease: scriptOrNil(set.MultiRelease),
 		},
 	}

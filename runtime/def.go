@@ -27,9 +27,6 @@ type LockScripts struct {
 	Release     *Script
 	Renew       *Script
 	ForceUnlock *Script
-	// Leave takes a waiter that gives up out of a fair lock's queue; nil
-	// for the other kinds.
-	Leave *Script
 	// MultiAcquire and MultiRelease take and give up several locks of the
 	// kinds that have them (reentrant, simple) in one script, when a
 	// MultiLock's keys are on one slot; nil for the other kinds.

@@ -370,9 +370,6 @@ func TestKindRoundTrips(t *testing.T) {
 		for _, d := range []*lockrt.LockDef{fair, fenced, rw} {
 			s := d.Scripts
 			all := []*lockrt.Script{s.Acquire, s.Release, s.Renew, s.ForceUnlock}
-			if s.Leave != nil {
-				all = append(all, s.Leave)
-			}
 			if err := c.Preload(ctx, all...); err != nil {
 				t.Fatal(err)
 			}

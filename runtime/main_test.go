@@ -102,9 +102,6 @@ func lockScripts(t testing.TB, kind string) *lockrt.LockScripts {
 		Renew:       script(t, set.Renew),
 		ForceUnlock: script(t, set.ForceUnlock),
 	}
-	if set.Leave != "" {
-		s.Leave = script(t, set.Leave)
-	}
 	if set.MultiAcquire != "" {
 		s.MultiAcquire = script(t, set.MultiAcquire)
 		s.MultiRelease = script(t, set.MultiRelease)

@@ -15,10 +15,10 @@
 // fenced its fence counter (KEYS[4]), fair its queue and waiter
 // deadlines; readwrite has its hold deadlines second (KEYS: lock, holds,
 // queue, waiters), and its acquire takes the fair acquire's ARGV too. A fenced acquire returns
-// {1, holds, token}; a fair acquire takes ARGV[3] waiter TTL ms (0: try
-// without queueing) and ARGV[4] the channel prefix (a waiter's channel is
-// prefix:owner), and fair locks have a fifth script, leave(KEYS as
-// acquire; ARGV: owner, channel prefix); readwrite scripts take the side
+// {1, holds, token}; a fair acquire takes ARGV[5..7] the channel prefix,
+// publish command and hand-off lease ms (it hands a free lock to the
+// first live waiter), and every kind's waiter that gives up leaves through
+// release (ARGV[6] '1'), no script of its own; readwrite scripts take the side
 // ("r" or "w") as their last ARGV, and acquire returns {-2, 0} for an
 // upgrade. A RedLock node runs simple_acquire without a registry and
 // redlock_release, which always publishes: its waiters wait for a
@@ -39,7 +39,6 @@ var files embed.FS
 // LockSet names the scripts of one lock kind.
 type LockSet struct {
 	Acquire, Release, Renew, ForceUnlock string
-	Leave                                string // none since the waiter registry: a fair waiter leaves through Release
 	// MultiAcquire and MultiRelease take and release several locks of
 	// the kinds that have them in one script (a MultiLock on one slot).
 	MultiAcquire, MultiRelease string
@@ -48,9 +47,6 @@ type LockSet struct {
 // Names returns the set's script names in a fixed order.
 func (s LockSet) Names() []string {
 	names := []string{s.Acquire, s.Release, s.Renew, s.ForceUnlock}
-	if s.Leave != "" {
-		names = append(names, s.Leave)
-	}
 	if s.MultiAcquire != "" {
 		names = append(names, s.MultiAcquire, s.MultiRelease)
 	}

@@ -111,9 +111,6 @@ func (s *locksSection) render(g *generator, f *jen.File) {
 			field("Renew", jen.Op("&").Id(scriptVar(set.Renew))),
 			field("ForceUnlock", jen.Op("&").Id(scriptVar(set.ForceUnlock))),
 		}
-		if set.Leave != "" {
-			fields = append(fields, field("Leave", jen.Op("&").Id(scriptVar(set.Leave))))
-		}
 		if set.MultiAcquire != "" {
 			fields = append(fields,
 				field("MultiAcquire", jen.Op("&").Id(scriptVar(set.MultiAcquire))),
