@@ -364,17 +364,26 @@ func (s *scheduler) close() {
 
 // move runs the move script until no batch is full, and returns how long
 // until the next due time, or -1 when nothing is due.
+// With observers, the script also replies how late each delayed item it
+// moved was, and each is reported as EventDue.
 func (q *queue) move() (time.Duration, error) {
+	late := ""
+	if len(q.c.observers) > 0 {
+		late = "1"
+	}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
 		res, err := q.c.eval(ctx, q.def.Scripts.Move, q.keys, q.c.publishCmd(), q.mode(), moveBatch,
-			q.def.Visibility.Milliseconds(), q.def.MaxDeliveries).Int64Slice()
+			q.def.Visibility.Milliseconds(), q.def.MaxDeliveries, late).Int64Slice()
 		cancel()
 		if err != nil {
 			return 0, fmt.Errorf("lockgen: delay timer of %s: %w", q.key, err)
 		}
-		if len(res) != 4 {
+		if len(res) < 4 {
 			return 0, fmt.Errorf("lockgen: delay timer of %s: unexpected reply %v", q.key, res)
+		}
+		for _, ms := range res[4:] {
+			q.c.observe(context.Background(), Event{Kind: EventDue, Object: q.def.Name, Duration: time.Duration(ms) * time.Millisecond})
 		}
 		now, next, full := res[0], res[1], res[3]
 		if full == 1 {

@@ -695,7 +695,10 @@
 // acquisitions with their wait, releases with their hold time, lost
 // leases, renewals and failed renewals, scripts sent again after
 // NOSCRIPT, queue items enqueued, delivered, acknowledged, given back and
-// dead-lettered, and limiter decisions. Events name objects by their spec
+// dead-lettered, how late the delay timer made each delayed item ready
+// (EventDue: moved minus due on the server's clock, which the move script
+// replies only to a client with observers; TestObserverLateness), and
+// limiter decisions. Events name objects by their spec
 // name, never by param values. Adapters for Prometheus and OpenTelemetry
 // are modules of their own (github.com/lockgen/lockgen/adapters/...), so
 // this package depends on go-redis alone. WithLogger logs lost leases and

@@ -107,6 +107,12 @@ const (
 	// back (Err: the reason).
 	EventAcked  EventKind = "acked"
 	EventNacked EventKind = "nacked"
+	// EventDue: the delay timer made a delayed item ready to take (an
+	// OfferIn, OfferAt, or a Retry with a backoff); Duration is how late:
+	// when it was moved minus when it was due, both on the Redis server's
+	// clock. Reported by the client whose timer moved it, with
+	// context.Background().
+	EventDue EventKind = "due"
 	// EventDead: an item went to the dead-letter list (Err: the reason).
 	EventDead EventKind = "dead"
 	// EventAllowed, EventDenied: a limiter allowed or denied N requests.

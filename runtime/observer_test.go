@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/scripts/redistest"
 )
@@ -231,4 +233,143 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestObserverLateness: the delay timer reports each delayed item it
+// makes ready as EventDue with how late it was (moved minus due, on the
+// server's clock): two items left due 5s ago (as by a client that died)
+// are reported at least 5s late when a client starts the queue, an item
+// offered with a delay and a retried delivery once each; a client
+// without observers asks the script for no lateness (the reply stays
+// four integers).
+func TestObserverLateness(t *testing.T) {
+	t.Parallel()
+	ctx := withTimeout(t, 30*time.Second)
+	rdb := backends()[0].new()
+	defer rdb.Close()
+	rec := &recorder{}
+	c := lockrt.New(rdb, lockrt.WithObserver(rec))
+	defer c.Close()
+
+	d := queueDef(t, true, time.Minute, 3)
+	d.Name = "Late"
+	k := key(t, "late")
+	tm, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	past := float64(tm.Add(-5 * time.Second).UnixMilli())
+	body := "\x00\x01j\"old\""
+	for _, id := range []string{"left-1", "left-2"} {
+		if err := rdb.ZAdd(ctx, k+":delayed", redis.Z{Score: past, Member: id}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		rdb.HSet(ctx, k+":data", id, body)
+	}
+	q := lockrt.NewDelayedReliableQueue(c, d, lockrt.JSON[string]{}, k)
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dues := func() []lockrt.Event {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		var out []lockrt.Event
+		for _, e := range rec.events {
+			if e.Kind == lockrt.EventDue {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	if got := dues(); len(got) != 2 || got[0].Object != "Late" || got[0].Duration < 5*time.Second || got[1].Duration < 5*time.Second {
+		t.Fatalf("due events after Start: %+v; want two, for Late, each at least 5s late", got)
+	}
+	if err := q.OfferIn(ctx, "new", 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		del, err := q.TryTake(ctx, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if del.Value == "new" {
+			if err := del.Retry(ctx, errors.New("later"), 20*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		del.Ack(ctx)
+	}
+	del, err := q.TryTake(ctx, 10*time.Second)
+	if err != nil || del.Value != "new" || del.Attempt() != 2 {
+		t.Fatalf("the retried item: %+v, %v", del, err)
+	}
+	del.Ack(ctx)
+	// The timer reports after its move replied, maybe after the Take.
+	for end := time.Now().Add(10 * time.Second); len(dues()) < 4 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := dues()
+	if len(got) != 4 {
+		t.Fatalf("%d due events; want 4 (two left, one offered, one retried): %+v", len(got), got)
+	}
+	for _, e := range got[2:] {
+		if e.Object != "Late" || e.Duration < 0 {
+			t.Errorf("due event %+v", e)
+		}
+	}
+
+	// Without observers the script is not asked for the lateness.
+	var replies []int
+	var mu sync.Mutex
+	rdb2 := backends()[0].new()
+	defer rdb2.Close()
+	rdb2.AddHook(replyLen{&mu, &replies})
+	plain := lockrt.New(rdb2)
+	defer plain.Close()
+	pq := lockrt.NewDelayedReliableQueue(plain, d, lockrt.JSON[string]{}, key(t, "plain"))
+	if err := pq.OfferIn(ctx, "x", 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pq.TryTake(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(replies) == 0 {
+		t.Fatal("no move script ran")
+	}
+	for _, n := range replies {
+		if n != 4 {
+			t.Errorf("a move replied %d integers without observers; want 4", n)
+		}
+	}
+}
+
+// replyLen records the reply length of every move script call (told
+// apart by its 10 keys and 6 arguments).
+type replyLen struct {
+	mu *sync.Mutex
+	n  *[]int
+}
+
+func (replyLen) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h replyLen) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		args := cmd.Args()
+		if len(args) > 3 && (args[0] == "evalsha" || args[0] == "eval") {
+			if c, ok := cmd.(*redis.Cmd); ok {
+				if s, ok := c.Val().([]any); ok && len(args) == 3+10+6 {
+					h.mu.Lock()
+					*h.n = append(*h.n, len(s))
+					h.mu.Unlock()
+				}
+			}
+		}
+		return err
+	}
+}
+func (replyLen) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -17,7 +17,7 @@ package templates
 //	KEYS[10] err       hash: id -> why it was dead-lettered (or last given back)
 //
 //	queue_offer(ARGV: publish command, mode, delay ms|'', due ms|'', items...) -> due | 0 (ready now)
-//	queue_move(ARGV: publish command, mode, batch, visibility ms, max deliveries) -> {now, next due | -1, moved, full}
+//	queue_move(ARGV: publish command, mode, batch, visibility ms, max deliveries[, '1': lateness]) -> {now, next due | -1, moved, full[, lateness ms of each delayed item moved…]}
 //	queue_take(ARGV: publish command, visibility ms, id|'') -> false | {id} (gone, again) | {id, body, n, deadline, now}
 //	queue_ack(ARGV: publish command, id, n) -> 1 | 0 (not in flight)
 //	queue_nack(ARGV: publish command, id, n, max deliveries, reason, dead '1'|'0'|'b' (back, unharmed), delay ms|'') -> 1 queued again | 2 dead | 3 delayed | 0 not in flight

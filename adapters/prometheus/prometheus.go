@@ -8,13 +8,14 @@
 // operation or outcome), never by param values, so their number does not
 // grow with the number of instances:
 //
-//	lockgen_operations_total{op, object, result="ok|error"}   Lock, Acquire, Allow, Offer, Take calls
+//	lockgen_operations_total{op, object, result="ok|error"}   Lock, Acquire, Allow, Offer, Take calls, worker attempts (Process)
 //	lockgen_acquire_wait_seconds{object}                       how long acquisitions waited (histogram)
 //	lockgen_hold_seconds{object}                               how long leases and permits were held (histogram)
 //	lockgen_leases_lost_total{object}
 //	lockgen_renewals_total{object, result="ok|failed"}
 //	lockgen_script_reloads_total{script}                      scripts sent again after NOSCRIPT
 //	lockgen_queue_items_total{object, event="enqueued|delivered|acked|nacked|dead"}
+//	lockgen_delivery_lateness_seconds{object}                 how late the delay timer made delayed items ready (histogram)
 //	lockgen_limiter_requests_total{object, decision="allowed|denied"}
 //
 // It is a module of its own, so that the runtime depends on go-redis
@@ -38,6 +39,7 @@ type Observer struct {
 	renewals  *prometheus.CounterVec
 	reloads   *prometheus.CounterVec
 	queue     *prometheus.CounterVec
+	lateness  *prometheus.HistogramVec
 	decisions *prometheus.CounterVec
 }
 
@@ -49,7 +51,7 @@ func New(reg prometheus.Registerer) *Observer {
 	buckets := []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300}
 	o := &Observer{
 		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lockgen_operations_total", Help: "Observed lockgen operations (Lock, Acquire, Allow, Offer, Take), by outcome.",
+			Name: "lockgen_operations_total", Help: "Observed lockgen operations (Lock, Acquire, Allow, Offer, Take, Process), by outcome.",
 		}, []string{"op", "object", "result"}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "lockgen_acquire_wait_seconds", Help: "How long lock and permit acquisitions waited.", Buckets: buckets,
@@ -69,11 +71,14 @@ func New(reg prometheus.Registerer) *Observer {
 		queue: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockgen_queue_items_total", Help: "Queue items, by what happened to them.",
 		}, []string{"object", "event"}),
+		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lockgen_delivery_lateness_seconds", Help: "How late the delay timer made delayed items ready: moved minus due, on the Redis server's clock.", Buckets: buckets,
+		}, []string{"object"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockgen_limiter_requests_total", Help: "Requests a limiter decided on, by decision.",
 		}, []string{"object", "decision"}),
 	}
-	reg.MustRegister(o.ops, o.wait, o.hold, o.lost, o.renewals, o.reloads, o.queue, o.decisions)
+	reg.MustRegister(o.ops, o.wait, o.hold, o.lost, o.renewals, o.reloads, o.queue, o.lateness, o.decisions)
 	return o
 }
 
@@ -107,6 +112,8 @@ func (o *Observer) Event(_ context.Context, e runtime.Event) {
 		o.queue.WithLabelValues(e.Object, "enqueued").Add(float64(max(e.N, 1)))
 	case runtime.EventDelivered, runtime.EventAcked, runtime.EventNacked, runtime.EventDead:
 		o.queue.WithLabelValues(e.Object, string(e.Kind)).Inc()
+	case runtime.EventDue:
+		o.lateness.WithLabelValues(e.Object).Observe(e.Duration.Seconds())
 	case runtime.EventAllowed, runtime.EventDenied:
 		o.decisions.WithLabelValues(e.Object, string(e.Kind)).Add(float64(max(e.N, 1)))
 	}

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
 
 	lockprom "github.com/lockgen/lockgen/adapters/prometheus"
 	"github.com/lockgen/lockgen/examples/ops/shopops"
@@ -82,7 +85,7 @@ func TestMetrics(t *testing.T) {
 
 	// Each collector's one series per label set, and the values.
 	expected := `
-# HELP lockgen_operations_total Observed lockgen operations (Lock, Acquire, Allow, Offer, Take), by outcome.
+# HELP lockgen_operations_total Observed lockgen operations (Lock, Acquire, Allow, Offer, Take, Process), by outcome.
 # TYPE lockgen_operations_total counter
 lockgen_operations_total{object="API",op="Allow",result="ok"} 22
 lockgen_operations_total{object="Email",op="Offer",result="ok"} 2
@@ -152,4 +155,83 @@ lockgen_limiter_requests_total{decision="denied",object="API"} 1
 	if err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)
 	}
+}
+
+// TestLateness: the delay timer's lateness of each delayed item it makes
+// ready is a histogram observation labelled by the queue's spec name
+// only: two items left due 5s ago (as by a client that died) fall in the
+// buckets from 5s up when a client starts the queue, and an item offered
+// with a delay adds a third observation. Read back with testutil.
+func TestLateness(t *testing.T) {
+	rdb := redistest.Single(t).Client()
+	reg := prometheus.NewPedanticRegistry()
+	rt := lockrt.New(rdb, lockrt.WithObserver(lockprom.New(reg)))
+	defer rt.Close()
+	ctx := context.Background()
+
+	email := shopops.NewQueues(rt).Email("late")
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"left-1", "left-2"} {
+		rdb.ZAdd(ctx, email.Key()+":delayed", redis.Z{Score: float64(now.Add(-5 * time.Second).UnixMilli()), Member: id})
+		rdb.HSet(ctx, email.Key()+":data", id, "\x00\x01j\"left@example.com\"")
+	}
+	if err := email.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := lateness(t, reg)
+	if h == nil || h.GetSampleCount() != 2 || h.GetSampleSum() < 10 {
+		t.Fatalf("lateness after Start: %v; want 2 observations of at least 5s", h)
+	}
+	for _, b := range h.GetBucket() {
+		if b.GetUpperBound() < 5 && b.GetCumulativeCount() != 0 {
+			t.Errorf("%d observations under %gs; want none", b.GetCumulativeCount(), b.GetUpperBound())
+		}
+	}
+	if err := email.OfferIn(ctx, "soon@example.com", 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		d, err := email.TryTake(ctx, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Ack(ctx)
+	}
+	// The timer reports after its move replied, maybe after the Take.
+	for end := time.Now().Add(10 * time.Second); lateness(t, reg).GetSampleCount() < 3 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h := lateness(t, reg); h.GetSampleCount() != 3 {
+		t.Errorf("lateness after a delayed offer: %d observations, want 3", h.GetSampleCount())
+	}
+	if n := testutil.CollectAndCount(reg, "lockgen_delivery_lateness_seconds"); n != 1 {
+		t.Errorf("lockgen_delivery_lateness_seconds has %d series, want 1 (the object's, whatever its params)", n)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %+v", err, problems)
+	}
+}
+
+// lateness returns the Email queue's lateness histogram.
+func lateness(t *testing.T, reg prometheus.Gatherer) *dto.Histogram {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "lockgen_delivery_lateness_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetName() == "object" && m.GetLabel()[0].GetValue() == "Email" {
+				return m.GetHistogram()
+			}
+		}
+	}
+	return nil
 }

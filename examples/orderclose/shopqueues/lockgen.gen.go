@@ -160,15 +160,18 @@ return {deadline, now}
 // queueMoveScript is lockgen's templates/queue_move.lua.
 var queueMoveScript = lockrt.Script{
 	Name: "queue_move",
-	SHA1: "7b72edd9a30fdbe950047f40b8b3e099dcc474e2",
+	SHA1: "6b5dd0fcf3d6b9b8cce87a47d6ec7b19b132c48d",
 	Source: `-- queue_move: the delay timer's step. Moves due items (delayed ones, and
 -- for a reliable queue the deliveries whose visibility timeout ran out) to
 -- the ready list, at most a batch of each, and returns when to run next.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
 -- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable, 'p' plain),
--- ARGV[3] batch size, ARGV[4] visibility ms, ARGV[5] max deliveries
--- Returns {now, next due or -1, items moved, 1 when a batch was full}.
+-- ARGV[3] batch size, ARGV[4] visibility ms, ARGV[5] max deliveries,
+-- ARGV[6] '1' to report lateness (optional)
+-- Returns {now, next due or -1, items moved, 1 when a batch was full},
+-- followed with ARGV[6] by how late each delayed item moved was (now
+-- minus its due time, ms).
 -- A delivery that ran out after max deliveries goes to the dead list.
 -- "armed" records the earliest due time every live timer is armed for:
 -- an item due earlier must be announced on the channel. It expires a
@@ -179,7 +182,12 @@ local reliable = ARGV[2] == 'r'
 local batch = tonumber(ARGV[3])
 local full = 0
 
-local ids = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, batch)
+local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'withscores', 'limit', 0, batch)
+local ids, late = {}, {}
+for i = 1, #due, 2 do
+  ids[#ids + 1] = due[i]
+  late[#late + 1] = now - tonumber(due[i + 1])
+end
 for _, id in ipairs(ids) do
   if reliable then
     redis.call('rpush', KEYS[1], id)
@@ -249,7 +257,13 @@ else
     redis.call(ARGV[1], KEYS[1] .. ':ch', next)
   end
 end
-return {now, next, moved, full}
+local reply = {now, next, moved, full}
+if ARGV[6] == '1' then
+  for _, l in ipairs(late) do
+    reply[#reply + 1] = l
+  end
+end
+return reply
 `,
 }
 
