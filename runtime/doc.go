@@ -364,7 +364,8 @@
 // waiter that registers appends " w" to it; a release whose value has no
 // " w" only deletes the key (no registry read, no PUBLISH). A read-write
 // lock keeps the flag as the field "q" of its hash, read in the same HMGET
-// as the holder. A lock handed
+// as the holder, and a semaphore as the field "q" of key:counts, read
+// with the permits held. A lock handed
 // to a waiter gets the value its holder would have (" w" appended when
 // more wait) and a lease of HandoffLease until the new holder's first
 // renewal, so a hand-off to a waiter that died in the meantime blocks the
@@ -429,14 +430,24 @@
 // capacity fails at once with ErrTooManyPermits; releasing twice is
 // ErrPermitNotHeld (which also matches ErrNotHeld).
 //
-// A release publishes one wake-up, which wakes one waiter per client; a
-// waiter that takes its permits while others are still free, or cannot use
-// the free ones because it wants more, wakes the next waiter of its client,
-// so one release of several permits lets several waiters through. Permits
-// are not granted in arrival order. Available and Capacity read the state;
-// SetPermits, AddPermits and ResetPermits let operators change the
-// capacity (kept without expiry until reset; the spec's permits apply
-// while none is set) and wake every waiter.
+// Waiters queue in the semaphore's waiter registry (see "Waiter
+// registry") as "<owner> <n>", n being the permits wanted, and are served
+// in arrival order: a release hands the permits it frees to the waiters
+// at the head of the queue, as many as they satisfy, in the release
+// script itself (each gets its hold with the hand-off lease and a message
+// on its client's channel, and needs no further call), stopping at the
+// first waiter they do not satisfy, so that a waiter for many permits is
+// not passed by smaller requests; a newcomer queues behind such a waiter
+// too. A release of k permits with single-permit waiters queued hands
+// them to k waiters and wakes no other (TestSemaphoreReleaseWakesK); N
+// clients taking turns run about 2 scripts per acquisition, flat in N
+// (TestSemaphoreWakeOneAcrossClients); with nobody waiting a release
+// neither reads the registry nor publishes
+// (TestSemaphoreNoPublishWithoutWaiters). Available, Capacity and
+// Acquired read the state; SetPermits, AddPermits and ResetPermits let
+// operators change the capacity (kept without expiry until reset; the
+// spec's permits apply while none is set), and hand permits to the
+// waiters that the new capacity lets proceed.
 //
 // # Count-down latches
 //
@@ -674,8 +685,8 @@
 // release without another call (a lock with a fixed lease longer than
 // HandoffLease: one EVALSHA to extend it); it runs the acquire script
 // every RegistryTTL/3 (a fair lock's WaiterTTL/3) to keep its place; so
-// does a read-write lock waiter. A semaphore waiter runs one EVALSHA per
-// wake-up.
+// does a read-write lock waiter, and a semaphore waiter, which also
+// takes permits handed to it without another call.
 // Lease.Downgrade is two. A limiter's Allow, AllowN, Wait, WaitN, Reconfigure and Reset
 // are one round trip each. An atomic multi-lock's Lock and Unlock are
 // one EVALSHA each; otherwise they cost those of its locks, in turn. A

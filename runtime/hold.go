@@ -46,6 +46,9 @@ type acquireOptions struct {
 	// any hold it has already comes from an earlier run of this acquire's
 	// script whose reply was lost (see Lock.attempt).
 	fresh bool
+	// waitCapacity: a semaphore acquire of more permits than the
+	// capacity waits for it to grow (WithCapacityWait).
+	waitCapacity bool
 }
 
 // WithLease sets the lease of this hold instead of the spec's: the TTL of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,7 +59,11 @@ type SemaphoreDef struct {
 	Lease   time.Duration
 	Renew   bool          // the watchdog renews held permits
 	Wait    time.Duration // default wait of Acquire
-	Scripts *SemaphoreScripts
+	// WaiterTTL is how long a waiter keeps its place in the semaphore's
+	// waiter registry without a refresh (it refreshes every WaiterTTL/3
+	// while it waits); 0 means RegistryTTL.
+	WaiterTTL time.Duration
+	Scripts   *SemaphoreScripts
 }
 
 // Semaphore returns the semaphore with the given definition (emitted by
@@ -78,8 +83,9 @@ func (c *Client) Semaphore(def *SemaphoreDef, key string) *Semaphore {
 //
 // In Redis the semaphore is a sorted set of holds (the key itself, scored
 // by expiry in server time), a hash of the permits per hold (key:counts),
-// and the capacity when an operator set one (key:capacity); waiters are
-// woken through key:ch.
+// the capacity when an operator set one (key:capacity), and its waiter
+// registry (key:queue, key:waiters); waiters are woken on key:ch:<client
+// ID>.
 type Semaphore struct {
 	c   *Client
 	def *SemaphoreDef
@@ -96,12 +102,34 @@ func (s *Semaphore) counts() string   { return keys.Sub(s.key, "counts") }
 func (s *Semaphore) capacity() string { return keys.Sub(s.key, "capacity") }
 func (s *Semaphore) channel() string  { return keys.Sub(s.key, "ch") }
 
+// waitChannel is the channel s's waiters on this client wait on: releases
+// name the waiters they hand permits to on their client's channel (see
+// "Waiter registry" in the package doc).
+func (s *Semaphore) waitChannel() string { return s.channel() + ":" + s.c.id }
+
+// scriptKeys returns the KEYS of the acquire and release scripts: the
+// holds, the counts, the capacity and the waiter registry, in one slot.
+func (s *Semaphore) scriptKeys() []string {
+	return []string{s.key, s.counts(), s.capacity(), keys.Sub(s.key, "queue"), keys.Sub(s.key, "waiters")}
+}
+
+// registryTTL is how long a registered waiter of s keeps its place
+// unrefreshed: SemaphoreDef's WaiterTTL, or RegistryTTL.
+func (s *Semaphore) registryTTL() time.Duration {
+	if s.def.WaiterTTL > 0 {
+		return s.def.WaiterTTL
+	}
+	return RegistryTTL
+}
+
 // Acquire takes n permits as one hold, waiting until that many are free:
 // until the context's deadline when it has one, otherwise for the spec's
-// default wait. Waiting costs no Redis traffic: a release wakes waiters
-// through pub/sub, and the earliest lease to run out is the fallback
-// timer. Permits are not handed out in arrival order: a waiter for many
-// may wait while smaller requests are served.
+// default wait. A waiter queues in the semaphore's waiter registry, and
+// waiters are served in arrival order: a release hands its permits to
+// the waiters at the head of the queue that they satisfy, and a request
+// for many is not passed by smaller ones (see "Semaphores and permits" in
+// the package doc). Waiting costs no Redis traffic but a refresh of the
+// registry entry every third of its TTL.
 //
 // The context bounds the wait, not the hold: the permit's Context keeps
 // its values but not its cancellation (unless WithParentCancel), see
@@ -170,77 +198,107 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 		return nil, fmt.Errorf("%w: %d permits", ErrInvalidArgument, n)
 	}
 	owner := s.c.newOwner()
-	p, _, next, err := s.attempt(ctx, owner, n, o)
+	reg := time.Duration(0) // no registry entry for a try that does not wait
+	if wait != 0 {
+		reg = s.registryTTL()
+	}
+	sent := time.Now()
+	p, next, err := s.attempt(ctx, owner, strconv.Itoa(n), o, reg, false)
 	if p != nil || failFast(err, wait) {
 		return p, err
 	}
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	// Leaving passes on a wake-up that came meanwhile, even with permits
-	// taken: it may announce other free permits.
-	err = s.c.waitFor(ctx, wait, s.channel(), "", false, 0, true, func(sub *subscription, w *waiter, _ string) (bool, time.Duration, error) {
-		var free int64
+	err = s.c.waitFor(ctx, wait, s.waitChannel(), owner, true, refresh(next, reg), func(_ *subscription, _ *waiter, msg string) (bool, time.Duration, error) {
 		var err error
-		p, free, next, err = s.attempt(ctx, owner, n, o)
-		if err != nil {
-			return false, 0, err
+		if msg == owner && (s.def.Renew || o.lease <= HandoffLease) {
+			// A release handed this waiter its permits, with the hand-off
+			// lease: the watchdog's first renewal (or a lease that fits
+			// in it) makes them this waiter's without another call.
+			p, err = s.newPermit(ctx, owner, n, o, sent, HandoffLease)
+			return p != nil, 0, err
 		}
-		if free > 0 {
-			// Permits are left that this waiter did not take or could
-			// not use: let the next waiter of this client try.
-			s.c.hub.wakeAfter(sub, w)
-		}
-		return p != nil, next, nil
+		sent = time.Now()
+		p, next, err = s.attempt(ctx, owner, strconv.Itoa(n), o, reg, true)
+		return p != nil, refresh(next, reg), err
 	})
 	if err != nil {
+		if p == nil {
+			s.leave(ctx, owner, n)
+		}
 		return nil, err
 	}
 	return p, nil
 }
 
-// attempt runs the acquire script once. It returns a permit when taken;
-// the permits left free; and otherwise how long to wait at most before
-// trying again (until the earliest hold expires). Like a lock's attempt,
-// it takes nothing when ctx has ended, and gives back what it took when
-// ctx ended meanwhile.
-func (s *Semaphore) attempt(ctx context.Context, owner string, n int, o acquireOptions) (*Permit, int64, time.Duration, error) {
+// leave takes owner, a waiter for n permits that gives up, out of s's
+// registry; permits a release handed to it meanwhile are handed on. It is
+// best effort: an entry left behind is passed over after its deadline.
+func (s *Semaphore) leave(ctx context.Context, owner string, n int) {
+	ctx, cancel := releaseContext(ctx)
+	defer cancel()
+	_ = s.c.eval(ctx, s.def.Scripts.Release, s.scriptKeys(), s.releaseArgs(owner, n)...).Err()
+}
+
+// releaseArgs returns the ARGV of the release script for owner's hold, or
+// for a waiter for n permits that leaves (n > 0).
+func (s *Semaphore) releaseArgs(owner string, n int) []any {
+	return []any{owner, s.channel(), s.c.publishCmd(), s.def.Permits, HandoffLease.Milliseconds(), n}
+}
+
+// attempt runs the acquire script once for n permits ("*": every free
+// one), registering owner as a waiter for reg when they are not free (0:
+// not), with waiting set when owner is registered already. It returns a
+// permit when taken, or how long to wait at most before trying again
+// (until the earliest hold expires). Like a lock's attempt, it takes
+// nothing when ctx has ended, and gives back what it took when ctx ended
+// meanwhile.
+func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptions, reg time.Duration, waiting bool) (*Permit, time.Duration, error) {
 	if err := s.c.checkOpen(); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, 0, 0, waitError(ctx, err)
+		return nil, 0, waitError(ctx, err)
+	}
+	flag, grow := "0", "0"
+	if waiting {
+		flag = "1"
+	}
+	if o.waitCapacity {
+		grow = "1"
 	}
 	start := time.Now()
 	// Not cut short by ctx, like a lock's attempt: permits granted to an
 	// abandoned reply would stay taken for a whole lease.
-	res, err := s.c.eval(context.WithoutCancel(ctx), s.def.Scripts.Acquire,
-		[]string{s.key, s.counts(), s.capacity()}, owner, n, o.lease.Milliseconds(), s.def.Permits).Int64Slice()
+	res, err := s.c.eval(context.WithoutCancel(ctx), s.def.Scripts.Acquire, s.scriptKeys(),
+		owner, n, o.lease.Milliseconds(), s.def.Permits, reg.Milliseconds(), flag,
+		s.channel(), s.c.publishCmd(), HandoffLease.Milliseconds(), grow).Int64Slice()
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("lockgen: acquiring %s: %w", s.key, err)
+		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", s.key, err)
 	}
 	switch {
-	case len(res) == 2 && res[0] == 1:
-		p, err := s.newPermit(ctx, owner, n, o, start)
+	case len(res) == 3 && res[0] == 1:
+		p, err := s.newPermit(ctx, owner, int(res[2]), o, start, 0)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, 0, err
 		}
 		if err := ctx.Err(); err != nil {
 			// Cancelled while the script ran: give the permits back.
 			_ = p.Release(ctx)
-			return nil, 0, 0, waitError(ctx, err)
+			return nil, 0, waitError(ctx, err)
 		}
-		return p, res[1], 0, nil
+		return p, 0, nil
 	case len(res) == 2 && res[0] == -1:
-		return nil, 0, 0, fmt.Errorf("%w: %d requested, %s has %d", ErrTooManyPermits, n, s.key, res[1])
+		return nil, 0, fmt.Errorf("%w: %s requested, %s has %d", ErrTooManyPermits, n, s.key, res[1])
 	case len(res) == 3 && res[0] == 0:
 		next := time.Duration(res[2]) * time.Millisecond
 		if res[2] < 0 { // no holds, yet too few free: capacity changing
 			next = time.Second
 		}
-		return nil, res[1], next, nil
+		return nil, next, nil
 	}
-	return nil, 0, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", s.key, res)
+	return nil, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", s.key, res)
 }
 
 // Available returns how many permits are free now (0 when an operator
@@ -273,9 +331,10 @@ func (s *Semaphore) state(ctx context.Context) (capacity, held int, err error) {
 // SetPermits sets the semaphore's capacity to n, for operators; it stays
 // until changed again or ResetPermits, also across restarts and spec
 // changes. Lowering it below what is held takes nothing back: new
-// holders wait until enough is released. Every waiter is woken to try
-// again; those asking more than n fail with ErrTooManyPermits. It returns
-// ErrInvalidArgument when n < 1, or a Redis error.
+// holders wait until enough is released. Waiters that the free permits
+// now satisfy get them, in arrival order; waiters asking more than n fail
+// with ErrTooManyPermits (unless they wait for the capacity to grow). It
+// returns ErrInvalidArgument when n < 1, or a Redis error.
 func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 	if n < 1 {
 		return fmt.Errorf("%w: capacity %d", ErrInvalidArgument, n)
@@ -293,7 +352,7 @@ func (s *Semaphore) AddPermits(ctx context.Context, delta int) (int, error) {
 }
 
 // ResetPermits forgets a capacity set by SetPermits or AddPermits, so that
-// the spec's permits apply again, and wakes every waiter. It returns a
+// the spec's permits apply again, and wakes waiters as SetPermits does. It returns a
 // Redis error when Redis fails.
 func (s *Semaphore) ResetPermits(ctx context.Context) error {
 	_, err := s.setCapacity(ctx, "reset", 0)
@@ -301,7 +360,8 @@ func (s *Semaphore) ResetPermits(ctx context.Context) error {
 }
 
 func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int) (int, error) {
-	res, err := s.c.eval(ctx, s.def.Scripts.Capacity, []string{s.capacity()}, mode, v, s.def.Permits, s.channel(), s.c.publishCmd()).Int64Slice()
+	res, err := s.c.eval(ctx, s.def.Scripts.Capacity, []string{s.capacity(), s.key, s.counts(), keys.Sub(s.key, "queue"), keys.Sub(s.key, "waiters")},
+		mode, v, s.def.Permits, s.channel(), s.c.publishCmd(), HandoffLease.Milliseconds()).Int64Slice()
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("lockgen: setting the capacity of %s: %w", s.key, err)
@@ -327,13 +387,25 @@ type Permit struct {
 	taken time.Time
 }
 
-func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acquireOptions, start time.Time) (*Permit, error) {
+// newPermit makes the permit of owner's hold of n permits of s, taken at
+// start, and registers it with the watchdog when s is renewed; first is
+// a shorter lease the hold has in Redis until its first renewal (a
+// hand-off), 0 for o's. When that fails (the client was closed meanwhile)
+// it gives the permits back and returns the error.
+func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acquireOptions, start time.Time, first time.Duration) (*Permit, error) {
 	p := &Permit{sem: s, owner: owner, n: n, taken: start}
-	p.start(parent, o, start, s.def.Renew, ErrPermitLost)
+	so := o
+	if first > 0 && first < o.lease {
+		so.lease = first
+	}
+	p.start(parent, so, start, s.def.Renew, ErrPermitLost)
+	p.lease = o.lease
 	if !s.def.Renew {
 		return p, nil
 	}
-	if err := s.c.wd.add(p.held(), s.renewal(owner, o.lease), p, start); err != nil {
+	r := s.renewal(owner, o.lease)
+	r.First = first
+	if err := s.c.wd.add(p.held(), r, p, start); err != nil {
 		p.abandon(err)
 		// Nobody will renew or release it: give it back now.
 		_, _ = s.release(parent, owner)
@@ -347,7 +419,7 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
-	return s.c.eval(ctx, s.def.Scripts.Release, []string{s.key, s.counts()}, owner, s.channel(), s.c.publishCmd()).Int()
+	return s.c.eval(ctx, s.def.Scripts.Release, s.scriptKeys(), s.releaseArgs(owner, 0)...).Int()
 }
 
 // renewal says how the watchdog renews owner's hold of s with lease.
@@ -416,21 +488,9 @@ func (p *Permit) Release(ctx context.Context) error {
 	return nil
 }
 
-// wakeAfter wakes the first waiter queued after w on s that has no
-// wake-up pending, if any. Semaphores use it to hand on permits a waiter
-// left free: unlike a lock's, a semaphore's release may let several
-// waiters of one client proceed, and a waiter may be unable to use what
-// another could. Waking only later waiters makes every such chain end.
-func (h *hub) wakeAfter(s *subscription, w *waiter) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	after := false
-	for _, x := range s.waiters {
-		if after && x.wake() {
-			return
-		}
-		if x == w {
-			after = true
-		}
-	}
+// Acquired returns how many permits are held now (holds whose lease ran
+// out are evicted first), or a Redis error.
+func (s *Semaphore) Acquired(ctx context.Context) (int, error) {
+	_, held, err := s.state(ctx)
+	return held, err
 }

@@ -48,10 +48,8 @@ func checkWait(wait time.Duration) error {
 // message cannot be missed, so waitFor sleeps (at most sleep) before the
 // first try; otherwise it tries again once subscribed.
 //
-// When passOn is set, a wake-up that arrived but was not needed goes to
-// the next waiter of this client even after a success (a semaphore's
-// release may free permits for several waiters); otherwise only a waiter
-// that leaves empty-handed passes its wake-up on.
+// A waiter that leaves empty-handed passes a wake-up it did not use on to
+// the next waiter of this client.
 //
 // A transient error of try (Redis unreachable, loading, failing over: see
 // transient) does not end the wait: waitFor tries again after a backoff
@@ -60,7 +58,7 @@ func checkWait(wait time.Duration) error {
 //
 // It returns try's other errors, ErrNotObtained when the wait ran out
 // (also matching ctx's error when ctx ended it), or ErrClosed.
-func (c *Client) waitFor(ctx context.Context, wait time.Duration, channel, owner string, registered bool, sleep time.Duration, passOn bool,
+func (c *Client) waitFor(ctx context.Context, wait time.Duration, channel, owner string, registered bool, sleep time.Duration,
 	try func(sub *subscription, w *waiter, msg string) (ok bool, sleep time.Duration, err error)) error {
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if wait > 0 {
@@ -75,7 +73,7 @@ func (c *Client) waitFor(ctx context.Context, wait time.Duration, channel, owner
 	defer c.hub.unsubscribe(sub)
 	w := c.hub.joinAs(sub, owner)
 	ok := false
-	defer func() { c.hub.leave(sub, w, ok && !passOn) }()
+	defer func() { c.hub.leave(sub, w, ok) }()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var lastErr error

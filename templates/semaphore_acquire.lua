@@ -1,50 +1,82 @@
--- semaphore_acquire: take n permits of a semaphore as one hold, if free.
--- KEYS[1] the holds zset (member: owner id, score: expiry in server ms)
--- KEYS[2] the counts hash (field: owner id, value: its permits; field '*': permits held in all)
--- KEYS[3] the capacity, when an operator set one
--- ARGV[1] owner id, ARGV[2] permits wanted, ARGV[3] lease in milliseconds,
--- ARGV[4] the spec's capacity, used while KEYS[3] does not exist
--- Holds whose lease ran out are evicted first. Returns {1, free} when taken
--- (free: permits still free), {0, free, ms} when not enough are free (ms:
--- until the earliest hold expires, -1 if none), or {-1, capacity} when more
--- permits are wanted than the semaphore has.
-local holds, counts = KEYS[1], KEYS[2]
-local owner, n, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
+-- a caller that must wait registers as a waiter in the same call.
+-- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem),
+-- KEYS[4], KEYS[5] the waiter registry (queue, waiters; members
+-- "<owner> <n>")
+-- ARGV[1] owner id, ARGV[2] permits wanted ('*': every free permit, a
+-- drain, which never waits), ARGV[3] lease in milliseconds, ARGV[4] the
+-- spec's capacity, used while KEYS[3] does not exist, ARGV[5] registry TTL
+-- in milliseconds (0: do not register), ARGV[6] '1' when the owner is
+-- registered already (a woken or refreshing waiter), ARGV[7] the wake-up
+-- channel prefix, ARGV[8] the publish command (publish or spublish),
+-- ARGV[9] the hand-off lease in milliseconds, ARGV[10] '1' when a request
+-- above the capacity waits for it to grow instead of failing
+-- Holds whose lease ran out are evicted first. Returns {1, free, n} when
+-- taken or found handed to this waiter by a release (its hold then gets
+-- the full lease; free: permits still free, n: permits taken), {0, free,
+-- ms} when not (ms: until the earliest hold expires, -1 if none), or {-1,
+-- capacity} when more permits are wanted than the semaphore has. While
+-- waiters are registered, a newcomer does not pass one that the free
+-- permits do not satisfy.
+-- #include registry
+-- #include sem
+local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
+local owner, lease = ARGV[1], tonumber(ARGV[3])
+local ttl, waiting = tonumber(ARGV[5]), ARGV[6] == '1'
 
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', holds, '-inf', now)
-for _, o in ipairs(expired) do
-  local k = tonumber(redis.call('hget', counts, o)) or 0
-  redis.call('hdel', counts, o)
-  redis.call('hincrby', counts, '*', -k)
-end
-if #expired > 0 then
-  redis.call('zremrangebyscore', holds, '-inf', now)
-end
-if redis.call('zcard', holds) == 0 then
-  redis.call('del', counts) -- nothing held, whatever the count says
-end
-
+local now = now_ms()
+local used, flagged = sem_used(holds, counts, now)
 local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
-if n > capacity then
+if ARGV[2] == '*' then
+  local n = capacity - used
+  if n <= 0 then
+    return {0, 0, -1}
+  end
+  sem_grant(holds, counts, owner, n, now, lease)
+  return {1, 0, n}
+end
+local n = tonumber(ARGV[2])
+local member = owner .. ' ' .. n
+
+-- full gives a hold handed to this waiter the full lease.
+local function full()
+  unregister(queue, waiters, member)
+  redis.call('zadd', holds, now + lease, owner)
+  sem_keep(holds, lease)
+  sem_keep(counts, lease)
+  return {1, math.max(0, capacity - used), n}
+end
+
+if waiting and redis.call('zscore', holds, owner) then -- handed by a release
+  return full()
+end
+if n > capacity and ARGV[10] ~= '1' then
+  if waiting then
+    unregister(queue, waiters, member)
+  end
   return {-1, capacity}
 end
-local used = tonumber(redis.call('hget', counts, '*')) or 0
-if capacity - used >= n then
-  redis.call('zadd', holds, now + lease, owner)
-  redis.call('hset', counts, owner, n)
-  redis.call('hincrby', counts, '*', n)
-  -- The keys live at least as long as their longest hold.
-  for _, k in ipairs({holds, counts}) do
-    if redis.call('pttl', k) < lease then
-      redis.call('pexpire', k, lease)
-    end
+local ahead = false
+if flagged or waiting then
+  local got
+  got, ahead, used = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[9]), ARGV[7], ARGV[8], owner)
+  if got then
+    return full()
   end
-  return {1, capacity - used - n}
+end
+if not ahead and n <= capacity and capacity - used >= n then
+  if waiting then
+    unregister(queue, waiters, member)
+  end
+  sem_grant(holds, counts, owner, n, now, lease)
+  return {1, capacity - used - n, n}
+end
+if ttl > 0 then
+  register(queue, waiters, member, ttl, now)
+  sem_flag(counts, queue)
 end
 local first = redis.call('zrange', holds, 0, 0, 'withscores')
 if first[2] == nil then
-  return {0, capacity - used, -1}
+  return {0, math.max(0, capacity - used), -1}
 end
-return {0, capacity - used, tonumber(first[2]) - now}
+return {0, math.max(0, capacity - used), tonumber(first[2]) - now}

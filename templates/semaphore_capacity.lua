@@ -1,16 +1,30 @@
 -- semaphore_capacity: change a semaphore's capacity (an operator's call)
--- and wake every waiter, so that they retry or learn they ask too much.
--- KEYS[1] the capacity
--- ARGV[1] 'set', 'add' or 'reset', ARGV[2] the new capacity ('set') or the
--- change ('add'), ARGV[3] the spec's capacity, ARGV[4] wake-up channel,
--- ARGV[5] the publish command (publish or spublish)
--- 'set' and 'add' store the capacity without expiry; 'reset' deletes it, so
--- the spec's capacity applies again. Returns {1, new capacity}, or
--- {-1, capacity} when it would fall below 1 (nothing is changed).
+-- and hand permits on to the waiters it lets proceed.
+-- KEYS[1] the capacity, KEYS[2] the holds, KEYS[3] the counts (see sem),
+-- KEYS[4], KEYS[5] the waiter registry (queue, waiters)
+-- ARGV[1] 'set', 'tryset', 'add' or 'reset', ARGV[2] the new capacity
+-- ('set', 'tryset') or the change ('add'), ARGV[3] the spec's capacity,
+-- ARGV[4] the wake-up channel prefix, ARGV[5] the publish command (publish
+-- or spublish), ARGV[6] the hand-off lease in milliseconds
+-- 'set' and 'add' store the capacity without expiry; 'tryset' does so
+-- only when no capacity is stored; 'reset' deletes it, so the spec's
+-- capacity applies again. Returns {1, new capacity}, {0, capacity} when
+-- 'tryset' found one stored, or {-1, capacity} when it would fall below 1
+-- (nothing is changed). When waiters are registered, those the free
+-- permits now satisfy get them in arrival order (see sem_hand_on), and
+-- those wanting more than the new capacity get "<owner> retry" (they fail,
+-- or keep waiting when they wait for the capacity to grow).
+-- #include registry
+-- #include sem
+local holds, counts, queue, waiters = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, v, default = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
-local capacity = tonumber(redis.call('get', KEYS[1])) or default
-if mode == 'set' then
+local stored = tonumber(redis.call('get', KEYS[1]))
+if mode == 'tryset' and stored then
+  return {0, stored}
+end
+local capacity = stored or default
+if mode == 'set' or mode == 'tryset' then
   capacity = v
 elseif mode == 'add' then
   capacity = capacity + v
@@ -25,5 +39,15 @@ if mode == 'reset' then
 else
   redis.call('set', KEYS[1], capacity)
 end
-redis.call(ARGV[5], ARGV[4], 'all')
+if redis.call('hget', counts, 'q') then
+  local now = now_ms()
+  local used = sem_used(holds, counts, now)
+  sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[6]), ARGV[4], ARGV[5], nil)
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local o, d = owner_of(m)
+    if tonumber(d) > capacity then
+      notify(ARGV[5], ARGV[4], o, o .. ' retry')
+    end
+  end
+end
 return {1, capacity}

@@ -1,21 +1,41 @@
--- semaphore_release: give back the permits of one hold and wake waiters.
--- KEYS[1] the holds zset, KEYS[2] the counts hash
--- ARGV[1] owner id, ARGV[2] wake-up channel, ARGV[3] the publish command
--- (publish or spublish)
--- Returns the permits given back, or -1 when the owner holds none (released
--- already, or evicted after its lease ran out).
-local holds, counts = KEYS[1], KEYS[2]
+-- semaphore_release: give back the permits of one hold; when waiters are
+-- registered, hand the freed permits on to them.
+-- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem),
+-- KEYS[4], KEYS[5] the waiter registry (queue, waiters)
+-- ARGV[1] owner id, ARGV[2] the wake-up channel prefix (a client's
+-- channel is prefix:<clientID>), ARGV[3] the publish command (publish or
+-- spublish), ARGV[4] the spec's capacity, ARGV[5] the hand-off lease in
+-- milliseconds, ARGV[6] when the owner gives up waiting, the permits it
+-- waited for (it leaves the registry, and gives back permits it was
+-- handed but did not use), else '0'
+-- Returns the permits given back, or -1 when the owner holds none
+-- (released already, or evicted after its lease ran out). Only a
+-- semaphore whose 'q' flag says that waiters are registered reads the
+-- registry and publishes: the waiters the free permits satisfy, in
+-- arrival order, get them (see sem_hand_on).
+-- #include registry
+-- #include sem
+local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
 local owner = ARGV[1]
 
-if redis.call('zrem', holds, owner) == 0 then
-  return -1
+if ARGV[6] ~= '0' then
+  unregister(queue, waiters, owner .. ' ' .. ARGV[6])
 end
-local n = tonumber(redis.call('hget', counts, owner)) or 0
-redis.call('hdel', counts, owner)
-if redis.call('zcard', holds) == 0 then
-  redis.call('del', counts)
-else
-  redis.call('hincrby', counts, '*', -n)
+local c = redis.call('hmget', counts, owner, 'q')
+local n = -1
+if redis.call('zrem', holds, owner) == 1 then
+  n = tonumber(c[1]) or 0
+  redis.call('hdel', counts, owner)
+  if redis.call('zcard', holds) == 0 then
+    redis.call('del', counts)
+  else
+    redis.call('hincrby', counts, '*', -n)
+  end
 end
-redis.call(ARGV[3], ARGV[2], 'released')
+if c[2] then
+  local now = now_ms()
+  local used = sem_used(holds, counts, now)
+  local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
+  sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[5]), ARGV[2], ARGV[3], nil)
+end
 return n

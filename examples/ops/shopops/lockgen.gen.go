@@ -2688,77 +2688,565 @@ return 1
 // semaphoreAcquireScript is lockgen's templates/semaphore_acquire.lua.
 var semaphoreAcquireScript = lockrt.Script{
 	Name: "semaphore_acquire",
-	SHA1: "47f4b9ded476e8ae52dee7841c2032fdcc4e51b3",
-	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free.
--- KEYS[1] the holds zset (member: owner id, score: expiry in server ms)
--- KEYS[2] the counts hash (field: owner id, value: its permits; field '*': permits held in all)
--- KEYS[3] the capacity, when an operator set one
--- ARGV[1] owner id, ARGV[2] permits wanted, ARGV[3] lease in milliseconds,
--- ARGV[4] the spec's capacity, used while KEYS[3] does not exist
--- Holds whose lease ran out are evicted first. Returns {1, free} when taken
--- (free: permits still free), {0, free, ms} when not enough are free (ms:
--- until the earliest hold expires, -1 if none), or {-1, capacity} when more
--- permits are wanted than the semaphore has.
-local holds, counts = KEYS[1], KEYS[2]
-local owner, n, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+	SHA1: "76659c8e6b3906d910f7c78c34e23147e69ddf6c",
+	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
+-- a caller that must wait registers as a waiter in the same call.
+-- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem),
+-- KEYS[4], KEYS[5] the waiter registry (queue, waiters; members
+-- "<owner> <n>")
+-- ARGV[1] owner id, ARGV[2] permits wanted ('*': every free permit, a
+-- drain, which never waits), ARGV[3] lease in milliseconds, ARGV[4] the
+-- spec's capacity, used while KEYS[3] does not exist, ARGV[5] registry TTL
+-- in milliseconds (0: do not register), ARGV[6] '1' when the owner is
+-- registered already (a woken or refreshing waiter), ARGV[7] the wake-up
+-- channel prefix, ARGV[8] the publish command (publish or spublish),
+-- ARGV[9] the hand-off lease in milliseconds, ARGV[10] '1' when a request
+-- above the capacity waits for it to grow instead of failing
+-- Holds whose lease ran out are evicted first. Returns {1, free, n} when
+-- taken or found handed to this waiter by a release (its hold then gets
+-- the full lease; free: permits still free, n: permits taken), {0, free,
+-- ms} when not (ms: until the earliest hold expires, -1 if none), or {-1,
+-- capacity} when more permits are wanted than the semaphore has. While
+-- waiters are registered, a newcomer does not pass one that the free
+-- permits do not satisfy.
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
 
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', holds, '-inf', now)
-for _, o in ipairs(expired) do
-  local k = tonumber(redis.call('hget', counts, o)) or 0
-  redis.call('hdel', counts, o)
-  redis.call('hincrby', counts, '*', -k)
-end
-if #expired > 0 then
-  redis.call('zremrangebyscore', holds, '-inf', now)
-end
-if redis.call('zcard', holds) == 0 then
-  redis.call('del', counts) -- nothing held, whatever the count says
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
-if n > capacity then
-  return {-1, capacity}
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
 end
-local used = tonumber(redis.call('hget', counts, '*')) or 0
-if capacity - used >= n then
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+-- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
+-- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
+-- registered), the capacity (when an operator set one). Registry members
+-- are "<owner> <n>", n being the permits wanted (see registry).
+
+-- sem_keep makes key live at least ms from now.
+local function sem_keep(key, ms)
+  if redis.call('pttl', key) < ms then
+    redis.call('pexpire', key, ms)
+  end
+end
+
+-- sem_used evicts the holds whose lease ran out and returns the permits
+-- held and the 'q' flag.
+local function sem_used(holds, counts, now)
+  local expired = redis.call('zrangebyscore', holds, '-inf', now)
+  for _, o in ipairs(expired) do
+    local k = tonumber(redis.call('hget', counts, o)) or 0
+    redis.call('hdel', counts, o)
+    redis.call('hincrby', counts, '*', -k)
+  end
+  if #expired > 0 then
+    redis.call('zremrangebyscore', holds, '-inf', now)
+  end
+  local c = redis.call('hmget', counts, '*', 'q')
+  if c[1] and redis.call('zcard', holds) == 0 then
+    -- Nothing held, whatever the count says; the flag stays.
+    local keep = c[2] and redis.call('pttl', counts)
+    redis.call('del', counts)
+    if keep and keep > 0 then
+      redis.call('hset', counts, 'q', 1)
+      redis.call('pexpire', counts, keep)
+    end
+    return 0, c[2]
+  end
+  return tonumber(c[1]) or 0, c[2]
+end
+
+-- sem_grant records owner's hold of n permits with lease; the keys live
+-- at least as long as their longest hold.
+local function sem_grant(holds, counts, owner, n, now, lease)
   redis.call('zadd', holds, now + lease, owner)
   redis.call('hset', counts, owner, n)
   redis.call('hincrby', counts, '*', n)
-  -- The keys live at least as long as their longest hold.
-  for _, k in ipairs({holds, counts}) do
-    if redis.call('pttl', k) < lease then
-      redis.call('pexpire', k, lease)
+  sem_keep(holds, lease)
+  sem_keep(counts, lease)
+end
+
+-- sem_flag sets the 'q' flag while the registry has members (the counts
+-- then live at least as long as the registry), and drops it otherwise.
+local function sem_flag(counts, queue)
+  local keep = redis.call('pttl', queue)
+  if keep <= 0 then
+    redis.call('hdel', counts, 'q')
+    return
+  end
+  redis.call('hset', counts, 'q', 1)
+  sem_keep(counts, keep)
+end
+
+-- sem_hand_on hands permits to the live waiters in arrival order while
+-- the free permits satisfy them, stopping at the first that they do not
+-- (so a waiter for many is not passed by smaller requests); a waiter for
+-- more than the capacity waits for SetPermits or AddPermits and is passed
+-- over. Each gets its hold with the hand-off lease and "<owner>" on its
+-- client's channel, except skip (the caller, which learns it from the
+-- reply). Returns whether skip got its permits, whether a waiter is left
+-- that the free permits do not satisfy, and the permits now held.
+local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
+  purge(queue, waiters, now)
+  local got, blocked = false, false
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local o, d = owner_of(m)
+    local n = tonumber(d)
+    if n <= capacity then
+      if capacity - used < n then
+        blocked = true
+        break
+      end
+      redis.call('lrem', queue, 1, m)
+      redis.call('zrem', waiters, m)
+      sem_grant(holds, counts, o, n, now, handoff)
+      used = used + n
+      if o == skip then
+        got = true
+      else
+        notify(publish, prefix, o, o)
+      end
     end
   end
-  return {1, capacity - used - n}
+  sem_flag(counts, queue)
+  return got, blocked, used
+end
+local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
+local owner, lease = ARGV[1], tonumber(ARGV[3])
+local ttl, waiting = tonumber(ARGV[5]), ARGV[6] == '1'
+
+local now = now_ms()
+local used, flagged = sem_used(holds, counts, now)
+local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
+if ARGV[2] == '*' then
+  local n = capacity - used
+  if n <= 0 then
+    return {0, 0, -1}
+  end
+  sem_grant(holds, counts, owner, n, now, lease)
+  return {1, 0, n}
+end
+local n = tonumber(ARGV[2])
+local member = owner .. ' ' .. n
+
+-- full gives a hold handed to this waiter the full lease.
+local function full()
+  unregister(queue, waiters, member)
+  redis.call('zadd', holds, now + lease, owner)
+  sem_keep(holds, lease)
+  sem_keep(counts, lease)
+  return {1, math.max(0, capacity - used), n}
+end
+
+if waiting and redis.call('zscore', holds, owner) then -- handed by a release
+  return full()
+end
+if n > capacity and ARGV[10] ~= '1' then
+  if waiting then
+    unregister(queue, waiters, member)
+  end
+  return {-1, capacity}
+end
+local ahead = false
+if flagged or waiting then
+  local got
+  got, ahead, used = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[9]), ARGV[7], ARGV[8], owner)
+  if got then
+    return full()
+  end
+end
+if not ahead and n <= capacity and capacity - used >= n then
+  if waiting then
+    unregister(queue, waiters, member)
+  end
+  sem_grant(holds, counts, owner, n, now, lease)
+  return {1, capacity - used - n, n}
+end
+if ttl > 0 then
+  register(queue, waiters, member, ttl, now)
+  sem_flag(counts, queue)
 end
 local first = redis.call('zrange', holds, 0, 0, 'withscores')
 if first[2] == nil then
-  return {0, capacity - used, -1}
+  return {0, math.max(0, capacity - used), -1}
 end
-return {0, capacity - used, tonumber(first[2]) - now}
+return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
 `,
 }
 
 // semaphoreCapacityScript is lockgen's templates/semaphore_capacity.lua.
 var semaphoreCapacityScript = lockrt.Script{
 	Name: "semaphore_capacity",
-	SHA1: "95ff0f2000d002a46b506761f8e959f9a9cd615e",
+	SHA1: "aca4f9f4605fcf51e20a75367f60358bb42d39d4",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
--- and wake every waiter, so that they retry or learn they ask too much.
--- KEYS[1] the capacity
--- ARGV[1] 'set', 'add' or 'reset', ARGV[2] the new capacity ('set') or the
--- change ('add'), ARGV[3] the spec's capacity, ARGV[4] wake-up channel,
--- ARGV[5] the publish command (publish or spublish)
--- 'set' and 'add' store the capacity without expiry; 'reset' deletes it, so
--- the spec's capacity applies again. Returns {1, new capacity}, or
--- {-1, capacity} when it would fall below 1 (nothing is changed).
+-- and hand permits on to the waiters it lets proceed.
+-- KEYS[1] the capacity, KEYS[2] the holds, KEYS[3] the counts (see sem),
+-- KEYS[4], KEYS[5] the waiter registry (queue, waiters)
+-- ARGV[1] 'set', 'tryset', 'add' or 'reset', ARGV[2] the new capacity
+-- ('set', 'tryset') or the change ('add'), ARGV[3] the spec's capacity,
+-- ARGV[4] the wake-up channel prefix, ARGV[5] the publish command (publish
+-- or spublish), ARGV[6] the hand-off lease in milliseconds
+-- 'set' and 'add' store the capacity without expiry; 'tryset' does so
+-- only when no capacity is stored; 'reset' deletes it, so the spec's
+-- capacity applies again. Returns {1, new capacity}, {0, capacity} when
+-- 'tryset' found one stored, or {-1, capacity} when it would fall below 1
+-- (nothing is changed). When waiters are registered, those the free
+-- permits now satisfy get them in arrival order (see sem_hand_on), and
+-- those wanting more than the new capacity get "<owner> retry" (they fail,
+-- or keep waiting when they wait for the capacity to grow).
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+-- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
+-- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
+-- registered), the capacity (when an operator set one). Registry members
+-- are "<owner> <n>", n being the permits wanted (see registry).
+
+-- sem_keep makes key live at least ms from now.
+local function sem_keep(key, ms)
+  if redis.call('pttl', key) < ms then
+    redis.call('pexpire', key, ms)
+  end
+end
+
+-- sem_used evicts the holds whose lease ran out and returns the permits
+-- held and the 'q' flag.
+local function sem_used(holds, counts, now)
+  local expired = redis.call('zrangebyscore', holds, '-inf', now)
+  for _, o in ipairs(expired) do
+    local k = tonumber(redis.call('hget', counts, o)) or 0
+    redis.call('hdel', counts, o)
+    redis.call('hincrby', counts, '*', -k)
+  end
+  if #expired > 0 then
+    redis.call('zremrangebyscore', holds, '-inf', now)
+  end
+  local c = redis.call('hmget', counts, '*', 'q')
+  if c[1] and redis.call('zcard', holds) == 0 then
+    -- Nothing held, whatever the count says; the flag stays.
+    local keep = c[2] and redis.call('pttl', counts)
+    redis.call('del', counts)
+    if keep and keep > 0 then
+      redis.call('hset', counts, 'q', 1)
+      redis.call('pexpire', counts, keep)
+    end
+    return 0, c[2]
+  end
+  return tonumber(c[1]) or 0, c[2]
+end
+
+-- sem_grant records owner's hold of n permits with lease; the keys live
+-- at least as long as their longest hold.
+local function sem_grant(holds, counts, owner, n, now, lease)
+  redis.call('zadd', holds, now + lease, owner)
+  redis.call('hset', counts, owner, n)
+  redis.call('hincrby', counts, '*', n)
+  sem_keep(holds, lease)
+  sem_keep(counts, lease)
+end
+
+-- sem_flag sets the 'q' flag while the registry has members (the counts
+-- then live at least as long as the registry), and drops it otherwise.
+local function sem_flag(counts, queue)
+  local keep = redis.call('pttl', queue)
+  if keep <= 0 then
+    redis.call('hdel', counts, 'q')
+    return
+  end
+  redis.call('hset', counts, 'q', 1)
+  sem_keep(counts, keep)
+end
+
+-- sem_hand_on hands permits to the live waiters in arrival order while
+-- the free permits satisfy them, stopping at the first that they do not
+-- (so a waiter for many is not passed by smaller requests); a waiter for
+-- more than the capacity waits for SetPermits or AddPermits and is passed
+-- over. Each gets its hold with the hand-off lease and "<owner>" on its
+-- client's channel, except skip (the caller, which learns it from the
+-- reply). Returns whether skip got its permits, whether a waiter is left
+-- that the free permits do not satisfy, and the permits now held.
+local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
+  purge(queue, waiters, now)
+  local got, blocked = false, false
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local o, d = owner_of(m)
+    local n = tonumber(d)
+    if n <= capacity then
+      if capacity - used < n then
+        blocked = true
+        break
+      end
+      redis.call('lrem', queue, 1, m)
+      redis.call('zrem', waiters, m)
+      sem_grant(holds, counts, o, n, now, handoff)
+      used = used + n
+      if o == skip then
+        got = true
+      else
+        notify(publish, prefix, o, o)
+      end
+    end
+  end
+  sem_flag(counts, queue)
+  return got, blocked, used
+end
+local holds, counts, queue, waiters = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, v, default = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
-local capacity = tonumber(redis.call('get', KEYS[1])) or default
-if mode == 'set' then
+local stored = tonumber(redis.call('get', KEYS[1]))
+if mode == 'tryset' and stored then
+  return {0, stored}
+end
+local capacity = stored or default
+if mode == 'set' or mode == 'tryset' then
   capacity = v
 elseif mode == 'add' then
   capacity = capacity + v
@@ -2773,7 +3261,17 @@ if mode == 'reset' then
 else
   redis.call('set', KEYS[1], capacity)
 end
-redis.call(ARGV[5], ARGV[4], 'all')
+if redis.call('hget', counts, 'q') then
+  local now = now_ms()
+  local used = sem_used(holds, counts, now)
+  sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[6]), ARGV[4], ARGV[5], nil)
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local o, d = owner_of(m)
+    if tonumber(d) > capacity then
+      notify(ARGV[5], ARGV[4], o, o .. ' retry')
+    end
+  end
+end
 return {1, capacity}
 `,
 }
@@ -2781,27 +3279,268 @@ return {1, capacity}
 // semaphoreReleaseScript is lockgen's templates/semaphore_release.lua.
 var semaphoreReleaseScript = lockrt.Script{
 	Name: "semaphore_release",
-	SHA1: "4d9f5513c449763c7b9e0f4bd40f32dc0e41e3fd",
-	Source: `-- semaphore_release: give back the permits of one hold and wake waiters.
--- KEYS[1] the holds zset, KEYS[2] the counts hash
--- ARGV[1] owner id, ARGV[2] wake-up channel, ARGV[3] the publish command
--- (publish or spublish)
--- Returns the permits given back, or -1 when the owner holds none (released
--- already, or evicted after its lease ran out).
-local holds, counts = KEYS[1], KEYS[2]
+	SHA1: "2fa1987a9501e29f0bf2ea388b358b70943a0122",
+	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
+-- registered, hand the freed permits on to them.
+-- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem),
+-- KEYS[4], KEYS[5] the waiter registry (queue, waiters)
+-- ARGV[1] owner id, ARGV[2] the wake-up channel prefix (a client's
+-- channel is prefix:<clientID>), ARGV[3] the publish command (publish or
+-- spublish), ARGV[4] the spec's capacity, ARGV[5] the hand-off lease in
+-- milliseconds, ARGV[6] when the owner gives up waiting, the permits it
+-- waited for (it leaves the registry, and gives back permits it was
+-- handed but did not use), else '0'
+-- Returns the permits given back, or -1 when the owner holds none
+-- (released already, or evicted after its lease ran out). Only a
+-- semaphore whose 'q' flag says that waiters are registered reads the
+-- registry and publishes: the waiters the free permits satisfy, in
+-- arrival order, get them (see sem_hand_on).
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+-- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
+-- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
+-- registered), the capacity (when an operator set one). Registry members
+-- are "<owner> <n>", n being the permits wanted (see registry).
+
+-- sem_keep makes key live at least ms from now.
+local function sem_keep(key, ms)
+  if redis.call('pttl', key) < ms then
+    redis.call('pexpire', key, ms)
+  end
+end
+
+-- sem_used evicts the holds whose lease ran out and returns the permits
+-- held and the 'q' flag.
+local function sem_used(holds, counts, now)
+  local expired = redis.call('zrangebyscore', holds, '-inf', now)
+  for _, o in ipairs(expired) do
+    local k = tonumber(redis.call('hget', counts, o)) or 0
+    redis.call('hdel', counts, o)
+    redis.call('hincrby', counts, '*', -k)
+  end
+  if #expired > 0 then
+    redis.call('zremrangebyscore', holds, '-inf', now)
+  end
+  local c = redis.call('hmget', counts, '*', 'q')
+  if c[1] and redis.call('zcard', holds) == 0 then
+    -- Nothing held, whatever the count says; the flag stays.
+    local keep = c[2] and redis.call('pttl', counts)
+    redis.call('del', counts)
+    if keep and keep > 0 then
+      redis.call('hset', counts, 'q', 1)
+      redis.call('pexpire', counts, keep)
+    end
+    return 0, c[2]
+  end
+  return tonumber(c[1]) or 0, c[2]
+end
+
+-- sem_grant records owner's hold of n permits with lease; the keys live
+-- at least as long as their longest hold.
+local function sem_grant(holds, counts, owner, n, now, lease)
+  redis.call('zadd', holds, now + lease, owner)
+  redis.call('hset', counts, owner, n)
+  redis.call('hincrby', counts, '*', n)
+  sem_keep(holds, lease)
+  sem_keep(counts, lease)
+end
+
+-- sem_flag sets the 'q' flag while the registry has members (the counts
+-- then live at least as long as the registry), and drops it otherwise.
+local function sem_flag(counts, queue)
+  local keep = redis.call('pttl', queue)
+  if keep <= 0 then
+    redis.call('hdel', counts, 'q')
+    return
+  end
+  redis.call('hset', counts, 'q', 1)
+  sem_keep(counts, keep)
+end
+
+-- sem_hand_on hands permits to the live waiters in arrival order while
+-- the free permits satisfy them, stopping at the first that they do not
+-- (so a waiter for many is not passed by smaller requests); a waiter for
+-- more than the capacity waits for SetPermits or AddPermits and is passed
+-- over. Each gets its hold with the hand-off lease and "<owner>" on its
+-- client's channel, except skip (the caller, which learns it from the
+-- reply). Returns whether skip got its permits, whether a waiter is left
+-- that the free permits do not satisfy, and the permits now held.
+local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
+  purge(queue, waiters, now)
+  local got, blocked = false, false
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local o, d = owner_of(m)
+    local n = tonumber(d)
+    if n <= capacity then
+      if capacity - used < n then
+        blocked = true
+        break
+      end
+      redis.call('lrem', queue, 1, m)
+      redis.call('zrem', waiters, m)
+      sem_grant(holds, counts, o, n, now, handoff)
+      used = used + n
+      if o == skip then
+        got = true
+      else
+        notify(publish, prefix, o, o)
+      end
+    end
+  end
+  sem_flag(counts, queue)
+  return got, blocked, used
+end
+local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
 local owner = ARGV[1]
 
-if redis.call('zrem', holds, owner) == 0 then
-  return -1
+if ARGV[6] ~= '0' then
+  unregister(queue, waiters, owner .. ' ' .. ARGV[6])
 end
-local n = tonumber(redis.call('hget', counts, owner)) or 0
-redis.call('hdel', counts, owner)
-if redis.call('zcard', holds) == 0 then
-  redis.call('del', counts)
-else
-  redis.call('hincrby', counts, '*', -n)
+local c = redis.call('hmget', counts, owner, 'q')
+local n = -1
+if redis.call('zrem', holds, owner) == 1 then
+  n = tonumber(c[1]) or 0
+  redis.call('hdel', counts, owner)
+  if redis.call('zcard', holds) == 0 then
+    redis.call('del', counts)
+  else
+    redis.call('hincrby', counts, '*', -n)
+  end
 end
-redis.call(ARGV[3], ARGV[2], 'released')
+if c[2] then
+  local now = now_ms()
+  local used = sem_used(holds, counts, now)
+  local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
+  sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[5]), ARGV[2], ARGV[3], nil)
+end
 return n
 `,
 }
@@ -2837,29 +3576,236 @@ return 1
 // semaphoreStateScript is lockgen's templates/semaphore_state.lua.
 var semaphoreStateScript = lockrt.Script{
 	Name: "semaphore_state",
-	SHA1: "3acbc0703fded45d71563b7e25419a8d9a7779be",
+	SHA1: "d444e7cdc5500ebc90a3d19d4f2ddba727f9e0d1",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
--- KEYS[1] the holds zset, KEYS[2] the counts hash, KEYS[3] the capacity
+-- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem)
 -- ARGV[1] the spec's capacity, used while KEYS[3] does not exist
 -- Returns {capacity, held}.
-local holds, counts = KEYS[1], KEYS[2]
+-- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
+-- list of members in arrival order, and waiters, a zset of the same
+-- members scored by their deadline in server milliseconds. A member is
+-- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
 
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', holds, '-inf', now)
-for _, o in ipairs(expired) do
-  local k = tonumber(redis.call('hget', counts, o)) or 0
-  redis.call('hdel', counts, o)
-  redis.call('hincrby', counts, '*', -k)
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-if #expired > 0 then
-  redis.call('zremrangebyscore', holds, '-inf', now)
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
 end
-if redis.call('zcard', holds) == 0 then
-  redis.call('del', counts) -- nothing held, whatever the count says
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
 end
-local used = tonumber(redis.call('hget', counts, '*')) or 0
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+-- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
+-- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
+-- registered), the capacity (when an operator set one). Registry members
+-- are "<owner> <n>", n being the permits wanted (see registry).
+
+-- sem_keep makes key live at least ms from now.
+local function sem_keep(key, ms)
+  if redis.call('pttl', key) < ms then
+    redis.call('pexpire', key, ms)
+  end
+end
+
+-- sem_used evicts the holds whose lease ran out and returns the permits
+-- held and the 'q' flag.
+local function sem_used(holds, counts, now)
+  local expired = redis.call('zrangebyscore', holds, '-inf', now)
+  for _, o in ipairs(expired) do
+    local k = tonumber(redis.call('hget', counts, o)) or 0
+    redis.call('hdel', counts, o)
+    redis.call('hincrby', counts, '*', -k)
+  end
+  if #expired > 0 then
+    redis.call('zremrangebyscore', holds, '-inf', now)
+  end
+  local c = redis.call('hmget', counts, '*', 'q')
+  if c[1] and redis.call('zcard', holds) == 0 then
+    -- Nothing held, whatever the count says; the flag stays.
+    local keep = c[2] and redis.call('pttl', counts)
+    redis.call('del', counts)
+    if keep and keep > 0 then
+      redis.call('hset', counts, 'q', 1)
+      redis.call('pexpire', counts, keep)
+    end
+    return 0, c[2]
+  end
+  return tonumber(c[1]) or 0, c[2]
+end
+
+-- sem_grant records owner's hold of n permits with lease; the keys live
+-- at least as long as their longest hold.
+local function sem_grant(holds, counts, owner, n, now, lease)
+  redis.call('zadd', holds, now + lease, owner)
+  redis.call('hset', counts, owner, n)
+  redis.call('hincrby', counts, '*', n)
+  sem_keep(holds, lease)
+  sem_keep(counts, lease)
+end
+
+-- sem_flag sets the 'q' flag while the registry has members (the counts
+-- then live at least as long as the registry), and drops it otherwise.
+local function sem_flag(counts, queue)
+  local keep = redis.call('pttl', queue)
+  if keep <= 0 then
+    redis.call('hdel', counts, 'q')
+    return
+  end
+  redis.call('hset', counts, 'q', 1)
+  sem_keep(counts, keep)
+end
+
+-- sem_hand_on hands permits to the live waiters in arrival order while
+-- the free permits satisfy them, stopping at the first that they do not
+-- (so a waiter for many is not passed by smaller requests); a waiter for
+-- more than the capacity waits for SetPermits or AddPermits and is passed
+-- over. Each gets its hold with the hand-off lease and "<owner>" on its
+-- client's channel, except skip (the caller, which learns it from the
+-- reply). Returns whether skip got its permits, whether a waiter is left
+-- that the free permits do not satisfy, and the permits now held.
+local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
+  purge(queue, waiters, now)
+  local got, blocked = false, false
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local o, d = owner_of(m)
+    local n = tonumber(d)
+    if n <= capacity then
+      if capacity - used < n then
+        blocked = true
+        break
+      end
+      redis.call('lrem', queue, 1, m)
+      redis.call('zrem', waiters, m)
+      sem_grant(holds, counts, o, n, now, handoff)
+      used = used + n
+      if o == skip then
+        got = true
+      else
+        notify(publish, prefix, o, o)
+      end
+    end
+  end
+  sem_flag(counts, queue)
+  return got, blocked, used
+end
+local used = sem_used(KEYS[1], KEYS[2], now_ms())
 return {tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[1]), used}
 `,
 }

@@ -1,0 +1,280 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+)
+
+// preloadSem loads d's scripts on b, so that counts see no NOSCRIPT.
+func preloadSem(t testing.TB, b backend, d *lockrt.SemaphoreDef) {
+	t.Helper()
+	s := d.Scripts
+	if err := newClient(t, b).Preload(context.Background(), s.Acquire, s.Release, s.Renew, s.State, s.Capacity); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSemaphoreWakeOneAcrossClients: N clients (each its own go-redis and
+// runtime client) loop Acquire(1), a short hold, Release on a semaphore
+// of 2 permits; a release hands its permit to one waiter, so the scripts
+// per acquisition (commandstats) stay flat in N, and every client gets a
+// permit; never more than 2 hold at once.
+func TestSemaphoreWakeOneAcrossClients(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	nodes := []*redis.Client{node.Client()}
+	for _, n := range []int{8, 32} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			d := semDef(t, 2, 30*time.Second, true, time.Minute)
+			d.WaiterTTL = time.Minute // count the hand-off protocol, not refreshes
+			k := key(t)
+			total := int64(10 * n)
+			preloadSem(t, b, d)
+			resetStats(t, nodes)
+			var (
+				taken  atomic.Int64
+				inside atomic.Int32
+				counts = make([]int, n)
+				wg     sync.WaitGroup
+			)
+			for i := range n {
+				s := newClient(t, b).Semaphore(d, k)
+				wg.Go(func() {
+					for taken.Load() < total {
+						p, err := s.Acquire(ctx, 1)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if inside.Add(1) > 2 {
+							t.Error("more than 2 permits held at once")
+						}
+						counts[i]++
+						taken.Add(1)
+						time.Sleep(200 * time.Microsecond)
+						inside.Add(-1)
+						if err := p.Release(ctx); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			acquired := 0
+			for i, c := range counts {
+				acquired += c
+				if c == 0 {
+					t.Errorf("client %d never got a permit (%v)", i, counts)
+				}
+			}
+			scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
+			per := float64(scripts) / float64(acquired)
+			t.Logf("%d clients: %d acquisitions, %.2f scripts and %.1f commands per acquisition; per client %v",
+				n, acquired, per, float64(allCalls(t, nodes))/float64(acquired), counts)
+			if per > 2.5 {
+				t.Errorf("%.2f scripts per acquisition with %d waiting clients, want <= 2.5", per, n)
+			}
+		})
+	}
+}
+
+// TestSemaphoreReleaseWakesK: with 8 clients waiting for 1 permit each, a
+// release of 3 permits hands them to the first 3 waiters in that one
+// script (3 publishes, no other script), and the other 5 keep waiting.
+func TestSemaphoreReleaseWakesK(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	nodes := []*redis.Client{node.Client()}
+	const waiting, freed = 8, 3
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := semDef(t, freed, 30*time.Second, true, time.Minute)
+	d.WaiterTTL = time.Minute
+	k := key(t)
+	preloadSem(t, b, d)
+	holder, err := newClient(t, b).Semaphore(d, k).Acquire(ctx, freed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *lockrt.Permit, waiting)
+	var wg sync.WaitGroup
+	for range waiting {
+		s := newClient(t, b).Semaphore(d, k)
+		wg.Go(func() {
+			p, err := s.Acquire(ctx, 1)
+			if err != nil {
+				return // cancelled at the end
+			}
+			got <- p
+		})
+	}
+	waitRegistered(t, node.Client(), k, waiting)
+	settled(t, node.Client(), waiting)
+	resetStats(t, nodes)
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var permits []*lockrt.Permit
+	for range freed {
+		select {
+		case p := <-got:
+			permits = append(permits, p)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d waiters got a permit within 10s of the release", len(permits), freed)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // anyone else woken would have run a script by now
+	scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
+	pubs := commandCalls(t, nodes, "publish")
+	t.Logf("a release of %d permits with %d waiters: %d scripts, %d publishes", freed, waiting, scripts, pubs)
+	if scripts != 1 || pubs != freed || len(got) != 0 {
+		t.Errorf("a release of %d permits with %d waiters ran %d scripts and %d publishes and let %d more through, want 1, %d and 0",
+			freed, waiting, scripts, pubs, len(got), freed)
+	}
+	if n, err := newClient(t, b).Semaphore(d, k).Acquired(ctx); err != nil || n != freed {
+		t.Errorf("Acquired = %d, %v; want %d", n, err, freed)
+	}
+	for _, p := range permits {
+		if err := p.Release(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	for range freed {
+		select {
+		case p := <-got:
+			permits = append(permits, p)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the next waiters did not get the permits given back")
+		}
+	}
+	cancel()
+	wg.Wait()
+}
+
+// TestSemaphoreArrivalOrder: a waiter for 2 permits is not passed by
+// smaller requests: a newcomer asking 1 while 1 is free queues behind it,
+// and the waiter gets its 2 when the holder releases.
+func TestSemaphoreArrivalOrder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		d := semDef(t, 3, 30*time.Second, true, time.Minute)
+		k := key(t)
+		s := newClient(t, b).Semaphore(d, k)
+		p2, err := s.Acquire(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		big := make(chan error, 1)
+		go func() {
+			p, err := newClient(t, b).Semaphore(d, k).Acquire(ctx, 2)
+			if err == nil {
+				err = p.Release(ctx)
+			}
+			big <- err
+		}()
+		waitRegistered(t, newClient(t, b).Redis(), k, 1)
+		if _, err := newClient(t, b).Semaphore(d, k).TryAcquire(ctx, 1, 0); !errors.Is(err, lockrt.ErrNoPermit) {
+			t.Fatalf("a newcomer for 1 free permit passed a waiter for 2: %v", err)
+		}
+		if err := p2.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-big:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiter for 2 permits did not get them")
+		}
+	})
+}
+
+// TestSemaphoreNoPublishWithoutWaiters: acquiring and releasing with
+// nobody waiting publishes nothing and does not read the registry.
+func TestSemaphoreNoPublishWithoutWaiters(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	nodes := []*redis.Client{node.Client()}
+	ctx := context.Background()
+	d := semDef(t, 3, 30*time.Second, true, time.Minute)
+	preloadSem(t, b, d)
+	s := newClient(t, b).Semaphore(d, key(t))
+	resetStats(t, nodes)
+	const cycles = 100
+	for range cycles {
+		p, err := s.Acquire(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cmd := range []string{"publish", "spublish", "lrange", "lpop", "lrem", "exists"} {
+		if n := commandCalls(t, nodes, cmd); n != 0 {
+			t.Errorf("%d %s in %d uncontended cycles, want 0", n, cmd, cycles)
+		}
+	}
+	t.Logf("%.1f commands per acquire+release (scripts' included)", float64(allCalls(t, nodes))/float64(cycles))
+}
+
+// TestSemaphoreClosedWaiterDoesNotStrand: a waiter whose client is closed
+// without leaving may be handed permits once; the waiter behind it still
+// gets them, once the hand-off's lease runs out.
+func TestSemaphoreClosedWaiterDoesNotStrand(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		d := semDef(t, 1, 30*time.Second, true, time.Minute)
+		k := key(t)
+		holder := newClient(t, b)
+		p, err := holder.Semaphore(d, k).Acquire(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadRDB := b.new()
+		dead := lockrt.New(deadRDB)
+		deadDone := make(chan error, 1)
+		go func() {
+			_, err := dead.Semaphore(d, k).Acquire(ctx, 1)
+			deadDone <- err
+		}()
+		waitRegistered(t, holder.Redis(), k, 1)
+		deadRDB.Close()
+		dead.Close()
+		live := newClient(t, b)
+		got := make(chan error, 1)
+		go func() {
+			p, err := live.Semaphore(d, k).Acquire(ctx, 1)
+			if err == nil {
+				err = p.Release(ctx)
+			}
+			got <- err
+		}()
+		waitRegistered(t, holder.Redis(), k, 2)
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the live waiter did not get the permit within 10s of the release")
+		}
+		<-deadDone
+	})
+}
