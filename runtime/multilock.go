@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -171,82 +172,69 @@ func releaseInOrder(ctx context.Context, leases []*Lease) error {
 }
 
 // acquireAtomic runs the multi-acquire script until it takes every lock,
-// waiting between attempts on the channel of the lock that blocked it.
+// waiting between attempts (in the one wait loop, waitFor) on the channel
+// of the lock that blocked it; when another lock blocks it, it waits on
+// that one's channel instead.
 func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []acquireOptions) (ml *MultiLease, err error) {
 	c := m.locks[0].c
 	owner := c.ownerFrom(ctx)
-	reg := time.Duration(0)
-	if wait != 0 {
-		reg = RegistryTTL
+	reg := time.Duration(0) // the longest WaiterTTL of the locks
+	for _, l := range m.locks {
+		if wait != 0 {
+			reg = max(reg, l.registryTTL())
+		}
 	}
-	ml, blocked, ttl, err := m.attempt(ctx, owner, os, reg, false)
+	ml, blocked, ttl, err := m.attempt(ctx, owner, os, reg, 0)
 	if ml != nil || failFast(err, wait) {
 		return ml, err
-	}
-	// Transient errors do not end the wait (see waitFor).
-	var lastErr error
-	retries := 0
-	if err != nil {
-		lastErr, ttl, retries = err, retryBackoff(0), 1
 	}
 	if wait == 0 {
 		return nil, m.notObtained(blocked, ErrNotObtained)
 	}
-	wctx, cancel := ctx, context.CancelFunc(func() {})
-	if wait > 0 {
-		wctx, cancel = context.WithTimeout(ctx, wait)
+	registered, sleep := err == nil, refresh(ttl, reg)
+	if err != nil { // transient: the wait rides it out
+		sleep = retryBackoff(0)
 	}
-	defer cancel()
-	var (
-		sub *subscription
-		w   *waiter
-		on  = -1 // the lock whose channel sub is
-	)
-	defer func() {
-		if sub != nil {
-			c.hub.leave(sub, w, ml != nil)
-			c.hub.unsubscribe(sub)
-		}
-	}()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	deadline := time.Now().Add(wait)
 	for {
-		if blocked != on {
-			// Wait on the blocking lock's channel; join before trying
-			// again, so that a release after the attempt wakes us.
-			if sub != nil {
-				c.hub.leave(sub, w, false)
-				c.hub.unsubscribe(sub)
-				sub = nil
-			}
-			s, err := c.hub.subscribe(wctx, m.locks[blocked].waitChannel())
-			if err != nil {
-				return nil, m.notObtained(blocked, waitError(ctx, err))
-			}
-			sub, w, on = s, c.hub.joinAs(s, owner), blocked
-		} else {
-			timer.Reset(refresh(ttl, reg))
-			select {
-			case <-w.signal:
-			case <-timer.C:
-			case <-c.hub.closedCh():
-				return nil, ErrClosed
-			case <-wctx.Done():
-				return nil, lastError(m.notObtained(blocked, waitError(ctx, wctx.Err())), lastErr)
+		w := wait
+		if wait > 0 {
+			if w = time.Until(deadline); w <= 0 {
+				return nil, m.notObtained(blocked, waitError(ctx, context.DeadlineExceeded))
 			}
 		}
-		ml, blocked, ttl, err = m.attempt(ctx, owner, os, reg, true)
+		at, moved := blocked, false
+		var tryErr error
+		err = c.waitFor(ctx, w, m.locks[at].waitChannel(), owner, registered, sleep, false, func(_ *subscription, _ *waiter, _ string) (bool, time.Duration, error) {
+			var b int
+			ml, b, ttl, tryErr = m.attempt(ctx, owner, os, reg, at+1)
+			switch {
+			case ml != nil || tryErr != nil:
+				return ml != nil, 0, tryErr
+			case b != at:
+				// Another lock blocks it now (and registered it there):
+				// wait on that one's channel.
+				blocked, moved = b, true
+				return false, 0, errMoved
+			}
+			return false, refresh(ttl, reg), nil
+		})
 		switch {
-		case ml != nil || (err != nil && !transient(err)):
-			return ml, err
-		case err != nil:
-			lastErr, ttl, blocked = err, retryBackoff(retries), max(on, 0)
-			retries++
+		case moved:
+			registered, sleep = true, refresh(ttl, reg)
+		case err == nil:
+			return ml, nil
+		case err == tryErr:
+			return nil, err
 		default:
-			lastErr, retries = nil, 0
+			return nil, m.notObtained(blocked, err)
 		}
 	}
 }
+
+// errMoved ends a multi-lock's wait on one lock's channel when another
+// lock blocks it.
+var errMoved = errors.New("lockgen: blocked at another lock")
 
 func (m *MultiLock) notObtained(blocked int, err error) error {
 	if errors.Is(err, ErrClosed) {
@@ -256,12 +244,13 @@ func (m *MultiLock) notObtained(blocked int, err error) error {
 }
 
 // attempt runs the multi-acquire script once, registering owner (for
-// reg; 0: not) as a waiter of the lock that blocks it; waiting when owner
-// is registered already. It returns a lease when every lock was taken, or
+// reg; 0: not) as a waiter of the lock that blocks it; registered > 0 when
+// owner is registered already, at that lock (1-based): then, while that
+// lock is held, the script only refreshes owner's entry. It returns a lease when every lock was taken, or
 // the index of the lock that is held by another owner and its remaining
 // TTL. Like a lock's attempt, it takes nothing when ctx has ended, and
 // gives back what it took when ctx ended meanwhile.
-func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptions, reg time.Duration, waiting bool) (*MultiLease, int, time.Duration, error) {
+func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptions, reg time.Duration, registered int) (*MultiLease, int, time.Duration, error) {
 	c := m.locks[0].c
 	if err := c.checkOpen(); err != nil {
 		return nil, 0, 0, err
@@ -272,8 +261,8 @@ func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptio
 	ks := make([]string, 0, 3*len(m.locks))
 	args := make([]any, 0, 3+2*len(m.locks))
 	flag := "0"
-	if waiting {
-		flag = "1"
+	if registered > 0 {
+		flag = "2:" + strconv.Itoa(registered)
 	}
 	args = append(args, owner, reg.Milliseconds(), flag)
 	for i, l := range m.locks {

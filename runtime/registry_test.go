@@ -286,17 +286,21 @@ func waitRegistered(t testing.TB, rdb redis.UniversalClient, k string, n int64) 
 // another owner holds the lock, counted by INFO commandstats: one
 // EVALSHA per WaiterTTL/3, which only refreshes the waiter's entry (TIME,
 // ZADD XX, PTTL and two PEXPIREs: 6 commands with the EVALSHA, where a
-// full attempt costs 7 or more), for every kind of lock with a registry.
+// full attempt costs 7 or more), for every kind of lock with a registry
+// and for an atomic multi-lock.
 // At the default WaiterTTL (1s) that is 3 scripts and 18 commands per
 // waiting second.
 func TestWaiterRefreshCost(t *testing.T) {
 	t.Parallel()
 	const waiters, window = 4, 2 * time.Second
-	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fenced, lockrt.Fair} {
-		t.Run(kind.String(), func(t *testing.T) {
+	for _, name := range []string{"reentrant", "simple", "fenced", "fair", "multi"} {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			n := redistest.Single(t)
+			multi := name == "multi"
+			kind := map[string]lockrt.LockKind{"reentrant": lockrt.Reentrant, "simple": lockrt.Simple, "fenced": lockrt.Fenced,
+				"fair": lockrt.Fair, "multi": lockrt.Reentrant}[name]
 			d := def(t, kind, 30*time.Second, true, time.Minute)
 			d.WaiterTTL = 600 * time.Millisecond // a refresh every 200ms
 			k := key(t)
@@ -315,6 +319,21 @@ func TestWaiterRefreshCost(t *testing.T) {
 					rdb.Close()
 				}()
 				wg.Go(func() {
+					if multi {
+						// An atomic multi-lock over k and another lock:
+						// k blocks it.
+						m := lockrt.NewMultiLock(c.Lock(d, key(t, "other")), c.Lock(d, k))
+						if !m.Atomic() {
+							t.Error("the multi-lock is not atomic")
+						}
+						ml, err := m.Lock(ctx)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						ml.Unlock(ctx)
+						return
+					}
 					le, err := c.Lock(d, k).Lock(ctx)
 					if err != nil {
 						t.Error(err)
@@ -336,7 +355,7 @@ func TestWaiterRefreshCost(t *testing.T) {
 			perSecond := float64(scripts) / (waiters * window.Seconds())
 			perCall := float64(all) / float64(scripts)
 			t.Logf("%s: %d waiters for %v: %d scripts, %d commands: %.1f refreshes per waiting second (at most %.1f), %.2f commands each",
-				kind, waiters, window, scripts, all, perSecond, 3/d.WaiterTTL.Seconds(), perCall)
+				name, waiters, window, scripts, all, perSecond, 3/d.WaiterTTL.Seconds(), perCall)
 			if scripts == 0 {
 				t.Fatal("no refresh while waiting")
 			}

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The waiting every blocking acquire (locks, fair locks, semaphores)
-// shares: the wait's length, the pub/sub loop, and how a wait ends.
+// The waiting every blocking acquire (locks of every kind, atomic
+// multi-locks, semaphores) shares: the wait's length, the pub/sub loop, and how a wait ends.
 
 // defaultWait is how long a blocking call without an explicit wait waits:
 // as long as ctx allows (-1) when ctx has a deadline, else the spec's

@@ -5,7 +5,10 @@
 -- in their acquire scripts), KEYS[3i-1] and KEYS[3i] its waiter registry
 -- (queue, waiters)
 -- ARGV[1] owner id, ARGV[2] registry TTL in milliseconds (0: do not
--- register), ARGV[3] '1' when the owner is registered already; then, for
+-- register), ARGV[3] '1' when the owner is registered already, '2:<i>'
+-- when it is registered at lock i (the one that blocked it) and only
+-- refreshes that entry while lock i is held (see refresh in registry; the
+-- full attempt otherwise); then, for
 -- the i-th lock, ARGV[2i+2] its kind ('reentrant' or 'simple') and
 -- ARGV[2i+3] its lease in milliseconds
 -- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
@@ -15,9 +18,20 @@
 -- {-1, pttl, i} when simple lock i is already held by this owner. No lock
 -- is written unless all are taken.
 -- #include registry
-local owner, ttl, waiting = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local owner, ttl = ARGV[1], tonumber(ARGV[2])
+local waiting, at = ARGV[3] == '1', tonumber(string.match(ARGV[3], '^2:(%d+)$'))
 local member = owner .. ' m'
 local n = #KEYS / 3
+
+if at then
+  waiting = true
+  if at >= 1 and at <= n then
+    local pttl = refresh(KEYS[3 * at - 2], KEYS[3 * at - 1], KEYS[3 * at], member, ttl)
+    if pttl then
+      return {0, pttl, at}
+    end
+  end
+end
 
 for i = 1, n do
   local lock = KEYS[3 * i - 2]

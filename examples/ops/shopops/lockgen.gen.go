@@ -720,7 +720,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // multiAcquireScript is lockgen's templates/multi_acquire.lua.
 var multiAcquireScript = lockrt.Script{
 	Name: "multi_acquire",
-	SHA1: "a126c7fe665a7e274247af5175714d9922a0e0f0",
+	SHA1: "50e85eab6d860de4b45b22ff8f0e4eeeb27fbc75",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS three per lock, each lock once: KEYS[3i-2] the i-th lock (a
@@ -728,7 +728,10 @@ var multiAcquireScript = lockrt.Script{
 -- in their acquire scripts), KEYS[3i-1] and KEYS[3i] its waiter registry
 -- (queue, waiters)
 -- ARGV[1] owner id, ARGV[2] registry TTL in milliseconds (0: do not
--- register), ARGV[3] '1' when the owner is registered already; then, for
+-- register), ARGV[3] '1' when the owner is registered already, '2:<i>'
+-- when it is registered at lock i (the one that blocked it) and only
+-- refreshes that entry while lock i is held (see refresh in registry; the
+-- full attempt otherwise); then, for
 -- the i-th lock, ARGV[2i+2] its kind ('reentrant' or 'simple') and
 -- ARGV[2i+3] its lease in milliseconds
 -- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
@@ -866,9 +869,20 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local owner, ttl, waiting = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local owner, ttl = ARGV[1], tonumber(ARGV[2])
+local waiting, at = ARGV[3] == '1', tonumber(string.match(ARGV[3], '^2:(%d+)$'))
 local member = owner .. ' m'
 local n = #KEYS / 3
+
+if at then
+  waiting = true
+  if at >= 1 and at <= n then
+    local pttl = refresh(KEYS[3 * at - 2], KEYS[3 * at - 1], KEYS[3 * at], member, ttl)
+    if pttl then
+      return {0, pttl, at}
+    end
+  end
+end
 
 for i = 1, n do
   local lock = KEYS[3 * i - 2]
