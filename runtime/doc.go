@@ -447,7 +447,12 @@
 // Acquired read the state; SetPermits, AddPermits and ResetPermits let
 // operators change the capacity (kept without expiry until reset; the
 // spec's permits apply while none is set), and hand permits to the
-// waiters that the new capacity lets proceed.
+// waiters that the new capacity lets proceed; TrySetPermits sets one only
+// when none is set. Drain takes every free permit as one Permit (its
+// Permits is the count). An acquire of more permits than the capacity
+// fails at once with ErrTooManyPermits, or, given WithCapacityWait, waits
+// for an operator to raise the capacity (TestSemaphoreCapacityWait); a
+// waiter for more than the capacity does not hold back the others.
 //
 // # Count-down latches
 //
@@ -638,7 +643,11 @@
 //	RSemaphore.acquire(n) / tryAcquire    s.Acquire(ctx, n) / s.TryAcquire(ctx, n, wait), returning a Permit
 //	RSemaphore.release(n)                 permit.Release(ctx): permits are handles, not counters
 //	RSemaphore.availablePermits           s.Available(ctx); Capacity(ctx)
-//	RSemaphore.trySetPermits / addPermits s.SetPermits(ctx, n) / s.AddPermits(ctx, delta)
+//	RSemaphore.trySetPermits              s.TrySetPermits(ctx, n): false when a capacity is set (TestSemaphoreTrySetPermits)
+//	RSemaphore.setPermits / addPermits    s.SetPermits(ctx, n) / s.AddPermits(ctx, delta); ResetPermits back to the spec's
+//	RSemaphore.drainPermits               s.Drain(ctx): a Permit of every free permit, Permits() the count (TestSemaphoreDrain)
+//	acquiredPermits (permit semaphores)   s.Acquired(ctx): permits held now
+//	acquire(n) above the permits set      s.Acquire(ctx, n, WithCapacityWait()) waits for SetPermits/AddPermits (TestSemaphoreCapacityWait)
 //	RCountDownLatch.trySetCount           l.TrySetCount(ctx, n)
 //	RCountDownLatch.countDown / getCount  l.CountDown(ctx) / l.Count(ctx)
 //	RCountDownLatch.await                 l.Await(ctx) (bounded by ctx)
@@ -659,13 +668,16 @@
 // Redisson's returns at once); releases complete under a cancelled context;
 // a lost lock cancels the lease's context instead of failing later calls
 // only; queue items are typed and carry an envelope, so a poison item is
-// dead-lettered instead of failing every poll.
+// dead-lettered instead of failing every poll. A semaphore's permits are
+// holds with leases, not a counter: Drain returns a Permit to release
+// (the drained permits come back at its lease's end if it is not), and
+// an acquire of more than the capacity fails with ErrTooManyPermits
+// unless WithCapacityWait is given, where Redisson's waits.
 //
 // Not in lockgen yet (issue 14): queue Peek, Remove (ready and delayed),
 // batch Take, Drain; a limiter's idle TTL setting and refund of permits,
 // reconfiguring with reset-state as one call (Reset then Reconfigure does
-// it in two); semaphore Drain, TrySetPermits and an acquire
-// above the free permits that waits for SetPermits/AddPermits.
+// it in two).
 //
 // # Scripts
 //
@@ -678,7 +690,8 @@
 // # Round trips
 //
 // An uncontended Lock is one EVALSHA, Unlock one EVALSHA; so are an
-// uncontended Acquire, Release, Available, and a CountDown. Await on an
+// uncontended Acquire, Release, Available, Acquired, Drain,
+// TrySetPermits, and a CountDown. Await on an
 // open latch and Count are one GET. A lock waiter registers in its
 // failed attempt, adds a SUBSCRIBE (once per object and client, kept a
 // second after its last waiter), and takes a lock handed to it by the

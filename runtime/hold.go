@@ -65,6 +65,17 @@ func WithLease(d time.Duration) AcquireOption {
 	}
 }
 
+// WithCapacityWait makes a semaphore's Acquire or TryAcquire of more
+// permits than the semaphore's capacity wait, within its wait, until an
+// operator's SetPermits, AddPermits or TrySetPermits raises the capacity
+// to n and n permits are free, instead of failing at once with
+// ErrTooManyPermits (the default). Such a waiter does not hold back the
+// waiters behind it while the capacity is too small; when its wait runs
+// out it fails with ErrNoPermit, like any wait. Lock acquires ignore it.
+func WithCapacityWait() AcquireOption {
+	return func(o *acquireOptions) { o.waitCapacity = true }
+}
+
 // WithParentCancel makes the hold's context end also when the context
 // given to the acquire ends (with its cause), as well as on loss, release
 // and Close. Without it, the context given to the acquire bounds the wait

@@ -16,7 +16,8 @@ import (
 // permits alike can test for either.
 var (
 	// ErrTooManyPermits: Acquire asked for more permits than the semaphore
-	// has, so no wait could ever end with them.
+	// has, so no wait could ever end with them (unless an operator raises
+	// the capacity: WithCapacityWait waits for that instead).
 	ErrTooManyPermits = errors.New("lockgen: more permits requested than the semaphore has")
 
 	// ErrPermitLost: a permit was lost while held: its hold was evicted
@@ -137,7 +138,8 @@ func (s *Semaphore) registryTTL() time.Duration {
 // nothing.
 //
 // It returns ErrTooManyPermits at once when n exceeds the semaphore's
-// capacity, ErrInvalidArgument when n < 1 or for a lease option out of
+// capacity (unless given WithCapacityWait: then it waits for the capacity
+// to grow), ErrInvalidArgument when n < 1 or for a lease option out of
 // range, ErrNoPermit (which also matches ErrNotObtained) when the wait ran
 // out (also matching the context's error when the context ended it, also
 // before or while the permits were being taken: then none stay held),
@@ -360,17 +362,27 @@ func (s *Semaphore) ResetPermits(ctx context.Context) error {
 }
 
 func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int) (int, error) {
+	res, err := s.capacityScript(ctx, mode, v)
+	if err != nil {
+		return 0, err
+	}
+	return int(res[1]), nil
+}
+
+// capacityScript runs the capacity script; its reply is {1, capacity}, or
+// {0, capacity} when tryset found one set.
+func (s *Semaphore) capacityScript(ctx context.Context, mode string, v int) ([]int64, error) {
 	res, err := s.c.eval(ctx, s.def.Scripts.Capacity, []string{s.capacity(), s.key, s.counts(), keys.Sub(s.key, "queue"), keys.Sub(s.key, "waiters")},
 		mode, v, s.def.Permits, s.channel(), s.c.publishCmd(), HandoffLease.Milliseconds()).Int64Slice()
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("lockgen: setting the capacity of %s: %w", s.key, err)
+		return nil, fmt.Errorf("lockgen: setting the capacity of %s: %w", s.key, err)
 	case len(res) != 2:
-		return 0, fmt.Errorf("lockgen: setting the capacity of %s: unexpected reply %v", s.key, res)
+		return nil, fmt.Errorf("lockgen: setting the capacity of %s: unexpected reply %v", s.key, res)
 	case res[0] < 0:
-		return 0, fmt.Errorf("%w: the capacity of %s would be %d", ErrInvalidArgument, s.key, res[1])
+		return nil, fmt.Errorf("%w: the capacity of %s would be %d", ErrInvalidArgument, s.key, res[1])
 	}
-	return int(res[1]), nil
+	return res, nil
 }
 
 // Permit is one hold of a semaphore's permits, returned by Acquire and
@@ -486,6 +498,43 @@ func (p *Permit) Release(ctx context.Context) error {
 		return ErrPermitNotHeld
 	}
 	return nil
+}
+
+// Drain takes every permit free now as one hold and returns it: its
+// Permits is how many were free (Redisson's drainPermits). It does not
+// wait, and takes them even while waiters are queued (they get permits
+// again once the drained ones are released). The drained permits come
+// back with the permit's Release, or at the end of its lease when it is
+// neither renewed nor released, like any permit's. It returns ErrNoPermit
+// (which also matches ErrNotObtained) when no permit is free,
+// ErrInvalidArgument for a lease option out of range, ErrClosed after the
+// client was closed, or a Redis error.
+func (s *Semaphore) Drain(ctx context.Context, opts ...AcquireOption) (p *Permit, err error) {
+	o, err := acquireOpts(s.def.Lease, opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, end := s.c.start(ctx, OpAcquire, s.def.Name)
+	defer func(t time.Time) { s.c.acquired(ctx, end, s.def.Name, t, err) }(time.Now())
+	p, _, err = s.attempt(ctx, s.c.newOwner(), "*", o, 0, false)
+	if p == nil && err == nil {
+		err = ErrNotObtained
+	}
+	return p, noPermit(err)
+}
+
+// TrySetPermits sets the semaphore's capacity to n unless one is set
+// already (by SetPermits, AddPermits or an earlier TrySetPermits), and
+// reports whether it did; see SetPermits for what a new capacity does to
+// waiters. The spec's permits, which apply while none is set, do not
+// count as set. It returns ErrInvalidArgument when n < 1, or a Redis
+// error.
+func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	if n < 1 {
+		return false, fmt.Errorf("%w: capacity %d", ErrInvalidArgument, n)
+	}
+	res, err := s.capacityScript(ctx, "tryset", n)
+	return err == nil && res[0] == 1, err
 }
 
 // Acquired returns how many permits are held now (holds whose lease ran

@@ -1,0 +1,178 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+)
+
+// TestSemaphoreDrain: Drain takes every free permit as one hold, which
+// Acquired counts; a second Drain finds none (ErrNoPermit); releasing the
+// drained permit gives them back.
+func TestSemaphoreDrain(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s := newClient(t, b).Semaphore(semDef(t, 5, 30*time.Second, true, 0), key(t))
+		p2, err := s.Acquire(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.Drain(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Permits() != 3 {
+			t.Fatalf("Drain took %d permits, want the 3 free", d.Permits())
+		}
+		if n, err := s.Available(ctx); err != nil || n != 0 {
+			t.Fatalf("Available after Drain = %d, %v; want 0", n, err)
+		}
+		if n, err := s.Acquired(ctx); err != nil || n != 5 {
+			t.Fatalf("Acquired after Drain = %d, %v; want 5", n, err)
+		}
+		if _, err := s.Drain(ctx); !errors.Is(err, lockrt.ErrNoPermit) || !errors.Is(err, lockrt.ErrNotObtained) {
+			t.Fatalf("Drain with nothing free: %v, want ErrNoPermit", err)
+		}
+		if err := d.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Available(ctx); err != nil || n != 3 {
+			t.Fatalf("Available after releasing the drained permit = %d, %v; want 3", n, err)
+		}
+		if err := p2.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Acquired(ctx); err != nil || n != 0 {
+			t.Fatalf("Acquired after every release = %d, %v; want 0", n, err)
+		}
+	})
+}
+
+// TestSemaphoreTrySetPermits: TrySetPermits sets a capacity only when none
+// is set, and a waiter the new capacity satisfies gets its permits.
+func TestSemaphoreTrySetPermits(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		d := semDef(t, 1, 30*time.Second, true, time.Minute)
+		k := key(t)
+		s := newClient(t, b).Semaphore(d, k)
+		if _, err := s.TrySetPermits(ctx, 0); !errors.Is(err, lockrt.ErrInvalidArgument) {
+			t.Fatalf("TrySetPermits(0): %v, want ErrInvalidArgument", err)
+		}
+		p, err := s.Acquire(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			p, err := newClient(t, b).Semaphore(d, k).Acquire(ctx, 1)
+			if err == nil {
+				err = p.Release(ctx)
+			}
+			got <- err
+		}()
+		waitRegistered(t, newClient(t, b).Redis(), k, 1)
+		if ok, err := s.TrySetPermits(ctx, 2); err != nil || !ok {
+			t.Fatalf("TrySetPermits(2) on a semaphore without a set capacity = %v, %v; want true", ok, err)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiter did not get the permit the new capacity frees")
+		}
+		if ok, err := s.TrySetPermits(ctx, 7); err != nil || ok {
+			t.Fatalf("TrySetPermits(7) with a capacity set = %v, %v; want false", ok, err)
+		}
+		if n, err := s.Capacity(ctx); err != nil || n != 2 {
+			t.Fatalf("Capacity = %d, %v; want 2", n, err)
+		}
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestSemaphoreCapacityWait: by default an acquire of more permits than
+// the capacity fails at once; WithCapacityWait waits until AddPermits
+// raises the capacity, without holding back smaller requests meanwhile.
+func TestSemaphoreCapacityWait(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		d := semDef(t, 2, 30*time.Second, true, time.Minute)
+		k := key(t)
+		s := newClient(t, b).Semaphore(d, k)
+		if _, err := s.Acquire(ctx, 3); !errors.Is(err, lockrt.ErrTooManyPermits) {
+			t.Fatalf("Acquire(3) of 2: %v, want ErrTooManyPermits", err)
+		}
+		if _, err := s.TryAcquire(ctx, 3, 0, lockrt.WithCapacityWait()); !errors.Is(err, lockrt.ErrNoPermit) {
+			t.Fatalf("TryAcquire(3, 0) of 2 with WithCapacityWait: %v, want ErrNoPermit", err)
+		}
+		got := make(chan *lockrt.Permit, 1)
+		errs := make(chan error, 1)
+		go func() {
+			p, err := newClient(t, b).Semaphore(d, k).Acquire(ctx, 3, lockrt.WithCapacityWait())
+			if err != nil {
+				errs <- err
+				return
+			}
+			got <- p
+		}()
+		waitRegistered(t, newClient(t, b).Redis(), k, 1)
+		// The waiter for 3 does not hold back a request the capacity allows.
+		p1, err := s.TryAcquire(ctx, 1, 0)
+		if err != nil {
+			t.Fatalf("a request for 1 of 2 free behind a waiter for more than the capacity: %v", err)
+		}
+		if err := p1.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.AddPermits(ctx, 1); err != nil || n != 3 {
+			t.Fatalf("AddPermits(1) = %d, %v; want 3", n, err)
+		}
+		select {
+		case p := <-got:
+			if p.Permits() != 3 {
+				t.Fatalf("got %d permits, want 3", p.Permits())
+			}
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		case err := <-errs:
+			t.Fatal(err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiter for 3 did not get them when the capacity grew to 3")
+		}
+		// Lowering the capacity below a waiter's request fails a waiter
+		// without the option at once.
+		p, err := s.Acquire(ctx, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := make(chan error, 1)
+		go func() {
+			_, err := newClient(t, b).Semaphore(d, k).Acquire(ctx, 2)
+			plain <- err
+		}()
+		waitRegistered(t, newClient(t, b).Redis(), k, 1)
+		if err := s.SetPermits(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-plain:
+			if !errors.Is(err, lockrt.ErrTooManyPermits) {
+				t.Fatalf("a waiter for 2 when the capacity fell to 1: %v, want ErrTooManyPermits", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a waiter for more than the new capacity was not told")
+		}
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
