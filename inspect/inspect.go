@@ -320,7 +320,7 @@ func queueDef(q *spec.Queue) *runtime.QueueDef {
 		Scripts: &runtime.QueueScripts{
 			Offer: script(set.Offer), Move: script(set.Move), Take: script(set.Take), Ack: script(set.Ack),
 			Nack: script(set.Nack), Extend: script(set.Extend), Bury: script(set.Bury), Dead: script(set.Dead),
-			Redrive: script(set.Redrive),
+			Redrive: script(set.Redrive), Peek: script(set.Peek), Remove: script(set.Remove), Drain: script(set.Drain),
 		},
 	}
 	if q.Reliable != nil {

@@ -235,10 +235,12 @@ func (c *Client) observeOffer(ctx context.Context, end func(error), object strin
 	end(err)
 }
 
-// observeTake ends an observed Take.
-func (c *Client) observeTake(ctx context.Context, end func(error), object string, err error) {
+// observeTake ends an observed Take that took n items (one event each).
+func (c *Client) observeTake(ctx context.Context, end func(error), object string, n int, err error) {
 	if err == nil {
-		c.observe(ctx, Event{Kind: EventDelivered, Object: object})
+		for range n {
+			c.observe(ctx, Event{Kind: EventDelivered, Object: object})
+		}
 	}
 	end(err)
 }

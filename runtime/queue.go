@@ -37,6 +37,7 @@ var (
 // for their calling convention). Every queue uses the same set.
 type QueueScripts struct {
 	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive *Script
+	Peek, Remove, Drain                                       *Script
 }
 
 // QueueDef is the static definition of a queue declared in a spec.
@@ -247,6 +248,12 @@ func emptyError(ctx context.Context) error {
 // a backoff, and when the wait ends meanwhile its error also matches the
 // last one.
 func (q *queue) block(ctx context.Context, end time.Time, cmd func(timeout string) []any) (any, error) {
+	return q.blockAt(ctx, end, 0, cmd)
+}
+
+// blockAt is block for a command whose first key is its argument keyPos
+// (0: where the command's COMMAND info says), such as BLMPOP's 3.
+func (q *queue) blockAt(ctx context.Context, end time.Time, keyPos int8, cmd func(timeout string) []any) (any, error) {
 	var lastErr error
 	for retries := 0; ; {
 		if err := q.c.checkOpen(); err != nil {
@@ -264,7 +271,13 @@ func (q *queue) block(ctx context.Context, end time.Time, cmd func(timeout strin
 			d = min(d, left)
 		}
 		timeout := strconv.FormatFloat(max(d.Seconds(), 0.001), 'f', 3, 64)
-		res, err := q.c.rdb.Do(context.WithoutCancel(ctx), cmd(timeout)...).Result()
+		bctx := context.WithoutCancel(ctx)
+		c := redis.NewCmd(bctx, cmd(timeout)...)
+		if keyPos > 0 {
+			c.SetFirstKeyPos(keyPos)
+		}
+		_ = q.c.rdb.Process(bctx, c)
+		res, err := c.Result()
 		switch {
 		case errors.Is(err, redis.Nil):
 			lastErr, retries = nil, 0
@@ -318,6 +331,168 @@ func (q *queue) pop(ctx context.Context, end time.Time, once bool) ([]byte, erro
 	}
 	s, _ := kv[1].(string)
 	return []byte(s), nil
+}
+
+// popN takes up to n ready bodies of a plain queue (LPOP with a count),
+// waiting until end (zero: as long as ctx allows) for the first unless
+// once (BLMPOP).
+func (q *queue) popN(ctx context.Context, end time.Time, once bool, n int) ([][]byte, error) {
+	if err := q.c.checkOpen(); err != nil {
+		return nil, err
+	}
+	if once {
+		res, err := q.c.rdb.LPopCount(ctx, q.key, n).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			return nil, ErrEmpty
+		case err != nil:
+			return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
+		}
+		return bytesOf(res), nil
+	}
+	res, err := q.blockAt(ctx, end, 3, func(timeout string) []any {
+		return []any{"blmpop", timeout, 1, q.key, "left", "count", n}
+	})
+	if err != nil {
+		return nil, err
+	}
+	kv, ok := res.([]any)
+	if !ok || len(kv) != 2 {
+		return nil, fmt.Errorf("lockgen: taking from %s: unexpected reply %v", q.key, res)
+	}
+	items, ok := kv[1].([]any)
+	if !ok {
+		return nil, fmt.Errorf("lockgen: taking from %s: unexpected reply %v", q.key, res)
+	}
+	bodies := make([][]byte, len(items))
+	for i, it := range items {
+		s, _ := it.(string)
+		bodies[i] = []byte(s)
+	}
+	return bodies, nil
+}
+
+func bytesOf(ss []string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+// peek returns up to n ready bodies, first ready first, without taking
+// them: LRANGE for a plain queue (its list holds the bodies), the peek
+// script for a reliable one.
+func (q *queue) peek(ctx context.Context, n int) ([][]byte, error) {
+	if err := q.c.checkOpen(); err != nil {
+		return nil, err
+	}
+	var res []string
+	var err error
+	if q.def.Reliable {
+		res, err = q.c.eval(ctx, q.def.Scripts.Peek, q.keys, q.c.publishCmd(), n).StringSlice()
+	} else {
+		res, err = q.c.rdb.LRange(ctx, q.key, 0, int64(n)-1).Result()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lockgen: peeking at %s: %w", q.key, err)
+	}
+	return bytesOf(res), nil
+}
+
+// peekN decodes the first n ready items. An item that does not decode
+// ends it with the decode error (Take would dead-letter that item).
+func peekN[T any](ctx context.Context, q *queue, codec Codec[T], n int) ([]T, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: peek %d", ErrInvalidArgument, n)
+	}
+	bodies, err := q.peek(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(bodies))
+	for _, b := range bodies {
+		v, err := decodeItem(codec, b)
+		if err != nil {
+			return out, fmt.Errorf("lockgen: peeking at %s: an item that does not decode: %w", q.key, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// peekOne is Peek: the first ready item, or ErrEmpty.
+func peekOne[T any](ctx context.Context, q *queue, codec Codec[T]) (T, error) {
+	var zero T
+	vs, err := peekN(ctx, q, codec, 1)
+	switch {
+	case err != nil:
+		return zero, err
+	case len(vs) == 0:
+		return zero, ErrEmpty
+	}
+	return vs[0], nil
+}
+
+// removeItems removes up to limit (0: all) ready and delayed items equal
+// to v's encoding, ready ones first.
+func removeItems[T any](ctx context.Context, q *queue, codec Codec[T], v T, limit int) (int, error) {
+	b, err := codec.Encode(v)
+	if err != nil {
+		return 0, fmt.Errorf("lockgen: encoding an item for %s: %w", q.key, err)
+	}
+	if err := q.c.checkOpen(); err != nil {
+		return 0, err
+	}
+	n, err := q.c.eval(ctx, q.def.Scripts.Remove, q.keys, q.c.publishCmd(), q.mode(), b, []byte{codecTag(codec)}, limit).Int()
+	if err != nil {
+		return 0, fmt.Errorf("lockgen: removing from %s: %w", q.key, err)
+	}
+	return n, nil
+}
+
+// drainBatch bounds how many items one drain script call takes.
+const drainBatch = 1000
+
+// drain takes every item ready when it starts out of the queue for good,
+// in script calls of up to drainBatch items, and decodes them; items that
+// do not decode are dead-lettered with the decode error.
+func drain[T any](ctx context.Context, q *queue, codec Codec[T]) ([]T, error) {
+	if err := q.c.checkOpen(); err != nil {
+		return nil, err
+	}
+	var out []T
+	left := int64(-1) // items still to drain of those ready at the start
+	for left != 0 {
+		batch := drainBatch
+		if left > 0 {
+			batch = int(min(left, drainBatch))
+		}
+		res, err := q.c.eval(ctx, q.def.Scripts.Drain, q.keys, q.c.publishCmd(), q.mode(), batch).Slice()
+		if err != nil {
+			return out, fmt.Errorf("lockgen: draining %s: %w", q.key, err)
+		}
+		if len(res) == 0 {
+			return out, fmt.Errorf("lockgen: draining %s: unexpected reply %v", q.key, res)
+		}
+		ready, _ := res[0].(int64)
+		if left < 0 {
+			left = ready + int64(batch) // the first call's batch and what was left behind it
+		}
+		left = max(min(left-int64(batch), ready), 0)
+		for _, r := range res[1:] {
+			s, _ := r.(string)
+			v, err := decodeItem(codec, []byte(s))
+			if err != nil {
+				if err := q.bury(ctx, []byte(s), err); err != nil {
+					return out, err
+				}
+				continue
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 // bury puts a body a plain queue's consumer could not decode on the dead
@@ -478,7 +653,7 @@ func (q *Queue[T]) TryTake(ctx context.Context, wait time.Duration) (T, error) {
 
 func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (_ T, err error) {
 	ctx, obsEnd := q.q.c.start(ctx, OpTake, q.q.def.Name)
-	defer func() { q.q.c.observeTake(ctx, obsEnd, q.q.def.Name, err) }()
+	defer func() { q.q.c.observeTake(ctx, obsEnd, q.q.def.Name, 1, err) }()
 	var zero T
 	defer q.q.done(q.q.serve(true))
 	end := waitEnd(ctx, wait)
@@ -497,6 +672,96 @@ func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (_ T, err error
 		}
 	}
 }
+
+// TakeN removes and returns up to n items, first ready first, waiting as
+// long as the context allows until at least one is ready. It is one round
+// trip (LPOP with a count, or BLMPOP when it has to wait). Items that do
+// not decode are dead-lettered as by Take.
+//
+// It returns ErrInvalidArgument for n < 1, and the errors of Take.
+func (q *Queue[T]) TakeN(ctx context.Context, n int) ([]T, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: take %d", ErrInvalidArgument, n)
+	}
+	return q.takeN(ctx, -1, n)
+}
+
+// TryTakeN is TakeN waiting at most wait (0: no wait). It returns the
+// errors TakeN returns, ErrEmpty when the wait ran out, and
+// ErrInvalidArgument for a negative wait.
+func (q *Queue[T]) TryTakeN(ctx context.Context, n int, wait time.Duration) ([]T, error) {
+	if n < 1 || wait < 0 {
+		return nil, fmt.Errorf("%w: take %d, wait %v", ErrInvalidArgument, n, wait)
+	}
+	return q.takeN(ctx, wait, n)
+}
+
+func (q *Queue[T]) takeN(ctx context.Context, wait time.Duration, n int) (out []T, err error) {
+	ctx, obsEnd := q.q.c.start(ctx, OpTake, q.q.def.Name)
+	defer func() { q.q.c.observeTake(ctx, obsEnd, q.q.def.Name, len(out), err) }()
+	defer q.q.done(q.q.serve(true))
+	end := waitEnd(ctx, wait)
+	for {
+		bodies, err := q.q.popN(ctx, end, wait == 0, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bodies {
+			v, err := decodeItem(q.codec, b)
+			if err == nil {
+				q.q.c.extractItem(ctx, b)
+				out = append(out, v)
+				continue
+			}
+			if err := q.q.bury(ctx, b, err); err != nil {
+				if len(out) > 0 {
+					// The items taken are gone from Redis: hand them over.
+					return out, nil
+				}
+				return nil, err
+			}
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+}
+
+// Peek returns the first ready item without taking it. It returns ErrEmpty
+// when no item is ready, the decode error of an item that does not decode
+// (Take dead-letters it), ErrClosed, or a Redis error. One round trip
+// (LRANGE).
+func (q *Queue[T]) Peek(ctx context.Context) (T, error) { return peekOne(ctx, q.q, q.codec) }
+
+// PeekN returns up to n ready items, first ready first, without taking
+// them, in one round trip. It returns ErrInvalidArgument for n < 1, the
+// items before one that does not decode with its decode error, ErrClosed,
+// or a Redis error.
+func (q *Queue[T]) PeekN(ctx context.Context, n int) ([]T, error) { return peekN(ctx, q.q, q.codec, n) }
+
+// Remove removes one item equal to v, the first ready one, or else the
+// delayed one due first, and reports whether there was one. Items are
+// equal when the codec encodes them to the same bytes. It reads the
+// queue in Redis until it finds one (O(N) for a long queue), in one round
+// trip. It returns an encoding error, ErrClosed, or a Redis error.
+func (q *Queue[T]) Remove(ctx context.Context, v T) (bool, error) {
+	n, err := removeItems(ctx, q.q, q.codec, v, 1)
+	return n > 0, err
+}
+
+// RemoveAll removes every ready and delayed item equal to v (see Remove)
+// and returns how many it removed, in one round trip that reads every
+// ready and delayed item. It returns the errors of Remove.
+func (q *Queue[T]) RemoveAll(ctx context.Context, v T) (int, error) {
+	return removeItems(ctx, q.q, q.codec, v, 0)
+}
+
+// Drain removes and returns every item ready when it starts, first ready
+// first, as Redisson's drainTo does: it takes them without waiting, one
+// round trip per 1000 items. Delayed items stay. Items that do not
+// decode are dead-lettered. It returns ErrClosed, or a Redis error with
+// the items drained before it.
+func (q *Queue[T]) Drain(ctx context.Context) ([]T, error) { return drain(ctx, q.q, q.codec) }
 
 // Len returns the number of items ready to take, or a Redis error.
 func (q *Queue[T]) Len(ctx context.Context) (int64, error) { return q.q.len(ctx) }

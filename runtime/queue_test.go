@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
 	"github.com/lockgen/lockgen/templates"
 )
 
@@ -27,6 +28,7 @@ func queueScripts(t testing.TB) *lockrt.QueueScripts {
 		Offer: script(t, s.Offer), Move: script(t, s.Move), Take: script(t, s.Take),
 		Ack: script(t, s.Ack), Nack: script(t, s.Nack), Extend: script(t, s.Extend),
 		Bury: script(t, s.Bury), Dead: script(t, s.Dead), Redrive: script(t, s.Redrive),
+		Peek: script(t, s.Peek), Remove: script(t, s.Remove), Drain: script(t, s.Drain),
 	}
 }
 
@@ -438,7 +440,7 @@ func TestQueueRoundTrips(t *testing.T) {
 		c := lockrt.New(rdb)
 		defer c.Close()
 		s := queueScripts(t)
-		if err := c.Preload(ctx, s.Offer, s.Move, s.Take, s.Ack, s.Nack, s.Extend, s.Bury, s.Dead, s.Redrive); err != nil {
+		if err := c.Preload(ctx, s.Offer, s.Move, s.Take, s.Ack, s.Nack, s.Extend, s.Bury, s.Dead, s.Redrive, s.Peek, s.Remove, s.Drain); err != nil {
 			t.Fatal(err)
 		}
 		plain := lockrt.NewDelayedQueue(c, queueDef(t, true, 0, 0), lockrt.JSON[int]{}, key(t, "plain"))
@@ -477,5 +479,111 @@ func TestQueueRoundTrips(t *testing.T) {
 		one("Ack", func() error { return dl.Ack(ctx) })
 		one("DeadLetters", func() error { _, err := rel.DeadLetters(ctx, 10); return err })
 		one("Redrive", func() error { _, err := rel.Redrive(ctx, 10); return err })
+
+		// Peek, Remove, batch Take and Drain.
+		one("OfferMany 5", func() error { return plain.OfferMany(ctx, 1, 2, 3, 4, 5, 6) })
+		one("Peek", func() error { _, err := plain.Peek(ctx); return err })
+		one("PeekN", func() error { _, err := plain.PeekN(ctx, 3); return err })
+		one("Remove", func() error { _, err := plain.Remove(ctx, 2); return err })
+		one("RemoveAll", func() error { _, err := plain.RemoveAll(ctx, 4); return err })
+		one("TakeN", func() error { _, err := plain.TakeN(ctx, 2); return err })
+		one("TryTakeN", func() error { _, err := plain.TryTakeN(ctx, 2, 0); return err })
+		one("Drain", func() error { _, err := plain.Drain(ctx); return err })
+		one("reliable OfferMany", func() error { return rel.OfferMany(ctx, 1, 2, 3, 4, 5, 6) })
+		one("reliable Peek", func() error { _, err := rel.Peek(ctx); return err })
+		one("reliable PeekN", func() error { _, err := rel.PeekN(ctx, 3); return err })
+		one("reliable Remove", func() error { _, err := rel.Remove(ctx, 2); return err })
+		one("reliable RemoveAll", func() error { _, err := rel.RemoveAll(ctx, 4); return err })
+		var ds []*lockrt.Delivery[int]
+		one("reliable TakeN", func() (err error) { ds, err = rel.TakeN(ctx, 2); return err })
+		one("reliable TryTakeN", func() error { _, err := rel.TryTakeN(ctx, 1, 0); return err })
+		one("reliable Drain", func() error { _, err := rel.Drain(ctx); return err })
+		if len(ds) != 2 {
+			t.Fatalf("reliable TakeN(2) = %d deliveries", len(ds))
+		}
 	})
+}
+
+// TestQueueBatchCommandStats: on the server's own count (INFO
+// commandstats after CONFIG RESETSTAT, on a server of the test's own), a
+// batch take of 50 items is one BLMPOP (TryTakeN without a wait: one
+// LPOP) on a plain queue, and on a reliable one one LPOP with a count in
+// the claim script, which puts each of the 50 in flight (50 ZADDs of its
+// deadline, 50 HINCRBYs of its delivery count); Peek, PeekN, Remove and
+// Drain are one command each.
+func TestQueueBatchCommandStats(t *testing.T) {
+	t.Parallel()
+	ctx := withTimeout(t, 30*time.Second)
+	own, err := redistest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	node := redis.NewClient(&redis.Options{Addr: own.Addr})
+	defer node.Close()
+	nodes := []*redis.Client{node}
+	c := lockrt.New(node)
+	defer c.Close()
+	s := queueScripts(t)
+	if err := c.Preload(ctx, s.Take, s.Peek, s.Remove, s.Drain, s.Offer, s.Move); err != nil {
+		t.Fatal(err)
+	}
+	items := make([]int, 100)
+	for i := range items {
+		items[i] = i
+	}
+	plain := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "plain"))
+	rel := lockrt.NewReliableQueue(c, queueDef(t, false, time.Minute, 3), lockrt.JSON[int]{}, key(t, "reliable"))
+	if err := rel.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, f func() error, want map[string]int64) {
+		t.Helper()
+		resetStats(t, nodes)
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for cmd, n := range want {
+			if got := commandCalls(t, nodes, cmd); got != n {
+				t.Errorf("%s: %d %s calls, want %d", what, got, cmd, n)
+			}
+		}
+	}
+	for _, q := range []interface{ OfferMany(context.Context, ...int) error }{plain, rel} {
+		if err := q.OfferMany(ctx, items...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("Peek", func() error { _, err := plain.Peek(ctx); return err }, map[string]int64{"lrange": 1})
+	check("PeekN", func() error { _, err := plain.PeekN(ctx, 10); return err }, map[string]int64{"lrange": 1})
+	check("reliable PeekN", func() error { _, err := rel.PeekN(ctx, 10); return err }, map[string]int64{"evalsha": 1, "hmget": 1})
+	check("TakeN", func() error {
+		vs, err := plain.TakeN(ctx, 50)
+		if len(vs) != 50 {
+			t.Errorf("TakeN(50) = %d items", len(vs))
+		}
+		return err
+	}, map[string]int64{"blmpop": 1, "lpop": 0, "evalsha": 0}) // BLMPOP returns at once when items are ready
+	check("TryTakeN", func() error {
+		vs, err := plain.TryTakeN(ctx, 10, 0)
+		if len(vs) != 10 {
+			t.Errorf("TryTakeN(10) = %d items", len(vs))
+		}
+		return err
+	}, map[string]int64{"lpop": 1, "blmpop": 0, "evalsha": 0})
+	check("reliable TakeN", func() error {
+		ds, err := rel.TakeN(ctx, 50)
+		if len(ds) != 50 {
+			t.Errorf("reliable TakeN(50) = %d deliveries", len(ds))
+		}
+		return err
+	}, map[string]int64{"lpop": 1, "zadd": 50, "hincrby": 50, "blmove": 0}) // one EVALSHA: TestQueueRoundTrips (the timer's move may add one here)
+	check("Remove", func() error { _, err := plain.Remove(ctx, 70); return err }, map[string]int64{"evalsha": 1, "lrem": 1})
+	check("Drain", func() error {
+		vs, err := plain.Drain(ctx)
+		if len(vs) != 39 {
+			t.Errorf("Drain = %d items, want 39", len(vs))
+		}
+		return err
+	}, map[string]int64{"evalsha": 1, "lpop": 1})
 }

@@ -61,7 +61,11 @@ func (q *ReliableQueue[T]) OfferMany(ctx context.Context, vs ...T) error {
 // It returns ErrEmpty when the context ended the wait (also matching the
 // context's error), ErrClosed, or a Redis error.
 func (q *ReliableQueue[T]) Take(ctx context.Context) (*Delivery[T], error) {
-	return q.take(ctx, -1)
+	ds, err := q.take(ctx, -1, 1)
+	if err != nil {
+		return nil, err
+	}
+	return ds[0], nil
 }
 
 // TryTake is Take waiting at most wait (0: no wait). It returns the errors
@@ -71,39 +75,72 @@ func (q *ReliableQueue[T]) TryTake(ctx context.Context, wait time.Duration) (*De
 	if wait < 0 {
 		return nil, fmt.Errorf("%w: negative wait %v", ErrInvalidArgument, wait)
 	}
-	return q.take(ctx, wait)
+	ds, err := q.take(ctx, wait, 1)
+	if err != nil {
+		return nil, err
+	}
+	return ds[0], nil
 }
 
-func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration) (_ *Delivery[T], err error) {
+// TakeN returns up to n deliveries, first ready first, waiting as long as
+// the context allows until at least one item is ready. Every delivery is
+// in flight with the same visibility deadline, and is settled on its own
+// (Ack, Nack, ...). It is one round trip when an item is ready (a blocking
+// command and the claim when it had to wait). Items that do not decode
+// are dead-lettered as by Take.
+//
+// It returns ErrInvalidArgument for n < 1, and the errors of Take.
+func (q *ReliableQueue[T]) TakeN(ctx context.Context, n int) ([]*Delivery[T], error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: take %d", ErrInvalidArgument, n)
+	}
+	return q.take(ctx, -1, n)
+}
+
+// TryTakeN is TakeN waiting at most wait (0: no wait). It returns the
+// errors TakeN returns, ErrEmpty when the wait ran out, and
+// ErrInvalidArgument for a negative wait.
+func (q *ReliableQueue[T]) TryTakeN(ctx context.Context, n int, wait time.Duration) ([]*Delivery[T], error) {
+	if n < 1 || wait < 0 {
+		return nil, fmt.Errorf("%w: take %d, wait %v", ErrInvalidArgument, n, wait)
+	}
+	return q.take(ctx, wait, n)
+}
+
+func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) (out []*Delivery[T], err error) {
 	ctx, obsEnd := q.q.c.start(ctx, OpTake, q.q.def.Name)
-	defer func() { q.q.c.observeTake(ctx, obsEnd, q.q.def.Name, err) }()
+	defer func() { q.q.c.observeTake(ctx, obsEnd, q.q.def.Name, len(out), err) }()
 	e := q.q.serve(true)
 	defer q.q.done(e)
 	end := waitEnd(ctx, wait)
 	id := ""
 	for {
-		d, err := q.q.claim(ctx, id)
+		ds, err := q.q.claim(ctx, id, n)
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case d.id != "" && d.body != nil:
+		id = ""
+		var buryErr error
+		for _, d := range ds {
 			v, err := decodeItem(q.codec, d.body)
 			if err == nil {
 				q.q.c.extractItem(ctx, d.body)
-				q.q.c.sched.expect(e, d.getDeadline())
-				return &Delivery[T]{Value: v, d: d}, nil
+				out = append(out, &Delivery[T]{Value: v, d: d})
+				continue
 			}
-			if err := d.settle(ctx, "decode: "+err.Error(), settleDead, 0); err != nil && !errors.Is(err, ErrDeliveryExpired) {
-				return nil, err
+			if err := d.settle(ctx, "decode: "+err.Error(), settleDead, 0); err != nil && !errors.Is(err, ErrDeliveryExpired) && buryErr == nil {
+				buryErr = err // the item stays in flight and comes back
 			}
-			id = ""
-			continue
-		case d.id != "": // gone meanwhile: take again
-			id = ""
-			continue
 		}
-		if wait == 0 {
+		switch {
+		case len(out) > 0:
+			q.q.c.sched.expect(e, out[0].d.getDeadline())
+			return out, nil
+		case buryErr != nil:
+			return nil, buryErr
+		case len(ds) > 0: // only items that do not decode: take again
+			continue
+		case wait == 0:
 			return nil, ErrEmpty
 		}
 		res, err := q.q.block(ctx, end, func(timeout string) []any {
@@ -153,38 +190,38 @@ func (d *delivery) settledError(ack bool) (bool, error) {
 	return true, fmt.Errorf("%w: delivery %s of %s was %s", ErrDeliverySettled, d.id, d.q.key, what)
 }
 
-// claim runs the take script: for id "" it takes the first ready item,
-// else it claims id from the processing list. It returns an empty
-// delivery when there was nothing to claim, one with an id and no body
-// when the item was gone.
-func (q *queue) claim(ctx context.Context, id string) (*delivery, error) {
+// claim runs the take script: it claims up to n deliveries, id first
+// (when not "", from the processing list), then the first ready items. It
+// returns none when there was nothing to claim.
+func (q *queue) claim(ctx context.Context, id string, n int) ([]*delivery, error) {
 	if err := q.c.checkOpen(); err != nil {
 		return nil, err
 	}
 	// Not cut short by ctx: a claim that ran while its reply was
-	// abandoned would hide the item for a whole visibility timeout.
-	res, err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Take, q.keys, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id).Slice()
+	// abandoned would hide the items for a whole visibility timeout.
+	res, err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Take, q.keys, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n).Slice()
 	received := time.Now()
 	switch {
 	case isNil(err):
-		return &delivery{}, nil
+		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
-	case len(res) == 1:
-		s, _ := res[0].(string)
-		return &delivery{id: s}, nil
-	case len(res) != 5:
+	case len(res) < 5 || (len(res)-2)%3 != 0:
 		return nil, fmt.Errorf("lockgen: taking from %s: unexpected reply %v", q.key, res)
 	}
-	d := &delivery{q: q}
-	d.id, _ = res[0].(string)
-	body, _ := res[1].(string)
-	d.body = []byte(body)
-	d.n, _ = res[2].(int64)
-	deadline, _ := res[3].(int64)
-	now, _ := res[4].(int64)
-	d.deadline = received.Add(time.Duration(deadline-now) * time.Millisecond)
-	return d, nil
+	deadline, _ := res[0].(int64)
+	now, _ := res[1].(int64)
+	local := received.Add(time.Duration(deadline-now) * time.Millisecond)
+	ds := make([]*delivery, 0, (len(res)-2)/3)
+	for i := 2; i+2 < len(res); i += 3 {
+		d := &delivery{q: q, deadline: local}
+		d.id, _ = res[i].(string)
+		body, _ := res[i+1].(string)
+		d.body = []byte(body)
+		d.n, _ = res[i+2].(int64)
+		ds = append(ds, d)
+	}
+	return ds, nil
 }
 
 // How settle gives a delivery back (the nack script's flag).
@@ -367,6 +404,47 @@ func (d *delivery) extend(ctx context.Context, visibility time.Duration) error {
 	d.mu.Unlock()
 	return nil
 }
+
+// Peek returns the first ready item without taking it (no delivery
+// starts). It returns ErrEmpty when no item is ready, the decode error of
+// an item that does not decode (Take dead-letters it), ErrClosed, or a
+// Redis error. One round trip.
+func (q *ReliableQueue[T]) Peek(ctx context.Context) (T, error) { return peekOne(ctx, q.q, q.codec) }
+
+// PeekN returns up to n ready items, first ready first, without taking
+// them, in one round trip. It returns ErrInvalidArgument for n < 1, the
+// items before one that does not decode with its decode error, ErrClosed,
+// or a Redis error.
+func (q *ReliableQueue[T]) PeekN(ctx context.Context, n int) ([]T, error) {
+	return peekN(ctx, q.q, q.codec, n)
+}
+
+// Remove removes one item equal to v, the first ready one, or else the
+// delayed one due first, and reports whether there was one. Items are
+// equal when the codec encodes them to the same bytes. Deliveries in
+// flight and dead letters are not removed. It reads the queue in Redis
+// until it finds one (O(N) for a long queue), in one round trip. It
+// returns an encoding error, ErrClosed, or a Redis error.
+func (q *ReliableQueue[T]) Remove(ctx context.Context, v T) (bool, error) {
+	n, err := removeItems(ctx, q.q, q.codec, v, 1)
+	return n > 0, err
+}
+
+// RemoveAll removes every ready and delayed item equal to v (see Remove)
+// and returns how many it removed, in one round trip that reads every
+// ready and delayed item. It returns the errors of Remove.
+func (q *ReliableQueue[T]) RemoveAll(ctx context.Context, v T) (int, error) {
+	return removeItems(ctx, q.q, q.codec, v, 0)
+}
+
+// Drain removes and returns every item ready when it starts, first ready
+// first, as Redisson's drainTo does: the items leave the queue for good
+// (at most once: no delivery starts, nothing is acknowledged; use TakeN
+// for deliveries), one round trip per 1000 items. Delayed items,
+// deliveries in flight and dead letters stay. Items that do not decode
+// are dead-lettered. It returns ErrClosed, or a Redis error with the
+// items drained before it.
+func (q *ReliableQueue[T]) Drain(ctx context.Context) ([]T, error) { return drain(ctx, q.q, q.codec) }
 
 // Len returns the number of items ready to take, or a Redis error.
 func (q *ReliableQueue[T]) Len(ctx context.Context) (int64, error) { return q.q.len(ctx) }

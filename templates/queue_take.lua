@@ -1,31 +1,51 @@
--- queue_take: claim a delivery of a reliable queue.
+-- queue_take: claim deliveries of a reliable queue, each put in flight
+-- with the same visibility deadline.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
 -- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] visibility ms, ARGV[3] the id a blocking
--- move put on the proc list, or '' to take the first ready item
--- Returns false when there is nothing to claim (nothing ready, or the id
--- was already recovered by a delay timer), {id} when the id's item is
--- gone (take again), or {id, body, delivery number, deadline, now}.
+-- move put on the proc list, or '' to take the first ready item,
+-- ARGV[4] how many to claim at most (the id first, then the first ready
+-- items)
+-- Returns false when there is nothing to claim (nothing ready, and the id
+-- was '' or already recovered by a delay timer), or {deadline, now, id,
+-- body, delivery number, id, body, delivery number, ...}. An id whose
+-- item is gone (acknowledged meanwhile) is cleaned up and passed over.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local id = ARGV[3]
-if id == '' then
-  id = redis.call('lpop', KEYS[1])
-  if not id then
-    return false
+local deadline = now + tonumber(ARGV[2])
+local want = tonumber(ARGV[4])
+local out = {deadline, now}
+local claimed = 0
+
+local function claim(id)
+  local body = redis.call('hget', KEYS[3], id)
+  if not body then
+    redis.call('zrem', KEYS[7], id)
+    redis.call('hdel', KEYS[8], id)
+    return
   end
-elseif redis.call('lrem', KEYS[6], 1, id) == 0 then
+  redis.call('zadd', KEYS[7], deadline, id)
+  out[#out + 1] = id
+  out[#out + 1] = body
+  out[#out + 1] = redis.call('hincrby', KEYS[8], id, 1)
+  claimed = claimed + 1
+end
+
+if ARGV[3] ~= '' and redis.call('lrem', KEYS[6], 1, ARGV[3]) > 0 then
+  claim(ARGV[3])
+end
+while claimed < want do
+  local ids = redis.call('lpop', KEYS[1], want - claimed)
+  if not ids then
+    break
+  end
+  for _, id in ipairs(ids) do
+    claim(id)
+  end
+end
+if claimed == 0 then
   return false
 end
-local body = redis.call('hget', KEYS[3], id)
-if not body then
-  redis.call('zrem', KEYS[7], id)
-  redis.call('hdel', KEYS[8], id)
-  return {id}
-end
-local deadline = now + tonumber(ARGV[2])
-redis.call('zadd', KEYS[7], deadline, id)
-local n = redis.call('hincrby', KEYS[8], id, 1)
 
 -- Ids other consumers moved but have not claimed yet get a deadline too:
 -- if such a consumer died, its id comes back; if not, its claim resets it.
@@ -39,4 +59,4 @@ if not armed or deadline < tonumber(armed) then
   redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)
   redis.call(ARGV[1], KEYS[1] .. ':ch', deadline)
 end
-return {id, body, n, deadline, now}
+return out

@@ -18,13 +18,16 @@ package templates
 //
 //	queue_offer(ARGV: publish command, mode, delay ms|'', due ms|'', items...) -> due | 0 (ready now)
 //	queue_move(ARGV: publish command, mode, batch, visibility ms, max deliveries[, '1': lateness]) -> {now, next due | -1, moved, full[, lateness ms of each delayed item moved…]}
-//	queue_take(ARGV: publish command, visibility ms, id|'') -> false | {id} (gone, again) | {id, body, n, deadline, now}
+//	queue_take(ARGV: publish command, visibility ms, id|'', count) -> false | {deadline, now, id, body, n, id, body, n, ...}
 //	queue_ack(ARGV: publish command, id, n) -> 1 | 0 (not in flight)
 //	queue_nack(ARGV: publish command, id, n, max deliveries, reason, dead '1'|'0'|'b' (back, unharmed), delay ms|'') -> 1 queued again | 2 dead | 3 delayed | 0 not in flight
 //	queue_extend(ARGV: publish command, id, n, visibility ms) -> {deadline, now} | false (not in flight)
 //	queue_bury(ARGV: publish command, body, reason) -> id
 //	queue_dead(ARGV: publish command, skip, n) -> {id, body, reason, deliveries, ...}
 //	queue_redrive(ARGV: publish command, mode, n) -> moved
+//	queue_peek(ARGV: publish command, n) -> {body, ...} (reliable queues; a plain one is read with LRANGE)
+//	queue_remove(ARGV: publish command, mode, codec bytes, codec tag, limit|0) -> removed
+//	queue_drain(ARGV: publish command, mode, n) -> {ready left, body, ...}
 //
 // mode is 'r' for a reliable queue, 'p' for a plain one. The ready list is
 // the queue's own key; the others are keys.Sub(key, name) with the names
@@ -33,11 +36,12 @@ package templates
 // QueueSet names the scripts of queues.
 type QueueSet struct {
 	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive string
+	Peek, Remove, Drain                                       string
 }
 
 // Names returns the set's script names in a fixed order.
 func (s QueueSet) Names() []string {
-	return []string{s.Offer, s.Move, s.Take, s.Ack, s.Nack, s.Extend, s.Bury, s.Dead, s.Redrive}
+	return []string{s.Offer, s.Move, s.Take, s.Ack, s.Nack, s.Extend, s.Bury, s.Dead, s.Redrive, s.Peek, s.Remove, s.Drain}
 }
 
 // Queue names the scripts of queues: every queue uses the same set.
@@ -51,4 +55,7 @@ var Queue = QueueSet{
 	Bury:    "queue_bury",
 	Dead:    "queue_dead",
 	Redrive: "queue_redrive",
+	Peek:    "queue_peek",
+	Remove:  "queue_remove",
+	Drain:   "queue_drain",
 }

@@ -209,6 +209,9 @@ func (s *queuesSection) render(g *generator, f *jen.File) {
 		field("Bury", jen.Op("&").Id(scriptVar(set.Bury))),
 		field("Dead", jen.Op("&").Id(scriptVar(set.Dead))),
 		field("Redrive", jen.Op("&").Id(scriptVar(set.Redrive))),
+		field("Peek", jen.Op("&").Id(scriptVar(set.Peek))),
+		field("Remove", jen.Op("&").Id(scriptVar(set.Remove))),
+		field("Drain", jen.Op("&").Id(scriptVar(set.Drain))),
 	)
 }
 

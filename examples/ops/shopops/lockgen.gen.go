@@ -262,6 +262,9 @@ var queueScripts = lockrt.QueueScripts{
 	Bury:    &queueBuryScript,
 	Dead:    &queueDeadScript,
 	Redrive: &queueRedriveScript,
+	Peek:    &queuePeekScript,
+	Remove:  &queueRemoveScript,
+	Drain:   &queueDrainScript,
 }
 
 // fencedAcquireScript is lockgen's templates/fenced_acquire.lua.
@@ -1179,6 +1182,43 @@ return out
 `,
 }
 
+// queueDrainScript is lockgen's templates/queue_drain.lua.
+var queueDrainScript = lockrt.Script{
+	Name: "queue_drain",
+	SHA1: "c0009d0580081ee1d278013fdafb94739d1613c0",
+	Source: `-- queue_drain: take the first ready items out of a queue for good (at
+-- most once, also for a reliable queue: they are not put in flight).
+-- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
+-- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
+-- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable: the
+-- ready list holds ids; 'p' plain: it holds bodies), ARGV[3] how many at
+-- most
+-- Returns {ready items left, body, body, ...}; an id whose body is gone
+-- is passed over.
+local taken = redis.call('lpop', KEYS[1], tonumber(ARGV[3]))
+local out = {0}
+if taken then
+  if ARGV[2] == 'r' then
+    local bodies = redis.call('hmget', KEYS[3], unpack(taken))
+    redis.call('hdel', KEYS[3], unpack(taken))
+    redis.call('hdel', KEYS[8], unpack(taken))
+    redis.call('hdel', KEYS[10], unpack(taken))
+    for i = 1, #taken do
+      if bodies[i] then
+        out[#out + 1] = bodies[i]
+      end
+    end
+  else
+    for _, body in ipairs(taken) do
+      out[#out + 1] = body
+    end
+  end
+end
+out[1] = redis.call('llen', KEYS[1])
+return out
+`,
+}
+
 // queueExtendScript is lockgen's templates/queue_extend.lua.
 var queueExtendScript = lockrt.Script{
 	Name: "queue_extend",
@@ -1428,6 +1468,37 @@ return due
 `,
 }
 
+// queuePeekScript is lockgen's templates/queue_peek.lua.
+var queuePeekScript = lockrt.Script{
+	Name: "queue_peek",
+	SHA1: "5afd70cf7d5fbd5a814febf48530aa0bcef7f840",
+	Source: `-- queue_peek: the bodies of the first ready items of a reliable queue,
+-- without taking them (a plain queue's ready list holds the bodies, so
+-- the runtime reads it with LRANGE instead).
+-- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
+-- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
+-- ARGV[1] the publish command (unused), ARGV[2] how many at most
+-- Returns the bodies, first ready first; an id whose body is gone (a
+-- race with its acknowledgement) is passed over.
+local n = tonumber(ARGV[2])
+local out = {}
+local first = 0
+while #out < n do
+  local ids = redis.call('lrange', KEYS[1], first, first + n - #out - 1)
+  if #ids == 0 then
+    break
+  end
+  first = first + #ids
+  for _, body in ipairs(redis.call('hmget', KEYS[3], unpack(ids))) do
+    if body then
+      out[#out + 1] = body
+    end
+  end
+end
+return out
+`,
+}
+
 // queueRedriveScript is lockgen's templates/queue_redrive.lua.
 var queueRedriveScript = lockrt.Script{
 	Name: "queue_redrive",
@@ -1462,38 +1533,175 @@ return moved
 `,
 }
 
+// queueRemoveScript is lockgen's templates/queue_remove.lua.
+var queueRemoveScript = lockrt.Script{
+	Name: "queue_remove",
+	SHA1: "bc5d300d6bc676b0d07ff1e304879951a76ae48b",
+	Source: `-- queue_remove: remove ready and delayed items equal to a value, compared
+-- by the codec's bytes inside the item envelope (runtime/codec.go): a 0
+-- byte, the envelope's version, the codec's tag, then for version 2 a
+-- carrier section (its length as a uvarint, then the section), then the
+-- codec's bytes. Items without the 0 byte predate the envelope and are
+-- compared whole; a carrier (a trace context) does not matter.
+-- Items in flight and dead letters are left alone.
+-- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
+-- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
+-- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable: the
+-- ready list holds ids; 'p' plain: it holds bodies), ARGV[3] the codec's
+-- bytes of the value, ARGV[4] the codec's tag, ARGV[5] how many to remove
+-- at most (0: all), ready ones first, then delayed ones by due time
+-- Returns how many were removed. It reads every ready and delayed item
+-- (until the limit is reached): O(N).
+local want, tag, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local reliable = ARGV[2] == 'r'
+
+-- equal reports whether an item holds the value.
+local function equal(item)
+  if not item then
+    return false
+  end
+  if string.byte(item, 1) ~= 0 then
+    return item == want
+  end
+  local version = string.byte(item, 2)
+  if string.sub(item, 3, 3) ~= tag then
+    return false
+  end
+  if version == 1 then
+    return string.sub(item, 4) == want
+  elseif version ~= 2 then
+    return false -- an envelope version this script does not read
+  end
+  -- Skip the carrier section: a uvarint length, then that many bytes.
+  local n, scale, i = 0, 1, 4
+  while true do
+    local b = string.byte(item, i)
+    if not b or scale > 2 ^ 49 then
+      return false
+    end
+    n = n + (b % 128) * scale
+    i = i + 1
+    if b < 128 then
+      break
+    end
+    scale = scale * 128
+  end
+  return #item - (i + n) + 1 == #want and string.sub(item, i + n) == want
+end
+
+local removed = 0
+local function full()
+  return limit > 0 and removed >= limit
+end
+
+-- Ready items, in batches, first ready first.
+local first = 0
+while not full() do
+  local items = redis.call('lrange', KEYS[1], first, first + 999)
+  if #items == 0 then
+    break
+  end
+  local bodies = items
+  if reliable then
+    bodies = redis.call('hmget', KEYS[3], unpack(items))
+  end
+  local kept = #items
+  for i, item in ipairs(items) do
+    if not full() and equal(bodies[i]) then
+      -- Ids are unique; equal bodies are interchangeable, so removing
+      -- the first occurrence of one removes this one or its twin before it.
+      redis.call('lrem', KEYS[1], 1, item)
+      if reliable then
+        redis.call('hdel', KEYS[3], item)
+        redis.call('hdel', KEYS[8], item)
+        redis.call('hdel', KEYS[10], item)
+      end
+      removed = removed + 1
+      kept = kept - 1
+    end
+  end
+  first = first + kept
+end
+
+-- Delayed items (known by id in both modes), in batches, due first first.
+first = 0
+while not full() do
+  local ids = redis.call('zrange', KEYS[2], first, first + 999)
+  if #ids == 0 then
+    break
+  end
+  local bodies = redis.call('hmget', KEYS[3], unpack(ids))
+  local kept = #ids
+  for i, id in ipairs(ids) do
+    if not full() and equal(bodies[i]) then
+      redis.call('zrem', KEYS[2], id)
+      redis.call('hdel', KEYS[3], id)
+      if reliable then
+        redis.call('hdel', KEYS[8], id)
+        redis.call('hdel', KEYS[10], id)
+      end
+      removed = removed + 1
+      kept = kept - 1
+    end
+  end
+  first = first + kept
+end
+return removed
+`,
+}
+
 // queueTakeScript is lockgen's templates/queue_take.lua.
 var queueTakeScript = lockrt.Script{
 	Name: "queue_take",
-	SHA1: "3456b579a575d5016a59d0b05f7120268db0cf54",
-	Source: `-- queue_take: claim a delivery of a reliable queue.
+	SHA1: "0f084c0130a8b92a4a36357aac07137b9d7f2b75",
+	Source: `-- queue_take: claim deliveries of a reliable queue, each put in flight
+-- with the same visibility deadline.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
 -- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] visibility ms, ARGV[3] the id a blocking
--- move put on the proc list, or '' to take the first ready item
--- Returns false when there is nothing to claim (nothing ready, or the id
--- was already recovered by a delay timer), {id} when the id's item is
--- gone (take again), or {id, body, delivery number, deadline, now}.
+-- move put on the proc list, or '' to take the first ready item,
+-- ARGV[4] how many to claim at most (the id first, then the first ready
+-- items)
+-- Returns false when there is nothing to claim (nothing ready, and the id
+-- was '' or already recovered by a delay timer), or {deadline, now, id,
+-- body, delivery number, id, body, delivery number, ...}. An id whose
+-- item is gone (acknowledged meanwhile) is cleaned up and passed over.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local id = ARGV[3]
-if id == '' then
-  id = redis.call('lpop', KEYS[1])
-  if not id then
-    return false
+local deadline = now + tonumber(ARGV[2])
+local want = tonumber(ARGV[4])
+local out = {deadline, now}
+local claimed = 0
+
+local function claim(id)
+  local body = redis.call('hget', KEYS[3], id)
+  if not body then
+    redis.call('zrem', KEYS[7], id)
+    redis.call('hdel', KEYS[8], id)
+    return
   end
-elseif redis.call('lrem', KEYS[6], 1, id) == 0 then
+  redis.call('zadd', KEYS[7], deadline, id)
+  out[#out + 1] = id
+  out[#out + 1] = body
+  out[#out + 1] = redis.call('hincrby', KEYS[8], id, 1)
+  claimed = claimed + 1
+end
+
+if ARGV[3] ~= '' and redis.call('lrem', KEYS[6], 1, ARGV[3]) > 0 then
+  claim(ARGV[3])
+end
+while claimed < want do
+  local ids = redis.call('lpop', KEYS[1], want - claimed)
+  if not ids then
+    break
+  end
+  for _, id in ipairs(ids) do
+    claim(id)
+  end
+end
+if claimed == 0 then
   return false
 end
-local body = redis.call('hget', KEYS[3], id)
-if not body then
-  redis.call('zrem', KEYS[7], id)
-  redis.call('hdel', KEYS[8], id)
-  return {id}
-end
-local deadline = now + tonumber(ARGV[2])
-redis.call('zadd', KEYS[7], deadline, id)
-local n = redis.call('hincrby', KEYS[8], id, 1)
 
 -- Ids other consumers moved but have not claimed yet get a deadline too:
 -- if such a consumer died, its id comes back; if not, its claim resets it.
@@ -1507,7 +1715,7 @@ if not armed or deadline < tonumber(armed) then
   redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)
   redis.call(ARGV[1], KEYS[1] .. ':ch', deadline)
 end
-return {id, body, n, deadline, now}
+return out
 `,
 }
 
@@ -3839,11 +4047,14 @@ func Preload(ctx context.Context, c *lockrt.Client) error {
 		&queueAckScript,
 		&queueBuryScript,
 		&queueDeadScript,
+		&queueDrainScript,
 		&queueExtendScript,
 		&queueMoveScript,
 		&queueNackScript,
 		&queueOfferScript,
+		&queuePeekScript,
 		&queueRedriveScript,
+		&queueRemoveScript,
 		&queueTakeScript,
 		&reentrantAcquireScript,
 		&reentrantReleaseScript,

@@ -1,0 +1,110 @@
+-- queue_remove: remove ready and delayed items equal to a value, compared
+-- by the codec's bytes inside the item envelope (runtime/codec.go): a 0
+-- byte, the envelope's version, the codec's tag, then for version 2 a
+-- carrier section (its length as a uvarint, then the section), then the
+-- codec's bytes. Items without the 0 byte predate the envelope and are
+-- compared whole; a carrier (a trace context) does not matter.
+-- Items in flight and dead letters are left alone.
+-- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
+-- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
+-- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable: the
+-- ready list holds ids; 'p' plain: it holds bodies), ARGV[3] the codec's
+-- bytes of the value, ARGV[4] the codec's tag, ARGV[5] how many to remove
+-- at most (0: all), ready ones first, then delayed ones by due time
+-- Returns how many were removed. It reads every ready and delayed item
+-- (until the limit is reached): O(N).
+local want, tag, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local reliable = ARGV[2] == 'r'
+
+-- equal reports whether an item holds the value.
+local function equal(item)
+  if not item then
+    return false
+  end
+  if string.byte(item, 1) ~= 0 then
+    return item == want
+  end
+  local version = string.byte(item, 2)
+  if string.sub(item, 3, 3) ~= tag then
+    return false
+  end
+  if version == 1 then
+    return string.sub(item, 4) == want
+  elseif version ~= 2 then
+    return false -- an envelope version this script does not read
+  end
+  -- Skip the carrier section: a uvarint length, then that many bytes.
+  local n, scale, i = 0, 1, 4
+  while true do
+    local b = string.byte(item, i)
+    if not b or scale > 2 ^ 49 then
+      return false
+    end
+    n = n + (b % 128) * scale
+    i = i + 1
+    if b < 128 then
+      break
+    end
+    scale = scale * 128
+  end
+  return #item - (i + n) + 1 == #want and string.sub(item, i + n) == want
+end
+
+local removed = 0
+local function full()
+  return limit > 0 and removed >= limit
+end
+
+-- Ready items, in batches, first ready first.
+local first = 0
+while not full() do
+  local items = redis.call('lrange', KEYS[1], first, first + 999)
+  if #items == 0 then
+    break
+  end
+  local bodies = items
+  if reliable then
+    bodies = redis.call('hmget', KEYS[3], unpack(items))
+  end
+  local kept = #items
+  for i, item in ipairs(items) do
+    if not full() and equal(bodies[i]) then
+      -- Ids are unique; equal bodies are interchangeable, so removing
+      -- the first occurrence of one removes this one or its twin before it.
+      redis.call('lrem', KEYS[1], 1, item)
+      if reliable then
+        redis.call('hdel', KEYS[3], item)
+        redis.call('hdel', KEYS[8], item)
+        redis.call('hdel', KEYS[10], item)
+      end
+      removed = removed + 1
+      kept = kept - 1
+    end
+  end
+  first = first + kept
+end
+
+-- Delayed items (known by id in both modes), in batches, due first first.
+first = 0
+while not full() do
+  local ids = redis.call('zrange', KEYS[2], first, first + 999)
+  if #ids == 0 then
+    break
+  end
+  local bodies = redis.call('hmget', KEYS[3], unpack(ids))
+  local kept = #ids
+  for i, id in ipairs(ids) do
+    if not full() and equal(bodies[i]) then
+      redis.call('zrem', KEYS[2], id)
+      redis.call('hdel', KEYS[3], id)
+      if reliable then
+        redis.call('hdel', KEYS[8], id)
+        redis.call('hdel', KEYS[10], id)
+      end
+      removed = removed + 1
+      kept = kept - 1
+    end
+  end
+  first = first + kept
+end
+return removed
