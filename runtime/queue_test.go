@@ -549,7 +549,9 @@ func TestQueueBatchCommandStats(t *testing.T) {
 			}
 		}
 	}
-	for _, q := range []interface{ OfferMany(context.Context, ...int) error }{plain, rel} {
+	for _, q := range []interface {
+		OfferMany(context.Context, ...int) error
+	}{plain, rel} {
 		if err := q.OfferMany(ctx, items...); err != nil {
 			t.Fatal(err)
 		}
