@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -394,6 +395,56 @@ func TestQueueDrainPoison(t *testing.T) {
 			dead, err := bad.DeadLetters(ctx, 10)
 			if err != nil || len(dead) != 1 || dead[0].Value != "poison" {
 				t.Fatalf("reliable=%v: dead letters %+v, %v; want the poison item", reliable, dead, err)
+			}
+		}
+	})
+}
+
+// TestQueueRemoveCarried: Remove compares the codec's bytes, whatever an
+// ItemPropagator made the items carry (a version-2 envelope, with a
+// carrier section of one length byte or of several), on both queue kinds;
+// an item whose bytes end with the value's is not equal to it.
+func TestQueueRemoveCarried(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := withTimeout(t, 20*time.Second)
+		rdb := b.new()
+		t.Cleanup(func() { rdb.Close() })
+		producer := lockrt.New(rdb, lockrt.WithObserver(&propagator{}))
+		t.Cleanup(func() { producer.Close() })
+		other := newClient(t, b)
+		short := context.WithValue(ctx, traceKey{}, "t-1")
+		long := context.WithValue(ctx, traceKey{}, strings.Repeat("x", 300)) // a 2-byte uvarint length
+		for _, reliable := range []bool{false, true} {
+			vis := time.Duration(0)
+			if reliable {
+				vis = time.Minute
+			}
+			d, k := queueDef(t, true, vis, 3), key(t, fmt.Sprint(reliable))
+			var offer func(ctx context.Context, vs ...int) error
+			var offerIn func(ctx context.Context, v int) error
+			var q opsQueue[int]
+			if reliable {
+				p := lockrt.NewDelayedReliableQueue(producer, d, lockrt.JSON[int]{}, k)
+				offer, offerIn = p.OfferMany, func(ctx context.Context, v int) error { return p.OfferIn(ctx, v, time.Hour) }
+				q = lockrt.NewDelayedReliableQueue(other, d, lockrt.JSON[int]{}, k)
+			} else {
+				p := lockrt.NewDelayedQueue(producer, d, lockrt.JSON[int]{}, k)
+				offer, offerIn = p.OfferMany, func(ctx context.Context, v int) error { return p.OfferIn(ctx, v, time.Hour) }
+				q = lockrt.NewDelayedQueue(other, d, lockrt.JSON[int]{}, k)
+			}
+			for _, c := range []context.Context{ctx, short, long} {
+				if err := offer(c, 1, 11); err != nil {
+					t.Fatal(err)
+				}
+				if err := offerIn(c, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := q.RemoveAll(ctx, 1); err != nil || n != 6 {
+				t.Fatalf("reliable=%v: RemoveAll(1) = %d, %v; want 3 ready + 3 delayed, traced or not", reliable, n, err)
+			}
+			if vs, err := q.PeekN(ctx, 10); err != nil || !slices.Equal(vs, []int{11, 11, 11}) {
+				t.Fatalf("reliable=%v: left %v, %v; want the three 11s", reliable, vs, err)
 			}
 		}
 	})

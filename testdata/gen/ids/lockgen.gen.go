@@ -1069,11 +1069,13 @@ return moved
 // queueRemoveScript is lockgen's templates/queue_remove.lua.
 var queueRemoveScript = lockrt.Script{
 	Name: "queue_remove",
-	SHA1: "59c50cb666aadd49d782118bf674a3234f912b47",
+	SHA1: "bc5d300d6bc676b0d07ff1e304879951a76ae48b",
 	Source: `-- queue_remove: remove ready and delayed items equal to a value, compared
 -- by the codec's bytes inside the item envelope (runtime/codec.go): a 0
--- byte, the envelope's version (1: then the codec's tag, then its bytes).
--- Items without the 0 byte predate the envelope and are compared whole.
+-- byte, the envelope's version, the codec's tag, then for version 2 a
+-- carrier section (its length as a uvarint, then the section), then the
+-- codec's bytes. Items without the 0 byte predate the envelope and are
+-- compared whole; a carrier (a trace context) does not matter.
 -- Items in flight and dead letters are left alone.
 -- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
 -- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
@@ -1094,10 +1096,30 @@ local function equal(item)
   if string.byte(item, 1) ~= 0 then
     return item == want
   end
-  if string.byte(item, 2) == 1 then
-    return string.sub(item, 3, 3) == tag and string.sub(item, 4) == want
+  local version = string.byte(item, 2)
+  if string.sub(item, 3, 3) ~= tag then
+    return false
   end
-  return false -- an envelope version this script does not read
+  if version == 1 then
+    return string.sub(item, 4) == want
+  elseif version ~= 2 then
+    return false -- an envelope version this script does not read
+  end
+  -- Skip the carrier section: a uvarint length, then that many bytes.
+  local n, scale, i = 0, 1, 4
+  while true do
+    local b = string.byte(item, i)
+    if not b or scale > 2 ^ 49 then
+      return false
+    end
+    n = n + (b % 128) * scale
+    i = i + 1
+    if b < 128 then
+      break
+    end
+    scale = scale * 128
+  end
+  return #item - (i + n) + 1 == #want and string.sub(item, i + n) == want
 end
 
 local removed = 0
