@@ -64,6 +64,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	}
 	c.wd = newWatchdog(c)
 	c.hub = newHub(rdb, c.shardedPubSub)
+	if len(c.observers) > 0 {
+		c.hub.observe = c.observe
+	}
 	return c
 }
 

@@ -251,7 +251,9 @@ func (s *scheduler) run() {
 		}
 		for _, e := range moves {
 			d, err := e.q.move()
-			s.moved(e, d, err)
+			if retry := s.moved(e, d, err); err != nil {
+				s.c.observe(context.Background(), Event{Kind: EventTimerRetry, Object: e.q.def.Name, Key: e.q.key, Duration: retry, Err: err})
+			}
 		}
 		if len(moves) > 0 {
 			continue // a move may have made another one due
@@ -314,8 +316,9 @@ type forgotten struct {
 }
 
 // moved records the result of e's move: its next due time in d (< 0:
-// nothing due), or the move's error.
-func (s *scheduler) moved(e *served, d time.Duration, err error) {
+// nothing due), or the move's error; it returns when a failed move is
+// retried.
+func (s *scheduler) moved(e *served, d time.Duration, err error) (retry time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.first {
@@ -324,7 +327,7 @@ func (s *scheduler) moved(e *served, d time.Duration, err error) {
 		close(e.ready)
 	}
 	if s.served[e.q.key] != e {
-		return
+		return 0
 	}
 	if e.sub == nil {
 		s.subscribe(e) // it failed before: try again
@@ -343,6 +346,7 @@ func (s *scheduler) moved(e *served, d time.Duration, err error) {
 	case e.users == 0:
 		s.idleLocked(e)
 	}
+	return e.retry
 }
 
 // close releases what the scheduler holds when the client is closed.

@@ -725,8 +725,16 @@
 // limiter decisions. Events name objects by their spec
 // name, never by param values. Adapters for Prometheus and OpenTelemetry
 // are modules of their own (github.com/lockgen/lockgen/adapters/...), so
-// this package depends on go-redis alone. WithLogger logs lost leases and
-// failed renewals (Warn) and reloaded scripts (Info) with a *slog.Logger.
+// this package depends on go-redis alone. WithLogger logs, with a
+// *slog.Logger: at Warn lost leases, failed renewals, failed runs of the
+// delay timer (EventTimerRetry: object, key, the wait before the retry,
+// the error) and failed pub/sub connections (EventPubSubLost: how many
+// channels are subscribed again, the error, once per failure rather than
+// per reconnection attempt); at Info scripts sent again after NOSCRIPT;
+// at Debug each channel subscribed again (EventResubscribed).
+// TestLoggerResubscribeAndTimerRetry provokes both with CLIENT KILL TYPE
+// pubsub and a WRONGTYPE delayed set. Event.Key, set for these, holds
+// param values: it is for logs, never a metric label.
 //
 // Each attempt of a worker's handler (ReliableQueue.Serve) is an observed
 // operation too, OpProcess: the handler runs in the context its Start

@@ -52,6 +52,8 @@ type hub struct {
 	homing   bool                       // the rehoming goroutine runs
 	closed   bool
 	done     chan struct{}
+
+	observe func(context.Context, Event) // the client's observers (nil: none); set before use
 }
 
 // shardedPubSub enables sharded pub/sub on Redis 7 clusters by default
@@ -505,9 +507,18 @@ func (pc *psConn) read() {
 		// The connection failed, or was closed by the writer or the hub.
 		h.mu.Lock()
 		stopped := pc.stopped
+		var chans []string
+		if h.observe != nil && backoff == 0 && !stopped {
+			for c := range pc.chans {
+				chans = append(chans, c)
+			}
+		}
 		h.mu.Unlock()
 		if stopped {
 			return
+		}
+		if backoff == 0 { // the first failure since it last worked
+			h.lost(pc.addr, chans, err)
 		}
 		backoff = min(max(2*backoff, 50*time.Millisecond), maxBackoff)
 		select {
@@ -519,6 +530,19 @@ func (pc *psConn) read() {
 		if ps = pc.replace(ps); ps == nil {
 			return
 		}
+	}
+}
+
+// lost reports a failed connection and the channels it subscribes
+// again (outside h.mu).
+func (h *hub) lost(addr string, chans []string, cause error) {
+	if h.observe == nil {
+		return
+	}
+	ctx := context.Background()
+	h.observe(ctx, Event{Kind: EventPubSubLost, Key: addr, N: len(chans), Err: cause})
+	for _, c := range chans {
+		h.observe(ctx, Event{Kind: EventResubscribed, Key: c})
 	}
 }
 

@@ -115,6 +115,19 @@ const (
 	EventDue EventKind = "due"
 	// EventDead: an item went to the dead-letter list (Err: the reason).
 	EventDead EventKind = "dead"
+	// EventTimerRetry: a run of the delay timer's move failed (Redis
+	// unreachable, a failover); Key is the queue's key, Duration the wait
+	// before it is tried again, Err the cause.
+	EventTimerRetry EventKind = "timer-retry"
+	// EventPubSubLost: a pub/sub connection failed (an outage, CLIENT
+	// KILL, a failover); its N channels are subscribed again, on a new
+	// connection or, on a cluster, on their slots' primaries. Key is the
+	// server's address on a cluster (sharded pub/sub), else empty; Err is
+	// the cause. Reported once per failure, not per reconnection attempt.
+	EventPubSubLost EventKind = "pubsub-lost"
+	// EventResubscribed: one channel of a failed pub/sub connection (Key)
+	// is being subscribed again; its waiters are woken once it is.
+	EventResubscribed EventKind = "resubscribed"
 	// EventAllowed, EventDenied: a limiter allowed or denied N requests.
 	EventAllowed EventKind = "allowed"
 	EventDenied  EventKind = "denied"
@@ -127,6 +140,10 @@ type Event struct {
 	Duration time.Duration
 	N        int
 	Err      error
+	// Key is the Redis key or pub/sub channel concerned, for logs (set for
+	// EventTimerRetry, EventPubSubLost, EventResubscribed). It holds param
+	// values: never make it a metric label.
+	Key string
 }
 
 // WithObserver adds an observer; several are called in the order given.
@@ -142,8 +159,10 @@ func WithObserver(o Observer) Option {
 }
 
 // WithLogger logs, with l, what an operator wants to hear of: lost
-// leases and failed renewals (Warn), and scripts sent again after
-// NOSCRIPT (Info).
+// leases, failed renewals, failed runs of the delay timer (with the
+// queue's object and key) and failed pub/sub connections (with the number
+// of channels subscribed again) at Warn; scripts sent again after
+// NOSCRIPT at Info; and each channel subscribed again at Debug.
 func WithLogger(l *slog.Logger) Option { return WithObserver(logObserver{l}) }
 
 // start begins an observed operation; end reports its error.
@@ -295,5 +314,15 @@ func (o logObserver) Event(ctx context.Context, e Event) {
 		o.l.WarnContext(ctx, "lockgen: renewal failed; retrying until the lease runs out", "object", e.Object, "err", e.Err)
 	case EventScriptReloaded:
 		o.l.InfoContext(ctx, "lockgen: script reloaded after NOSCRIPT", "script", e.Object)
+	case EventTimerRetry:
+		o.l.WarnContext(ctx, "lockgen: delay timer's move failed; retrying", "object", e.Object, "key", e.Key, "retry", e.Duration, "err", e.Err)
+	case EventPubSubLost:
+		args := []any{"channels", e.N, "err", e.Err}
+		if e.Key != "" {
+			args = append(args, "addr", e.Key)
+		}
+		o.l.WarnContext(ctx, "lockgen: pub/sub connection lost; subscribing its channels again", args...)
+	case EventResubscribed:
+		o.l.DebugContext(ctx, "lockgen: subscribing again", "channel", e.Key)
 	}
 }

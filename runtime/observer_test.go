@@ -373,3 +373,129 @@ func (h replyLen) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (replyLen) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// logRecord is a log record as recordHandler keeps it.
+type logRecord struct {
+	level slog.Level
+	msg   string
+	attrs map[string]string
+}
+
+// recordHandler is a slog.Handler that keeps every record, at every
+// level.
+type recordHandler struct {
+	mu      *sync.Mutex
+	records *[]logRecord
+}
+
+func (recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	rec := logRecord{level: r.Level, msg: r.Message, attrs: map[string]string{}}
+	r.Attrs(func(a slog.Attr) bool {
+		rec.attrs[a.Key] = a.Value.String()
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	*h.records = append(*h.records, rec)
+	return nil
+}
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordHandler) WithGroup(string) slog.Handler      { return h }
+
+// find waits up to 10s for a record with the level and message, and
+// returns it.
+func (h recordHandler) find(t *testing.T, level slog.Level, msg string) (logRecord, bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		h.mu.Lock()
+		for _, r := range *h.records {
+			if r.level == level && r.msg == msg {
+				h.mu.Unlock()
+				return r, true
+			}
+		}
+		h.mu.Unlock()
+		if time.Now().After(end) {
+			return logRecord{}, false
+		}
+	}
+}
+
+// TestLoggerResubscribeAndTimerRetry: WithLogger logs a pub/sub
+// connection killed under a served queue (CLIENT KILL TYPE pubsub) at
+// Warn with the number of channels subscribed again, and each channel at
+// Debug; the channel is subscribed again. A run of the delay timer that
+// fails (its delayed set made a string: WRONGTYPE) is logged at Warn with
+// the queue's object and key, and the timer recovers once the key is
+// fixed.
+func TestLoggerResubscribeAndTimerRetry(t *testing.T) {
+	t.Parallel()
+	// A node of its own: the test kills its pub/sub connections.
+	rdb := redistest.Single(t).Client()
+	ctx := withTimeout(t, 60*time.Second)
+	var records []logRecord
+	h := recordHandler{&sync.Mutex{}, &records}
+	c := lockrt.New(rdb, lockrt.WithLogger(slog.New(h)))
+	defer c.Close()
+
+	d := queueDef(t, true, time.Minute, 3)
+	d.Name = "Mail"
+	k := key(t, "mail")
+	q := lockrt.NewDelayedReliableQueue(c, d, lockrt.JSON[string]{}, k)
+	taken := make(chan string, 1)
+	go func() { // a waiting Take keeps the queue served
+		del, err := q.TryTake(ctx, 50*time.Second)
+		if err != nil {
+			taken <- err.Error()
+			return
+		}
+		del.Ack(ctx)
+		taken <- del.Value
+	}()
+	subscribed := func() bool {
+		n, err := rdb.PubSubNumSub(ctx, k+":ch").Result()
+		return err == nil && n[k+":ch"] == 1
+	}
+	waitUntil := func(what string, f func() bool) {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); !f(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("timed out waiting until %s", what)
+			}
+		}
+	}
+	waitUntil("the queue's channel is subscribed", subscribed)
+
+	if err := rdb.Do(ctx, "client", "kill", "type", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := h.find(t, slog.LevelWarn, "lockgen: pub/sub connection lost; subscribing its channels again")
+	if !ok || r.attrs["channels"] != "1" || r.attrs["err"] == "" {
+		t.Errorf("the lost connection's record: %+v, %v; want channels=1 and the error", r, ok)
+	}
+	if r, ok := h.find(t, slog.LevelDebug, "lockgen: subscribing again"); !ok || r.attrs["channel"] != k+":ch" {
+		t.Errorf("the resubscribed channel's record: %+v, %v; want channel=%s", r, ok, k+":ch")
+	}
+	waitUntil("the queue's channel is subscribed again", subscribed)
+
+	// A failing move: the delayed set is a string; a message on the
+	// channel makes the timer run the move.
+	if err := rdb.Set(ctx, k+":delayed", "not a sorted set", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Publish(ctx, k+":ch", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r, ok = h.find(t, slog.LevelWarn, "lockgen: delay timer's move failed; retrying")
+	if !ok || r.attrs["object"] != "Mail" || r.attrs["key"] != k || !strings.Contains(r.attrs["err"], "WRONGTYPE") || r.attrs["retry"] == "" {
+		t.Errorf("the timer retry's record: %+v, %v; want object=Mail key=%s, the WRONGTYPE error and the retry", r, ok, k)
+	}
+	rdb.Del(ctx, k+":delayed")
+	if err := q.OfferIn(ctx, "late", 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if v := <-taken; v != "late" {
+		t.Errorf("the waiting Take got %q; want the delayed item moved by the recovered timer", v)
+	}
+}
