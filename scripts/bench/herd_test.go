@@ -135,7 +135,10 @@ func (r herdResult) stats() herdStats {
 // acquisition (INFO commandstats), hand-off p50/p99, how often the
 // releaser took the lock straight back, and the fewest and most
 // acquisitions of one client.
-func BenchmarkHerd(b *testing.B) {
+func BenchmarkHerd(b *testing.B) { benchHerd(b, herdLibs) }
+
+// benchHerd runs BenchmarkHerd's rounds over libs.
+func benchHerd(b *testing.B, herdLibs []lib) {
 	for _, n := range []int{8, 32, 64} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			flush(b)
