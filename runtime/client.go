@@ -25,6 +25,10 @@ type Client struct {
 	hub   *hub
 	sched scheduler // the delay timer of the queues it serves (delay.go)
 
+	// Arguments boxed once (see lockPrep): *LockDef -> *defArgs, and
+	// *Script -> its SHA1.
+	defArgs, shas sync.Map
+
 	reloaded atomic.Int64 // when the slot map was last reloaded (Unix ns), see reloadOnConnError
 	fences   fences       // the last fencing token seen per fenced lock (fenced.go)
 
@@ -107,5 +111,7 @@ func (c *Client) ownerFrom(ctx context.Context) string {
 // Lock returns the lock with the given definition (emitted by lockgen) and
 // key. It does not contact Redis.
 func (c *Client) Lock(def *LockDef, key string) *Lock {
-	return &Lock{c: c, def: def, key: key}
+	l := &Lock{c: c, def: def, key: key}
+	l.prep = l.prepare()
+	return l
 }

@@ -29,6 +29,81 @@ type Lock struct {
 	// mode is the side of a readwrite lock ("r" or "w"), passed to its
 	// scripts as their last argument; "" for the other kinds.
 	mode string
+	// prep holds the keys and channel its scripts take, built once (nil:
+	// built per call, for the kinds prepare leaves out).
+	prep *lockPrep
+}
+
+// lockPrep is what every script call of a Lock passes that does not
+// change between calls, built once per Lock with few allocations: its
+// keys, and the keys and channel boxed for a command's arguments.
+type lockPrep struct {
+	keys    []string // in k
+	boxed   []any    // in b: keys, then the channel prefix
+	channel string
+	*defArgs
+	k [4]string
+	b [5]any
+}
+
+// defArgs are a LockDef's arguments, boxed once per client.
+type defArgs struct {
+	lease any // the spec's lease in milliseconds
+	reg   any // the registry TTL in milliseconds
+	// what they were boxed from (a LockDef changed since is boxed again)
+	leaseD, regD time.Duration
+}
+
+// Boxed script flags.
+var flag0, flag1, flag2 any = "0", "1", "2"
+
+// leaseArg returns lease in milliseconds, boxed (without an allocation
+// when it is the spec's).
+func (l *Lock) leaseArg(lease time.Duration) any {
+	if l.prep != nil && lease == l.prep.leaseD {
+		return l.prep.lease
+	}
+	return lease.Milliseconds()
+}
+
+// prepare builds l's lockPrep for the kinds whose keys are the lock, its
+// waiter registry and (fenced) its fence counter; nil for the others.
+func (l *Lock) prepare() *lockPrep {
+	n := 3
+	switch l.def.Kind {
+	case Fenced:
+		n = 4
+	case Reentrant, Simple, Fair:
+	default:
+		return nil
+	}
+	// One string for every derived name (they are slices of it).
+	suffixes := [...]string{":queue", ":waiters", ":fence", ":ch"}
+	var b strings.Builder
+	b.Grow(4*len(l.key) + 24)
+	for _, s := range suffixes {
+		b.WriteString(l.key)
+		b.WriteString(s)
+	}
+	all, names := b.String(), [4]string{}
+	for i, s := range suffixes {
+		names[i], all = all[:len(l.key)+len(s)], all[len(l.key)+len(s):]
+	}
+	p := &lockPrep{channel: names[3]}
+	p.keys, p.boxed = p.k[:n], p.b[:n+1]
+	p.keys[0] = l.key
+	copy(p.keys[1:], names[:n-1])
+	for i, k := range p.keys {
+		p.boxed[i] = k
+	}
+	p.boxed[n] = p.channel
+	if a, ok := l.c.defArgs.Load(l.def); ok && a.(*defArgs).leaseD == l.def.Lease && a.(*defArgs).regD == l.registryTTL() {
+		p.defArgs = a.(*defArgs)
+	} else {
+		p.defArgs = &defArgs{lease: l.def.Lease.Milliseconds(), reg: l.registryTTL().Milliseconds(), leaseD: l.def.Lease, regD: l.registryTTL()}
+		l.c.defArgs.Store(l.def, p.defArgs)
+	}
+	return p
 }
 
 // Key returns the Redis key of the lock.
@@ -37,7 +112,12 @@ func (l *Lock) Key() string { return l.key }
 // Name returns the lock's name in the spec.
 func (l *Lock) Name() string { return l.def.Name }
 
-func (l *Lock) channel() string { return keys.Sub(l.key, "ch") }
+func (l *Lock) channel() string {
+	if l.prep != nil {
+		return l.prep.channel
+	}
+	return keys.Sub(l.key, "ch")
+}
 
 // waitChannel is the channel l's waiters on this client wait on: every
 // lock kind keeps a waiter registry (see "Waiter registry" in the package
@@ -159,7 +239,7 @@ func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg s
 func (l *Lock) leave(ctx context.Context, owner string, lease time.Duration) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
-	_ = l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.releaseArgs(owner, lease, true)...).Err()
+	_ = l.evalRelease(ctx, owner, lease, true).Err()
 }
 
 // releaseArgs returns the ARGV of l's release script for owner's hold
@@ -195,16 +275,35 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	case waiting:
 		flag = "2" // refresh, or the full attempt when that is needed
 	}
-	args := []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
-	if l.def.Kind == Fair || l.def.Kind == ReadWrite { // it may hand a free lock to the first waiters
-		args = append(args, l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds())
-	}
-	args = l.args(args...)
 	start := time.Now()
 	// The attempt is not cut short by ctx: a script that ran in Redis
 	// while its reply was abandoned would hold the lock for a whole lease
 	// with nobody to release it. go-redis' read timeout bounds it.
-	cmd, wait := l.evalAcquire(context.WithoutCancel(ctx), l.scriptKeys(), args...)
+	uctx := context.WithoutCancel(ctx)
+	var cmd, wait *redis.Cmd
+	if p := l.prep; p != nil && l.def.Sync.Replicas == 0 {
+		// The usual case, with the arguments boxed once per Lock.
+		n, f, r := len(p.keys), flag0, any(int64(0))
+		if waiting {
+			f = flag2
+		}
+		if reg == p.regD {
+			r = p.reg
+		} else if reg != 0 {
+			r = reg.Milliseconds()
+		}
+		if l.def.Kind == Fair { // it may hand a free lock to the first waiter
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, p.boxed[n], l.c.publishArg(), handoffArg)
+		} else {
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f)
+		}
+	} else {
+		args := []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
+		if l.def.Kind == Fair || l.def.Kind == ReadWrite { // it may hand a free lock to the first waiters
+			args = append(args, l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds())
+		}
+		cmd, wait = l.evalAcquire(uctx, l.scriptKeys(), l.args(args...)...)
+	}
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
@@ -227,11 +326,11 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		if len(res) == 3 {
 			le.token = res[2]
 			if err := l.c.fences.check(l.key, res[1], res[2]); err != nil {
-				_ = le.Unlock(context.WithoutCancel(ctx))
+				_ = le.Unlock(uctx)
 				return nil, 0, err
 			}
 		}
-		if err := l.checkSynced(context.WithoutCancel(ctx), le, wait); err != nil {
+		if err := l.checkSynced(uctx, le, wait); err != nil {
 			return nil, 0, err
 		}
 		if err := ctx.Err(); err != nil {
@@ -405,7 +504,22 @@ func (l *Lock) newLeaseFirst(parent context.Context, owner string, o acquireOpti
 func (l *Lock) release(ctx context.Context, owner string, lease time.Duration) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
-	return l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.releaseArgs(owner, lease, false)...).Int()
+	return l.evalRelease(ctx, owner, lease, false).Int()
+}
+
+// evalRelease runs l's release script for owner's hold with lease;
+// leaving when owner gives up a wait.
+func (l *Lock) evalRelease(ctx context.Context, owner string, lease time.Duration, leaving bool) *redis.Cmd {
+	p := l.prep
+	if p == nil {
+		return l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.releaseArgs(owner, lease, leaving)...)
+	}
+	flag := flag0
+	if leaving {
+		flag = flag1
+	}
+	n := len(p.keys)
+	return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], owner, l.leaseArg(lease), p.boxed[n], l.c.publishArg(), handoffArg, flag)
 }
 
 // held identifies the lease's hold for the watchdog.
@@ -491,6 +605,9 @@ func (le *Lease) Unlock(ctx context.Context) error {
 // scriptKeys returns the KEYS of the lock's scripts: the lock's key, then
 // the keys of its kind (all in the lock's hash slot).
 func (l *Lock) scriptKeys() []string {
+	if l.prep != nil {
+		return l.prep.keys
+	}
 	switch l.def.Kind {
 	case Fair:
 		return l.fairKeys()

@@ -26,6 +26,51 @@ func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...any
 	return cmd
 }
 
+// evalBoxed is eval for a caller whose keys are boxed already (a Lock's
+// lockPrep): it builds the command's arguments in one slice, where
+// go-redis' EvalSha would box every key again and copy the arguments.
+func (c *Client) evalBoxed(ctx context.Context, s *Script, keys []any, args ...any) *redis.Cmd {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	sha, ok := c.shas.Load(s)
+	if !ok {
+		sha = any(s.SHA1)
+		c.shas.Store(s, sha)
+	}
+	cmdArgs = append(cmdArgs, "evalsha", sha, len(keys))
+	cmdArgs = append(cmdArgs, keys...)
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	_ = c.rdb.Process(ctx, cmd)
+	if isNoScript(cmd.Err()) {
+		c.observe(ctx, Event{Kind: EventScriptReloaded, Object: s.Name})
+		cmdArgs[0], cmdArgs[1] = "eval", s.Source
+		cmd = redis.NewCmd(ctx, cmdArgs...)
+		if len(keys) > 0 {
+			cmd.SetFirstKeyPos(3)
+		}
+		_ = c.rdb.Process(ctx, cmd)
+	}
+	c.reloadOnConnError(cmd.Err())
+	return cmd
+}
+
+// Boxed arguments that cost no allocation per call.
+var (
+	publishArg, spublishArg any = "publish", "spublish"
+	handoffArg              any = HandoffLease.Milliseconds()
+)
+
+// publishArg returns publishCmd boxed.
+func (c *Client) publishArg() any {
+	if c.publishCmd() == "spublish" {
+		return spublishArg
+	}
+	return publishArg
+}
+
 // reloadEvery is the least time between two slot-map reloads a client
 // asks for.
 const reloadEvery = 100 * time.Millisecond

@@ -3,6 +3,7 @@ package runtime
 import (
 	"container/heap"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -109,7 +110,8 @@ const (
 type held struct {
 	k       heldKey
 	renew   renewal
-	holders map[holder]struct{}
+	holders []holder    // each once; usually one: in one, no allocation
+	one     [1]holder   // holders' first array
 	next    time.Time   // next renewal
 	index   int         // in the due queue; -1 while being renewed
 	expiry  *time.Timer // fires when the lease would have run out unrenewed
@@ -120,7 +122,7 @@ type held struct {
 // extendAll extends every holder of h to until; false when one's deadline
 // had passed already.
 func extendAll(h *held, until time.Time) bool {
-	for hd := range h.holders {
+	for _, hd := range h.holders {
 		if !hd.extend(until) {
 			return false
 		}
@@ -205,7 +207,8 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 	}
 	h := w.entries[k]
 	if h == nil {
-		h = &held{k: k, renew: r, holders: map[holder]struct{}{}, index: -1}
+		h = &held{k: k, renew: r, index: -1}
+		h.holders = h.one[:0]
 		w.entries[k] = h
 		every, valid := renewEvery(r.Lease), r.valid()
 		if r.First > 0 && r.First < valid {
@@ -216,7 +219,7 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 		heap.Push(&w.queue, h)
 	} else {
 		h.expiry.Reset(time.Until(start.Add(h.renew.valid())))
-		for hd := range h.holders {
+		for _, hd := range h.holders {
 			hd.extend(start.Add(h.renew.valid()))
 		}
 		if next := start.Add(renewEvery(h.renew.Lease)); next.Before(h.next) {
@@ -226,7 +229,9 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 			}
 		}
 	}
-	h.holders[hd] = struct{}{}
+	if !slices.Contains(h.holders, hd) {
+		h.holders = append(h.holders, hd)
+	}
 	if !w.running {
 		w.running = true
 		w.armed = h.next
@@ -255,7 +260,7 @@ func (w *watchdog) remove(k heldKey, hd holder) {
 	if h == nil {
 		return
 	}
-	delete(h.holders, hd)
+	h.holders = slices.DeleteFunc(h.holders, func(x holder) bool { return x == hd })
 	if len(h.holders) == 0 {
 		w.forget(h)
 	}
@@ -282,7 +287,7 @@ func (w *watchdog) lose(h *held, cause error) {
 	holders := h.holders
 	w.mu.Unlock()
 	w.lost(h, cause)
-	for hd := range holders {
+	for _, hd := range holders {
 		hd.cancel(cause)
 	}
 }
@@ -302,7 +307,7 @@ func (w *watchdog) close() {
 	w.wg.Wait()
 	for _, h := range all {
 		h.expiry.Stop()
-		for hd := range h.holders {
+		for _, hd := range h.holders {
 			hd.cancel(ErrClosed)
 		}
 	}
