@@ -99,7 +99,16 @@ type LimiterDef struct {
 	Per       time.Duration // at least a microsecond
 	Burst     int           // requests allowed at once above the rate (GCRA, TokenBucket)
 	Scope     LimiterScope
-	Scripts   *LimiterScripts
+	// IdleTTL bounds how long the limiter's keys outlive the last request
+	// counted: after IdleTTL without one, the state and config expire and
+	// the limiter is full again, even if it would not have refilled by
+	// then (a limit of 1000 per day with an IdleTTL of 1h forgets a user
+	// after an idle hour). 0, the default: the state expires when the
+	// limiter is full again (Per*(Burst+1)/Rate after the last request,
+	// Per for SlidingWindow) and the config a second after that. An
+	// IdleTTL longer than that changes nothing.
+	IdleTTL time.Duration
+	Scripts *LimiterScripts
 }
 
 // Capacity returns the most requests the limiter allows at once: Burst+1
@@ -118,6 +127,8 @@ func (d *LimiterDef) check() error {
 		return fmt.Errorf("%w: limiter %s has algorithm %d, scope %d", ErrInvalidArgument, d.Name, d.Algorithm, d.Scope)
 	case d.Rate < 1, d.Per < time.Microsecond, d.Burst < 0:
 		return fmt.Errorf("%w: limiter %s has rate %d per %v, burst %d", ErrInvalidArgument, d.Name, d.Rate, d.Per, d.Burst)
+	case d.IdleTTL < 0 || (d.IdleTTL > 0 && d.IdleTTL < time.Millisecond):
+		return fmt.Errorf("%w: limiter %s has idle TTL %v (0, or at least 1ms)", ErrInvalidArgument, d.Name, d.IdleTTL)
 	case d.Scripts == nil || d.Scripts.Allow == nil || d.Scripts.Configure == nil:
 		return fmt.Errorf("%w: limiter %s has no scripts", ErrInvalidArgument, d.Name)
 	}
@@ -133,7 +144,18 @@ func (d *LimiterDef) configTTL() int64 {
 	if d.Algorithm != SlidingWindow {
 		fill = time.Duration(float64(d.Per) * float64(d.Burst+1) / float64(d.Rate))
 	}
+	if d.IdleTTL > 0 && d.IdleTTL < fill {
+		fill = d.IdleTTL // the state lives no longer
+	}
 	return fill.Milliseconds() + 1000
+}
+
+// idleMillis is the idle TTL as the scripts take it: 0 for none.
+func (d *LimiterDef) idleMillis() int64 {
+	if d.IdleTTL <= 0 {
+		return 0
+	}
+	return ceilMillis(d.IdleTTL)
 }
 
 // args returns the scripts' ARGV: the config, as the scripts store it,
@@ -155,7 +177,8 @@ func (d *LimiterDef) describe() string {
 // In Redis a limiter is its config hash (key:cfg), compared with the
 // caller's definition on every call, and its state: key:<algorithm> for
 // ScopeOverall, key:<algorithm>:<client id> for ScopePerClient. Both
-// expire on their own once the limiter is idle and full again.
+// expire on their own once the limiter is idle and full again, or idle
+// for the definition's IdleTTL.
 type Limiter struct {
 	c     *Client
 	def   *LimiterDef
@@ -231,7 +254,7 @@ const (
 // caller would wait: a request allowed within it is counted at once and
 // reserved, to go ahead after RetryAfter.
 func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (int64, LimitResult, error) {
-	args := l.def.args(n, l.def.configTTL(), patience.Microseconds())
+	args := l.def.args(n, l.def.configTTL(), patience.Microseconds(), l.def.idleMillis())
 	v, err := l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...).Slice()
 	if err != nil {
 		return 0, LimitResult{}, fmt.Errorf("lockgen: limiting %s: %w", l.key, err)
@@ -353,6 +376,35 @@ func (l *Limiter) WaitN(ctx context.Context, n int) (err error) {
 	}
 }
 
+// Refund gives n requests counted before back to the limiter, as if they
+// had not been made (work that was allowed and then not done): a GCRA
+// limiter moves its arrival time back, a token bucket gets n tokens, a
+// sliding window forgets its n latest entries. The limiter never holds
+// more than when full, so a refund of requests that already refilled
+// changes nothing. For ScopePerClient, it is the caller's allowance. The
+// result's Remaining and ResetAfter say where the limiter stands; it is
+// one round trip.
+//
+// It returns ErrInvalidArgument for n < 1 or a malformed definition,
+// ErrExceedsCapacity when n exceeds the limiter's Capacity (neither
+// contacts Redis), ErrConfigMismatch when Redis holds another config,
+// ErrClosed, or a Redis error.
+func (l *Limiter) Refund(ctx context.Context, n int) (LimitResult, error) {
+	if n < 1 {
+		return LimitResult{}, fmt.Errorf("%w: refund %d", ErrInvalidArgument, n)
+	}
+	if err := l.precheck(n); err != nil {
+		return LimitResult{}, err
+	}
+	args := l.def.args(-n, l.def.configTTL(), 0, l.def.idleMillis())
+	v, err := l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...).Slice()
+	if err != nil {
+		return LimitResult{}, fmt.Errorf("lockgen: refunding %s: %w", l.key, err)
+	}
+	_, r, err := l.parse(v)
+	return r, err
+}
+
 // Reset forgets the requests counted so far, so the limiter is full
 // again (for ScopePerClient, this client's allowance). The config stays.
 // It costs one round trip and returns a Redis error, if any.
@@ -363,19 +415,47 @@ func (l *Limiter) Reset(ctx context.Context) error {
 	return nil
 }
 
+// ReconfigureOption changes what Reconfigure does.
+type ReconfigureOption func(*reconfigure)
+
+type reconfigure struct{ reset bool }
+
+// KeepState makes Reconfigure keep the requests counted so far (the
+// default): the new config reads them, and never allows more than a full
+// limiter.
+func KeepState() ReconfigureOption { return func(r *reconfigure) { r.reset = false } }
+
+// ResetState makes Reconfigure forget the requests counted so far, in the
+// same script call, so the limiter starts full under its new config (for
+// ScopePerClient, the caller's allowance; see Reset). It is Redisson's
+// setRate.
+func ResetState() ReconfigureOption { return func(r *reconfigure) { r.reset = true } }
+
 // Reconfigure makes this program's definition the limiter's config in
 // Redis, replacing another (see ErrConfigMismatch); clients still on the
 // old definition get ErrConfigMismatch from then on. The requests counted
-// so far stay counted: the new config never allows more than a full
-// limiter. It reports whether the config changed; it costs one round trip
-// and returns ErrInvalidArgument for a malformed definition or a Redis
+// so far stay counted (KeepState, the default: the new config never
+// allows more than a full limiter), or are forgotten with ResetState. It
+// reports whether the config changed; it costs one round trip and returns
+// ErrInvalidArgument for a malformed definition, ErrClosed, or a Redis
 // error.
-func (l *Limiter) Reconfigure(ctx context.Context) (bool, error) {
+func (l *Limiter) Reconfigure(ctx context.Context, opts ...ReconfigureOption) (bool, error) {
 	if err := l.def.check(); err != nil {
 		return false, err
 	}
-	args := l.def.args(l.def.configTTL())
-	n, err := l.c.eval(ctx, l.def.Scripts.Configure, []string{l.cfg}, args...).Int()
+	if err := l.c.checkOpen(); err != nil {
+		return false, err
+	}
+	var r reconfigure
+	for _, o := range opts {
+		o(&r)
+	}
+	reset := "0"
+	if r.reset {
+		reset = "1"
+	}
+	args := l.def.args(l.def.configTTL(), reset)
+	n, err := l.c.eval(ctx, l.def.Scripts.Configure, []string{l.cfg, l.state}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: reconfiguring %s: %w", l.key, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/keys"
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/templates"
 )
@@ -428,6 +429,12 @@ func TestLimiterRoundTrips(t *testing.T) {
 		if _, err := l.AllowN(ctx, -1); !errors.Is(err, lockrt.ErrInvalidArgument) {
 			t.Fatalf("AllowN(-1): err = %v, want ErrInvalidArgument", err)
 		}
+		if _, err := l.Refund(ctx, 4); !errors.Is(err, lockrt.ErrExceedsCapacity) {
+			t.Fatalf("Refund(4) with capacity 3: err = %v, want ErrExceedsCapacity", err)
+		}
+		if _, err := l.Refund(ctx, 0); !errors.Is(err, lockrt.ErrInvalidArgument) {
+			t.Fatalf("Refund(0): err = %v, want ErrInvalidArgument", err)
+		}
 		if n := h.n.Load(); n != 0 {
 			t.Fatalf("refused requests sent %d commands", n)
 		}
@@ -441,6 +448,8 @@ func TestLimiterRoundTrips(t *testing.T) {
 			{"Reconfigure", func() error { _, err := l.Reconfigure(ctx); return err }},
 			{"Reset", func() error { return l.Reset(ctx) }},
 			{"Wait", func() error { return l.Wait(ctx) }},
+			{"Refund", func() error { _, err := l.Refund(ctx, 1); return err }},
+			{"Reconfigure(ResetState)", func() error { _, err := l.Reconfigure(ctx, lockrt.ResetState()); return err }},
 		}
 		for i, op := range ops {
 			if err := op.do(); err != nil {
@@ -583,6 +592,146 @@ func TestLimiterWait(t *testing.T) {
 		time.AfterFunc(100*time.Millisecond, func() { cc.Close() })
 		if err := cc.Limiter(slow, key(t, "slow")).Wait(ctx); !errors.Is(err, lockrt.ErrClosed) {
 			t.Errorf("Wait across Close: err = %v, want ErrClosed", err)
+		}
+	})
+}
+
+// TestLimiterRefund: a refund gives requests back to the limiter, never
+// above a full one.
+func TestLimiterRefund(t *testing.T) {
+	eachAlgorithm(t, func(t *testing.T, b backend, a lockrt.LimiterAlgorithm) {
+		ctx := context.Background()
+		burst := 2
+		if a == lockrt.SlidingWindow {
+			burst = 0
+		}
+		d := limiterDef(t, a, 3, time.Hour, burst, lockrt.ScopeOverall) // 3 at once, then 3 an hour
+		l := newClient(t, b).Limiter(d, key(t))
+		if r, err := l.AllowN(ctx, 3); err != nil || !r.Allowed {
+			t.Fatalf("AllowN(3) = %+v, %v", r, err)
+		}
+		if r, err := l.Allow(ctx); err != nil || r.Allowed {
+			t.Fatalf("Allow of an empty limiter = %+v, %v; want denied", r, err)
+		}
+		if r, err := l.Refund(ctx, 2); err != nil || r.Remaining != 2 {
+			t.Fatalf("Refund(2) = %+v, %v; want 2 remaining", r, err)
+		}
+		if r, err := l.AllowN(ctx, 2); err != nil || !r.Allowed {
+			t.Fatalf("AllowN(2) after the refund = %+v, %v; want allowed", r, err)
+		}
+		if r, err := l.Allow(ctx); err != nil || r.Allowed {
+			t.Fatalf("Allow after spending the refund = %+v, %v; want denied", r, err)
+		}
+		// A refund never fills the limiter above its capacity.
+		if r, err := l.Refund(ctx, 3); err != nil || r.Remaining != 3 {
+			t.Fatalf("Refund(3) = %+v, %v; want 3 remaining", r, err)
+		}
+		if r, err := l.Refund(ctx, 3); err != nil || r.Remaining != 3 || r.ResetAfter != 0 {
+			t.Fatalf("Refund(3) of a full limiter = %+v, %v; want 3 remaining, full", r, err)
+		}
+		if r, err := l.AllowN(ctx, 3); err != nil || !r.Allowed {
+			t.Fatalf("AllowN(3) = %+v, %v", r, err)
+		}
+		if r, err := l.Allow(ctx); err != nil || r.Allowed {
+			t.Fatalf("Allow after a refund above capacity = %+v, %v; want denied", r, err)
+		}
+		other := limiterDef(t, a, 4, time.Hour, burst, lockrt.ScopeOverall)
+		if _, err := newClient(t, b).Limiter(other, l.Key()).Refund(ctx, 1); !errors.Is(err, lockrt.ErrConfigMismatch) {
+			t.Errorf("Refund under another config: err = %v, want ErrConfigMismatch", err)
+		}
+	})
+}
+
+// TestLimiterReconfigureState: Reconfigure keeps the requests counted by
+// default, and forgets them with ResetState, in one call.
+func TestLimiterReconfigureState(t *testing.T) {
+	eachAlgorithm(t, func(t *testing.T, b backend, a lockrt.LimiterAlgorithm) {
+		ctx := context.Background()
+		k := key(t)
+		old := newClient(t, b).Limiter(limiterDef(t, a, 3, time.Hour, 2, lockrt.ScopeOverall), k)
+		nd := limiterDef(t, a, 4, time.Hour, 3, lockrt.ScopeOverall)
+		l := newClient(t, b).Limiter(nd, k)
+		capacity := nd.Capacity()
+		if r, err := old.AllowN(ctx, 3); err != nil || !r.Allowed {
+			t.Fatalf("AllowN(3) = %+v, %v", r, err)
+		}
+		if changed, err := l.Reconfigure(ctx, lockrt.KeepState()); err != nil || !changed {
+			t.Fatalf("Reconfigure(KeepState) = %v, %v; want changed", changed, err)
+		}
+		if r, err := l.AllowN(ctx, capacity); err != nil || r.Allowed {
+			t.Fatalf("AllowN(%d) after keeping the state = %+v, %v; want denied (3 counted)", capacity, r, err)
+		}
+		if _, err := old.Allow(ctx); !errors.Is(err, lockrt.ErrConfigMismatch) {
+			t.Fatalf("the old config after Reconfigure: err = %v, want ErrConfigMismatch", err)
+		}
+		if changed, err := old.Reconfigure(ctx, lockrt.ResetState()); err != nil || !changed {
+			t.Fatalf("Reconfigure(ResetState) = %v, %v; want changed", changed, err)
+		}
+		if r, err := old.AllowN(ctx, 3); err != nil || !r.Allowed {
+			t.Fatalf("AllowN(3) after resetting the state = %+v, %v; want allowed", r, err)
+		}
+		if changed, err := old.Reconfigure(ctx, lockrt.ResetState()); err != nil || changed {
+			t.Fatalf("Reconfigure(ResetState) to the same config = %v, %v; want unchanged", changed, err)
+		}
+		if r, err := old.AllowN(ctx, 3); err != nil || !r.Allowed {
+			t.Fatalf("AllowN(3) after resetting again = %+v, %v; want allowed", r, err)
+		}
+	})
+}
+
+// TestLimiterIdleTTL: with an idle TTL, the state and config expire that
+// long after the last request counted, although the limiter would take an
+// hour to refill; without one, the state lives until it has refilled.
+func TestLimiterIdleTTL(t *testing.T) {
+	eachAlgorithm(t, func(t *testing.T, b backend, a lockrt.LimiterAlgorithm) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		k := key(t)
+		state := keys.Sub(k, a.String())
+		d := limiterDef(t, a, 1, time.Hour, 0, lockrt.ScopeOverall)
+		d.IdleTTL = 300 * time.Millisecond
+		l := c.Limiter(d, k)
+		if r, err := l.Allow(ctx); err != nil || !r.Allowed {
+			t.Fatalf("Allow = %+v, %v", r, err)
+		}
+		pttl := func(key string) time.Duration {
+			d, err := c.Redis().PTTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		if ttl := pttl(state); ttl <= 0 || ttl > d.IdleTTL {
+			t.Errorf("state TTL %v, want at most the idle TTL %v", ttl, d.IdleTTL)
+		}
+		if ttl := pttl(keys.Sub(k, "cfg")); ttl <= 0 || ttl > d.IdleTTL+time.Second {
+			t.Errorf("config TTL %v, want at most the idle TTL + 1s", ttl)
+		}
+		if r, err := l.Allow(ctx); err != nil || r.Allowed {
+			t.Fatalf("second Allow = %+v, %v; want denied", r, err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); pttl(state) != -2*time.Nanosecond; {
+			if time.Now().After(deadline) {
+				t.Fatalf("state still there: TTL %v", pttl(state))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if r, err := l.Allow(ctx); err != nil || !r.Allowed {
+			t.Fatalf("Allow after the idle TTL = %+v, %v; want allowed", r, err)
+		}
+
+		d2 := limiterDef(t, a, 1, time.Hour, 0, lockrt.ScopeOverall)
+		k2 := key(t, "default")
+		if r, err := c.Limiter(d2, k2).Allow(ctx); err != nil || !r.Allowed {
+			t.Fatalf("Allow = %+v, %v", r, err)
+		}
+		if ttl := pttl(keys.Sub(k2, a.String())); ttl < 50*time.Minute {
+			t.Errorf("state TTL without an idle TTL %v, want about the hour it takes to refill", ttl)
+		}
+		bad := limiterDef(t, a, 1, time.Hour, 0, lockrt.ScopeOverall)
+		bad.IdleTTL = -time.Second
+		if _, err := c.Limiter(bad, k2).Allow(ctx); !errors.Is(err, lockrt.ErrInvalidArgument) {
+			t.Errorf("a negative idle TTL: err = %v, want ErrInvalidArgument", err)
 		}
 	})
 }

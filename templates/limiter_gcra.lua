@@ -4,7 +4,12 @@
 -- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
 -- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
 -- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all)
+-- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
+-- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
+-- last request counted (0: until the limiter is full again)
+-- A negative n refunds -n requests: gives them back to the limiter, never
+-- above what a full limiter allows; the reply is then {1, remaining, 0,
+-- reset after us, server time us}.
 -- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
 -- retry after us (the wait), reset after us, server time us}, or
 -- {-1, algorithm, rate, period, burst, scope} as stored when the config in
@@ -26,9 +31,29 @@ local patience = tonumber(ARGV[8])
 local interval = tonumber(ARGV[3]) / tonumber(ARGV[2]) -- us per request
 local span = (tonumber(ARGV[4]) + 1) * interval        -- burst + 1 requests
 
+local idle = tonumber(ARGV[9]) or 0
+-- ttl is how long the state lives, in ms: until the limiter is full
+-- again, at most the idle TTL.
+local function ttl(ms)
+  ms = math.max(1, math.ceil(ms))
+  if idle > 0 and idle < ms then
+    return idle
+  end
+  return ms
+end
+
 local tat = tonumber(redis.call('get', state)) or now
 if tat < now then
   tat = now
+end
+if n < 0 then
+  tat = math.max(now, tat + n * interval)
+  if tat > now then
+    redis.call('set', state, string.format('%d', math.ceil(tat)), 'PX', ttl((tat - now) / 1000))
+  else
+    redis.call('del', state)
+  end
+  return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(tat - now), now}
 end
 local wait = math.max(0, math.ceil(tat + n * interval - span - now))
 if wait > patience then
@@ -37,7 +62,7 @@ end
 if n > 0 then
   -- Rounding the TAT up never lets more through than the rate.
   tat = math.ceil(tat + n * interval)
-  redis.call('set', state, string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000))
+  redis.call('set', state, string.format('%d', tat), 'PX', ttl((tat - now) / 1000))
   redis.call('pexpire', cfg, ARGV[7], 'GT')
 end
 if wait > 0 then

@@ -7,7 +7,12 @@
 -- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
 -- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
 -- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all)
+-- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
+-- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
+-- last request counted (0: until the limiter is full again)
+-- A negative n refunds -n requests: it forgets the -n latest entries of
+-- the log (never more than it holds); the reply is then {1, remaining, 0,
+-- reset after us, server time us}.
 -- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
 -- retry after us (the wait), reset after us, server time us}, or
 -- {-1, algorithm, rate, period, burst, scope} as stored when the config in
@@ -40,6 +45,24 @@ local function reset()
   end
   return math.max(0, tonumber(last[2]) + per - now)
 end
+local idle = tonumber(ARGV[9]) or 0
+-- ttl is how long the state lives, in ms: until the limiter is full
+-- again, at most the idle TTL.
+local function ttl(ms)
+  ms = math.max(1, math.ceil(ms))
+  if idle > 0 and idle < ms then
+    return idle
+  end
+  return ms
+end
+if n < 0 then
+  redis.call('zpopmax', state, -n)
+  local left = reset()
+  if left > 0 then
+    redis.call('pexpire', state, ttl(left / 1000))
+  end
+  return {1, math.max(0, limit - redis.call('zcard', state)), 0, left, now}
+end
 -- A request waiting its turn is logged at the time it may go ahead, so
 -- the log may hold entries in the future; they count from now on.
 local at = now
@@ -60,7 +83,7 @@ for i = 1, n do
 end
 local left = reset()
 if n > 0 then
-  redis.call('pexpire', state, math.max(1, math.ceil(left / 1000)))
+  redis.call('pexpire', state, ttl(left / 1000))
   redis.call('pexpire', cfg, ARGV[7], 'GT')
 end
 if at > now then

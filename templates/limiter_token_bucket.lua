@@ -6,7 +6,12 @@
 -- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
 -- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
 -- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all)
+-- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
+-- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
+-- last request counted (0: until the limiter is full again)
+-- A negative n refunds -n requests: gives them back to the limiter, never
+-- above what a full limiter allows; the reply is then {1, remaining, 0,
+-- reset after us, server time us}.
 -- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
 -- retry after us (the wait), reset after us, server time us}, or
 -- {-1, algorithm, rate, period, burst, scope} as stored when the config in
@@ -41,6 +46,26 @@ local eps = 1e-9
 local function after(want) -- us until the bucket holds want tokens
   return math.max(0, math.ceil((want - tokens) * interval - eps))
 end
+local idle = tonumber(ARGV[9]) or 0
+-- ttl is how long the state lives, in ms: until the limiter is full
+-- again, at most the idle TTL.
+local function ttl(ms)
+  ms = math.max(1, math.ceil(ms))
+  if idle > 0 and idle < ms then
+    return idle
+  end
+  return ms
+end
+if n < 0 then
+  tokens = math.min(capacity, tokens - n)
+  if tokens + eps >= capacity then
+    redis.call('del', state)
+  else
+    redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
+    redis.call('pexpire', state, ttl(after(capacity) / 1000))
+  end
+  return {1, math.max(0, math.floor(tokens + eps)), 0, after(capacity), now}
+end
 local wait = 0
 if tokens + eps < n then
   wait = after(n)
@@ -52,7 +77,7 @@ if n > 0 then
   -- A reservation leaves the bucket in debt: negative tokens.
   tokens = tokens - n
   redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
-  redis.call('pexpire', state, math.max(1, math.ceil(after(capacity) / 1000)))
+  redis.call('pexpire', state, ttl(after(capacity) / 1000))
   redis.call('pexpire', cfg, ARGV[7], 'GT')
 end
 if wait > 0 then

@@ -145,10 +145,11 @@ func (g *generator) renderLimiter(f *jen.File, l *limiter) {
 	if l.Burst != 0 {
 		def = append(def, field("Burst", jen.Lit(l.Burst)))
 	}
-	def = append(def,
-		field("Scope", jen.Qual(runtimePath, limiterScopes[l.Scope])),
-		field("Scripts", jen.Op("&").Id(limiterScriptsVar(l.Algorithm))),
-	)
+	def = append(def, field("Scope", jen.Qual(runtimePath, limiterScopes[l.Scope])))
+	if l.IdleTTL != 0 {
+		def = append(def, field("IdleTTL", durationExpr(l.IdleTTL)))
+	}
+	def = append(def, field("Scripts", jen.Op("&").Id(limiterScriptsVar(l.Algorithm))))
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
 		jen.Id(l.defVar()).Op("=").Qual(runtimePath, "LimiterDef").Custom(multiline, def...),
@@ -166,6 +167,9 @@ func limitDoc(l *spec.Limiter) string {
 		if l.Burst > 0 {
 			d += fmt.Sprintf(", bursts of up to %d", l.Burst+1)
 		}
+	}
+	if l.IdleTTL != 0 {
+		d += ", forgotten after " + humanDuration(l.IdleTTL) + " idle"
 	}
 	if l.Scope == spec.ScopePerClient {
 		return d + ", for each runtime client"

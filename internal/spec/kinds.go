@@ -89,7 +89,7 @@ var Kinds = []*Kind{
 		Section: "limiters", Noun: "limiter",
 		Example: `API: { key: "api:{userID}", params: { userID: string }, algorithm: gcra, rate: 100, per: 1m }`,
 		Fields: fieldsOf(Field{"algorithm", Behaviour}, Field{"rate", Behaviour}, Field{"per", Behaviour},
-			Field{"burst", Behaviour}, Field{"scope", Behaviour}),
+			Field{"burst", Behaviour}, Field{"scope", Behaviour}, Field{"idleTTL", Behaviour}),
 		SpecField: "Limiters",
 		parse:     parseLimiter,
 	},

@@ -188,6 +188,9 @@ type Limiter struct {
 	Per       time.Duration `spec:"per"`
 	Burst     int           `spec:"burst"`
 	Scope     string        `spec:"scope"`
+	// IdleTTL caps how long the limiter's keys outlive its last counted
+	// request; 0 (the default): until it is full again.
+	IdleTTL time.Duration `spec:"idleTTL"`
 }
 
 // Queue is an entry of queues:.

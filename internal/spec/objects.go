@@ -114,6 +114,9 @@ func parseLimiter(p *parser, s *Spec, k *Kind, e entry) {
 	if v, _, ok := f.oneOf("scope", LimiterScopes); ok {
 		l.Scope = v
 	}
+	if v, ok := f.duration("idleTTL", false); ok {
+		l.IdleTTL = v
+	}
 	k.append(s, l)
 }
 

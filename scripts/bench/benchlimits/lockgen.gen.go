@@ -107,14 +107,17 @@ var tokenBucketLimiterScripts = lockrt.LimiterScripts{
 // limiterConfigureScript is lockgen's templates/limiter_configure.lua.
 var limiterConfigureScript = lockrt.Script{
 	Name: "limiter_configure",
-	SHA1: "57ed48bf59d2c073325164803be2c49011fe7f34",
+	SHA1: "d27338826a77c85c38cac89db5471cd528666469",
 	Source: `-- limiter_configure: make the caller's config the limiter's, replacing the
--- one stored. The state is kept: each algorithm reads it under the new
--- config (never granting more than a full limiter holds).
--- KEYS[1] the limiter's config hash
+-- one stored. The state is kept unless asked to reset it: each algorithm
+-- reads it under the new config (never granting more than a full limiter
+-- holds).
+-- KEYS[1] the limiter's config hash, KEYS[2] its state (the caller's, for
+-- a per-client limiter)
 -- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
 -- ARGV[4] burst, ARGV[5] scope,
--- ARGV[6] how long the config outlives the last write, in milliseconds
+-- ARGV[6] how long the config outlives the last write, in milliseconds,
+-- ARGV[7] '1' to reset the state (the limiter is full again), '0' to keep it
 -- Returns 1 when the config changed, 0 when it was already the caller's.
 local cfg = KEYS[1]
 local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
@@ -128,6 +131,9 @@ redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], '
 if redis.call('pttl', cfg) < tonumber(ARGV[6]) then
   redis.call('pexpire', cfg, ARGV[6])
 end
+if ARGV[7] == '1' then
+  redis.call('del', KEYS[2])
+end
 return 1 - same
 `,
 }
@@ -135,14 +141,19 @@ return 1 - same
 // limiterGcraScript is lockgen's templates/limiter_gcra.lua.
 var limiterGcraScript = lockrt.Script{
 	Name: "limiter_gcra",
-	SHA1: "cde8659cbcb1fc683fee8a15884e825f885cdaf2",
+	SHA1: "f34dfd698a4e2b6de16b78610dfe6d4d8bd090aa",
 	Source: `-- limiter_gcra: one rate-limit decision by the generic cell rate algorithm.
 -- KEYS[1] the limiter's config hash, KEYS[2] its state: the theoretical
 --         arrival time (TAT) in microseconds of the Redis server clock
 -- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
 -- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
 -- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all)
+-- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
+-- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
+-- last request counted (0: until the limiter is full again)
+-- A negative n refunds -n requests: gives them back to the limiter, never
+-- above what a full limiter allows; the reply is then {1, remaining, 0,
+-- reset after us, server time us}.
 -- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
 -- retry after us (the wait), reset after us, server time us}, or
 -- {-1, algorithm, rate, period, burst, scope} as stored when the config in
@@ -164,9 +175,29 @@ local patience = tonumber(ARGV[8])
 local interval = tonumber(ARGV[3]) / tonumber(ARGV[2]) -- us per request
 local span = (tonumber(ARGV[4]) + 1) * interval        -- burst + 1 requests
 
+local idle = tonumber(ARGV[9]) or 0
+-- ttl is how long the state lives, in ms: until the limiter is full
+-- again, at most the idle TTL.
+local function ttl(ms)
+  ms = math.max(1, math.ceil(ms))
+  if idle > 0 and idle < ms then
+    return idle
+  end
+  return ms
+end
+
 local tat = tonumber(redis.call('get', state)) or now
 if tat < now then
   tat = now
+end
+if n < 0 then
+  tat = math.max(now, tat + n * interval)
+  if tat > now then
+    redis.call('set', state, string.format('%d', math.ceil(tat)), 'PX', ttl((tat - now) / 1000))
+  else
+    redis.call('del', state)
+  end
+  return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(tat - now), now}
 end
 local wait = math.max(0, math.ceil(tat + n * interval - span - now))
 if wait > patience then
@@ -175,7 +206,7 @@ end
 if n > 0 then
   -- Rounding the TAT up never lets more through than the rate.
   tat = math.ceil(tat + n * interval)
-  redis.call('set', state, string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000))
+  redis.call('set', state, string.format('%d', tat), 'PX', ttl((tat - now) / 1000))
   redis.call('pexpire', cfg, ARGV[7], 'GT')
 end
 if wait > 0 then
@@ -188,7 +219,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // limiterSlidingWindowScript is lockgen's templates/limiter_sliding_window.lua.
 var limiterSlidingWindowScript = lockrt.Script{
 	Name: "limiter_sliding_window",
-	SHA1: "434a4952fd9cbe5dab2cffb98cbffdabb004641a",
+	SHA1: "8f3f5b8b10645fab2513ad146081646dbc230674",
 	Source: `-- limiter_sliding_window: one rate-limit decision over an exact log of the
 -- requests allowed in the last period: never more than rate of them in any
 -- window of that length.
@@ -198,7 +229,12 @@ var limiterSlidingWindowScript = lockrt.Script{
 -- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
 -- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
 -- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all)
+-- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
+-- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
+-- last request counted (0: until the limiter is full again)
+-- A negative n refunds -n requests: it forgets the -n latest entries of
+-- the log (never more than it holds); the reply is then {1, remaining, 0,
+-- reset after us, server time us}.
 -- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
 -- retry after us (the wait), reset after us, server time us}, or
 -- {-1, algorithm, rate, period, burst, scope} as stored when the config in
@@ -231,6 +267,24 @@ local function reset()
   end
   return math.max(0, tonumber(last[2]) + per - now)
 end
+local idle = tonumber(ARGV[9]) or 0
+-- ttl is how long the state lives, in ms: until the limiter is full
+-- again, at most the idle TTL.
+local function ttl(ms)
+  ms = math.max(1, math.ceil(ms))
+  if idle > 0 and idle < ms then
+    return idle
+  end
+  return ms
+end
+if n < 0 then
+  redis.call('zpopmax', state, -n)
+  local left = reset()
+  if left > 0 then
+    redis.call('pexpire', state, ttl(left / 1000))
+  end
+  return {1, math.max(0, limit - redis.call('zcard', state)), 0, left, now}
+end
 -- A request waiting its turn is logged at the time it may go ahead, so
 -- the log may hold entries in the future; they count from now on.
 local at = now
@@ -251,7 +305,7 @@ for i = 1, n do
 end
 local left = reset()
 if n > 0 then
-  redis.call('pexpire', state, math.max(1, math.ceil(left / 1000)))
+  redis.call('pexpire', state, ttl(left / 1000))
   redis.call('pexpire', cfg, ARGV[7], 'GT')
 end
 if at > now then
@@ -264,7 +318,7 @@ return {1, math.max(0, limit - count - n), 0, left, now}
 // limiterTokenBucketScript is lockgen's templates/limiter_token_bucket.lua.
 var limiterTokenBucketScript = lockrt.Script{
 	Name: "limiter_token_bucket",
-	SHA1: "38b54396a33d2394b555f410e422937240c44fed",
+	SHA1: "7dbe517c530b0896231176bdd2aa4e94c348b23c",
 	Source: `-- limiter_token_bucket: one rate-limit decision by a token bucket of
 -- burst + 1 tokens refilled continuously at rate per period.
 -- KEYS[1] the limiter's config hash, KEYS[2] its state: a hash of tokens
@@ -273,7 +327,12 @@ var limiterTokenBucketScript = lockrt.Script{
 -- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
 -- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
 -- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all)
+-- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
+-- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
+-- last request counted (0: until the limiter is full again)
+-- A negative n refunds -n requests: gives them back to the limiter, never
+-- above what a full limiter allows; the reply is then {1, remaining, 0,
+-- reset after us, server time us}.
 -- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
 -- retry after us (the wait), reset after us, server time us}, or
 -- {-1, algorithm, rate, period, burst, scope} as stored when the config in
@@ -308,6 +367,26 @@ local eps = 1e-9
 local function after(want) -- us until the bucket holds want tokens
   return math.max(0, math.ceil((want - tokens) * interval - eps))
 end
+local idle = tonumber(ARGV[9]) or 0
+-- ttl is how long the state lives, in ms: until the limiter is full
+-- again, at most the idle TTL.
+local function ttl(ms)
+  ms = math.max(1, math.ceil(ms))
+  if idle > 0 and idle < ms then
+    return idle
+  end
+  return ms
+end
+if n < 0 then
+  tokens = math.min(capacity, tokens - n)
+  if tokens + eps >= capacity then
+    redis.call('del', state)
+  else
+    redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
+    redis.call('pexpire', state, ttl(after(capacity) / 1000))
+  end
+  return {1, math.max(0, math.floor(tokens + eps)), 0, after(capacity), now}
+end
 local wait = 0
 if tokens + eps < n then
   wait = after(n)
@@ -319,7 +398,7 @@ if n > 0 then
   -- A reservation leaves the bucket in debt: negative tokens.
   tokens = tokens - n
   redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
-  redis.call('pexpire', state, math.max(1, math.ceil(after(capacity) / 1000)))
+  redis.call('pexpire', state, ttl(after(capacity) / 1000))
   redis.call('pexpire', cfg, ARGV[7], 'GT')
 end
 if wait > 0 then

@@ -22,6 +22,12 @@ func use(ctx context.Context, c *lockrt.Client, userID string) error {
 	if err := limits.Mail().Reset(ctx); err != nil {
 		return err
 	}
+	if _, err := limits.Mail().Reconfigure(ctx, lockrt.ResetState()); err != nil {
+		return err
+	}
+	if _, err := limits.Mail().Refund(ctx, 1); err != nil {
+		return err
+	}
 	_, err = limits.Login("10.0.0.1").AllowN(ctx, 0)
 	if err != nil {
 		return err

@@ -33,6 +33,28 @@ func use(ctx context.Context, c *lockrt.Client) error {
 		return err
 	}
 	_ = body
+	// Peek, batch take, remove and drain are typed too.
+	var next orders.CloseRequest
+	if next, err = queues.OrderClose().Peek(ctx); err != nil {
+		return err
+	}
+	if _, err := queues.OrderClose().Remove(ctx, next); err != nil {
+		return err
+	}
+	var batch []*lockrt.Delivery[orders.CloseRequest]
+	if batch, err = queues.OrderClose().TakeN(ctx, 10); err != nil {
+		return err
+	}
+	for _, d := range batch {
+		if err := d.Ack(ctx); err != nil {
+			return err
+		}
+	}
+	var bodies []string
+	if bodies, err = queues.Emails("acme").Drain(ctx); err != nil {
+		return err
+	}
+	_ = bodies
 	if err := queues.Audit().Offer(ctx, Event{Kind: "login"}); err != nil {
 		return err
 	}
