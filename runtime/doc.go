@@ -652,13 +652,23 @@
 //	RCountDownLatch.countDown / getCount  l.CountDown(ctx) / l.Count(ctx)
 //	RCountDownLatch.await                 l.Await(ctx) (bounded by ctx)
 //	RCountDownLatch.delete                l.Delete(ctx) (TestLatchDelete)
-//	RRateLimiter.trySetRate / setRate     the spec's rate, per, burst; l.Reconfigure(ctx) adopts them
+//	RRateLimiter.trySetRate               the spec's rate, per, burst: stored by the first call when none is
+//	RRateLimiter.setRate                  l.Reconfigure(ctx, ResetState()): this program's spec, counts forgotten
+//	                                      (Reconfigure(ctx) keeps them) (TestLimiterReconfigureState)
 //	RRateLimiter.tryAcquire(n)            l.AllowN(ctx, n); Wait/WaitN block until allowed
-//	RBlockingQueue.offer / add            q.Offer(ctx, v); OfferMany(ctx, vs...) in one round trip
+//	(none: giving permits back)           l.Refund(ctx, n), never above a full limiter (TestLimiterRefund)
+//	RRateLimiter.expire(d)                idleTTL: d in the spec (LimiterDef.IdleTTL) (TestLimiterIdleTTL)
+//	RRateLimiter.delete                   l.Reset(ctx) (the state; the config expires on its own)
+//	RBlockingQueue.offer / add / addAll   q.Offer(ctx, v); OfferMany(ctx, vs...) in one round trip
 //	RBlockingQueue.take / poll(timeout)   q.Take(ctx) / q.TryTake(ctx, wait)
+//	RQueue.poll(n) / pollFirst(n)         q.TryTakeN(ctx, n, 0); TakeN(ctx, n) waits for the first (TestQueueTakeN)
+//	RQueue.peek / element                 q.Peek(ctx) (ErrEmpty when none is ready); PeekN(ctx, n) (TestQueuePeek)
+//	RQueue.remove(o) / removeAll([o])     q.Remove(ctx, v) / q.RemoveAll(ctx, v): ready and delayed items (TestQueueRemove)
+//	RBlockingQueue.drainTo(c)             q.Drain(ctx): every ready item, taken for good (TestQueueDrain)
 //	RBlockingQueue.size                   q.Len(ctx); Stats(ctx) counts ready, delayed, in flight, dead
 //	RDelayedQueue.offer(v, delay)         q.OfferIn(ctx, v, delay) / q.OfferAt(ctx, v, t), on a delay: true queue
 //	RReliableQueue (PRO) ack / nack       Delivery.Ack / Nack / Retry(delay) / Bury / Release; Extend
+//	RReliableQueue poll(n) with ack       q.TakeN(ctx, n): n deliveries in flight, settled one by one (TestReliableTakeN)
 //	RReliableQueue dead letters           q.DeadLetters(ctx, n), q.Redrive(ctx, n)
 //	executor/worker services              q.Serve(ctx, handler, opts...) on a reliable queue
 //
@@ -674,10 +684,25 @@
 // an acquire of more than the capacity fails with ErrTooManyPermits
 // unless WithCapacityWait is given, where Redisson's waits.
 //
-// Not in lockgen yet (issue 14): queue Peek, Remove (ready and delayed),
-// batch Take, Drain; a limiter's idle TTL setting and refund of permits,
-// reconfiguring with reset-state as one call (Reset then Reconfigure does
-// it in two).
+// Queues: Remove compares the codec's bytes of the value (whatever trace
+// context an item carries), not Java's equals, and reads the queue in
+// Redis (O(N), like LREM); items in flight and dead letters are never
+// removed. Drain on a reliable queue takes the items for good (at most
+// once, like Redisson's drainTo); TakeN is the acknowledged batch. Peek of
+// an item that does not decode returns its decode error (Take would
+// dead-letter it). A second Ack of an acknowledged Delivery returns nil;
+// any other call on a settled Delivery returns ErrDeliverySettled,
+// without a round trip (TestReliableSettleTwice).
+//
+// Limiters: the rate lives in the spec, so Redisson's setRate with new
+// values at run time is a spec change: Reconfigure adopts the running
+// program's definition (ErrConfigMismatch tells clients on another one).
+// A limiter's keys expire on their own once it is full again; idleTTL only
+// shortens that (a limiter idle that long starts over full). Refund gives
+// back requests counted before, which Redisson's RRateLimiter cannot.
+//
+// Not in lockgen: run-time rate values other than a spec's (see above);
+// removing a queue item by the id Offer gave it (Offer returns no ids).
 //
 // # Scripts
 //
@@ -705,10 +730,13 @@
 // one EVALSHA each; otherwise they cost those of its locks, in turn. A
 // RedLock's Lock, Unlock and each renewal are one EVALSHA per node, sent
 // to all nodes at once. A queue's Offer, OfferMany, OfferIn, OfferAt,
-// Len, Stats, DeadLetters, Redrive (per 1000), Ack, Nack and Extend are
-// one round trip each; Take is one when an item is ready (BLPOP, or the
-// claim script), and a blocking command plus (reliable) the claim when it
-// had to wait. The delay scheduler runs one move per queue and due time it
+// Len, Stats, Peek, PeekN, Remove, RemoveAll, DeadLetters, Redrive and
+// Drain (per 1000), Ack, Nack and Extend are one round trip each; Take and
+// TakeN are one when an item is ready (BLPOP, BLMPOP or LPOP with a
+// count, or the claim script, which claims the whole batch), and a
+// blocking command plus (reliable) the claim when they had to wait
+// (TestQueueRoundTrips, TestQueueBatchCommandStats). A second Ack of an
+// acknowledged delivery is none. A limiter's Refund is one. The delay scheduler runs one move per queue and due time it
 // wakes for.
 //
 // # Observers and logging
