@@ -35,3 +35,19 @@ func TestVettoolAndStandalone(t *testing.T) {
 		}
 	}
 }
+
+// TestExamples runs leasecheck on every example (the code users copy):
+// none may leave a lease or permit unreleased, or work inside a hold with
+// the caller's context. examples/ops/demo keeps its holds on purpose, in
+// a value of its own.
+func TestExamples(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "leasecheck")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "./examples/...")
+	cmd.Dir = "../.."
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("leasecheck ./examples/...: %v\n%s", err, out)
+	}
+}

@@ -82,18 +82,36 @@ func run(ctx context.Context) error {
 	}
 	wg.Wait()
 
+	for _, section := range []func(context.Context, *shoplocks.Locks, *shoplocks.Locks) error{
+		reentry, watchdog, lost, notReentrant,
+	} {
+		if err := section(ctx, alice, bob); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Each section below releases what it takes on every path, with a
+// deferred Unlock (a second Unlock of a released lease returns ErrNotHeld,
+// which the deferred call ignores): the code users copy passes
+// cmd/leasecheck, which TestExamplesLeasecheck runs on every example.
+
+func reentry(ctx context.Context, alice, bob *shoplocks.Locks) error {
 	fmt.Println("== re-entry: a holder locks again with its lease's context")
 	outer, err := alice.Order(7).Lock(ctx)
 	if err != nil {
 		return err
 	}
+	defer outer.Unlock(ctx)
 	inner, err := alice.Order(7).Lock(outer.Context()) // same owner: re-enters
 	if err != nil {
 		return err
 	}
+	defer inner.Unlock(ctx)
 	say("alice holds Order(7) twice")
-	if _, err := bob.Order(7).TryLock(ctx, 0); !errors.Is(err, lockrt.ErrNotObtained) {
-		return fmt.Errorf("bob locking Order(7) held by alice: got %v, want ErrNotObtained", err)
+	if err := mustNotObtain(bob.Order(7).TryLock(ctx, 0)); err != nil {
+		return fmt.Errorf("bob locking Order(7) held by alice: %w", err)
 	}
 	say("bob cannot take it meanwhile")
 	if err := inner.Unlock(ctx); err != nil {
@@ -110,13 +128,17 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("after both unlocks: locked=%v, err=%v", locked, err)
 	}
 	say("after the second unlock it is free")
+	return nil
+}
 
+func watchdog(ctx context.Context, alice, _ *shoplocks.Locks) error {
 	fmt.Println("== the watchdog keeps a slow holder's 1s lease alive")
 	report := alice.Report("acme", "2026-11-22")
 	lease, err := report.Lock(ctx)
 	if err != nil {
 		return err
 	}
+	defer lease.Unlock(ctx)
 	for range 5 {
 		time.Sleep(500 * time.Millisecond)
 		ttl, err := report.TTL(ctx)
@@ -129,12 +151,16 @@ func run(ctx context.Context) error {
 		return err
 	}
 	say("done after 2.5s on a 1s lease")
+	return nil
+}
 
+func lost(ctx context.Context, alice, bob *shoplocks.Locks) error {
 	fmt.Println("== a lost lock cancels the work done under it")
-	lease, err = alice.Report("acme", "2026-11-23").Lock(ctx)
+	lease, err := alice.Report("acme", "2026-11-23").Lock(ctx)
 	if err != nil {
 		return err
 	}
+	defer lease.Unlock(ctx) // ErrLockLost once force-unlocked: nothing to give back
 	if _, err := bob.Report("acme", "2026-11-23").ForceUnlock(ctx); err != nil {
 		return err
 	}
@@ -145,17 +171,35 @@ func run(ctx context.Context) error {
 		return errors.New("a force-unlocked lease was not cancelled")
 	}
 	say("alice's context is cancelled: %v", context.Cause(lease.Context()))
+	return nil
+}
 
+func notReentrant(ctx context.Context, alice, _ *shoplocks.Locks) error {
 	fmt.Println("== a simple lock is not reentrant")
 	m, err := alice.Migration().Lock(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err = alice.Migration().Lock(m.Context()); !errors.Is(err, lockrt.ErrNotReentrant) {
+	defer m.Unlock(ctx)
+	err = mustNotObtain(alice.Migration().Lock(m.Context()))
+	if !errors.Is(err, lockrt.ErrNotReentrant) {
 		return fmt.Errorf("locking a held simple lock again: got %v, want ErrNotReentrant", err)
 	}
 	say("locking it again: %v", err)
 	return m.Unlock(ctx)
+}
+
+// mustNotObtain returns the error of an attempt expected to fail, or, when
+// it obtained the lock after all, releases it and says so.
+func mustNotObtain(lease *lockrt.Lease, err error) error {
+	if err == nil {
+		lease.Unlock(context.Background())
+		return errors.New("obtained a lock held by another owner")
+	}
+	if errors.Is(err, lockrt.ErrNotObtained) {
+		return nil
+	}
+	return err
 }
 
 // redisAddr returns $REDIS_ADDR, or starts an embedded Redis whose clock

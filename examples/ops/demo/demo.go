@@ -36,20 +36,36 @@ func Populate(ctx context.Context, rdb redis.UniversalClient) (func(), error) {
 	return done, nil
 }
 
+// held keeps the leases and permits the demo holds on purpose: they stay
+// in Redis, for inspect and the dashboard to show, until their leases run
+// out after Populate's closer closed the clients (which stops renewing
+// them). Nothing else in the examples leaves a hold behind: cmd/leasecheck
+// runs on them (TestExamples in cmd/leasecheck).
+type held []any
+
+// keep records a hold, and returns the error of the call that took it.
+func (h *held) keep(v any, err error) error {
+	if err == nil {
+		*h = append(*h, v)
+	}
+	return err
+}
+
 func populate(ctx context.Context, billing, reports *lockrt.Client) error {
+	var h held
 	bl, rl := shopops.NewLocks(billing), shopops.NewLocks(reports)
-	if _, err := bl.Order(42).Lock(ctx); err != nil {
+	if err := h.keep(bl.Order(42).Lock(ctx)); err != nil {
 		return err
 	}
-	if _, err := bl.Ledger("eu").Lock(ctx); err != nil {
+	if err := h.keep(bl.Ledger("eu").Lock(ctx)); err != nil {
 		return err
 	}
 	for _, l := range []*shopops.Locks{bl, rl} {
-		if _, err := l.Rates("EUR").Read().Lock(ctx); err != nil {
+		if err := h.keep(l.Rates("EUR").Read().Lock(ctx)); err != nil {
 			return err
 		}
 	}
-	if _, err := shopops.NewSemaphores(reports).Export("acme").Acquire(ctx, 3); err != nil {
+	if err := h.keep(shopops.NewSemaphores(reports).Export("acme").Acquire(ctx, 3)); err != nil {
 		return err
 	}
 	if _, err := shopops.NewLatches(billing).Warmup("cache").CountDown(ctx); err != nil {
