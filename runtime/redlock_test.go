@@ -407,3 +407,75 @@ func TestRedLockRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestRedLockWaitCost counts what RedLock's waiting costs without a
+// waiter registry (see "RedLock" in the package doc): every release
+// publishes on every node it held, waiter or not (at least a majority,
+// 2.9 of 3 in practice, per uncontended Lock+Unlock on 3 nodes), and with W waiting processes each
+// release makes every one of them run an attempt on every node, so the
+// scripts per acquisition grow with W (logged).
+func TestRedLockWaitCost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := redistest.Independent(t, 3)
+	admins := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		admins[i] = n.Client()
+	}
+	d := redDef(t, 5*time.Second, true, time.Minute)
+	k := key(t)
+	l := quorum(t, nodes).RedLock(d, k)
+	le, err := l.Lock(ctx) // scripts loaded, connections made
+	if err != nil {
+		t.Fatal(err)
+	}
+	le.Unlock(ctx)
+	const cycles = 100
+	resetStats(t, admins)
+	for range cycles {
+		le, err := l.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A release publishes on every node that had the value (at least a
+	// majority: Lock returns once a majority granted it), with no waiter.
+	got := commandCalls(t, admins, "publish")
+	t.Logf("%d uncontended cycles on %d nodes: %.2f PUBLISH per release", cycles, len(nodes), float64(got)/cycles)
+	if majority := int64(len(nodes)/2 + 1); got < cycles*majority {
+		t.Errorf("%d PUBLISH in %d uncontended cycles on %d nodes, want at least %d per release", got, cycles, len(nodes), majority)
+	}
+	for _, w := range []int{2, 4, 8} {
+		ls := make([]*lockrt.RedLock, w)
+		for i := range ls {
+			ls[i] = quorum(t, nodes).RedLock(d, k)
+		}
+		resetStats(t, admins)
+		var (
+			wg    sync.WaitGroup
+			taken atomic.Int64
+		)
+		const total = 40
+		for _, l := range ls {
+			wg.Go(func() {
+				for taken.Load() < total {
+					le, err := l.Lock(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					taken.Add(1)
+					time.Sleep(time.Millisecond)
+					le.Unlock(ctx)
+				}
+			})
+		}
+		wg.Wait()
+		acq := float64(taken.Load())
+		t.Logf("%d RedLock clients on %d nodes: %.1f scripts and %.1f PUBLISH per acquisition",
+			w, len(nodes), float64(commandCalls(t, admins, "evalsha"))/acq, float64(commandCalls(t, admins, "publish"))/acq)
+	}
+}
