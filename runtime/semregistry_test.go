@@ -30,63 +30,64 @@ func preloadSem(t testing.TB, b backend, d *lockrt.SemaphoreDef) {
 // permit; never more than 2 hold at once.
 func TestSemaphoreWakeOneAcrossClients(t *testing.T) {
 	t.Parallel()
-	node, b := countedNode(t)
-	nodes := []*redis.Client{node.Client()}
-	for _, n := range []int{8, 32} {
-		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			d := semDef(t, 2, 30*time.Second, true, time.Minute)
-			d.WaiterTTL = time.Minute // count the hand-off protocol, not refreshes
-			k := key(t)
-			total := int64(10 * n)
-			preloadSem(t, b, d)
-			resetStats(t, nodes)
-			var (
-				taken  atomic.Int64
-				inside atomic.Int32
-				counts = make([]int, n)
-				wg     sync.WaitGroup
-			)
-			for i := range n {
-				s := newClient(t, b).Semaphore(d, k)
-				wg.Go(func() {
-					for taken.Load() < total {
-						p, err := s.Acquire(ctx, 1)
-						if err != nil {
-							t.Error(err)
-							return
+	for _, dep := range countedDeployments(t) {
+		for _, n := range []int{8, 32} {
+			t.Run(dep.b.name+"/"+strconv.Itoa(n), func(t *testing.T) {
+				b, nodes := dep.b, dep.nodes
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				d := semDef(t, 2, 30*time.Second, true, time.Minute)
+				d.WaiterTTL = time.Minute // count the hand-off protocol, not refreshes
+				k := key(t)
+				total := int64(10 * n)
+				preloadSem(t, b, d)
+				resetStats(t, nodes)
+				var (
+					taken  atomic.Int64
+					inside atomic.Int32
+					counts = make([]int, n)
+					wg     sync.WaitGroup
+				)
+				for i := range n {
+					s := newClient(t, b).Semaphore(d, k)
+					wg.Go(func() {
+						for taken.Load() < total {
+							p, err := s.Acquire(ctx, 1)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if inside.Add(1) > 2 {
+								t.Error("more than 2 permits held at once")
+							}
+							counts[i]++
+							taken.Add(1)
+							time.Sleep(200 * time.Microsecond)
+							inside.Add(-1)
+							if err := p.Release(ctx); err != nil {
+								t.Error(err)
+								return
+							}
 						}
-						if inside.Add(1) > 2 {
-							t.Error("more than 2 permits held at once")
-						}
-						counts[i]++
-						taken.Add(1)
-						time.Sleep(200 * time.Microsecond)
-						inside.Add(-1)
-						if err := p.Release(ctx); err != nil {
-							t.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			acquired := 0
-			for i, c := range counts {
-				acquired += c
-				if c == 0 {
-					t.Errorf("client %d never got a permit (%v)", i, counts)
+					})
 				}
-			}
-			scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
-			per := float64(scripts) / float64(acquired)
-			t.Logf("%d clients: %d acquisitions, %.2f scripts and %.1f commands per acquisition; per client %v",
-				n, acquired, per, float64(allCalls(t, nodes))/float64(acquired), counts)
-			if per > 2.5 {
-				t.Errorf("%.2f scripts per acquisition with %d waiting clients, want <= 2.5", per, n)
-			}
-		})
+				wg.Wait()
+				acquired := 0
+				for i, c := range counts {
+					acquired += c
+					if c == 0 {
+						t.Errorf("client %d never got a permit (%v)", i, counts)
+					}
+				}
+				scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
+				per := float64(scripts) / float64(acquired)
+				t.Logf("%d clients: %d acquisitions, %.2f scripts and %.1f commands per acquisition; per client %v",
+					n, acquired, per, float64(allCalls(t, nodes))/float64(acquired), counts)
+				if per > 2.5 {
+					t.Errorf("%.2f scripts per acquisition with %d waiting clients, want <= 2.5", per, n)
+				}
+			})
+		}
 	}
 }
 
