@@ -377,6 +377,7 @@ func (q *queue) move() (time.Duration, error) {
 	}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
+		// queue_move reply: {int, int, int, int, int...}
 		res, err := q.c.eval(ctx, q.def.Scripts.Move, q.keys, q.c.publishCmd(), q.mode(), moveBatch,
 			q.def.Visibility.Milliseconds(), q.def.MaxDeliveries, late).Int64Slice()
 		cancel()

@@ -254,6 +254,10 @@ const (
 // caller would wait: a request allowed within it is counted at once and
 // reserved, to go ahead after RetryAfter.
 func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (int64, LimitResult, error) {
+	// The decision scripts' replies, read by parse:
+	// limiter_gcra reply: {int, int, int, int, int} | {int, string, string, string, string, string}
+	// limiter_token_bucket reply: {int, int, int, int, int} | {int, string, string, string, string, string}
+	// limiter_sliding_window reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 	args := l.def.args(n, l.def.configTTL(), patience.Microseconds(), l.def.idleMillis())
 	v, err := l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...).Slice()
 	if err != nil {
@@ -443,6 +447,7 @@ func (l *Limiter) Reconfigure(ctx context.Context, opts ...ReconfigureOption) (b
 	if err := l.def.check(); err != nil {
 		return false, err
 	}
+	// limiter_configure reply: int
 	if err := l.c.checkOpen(); err != nil {
 		return false, err
 	}

@@ -304,6 +304,12 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		}
 		cmd, wait = l.evalAcquire(uctx, l.scriptKeys(), l.args(args...)...)
 	}
+	// The replies, as the acquire scripts' headers state them:
+	//	reentrant_acquire reply: {int, int}
+	//	simple_acquire reply: {int, int}
+	//	fair_acquire reply: {int, int}
+	//	rw_acquire reply: {int, int}
+	//	fenced_acquire reply: {int, int, int} | {int, int}
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
@@ -367,6 +373,9 @@ func (l *Lock) dropDuplicateHolds(ctx context.Context, owner string, o acquireOp
 // holder's lease is cancelled with ErrLockLost at its next renewal. It
 // reports whether the lock was held, or returns a Redis error.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	// force_unlock reply: int
+	// fair_force_unlock reply: int
+	// rw_force_unlock reply: int
 	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, l.scriptKeys(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: force-unlocking %s: %w", l.key, err)
@@ -500,7 +509,13 @@ func (l *Lock) newLeaseFirst(parent context.Context, owner string, o acquireOpti
 }
 
 // release runs the release script for one hold of owner, under a release
-// context (see ReleaseTimeout); it returns the script's code.
+// context (see ReleaseTimeout); it returns the script's code. The replies,
+// as the release scripts' headers state them:
+//
+//	reentrant_release reply: int
+//	simple_release reply: int
+//	fair_release reply: int
+//	rw_release reply: int
 func (l *Lock) release(ctx context.Context, owner string, lease time.Duration) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()

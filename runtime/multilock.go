@@ -272,6 +272,7 @@ func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptio
 	start := time.Now()
 	// Not cut short by ctx, like Lock's attempt: an abandoned reply would
 	// leave the locks held for a lease with nobody to release them.
+	// multi_acquire reply: {int, int} | {int, int, int}
 	res, err := c.eval(context.WithoutCancel(ctx), m.locks[0].def.Scripts.MultiAcquire, ks, args...).Int64Slice()
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("lockgen: acquiring %s: %w", strings.Join(ks, ", "), err)
@@ -456,6 +457,7 @@ func releaseAll(ctx context.Context, owner string, locks []*Lock, os []acquireOp
 		ks = append(ks, l.scriptKeys()...)
 		args = append(args, l.def.Kind.String(), os[i].lease.Milliseconds(), l.channel(), HandoffLease.Milliseconds())
 	}
+	// multi_release reply: {int...}
 	codes, err := locks[0].c.eval(ctx, locks[0].def.Scripts.MultiRelease, ks, args...).Int64Slice()
 	if err != nil {
 		return nil, notReleased(strings.Join(ks, ", "), err)

@@ -170,6 +170,7 @@ func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bo
 	for _, b := range bodies {
 		args = append(args, b)
 	}
+	// queue_offer reply: int (not read)
 	if err := q.c.eval(ctx, q.def.Scripts.Offer, q.keys, args...).Err(); err != nil {
 		return fmt.Errorf("lockgen: offering to %s: %w", q.key, err)
 	}
@@ -390,6 +391,7 @@ func (q *queue) peek(ctx context.Context, n int) ([][]byte, error) {
 	var res []string
 	var err error
 	if q.def.Reliable {
+		// queue_peek reply: {string...}
 		res, err = q.c.eval(ctx, q.def.Scripts.Peek, q.keys, q.c.publishCmd(), n).StringSlice()
 	} else {
 		res, err = q.c.rdb.LRange(ctx, q.key, 0, int64(n)-1).Result()
@@ -444,6 +446,7 @@ func removeItems[T any](ctx context.Context, q *queue, codec Codec[T], v T, limi
 	if err := q.c.checkOpen(); err != nil {
 		return 0, err
 	}
+	// queue_remove reply: int
 	n, err := q.c.eval(ctx, q.def.Scripts.Remove, q.keys, q.c.publishCmd(), q.mode(), b, []byte{codecTag(codec)}, limit).Int()
 	if err != nil {
 		return 0, fmt.Errorf("lockgen: removing from %s: %w", q.key, err)
@@ -468,6 +471,7 @@ func drain[T any](ctx context.Context, q *queue, codec Codec[T]) ([]T, error) {
 		if left > 0 {
 			batch = int(min(left, drainBatch))
 		}
+		// queue_drain reply: {int, string...}
 		res, err := q.c.eval(ctx, q.def.Scripts.Drain, q.keys, q.c.publishCmd(), q.mode(), batch).Slice()
 		if err != nil {
 			return out, fmt.Errorf("lockgen: draining %s: %w", q.key, err)
@@ -498,6 +502,7 @@ func drain[T any](ctx context.Context, q *queue, codec Codec[T]) ([]T, error) {
 // bury puts a body a plain queue's consumer could not decode on the dead
 // list.
 func (q *queue) bury(ctx context.Context, body []byte, cause error) error {
+	// queue_bury reply: string (not read)
 	err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Bury, q.keys, q.c.publishCmd(), body, "decode: "+cause.Error()).Err()
 	if err != nil {
 		return fmt.Errorf("lockgen: dead-lettering an item of %s that does not decode (%v): %w", q.key, cause, err)
@@ -551,6 +556,7 @@ func deadLetters[T any](ctx context.Context, q *queue, codec Codec[T], n int) ([
 	if n <= 0 {
 		return nil, fmt.Errorf("%w: %d dead letters", ErrInvalidArgument, n)
 	}
+	// queue_dead reply: {string...}
 	res, err := q.c.eval(ctx, q.def.Scripts.Dead, q.keys, q.c.publishCmd(), 0, n).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("lockgen: dead letters of %s: %w", q.key, err)
@@ -577,6 +583,7 @@ func (q *queue) redrive(ctx context.Context, n int) (int, error) {
 	total := 0
 	for total < n {
 		batch := min(n-total, redriveBatch)
+		// queue_redrive reply: int
 		moved, err := q.c.eval(ctx, q.def.Scripts.Redrive, q.keys, q.c.publishCmd(), q.mode(), batch).Int()
 		if err != nil {
 			return total, fmt.Errorf("lockgen: re-driving dead letters of %s: %w", q.key, err)

@@ -316,7 +316,7 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions) (*RedLockLease,
 		if cmd == nil { // pending after an early verdict: late undoes it
 			continue
 		}
-		res, err := cmd.Int64Slice()
+		res, err := cmd.Int64Slice() // simple_acquire reply: {int, int}
 		if err == nil && len(res) != 2 {
 			err = fmt.Errorf("unexpected reply %v", res)
 		}
@@ -395,7 +395,7 @@ func (r *RedLock) release(ctx context.Context, nodes []int, value string) (int, 
 			errs = append(errs, fmt.Errorf("node %d: no reply", i))
 			continue
 		}
-		switch n, err := cmd.Int(); {
+		switch n, err := cmd.Int(); { // redlock_release reply: int
 		case err != nil:
 			errs = append(errs, fmt.Errorf("node %d: %w", i, err))
 		case n == 0:
@@ -430,7 +430,7 @@ func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
 			errs = append(errs, fmt.Errorf("lockgen: force-unlocking %s on node %d: no reply", r.key, i))
 			continue
 		}
-		switch n, err := cmd.Int(); {
+		switch n, err := cmd.Int(); { // force_unlock reply: int
 		case err != nil:
 			errs = append(errs, fmt.Errorf("lockgen: force-unlocking %s on node %d: %w", r.key, i, err))
 		case n == 1:

@@ -198,6 +198,7 @@ func (q *queue) claim(ctx context.Context, id string, n int) ([]*delivery, error
 		return nil, err
 	}
 	// Not cut short by ctx: a claim that ran while its reply was
+	// queue_take reply: nil | {int, int, any...}
 	// abandoned would hide the items for a whole visibility timeout.
 	res, err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Take, q.keys, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n).Slice()
 	received := time.Now()
@@ -247,6 +248,7 @@ func (d *delivery) settle(ctx context.Context, reason, mode string, delay time.D
 	if delay > 0 {
 		ms = ceilMillis(delay)
 	}
+	// queue_nack reply: int
 	n, err := q.c.eval(ctx, q.def.Scripts.Nack, q.keys, q.c.publishCmd(), d.id, d.n, q.def.MaxDeliveries, reason, mode, ms).Int()
 	switch {
 	case err != nil:
@@ -306,6 +308,7 @@ func (d *delivery) ack(ctx context.Context) error {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	q := d.q
+	// queue_ack reply: int
 	n, err := q.c.eval(ctx, q.def.Scripts.Ack, q.keys, q.c.publishCmd(), d.id, d.n).Int()
 	switch {
 	case err != nil:
@@ -389,6 +392,7 @@ func (d *delivery) extend(ctx context.Context, visibility time.Duration) error {
 		return err
 	}
 	q := d.q
+	// queue_extend reply: {int, int} | nil
 	res, err := q.c.eval(ctx, q.def.Scripts.Extend, q.keys, q.c.publishCmd(), d.id, d.n, ceilMillis(visibility)).Int64Slice()
 	received := time.Now()
 	switch {

@@ -273,6 +273,7 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 	start := time.Now()
 	// Not cut short by ctx, like a lock's attempt: permits granted to an
 	// abandoned reply would stay taken for a whole lease.
+	// semaphore_acquire reply: {int, int, int} | {int, int}
 	res, err := s.c.eval(context.WithoutCancel(ctx), s.def.Scripts.Acquire, s.scriptKeys(),
 		owner, n, o.lease.Milliseconds(), s.def.Permits, reg.Milliseconds(), flag,
 		s.channel(), s.c.publishCmd(), HandoffLease.Milliseconds(), grow).Int64Slice()
@@ -320,6 +321,7 @@ func (s *Semaphore) Capacity(ctx context.Context) (int, error) {
 }
 
 func (s *Semaphore) state(ctx context.Context) (capacity, held int, err error) {
+	// semaphore_state reply: {int, int}
 	res, err := s.c.eval(ctx, s.def.Scripts.State, []string{s.key, s.counts(), s.capacity()}, s.def.Permits).Int64Slice()
 	if err != nil {
 		return 0, 0, fmt.Errorf("lockgen: reading %s: %w", s.key, err)
@@ -362,6 +364,7 @@ func (s *Semaphore) ResetPermits(ctx context.Context) error {
 }
 
 func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int) (int, error) {
+	// semaphore_capacity reply: {int, int}
 	res, err := s.capacityScript(ctx, mode, v)
 	if err != nil {
 		return 0, err
@@ -431,6 +434,7 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
+	// semaphore_release reply: int
 	return s.c.eval(ctx, s.def.Scripts.Release, s.scriptKeys(), s.releaseArgs(owner, 0)...).Int()
 }
 

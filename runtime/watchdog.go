@@ -146,7 +146,14 @@ func newWatchdog(c *Client) *watchdog {
 	return w
 }
 
-// renewOutcome says what the reply of one renewal script means.
+// renewOutcome says what the reply of one renewal script means. The
+// replies, as the scripts' headers state them:
+//
+//	reentrant_renew reply: int
+//	simple_renew reply: int
+//	fair_renew reply: int
+//	rw_renew reply: int
+//	semaphore_renew reply: int
 func renewOutcome(cmd *redis.Cmd) outcome {
 	switch n, err := cmd.Int(); {
 	case err != nil:

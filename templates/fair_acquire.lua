@@ -1,18 +1,22 @@
 -- fair_acquire: take or re-enter a fair lock, first come first served; a
 -- caller that cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock hash (field: owner, value: hold count)
--- KEYS[2], KEYS[3] the waiter registry (queue, waiters): the wait queue
--- in arrival order and each waiter's deadline in server milliseconds
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL
--- in milliseconds (0: only try), ARGV[4] '1' when the owner is registered
--- already (a woken waiter), '2' when it only refreshes its entry unless
--- the lock is free or was handed to it (see refresh in registry), ARGV[5]
--- the wake-up channel prefix, ARGV[6] the publish command, ARGV[7] the
--- hand-off lease in milliseconds
--- Returns {1, holds} when taken, re-entered, or found handed to this
--- waiter by a release (its lease is then extended to the full lease);
--- {0, pttl} otherwise. A free lock with a live waiter first is handed to
--- that waiter (its hand-off ran out, or was lost), never taken past it.
+-- KEYS[1] lock: the lock hash (field: owner, value: hold count)
+-- KEYS[2] queue: the waiter registry's wait queue, in arrival order
+-- KEYS[3] waiters: the waiter registry's deadlines, in server milliseconds
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: only try)
+-- ARGV[4] registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it only refreshes its entry unless the lock is free
+--   or was handed to it (see refresh in registry)
+-- ARGV[5] prefix: the wake-up channel prefix
+-- ARGV[6] publish: the publish command (publish or spublish)
+-- ARGV[7] handoff_ms: the hand-off lease in milliseconds
+-- reply: {int, int}
+--   {1, holds} when taken, re-entered, or found handed to this waiter by a
+--   release (its lease is then extended to the full lease); {0, pttl}
+--   otherwise. A free lock with a live waiter first is handed to that
+--   waiter (its hand-off ran out, or was lost), never taken past it.
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]

@@ -1,10 +1,13 @@
 -- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
 -- the first live waiter.
--- KEYS[1] the lock hash, KEYS[2], KEYS[3] the waiter registry (queue,
--- waiters)
--- ARGV[1] the wake-up channel prefix, ARGV[2] the publish command,
--- ARGV[3] the hand-off lease in milliseconds
--- Returns 1 when a lock was deleted, 0 when it was not held.
+-- KEYS[1] lock: the lock hash
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- ARGV[1] prefix: the wake-up channel prefix
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3] handoff_ms: the hand-off lease in milliseconds
+-- reply: int
+--   1 when a lock was deleted, 0 when it was not held.
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 

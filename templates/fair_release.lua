@@ -1,14 +1,19 @@
 -- fair_release: give up one hold of a fair lock; the last hold hands the
 -- lock to the first live waiter, if any.
--- KEYS[1] the lock hash, KEYS[2], KEYS[3] the waiter registry (queue,
--- waiters)
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
--- channel prefix, ARGV[4] the publish command, ARGV[5] the hand-off lease
--- in milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves
--- the registry, and hands on a lock it was handed but did not use)
--- Returns -1 when the owner does not hold the lock, the holds left when
--- still held (the lease is restarted), or 0 when released. The waiter
--- handed the lock gets "<waiter>" on its client's channel.
+-- KEYS[1] lock: the lock hash
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[3] prefix: the wake-up channel prefix
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a lock it was handed but did not use)
+-- reply: int
+--   -1 when the owner does not hold the lock, the holds left when still
+--   held (the lease is restarted), or 0 when released. The waiter handed
+--   the lock gets "<waiter>" on its client's channel.
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local owner = ARGV[1]

@@ -1,15 +1,21 @@
 -- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
--- KEYS[1] the lock: "<owner> <holds> <token>", with " w" appended while
--- waiters are registered; KEYS[2], KEYS[3] the waiter registry (queue,
--- waiters); KEYS[4] the fence counter (never expires)
--- ARGV as reentrant_acquire: lease ms, owner id, registry TTL ms (0: do
--- not register), '1' when the owner is registered already, '2' to
--- refresh its entry unless the lock is free or was handed to it
--- Returns {1, holds, token} when taken, re-entered (a re-entry keeps the
--- hold's token) or found handed to this waiter; {0, pttl} when another
--- owner holds it.
+-- KEYS[1] lock: "<owner> <holds> <token>", with " w" appended while
+--   waiters are registered
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[4] fence: the fence counter (never expires)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[4] registered: '1' when the owner is registered already, '2' to
+--   refresh its entry unless the lock is free or was handed to it
+-- reply: {int, int, int} | {int, int}
+--   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
+--   token) or found handed to this waiter; {0, pttl} when another owner
+--   holds it.
 -- #include registry
 local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]

@@ -1,11 +1,18 @@
 -- force_unlock: delete a lock whoever holds it, and wake its waiters.
--- KEYS[1] the lock key; KEYS[2], KEYS[3] the waiter registry (queue,
--- waiters), absent for a RedLock node
--- ARGV[1] the wake-up channel prefix (with a registry: a client's channel
--- is prefix:<clientID>, and each client with a live waiter gets "all";
--- without: the channel itself, which gets "released"), ARGV[2] the publish
--- command (publish or spublish)
--- Returns 1 when a lock was deleted, 0 when it was not held.
+-- KEYS[1] lock: the lock key
+-- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+--   neither queue nor waiters)
+-- KEYS[3]? waiters: the waiter registry's deadlines
+-- KEYS[4]? fence: a fenced lock's fence counter (unused: it outlives the
+--   lock)
+-- ARGV[1] prefix: the wake-up channel prefix (with a registry: a client's
+--   channel is prefix:<clientID>, and each client with a live waiter gets
+--   "all"; without: the channel itself, which gets "released")
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3]? handoff_ms: the hand-off lease in milliseconds (unused: nobody
+--   is handed a lock that was forced open)
+-- reply: int
+--   1 when a lock was deleted, 0 when it was not held.
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 

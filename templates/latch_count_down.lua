@@ -1,10 +1,12 @@
 -- latch_count_down: count a latch down by one; the last count-down opens it
 -- and wakes every waiter.
--- KEYS[1] the count
--- ARGV[1] the spec's count, used while the latch is not set,
--- ARGV[2] expiry in milliseconds of a latch set here, ARGV[3] wake-up channel,
--- ARGV[4] the publish command: 'publish' or 'spublish' (sharded pub/sub)
--- Returns the count left. An open latch (0) stays open until it expires.
+-- KEYS[1] count: the latch's count
+-- ARGV[1] spec_count: the spec's count, used while the latch is not set
+-- ARGV[2] expire_ms: expiry in milliseconds of a latch set here
+-- ARGV[3] channel: the wake-up channel
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- reply: int
+--   The count left. An open latch (0) stays open until it expires.
 local count = tonumber(redis.call('get', KEYS[1]))
 if count == nil then
   count = tonumber(ARGV[1])

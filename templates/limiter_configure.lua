@@ -2,13 +2,19 @@
 -- one stored. The state is kept unless asked to reset it: each algorithm
 -- reads it under the new config (never granting more than a full limiter
 -- holds).
--- KEYS[1] the limiter's config hash, KEYS[2] its state (the caller's, for
--- a per-client limiter)
--- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
--- ARGV[4] burst, ARGV[5] scope,
--- ARGV[6] how long the config outlives the last write, in milliseconds,
--- ARGV[7] '1' to reset the state (the limiter is full again), '0' to keep it
--- Returns 1 when the config changed, 0 when it was already the caller's.
+-- KEYS[1] config: the limiter's config hash
+-- KEYS[2] state: its state (the caller's, for a per-client limiter)
+-- ARGV[1] algorithm: the caller's algorithm
+-- ARGV[2] rate: requests per period
+-- ARGV[3] period_us: the period in microseconds
+-- ARGV[4] burst: the burst
+-- ARGV[5] scope: the scope
+-- ARGV[6] config_ttl_ms: how long the config outlives the last write, in
+--   milliseconds
+-- ARGV[7] reset: '1' to reset the state (the limiter is full again), '0'
+--   to keep it
+-- reply: int
+--   1 when the config changed, 0 when it was already the caller's.
 local cfg = KEYS[1]
 local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
 local same = 1

@@ -1,23 +1,30 @@
 -- limiter_sliding_window: one rate-limit decision over an exact log of the
 -- requests allowed in the last period: never more than rate of them in any
 -- window of that length.
--- KEYS[1] the limiter's config hash, KEYS[2] its state: a sorted set of
---         the allowed requests scored by their time in microseconds of the
---         Redis server clock
--- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
--- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
--- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
--- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
--- last request counted (0: until the limiter is full again)
--- A negative n refunds -n requests: it forgets the -n latest entries of
--- the log (never more than it holds); the reply is then {1, remaining, 0,
--- reset after us, server time us}.
--- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
--- retry after us (the wait), reset after us, server time us}, or
--- {-1, algorithm, rate, period, burst, scope} as stored when the config in
--- Redis is not the caller's. A request allowed after a wait is counted
--- now, at the time it may go ahead: it reserves its place.
+-- KEYS[1] config: the limiter's config hash
+-- KEYS[2] state: a sorted set of the allowed requests scored by their
+--   time in microseconds of the Redis server clock
+-- ARGV[1] algorithm: the caller's algorithm
+-- ARGV[2] rate: requests per period
+-- ARGV[3] period_us: the period in microseconds
+-- ARGV[4] burst: the burst
+-- ARGV[5] scope: the scope
+-- ARGV[6] n: the requests to count (0 only reports; a negative n refunds
+--   -n requests: it forgets the -n latest entries of the log
+--   (never more than it holds))
+-- ARGV[7] config_ttl_ms: how long the config outlives the last write, in
+--   milliseconds
+-- ARGV[8] patience_us: how long the caller would wait, in microseconds (0:
+--   not at all)
+-- ARGV[9] idle_ttl_ms: the most the state outlives the last request
+--   counted, in milliseconds (0: until the limiter is full again)
+-- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
+--   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
+--   after us (the wait), reset after us, server time us}, or {-1,
+--   algorithm, rate, period, burst, scope} as stored when the config in
+--   Redis is not the caller's. A request allowed after a wait is counted
+--   now, at the time it may go ahead: it reserves its place. A refund
+--   replies {1, remaining, 0, reset after us, server time us}.
 local cfg, state = KEYS[1], KEYS[2]
 local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
 if not s[1] then

@@ -1,22 +1,29 @@
 -- limiter_token_bucket: one rate-limit decision by a token bucket of
 -- burst + 1 tokens refilled continuously at rate per period.
--- KEYS[1] the limiter's config hash, KEYS[2] its state: a hash of tokens
---         (a fraction) and ts (when they were counted, in microseconds of the
---         Redis server clock)
--- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
--- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
--- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
--- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
--- last request counted (0: until the limiter is full again)
--- A negative n refunds -n requests: gives them back to the limiter, never
--- above what a full limiter allows; the reply is then {1, remaining, 0,
--- reset after us, server time us}.
--- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
--- retry after us (the wait), reset after us, server time us}, or
--- {-1, algorithm, rate, period, burst, scope} as stored when the config in
--- Redis is not the caller's. A request allowed after a wait is counted
--- now, at the time it may go ahead: it reserves its place.
+-- KEYS[1] config: the limiter's config hash
+-- KEYS[2] state: a hash of tokens (a fraction) and ts (when they were
+--   counted, in microseconds of the Redis server clock)
+-- ARGV[1] algorithm: the caller's algorithm
+-- ARGV[2] rate: requests per period
+-- ARGV[3] period_us: the period in microseconds
+-- ARGV[4] burst: the burst
+-- ARGV[5] scope: the scope
+-- ARGV[6] n: the requests to count (0 only reports; a negative n refunds
+--   -n requests: gives them back to the limiter, never above
+--   what a full limiter allows)
+-- ARGV[7] config_ttl_ms: how long the config outlives the last write, in
+--   milliseconds
+-- ARGV[8] patience_us: how long the caller would wait, in microseconds (0:
+--   not at all)
+-- ARGV[9] idle_ttl_ms: the most the state outlives the last request
+--   counted, in milliseconds (0: until the limiter is full again)
+-- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
+--   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
+--   after us (the wait), reset after us, server time us}, or {-1,
+--   algorithm, rate, period, burst, scope} as stored when the config in
+--   Redis is not the caller's. A request allowed after a wait is counted
+--   now, at the time it may go ahead: it reserves its place. A refund
+--   replies {1, remaining, 0, reset after us, server time us}.
 local cfg, state = KEYS[1], KEYS[2]
 local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
 if not s[1] then

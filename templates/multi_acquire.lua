@@ -1,22 +1,25 @@
 -- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
--- KEYS three per lock, each lock once: KEYS[3i-2] the i-th lock (a
--- reentrant lock is "<owner> <holds>[ w]", a simple one "<owner>[ w]", as
--- in their acquire scripts), KEYS[3i-1] and KEYS[3i] its waiter registry
--- (queue, waiters)
--- ARGV[1] owner id, ARGV[2] registry TTL in milliseconds (0: do not
--- register), ARGV[3] '1' when the owner is registered already, '2:<i>'
--- when it is registered at lock i (the one that blocked it) and only
--- refreshes that entry while lock i is held (see refresh in registry; the
--- full attempt otherwise); then, for
--- the i-th lock, ARGV[2i+2] its kind ('reentrant' or 'simple') and
--- ARGV[2i+3] its lease in milliseconds
--- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
--- when lock i (1-based) is held by another owner (the owner is then
--- registered as "<owner> m" in lock i's registry, to be woken, not
--- handed the lock, by its release; its entries at the other locks go);
--- {-1, pttl, i} when simple lock i is already held by this owner. No lock
--- is written unless all are taken.
+-- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
+--   lock (a reentrant lock is "<owner> <holds>[ w]", a simple one
+--   "<owner>[ w]", as in their acquire scripts), KEYS[3i-1] and KEYS[3i]
+--   its waiter registry (queue, waiters)
+-- ARGV[1] owner: the owner id
+-- ARGV[2] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[3] registered: '1' when the owner is registered already, '2:<i>'
+--   when it is registered at lock i (the one that blocked it) and only
+--   refreshes that entry while lock i is held (see refresh in registry;
+--   the full attempt otherwise)
+-- ARGV[4...] per_lock: two per lock: ARGV[2i+2] the i-th lock's kind
+--   ('reentrant' or 'simple') and ARGV[2i+3] its lease in milliseconds
+-- reply: {int, int} | {int, int, int}
+--   {1, n} when every lock was taken or re-entered; {0, pttl, i} when lock
+--   i (1-based) is held by another owner (the owner is then registered as
+--   "<owner> m" in lock i's registry, to be woken, not handed the lock, by
+--   its release; its entries at the other locks go); {-1, pttl, i} when
+--   simple lock i is already held by this owner. No lock is written unless
+--   all are taken.
 -- #include registry
 local owner, ttl = ARGV[1], tonumber(ARGV[2])
 local waiting, at = ARGV[3] == '1', tonumber(string.match(ARGV[3], '^2:(%d+)$'))

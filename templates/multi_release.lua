@@ -2,14 +2,17 @@
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
 -- script would.
--- KEYS three per lock, as in multi_acquire (lock, queue, waiters)
--- ARGV[1] owner id, ARGV[2] the publish command (publish or spublish);
--- then, for the i-th lock, ARGV[4i-1] its kind ('reentrant' or
--- 'simple'), ARGV[4i] its lease in milliseconds, ARGV[4i+1] its wake-up
--- channel prefix and ARGV[4i+2] its hand-off lease in milliseconds
--- Returns one code per lock, as the kind's release script does: -1 not
--- held by the owner, n > 0 holds left (the lease is restarted), 0
--- released.
+-- KEYS[1...] locks: three per lock, as in multi_acquire (lock, queue,
+--   waiters)
+-- ARGV[1] owner: the owner id
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3...] per_lock: four per lock: ARGV[4i-1] the i-th lock's kind
+--   ('reentrant' or 'simple'), ARGV[4i] its lease in milliseconds,
+--   ARGV[4i+1] its wake-up channel prefix and ARGV[4i+2] its hand-off
+--   lease in milliseconds
+-- reply: {int...}
+--   One code per lock, as the kind's release script replies: -1 not held
+--   by the owner, n > 0 holds left (the lease is restarted), 0 released.
 -- #include registry
 local owner, publish = ARGV[1], ARGV[2]
 local codes = {}

@@ -1,9 +1,13 @@
 -- queue_bury: put an item a plain queue's consumer could not decode on
 -- the dead list, with the reason.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] the encoded item, ARGV[3] reason
--- Returns the dead letter's id.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] body: the encoded item
+-- ARGV[3] reason: why it is dead
+-- reply: string
+--   The dead letter's id.
 local t = redis.call('time')
 local id = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-' .. redis.call('incr', KEYS[4])
 redis.call('pexpire', KEYS[4], 10000)

@@ -1,10 +1,12 @@
 -- queue_dead: list dead letters, oldest first.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] how many to skip, ARGV[3] how
--- many to return
--- Returns {id, body, reason, deliveries, id, body, ...}; a missing field
--- is ''.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] skip: how many to skip
+-- ARGV[3] n: how many to return
+-- reply: {string...}
+--   {id, body, reason, deliveries, id, body, ...}; a missing field is ''.
 local first = tonumber(ARGV[2])
 local ids = redis.call('lrange', KEYS[9], first, first + tonumber(ARGV[3]) - 1)
 local out = {}

@@ -1,12 +1,15 @@
 -- queue_drain: take the first ready items out of a queue for good (at
 -- most once, also for a reliable queue: they are not put in flight).
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable: the
--- ready list holds ids; 'p' plain: it holds bodies), ARGV[3] how many at
--- most
--- Returns {ready items left, body, body, ...}; an id whose body is gone
--- is passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
+--   holds bodies)
+-- ARGV[3] n: how many at most
+-- reply: {int, string...}
+--   {ready items left, body, body, ...}; an id whose body is gone is
+--   passed over.
 local taken = redis.call('lpop', KEYS[1], tonumber(ARGV[3]))
 local out = {0}
 if taken then

@@ -1,10 +1,15 @@
 -- queue_extend: move the visibility deadline of a delivery in flight.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] id, ARGV[3] delivery number,
--- ARGV[4] the new visibility from now, in ms
--- Returns {deadline, now} (server clock, unix ms), or false when the
--- delivery is no longer in flight.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] id: the item's id
+-- ARGV[3] delivery: the delivery number
+-- ARGV[4] visibility_ms: the new visibility from now, in milliseconds
+-- reply: {int, int} | nil
+--   {deadline, now} (server clock, unix ms), or false when the delivery is
+--   no longer in flight.
 local id = ARGV[2]
 if redis.call('hget', KEYS[8], id) ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
   return false

@@ -1,18 +1,24 @@
 -- queue_move: the delay timer's step. Moves due items (delayed ones, and
 -- for a reliable queue the deliveries whose visibility timeout ran out) to
 -- the ready list, at most a batch of each, and returns when to run next.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable, 'p' plain),
--- ARGV[3] batch size, ARGV[4] visibility ms, ARGV[5] max deliveries,
--- ARGV[6] '1' to report lateness (optional)
--- Returns {now, next due or -1, items moved, 1 when a batch was full},
--- followed with ARGV[6] by how late each delayed item moved was (now
--- minus its due time, ms).
 -- A delivery that ran out after max deliveries goes to the dead list.
 -- "armed" records the earliest due time every live timer is armed for:
 -- an item due earlier must be announced on the channel. It expires a
 -- second after that time, so it never outlives the clients.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] mode: 'r' reliable, 'p' plain
+-- ARGV[3] batch: the batch size
+-- ARGV[4] visibility_ms: the visibility timeout in milliseconds
+-- ARGV[5] max_deliveries: deliveries before an item is dead
+-- ARGV[6]? lateness: '1' to report lateness
+-- reply: {int, int, int, int, int...}
+--   {now, next due or -1, items moved, 1 when a batch was full}, followed
+--   with ARGV[6] by how late each delayed item moved was (now minus its
+--   due time, ms).
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local reliable = ARGV[2] == 'r'

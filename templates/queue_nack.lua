@@ -1,15 +1,23 @@
 -- queue_nack: give a delivery of a reliable queue back: deliver it again
 -- (now, or after a delay), dead-letter it when it reached max deliveries
 -- (or when asked to), or put it back unharmed.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] id, ARGV[3] delivery number,
--- ARGV[4] max deliveries, ARGV[5] reason, ARGV[6] '1' to dead-letter now,
--- '0' to deliver again, 'b' to put it back at the head of the queue
--- without counting this delivery (a worker shutting down), ARGV[7] the
--- delay before it is delivered again, in ms ('' or '0': now)
--- Returns 1 when queued again, 2 when dead-lettered, 3 when delayed, 0
--- when the delivery is no longer in flight.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] id: the item's id
+-- ARGV[3] delivery: the delivery number
+-- ARGV[4] max_deliveries: deliveries before an item is dead
+-- ARGV[5] reason: why it was given back
+-- ARGV[6] dead: '1' to dead-letter now, '0' to deliver again, 'b' to put
+--   it back at the head of the queue without counting this delivery (a
+--   worker shutting down)
+-- ARGV[7] delay_ms: the delay before it is delivered again, in
+--   milliseconds ('' or '0': now)
+-- reply: int
+--   1 when queued again, 2 when dead-lettered, 3 when delayed, 0 when the
+--   delivery is no longer in flight.
 local id = ARGV[2]
 local n = redis.call('hget', KEYS[8], id)
 if n ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then

@@ -1,13 +1,18 @@
 -- queue_offer: add items to a queue, ready now or when due.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable: lists hold ids and
--- bodies live in data; 'p' plain: the ready list holds bodies),
--- ARGV[3] delay in ms or '', ARGV[4] due time in unix ms or '',
--- ARGV[5..] the encoded items
--- Returns the due time (server clock, unix ms), or 0 when the items are
--- ready now. An item that becomes the earliest due one is announced on
--- the channel, so that every client's delay timer re-arms.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] mode: 'r' reliable (lists hold ids and bodies live in data) or
+--   'p' plain (the ready list holds bodies)
+-- ARGV[3] delay_ms: the delay in milliseconds, or ''
+-- ARGV[4] due_ms: the due time in unix milliseconds, or ''
+-- ARGV[5...] items: the encoded items
+-- reply: int
+--   The due time (server clock, unix ms), or 0 when the items are ready
+--   now. An item that becomes the earliest due one is announced on the
+--   channel, so that every client's delay timer re-arms.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = 0

@@ -1,11 +1,14 @@
 -- queue_peek: the bodies of the first ready items of a reliable queue,
 -- without taking them (a plain queue's ready list holds the bodies, so
 -- the runtime reads it with LRANGE instead).
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] how many at most
--- Returns the bodies, first ready first; an id whose body is gone (a
--- race with its acknowledgement) is passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] n: how many at most
+-- reply: {string...}
+--   The bodies, first ready first; an id whose body is gone (a race with
+--   its acknowledgement) is passed over.
 local n = tonumber(ARGV[2])
 local out = {}
 local first = 0

@@ -1,10 +1,13 @@
 -- queue_redrive: put the oldest dead letters back on the ready list, with
 -- their delivery count reset.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable, 'p' plain),
--- ARGV[3] how many at most
--- Returns how many were put back.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable, 'p' plain
+-- ARGV[3] n: how many at most
+-- reply: int
+--   How many were put back.
 local moved = 0
 for _ = 1, tonumber(ARGV[3]) do
   local id = redis.call('lpop', KEYS[9])

@@ -5,14 +5,19 @@
 -- codec's bytes. Items without the 0 byte predate the envelope and are
 -- compared whole; a carrier (a trace context) does not matter.
 -- Items in flight and dead letters are left alone.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable: the
--- ready list holds ids; 'p' plain: it holds bodies), ARGV[3] the codec's
--- bytes of the value, ARGV[4] the codec's tag, ARGV[5] how many to remove
--- at most (0: all), ready ones first, then delayed ones by due time
--- Returns how many were removed. It reads every ready and delayed item
--- (until the limit is reached): O(N).
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
+--   holds bodies)
+-- ARGV[3] value: the codec's bytes of the value
+-- ARGV[4] tag: the codec's tag
+-- ARGV[5] n: how many to remove at most (0: all), ready ones first, then
+--   delayed ones by due time
+-- reply: int
+--   How many were removed. It reads every ready and delayed item (until
+--   the limit is reached): O(N).
 local want, tag, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local reliable = ARGV[2] == 'r'
 

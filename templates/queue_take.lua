@@ -1,15 +1,20 @@
 -- queue_take: claim deliveries of a reliable queue, each put in flight
 -- with the same visibility deadline.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] visibility ms, ARGV[3] the id a blocking
--- move put on the proc list, or '' to take the first ready item,
--- ARGV[4] how many to claim at most (the id first, then the first ready
--- items)
--- Returns false when there is nothing to claim (nothing ready, and the id
--- was '' or already recovered by a delay timer), or {deadline, now, id,
--- body, delivery number, id, body, delivery number, ...}. An id whose
--- item is gone (acknowledged meanwhile) is cleaned up and passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] visibility_ms: the visibility timeout in milliseconds
+-- ARGV[3] id: the id a blocking move put on the proc list, or '' to take
+--   the first ready item
+-- ARGV[4] n: how many to claim at most (the id first, then the first
+--   ready items)
+-- reply: nil | {int, int, any...}
+--   false when there is nothing to claim (nothing ready, and the id was ''
+--   or already recovered by a delay timer), or {deadline, now, id, body,
+--   delivery number, id, body, delivery number, ...}. An id whose item is
+--   gone (acknowledged meanwhile) is cleaned up and passed over.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + tonumber(ARGV[2])

@@ -1,9 +1,9 @@
 package templates
 
-// Calling convention of the queue scripts. Every queue script takes the
-// same KEYS, all sub-keys of the queue's key and so in one slot, and as
-// ARGV[1] the command that publishes on the queue's timer channel,
-// KEYS[1]..':ch' ("publish", or "spublish" with sharded pub/sub):
+// The queue layout. Every queue script takes the same KEYS, all sub-keys
+// of the queue's key and so in one slot (each script's header names them
+// and states its ARGV and reply; ARGV[1] is always the command that
+// publishes on the queue's timer channel, KEYS[1]..':ch'):
 //
 //	KEYS[1]  ready     list: items ready to take (bodies for a plain queue, ids for a reliable one)
 //	KEYS[2]  delayed   zset: ids of delayed items, scored by due time (unix ms, server clock)
@@ -16,22 +16,8 @@ package templates
 //	KEYS[9]  dead      list: ids of dead letters, oldest first
 //	KEYS[10] err       hash: id -> why it was dead-lettered (or last given back)
 //
-//	queue_offer(ARGV: publish command, mode, delay ms|'', due ms|'', items...) -> due | 0 (ready now)
-//	queue_move(ARGV: publish command, mode, batch, visibility ms, max deliveries[, '1': lateness]) -> {now, next due | -1, moved, full[, lateness ms of each delayed item moved…]}
-//	queue_take(ARGV: publish command, visibility ms, id|'', count) -> false | {deadline, now, id, body, n, id, body, n, ...}
-//	queue_ack(ARGV: publish command, id, n) -> 1 | 0 (not in flight)
-//	queue_nack(ARGV: publish command, id, n, max deliveries, reason, dead '1'|'0'|'b' (back, unharmed), delay ms|'') -> 1 queued again | 2 dead | 3 delayed | 0 not in flight
-//	queue_extend(ARGV: publish command, id, n, visibility ms) -> {deadline, now} | false (not in flight)
-//	queue_bury(ARGV: publish command, body, reason) -> id
-//	queue_dead(ARGV: publish command, skip, n) -> {id, body, reason, deliveries, ...}
-//	queue_redrive(ARGV: publish command, mode, n) -> moved
-//	queue_peek(ARGV: publish command, n) -> {body, ...} (reliable queues; a plain one is read with LRANGE)
-//	queue_remove(ARGV: publish command, mode, codec bytes, codec tag, limit|0) -> removed
-//	queue_drain(ARGV: publish command, mode, n) -> {ready left, body, ...}
-//
-// mode is 'r' for a reliable queue, 'p' for a plain one. The ready list is
-// the queue's own key; the others are keys.Sub(key, name) with the names
-// above (runtime/queue.go builds them).
+// The ready list is the queue's own key; the others are keys.Sub(key,
+// name) with the names above (runtime/queue.go builds them).
 
 // QueueSet names the scripts of queues.
 type QueueSet struct {

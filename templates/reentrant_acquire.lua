@@ -1,16 +1,21 @@
 -- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock: a string "<owner> <holds>", with " w" appended while
--- waiters are registered, so that taking a free lock is one SET NX PX
--- KEYS[2], KEYS[3] the waiter registry: queue and waiters (see registry)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id,
--- ARGV[3] registry TTL in milliseconds (0: do not register),
--- ARGV[4] '1' when the owner is registered already (a woken waiter), '2'
--- when it is registered and only refreshes its entry unless the lock is
--- free or was handed to it (see refresh in registry), else '0'
--- Returns {1, holds} when taken, re-entered, or found handed to this
--- waiter by a release (its lease is then extended to the full lease);
--- {0, pttl} when another owner holds it.
+-- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
+--   waiters are registered, so that taking a free lock is one SET NX PX
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[4] registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it is registered and only refreshes its entry unless
+--   the lock is free or was handed to it (see refresh in registry), else
+--   '0'
+-- reply: {int, int}
+--   {1, holds} when taken, re-entered, or found handed to this waiter by a
+--   release (its lease is then extended to the full lease); {0, pttl} when
+--   another owner holds it.
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]

@@ -1,19 +1,25 @@
 -- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
--- KEYS[1] the lock: "<owner> <holds>[ <token>][ w]"; KEYS[2], KEYS[3] the
--- waiter registry (queue, waiters); KEYS[4] a fenced lock's fence counter
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
--- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
--- publish command (publish or spublish), ARGV[5] the lease of a hand-off
--- in milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves
--- the registry, and hands on a lock it was handed but did not use)
--- Returns -1 when the owner does not hold the lock, the holds left when
--- still held (the lease is restarted), or 0 when released. A release
--- without " w" only deletes the key. Otherwise the first live waiter gets
--- the lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
--- message "<waiter>[ <token>]" on its client's channel; a waiter
--- registered as "<owner> <detail>" (a multi-lock) is woken to try again
--- instead, and the key deleted.
+-- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[4]? fence: a fenced lock's fence counter
+-- ARGV[1] owner: the owner id
+-- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] handoff_ms: the lease of a hand-off in milliseconds
+-- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a lock it was handed but did not use)
+-- reply: int
+--   -1 when the owner does not hold the lock, the holds left when still
+--   held (the lease is restarted), or 0 when released. A release without
+--   " w" only deletes the key. Otherwise the first live waiter gets the
+--   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
+--   message "<waiter>[ <token>]" on its client's channel; a waiter
+--   registered as "<owner> <detail>" (a multi-lock) is woken to try again
+--   instead, and the key deleted.
 -- #include registry
 local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner = ARGV[1]

@@ -1,7 +1,12 @@
 -- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
--- KEYS[1] the lock: "<owner> <holds>[ <token>]"
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns 1 when renewed, 0 when the owner no longer holds the lock.
+-- KEYS[1] lock: "<owner> <holds>[ <token>]"
+-- KEYS[2] queue: the waiter registry's wait queue (unused)
+-- KEYS[3] waiters: the waiter registry's deadlines (unused)
+-- KEYS[4]? fence: a fenced lock's fence counter (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- reply: int
+--   1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
 local prefix = ARGV[2] .. ' '
 

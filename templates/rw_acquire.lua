@@ -1,22 +1,34 @@
 -- rw_acquire: take or re-enter one side of a read-write lock; a caller
--- that cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
--- KEYS[4] the waiter registry (queue, waiters; members "<owner> r|w")
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL
--- in milliseconds (0: do not register), ARGV[4] '1' when the owner is
--- registered already (a woken or refreshing waiter), ARGV[5] the wake-up
--- channel prefix, ARGV[6] the publish command (publish or spublish),
--- ARGV[7] the hand-off lease in milliseconds, ARGV[8] side: r or w
--- Returns {1, holds} when taken, re-entered, or found handed to this
--- waiter by a release (its hold then gets the full lease); {0, ms} when
--- the caller must wait, ms being when the first hold in its way runs out;
--- {-2, 0} when a reader asks for the write side (an upgrade, refused: two
--- upgrading readers would wait for each other forever).
--- Readers share; the writer excludes everyone but itself, and may take the
--- read side too (to downgrade: then release the write side). While waiters
--- are registered, a newcomer does not pass them: it takes the lock only
--- when nobody is left waiting after the live waiters at the head that can
+-- that cannot take it registers as a waiter in the same call. Readers
+-- share; the writer excludes everyone but itself, and may take the read
+-- side too (to downgrade: then release the write side). While waiters are
+-- registered, a newcomer does not pass them: it takes the lock only when
+-- nobody is left waiting after the live waiters at the head that can
 -- proceed were handed it.
+-- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
+--   "writes" -> its hold count, "r:<owner>" -> a reader's hold count, "q"
+--   -> 1 while waiters may be registered)
+-- KEYS[2] holds: the holds' deadlines (a zset: "w" for the write hold,
+--   "r:<owner>" per reader -> server ms when that hold's lease runs out),
+--   so a dead reader's share runs out alone
+-- KEYS[3] queue: the waiter registry's wait queue (members "<owner> r|w")
+-- KEYS[4] waiters: the waiter registry's deadlines
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[4] registered: '1' when the owner is registered already (a woken
+--   or refreshing waiter)
+-- ARGV[5] prefix: the wake-up channel prefix
+-- ARGV[6] publish: the publish command (publish or spublish)
+-- ARGV[7] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[8] side: r or w
+-- reply: {int, int}
+--   {1, holds} when taken, re-entered, or found handed to this waiter by a
+--   release (its hold then gets the full lease); {0, ms} when the caller
+--   must wait, ms being when the first hold in its way runs out; {-2, 0}
+--   when a reader asks for the write side (an upgrade, refused: two
+--   upgrading readers would wait for each other forever).
 -- #include registry
 -- #include rw
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]

@@ -1,19 +1,29 @@
 -- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
--- KEYS[4] the waiter registry (queue, waiters)
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
--- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
--- publish command (publish or spublish), ARGV[5] the hand-off lease in
--- milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves the
--- registry, and hands on a hold it was handed but did not use), ARGV[7]
--- side: r or w
--- Returns -1 when the owner does not hold that side, the holds left when
--- still held (the hold's lease is restarted), or 0 when released. Only a
--- lock whose "q" flag says that waiters are registered reads the registry
--- and publishes: the live waiters at the head that can now proceed (a
--- writer alone, or the readers before the first waiting writer) are
--- handed the lock (see rw_hand_on).
+-- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
+--   "writes" -> its hold count, "r:<owner>" -> a reader's hold count, "q"
+--   -> 1 while waiters may be registered)
+-- KEYS[2] holds: the holds' deadlines (a zset: "w" for the write hold,
+--   "r:<owner>" per reader -> server ms when that hold's lease runs out),
+--   so a dead reader's share runs out alone
+-- KEYS[3] queue: the waiter registry's wait queue (members "<owner> r|w")
+-- KEYS[4] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a hold it was handed but did not use)
+-- ARGV[7] side: r or w
+-- reply: int
+--   -1 when the owner does not hold that side, the holds left when still
+--   held (the hold's lease is restarted), or 0 when released. Only a lock
+--   whose "q" flag says that waiters are registered reads the registry
+--   and publishes: the live waiters at the head that can now proceed (a
+--   writer alone, or the readers before the first waiting writer) are
+--   handed the lock (see rw_hand_on).
 -- #include registry
 -- #include rw
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]

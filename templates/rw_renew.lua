@@ -1,8 +1,14 @@
 -- rw_renew: extend the lease of one side of a read-write lock held by owner,
 -- without touching the other holds' leases.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw_acquire)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] side: r or w
--- Returns 1 when renewed, 0 when the owner no longer holds that side.
+-- KEYS[1] lock: the lock hash
+-- KEYS[2] holds: the holds' deadlines (see rw_acquire)
+-- KEYS[3]? queue: the waiter registry's wait queue (unused)
+-- KEYS[4]? waiters: the waiter registry's deadlines (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] side: r or w
+-- reply: int
+--   1 when renewed, 0 when the owner no longer holds that side.
 local lock, deadlines = KEYS[1], KEYS[2]
 local lease, owner, side = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local t = redis.call('time')

@@ -1,23 +1,34 @@
 -- semaphore_acquire: take n permits of a semaphore as one hold, if free;
--- a caller that must wait registers as a waiter in the same call.
--- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem),
--- KEYS[4], KEYS[5] the waiter registry (queue, waiters; members
--- "<owner> <n>")
--- ARGV[1] owner id, ARGV[2] permits wanted ('*': every free permit, a
--- drain, which never waits), ARGV[3] lease in milliseconds, ARGV[4] the
--- spec's capacity, used while KEYS[3] does not exist, ARGV[5] registry TTL
--- in milliseconds (0: do not register), ARGV[6] '1' when the owner is
--- registered already (a woken or refreshing waiter), ARGV[7] the wake-up
--- channel prefix, ARGV[8] the publish command (publish or spublish),
--- ARGV[9] the hand-off lease in milliseconds, ARGV[10] '1' when a request
--- above the capacity waits for it to grow instead of failing
--- Holds whose lease ran out are evicted first. Returns {1, free, n} when
--- taken or found handed to this waiter by a release (its hold then gets
--- the full lease; free: permits still free, n: permits taken), {0, free,
--- ms} when not (ms: until the earliest hold expires, -1 if none), or {-1,
--- capacity} when more permits are wanted than the semaphore has. While
--- waiters are registered, a newcomer does not pass one that the free
--- permits do not satisfy.
+-- a caller that must wait registers as a waiter in the same call. Holds
+-- whose lease ran out are evicted first. While waiters are registered, a
+-- newcomer does not pass one that the free permits do not satisfy.
+-- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
+-- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
+--   held in all, 'q' -> 1 while waiters may be registered)
+-- KEYS[3] capacity: the capacity, when an operator set one
+-- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
+-- KEYS[5] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] n: the permits wanted ('*': every free permit, a drain, which
+--   never waits)
+-- ARGV[3] lease_ms: the lease in milliseconds
+-- ARGV[4] spec_capacity: the spec's capacity, used while KEYS[3] does not
+--   exist
+-- ARGV[5] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[6] registered: '1' when the owner is registered already (a woken or
+--   refreshing waiter)
+-- ARGV[7] prefix: the wake-up channel prefix
+-- ARGV[8] publish: the publish command (publish or spublish)
+-- ARGV[9] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[10] wait_capacity: '1' when a request above the capacity waits for
+--   it to grow instead of failing
+-- reply: {int, int, int} | {int, int}
+--   {1, free, n} when taken or found handed to this waiter by a release
+--   (its hold then gets the full lease; free: permits still free, n:
+--   permits taken), {0, free, ms} when not (ms: until the earliest hold
+--   expires, -1 if none), or {-1, capacity} when more permits are wanted
+--   than the semaphore has.
 -- #include registry
 -- #include sem
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]

@@ -1,19 +1,26 @@
 -- semaphore_capacity: change a semaphore's capacity (an operator's call)
--- and hand permits on to the waiters it lets proceed.
--- KEYS[1] the capacity, KEYS[2] the holds, KEYS[3] the counts (see sem),
--- KEYS[4], KEYS[5] the waiter registry (queue, waiters)
--- ARGV[1] 'set', 'tryset', 'add' or 'reset', ARGV[2] the new capacity
--- ('set', 'tryset') or the change ('add'), ARGV[3] the spec's capacity,
--- ARGV[4] the wake-up channel prefix, ARGV[5] the publish command (publish
--- or spublish), ARGV[6] the hand-off lease in milliseconds
--- 'set' and 'add' store the capacity without expiry; 'tryset' does so
--- only when no capacity is stored; 'reset' deletes it, so the spec's
--- capacity applies again. Returns {1, new capacity}, {0, capacity} when
--- 'tryset' found one stored, or {-1, capacity} when it would fall below 1
--- (nothing is changed). When waiters are registered, those the free
--- permits now satisfy get them in arrival order (see sem_hand_on), and
--- those wanting more than the new capacity get "<owner> retry" (they fail,
--- or keep waiting when they wait for the capacity to grow).
+-- and hand permits on to the waiters it lets proceed. 'set' and 'add'
+-- store the capacity without expiry; 'tryset' does so only when no
+-- capacity is stored; 'reset' deletes it, so the spec's capacity applies
+-- again.
+-- KEYS[1] capacity: the capacity
+-- KEYS[2] holds: the holds (see semaphore_acquire)
+-- KEYS[3] counts: the counts (see semaphore_acquire)
+-- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
+-- KEYS[5] waiters: the waiter registry's deadlines
+-- ARGV[1] mode: 'set', 'tryset', 'add' or 'reset'
+-- ARGV[2] value: the new capacity ('set', 'tryset') or the change ('add')
+-- ARGV[3] spec_capacity: the spec's capacity
+-- ARGV[4] prefix: the wake-up channel prefix
+-- ARGV[5] publish: the publish command (publish or spublish)
+-- ARGV[6] handoff_ms: the hand-off lease in milliseconds
+-- reply: {int, int}
+--   {1, new capacity}, {0, capacity} when 'tryset' found one stored, or
+--   {-1, capacity} when it would fall below 1 (nothing is changed). When
+--   waiters are registered, those the free permits now satisfy get them in
+--   arrival order (see sem_hand_on), and those wanting more than the new
+--   capacity get "<owner> retry" (they fail, or keep waiting when they
+--   wait for the capacity to grow).
 -- #include registry
 -- #include sem
 local holds, counts, queue, waiters = KEYS[2], KEYS[3], KEYS[4], KEYS[5]

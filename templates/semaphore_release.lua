@@ -1,18 +1,26 @@
 -- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
--- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem),
--- KEYS[4], KEYS[5] the waiter registry (queue, waiters)
--- ARGV[1] owner id, ARGV[2] the wake-up channel prefix (a client's
--- channel is prefix:<clientID>), ARGV[3] the publish command (publish or
--- spublish), ARGV[4] the spec's capacity, ARGV[5] the hand-off lease in
--- milliseconds, ARGV[6] when the owner gives up waiting, the permits it
--- waited for (it leaves the registry, and gives back permits it was
--- handed but did not use), else '0'
--- Returns the permits given back, or -1 when the owner holds none
--- (released already, or evicted after its lease ran out). Only a
--- semaphore whose 'q' flag says that waiters are registered reads the
--- registry and publishes: the waiters the free permits satisfy, in
--- arrival order, get them (see sem_hand_on).
+-- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
+-- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
+--   held in all, 'q' -> 1 while waiters may be registered)
+-- KEYS[3] capacity: the capacity, when an operator set one
+-- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
+-- KEYS[5] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[3] publish: the publish command (publish or spublish)
+-- ARGV[4] spec_capacity: the spec's capacity
+-- ARGV[5] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6] leaving: when the owner gives up waiting, the permits it waited
+--   for (it leaves the registry, and gives back permits it was handed but
+--   did not use), else '0'
+-- reply: int
+--   The permits given back, or -1 when the owner holds none (released
+--   already, or evicted after its lease ran out). Only a semaphore whose
+--   'q' flag says that waiters are registered reads the registry and
+--   publishes: the waiters the free permits satisfy, in arrival order, get
+--   them (see sem_hand_on).
 -- #include registry
 -- #include sem
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]

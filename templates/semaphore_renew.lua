@@ -1,9 +1,15 @@
 -- semaphore_renew: extend the lease of one hold of a semaphore.
--- KEYS[1] the holds zset, KEYS[2] the counts hash
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns 1 when renewed, 0 when the owner holds nothing (evicted). A hold
--- still present is never counted as free, even past its expiry, so it may
--- be renewed.
+-- KEYS[1] holds: the holds (see semaphore_acquire)
+-- KEYS[2] counts: the counts (see semaphore_acquire)
+-- KEYS[3]? capacity: the capacity (unused)
+-- KEYS[4]? queue: the waiter registry's wait queue (unused)
+-- KEYS[5]? waiters: the waiter registry's deadlines (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- reply: int
+--   1 when renewed, 0 when the owner holds nothing (evicted). A hold still
+--   present is never counted as free, even past its expiry, so it may be
+--   renewed.
 local holds, counts = KEYS[1], KEYS[2]
 local lease = tonumber(ARGV[1])
 

@@ -1,16 +1,22 @@
 -- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock key (value: owner id, with " w" appended while waiters
--- are registered); KEYS[2], KEYS[3] the waiter registry (queue, waiters),
--- which a RedLock node does not pass
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL in
--- milliseconds (0 or absent: do not register), ARGV[4] '1' when the owner
--- is registered already (a woken waiter), '2' when it only refreshes its
--- entry unless the lock is free or was handed to it (refresh in registry)
--- Returns {1, 1} when taken, or found handed to this waiter by a release
--- (its lease is then extended to the full lease); {0, pttl} when another
--- owner holds it; {-1, pttl} when this owner already holds it (a simple
--- lock is not reentrant).
+-- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
+--   waiters are registered)
+-- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+--   neither queue nor waiters)
+-- KEYS[3]? waiters: the waiter registry's deadlines
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0 or absent: do
+--   not register)
+-- ARGV[4]? registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it only refreshes its entry unless the lock is free
+--   or was handed to it (refresh in registry)
+-- reply: {int, int}
+--   {1, 1} when taken, or found handed to this waiter by a release (its
+--   lease is then extended to the full lease); {0, pttl} when another
+--   owner holds it; {-1, pttl} when this owner already holds it (a simple
+--   lock is not reentrant).
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]

@@ -1,15 +1,21 @@
 -- simple_release: compare-and-delete a non-reentrant lock; when waiters
 -- are registered, hand it to the longest-waiting live one instead.
--- KEYS[1] the lock key (value: owner id[ w]); KEYS[2], KEYS[3] the waiter
--- registry (queue, waiters)
--- ARGV as reentrant_release: owner id, lease ms (unused: a simple lock has
--- one hold), channel prefix, publish command, hand-off lease ms, '1' when
--- the owner gives up waiting
--- Returns -1 when the owner does not hold the lock, 0 when released. A
--- release of a value without " w" only deletes the key; otherwise the
--- first live waiter gets the lock ("<waiter>[ w]", with the hand-off
--- lease) and a message "<waiter>" on its client's channel (a multi-lock
--- waiter, "<owner> <detail>", is woken to try again and the key deleted).
+-- KEYS[1] lock: the lock key (value: owner id[ w])
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] lease_ms: the lease in milliseconds (unused: a simple lock has
+--   one hold)
+-- ARGV[3] prefix: the wake-up channel prefix
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6] leaving: '1' when the owner gives up waiting
+-- reply: int
+--   -1 when the owner does not hold the lock, 0 when released. A release
+--   of a value without " w" only deletes the key; otherwise the first live
+--   waiter gets the lock ("<waiter>[ w]", with the hand-off lease) and a
+--   message "<waiter>" on its client's channel (a multi-lock waiter,
+--   "<owner> <detail>", is woken to try again and the key deleted).
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local owner = ARGV[1]

@@ -1,28 +1,25 @@
 // Package templates holds lockgen's Lua scripts, one file per script, and
 // says which scripts implement which object kind.
 //
-// Calling convention of the lock scripts (every lock kind follows it, so the
-// runtime drives them the same way; the waiter registry, queue and waiters,
-// is described in runtime's package doc, "Waiter registry", and its code
-// is registry.luainc, included by the scripts that use it):
+// Each script's contract (its KEYS, ARGV and reply) is written once, in
+// the header at the top of its file, in the grammar README.md describes;
+// ContractOf parses it. The tests hold the script bodies to their headers
+// (TestScriptHeaders) and the runtime's calls and reply decoders to them
+// (runtime's TestScriptContracts and TestDecodersCiteHeaders).
 //
-//	acquire(KEYS: lock, queue, waiters; ARGV: lease ms, owner, registry TTL ms (0: do not register), '1' if registered, '2' to refresh the registered entry (a full attempt when the lock is free or handed to the owner)) -> {1, holds} | {0, pttl} | {-1, pttl} (held by this owner, not reentrant)
-//	release(KEYS: lock, queue, waiters; ARGV: owner, lease ms, channel prefix, publish command, hand-off lease ms, '1' if giving up a wait) -> -1 not held | n > 0 holds left | 0 released (and handed on when someone waits)
-//	renew(KEYS[1]=lock; ARGV: lease ms, owner) -> 1 renewed | 0 not held
-//	force_unlock(KEYS: lock, queue, waiters; ARGV: channel prefix, publish command) -> 1 deleted | 0 not held
-//
-// Kinds with more keys pass them after these (all in the lock's slot):
-// fenced its fence counter (KEYS[4]), fair its queue and waiter
-// deadlines; readwrite has its hold deadlines second (KEYS: lock, holds,
-// queue, waiters), and its acquire takes the fair acquire's ARGV too. A fenced acquire returns
-// {1, holds, token}; a fair acquire takes ARGV[5..7] the channel prefix,
-// publish command and hand-off lease ms (it hands a free lock to the
-// first live waiter), and every kind's waiter that gives up leaves through
-// release (ARGV[6] '1'), no script of its own; readwrite scripts take the side
-// ("r" or "w") as their last ARGV, and acquire returns {-2, 0} for an
-// upgrade. A RedLock node runs simple_acquire without a registry and
-// redlock_release, which always publishes: its waiters wait for a
-// majority of the nodes' messages.
+// Every lock kind follows one calling convention, so the runtime drives
+// them the same way: acquire, release, renew and force_unlock take the
+// lock's keys (the lock, then the waiter registry's queue and waiters,
+// then the keys of the kind: fenced its fence counter; readwrite has its
+// hold deadlines second, KEYS lock, holds, queue, waiters), and readwrite
+// scripts take the side ("r" or "w") as their last ARGV. The waiter
+// registry is described in runtime's package doc, "Waiter registry"; its
+// code is registry.luainc, included by the scripts that use it (and the
+// read-write state's is rw.luainc). Every kind's waiter that gives up
+// leaves through release (its leaving ARGV '1'), no script of its own. A
+// RedLock node runs simple_acquire without a registry and redlock_release,
+// which always publishes: its waiters wait for a majority of the nodes'
+// messages.
 package templates
 
 import (

@@ -2,7 +2,10 @@ package templates_test
 
 import (
 	"context"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/lockgen/lockgen/internal/gen"
@@ -65,6 +68,87 @@ func TestSHAMatchesRedis(t *testing.T) {
 		}
 		if want := gen.ScriptSHA1(src); got != want {
 			t.Errorf("%s: Redis computes SHA1 %s, lockgen emits %s", name, got, want)
+		}
+	}
+}
+
+// TestScriptHeaders holds every script to its header (see contract.go):
+// the header parses, and the body uses no KEYS or ARGV element the header
+// does not declare (an index computed at run time needs a variadic
+// declaration, KEYS[n...], or a loop "for i = 1, n do" within the
+// declared ones); an included file uses none at all.
+func TestScriptHeaders(t *testing.T) {
+	index := regexp.MustCompile(`\b(KEYS|ARGV)\[([^\]]*)\]`)
+	loop := regexp.MustCompile(`\bfor (\w+) = 1, (\d+) do\b`)
+	includes, err := filepath.Glob("*.luainc")
+	if err != nil || len(includes) == 0 {
+		t.Fatalf("no included files: %v", err)
+	}
+	files := append(templates.Names(), includes...)
+	for _, name := range files {
+		c, err := templates.ContractOf(name)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		body := templates.Body(name)
+		bounds := map[string]int{}
+		for _, m := range loop.FindAllStringSubmatch(body, -1) {
+			bounds[m[1]], _ = strconv.Atoi(m[2])
+		}
+		for _, m := range index.FindAllStringSubmatch(body, -1) {
+			ps := c.Keys
+			if m[1] == "ARGV" {
+				ps = c.Args
+			}
+			_, most := templates.Counts(ps)
+			n, err := strconv.Atoi(m[2])
+			if b, ok := bounds[m[2]]; ok {
+				n, err = b, nil
+			}
+			switch {
+			case most < 0:
+			case err != nil:
+				t.Errorf("%s uses %s, an index computed at run time, but declares no %s[n...]", name, m[0], m[1])
+			case n > most:
+				t.Errorf("%s uses %s, which its header does not declare", name, m[0])
+			}
+		}
+	}
+}
+
+// TestContractGrammar checks that the header grammar refuses what it
+// should, so that TestScriptHeaders can fail.
+func TestContractGrammar(t *testing.T) {
+	for _, bad := range []string{"{int, int", "{int, bool}", "number", "int |", "{none}"} {
+		if _, err := templates.ParseShape(bad); err == nil {
+			t.Errorf("ParseShape(%q) succeeded", bad)
+		}
+	}
+	shape, err := templates.ParseShape("nil | {string} | {int, string...}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []any{nil, []any{"a"}, []any{int64(1)}, []any{int64(1), "a", "b"}} {
+		if err := shape.Match(v); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, v := range []any{int64(1), "a", []any{}, []any{"a", "b"}, []any{int64(1), int64(2)}} {
+		if err := shape.Match(v); err == nil {
+			t.Errorf("%#v matches %s", v, shape)
+		}
+	}
+	c, err := templates.ContractOf("simple_acquire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		keys, args int
+		ok         bool
+	}{{3, 4, true}, {1, 2, true}, {1, 4, true}, {0, 2, false}, {3, 5, false}, {4, 4, false}, {3, 1, false}} {
+		if err := c.CheckCall(call.keys, call.args); (err == nil) != call.ok {
+			t.Errorf("simple_acquire with %d KEYS, %d ARGV: %v", call.keys, call.args, err)
 		}
 	}
 }

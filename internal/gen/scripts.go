@@ -17,9 +17,10 @@ import (
 
 // script is a Lua script as emitted: its source and SHA1.
 type script struct {
-	name   string // the file name in templates/, without ".lua"
-	source string
-	sha1   string // hex
+	name    string // the file name in templates/, without ".lua"
+	source  string
+	sha1    string // hex
+	summary string // what its header says it does
 }
 
 // scriptVar names the lockrt.Script variable of a script.
@@ -56,7 +57,7 @@ func loadScripts(names []string, source func(name string) (string, error)) ([]sc
 		if err := CheckScript(name, src); err != nil {
 			return nil, fmt.Errorf("gen: %w", err)
 		}
-		scripts = append(scripts, script{name: name, source: src, sha1: ScriptSHA1(src)})
+		scripts = append(scripts, script{name: name, source: src, sha1: ScriptSHA1(src), summary: templates.Summary(name, src)})
 	}
 	return scripts, nil
 }
@@ -95,12 +96,22 @@ func CheckScript(name, src string) error {
 	return nil
 }
 
+// scriptDoc is the doc comment of a script's variable, from its header:
+// it makes sense in the user's package, where lockgen's tree is not.
+func scriptDoc(s script) string {
+	v := scriptVar(s.name)
+	if s.summary == "" {
+		return fmt.Sprintf("%s is lockgen's Lua script %s.", v, s.name)
+	}
+	return fmt.Sprintf("%s: %s\n(lockgen's Lua script %s; the comment at the top of Source states\nits KEYS, ARGV and reply.)", v, s.summary, s.name)
+}
+
 // renderScripts writes one lockrt.Script per script and Preload.
 func (g *generator) renderScripts(f *jen.File) {
 	refs := make([]jen.Code, 0, len(g.scripts)+1)
 	refs = append(refs, jen.Id("ctx"))
 	for _, s := range g.scripts {
-		f.Add(comment(fmt.Sprintf("%s is lockgen's templates/%s.lua.", scriptVar(s.name), s.name)))
+		f.Add(comment(scriptDoc(s)))
 		f.Var().Id(scriptVar(s.name)).Op("=").Qual(runtimePath, "Script").Custom(multiline,
 			field("Name", jen.Lit(s.name)),
 			field("SHA1", jen.Lit(s.sha1)),

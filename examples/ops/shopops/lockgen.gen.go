@@ -267,26 +267,41 @@ var queueScripts = lockrt.QueueScripts{
 	Drain:   &queueDrainScript,
 }
 
-// fencedAcquireScript is lockgen's templates/fenced_acquire.lua.
+// fencedAcquireScript: take or re-enter a fenced lock, a reentrant lock whose
+// every hold gets a fencing token; a caller that cannot take it registers
+// as a waiter in the same call.
+// (lockgen's Lua script fenced_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockrt.Script{
 	Name: "fenced_acquire",
-	SHA1: "d5a8b01dc6cd83304990f05c83d5a69ef62cf581",
+	SHA1: "91eee08f37c5ad65e5ed3950ae9f0ab0814dbbac",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
--- KEYS[1] the lock: "<owner> <holds> <token>", with " w" appended while
--- waiters are registered; KEYS[2], KEYS[3] the waiter registry (queue,
--- waiters); KEYS[4] the fence counter (never expires)
--- ARGV as reentrant_acquire: lease ms, owner id, registry TTL ms (0: do
--- not register), '1' when the owner is registered already, '2' to
--- refresh its entry unless the lock is free or was handed to it
--- Returns {1, holds, token} when taken, re-entered (a re-entry keeps the
--- hold's token) or found handed to this waiter; {0, pttl} when another
--- owner holds it.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: "<owner> <holds> <token>", with " w" appended while
+--   waiters are registered
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[4] fence: the fence counter (never expires)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[4] registered: '1' when the owner is registered already, '2' to
+--   refresh its entry unless the lock is free or was handed to it
+-- reply: {int, int, int} | {int, int}
+--   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
+--   token) or found handed to this waiter; {0, pttl} when another owner
+--   holds it.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -457,22 +472,36 @@ return {0, redis.call('pttl', lock)}
 `,
 }
 
-// forceUnlockScript is lockgen's templates/force_unlock.lua.
+// forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
+// (lockgen's Lua script force_unlock; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var forceUnlockScript = lockrt.Script{
 	Name: "force_unlock",
-	SHA1: "045ee8ea73233be5f90270fc92664f423c021bf8",
+	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
--- KEYS[1] the lock key; KEYS[2], KEYS[3] the waiter registry (queue,
--- waiters), absent for a RedLock node
--- ARGV[1] the wake-up channel prefix (with a registry: a client's channel
--- is prefix:<clientID>, and each client with a live waiter gets "all";
--- without: the channel itself, which gets "released"), ARGV[2] the publish
--- command (publish or spublish)
--- Returns 1 when a lock was deleted, 0 when it was not held.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock key
+-- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+--   neither queue nor waiters)
+-- KEYS[3]? waiters: the waiter registry's deadlines
+-- KEYS[4]? fence: a fenced lock's fence counter (unused: it outlives the
+--   lock)
+-- ARGV[1] prefix: the wake-up channel prefix (with a registry: a client's
+--   channel is prefix:<clientID>, and each client with a live waiter gets
+--   "all"; without: the channel itself, which gets "released")
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3]? handoff_ms: the hand-off lease in milliseconds (unused: nobody
+--   is handed a lock that was forced open)
+-- reply: int
+--   1 when a lock was deleted, 0 when it was not held.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -612,17 +641,22 @@ return 1
 `,
 }
 
-// latchCountDownScript is lockgen's templates/latch_count_down.lua.
+// latchCountDownScript: count a latch down by one; the last count-down opens it
+// and wakes every waiter.
+// (lockgen's Lua script latch_count_down; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var latchCountDownScript = lockrt.Script{
 	Name: "latch_count_down",
-	SHA1: "62f84ff00efc923adb26ccb61be18490da27633a",
+	SHA1: "32a61c306f40fd3cde723fed4269d9742ecd1603",
 	Source: `-- latch_count_down: count a latch down by one; the last count-down opens it
 -- and wakes every waiter.
--- KEYS[1] the count
--- ARGV[1] the spec's count, used while the latch is not set,
--- ARGV[2] expiry in milliseconds of a latch set here, ARGV[3] wake-up channel,
--- ARGV[4] the publish command: 'publish' or 'spublish' (sharded pub/sub)
--- Returns the count left. An open latch (0) stays open until it expires.
+-- KEYS[1] count: the latch's count
+-- ARGV[1] spec_count: the spec's count, used while the latch is not set
+-- ARGV[2] expire_ms: expiry in milliseconds of a latch set here
+-- ARGV[3] channel: the wake-up channel
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- reply: int
+--   The count left. An open latch (0) stays open until it expires.
 local count = tonumber(redis.call('get', KEYS[1]))
 if count == nil then
   count = tonumber(ARGV[1])
@@ -639,21 +673,32 @@ return count
 `,
 }
 
-// limiterConfigureScript is lockgen's templates/limiter_configure.lua.
+// limiterConfigureScript: make the caller's config the limiter's, replacing the
+// one stored. The state is kept unless asked to reset it: each algorithm
+// reads it under the new config (never granting more than a full limiter
+// holds).
+// (lockgen's Lua script limiter_configure; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var limiterConfigureScript = lockrt.Script{
 	Name: "limiter_configure",
-	SHA1: "d27338826a77c85c38cac89db5471cd528666469",
+	SHA1: "8d73b6ed6fd3f8a0ef7acda2ab072e9644428c9f",
 	Source: `-- limiter_configure: make the caller's config the limiter's, replacing the
 -- one stored. The state is kept unless asked to reset it: each algorithm
 -- reads it under the new config (never granting more than a full limiter
 -- holds).
--- KEYS[1] the limiter's config hash, KEYS[2] its state (the caller's, for
--- a per-client limiter)
--- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
--- ARGV[4] burst, ARGV[5] scope,
--- ARGV[6] how long the config outlives the last write, in milliseconds,
--- ARGV[7] '1' to reset the state (the limiter is full again), '0' to keep it
--- Returns 1 when the config changed, 0 when it was already the caller's.
+-- KEYS[1] config: the limiter's config hash
+-- KEYS[2] state: its state (the caller's, for a per-client limiter)
+-- ARGV[1] algorithm: the caller's algorithm
+-- ARGV[2] rate: requests per period
+-- ARGV[3] period_us: the period in microseconds
+-- ARGV[4] burst: the burst
+-- ARGV[5] scope: the scope
+-- ARGV[6] config_ttl_ms: how long the config outlives the last write, in
+--   milliseconds
+-- ARGV[7] reset: '1' to reset the state (the limiter is full again), '0'
+--   to keep it
+-- reply: int
+--   1 when the config changed, 0 when it was already the caller's.
 local cfg = KEYS[1]
 local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
 local same = 1
@@ -673,27 +718,37 @@ return 1 - same
 `,
 }
 
-// limiterGcraScript is lockgen's templates/limiter_gcra.lua.
+// limiterGcraScript: one rate-limit decision by the generic cell rate algorithm.
+// (lockgen's Lua script limiter_gcra; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var limiterGcraScript = lockrt.Script{
 	Name: "limiter_gcra",
-	SHA1: "f34dfd698a4e2b6de16b78610dfe6d4d8bd090aa",
+	SHA1: "4dfe6e491841cc5a8ee6c63f1223dfbef18dcf90",
 	Source: `-- limiter_gcra: one rate-limit decision by the generic cell rate algorithm.
--- KEYS[1] the limiter's config hash, KEYS[2] its state: the theoretical
---         arrival time (TAT) in microseconds of the Redis server clock
--- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
--- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
--- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
--- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
--- last request counted (0: until the limiter is full again)
--- A negative n refunds -n requests: gives them back to the limiter, never
--- above what a full limiter allows; the reply is then {1, remaining, 0,
--- reset after us, server time us}.
--- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
--- retry after us (the wait), reset after us, server time us}, or
--- {-1, algorithm, rate, period, burst, scope} as stored when the config in
--- Redis is not the caller's. A request allowed after a wait is counted
--- now, at the time it may go ahead: it reserves its place.
+-- KEYS[1] config: the limiter's config hash
+-- KEYS[2] state: the theoretical arrival time (TAT) in microseconds of the
+--   Redis server clock
+-- ARGV[1] algorithm: the caller's algorithm
+-- ARGV[2] rate: requests per period
+-- ARGV[3] period_us: the period in microseconds
+-- ARGV[4] burst: the burst
+-- ARGV[5] scope: the scope
+-- ARGV[6] n: the requests to count (0 only reports; a negative n refunds
+--   -n requests: gives them back to the limiter, never above
+--   what a full limiter allows)
+-- ARGV[7] config_ttl_ms: how long the config outlives the last write, in
+--   milliseconds
+-- ARGV[8] patience_us: how long the caller would wait, in microseconds (0:
+--   not at all)
+-- ARGV[9] idle_ttl_ms: the most the state outlives the last request
+--   counted, in milliseconds (0: until the limiter is full again)
+-- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
+--   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
+--   after us (the wait), reset after us, server time us}, or {-1,
+--   algorithm, rate, period, burst, scope} as stored when the config in
+--   Redis is not the caller's. A request allowed after a wait is counted
+--   now, at the time it may go ahead: it reserves its place. A refund
+--   replies {1, remaining, 0, reset after us, server time us}.
 local cfg, state = KEYS[1], KEYS[2]
 local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
 if not s[1] then
@@ -751,33 +806,44 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 `,
 }
 
-// multiAcquireScript is lockgen's templates/multi_acquire.lua.
+// multiAcquireScript: take several reentrant or simple locks for one owner, all
+// or none, in one step. Used when every key is on one slot (or one node).
+// (lockgen's Lua script multi_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var multiAcquireScript = lockrt.Script{
 	Name: "multi_acquire",
-	SHA1: "50e85eab6d860de4b45b22ff8f0e4eeeb27fbc75",
+	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
--- KEYS three per lock, each lock once: KEYS[3i-2] the i-th lock (a
--- reentrant lock is "<owner> <holds>[ w]", a simple one "<owner>[ w]", as
--- in their acquire scripts), KEYS[3i-1] and KEYS[3i] its waiter registry
--- (queue, waiters)
--- ARGV[1] owner id, ARGV[2] registry TTL in milliseconds (0: do not
--- register), ARGV[3] '1' when the owner is registered already, '2:<i>'
--- when it is registered at lock i (the one that blocked it) and only
--- refreshes that entry while lock i is held (see refresh in registry; the
--- full attempt otherwise); then, for
--- the i-th lock, ARGV[2i+2] its kind ('reentrant' or 'simple') and
--- ARGV[2i+3] its lease in milliseconds
--- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
--- when lock i (1-based) is held by another owner (the owner is then
--- registered as "<owner> m" in lock i's registry, to be woken, not
--- handed the lock, by its release; its entries at the other locks go);
--- {-1, pttl, i} when simple lock i is already held by this owner. No lock
--- is written unless all are taken.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
+--   lock (a reentrant lock is "<owner> <holds>[ w]", a simple one
+--   "<owner>[ w]", as in their acquire scripts), KEYS[3i-1] and KEYS[3i]
+--   its waiter registry (queue, waiters)
+-- ARGV[1] owner: the owner id
+-- ARGV[2] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[3] registered: '1' when the owner is registered already, '2:<i>'
+--   when it is registered at lock i (the one that blocked it) and only
+--   refreshes that entry while lock i is held (see refresh in registry;
+--   the full attempt otherwise)
+-- ARGV[4...] per_lock: two per lock: ARGV[2i+2] the i-th lock's kind
+--   ('reentrant' or 'simple') and ARGV[2i+3] its lease in milliseconds
+-- reply: {int, int} | {int, int, int}
+--   {1, n} when every lock was taken or re-entered; {0, pttl, i} when lock
+--   i (1-based) is held by another owner (the owner is then registered as
+--   "<owner> m" in lock i's registry, to be woken, not handed the lock, by
+--   its release; its entries at the other locks go); {-1, pttl, i} when
+--   simple lock i is already held by this owner. No lock is written unless
+--   all are taken.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -966,26 +1032,39 @@ return {1, n}
 `,
 }
 
-// multiReleaseScript is lockgen's templates/multi_release.lua.
+// multiReleaseScript: give up one hold of each of several reentrant or simple
+// locks of one owner, in one step (the locks multi_acquire took); a lock
+// released with waiters registered is handed on as its own release
+// script would.
+// (lockgen's Lua script multi_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var multiReleaseScript = lockrt.Script{
 	Name: "multi_release",
-	SHA1: "9c681722447aeb330729d4b837511fca5f16bc45",
+	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
 -- script would.
--- KEYS three per lock, as in multi_acquire (lock, queue, waiters)
--- ARGV[1] owner id, ARGV[2] the publish command (publish or spublish);
--- then, for the i-th lock, ARGV[4i-1] its kind ('reentrant' or
--- 'simple'), ARGV[4i] its lease in milliseconds, ARGV[4i+1] its wake-up
--- channel prefix and ARGV[4i+2] its hand-off lease in milliseconds
--- Returns one code per lock, as the kind's release script does: -1 not
--- held by the owner, n > 0 holds left (the lease is restarted), 0
--- released.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1...] locks: three per lock, as in multi_acquire (lock, queue,
+--   waiters)
+-- ARGV[1] owner: the owner id
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3...] per_lock: four per lock: ARGV[4i-1] the i-th lock's kind
+--   ('reentrant' or 'simple'), ARGV[4i] its lease in milliseconds,
+--   ARGV[4i+1] its wake-up channel prefix and ARGV[4i+2] its hand-off
+--   lease in milliseconds
+-- reply: {int...}
+--   One code per lock, as the kind's release script replies: -1 not held
+--   by the owner, n > 0 holds left (the lease is restarted), 0 released.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1145,17 +1224,23 @@ return codes
 `,
 }
 
-// queueAckScript is lockgen's templates/queue_ack.lua.
+// queueAckScript: acknowledge a delivery of a reliable queue; the item is done.
+// (lockgen's Lua script queue_ack; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueAckScript = lockrt.Script{
 	Name: "queue_ack",
-	SHA1: "5a0b3b42831c646dc9a7af028171435c22c265a2",
+	SHA1: "c5d0ee78e266d995143072337eb11c70e34bc8db",
 	Source: `-- queue_ack: acknowledge a delivery of a reliable queue; the item is done.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] id, ARGV[3] delivery number
--- Returns 1 when acknowledged, 0 when the delivery is no longer in flight
--- (its visibility timeout ran out and it was delivered again, or it was
--- acknowledged already).
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] id: the item's id
+-- ARGV[3] delivery: the delivery number
+-- reply: int
+--   1 when acknowledged, 0 when the delivery is no longer in flight (its
+--   visibility timeout ran out and it was delivered again, or it was
+--   acknowledged already).
 local id = ARGV[2]
 if redis.call('hget', KEYS[8], id) ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
   return 0
@@ -1168,16 +1253,23 @@ return 1
 `,
 }
 
-// queueBuryScript is lockgen's templates/queue_bury.lua.
+// queueBuryScript: put an item a plain queue's consumer could not decode on
+// the dead list, with the reason.
+// (lockgen's Lua script queue_bury; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueBuryScript = lockrt.Script{
 	Name: "queue_bury",
-	SHA1: "018ca3e55836068d9d590616349b81d106d407f5",
+	SHA1: "b73995a2265d2f186f80e4840db6fbcf5c892e4e",
 	Source: `-- queue_bury: put an item a plain queue's consumer could not decode on
 -- the dead list, with the reason.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] the encoded item, ARGV[3] reason
--- Returns the dead letter's id.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] body: the encoded item
+-- ARGV[3] reason: why it is dead
+-- reply: string
+--   The dead letter's id.
 local t = redis.call('time')
 local id = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-' .. redis.call('incr', KEYS[4])
 redis.call('pexpire', KEYS[4], 10000)
@@ -1189,17 +1281,21 @@ return id
 `,
 }
 
-// queueDeadScript is lockgen's templates/queue_dead.lua.
+// queueDeadScript: list dead letters, oldest first.
+// (lockgen's Lua script queue_dead; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueDeadScript = lockrt.Script{
 	Name: "queue_dead",
-	SHA1: "2122e9c60467da469a85d80d9a0566a66faf5a37",
+	SHA1: "b309e657d9f11719241600677003082747688a38",
 	Source: `-- queue_dead: list dead letters, oldest first.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] how many to skip, ARGV[3] how
--- many to return
--- Returns {id, body, reason, deliveries, id, body, ...}; a missing field
--- is ''.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] skip: how many to skip
+-- ARGV[3] n: how many to return
+-- reply: {string...}
+--   {id, body, reason, deliveries, id, body, ...}; a missing field is ''.
 local first = tonumber(ARGV[2])
 local ids = redis.call('lrange', KEYS[9], first, first + tonumber(ARGV[3]) - 1)
 local out = {}
@@ -1213,19 +1309,25 @@ return out
 `,
 }
 
-// queueDrainScript is lockgen's templates/queue_drain.lua.
+// queueDrainScript: take the first ready items out of a queue for good (at
+// most once, also for a reliable queue: they are not put in flight).
+// (lockgen's Lua script queue_drain; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueDrainScript = lockrt.Script{
 	Name: "queue_drain",
-	SHA1: "c0009d0580081ee1d278013fdafb94739d1613c0",
+	SHA1: "9a3e4529d34a72e080b8cb9d239f3b67f03b764c",
 	Source: `-- queue_drain: take the first ready items out of a queue for good (at
 -- most once, also for a reliable queue: they are not put in flight).
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable: the
--- ready list holds ids; 'p' plain: it holds bodies), ARGV[3] how many at
--- most
--- Returns {ready items left, body, body, ...}; an id whose body is gone
--- is passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
+--   holds bodies)
+-- ARGV[3] n: how many at most
+-- reply: {int, string...}
+--   {ready items left, body, body, ...}; an id whose body is gone is
+--   passed over.
 local taken = redis.call('lpop', KEYS[1], tonumber(ARGV[3]))
 local out = {0}
 if taken then
@@ -1250,17 +1352,24 @@ return out
 `,
 }
 
-// queueExtendScript is lockgen's templates/queue_extend.lua.
+// queueExtendScript: move the visibility deadline of a delivery in flight.
+// (lockgen's Lua script queue_extend; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueExtendScript = lockrt.Script{
 	Name: "queue_extend",
-	SHA1: "1d99434cf6b9f980dd66bceea009b5ae52fe3e1b",
+	SHA1: "ad13ff9de6281214917d3a88edeae71cce0ebfff",
 	Source: `-- queue_extend: move the visibility deadline of a delivery in flight.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] id, ARGV[3] delivery number,
--- ARGV[4] the new visibility from now, in ms
--- Returns {deadline, now} (server clock, unix ms), or false when the
--- delivery is no longer in flight.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] id: the item's id
+-- ARGV[3] delivery: the delivery number
+-- ARGV[4] visibility_ms: the new visibility from now, in milliseconds
+-- reply: {int, int} | nil
+--   {deadline, now} (server clock, unix ms), or false when the delivery is
+--   no longer in flight.
 local id = ARGV[2]
 if redis.call('hget', KEYS[8], id) ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
   return false
@@ -1278,25 +1387,39 @@ return {deadline, now}
 `,
 }
 
-// queueMoveScript is lockgen's templates/queue_move.lua.
+// queueMoveScript: the delay timer's step. Moves due items (delayed ones, and
+// for a reliable queue the deliveries whose visibility timeout ran out) to
+// the ready list, at most a batch of each, and returns when to run next.
+// A delivery that ran out after max deliveries goes to the dead list.
+// "armed" records the earliest due time every live timer is armed for:
+// an item due earlier must be announced on the channel. It expires a
+// second after that time, so it never outlives the clients.
+// (lockgen's Lua script queue_move; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueMoveScript = lockrt.Script{
 	Name: "queue_move",
-	SHA1: "6b5dd0fcf3d6b9b8cce87a47d6ec7b19b132c48d",
+	SHA1: "f7b5277c176e243929555759c3fe74d3633356eb",
 	Source: `-- queue_move: the delay timer's step. Moves due items (delayed ones, and
 -- for a reliable queue the deliveries whose visibility timeout ran out) to
 -- the ready list, at most a batch of each, and returns when to run next.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable, 'p' plain),
--- ARGV[3] batch size, ARGV[4] visibility ms, ARGV[5] max deliveries,
--- ARGV[6] '1' to report lateness (optional)
--- Returns {now, next due or -1, items moved, 1 when a batch was full},
--- followed with ARGV[6] by how late each delayed item moved was (now
--- minus its due time, ms).
 -- A delivery that ran out after max deliveries goes to the dead list.
 -- "armed" records the earliest due time every live timer is armed for:
 -- an item due earlier must be announced on the channel. It expires a
 -- second after that time, so it never outlives the clients.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] mode: 'r' reliable, 'p' plain
+-- ARGV[3] batch: the batch size
+-- ARGV[4] visibility_ms: the visibility timeout in milliseconds
+-- ARGV[5] max_deliveries: deliveries before an item is dead
+-- ARGV[6]? lateness: '1' to report lateness
+-- reply: {int, int, int, int, int...}
+--   {now, next due or -1, items moved, 1 when a batch was full}, followed
+--   with ARGV[6] by how late each delayed item moved was (now minus its
+--   due time, ms).
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local reliable = ARGV[2] == 'r'
@@ -1388,22 +1511,34 @@ return reply
 `,
 }
 
-// queueNackScript is lockgen's templates/queue_nack.lua.
+// queueNackScript: give a delivery of a reliable queue back: deliver it again
+// (now, or after a delay), dead-letter it when it reached max deliveries
+// (or when asked to), or put it back unharmed.
+// (lockgen's Lua script queue_nack; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueNackScript = lockrt.Script{
 	Name: "queue_nack",
-	SHA1: "325bbe9390c0f59b9368b8248c6879e8bc59be36",
+	SHA1: "1eebddf94a62a57eb0296a03847429d853d3e8d7",
 	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again
 -- (now, or after a delay), dead-letter it when it reached max deliveries
 -- (or when asked to), or put it back unharmed.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] id, ARGV[3] delivery number,
--- ARGV[4] max deliveries, ARGV[5] reason, ARGV[6] '1' to dead-letter now,
--- '0' to deliver again, 'b' to put it back at the head of the queue
--- without counting this delivery (a worker shutting down), ARGV[7] the
--- delay before it is delivered again, in ms ('' or '0': now)
--- Returns 1 when queued again, 2 when dead-lettered, 3 when delayed, 0
--- when the delivery is no longer in flight.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] id: the item's id
+-- ARGV[3] delivery: the delivery number
+-- ARGV[4] max_deliveries: deliveries before an item is dead
+-- ARGV[5] reason: why it was given back
+-- ARGV[6] dead: '1' to dead-letter now, '0' to deliver again, 'b' to put
+--   it back at the head of the queue without counting this delivery (a
+--   worker shutting down)
+-- ARGV[7] delay_ms: the delay before it is delivered again, in
+--   milliseconds ('' or '0': now)
+-- reply: int
+--   1 when queued again, 2 when dead-lettered, 3 when delayed, 0 when the
+--   delivery is no longer in flight.
 local id = ARGV[2]
 local n = redis.call('hget', KEYS[8], id)
 if n ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
@@ -1438,20 +1573,27 @@ return 3
 `,
 }
 
-// queueOfferScript is lockgen's templates/queue_offer.lua.
+// queueOfferScript: add items to a queue, ready now or when due.
+// (lockgen's Lua script queue_offer; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueOfferScript = lockrt.Script{
 	Name: "queue_offer",
-	SHA1: "4a4a5b0e735ea312822fdcbecb972034abbfd439",
+	SHA1: "0440fea680f8d65f7de24c72b194ae64c9b02c48",
 	Source: `-- queue_offer: add items to a queue, ready now or when due.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable: lists hold ids and
--- bodies live in data; 'p' plain: the ready list holds bodies),
--- ARGV[3] delay in ms or '', ARGV[4] due time in unix ms or '',
--- ARGV[5..] the encoded items
--- Returns the due time (server clock, unix ms), or 0 when the items are
--- ready now. An item that becomes the earliest due one is announced on
--- the channel, so that every client's delay timer re-arms.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] mode: 'r' reliable (lists hold ids and bodies live in data) or
+--   'p' plain (the ready list holds bodies)
+-- ARGV[3] delay_ms: the delay in milliseconds, or ''
+-- ARGV[4] due_ms: the due time in unix milliseconds, or ''
+-- ARGV[5...] items: the encoded items
+-- reply: int
+--   The due time (server clock, unix ms), or 0 when the items are ready
+--   now. An item that becomes the earliest due one is announced on the
+--   channel, so that every client's delay timer re-arms.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = 0
@@ -1499,18 +1641,25 @@ return due
 `,
 }
 
-// queuePeekScript is lockgen's templates/queue_peek.lua.
+// queuePeekScript: the bodies of the first ready items of a reliable queue,
+// without taking them (a plain queue's ready list holds the bodies, so
+// the runtime reads it with LRANGE instead).
+// (lockgen's Lua script queue_peek; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queuePeekScript = lockrt.Script{
 	Name: "queue_peek",
-	SHA1: "5afd70cf7d5fbd5a814febf48530aa0bcef7f840",
+	SHA1: "965415ba2e44ba8b0aa75818404e4fc721301499",
 	Source: `-- queue_peek: the bodies of the first ready items of a reliable queue,
 -- without taking them (a plain queue's ready list holds the bodies, so
 -- the runtime reads it with LRANGE instead).
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] how many at most
--- Returns the bodies, first ready first; an id whose body is gone (a
--- race with its acknowledgement) is passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] n: how many at most
+-- reply: {string...}
+--   The bodies, first ready first; an id whose body is gone (a race with
+--   its acknowledgement) is passed over.
 local n = tonumber(ARGV[2])
 local out = {}
 local first = 0
@@ -1530,17 +1679,23 @@ return out
 `,
 }
 
-// queueRedriveScript is lockgen's templates/queue_redrive.lua.
+// queueRedriveScript: put the oldest dead letters back on the ready list, with
+// their delivery count reset.
+// (lockgen's Lua script queue_redrive; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueRedriveScript = lockrt.Script{
 	Name: "queue_redrive",
-	SHA1: "61f96f3a62c209dc9d987f6f43741089f05eca06",
+	SHA1: "ac9b2586665ffb16150605231c24404ba15fced0",
 	Source: `-- queue_redrive: put the oldest dead letters back on the ready list, with
 -- their delivery count reset.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable, 'p' plain),
--- ARGV[3] how many at most
--- Returns how many were put back.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable, 'p' plain
+-- ARGV[3] n: how many at most
+-- reply: int
+--   How many were put back.
 local moved = 0
 for _ = 1, tonumber(ARGV[3]) do
   local id = redis.call('lpop', KEYS[9])
@@ -1564,10 +1719,18 @@ return moved
 `,
 }
 
-// queueRemoveScript is lockgen's templates/queue_remove.lua.
+// queueRemoveScript: remove ready and delayed items equal to a value, compared
+// by the codec's bytes inside the item envelope (runtime/codec.go): a 0
+// byte, the envelope's version, the codec's tag, then for version 2 a
+// carrier section (its length as a uvarint, then the section), then the
+// codec's bytes. Items without the 0 byte predate the envelope and are
+// compared whole; a carrier (a trace context) does not matter.
+// Items in flight and dead letters are left alone.
+// (lockgen's Lua script queue_remove; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueRemoveScript = lockrt.Script{
 	Name: "queue_remove",
-	SHA1: "bc5d300d6bc676b0d07ff1e304879951a76ae48b",
+	SHA1: "a25afffebf5aefc85c9a8ee225b645a0feabb74f",
 	Source: `-- queue_remove: remove ready and delayed items equal to a value, compared
 -- by the codec's bytes inside the item envelope (runtime/codec.go): a 0
 -- byte, the envelope's version, the codec's tag, then for version 2 a
@@ -1575,14 +1738,19 @@ var queueRemoveScript = lockrt.Script{
 -- codec's bytes. Items without the 0 byte predate the envelope and are
 -- compared whole; a carrier (a trace context) does not matter.
 -- Items in flight and dead letters are left alone.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable: the
--- ready list holds ids; 'p' plain: it holds bodies), ARGV[3] the codec's
--- bytes of the value, ARGV[4] the codec's tag, ARGV[5] how many to remove
--- at most (0: all), ready ones first, then delayed ones by due time
--- Returns how many were removed. It reads every ready and delayed item
--- (until the limit is reached): O(N).
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
+--   holds bodies)
+-- ARGV[3] value: the codec's bytes of the value
+-- ARGV[4] tag: the codec's tag
+-- ARGV[5] n: how many to remove at most (0: all), ready ones first, then
+--   delayed ones by due time
+-- reply: int
+--   How many were removed. It reads every ready and delayed item (until
+--   the limit is reached): O(N).
 local want, tag, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local reliable = ARGV[2] == 'r'
 
@@ -1681,22 +1849,30 @@ return removed
 `,
 }
 
-// queueTakeScript is lockgen's templates/queue_take.lua.
+// queueTakeScript: claim deliveries of a reliable queue, each put in flight
+// with the same visibility deadline.
+// (lockgen's Lua script queue_take; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueTakeScript = lockrt.Script{
 	Name: "queue_take",
-	SHA1: "0f084c0130a8b92a4a36357aac07137b9d7f2b75",
+	SHA1: "39e9c428759ede4989c480489c724d9a4b5487eb",
 	Source: `-- queue_take: claim deliveries of a reliable queue, each put in flight
 -- with the same visibility deadline.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] visibility ms, ARGV[3] the id a blocking
--- move put on the proc list, or '' to take the first ready item,
--- ARGV[4] how many to claim at most (the id first, then the first ready
--- items)
--- Returns false when there is nothing to claim (nothing ready, and the id
--- was '' or already recovered by a delay timer), or {deadline, now, id,
--- body, delivery number, id, body, delivery number, ...}. An id whose
--- item is gone (acknowledged meanwhile) is cleaned up and passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] visibility_ms: the visibility timeout in milliseconds
+-- ARGV[3] id: the id a blocking move put on the proc list, or '' to take
+--   the first ready item
+-- ARGV[4] n: how many to claim at most (the id first, then the first
+--   ready items)
+-- reply: nil | {int, int, any...}
+--   false when there is nothing to claim (nothing ready, and the id was ''
+--   or already recovered by a delay timer), or {deadline, now, id, body,
+--   delivery number, id, body, delivery number, ...}. An id whose item is
+--   gone (acknowledged meanwhile) is cleaned up and passed over.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + tonumber(ARGV[2])
@@ -1750,27 +1926,40 @@ return out
 `,
 }
 
-// reentrantAcquireScript is lockgen's templates/reentrant_acquire.lua.
+// reentrantAcquireScript: take or re-enter a reentrant lock; a caller that
+// cannot take it registers as a waiter in the same call.
+// (lockgen's Lua script reentrant_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockrt.Script{
 	Name: "reentrant_acquire",
-	SHA1: "745f28aa35247307bd8dce7d606e89be28b81904",
+	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock: a string "<owner> <holds>", with " w" appended while
--- waiters are registered, so that taking a free lock is one SET NX PX
--- KEYS[2], KEYS[3] the waiter registry: queue and waiters (see registry)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id,
--- ARGV[3] registry TTL in milliseconds (0: do not register),
--- ARGV[4] '1' when the owner is registered already (a woken waiter), '2'
--- when it is registered and only refreshes its entry unless the lock is
--- free or was handed to it (see refresh in registry), else '0'
--- Returns {1, holds} when taken, re-entered, or found handed to this
--- waiter by a release (its lease is then extended to the full lease);
--- {0, pttl} when another owner holds it.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
+--   waiters are registered, so that taking a free lock is one SET NX PX
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[4] registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it is registered and only refreshes its entry unless
+--   the lock is free or was handed to it (see refresh in registry), else
+--   '0'
+-- reply: {int, int}
+--   {1, holds} when taken, re-entered, or found handed to this waiter by a
+--   release (its lease is then extended to the full lease); {0, pttl} when
+--   another owner holds it.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1942,30 +2131,44 @@ return {0, redis.call('pttl', lock)}
 `,
 }
 
-// reentrantReleaseScript is lockgen's templates/reentrant_release.lua.
+// reentrantReleaseScript: give up one hold of a reentrant (or fenced) lock; the
+// last hold hands the lock to the longest-waiting live waiter, if any.
+// (lockgen's Lua script reentrant_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockrt.Script{
 	Name: "reentrant_release",
-	SHA1: "41dc7a7f07b2cccf3d1142d4540214a58518eed5",
+	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
--- KEYS[1] the lock: "<owner> <holds>[ <token>][ w]"; KEYS[2], KEYS[3] the
--- waiter registry (queue, waiters); KEYS[4] a fenced lock's fence counter
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
--- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
--- publish command (publish or spublish), ARGV[5] the lease of a hand-off
--- in milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves
--- the registry, and hands on a lock it was handed but did not use)
--- Returns -1 when the owner does not hold the lock, the holds left when
--- still held (the lease is restarted), or 0 when released. A release
--- without " w" only deletes the key. Otherwise the first live waiter gets
--- the lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
--- message "<waiter>[ <token>]" on its client's channel; a waiter
--- registered as "<owner> <detail>" (a multi-lock) is woken to try again
--- instead, and the key deleted.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[4]? fence: a fenced lock's fence counter
+-- ARGV[1] owner: the owner id
+-- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] handoff_ms: the lease of a hand-off in milliseconds
+-- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a lock it was handed but did not use)
+-- reply: int
+--   -1 when the owner does not hold the lock, the holds left when still
+--   held (the lease is restarted), or 0 when released. A release without
+--   " w" only deletes the key. Otherwise the first live waiter gets the
+--   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
+--   message "<waiter>[ <token>]" on its client's channel; a waiter
+--   registered as "<owner> <detail>" (a multi-lock) is woken to try again
+--   instead, and the key deleted.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -2119,14 +2322,21 @@ return 0
 `,
 }
 
-// reentrantRenewScript is lockgen's templates/reentrant_renew.lua.
+// reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
+// (lockgen's Lua script reentrant_renew; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var reentrantRenewScript = lockrt.Script{
 	Name: "reentrant_renew",
-	SHA1: "c79f00766148623662d8b0d7404968fc6bc48237",
+	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
--- KEYS[1] the lock: "<owner> <holds>[ <token>]"
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns 1 when renewed, 0 when the owner no longer holds the lock.
+-- KEYS[1] lock: "<owner> <holds>[ <token>]"
+-- KEYS[2] queue: the waiter registry's wait queue (unused)
+-- KEYS[3] waiters: the waiter registry's deadlines (unused)
+-- KEYS[4]? fence: a fenced lock's fence counter (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- reply: int
+--   1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
 local prefix = ARGV[2] .. ' '
 
@@ -2139,33 +2349,58 @@ return 0
 `,
 }
 
-// rwAcquireScript is lockgen's templates/rw_acquire.lua.
+// rwAcquireScript: take or re-enter one side of a read-write lock; a caller
+// that cannot take it registers as a waiter in the same call. Readers
+// share; the writer excludes everyone but itself, and may take the read
+// side too (to downgrade: then release the write side). While waiters are
+// registered, a newcomer does not pass them: it takes the lock only when
+// nobody is left waiting after the live waiters at the head that can
+// proceed were handed it.
+// (lockgen's Lua script rw_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var rwAcquireScript = lockrt.Script{
 	Name: "rw_acquire",
-	SHA1: "407d19ec4d9830609a67c5b833d349c8068f77ca",
+	SHA1: "9f345a4db7f93cf8df3ed2a6119463286fcf6096",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
--- that cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
--- KEYS[4] the waiter registry (queue, waiters; members "<owner> r|w")
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL
--- in milliseconds (0: do not register), ARGV[4] '1' when the owner is
--- registered already (a woken or refreshing waiter), ARGV[5] the wake-up
--- channel prefix, ARGV[6] the publish command (publish or spublish),
--- ARGV[7] the hand-off lease in milliseconds, ARGV[8] side: r or w
--- Returns {1, holds} when taken, re-entered, or found handed to this
--- waiter by a release (its hold then gets the full lease); {0, ms} when
--- the caller must wait, ms being when the first hold in its way runs out;
--- {-2, 0} when a reader asks for the write side (an upgrade, refused: two
--- upgrading readers would wait for each other forever).
--- Readers share; the writer excludes everyone but itself, and may take the
--- read side too (to downgrade: then release the write side). While waiters
--- are registered, a newcomer does not pass them: it takes the lock only
--- when nobody is left waiting after the live waiters at the head that can
+-- that cannot take it registers as a waiter in the same call. Readers
+-- share; the writer excludes everyone but itself, and may take the read
+-- side too (to downgrade: then release the write side). While waiters are
+-- registered, a newcomer does not pass them: it takes the lock only when
+-- nobody is left waiting after the live waiters at the head that can
 -- proceed were handed it.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
+--   "writes" -> its hold count, "r:<owner>" -> a reader's hold count, "q"
+--   -> 1 while waiters may be registered)
+-- KEYS[2] holds: the holds' deadlines (a zset: "w" for the write hold,
+--   "r:<owner>" per reader -> server ms when that hold's lease runs out),
+--   so a dead reader's share runs out alone
+-- KEYS[3] queue: the waiter registry's wait queue (members "<owner> r|w")
+-- KEYS[4] waiters: the waiter registry's deadlines
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[4] registered: '1' when the owner is registered already (a woken
+--   or refreshing waiter)
+-- ARGV[5] prefix: the wake-up channel prefix
+-- ARGV[6] publish: the publish command (publish or spublish)
+-- ARGV[7] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[8] side: r or w
+-- reply: {int, int}
+--   {1, holds} when taken, re-entered, or found handed to this waiter by a
+--   release (its hold then gets the full lease); {0, ms} when the caller
+--   must wait, ms being when the first hold in its way runs out; {-2, 0}
+--   when a reader asks for the write side (an upgrade, refused: two
+--   upgrading readers would wait for each other forever).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -2291,12 +2526,16 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Read-write lock state, shared by the rw_ scripts. KEYS: the lock hash
+-- rw: read-write lock state, shared by the rw_ scripts: the lock hash
 -- ("writer" -> the write holder's owner id, "writes" -> its hold count,
 -- "r:<owner>" -> a reader's hold count, "q" -> 1 while waiters may be
 -- registered) and the holds' deadlines (a zset: "w" for the write hold,
 -- "r:<owner>" per reader -> server ms when that hold's lease runs out).
--- Registry members are "<owner> r" and "<owner> w" (see registry).
+-- Registry members are "<owner> r" and "<owner> w" (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- rw_expire drops the holds whose lease ran out: their holders died.
 local function rw_expire(lock, deadlines, now)
@@ -2472,23 +2711,40 @@ return {0, tonumber(ends) - now}
 `,
 }
 
-// rwForceUnlockScript is lockgen's templates/rw_force_unlock.lua.
+// rwForceUnlockScript: delete a read-write lock whoever holds either side, and
+// wake its waiters.
+// (lockgen's Lua script rw_force_unlock; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockrt.Script{
 	Name: "rw_force_unlock",
-	SHA1: "beb914fc1235d74f790c5c9bb1319beddee6d39d",
+	SHA1: "f9dfa4264e94e29ee863298a968000a8feb6d415",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines, KEYS[3], KEYS[4]
--- the waiter registry (queue, waiters)
--- ARGV[1] the wake-up channel prefix, ARGV[2] the publish command
--- (publish or spublish)
--- Returns 1 when a lock was deleted, 0 when it was not held. Each client
--- with a live waiter gets "all": its waiters try again, and the first of
--- them hands the lock on in arrival order (see rw_hand_on).
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
+--   "writes" -> its hold count, "r:<owner>" -> a reader's hold count, "q"
+--   -> 1 while waiters may be registered)
+-- KEYS[2] holds: the holds' deadlines (a zset: "w" for the write hold,
+--   "r:<owner>" per reader -> server ms when that hold's lease runs out),
+--   so a dead reader's share runs out alone
+-- KEYS[3] queue: the waiter registry's wait queue (members "<owner> r|w")
+-- KEYS[4] waiters: the waiter registry's deadlines
+-- ARGV[1] prefix: the wake-up channel prefix
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3]? handoff_ms: the hand-off lease in milliseconds (unused: nobody
+--   is handed a lock that was forced open)
+-- reply: int
+--   1 when a lock was deleted, 0 when it was not held. Each client with a
+--   live waiter gets "all": its waiters try again, and the first of them
+--   hands the lock on in arrival order (see rw_hand_on).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -2622,30 +2878,48 @@ return 0
 `,
 }
 
-// rwReleaseScript is lockgen's templates/rw_release.lua.
+// rwReleaseScript: give up one hold of one side of a read-write lock; when that
+// lets waiters proceed, hand the lock to them.
+// (lockgen's Lua script rw_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var rwReleaseScript = lockrt.Script{
 	Name: "rw_release",
-	SHA1: "b3f60fe718a324b29d9f17bbaad63f1a833c8cee",
+	SHA1: "570d3ea6f829027b9cfb3112159b3e9fb70f9aae",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
--- KEYS[4] the waiter registry (queue, waiters)
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
--- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
--- publish command (publish or spublish), ARGV[5] the hand-off lease in
--- milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves the
--- registry, and hands on a hold it was handed but did not use), ARGV[7]
--- side: r or w
--- Returns -1 when the owner does not hold that side, the holds left when
--- still held (the hold's lease is restarted), or 0 when released. Only a
--- lock whose "q" flag says that waiters are registered reads the registry
--- and publishes: the live waiters at the head that can now proceed (a
--- writer alone, or the readers before the first waiting writer) are
--- handed the lock (see rw_hand_on).
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
+--   "writes" -> its hold count, "r:<owner>" -> a reader's hold count, "q"
+--   -> 1 while waiters may be registered)
+-- KEYS[2] holds: the holds' deadlines (a zset: "w" for the write hold,
+--   "r:<owner>" per reader -> server ms when that hold's lease runs out),
+--   so a dead reader's share runs out alone
+-- KEYS[3] queue: the waiter registry's wait queue (members "<owner> r|w")
+-- KEYS[4] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a hold it was handed but did not use)
+-- ARGV[7] side: r or w
+-- reply: int
+--   -1 when the owner does not hold that side, the holds left when still
+--   held (the hold's lease is restarted), or 0 when released. Only a lock
+--   whose "q" flag says that waiters are registered reads the registry
+--   and publishes: the live waiters at the head that can now proceed (a
+--   writer alone, or the readers before the first waiting writer) are
+--   handed the lock (see rw_hand_on).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -2771,12 +3045,16 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Read-write lock state, shared by the rw_ scripts. KEYS: the lock hash
+-- rw: read-write lock state, shared by the rw_ scripts: the lock hash
 -- ("writer" -> the write holder's owner id, "writes" -> its hold count,
 -- "r:<owner>" -> a reader's hold count, "q" -> 1 while waiters may be
 -- registered) and the holds' deadlines (a zset: "w" for the write hold,
 -- "r:<owner>" per reader -> server ms when that hold's lease runs out).
--- Registry members are "<owner> r" and "<owner> w" (see registry).
+-- Registry members are "<owner> r" and "<owner> w" (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- rw_expire drops the holds whose lease ran out: their holders died.
 local function rw_expire(lock, deadlines, now)
@@ -2902,15 +3180,24 @@ return holds
 `,
 }
 
-// rwRenewScript is lockgen's templates/rw_renew.lua.
+// rwRenewScript: extend the lease of one side of a read-write lock held by owner,
+// without touching the other holds' leases.
+// (lockgen's Lua script rw_renew; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var rwRenewScript = lockrt.Script{
 	Name: "rw_renew",
-	SHA1: "cc5eb82fdf241a62739143fbee8b0708b86c0e6f",
+	SHA1: "96c4996774861d3d8ea443d5431757e5a1469c00",
 	Source: `-- rw_renew: extend the lease of one side of a read-write lock held by owner,
 -- without touching the other holds' leases.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw_acquire)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] side: r or w
--- Returns 1 when renewed, 0 when the owner no longer holds that side.
+-- KEYS[1] lock: the lock hash
+-- KEYS[2] holds: the holds' deadlines (see rw_acquire)
+-- KEYS[3]? queue: the waiter registry's wait queue (unused)
+-- KEYS[4]? waiters: the waiter registry's deadlines (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] side: r or w
+-- reply: int
+--   1 when renewed, 0 when the owner no longer holds that side.
 local lock, deadlines = KEYS[1], KEYS[2]
 local lease, owner, side = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local t = redis.call('time')
@@ -2938,34 +3225,55 @@ return 1
 `,
 }
 
-// semaphoreAcquireScript is lockgen's templates/semaphore_acquire.lua.
+// semaphoreAcquireScript: take n permits of a semaphore as one hold, if free;
+// a caller that must wait registers as a waiter in the same call. Holds
+// whose lease ran out are evicted first. While waiters are registered, a
+// newcomer does not pass one that the free permits do not satisfy.
+// (lockgen's Lua script semaphore_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockrt.Script{
 	Name: "semaphore_acquire",
-	SHA1: "76659c8e6b3906d910f7c78c34e23147e69ddf6c",
+	SHA1: "842b2701b22554beed287f91250be4d2f597b248",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
--- a caller that must wait registers as a waiter in the same call.
--- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem),
--- KEYS[4], KEYS[5] the waiter registry (queue, waiters; members
--- "<owner> <n>")
--- ARGV[1] owner id, ARGV[2] permits wanted ('*': every free permit, a
--- drain, which never waits), ARGV[3] lease in milliseconds, ARGV[4] the
--- spec's capacity, used while KEYS[3] does not exist, ARGV[5] registry TTL
--- in milliseconds (0: do not register), ARGV[6] '1' when the owner is
--- registered already (a woken or refreshing waiter), ARGV[7] the wake-up
--- channel prefix, ARGV[8] the publish command (publish or spublish),
--- ARGV[9] the hand-off lease in milliseconds, ARGV[10] '1' when a request
--- above the capacity waits for it to grow instead of failing
--- Holds whose lease ran out are evicted first. Returns {1, free, n} when
--- taken or found handed to this waiter by a release (its hold then gets
--- the full lease; free: permits still free, n: permits taken), {0, free,
--- ms} when not (ms: until the earliest hold expires, -1 if none), or {-1,
--- capacity} when more permits are wanted than the semaphore has. While
--- waiters are registered, a newcomer does not pass one that the free
--- permits do not satisfy.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- a caller that must wait registers as a waiter in the same call. Holds
+-- whose lease ran out are evicted first. While waiters are registered, a
+-- newcomer does not pass one that the free permits do not satisfy.
+-- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
+-- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
+--   held in all, 'q' -> 1 while waiters may be registered)
+-- KEYS[3] capacity: the capacity, when an operator set one
+-- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
+-- KEYS[5] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] n: the permits wanted ('*': every free permit, a drain, which
+--   never waits)
+-- ARGV[3] lease_ms: the lease in milliseconds
+-- ARGV[4] spec_capacity: the spec's capacity, used while KEYS[3] does not
+--   exist
+-- ARGV[5] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[6] registered: '1' when the owner is registered already (a woken or
+--   refreshing waiter)
+-- ARGV[7] prefix: the wake-up channel prefix
+-- ARGV[8] publish: the publish command (publish or spublish)
+-- ARGV[9] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[10] wait_capacity: '1' when a request above the capacity waits for
+--   it to grow instead of failing
+-- reply: {int, int, int} | {int, int}
+--   {1, free, n} when taken or found handed to this waiter by a release
+--   (its hold then gets the full lease; free: permits still free, n:
+--   permits taken), {0, free, ms} when not (ms: until the earliest hold
+--   expires, -1 if none), or {-1, capacity} when more permits are wanted
+--   than the semaphore has.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -3091,11 +3399,15 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
--- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
+-- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
 -- registered), the capacity (when an operator set one). Registry members
--- are "<owner> <n>", n being the permits wanted (see registry).
+-- are "<owner> <n>", n being the permits wanted (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- sem_keep makes key live at least ms from now.
 local function sem_keep(key, ms)
@@ -3248,30 +3560,48 @@ return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
 `,
 }
 
-// semaphoreCapacityScript is lockgen's templates/semaphore_capacity.lua.
+// semaphoreCapacityScript: change a semaphore's capacity (an operator's call)
+// and hand permits on to the waiters it lets proceed. 'set' and 'add'
+// store the capacity without expiry; 'tryset' does so only when no
+// capacity is stored; 'reset' deletes it, so the spec's capacity applies
+// again.
+// (lockgen's Lua script semaphore_capacity; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockrt.Script{
 	Name: "semaphore_capacity",
-	SHA1: "aca4f9f4605fcf51e20a75367f60358bb42d39d4",
+	SHA1: "cf373949b06e1e432f8a06b538f8633c4bfdc3b7",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
--- and hand permits on to the waiters it lets proceed.
--- KEYS[1] the capacity, KEYS[2] the holds, KEYS[3] the counts (see sem),
--- KEYS[4], KEYS[5] the waiter registry (queue, waiters)
--- ARGV[1] 'set', 'tryset', 'add' or 'reset', ARGV[2] the new capacity
--- ('set', 'tryset') or the change ('add'), ARGV[3] the spec's capacity,
--- ARGV[4] the wake-up channel prefix, ARGV[5] the publish command (publish
--- or spublish), ARGV[6] the hand-off lease in milliseconds
--- 'set' and 'add' store the capacity without expiry; 'tryset' does so
--- only when no capacity is stored; 'reset' deletes it, so the spec's
--- capacity applies again. Returns {1, new capacity}, {0, capacity} when
--- 'tryset' found one stored, or {-1, capacity} when it would fall below 1
--- (nothing is changed). When waiters are registered, those the free
--- permits now satisfy get them in arrival order (see sem_hand_on), and
--- those wanting more than the new capacity get "<owner> retry" (they fail,
--- or keep waiting when they wait for the capacity to grow).
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- and hand permits on to the waiters it lets proceed. 'set' and 'add'
+-- store the capacity without expiry; 'tryset' does so only when no
+-- capacity is stored; 'reset' deletes it, so the spec's capacity applies
+-- again.
+-- KEYS[1] capacity: the capacity
+-- KEYS[2] holds: the holds (see semaphore_acquire)
+-- KEYS[3] counts: the counts (see semaphore_acquire)
+-- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
+-- KEYS[5] waiters: the waiter registry's deadlines
+-- ARGV[1] mode: 'set', 'tryset', 'add' or 'reset'
+-- ARGV[2] value: the new capacity ('set', 'tryset') or the change ('add')
+-- ARGV[3] spec_capacity: the spec's capacity
+-- ARGV[4] prefix: the wake-up channel prefix
+-- ARGV[5] publish: the publish command (publish or spublish)
+-- ARGV[6] handoff_ms: the hand-off lease in milliseconds
+-- reply: {int, int}
+--   {1, new capacity}, {0, capacity} when 'tryset' found one stored, or
+--   {-1, capacity} when it would fall below 1 (nothing is changed). When
+--   waiters are registered, those the free permits now satisfy get them in
+--   arrival order (see sem_hand_on), and those wanting more than the new
+--   capacity get "<owner> retry" (they fail, or keep waiting when they
+--   wait for the capacity to grow).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -3397,11 +3727,15 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
--- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
+-- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
 -- registered), the capacity (when an operator set one). Registry members
--- are "<owner> <n>", n being the permits wanted (see registry).
+-- are "<owner> <n>", n being the permits wanted (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- sem_keep makes key live at least ms from now.
 local function sem_keep(key, ms)
@@ -3529,29 +3863,45 @@ return {1, capacity}
 `,
 }
 
-// semaphoreReleaseScript is lockgen's templates/semaphore_release.lua.
+// semaphoreReleaseScript: give back the permits of one hold; when waiters are
+// registered, hand the freed permits on to them.
+// (lockgen's Lua script semaphore_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockrt.Script{
 	Name: "semaphore_release",
-	SHA1: "2fa1987a9501e29f0bf2ea388b358b70943a0122",
+	SHA1: "0537de8e4179a674ec0b7e1b46576dcd08a461d1",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
--- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem),
--- KEYS[4], KEYS[5] the waiter registry (queue, waiters)
--- ARGV[1] owner id, ARGV[2] the wake-up channel prefix (a client's
--- channel is prefix:<clientID>), ARGV[3] the publish command (publish or
--- spublish), ARGV[4] the spec's capacity, ARGV[5] the hand-off lease in
--- milliseconds, ARGV[6] when the owner gives up waiting, the permits it
--- waited for (it leaves the registry, and gives back permits it was
--- handed but did not use), else '0'
--- Returns the permits given back, or -1 when the owner holds none
--- (released already, or evicted after its lease ran out). Only a
--- semaphore whose 'q' flag says that waiters are registered reads the
--- registry and publishes: the waiters the free permits satisfy, in
--- arrival order, get them (see sem_hand_on).
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
+-- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
+--   held in all, 'q' -> 1 while waiters may be registered)
+-- KEYS[3] capacity: the capacity, when an operator set one
+-- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
+-- KEYS[5] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[3] publish: the publish command (publish or spublish)
+-- ARGV[4] spec_capacity: the spec's capacity
+-- ARGV[5] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6] leaving: when the owner gives up waiting, the permits it waited
+--   for (it leaves the registry, and gives back permits it was handed but
+--   did not use), else '0'
+-- reply: int
+--   The permits given back, or -1 when the owner holds none (released
+--   already, or evicted after its lease ran out). Only a semaphore whose
+--   'q' flag says that waiters are registered reads the registry and
+--   publishes: the waiters the free permits satisfy, in arrival order, get
+--   them (see sem_hand_on).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -3677,11 +4027,15 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
--- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
+-- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
 -- registered), the capacity (when an operator set one). Registry members
--- are "<owner> <n>", n being the permits wanted (see registry).
+-- are "<owner> <n>", n being the permits wanted (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- sem_keep makes key live at least ms from now.
 local function sem_keep(key, ms)
@@ -3798,16 +4152,24 @@ return n
 `,
 }
 
-// semaphoreRenewScript is lockgen's templates/semaphore_renew.lua.
+// semaphoreRenewScript: extend the lease of one hold of a semaphore.
+// (lockgen's Lua script semaphore_renew; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var semaphoreRenewScript = lockrt.Script{
 	Name: "semaphore_renew",
-	SHA1: "3ccbeae139e42ca19ddc4216eda7cae85f6ce915",
+	SHA1: "78ad945c9faedb33831cd64b816a01d6ab71b45e",
 	Source: `-- semaphore_renew: extend the lease of one hold of a semaphore.
--- KEYS[1] the holds zset, KEYS[2] the counts hash
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns 1 when renewed, 0 when the owner holds nothing (evicted). A hold
--- still present is never counted as free, even past its expiry, so it may
--- be renewed.
+-- KEYS[1] holds: the holds (see semaphore_acquire)
+-- KEYS[2] counts: the counts (see semaphore_acquire)
+-- KEYS[3]? capacity: the capacity (unused)
+-- KEYS[4]? queue: the waiter registry's wait queue (unused)
+-- KEYS[5]? waiters: the waiter registry's deadlines (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- reply: int
+--   1 when renewed, 0 when the owner holds nothing (evicted). A hold still
+--   present is never counted as free, even past its expiry, so it may be
+--   renewed.
 local holds, counts = KEYS[1], KEYS[2]
 local lease = tonumber(ARGV[1])
 
@@ -3826,19 +4188,32 @@ return 1
 `,
 }
 
-// semaphoreStateScript is lockgen's templates/semaphore_state.lua.
+// semaphoreStateScript: a semaphore's capacity and the permits held, after
+// evicting the holds whose lease ran out.
+// (lockgen's Lua script semaphore_state; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockrt.Script{
 	Name: "semaphore_state",
-	SHA1: "d444e7cdc5500ebc90a3d19d4f2ddba727f9e0d1",
+	SHA1: "c732257b97b23e0bbf8f34c38066362577c3543a",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
--- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem)
--- ARGV[1] the spec's capacity, used while KEYS[3] does not exist
--- Returns {capacity, held}.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
+-- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
+--   held in all, 'q' -> 1 while waiters may be registered)
+-- KEYS[3] capacity: the capacity, when an operator set one
+-- ARGV[1] spec_capacity: the spec's capacity, used while KEYS[3] does not
+--   exist
+-- reply: {int, int}
+--   {capacity, held}.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -3964,11 +4339,15 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
--- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
+-- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
 -- registered), the capacity (when an operator set one). Registry members
--- are "<owner> <n>", n being the permits wanted (see registry).
+-- are "<owner> <n>", n being the permits wanted (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- sem_keep makes key live at least ms from now.
 local function sem_keep(key, ms)

@@ -80,29 +80,41 @@ var readwriteLockScripts = lockrt.LockScripts{
 	ForceUnlock: &rwForceUnlockScript,
 }
 
-// fairAcquireScript is lockgen's templates/fair_acquire.lua.
+// fairAcquireScript: take or re-enter a fair lock, first come first served; a
+// caller that cannot take it registers as a waiter in the same call.
+// (lockgen's Lua script fair_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var fairAcquireScript = lockrt.Script{
 	Name: "fair_acquire",
-	SHA1: "db854c113a277e49c73a22b0d49adba0b808f29f",
+	SHA1: "4ca605b2a1cb58365cc632b1246b56e02c863ae2",
 	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
 -- caller that cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock hash (field: owner, value: hold count)
--- KEYS[2], KEYS[3] the waiter registry (queue, waiters): the wait queue
--- in arrival order and each waiter's deadline in server milliseconds
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL
--- in milliseconds (0: only try), ARGV[4] '1' when the owner is registered
--- already (a woken waiter), '2' when it only refreshes its entry unless
--- the lock is free or was handed to it (see refresh in registry), ARGV[5]
--- the wake-up channel prefix, ARGV[6] the publish command, ARGV[7] the
--- hand-off lease in milliseconds
--- Returns {1, holds} when taken, re-entered, or found handed to this
--- waiter by a release (its lease is then extended to the full lease);
--- {0, pttl} otherwise. A free lock with a live waiter first is handed to
--- that waiter (its hand-off ran out, or was lost), never taken past it.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock hash (field: owner, value: hold count)
+-- KEYS[2] queue: the waiter registry's wait queue, in arrival order
+-- KEYS[3] waiters: the waiter registry's deadlines, in server milliseconds
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: only try)
+-- ARGV[4] registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it only refreshes its entry unless the lock is free
+--   or was handed to it (see refresh in registry)
+-- ARGV[5] prefix: the wake-up channel prefix
+-- ARGV[6] publish: the publish command (publish or spublish)
+-- ARGV[7] handoff_ms: the hand-off lease in milliseconds
+-- reply: {int, int}
+--   {1, holds} when taken, re-entered, or found handed to this waiter by a
+--   release (its lease is then extended to the full lease); {0, pttl}
+--   otherwise. A free lock with a live waiter first is handed to that
+--   waiter (its hand-off ran out, or was lost), never taken past it.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -279,21 +291,32 @@ return {0, pttl}
 `,
 }
 
-// fairForceUnlockScript is lockgen's templates/fair_force_unlock.lua.
+// fairForceUnlockScript: delete a fair lock whoever holds it, and hand it to
+// the first live waiter.
+// (lockgen's Lua script fair_force_unlock; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var fairForceUnlockScript = lockrt.Script{
 	Name: "fair_force_unlock",
-	SHA1: "583a455bd8c13b8f511e071d143e5bb23527f796",
+	SHA1: "c00c3d41b13153bcba32270eb346ea8ea19c6903",
 	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
 -- the first live waiter.
--- KEYS[1] the lock hash, KEYS[2], KEYS[3] the waiter registry (queue,
--- waiters)
--- ARGV[1] the wake-up channel prefix, ARGV[2] the publish command,
--- ARGV[3] the hand-off lease in milliseconds
--- Returns 1 when a lock was deleted, 0 when it was not held.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock hash
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- ARGV[1] prefix: the wake-up channel prefix
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3] handoff_ms: the hand-off lease in milliseconds
+-- reply: int
+--   1 when a lock was deleted, 0 when it was not held.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -434,25 +457,38 @@ return 1
 `,
 }
 
-// fairReleaseScript is lockgen's templates/fair_release.lua.
+// fairReleaseScript: give up one hold of a fair lock; the last hold hands the
+// lock to the first live waiter, if any.
+// (lockgen's Lua script fair_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var fairReleaseScript = lockrt.Script{
 	Name: "fair_release",
-	SHA1: "71582da2e884f574298129238e4e13d3003530d7",
+	SHA1: "3a7aff289df2fb7d12315c5b334ef0f8a8615684",
 	Source: `-- fair_release: give up one hold of a fair lock; the last hold hands the
 -- lock to the first live waiter, if any.
--- KEYS[1] the lock hash, KEYS[2], KEYS[3] the waiter registry (queue,
--- waiters)
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
--- channel prefix, ARGV[4] the publish command, ARGV[5] the hand-off lease
--- in milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves
--- the registry, and hands on a lock it was handed but did not use)
--- Returns -1 when the owner does not hold the lock, the holds left when
--- still held (the lease is restarted), or 0 when released. The waiter
--- handed the lock gets "<waiter>" on its client's channel.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock hash
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[3] prefix: the wake-up channel prefix
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a lock it was handed but did not use)
+-- reply: int
+--   -1 when the owner does not hold the lock, the holds left when still
+--   held (the lease is restarted), or 0 when released. The waiter handed
+--   the lock gets "<waiter>" on its client's channel.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -604,14 +640,20 @@ return 0
 `,
 }
 
-// fairRenewScript is lockgen's templates/fair_renew.lua.
+// fairRenewScript: extend the lease of a held fair lock.
+// (lockgen's Lua script fair_renew; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var fairRenewScript = lockrt.Script{
 	Name: "fair_renew",
-	SHA1: "bea1e4c09926993947b88c0e80932180fe6e6bef",
+	SHA1: "5ccf28212c2600f571a21c6c4e9ac39498ebf4e8",
 	Source: `-- fair_renew: extend the lease of a held fair lock.
--- KEYS[1] the lock hash (field: owner, value: hold count)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns 1 when renewed, 0 when the owner no longer holds the lock.
+-- KEYS[1] lock: the lock hash (field: owner, value: hold count)
+-- KEYS[2] queue: the waiter registry's wait queue (unused)
+-- KEYS[3] waiters: the waiter registry's deadlines (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- reply: int
+--   1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
 
 if redis.call('hexists', lock, ARGV[2]) == 1 then
@@ -622,33 +664,58 @@ return 0
 `,
 }
 
-// rwAcquireScript is lockgen's templates/rw_acquire.lua.
+// rwAcquireScript: take or re-enter one side of a read-write lock; a caller
+// that cannot take it registers as a waiter in the same call. Readers
+// share; the writer excludes everyone but itself, and may take the read
+// side too (to downgrade: then release the write side). While waiters are
+// registered, a newcomer does not pass them: it takes the lock only when
+// nobody is left waiting after the live waiters at the head that can
+// proceed were handed it.
+// (lockgen's Lua script rw_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var rwAcquireScript = lockrt.Script{
 	Name: "rw_acquire",
-	SHA1: "407d19ec4d9830609a67c5b833d349c8068f77ca",
+	SHA1: "9f345a4db7f93cf8df3ed2a6119463286fcf6096",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
--- that cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
--- KEYS[4] the waiter registry (queue, waiters; members "<owner> r|w")
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL
--- in milliseconds (0: do not register), ARGV[4] '1' when the owner is
--- registered already (a woken or refreshing waiter), ARGV[5] the wake-up
--- channel prefix, ARGV[6] the publish command (publish or spublish),
--- ARGV[7] the hand-off lease in milliseconds, ARGV[8] side: r or w
--- Returns {1, holds} when taken, re-entered, or found handed to this
--- waiter by a release (its hold then gets the full lease); {0, ms} when
--- the caller must wait, ms being when the first hold in its way runs out;
--- {-2, 0} when a reader asks for the write side (an upgrade, refused: two
--- upgrading readers would wait for each other forever).
--- Readers share; the writer excludes everyone but itself, and may take the
--- read side too (to downgrade: then release the write side). While waiters
--- are registered, a newcomer does not pass them: it takes the lock only
--- when nobody is left waiting after the live waiters at the head that can
+-- that cannot take it registers as a waiter in the same call. Readers
+-- share; the writer excludes everyone but itself, and may take the read
+-- side too (to downgrade: then release the write side). While waiters are
+-- registered, a newcomer does not pass them: it takes the lock only when
+-- nobody is left waiting after the live waiters at the head that can
 -- proceed were handed it.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
+--   "writes" -> its hold count, "r:<owner>" -> a reader's hold count, "q"
+--   -> 1 while waiters may be registered)
+-- KEYS[2] holds: the holds' deadlines (a zset: "w" for the write hold,
+--   "r:<owner>" per reader -> server ms when that hold's lease runs out),
+--   so a dead reader's share runs out alone
+-- KEYS[3] queue: the waiter registry's wait queue (members "<owner> r|w")
+-- KEYS[4] waiters: the waiter registry's deadlines
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[4] registered: '1' when the owner is registered already (a woken
+--   or refreshing waiter)
+-- ARGV[5] prefix: the wake-up channel prefix
+-- ARGV[6] publish: the publish command (publish or spublish)
+-- ARGV[7] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[8] side: r or w
+-- reply: {int, int}
+--   {1, holds} when taken, re-entered, or found handed to this waiter by a
+--   release (its hold then gets the full lease); {0, ms} when the caller
+--   must wait, ms being when the first hold in its way runs out; {-2, 0}
+--   when a reader asks for the write side (an upgrade, refused: two
+--   upgrading readers would wait for each other forever).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -774,12 +841,16 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Read-write lock state, shared by the rw_ scripts. KEYS: the lock hash
+-- rw: read-write lock state, shared by the rw_ scripts: the lock hash
 -- ("writer" -> the write holder's owner id, "writes" -> its hold count,
 -- "r:<owner>" -> a reader's hold count, "q" -> 1 while waiters may be
 -- registered) and the holds' deadlines (a zset: "w" for the write hold,
 -- "r:<owner>" per reader -> server ms when that hold's lease runs out).
--- Registry members are "<owner> r" and "<owner> w" (see registry).
+-- Registry members are "<owner> r" and "<owner> w" (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- rw_expire drops the holds whose lease ran out: their holders died.
 local function rw_expire(lock, deadlines, now)
@@ -955,23 +1026,40 @@ return {0, tonumber(ends) - now}
 `,
 }
 
-// rwForceUnlockScript is lockgen's templates/rw_force_unlock.lua.
+// rwForceUnlockScript: delete a read-write lock whoever holds either side, and
+// wake its waiters.
+// (lockgen's Lua script rw_force_unlock; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockrt.Script{
 	Name: "rw_force_unlock",
-	SHA1: "beb914fc1235d74f790c5c9bb1319beddee6d39d",
+	SHA1: "f9dfa4264e94e29ee863298a968000a8feb6d415",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines, KEYS[3], KEYS[4]
--- the waiter registry (queue, waiters)
--- ARGV[1] the wake-up channel prefix, ARGV[2] the publish command
--- (publish or spublish)
--- Returns 1 when a lock was deleted, 0 when it was not held. Each client
--- with a live waiter gets "all": its waiters try again, and the first of
--- them hands the lock on in arrival order (see rw_hand_on).
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
+--   "writes" -> its hold count, "r:<owner>" -> a reader's hold count, "q"
+--   -> 1 while waiters may be registered)
+-- KEYS[2] holds: the holds' deadlines (a zset: "w" for the write hold,
+--   "r:<owner>" per reader -> server ms when that hold's lease runs out),
+--   so a dead reader's share runs out alone
+-- KEYS[3] queue: the waiter registry's wait queue (members "<owner> r|w")
+-- KEYS[4] waiters: the waiter registry's deadlines
+-- ARGV[1] prefix: the wake-up channel prefix
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3]? handoff_ms: the hand-off lease in milliseconds (unused: nobody
+--   is handed a lock that was forced open)
+-- reply: int
+--   1 when a lock was deleted, 0 when it was not held. Each client with a
+--   live waiter gets "all": its waiters try again, and the first of them
+--   hands the lock on in arrival order (see rw_hand_on).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1105,30 +1193,48 @@ return 0
 `,
 }
 
-// rwReleaseScript is lockgen's templates/rw_release.lua.
+// rwReleaseScript: give up one hold of one side of a read-write lock; when that
+// lets waiters proceed, hand the lock to them.
+// (lockgen's Lua script rw_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var rwReleaseScript = lockrt.Script{
 	Name: "rw_release",
-	SHA1: "b3f60fe718a324b29d9f17bbaad63f1a833c8cee",
+	SHA1: "570d3ea6f829027b9cfb3112159b3e9fb70f9aae",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw), KEYS[3],
--- KEYS[4] the waiter registry (queue, waiters)
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
--- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
--- publish command (publish or spublish), ARGV[5] the hand-off lease in
--- milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves the
--- registry, and hands on a hold it was handed but did not use), ARGV[7]
--- side: r or w
--- Returns -1 when the owner does not hold that side, the holds left when
--- still held (the hold's lease is restarted), or 0 when released. Only a
--- lock whose "q" flag says that waiters are registered reads the registry
--- and publishes: the live waiters at the head that can now proceed (a
--- writer alone, or the readers before the first waiting writer) are
--- handed the lock (see rw_hand_on).
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
+--   "writes" -> its hold count, "r:<owner>" -> a reader's hold count, "q"
+--   -> 1 while waiters may be registered)
+-- KEYS[2] holds: the holds' deadlines (a zset: "w" for the write hold,
+--   "r:<owner>" per reader -> server ms when that hold's lease runs out),
+--   so a dead reader's share runs out alone
+-- KEYS[3] queue: the waiter registry's wait queue (members "<owner> r|w")
+-- KEYS[4] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a hold it was handed but did not use)
+-- ARGV[7] side: r or w
+-- reply: int
+--   -1 when the owner does not hold that side, the holds left when still
+--   held (the hold's lease is restarted), or 0 when released. Only a lock
+--   whose "q" flag says that waiters are registered reads the registry
+--   and publishes: the live waiters at the head that can now proceed (a
+--   writer alone, or the readers before the first waiting writer) are
+--   handed the lock (see rw_hand_on).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1254,12 +1360,16 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Read-write lock state, shared by the rw_ scripts. KEYS: the lock hash
+-- rw: read-write lock state, shared by the rw_ scripts: the lock hash
 -- ("writer" -> the write holder's owner id, "writes" -> its hold count,
 -- "r:<owner>" -> a reader's hold count, "q" -> 1 while waiters may be
 -- registered) and the holds' deadlines (a zset: "w" for the write hold,
 -- "r:<owner>" per reader -> server ms when that hold's lease runs out).
--- Registry members are "<owner> r" and "<owner> w" (see registry).
+-- Registry members are "<owner> r" and "<owner> w" (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- rw_expire drops the holds whose lease ran out: their holders died.
 local function rw_expire(lock, deadlines, now)
@@ -1385,15 +1495,24 @@ return holds
 `,
 }
 
-// rwRenewScript is lockgen's templates/rw_renew.lua.
+// rwRenewScript: extend the lease of one side of a read-write lock held by owner,
+// without touching the other holds' leases.
+// (lockgen's Lua script rw_renew; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var rwRenewScript = lockrt.Script{
 	Name: "rw_renew",
-	SHA1: "cc5eb82fdf241a62739143fbee8b0708b86c0e6f",
+	SHA1: "96c4996774861d3d8ea443d5431757e5a1469c00",
 	Source: `-- rw_renew: extend the lease of one side of a read-write lock held by owner,
 -- without touching the other holds' leases.
--- KEYS[1] the lock hash, KEYS[2] the holds' deadlines (see rw_acquire)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] side: r or w
--- Returns 1 when renewed, 0 when the owner no longer holds that side.
+-- KEYS[1] lock: the lock hash
+-- KEYS[2] holds: the holds' deadlines (see rw_acquire)
+-- KEYS[3]? queue: the waiter registry's wait queue (unused)
+-- KEYS[4]? waiters: the waiter registry's deadlines (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] side: r or w
+-- reply: int
+--   1 when renewed, 0 when the owner no longer holds that side.
 local lock, deadlines = KEYS[1], KEYS[2]
 local lease, owner, side = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local t = redis.call('time')

@@ -104,21 +104,32 @@ var tokenBucketLimiterScripts = lockrt.LimiterScripts{
 	Configure: &limiterConfigureScript,
 }
 
-// limiterConfigureScript is lockgen's templates/limiter_configure.lua.
+// limiterConfigureScript: make the caller's config the limiter's, replacing the
+// one stored. The state is kept unless asked to reset it: each algorithm
+// reads it under the new config (never granting more than a full limiter
+// holds).
+// (lockgen's Lua script limiter_configure; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var limiterConfigureScript = lockrt.Script{
 	Name: "limiter_configure",
-	SHA1: "d27338826a77c85c38cac89db5471cd528666469",
+	SHA1: "8d73b6ed6fd3f8a0ef7acda2ab072e9644428c9f",
 	Source: `-- limiter_configure: make the caller's config the limiter's, replacing the
 -- one stored. The state is kept unless asked to reset it: each algorithm
 -- reads it under the new config (never granting more than a full limiter
 -- holds).
--- KEYS[1] the limiter's config hash, KEYS[2] its state (the caller's, for
--- a per-client limiter)
--- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
--- ARGV[4] burst, ARGV[5] scope,
--- ARGV[6] how long the config outlives the last write, in milliseconds,
--- ARGV[7] '1' to reset the state (the limiter is full again), '0' to keep it
--- Returns 1 when the config changed, 0 when it was already the caller's.
+-- KEYS[1] config: the limiter's config hash
+-- KEYS[2] state: its state (the caller's, for a per-client limiter)
+-- ARGV[1] algorithm: the caller's algorithm
+-- ARGV[2] rate: requests per period
+-- ARGV[3] period_us: the period in microseconds
+-- ARGV[4] burst: the burst
+-- ARGV[5] scope: the scope
+-- ARGV[6] config_ttl_ms: how long the config outlives the last write, in
+--   milliseconds
+-- ARGV[7] reset: '1' to reset the state (the limiter is full again), '0'
+--   to keep it
+-- reply: int
+--   1 when the config changed, 0 when it was already the caller's.
 local cfg = KEYS[1]
 local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
 local same = 1
@@ -138,27 +149,37 @@ return 1 - same
 `,
 }
 
-// limiterGcraScript is lockgen's templates/limiter_gcra.lua.
+// limiterGcraScript: one rate-limit decision by the generic cell rate algorithm.
+// (lockgen's Lua script limiter_gcra; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var limiterGcraScript = lockrt.Script{
 	Name: "limiter_gcra",
-	SHA1: "f34dfd698a4e2b6de16b78610dfe6d4d8bd090aa",
+	SHA1: "4dfe6e491841cc5a8ee6c63f1223dfbef18dcf90",
 	Source: `-- limiter_gcra: one rate-limit decision by the generic cell rate algorithm.
--- KEYS[1] the limiter's config hash, KEYS[2] its state: the theoretical
---         arrival time (TAT) in microseconds of the Redis server clock
--- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
--- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
--- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
--- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
--- last request counted (0: until the limiter is full again)
--- A negative n refunds -n requests: gives them back to the limiter, never
--- above what a full limiter allows; the reply is then {1, remaining, 0,
--- reset after us, server time us}.
--- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
--- retry after us (the wait), reset after us, server time us}, or
--- {-1, algorithm, rate, period, burst, scope} as stored when the config in
--- Redis is not the caller's. A request allowed after a wait is counted
--- now, at the time it may go ahead: it reserves its place.
+-- KEYS[1] config: the limiter's config hash
+-- KEYS[2] state: the theoretical arrival time (TAT) in microseconds of the
+--   Redis server clock
+-- ARGV[1] algorithm: the caller's algorithm
+-- ARGV[2] rate: requests per period
+-- ARGV[3] period_us: the period in microseconds
+-- ARGV[4] burst: the burst
+-- ARGV[5] scope: the scope
+-- ARGV[6] n: the requests to count (0 only reports; a negative n refunds
+--   -n requests: gives them back to the limiter, never above
+--   what a full limiter allows)
+-- ARGV[7] config_ttl_ms: how long the config outlives the last write, in
+--   milliseconds
+-- ARGV[8] patience_us: how long the caller would wait, in microseconds (0:
+--   not at all)
+-- ARGV[9] idle_ttl_ms: the most the state outlives the last request
+--   counted, in milliseconds (0: until the limiter is full again)
+-- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
+--   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
+--   after us (the wait), reset after us, server time us}, or {-1,
+--   algorithm, rate, period, burst, scope} as stored when the config in
+--   Redis is not the caller's. A request allowed after a wait is counted
+--   now, at the time it may go ahead: it reserves its place. A refund
+--   replies {1, remaining, 0, reset after us, server time us}.
 local cfg, state = KEYS[1], KEYS[2]
 local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
 if not s[1] then
@@ -216,30 +237,41 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 `,
 }
 
-// limiterSlidingWindowScript is lockgen's templates/limiter_sliding_window.lua.
+// limiterSlidingWindowScript: one rate-limit decision over an exact log of the
+// requests allowed in the last period: never more than rate of them in any
+// window of that length.
+// (lockgen's Lua script limiter_sliding_window; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var limiterSlidingWindowScript = lockrt.Script{
 	Name: "limiter_sliding_window",
-	SHA1: "8f3f5b8b10645fab2513ad146081646dbc230674",
+	SHA1: "0593ece7b90a5847ba7a832f7cf1cb8dedb144d8",
 	Source: `-- limiter_sliding_window: one rate-limit decision over an exact log of the
 -- requests allowed in the last period: never more than rate of them in any
 -- window of that length.
--- KEYS[1] the limiter's config hash, KEYS[2] its state: a sorted set of
---         the allowed requests scored by their time in microseconds of the
---         Redis server clock
--- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
--- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
--- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
--- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
--- last request counted (0: until the limiter is full again)
--- A negative n refunds -n requests: it forgets the -n latest entries of
--- the log (never more than it holds); the reply is then {1, remaining, 0,
--- reset after us, server time us}.
--- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
--- retry after us (the wait), reset after us, server time us}, or
--- {-1, algorithm, rate, period, burst, scope} as stored when the config in
--- Redis is not the caller's. A request allowed after a wait is counted
--- now, at the time it may go ahead: it reserves its place.
+-- KEYS[1] config: the limiter's config hash
+-- KEYS[2] state: a sorted set of the allowed requests scored by their
+--   time in microseconds of the Redis server clock
+-- ARGV[1] algorithm: the caller's algorithm
+-- ARGV[2] rate: requests per period
+-- ARGV[3] period_us: the period in microseconds
+-- ARGV[4] burst: the burst
+-- ARGV[5] scope: the scope
+-- ARGV[6] n: the requests to count (0 only reports; a negative n refunds
+--   -n requests: it forgets the -n latest entries of the log
+--   (never more than it holds))
+-- ARGV[7] config_ttl_ms: how long the config outlives the last write, in
+--   milliseconds
+-- ARGV[8] patience_us: how long the caller would wait, in microseconds (0:
+--   not at all)
+-- ARGV[9] idle_ttl_ms: the most the state outlives the last request
+--   counted, in milliseconds (0: until the limiter is full again)
+-- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
+--   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
+--   after us (the wait), reset after us, server time us}, or {-1,
+--   algorithm, rate, period, burst, scope} as stored when the config in
+--   Redis is not the caller's. A request allowed after a wait is counted
+--   now, at the time it may go ahead: it reserves its place. A refund
+--   replies {1, remaining, 0, reset after us, server time us}.
 local cfg, state = KEYS[1], KEYS[2]
 local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
 if not s[1] then
@@ -315,29 +347,39 @@ return {1, math.max(0, limit - count - n), 0, left, now}
 `,
 }
 
-// limiterTokenBucketScript is lockgen's templates/limiter_token_bucket.lua.
+// limiterTokenBucketScript: one rate-limit decision by a token bucket of
+// burst + 1 tokens refilled continuously at rate per period.
+// (lockgen's Lua script limiter_token_bucket; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var limiterTokenBucketScript = lockrt.Script{
 	Name: "limiter_token_bucket",
-	SHA1: "7dbe517c530b0896231176bdd2aa4e94c348b23c",
+	SHA1: "36a4a13e880b2f6d2182b6096d24016f33801232",
 	Source: `-- limiter_token_bucket: one rate-limit decision by a token bucket of
 -- burst + 1 tokens refilled continuously at rate per period.
--- KEYS[1] the limiter's config hash, KEYS[2] its state: a hash of tokens
---         (a fraction) and ts (when they were counted, in microseconds of the
---         Redis server clock)
--- ARGV[1] algorithm, ARGV[2] rate, ARGV[3] period in microseconds,
--- ARGV[4] burst, ARGV[5] scope, ARGV[6] n (0 only reports),
--- ARGV[7] how long the config outlives the last write, in milliseconds,
--- ARGV[8] how long the caller would wait, in microseconds (0: not at all),
--- ARGV[9] the idle TTL in milliseconds: the most the state outlives the
--- last request counted (0: until the limiter is full again)
--- A negative n refunds -n requests: gives them back to the limiter, never
--- above what a full limiter allows; the reply is then {1, remaining, 0,
--- reset after us, server time us}.
--- Returns {1 allowed | 2 allowed after the wait | 0 denied, remaining,
--- retry after us (the wait), reset after us, server time us}, or
--- {-1, algorithm, rate, period, burst, scope} as stored when the config in
--- Redis is not the caller's. A request allowed after a wait is counted
--- now, at the time it may go ahead: it reserves its place.
+-- KEYS[1] config: the limiter's config hash
+-- KEYS[2] state: a hash of tokens (a fraction) and ts (when they were
+--   counted, in microseconds of the Redis server clock)
+-- ARGV[1] algorithm: the caller's algorithm
+-- ARGV[2] rate: requests per period
+-- ARGV[3] period_us: the period in microseconds
+-- ARGV[4] burst: the burst
+-- ARGV[5] scope: the scope
+-- ARGV[6] n: the requests to count (0 only reports; a negative n refunds
+--   -n requests: gives them back to the limiter, never above
+--   what a full limiter allows)
+-- ARGV[7] config_ttl_ms: how long the config outlives the last write, in
+--   milliseconds
+-- ARGV[8] patience_us: how long the caller would wait, in microseconds (0:
+--   not at all)
+-- ARGV[9] idle_ttl_ms: the most the state outlives the last request
+--   counted, in milliseconds (0: until the limiter is full again)
+-- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
+--   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
+--   after us (the wait), reset after us, server time us}, or {-1,
+--   algorithm, rate, period, burst, scope} as stored when the config in
+--   Redis is not the caller's. A request allowed after a wait is counted
+--   now, at the time it may go ahead: it reserves its place. A refund
+--   replies {1, remaining, 0, reset after us, server time us}.
 local cfg, state = KEYS[1], KEYS[2]
 local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
 if not s[1] then

@@ -137,17 +137,23 @@ var queueScripts = lockrt.QueueScripts{
 	Drain:   &queueDrainScript,
 }
 
-// queueAckScript is lockgen's templates/queue_ack.lua.
+// queueAckScript: acknowledge a delivery of a reliable queue; the item is done.
+// (lockgen's Lua script queue_ack; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueAckScript = lockrt.Script{
 	Name: "queue_ack",
-	SHA1: "5a0b3b42831c646dc9a7af028171435c22c265a2",
+	SHA1: "c5d0ee78e266d995143072337eb11c70e34bc8db",
 	Source: `-- queue_ack: acknowledge a delivery of a reliable queue; the item is done.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] id, ARGV[3] delivery number
--- Returns 1 when acknowledged, 0 when the delivery is no longer in flight
--- (its visibility timeout ran out and it was delivered again, or it was
--- acknowledged already).
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] id: the item's id
+-- ARGV[3] delivery: the delivery number
+-- reply: int
+--   1 when acknowledged, 0 when the delivery is no longer in flight (its
+--   visibility timeout ran out and it was delivered again, or it was
+--   acknowledged already).
 local id = ARGV[2]
 if redis.call('hget', KEYS[8], id) ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
   return 0
@@ -160,16 +166,23 @@ return 1
 `,
 }
 
-// queueBuryScript is lockgen's templates/queue_bury.lua.
+// queueBuryScript: put an item a plain queue's consumer could not decode on
+// the dead list, with the reason.
+// (lockgen's Lua script queue_bury; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueBuryScript = lockrt.Script{
 	Name: "queue_bury",
-	SHA1: "018ca3e55836068d9d590616349b81d106d407f5",
+	SHA1: "b73995a2265d2f186f80e4840db6fbcf5c892e4e",
 	Source: `-- queue_bury: put an item a plain queue's consumer could not decode on
 -- the dead list, with the reason.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] the encoded item, ARGV[3] reason
--- Returns the dead letter's id.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] body: the encoded item
+-- ARGV[3] reason: why it is dead
+-- reply: string
+--   The dead letter's id.
 local t = redis.call('time')
 local id = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-' .. redis.call('incr', KEYS[4])
 redis.call('pexpire', KEYS[4], 10000)
@@ -181,17 +194,21 @@ return id
 `,
 }
 
-// queueDeadScript is lockgen's templates/queue_dead.lua.
+// queueDeadScript: list dead letters, oldest first.
+// (lockgen's Lua script queue_dead; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueDeadScript = lockrt.Script{
 	Name: "queue_dead",
-	SHA1: "2122e9c60467da469a85d80d9a0566a66faf5a37",
+	SHA1: "b309e657d9f11719241600677003082747688a38",
 	Source: `-- queue_dead: list dead letters, oldest first.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] how many to skip, ARGV[3] how
--- many to return
--- Returns {id, body, reason, deliveries, id, body, ...}; a missing field
--- is ''.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] skip: how many to skip
+-- ARGV[3] n: how many to return
+-- reply: {string...}
+--   {id, body, reason, deliveries, id, body, ...}; a missing field is ''.
 local first = tonumber(ARGV[2])
 local ids = redis.call('lrange', KEYS[9], first, first + tonumber(ARGV[3]) - 1)
 local out = {}
@@ -205,19 +222,25 @@ return out
 `,
 }
 
-// queueDrainScript is lockgen's templates/queue_drain.lua.
+// queueDrainScript: take the first ready items out of a queue for good (at
+// most once, also for a reliable queue: they are not put in flight).
+// (lockgen's Lua script queue_drain; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueDrainScript = lockrt.Script{
 	Name: "queue_drain",
-	SHA1: "c0009d0580081ee1d278013fdafb94739d1613c0",
+	SHA1: "9a3e4529d34a72e080b8cb9d239f3b67f03b764c",
 	Source: `-- queue_drain: take the first ready items out of a queue for good (at
 -- most once, also for a reliable queue: they are not put in flight).
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable: the
--- ready list holds ids; 'p' plain: it holds bodies), ARGV[3] how many at
--- most
--- Returns {ready items left, body, body, ...}; an id whose body is gone
--- is passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
+--   holds bodies)
+-- ARGV[3] n: how many at most
+-- reply: {int, string...}
+--   {ready items left, body, body, ...}; an id whose body is gone is
+--   passed over.
 local taken = redis.call('lpop', KEYS[1], tonumber(ARGV[3]))
 local out = {0}
 if taken then
@@ -242,17 +265,24 @@ return out
 `,
 }
 
-// queueExtendScript is lockgen's templates/queue_extend.lua.
+// queueExtendScript: move the visibility deadline of a delivery in flight.
+// (lockgen's Lua script queue_extend; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueExtendScript = lockrt.Script{
 	Name: "queue_extend",
-	SHA1: "1d99434cf6b9f980dd66bceea009b5ae52fe3e1b",
+	SHA1: "ad13ff9de6281214917d3a88edeae71cce0ebfff",
 	Source: `-- queue_extend: move the visibility deadline of a delivery in flight.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] id, ARGV[3] delivery number,
--- ARGV[4] the new visibility from now, in ms
--- Returns {deadline, now} (server clock, unix ms), or false when the
--- delivery is no longer in flight.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] id: the item's id
+-- ARGV[3] delivery: the delivery number
+-- ARGV[4] visibility_ms: the new visibility from now, in milliseconds
+-- reply: {int, int} | nil
+--   {deadline, now} (server clock, unix ms), or false when the delivery is
+--   no longer in flight.
 local id = ARGV[2]
 if redis.call('hget', KEYS[8], id) ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
   return false
@@ -270,25 +300,39 @@ return {deadline, now}
 `,
 }
 
-// queueMoveScript is lockgen's templates/queue_move.lua.
+// queueMoveScript: the delay timer's step. Moves due items (delayed ones, and
+// for a reliable queue the deliveries whose visibility timeout ran out) to
+// the ready list, at most a batch of each, and returns when to run next.
+// A delivery that ran out after max deliveries goes to the dead list.
+// "armed" records the earliest due time every live timer is armed for:
+// an item due earlier must be announced on the channel. It expires a
+// second after that time, so it never outlives the clients.
+// (lockgen's Lua script queue_move; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueMoveScript = lockrt.Script{
 	Name: "queue_move",
-	SHA1: "6b5dd0fcf3d6b9b8cce87a47d6ec7b19b132c48d",
+	SHA1: "f7b5277c176e243929555759c3fe74d3633356eb",
 	Source: `-- queue_move: the delay timer's step. Moves due items (delayed ones, and
 -- for a reliable queue the deliveries whose visibility timeout ran out) to
 -- the ready list, at most a batch of each, and returns when to run next.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable, 'p' plain),
--- ARGV[3] batch size, ARGV[4] visibility ms, ARGV[5] max deliveries,
--- ARGV[6] '1' to report lateness (optional)
--- Returns {now, next due or -1, items moved, 1 when a batch was full},
--- followed with ARGV[6] by how late each delayed item moved was (now
--- minus its due time, ms).
 -- A delivery that ran out after max deliveries goes to the dead list.
 -- "armed" records the earliest due time every live timer is armed for:
 -- an item due earlier must be announced on the channel. It expires a
 -- second after that time, so it never outlives the clients.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] mode: 'r' reliable, 'p' plain
+-- ARGV[3] batch: the batch size
+-- ARGV[4] visibility_ms: the visibility timeout in milliseconds
+-- ARGV[5] max_deliveries: deliveries before an item is dead
+-- ARGV[6]? lateness: '1' to report lateness
+-- reply: {int, int, int, int, int...}
+--   {now, next due or -1, items moved, 1 when a batch was full}, followed
+--   with ARGV[6] by how late each delayed item moved was (now minus its
+--   due time, ms).
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local reliable = ARGV[2] == 'r'
@@ -380,22 +424,34 @@ return reply
 `,
 }
 
-// queueNackScript is lockgen's templates/queue_nack.lua.
+// queueNackScript: give a delivery of a reliable queue back: deliver it again
+// (now, or after a delay), dead-letter it when it reached max deliveries
+// (or when asked to), or put it back unharmed.
+// (lockgen's Lua script queue_nack; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueNackScript = lockrt.Script{
 	Name: "queue_nack",
-	SHA1: "325bbe9390c0f59b9368b8248c6879e8bc59be36",
+	SHA1: "1eebddf94a62a57eb0296a03847429d853d3e8d7",
 	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again
 -- (now, or after a delay), dead-letter it when it reached max deliveries
 -- (or when asked to), or put it back unharmed.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] id, ARGV[3] delivery number,
--- ARGV[4] max deliveries, ARGV[5] reason, ARGV[6] '1' to dead-letter now,
--- '0' to deliver again, 'b' to put it back at the head of the queue
--- without counting this delivery (a worker shutting down), ARGV[7] the
--- delay before it is delivered again, in ms ('' or '0': now)
--- Returns 1 when queued again, 2 when dead-lettered, 3 when delayed, 0
--- when the delivery is no longer in flight.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] id: the item's id
+-- ARGV[3] delivery: the delivery number
+-- ARGV[4] max_deliveries: deliveries before an item is dead
+-- ARGV[5] reason: why it was given back
+-- ARGV[6] dead: '1' to dead-letter now, '0' to deliver again, 'b' to put
+--   it back at the head of the queue without counting this delivery (a
+--   worker shutting down)
+-- ARGV[7] delay_ms: the delay before it is delivered again, in
+--   milliseconds ('' or '0': now)
+-- reply: int
+--   1 when queued again, 2 when dead-lettered, 3 when delayed, 0 when the
+--   delivery is no longer in flight.
 local id = ARGV[2]
 local n = redis.call('hget', KEYS[8], id)
 if n ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
@@ -430,20 +486,27 @@ return 3
 `,
 }
 
-// queueOfferScript is lockgen's templates/queue_offer.lua.
+// queueOfferScript: add items to a queue, ready now or when due.
+// (lockgen's Lua script queue_offer; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueOfferScript = lockrt.Script{
 	Name: "queue_offer",
-	SHA1: "4a4a5b0e735ea312822fdcbecb972034abbfd439",
+	SHA1: "0440fea680f8d65f7de24c72b194ae64c9b02c48",
 	Source: `-- queue_offer: add items to a queue, ready now or when due.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable: lists hold ids and
--- bodies live in data; 'p' plain: the ready list holds bodies),
--- ARGV[3] delay in ms or '', ARGV[4] due time in unix ms or '',
--- ARGV[5..] the encoded items
--- Returns the due time (server clock, unix ms), or 0 when the items are
--- ready now. An item that becomes the earliest due one is announced on
--- the channel, so that every client's delay timer re-arms.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] mode: 'r' reliable (lists hold ids and bodies live in data) or
+--   'p' plain (the ready list holds bodies)
+-- ARGV[3] delay_ms: the delay in milliseconds, or ''
+-- ARGV[4] due_ms: the due time in unix milliseconds, or ''
+-- ARGV[5...] items: the encoded items
+-- reply: int
+--   The due time (server clock, unix ms), or 0 when the items are ready
+--   now. An item that becomes the earliest due one is announced on the
+--   channel, so that every client's delay timer re-arms.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = 0
@@ -491,18 +554,25 @@ return due
 `,
 }
 
-// queuePeekScript is lockgen's templates/queue_peek.lua.
+// queuePeekScript: the bodies of the first ready items of a reliable queue,
+// without taking them (a plain queue's ready list holds the bodies, so
+// the runtime reads it with LRANGE instead).
+// (lockgen's Lua script queue_peek; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queuePeekScript = lockrt.Script{
 	Name: "queue_peek",
-	SHA1: "5afd70cf7d5fbd5a814febf48530aa0bcef7f840",
+	SHA1: "965415ba2e44ba8b0aa75818404e4fc721301499",
 	Source: `-- queue_peek: the bodies of the first ready items of a reliable queue,
 -- without taking them (a plain queue's ready list holds the bodies, so
 -- the runtime reads it with LRANGE instead).
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] how many at most
--- Returns the bodies, first ready first; an id whose body is gone (a
--- race with its acknowledgement) is passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] n: how many at most
+-- reply: {string...}
+--   The bodies, first ready first; an id whose body is gone (a race with
+--   its acknowledgement) is passed over.
 local n = tonumber(ARGV[2])
 local out = {}
 local first = 0
@@ -522,17 +592,23 @@ return out
 `,
 }
 
-// queueRedriveScript is lockgen's templates/queue_redrive.lua.
+// queueRedriveScript: put the oldest dead letters back on the ready list, with
+// their delivery count reset.
+// (lockgen's Lua script queue_redrive; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueRedriveScript = lockrt.Script{
 	Name: "queue_redrive",
-	SHA1: "61f96f3a62c209dc9d987f6f43741089f05eca06",
+	SHA1: "ac9b2586665ffb16150605231c24404ba15fced0",
 	Source: `-- queue_redrive: put the oldest dead letters back on the ready list, with
 -- their delivery count reset.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable, 'p' plain),
--- ARGV[3] how many at most
--- Returns how many were put back.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable, 'p' plain
+-- ARGV[3] n: how many at most
+-- reply: int
+--   How many were put back.
 local moved = 0
 for _ = 1, tonumber(ARGV[3]) do
   local id = redis.call('lpop', KEYS[9])
@@ -556,10 +632,18 @@ return moved
 `,
 }
 
-// queueRemoveScript is lockgen's templates/queue_remove.lua.
+// queueRemoveScript: remove ready and delayed items equal to a value, compared
+// by the codec's bytes inside the item envelope (runtime/codec.go): a 0
+// byte, the envelope's version, the codec's tag, then for version 2 a
+// carrier section (its length as a uvarint, then the section), then the
+// codec's bytes. Items without the 0 byte predate the envelope and are
+// compared whole; a carrier (a trace context) does not matter.
+// Items in flight and dead letters are left alone.
+// (lockgen's Lua script queue_remove; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueRemoveScript = lockrt.Script{
 	Name: "queue_remove",
-	SHA1: "bc5d300d6bc676b0d07ff1e304879951a76ae48b",
+	SHA1: "a25afffebf5aefc85c9a8ee225b645a0feabb74f",
 	Source: `-- queue_remove: remove ready and delayed items equal to a value, compared
 -- by the codec's bytes inside the item envelope (runtime/codec.go): a 0
 -- byte, the envelope's version, the codec's tag, then for version 2 a
@@ -567,14 +651,19 @@ var queueRemoveScript = lockrt.Script{
 -- codec's bytes. Items without the 0 byte predate the envelope and are
 -- compared whole; a carrier (a trace context) does not matter.
 -- Items in flight and dead letters are left alone.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable: the
--- ready list holds ids; 'p' plain: it holds bodies), ARGV[3] the codec's
--- bytes of the value, ARGV[4] the codec's tag, ARGV[5] how many to remove
--- at most (0: all), ready ones first, then delayed ones by due time
--- Returns how many were removed. It reads every ready and delayed item
--- (until the limit is reached): O(N).
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
+--   holds bodies)
+-- ARGV[3] value: the codec's bytes of the value
+-- ARGV[4] tag: the codec's tag
+-- ARGV[5] n: how many to remove at most (0: all), ready ones first, then
+--   delayed ones by due time
+-- reply: int
+--   How many were removed. It reads every ready and delayed item (until
+--   the limit is reached): O(N).
 local want, tag, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local reliable = ARGV[2] == 'r'
 
@@ -673,22 +762,30 @@ return removed
 `,
 }
 
-// queueTakeScript is lockgen's templates/queue_take.lua.
+// queueTakeScript: claim deliveries of a reliable queue, each put in flight
+// with the same visibility deadline.
+// (lockgen's Lua script queue_take; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueTakeScript = lockrt.Script{
 	Name: "queue_take",
-	SHA1: "0f084c0130a8b92a4a36357aac07137b9d7f2b75",
+	SHA1: "39e9c428759ede4989c480489c724d9a4b5487eb",
 	Source: `-- queue_take: claim deliveries of a reliable queue, each put in flight
 -- with the same visibility deadline.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] visibility ms, ARGV[3] the id a blocking
--- move put on the proc list, or '' to take the first ready item,
--- ARGV[4] how many to claim at most (the id first, then the first ready
--- items)
--- Returns false when there is nothing to claim (nothing ready, and the id
--- was '' or already recovered by a delay timer), or {deadline, now, id,
--- body, delivery number, id, body, delivery number, ...}. An id whose
--- item is gone (acknowledged meanwhile) is cleaned up and passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] visibility_ms: the visibility timeout in milliseconds
+-- ARGV[3] id: the id a blocking move put on the proc list, or '' to take
+--   the first ready item
+-- ARGV[4] n: how many to claim at most (the id first, then the first
+--   ready items)
+-- reply: nil | {int, int, any...}
+--   false when there is nothing to claim (nothing ready, and the id was ''
+--   or already recovered by a delay timer), or {deadline, now, id, body,
+--   delivery number, id, body, delivery number, ...}. An id whose item is
+--   gone (acknowledged meanwhile) is cleaned up and passed over.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + tonumber(ARGV[2])

@@ -51,22 +51,36 @@ var redlockLockScripts = lockrt.LockScripts{
 	ForceUnlock: &forceUnlockScript,
 }
 
-// forceUnlockScript is lockgen's templates/force_unlock.lua.
+// forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
+// (lockgen's Lua script force_unlock; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var forceUnlockScript = lockrt.Script{
 	Name: "force_unlock",
-	SHA1: "045ee8ea73233be5f90270fc92664f423c021bf8",
+	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
--- KEYS[1] the lock key; KEYS[2], KEYS[3] the waiter registry (queue,
--- waiters), absent for a RedLock node
--- ARGV[1] the wake-up channel prefix (with a registry: a client's channel
--- is prefix:<clientID>, and each client with a live waiter gets "all";
--- without: the channel itself, which gets "released"), ARGV[2] the publish
--- command (publish or spublish)
--- Returns 1 when a lock was deleted, 0 when it was not held.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock key
+-- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+--   neither queue nor waiters)
+-- KEYS[3]? waiters: the waiter registry's deadlines
+-- KEYS[4]? fence: a fenced lock's fence counter (unused: it outlives the
+--   lock)
+-- ARGV[1] prefix: the wake-up channel prefix (with a registry: a client's
+--   channel is prefix:<clientID>, and each client with a live waiter gets
+--   "all"; without: the channel itself, which gets "released")
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3]? handoff_ms: the hand-off lease in milliseconds (unused: nobody
+--   is handed a lock that was forced open)
+-- reply: int
+--   1 when a lock was deleted, 0 when it was not held.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -206,17 +220,24 @@ return 1
 `,
 }
 
-// redlockReleaseScript is lockgen's templates/redlock_release.lua.
+// redlockReleaseScript: compare-and-delete a RedLock's value on one node and
+// wake that node's waiters (RedLock waiters wait for messages from a
+// majority of the nodes, so every release publishes).
+// (lockgen's Lua script redlock_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var redlockReleaseScript = lockrt.Script{
 	Name: "redlock_release",
-	SHA1: "0342fcf296d1a84a3a6c7aa9db4265a201be5130",
+	SHA1: "349a709dcdd1e52f12cc4601ff2317a68d632b9c",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node and
 -- wake that node's waiters (RedLock waiters wait for messages from a
 -- majority of the nodes, so every release publishes).
--- KEYS[1] the lock key (value: the attempt's value)
--- ARGV[1] value, ARGV[2] lease in milliseconds (unused), ARGV[3] wake-up
--- channel, ARGV[4] the publish command (publish or spublish)
--- Returns -1 when the value is not there, 0 when released.
+-- KEYS[1] lock: the lock key (value: the attempt's value)
+-- ARGV[1] value: the attempt's value
+-- ARGV[2] lease_ms: the lease in milliseconds (unused)
+-- ARGV[3] channel: the wake-up channel
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- reply: int
+--   -1 when the value is not there, 0 when released.
 local lock = KEYS[1]
 
 if redis.call('get', lock) ~= ARGV[1] then
@@ -228,27 +249,41 @@ return 0
 `,
 }
 
-// simpleAcquireScript is lockgen's templates/simple_acquire.lua.
+// simpleAcquireScript: take a non-reentrant lock (SET NX PX); a caller that
+// cannot take it registers as a waiter in the same call.
+// (lockgen's Lua script simple_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var simpleAcquireScript = lockrt.Script{
 	Name: "simple_acquire",
-	SHA1: "33d360ef45af57e620416e11caf267b54fa14745",
+	SHA1: "3f53d2663a9950328a5a45e0fc0d8ef4133ba705",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock key (value: owner id, with " w" appended while waiters
--- are registered); KEYS[2], KEYS[3] the waiter registry (queue, waiters),
--- which a RedLock node does not pass
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL in
--- milliseconds (0 or absent: do not register), ARGV[4] '1' when the owner
--- is registered already (a woken waiter), '2' when it only refreshes its
--- entry unless the lock is free or was handed to it (refresh in registry)
--- Returns {1, 1} when taken, or found handed to this waiter by a release
--- (its lease is then extended to the full lease); {0, pttl} when another
--- owner holds it; {-1, pttl} when this owner already holds it (a simple
--- lock is not reentrant).
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
+--   waiters are registered)
+-- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+--   neither queue nor waiters)
+-- KEYS[3]? waiters: the waiter registry's deadlines
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0 or absent: do
+--   not register)
+-- ARGV[4]? registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it only refreshes its entry unless the lock is free
+--   or was handed to it (refresh in registry)
+-- reply: {int, int}
+--   {1, 1} when taken, or found handed to this waiter by a release (its
+--   lease is then extended to the full lease); {0, pttl} when another
+--   owner holds it; {-1, pttl} when this owner already holds it (a simple
+--   lock is not reentrant).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -417,14 +452,20 @@ return {0, redis.call('pttl', lock)}
 `,
 }
 
-// simpleRenewScript is lockgen's templates/simple_renew.lua.
+// simpleRenewScript: extend the lease of a held non-reentrant lock.
+// (lockgen's Lua script simple_renew; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var simpleRenewScript = lockrt.Script{
 	Name: "simple_renew",
-	SHA1: "b96146c4735df76217656007f3f80e1a16b6fb7f",
+	SHA1: "34d9d8cf1607aadf259d90d519271252a13996a1",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
--- KEYS[1] the lock key (value: owner id[ w])
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns 1 when renewed, 0 when the owner no longer holds the lock.
+-- KEYS[1] lock: the lock key (value: owner id[ w])
+-- KEYS[2] queue: the waiter registry's wait queue (unused)
+-- KEYS[3] waiters: the waiter registry's deadlines (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- reply: int
+--   1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
 local value = redis.call('get', lock)
 

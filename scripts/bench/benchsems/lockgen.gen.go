@@ -73,34 +73,55 @@ var semaphoreScripts = lockrt.SemaphoreScripts{
 	Capacity: &semaphoreCapacityScript,
 }
 
-// semaphoreAcquireScript is lockgen's templates/semaphore_acquire.lua.
+// semaphoreAcquireScript: take n permits of a semaphore as one hold, if free;
+// a caller that must wait registers as a waiter in the same call. Holds
+// whose lease ran out are evicted first. While waiters are registered, a
+// newcomer does not pass one that the free permits do not satisfy.
+// (lockgen's Lua script semaphore_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockrt.Script{
 	Name: "semaphore_acquire",
-	SHA1: "76659c8e6b3906d910f7c78c34e23147e69ddf6c",
+	SHA1: "842b2701b22554beed287f91250be4d2f597b248",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
--- a caller that must wait registers as a waiter in the same call.
--- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem),
--- KEYS[4], KEYS[5] the waiter registry (queue, waiters; members
--- "<owner> <n>")
--- ARGV[1] owner id, ARGV[2] permits wanted ('*': every free permit, a
--- drain, which never waits), ARGV[3] lease in milliseconds, ARGV[4] the
--- spec's capacity, used while KEYS[3] does not exist, ARGV[5] registry TTL
--- in milliseconds (0: do not register), ARGV[6] '1' when the owner is
--- registered already (a woken or refreshing waiter), ARGV[7] the wake-up
--- channel prefix, ARGV[8] the publish command (publish or spublish),
--- ARGV[9] the hand-off lease in milliseconds, ARGV[10] '1' when a request
--- above the capacity waits for it to grow instead of failing
--- Holds whose lease ran out are evicted first. Returns {1, free, n} when
--- taken or found handed to this waiter by a release (its hold then gets
--- the full lease; free: permits still free, n: permits taken), {0, free,
--- ms} when not (ms: until the earliest hold expires, -1 if none), or {-1,
--- capacity} when more permits are wanted than the semaphore has. While
--- waiters are registered, a newcomer does not pass one that the free
--- permits do not satisfy.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- a caller that must wait registers as a waiter in the same call. Holds
+-- whose lease ran out are evicted first. While waiters are registered, a
+-- newcomer does not pass one that the free permits do not satisfy.
+-- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
+-- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
+--   held in all, 'q' -> 1 while waiters may be registered)
+-- KEYS[3] capacity: the capacity, when an operator set one
+-- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
+-- KEYS[5] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] n: the permits wanted ('*': every free permit, a drain, which
+--   never waits)
+-- ARGV[3] lease_ms: the lease in milliseconds
+-- ARGV[4] spec_capacity: the spec's capacity, used while KEYS[3] does not
+--   exist
+-- ARGV[5] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[6] registered: '1' when the owner is registered already (a woken or
+--   refreshing waiter)
+-- ARGV[7] prefix: the wake-up channel prefix
+-- ARGV[8] publish: the publish command (publish or spublish)
+-- ARGV[9] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[10] wait_capacity: '1' when a request above the capacity waits for
+--   it to grow instead of failing
+-- reply: {int, int, int} | {int, int}
+--   {1, free, n} when taken or found handed to this waiter by a release
+--   (its hold then gets the full lease; free: permits still free, n:
+--   permits taken), {0, free, ms} when not (ms: until the earliest hold
+--   expires, -1 if none), or {-1, capacity} when more permits are wanted
+--   than the semaphore has.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -226,11 +247,15 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
--- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
+-- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
 -- registered), the capacity (when an operator set one). Registry members
--- are "<owner> <n>", n being the permits wanted (see registry).
+-- are "<owner> <n>", n being the permits wanted (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- sem_keep makes key live at least ms from now.
 local function sem_keep(key, ms)
@@ -383,30 +408,48 @@ return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
 `,
 }
 
-// semaphoreCapacityScript is lockgen's templates/semaphore_capacity.lua.
+// semaphoreCapacityScript: change a semaphore's capacity (an operator's call)
+// and hand permits on to the waiters it lets proceed. 'set' and 'add'
+// store the capacity without expiry; 'tryset' does so only when no
+// capacity is stored; 'reset' deletes it, so the spec's capacity applies
+// again.
+// (lockgen's Lua script semaphore_capacity; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockrt.Script{
 	Name: "semaphore_capacity",
-	SHA1: "aca4f9f4605fcf51e20a75367f60358bb42d39d4",
+	SHA1: "cf373949b06e1e432f8a06b538f8633c4bfdc3b7",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
--- and hand permits on to the waiters it lets proceed.
--- KEYS[1] the capacity, KEYS[2] the holds, KEYS[3] the counts (see sem),
--- KEYS[4], KEYS[5] the waiter registry (queue, waiters)
--- ARGV[1] 'set', 'tryset', 'add' or 'reset', ARGV[2] the new capacity
--- ('set', 'tryset') or the change ('add'), ARGV[3] the spec's capacity,
--- ARGV[4] the wake-up channel prefix, ARGV[5] the publish command (publish
--- or spublish), ARGV[6] the hand-off lease in milliseconds
--- 'set' and 'add' store the capacity without expiry; 'tryset' does so
--- only when no capacity is stored; 'reset' deletes it, so the spec's
--- capacity applies again. Returns {1, new capacity}, {0, capacity} when
--- 'tryset' found one stored, or {-1, capacity} when it would fall below 1
--- (nothing is changed). When waiters are registered, those the free
--- permits now satisfy get them in arrival order (see sem_hand_on), and
--- those wanting more than the new capacity get "<owner> retry" (they fail,
--- or keep waiting when they wait for the capacity to grow).
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- and hand permits on to the waiters it lets proceed. 'set' and 'add'
+-- store the capacity without expiry; 'tryset' does so only when no
+-- capacity is stored; 'reset' deletes it, so the spec's capacity applies
+-- again.
+-- KEYS[1] capacity: the capacity
+-- KEYS[2] holds: the holds (see semaphore_acquire)
+-- KEYS[3] counts: the counts (see semaphore_acquire)
+-- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
+-- KEYS[5] waiters: the waiter registry's deadlines
+-- ARGV[1] mode: 'set', 'tryset', 'add' or 'reset'
+-- ARGV[2] value: the new capacity ('set', 'tryset') or the change ('add')
+-- ARGV[3] spec_capacity: the spec's capacity
+-- ARGV[4] prefix: the wake-up channel prefix
+-- ARGV[5] publish: the publish command (publish or spublish)
+-- ARGV[6] handoff_ms: the hand-off lease in milliseconds
+-- reply: {int, int}
+--   {1, new capacity}, {0, capacity} when 'tryset' found one stored, or
+--   {-1, capacity} when it would fall below 1 (nothing is changed). When
+--   waiters are registered, those the free permits now satisfy get them in
+--   arrival order (see sem_hand_on), and those wanting more than the new
+--   capacity get "<owner> retry" (they fail, or keep waiting when they
+--   wait for the capacity to grow).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -532,11 +575,15 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
--- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
+-- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
 -- registered), the capacity (when an operator set one). Registry members
--- are "<owner> <n>", n being the permits wanted (see registry).
+-- are "<owner> <n>", n being the permits wanted (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- sem_keep makes key live at least ms from now.
 local function sem_keep(key, ms)
@@ -664,29 +711,45 @@ return {1, capacity}
 `,
 }
 
-// semaphoreReleaseScript is lockgen's templates/semaphore_release.lua.
+// semaphoreReleaseScript: give back the permits of one hold; when waiters are
+// registered, hand the freed permits on to them.
+// (lockgen's Lua script semaphore_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockrt.Script{
 	Name: "semaphore_release",
-	SHA1: "2fa1987a9501e29f0bf2ea388b358b70943a0122",
+	SHA1: "0537de8e4179a674ec0b7e1b46576dcd08a461d1",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
--- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem),
--- KEYS[4], KEYS[5] the waiter registry (queue, waiters)
--- ARGV[1] owner id, ARGV[2] the wake-up channel prefix (a client's
--- channel is prefix:<clientID>), ARGV[3] the publish command (publish or
--- spublish), ARGV[4] the spec's capacity, ARGV[5] the hand-off lease in
--- milliseconds, ARGV[6] when the owner gives up waiting, the permits it
--- waited for (it leaves the registry, and gives back permits it was
--- handed but did not use), else '0'
--- Returns the permits given back, or -1 when the owner holds none
--- (released already, or evicted after its lease ran out). Only a
--- semaphore whose 'q' flag says that waiters are registered reads the
--- registry and publishes: the waiters the free permits satisfy, in
--- arrival order, get them (see sem_hand_on).
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
+-- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
+--   held in all, 'q' -> 1 while waiters may be registered)
+-- KEYS[3] capacity: the capacity, when an operator set one
+-- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
+-- KEYS[5] waiters: the waiter registry's deadlines
+-- ARGV[1] owner: the owner id
+-- ARGV[2] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[3] publish: the publish command (publish or spublish)
+-- ARGV[4] spec_capacity: the spec's capacity
+-- ARGV[5] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6] leaving: when the owner gives up waiting, the permits it waited
+--   for (it leaves the registry, and gives back permits it was handed but
+--   did not use), else '0'
+-- reply: int
+--   The permits given back, or -1 when the owner holds none (released
+--   already, or evicted after its lease ran out). Only a semaphore whose
+--   'q' flag says that waiters are registered reads the registry and
+--   publishes: the waiters the free permits satisfy, in arrival order, get
+--   them (see sem_hand_on).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -812,11 +875,15 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
--- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
+-- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
 -- registered), the capacity (when an operator set one). Registry members
--- are "<owner> <n>", n being the permits wanted (see registry).
+-- are "<owner> <n>", n being the permits wanted (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- sem_keep makes key live at least ms from now.
 local function sem_keep(key, ms)
@@ -933,16 +1000,24 @@ return n
 `,
 }
 
-// semaphoreRenewScript is lockgen's templates/semaphore_renew.lua.
+// semaphoreRenewScript: extend the lease of one hold of a semaphore.
+// (lockgen's Lua script semaphore_renew; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var semaphoreRenewScript = lockrt.Script{
 	Name: "semaphore_renew",
-	SHA1: "3ccbeae139e42ca19ddc4216eda7cae85f6ce915",
+	SHA1: "78ad945c9faedb33831cd64b816a01d6ab71b45e",
 	Source: `-- semaphore_renew: extend the lease of one hold of a semaphore.
--- KEYS[1] the holds zset, KEYS[2] the counts hash
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns 1 when renewed, 0 when the owner holds nothing (evicted). A hold
--- still present is never counted as free, even past its expiry, so it may
--- be renewed.
+-- KEYS[1] holds: the holds (see semaphore_acquire)
+-- KEYS[2] counts: the counts (see semaphore_acquire)
+-- KEYS[3]? capacity: the capacity (unused)
+-- KEYS[4]? queue: the waiter registry's wait queue (unused)
+-- KEYS[5]? waiters: the waiter registry's deadlines (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- reply: int
+--   1 when renewed, 0 when the owner holds nothing (evicted). A hold still
+--   present is never counted as free, even past its expiry, so it may be
+--   renewed.
 local holds, counts = KEYS[1], KEYS[2]
 local lease = tonumber(ARGV[1])
 
@@ -961,19 +1036,32 @@ return 1
 `,
 }
 
-// semaphoreStateScript is lockgen's templates/semaphore_state.lua.
+// semaphoreStateScript: a semaphore's capacity and the permits held, after
+// evicting the holds whose lease ran out.
+// (lockgen's Lua script semaphore_state; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockrt.Script{
 	Name: "semaphore_state",
-	SHA1: "d444e7cdc5500ebc90a3d19d4f2ddba727f9e0d1",
+	SHA1: "c732257b97b23e0bbf8f34c38066362577c3543a",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
--- KEYS[1] the holds, KEYS[2] the counts, KEYS[3] the capacity (see sem)
--- ARGV[1] the spec's capacity, used while KEYS[3] does not exist
--- Returns {capacity, held}.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
+-- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
+--   held in all, 'q' -> 1 while waiters may be registered)
+-- KEYS[3] capacity: the capacity, when an operator set one
+-- ARGV[1] spec_capacity: the spec's capacity, used while KEYS[3] does not
+--   exist
+-- reply: {int, int}
+--   {capacity, held}.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1099,11 +1187,15 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
--- Semaphore state, shared by the semaphore_ scripts. KEYS: the holds
--- (a zset: owner -> expiry in server ms), the counts (a hash: owner -> its
+-- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
+-- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
 -- registered), the capacity (when an operator set one). Registry members
--- are "<owner> <n>", n being the permits wanted (see registry).
+-- are "<owner> <n>", n being the permits wanted (see registry). Its
+-- functions take the keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- sem_keep makes key live at least ms from now.
 local function sem_keep(key, ms)

@@ -98,22 +98,36 @@ var queueScripts = lockrt.QueueScripts{
 	Drain:   &queueDrainScript,
 }
 
-// forceUnlockScript is lockgen's templates/force_unlock.lua.
+// forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
+// (lockgen's Lua script force_unlock; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var forceUnlockScript = lockrt.Script{
 	Name: "force_unlock",
-	SHA1: "045ee8ea73233be5f90270fc92664f423c021bf8",
+	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
--- KEYS[1] the lock key; KEYS[2], KEYS[3] the waiter registry (queue,
--- waiters), absent for a RedLock node
--- ARGV[1] the wake-up channel prefix (with a registry: a client's channel
--- is prefix:<clientID>, and each client with a live waiter gets "all";
--- without: the channel itself, which gets "released"), ARGV[2] the publish
--- command (publish or spublish)
--- Returns 1 when a lock was deleted, 0 when it was not held.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock key
+-- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+--   neither queue nor waiters)
+-- KEYS[3]? waiters: the waiter registry's deadlines
+-- KEYS[4]? fence: a fenced lock's fence counter (unused: it outlives the
+--   lock)
+-- ARGV[1] prefix: the wake-up channel prefix (with a registry: a client's
+--   channel is prefix:<clientID>, and each client with a live waiter gets
+--   "all"; without: the channel itself, which gets "released")
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3]? handoff_ms: the hand-off lease in milliseconds (unused: nobody
+--   is handed a lock that was forced open)
+-- reply: int
+--   1 when a lock was deleted, 0 when it was not held.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -253,33 +267,44 @@ return 1
 `,
 }
 
-// multiAcquireScript is lockgen's templates/multi_acquire.lua.
+// multiAcquireScript: take several reentrant or simple locks for one owner, all
+// or none, in one step. Used when every key is on one slot (or one node).
+// (lockgen's Lua script multi_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var multiAcquireScript = lockrt.Script{
 	Name: "multi_acquire",
-	SHA1: "50e85eab6d860de4b45b22ff8f0e4eeeb27fbc75",
+	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
--- KEYS three per lock, each lock once: KEYS[3i-2] the i-th lock (a
--- reentrant lock is "<owner> <holds>[ w]", a simple one "<owner>[ w]", as
--- in their acquire scripts), KEYS[3i-1] and KEYS[3i] its waiter registry
--- (queue, waiters)
--- ARGV[1] owner id, ARGV[2] registry TTL in milliseconds (0: do not
--- register), ARGV[3] '1' when the owner is registered already, '2:<i>'
--- when it is registered at lock i (the one that blocked it) and only
--- refreshes that entry while lock i is held (see refresh in registry; the
--- full attempt otherwise); then, for
--- the i-th lock, ARGV[2i+2] its kind ('reentrant' or 'simple') and
--- ARGV[2i+3] its lease in milliseconds
--- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
--- when lock i (1-based) is held by another owner (the owner is then
--- registered as "<owner> m" in lock i's registry, to be woken, not
--- handed the lock, by its release; its entries at the other locks go);
--- {-1, pttl, i} when simple lock i is already held by this owner. No lock
--- is written unless all are taken.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
+--   lock (a reentrant lock is "<owner> <holds>[ w]", a simple one
+--   "<owner>[ w]", as in their acquire scripts), KEYS[3i-1] and KEYS[3i]
+--   its waiter registry (queue, waiters)
+-- ARGV[1] owner: the owner id
+-- ARGV[2] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[3] registered: '1' when the owner is registered already, '2:<i>'
+--   when it is registered at lock i (the one that blocked it) and only
+--   refreshes that entry while lock i is held (see refresh in registry;
+--   the full attempt otherwise)
+-- ARGV[4...] per_lock: two per lock: ARGV[2i+2] the i-th lock's kind
+--   ('reentrant' or 'simple') and ARGV[2i+3] its lease in milliseconds
+-- reply: {int, int} | {int, int, int}
+--   {1, n} when every lock was taken or re-entered; {0, pttl, i} when lock
+--   i (1-based) is held by another owner (the owner is then registered as
+--   "<owner> m" in lock i's registry, to be woken, not handed the lock, by
+--   its release; its entries at the other locks go); {-1, pttl, i} when
+--   simple lock i is already held by this owner. No lock is written unless
+--   all are taken.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -468,26 +493,39 @@ return {1, n}
 `,
 }
 
-// multiReleaseScript is lockgen's templates/multi_release.lua.
+// multiReleaseScript: give up one hold of each of several reentrant or simple
+// locks of one owner, in one step (the locks multi_acquire took); a lock
+// released with waiters registered is handed on as its own release
+// script would.
+// (lockgen's Lua script multi_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var multiReleaseScript = lockrt.Script{
 	Name: "multi_release",
-	SHA1: "9c681722447aeb330729d4b837511fca5f16bc45",
+	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
 -- script would.
--- KEYS three per lock, as in multi_acquire (lock, queue, waiters)
--- ARGV[1] owner id, ARGV[2] the publish command (publish or spublish);
--- then, for the i-th lock, ARGV[4i-1] its kind ('reentrant' or
--- 'simple'), ARGV[4i] its lease in milliseconds, ARGV[4i+1] its wake-up
--- channel prefix and ARGV[4i+2] its hand-off lease in milliseconds
--- Returns one code per lock, as the kind's release script does: -1 not
--- held by the owner, n > 0 holds left (the lease is restarted), 0
--- released.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1...] locks: three per lock, as in multi_acquire (lock, queue,
+--   waiters)
+-- ARGV[1] owner: the owner id
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3...] per_lock: four per lock: ARGV[4i-1] the i-th lock's kind
+--   ('reentrant' or 'simple'), ARGV[4i] its lease in milliseconds,
+--   ARGV[4i+1] its wake-up channel prefix and ARGV[4i+2] its hand-off
+--   lease in milliseconds
+-- reply: {int...}
+--   One code per lock, as the kind's release script replies: -1 not held
+--   by the owner, n > 0 holds left (the lease is restarted), 0 released.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -647,17 +685,23 @@ return codes
 `,
 }
 
-// queueAckScript is lockgen's templates/queue_ack.lua.
+// queueAckScript: acknowledge a delivery of a reliable queue; the item is done.
+// (lockgen's Lua script queue_ack; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueAckScript = lockrt.Script{
 	Name: "queue_ack",
-	SHA1: "5a0b3b42831c646dc9a7af028171435c22c265a2",
+	SHA1: "c5d0ee78e266d995143072337eb11c70e34bc8db",
 	Source: `-- queue_ack: acknowledge a delivery of a reliable queue; the item is done.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] id, ARGV[3] delivery number
--- Returns 1 when acknowledged, 0 when the delivery is no longer in flight
--- (its visibility timeout ran out and it was delivered again, or it was
--- acknowledged already).
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] id: the item's id
+-- ARGV[3] delivery: the delivery number
+-- reply: int
+--   1 when acknowledged, 0 when the delivery is no longer in flight (its
+--   visibility timeout ran out and it was delivered again, or it was
+--   acknowledged already).
 local id = ARGV[2]
 if redis.call('hget', KEYS[8], id) ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
   return 0
@@ -670,16 +714,23 @@ return 1
 `,
 }
 
-// queueBuryScript is lockgen's templates/queue_bury.lua.
+// queueBuryScript: put an item a plain queue's consumer could not decode on
+// the dead list, with the reason.
+// (lockgen's Lua script queue_bury; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueBuryScript = lockrt.Script{
 	Name: "queue_bury",
-	SHA1: "018ca3e55836068d9d590616349b81d106d407f5",
+	SHA1: "b73995a2265d2f186f80e4840db6fbcf5c892e4e",
 	Source: `-- queue_bury: put an item a plain queue's consumer could not decode on
 -- the dead list, with the reason.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] the encoded item, ARGV[3] reason
--- Returns the dead letter's id.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] body: the encoded item
+-- ARGV[3] reason: why it is dead
+-- reply: string
+--   The dead letter's id.
 local t = redis.call('time')
 local id = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-' .. redis.call('incr', KEYS[4])
 redis.call('pexpire', KEYS[4], 10000)
@@ -691,17 +742,21 @@ return id
 `,
 }
 
-// queueDeadScript is lockgen's templates/queue_dead.lua.
+// queueDeadScript: list dead letters, oldest first.
+// (lockgen's Lua script queue_dead; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueDeadScript = lockrt.Script{
 	Name: "queue_dead",
-	SHA1: "2122e9c60467da469a85d80d9a0566a66faf5a37",
+	SHA1: "b309e657d9f11719241600677003082747688a38",
 	Source: `-- queue_dead: list dead letters, oldest first.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] how many to skip, ARGV[3] how
--- many to return
--- Returns {id, body, reason, deliveries, id, body, ...}; a missing field
--- is ''.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] skip: how many to skip
+-- ARGV[3] n: how many to return
+-- reply: {string...}
+--   {id, body, reason, deliveries, id, body, ...}; a missing field is ''.
 local first = tonumber(ARGV[2])
 local ids = redis.call('lrange', KEYS[9], first, first + tonumber(ARGV[3]) - 1)
 local out = {}
@@ -715,19 +770,25 @@ return out
 `,
 }
 
-// queueDrainScript is lockgen's templates/queue_drain.lua.
+// queueDrainScript: take the first ready items out of a queue for good (at
+// most once, also for a reliable queue: they are not put in flight).
+// (lockgen's Lua script queue_drain; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueDrainScript = lockrt.Script{
 	Name: "queue_drain",
-	SHA1: "c0009d0580081ee1d278013fdafb94739d1613c0",
+	SHA1: "9a3e4529d34a72e080b8cb9d239f3b67f03b764c",
 	Source: `-- queue_drain: take the first ready items out of a queue for good (at
 -- most once, also for a reliable queue: they are not put in flight).
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable: the
--- ready list holds ids; 'p' plain: it holds bodies), ARGV[3] how many at
--- most
--- Returns {ready items left, body, body, ...}; an id whose body is gone
--- is passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
+--   holds bodies)
+-- ARGV[3] n: how many at most
+-- reply: {int, string...}
+--   {ready items left, body, body, ...}; an id whose body is gone is
+--   passed over.
 local taken = redis.call('lpop', KEYS[1], tonumber(ARGV[3]))
 local out = {0}
 if taken then
@@ -752,17 +813,24 @@ return out
 `,
 }
 
-// queueExtendScript is lockgen's templates/queue_extend.lua.
+// queueExtendScript: move the visibility deadline of a delivery in flight.
+// (lockgen's Lua script queue_extend; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueExtendScript = lockrt.Script{
 	Name: "queue_extend",
-	SHA1: "1d99434cf6b9f980dd66bceea009b5ae52fe3e1b",
+	SHA1: "ad13ff9de6281214917d3a88edeae71cce0ebfff",
 	Source: `-- queue_extend: move the visibility deadline of a delivery in flight.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] id, ARGV[3] delivery number,
--- ARGV[4] the new visibility from now, in ms
--- Returns {deadline, now} (server clock, unix ms), or false when the
--- delivery is no longer in flight.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] id: the item's id
+-- ARGV[3] delivery: the delivery number
+-- ARGV[4] visibility_ms: the new visibility from now, in milliseconds
+-- reply: {int, int} | nil
+--   {deadline, now} (server clock, unix ms), or false when the delivery is
+--   no longer in flight.
 local id = ARGV[2]
 if redis.call('hget', KEYS[8], id) ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
   return false
@@ -780,25 +848,39 @@ return {deadline, now}
 `,
 }
 
-// queueMoveScript is lockgen's templates/queue_move.lua.
+// queueMoveScript: the delay timer's step. Moves due items (delayed ones, and
+// for a reliable queue the deliveries whose visibility timeout ran out) to
+// the ready list, at most a batch of each, and returns when to run next.
+// A delivery that ran out after max deliveries goes to the dead list.
+// "armed" records the earliest due time every live timer is armed for:
+// an item due earlier must be announced on the channel. It expires a
+// second after that time, so it never outlives the clients.
+// (lockgen's Lua script queue_move; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueMoveScript = lockrt.Script{
 	Name: "queue_move",
-	SHA1: "6b5dd0fcf3d6b9b8cce87a47d6ec7b19b132c48d",
+	SHA1: "f7b5277c176e243929555759c3fe74d3633356eb",
 	Source: `-- queue_move: the delay timer's step. Moves due items (delayed ones, and
 -- for a reliable queue the deliveries whose visibility timeout ran out) to
 -- the ready list, at most a batch of each, and returns when to run next.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable, 'p' plain),
--- ARGV[3] batch size, ARGV[4] visibility ms, ARGV[5] max deliveries,
--- ARGV[6] '1' to report lateness (optional)
--- Returns {now, next due or -1, items moved, 1 when a batch was full},
--- followed with ARGV[6] by how late each delayed item moved was (now
--- minus its due time, ms).
 -- A delivery that ran out after max deliveries goes to the dead list.
 -- "armed" records the earliest due time every live timer is armed for:
 -- an item due earlier must be announced on the channel. It expires a
 -- second after that time, so it never outlives the clients.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] mode: 'r' reliable, 'p' plain
+-- ARGV[3] batch: the batch size
+-- ARGV[4] visibility_ms: the visibility timeout in milliseconds
+-- ARGV[5] max_deliveries: deliveries before an item is dead
+-- ARGV[6]? lateness: '1' to report lateness
+-- reply: {int, int, int, int, int...}
+--   {now, next due or -1, items moved, 1 when a batch was full}, followed
+--   with ARGV[6] by how late each delayed item moved was (now minus its
+--   due time, ms).
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local reliable = ARGV[2] == 'r'
@@ -890,22 +972,34 @@ return reply
 `,
 }
 
-// queueNackScript is lockgen's templates/queue_nack.lua.
+// queueNackScript: give a delivery of a reliable queue back: deliver it again
+// (now, or after a delay), dead-letter it when it reached max deliveries
+// (or when asked to), or put it back unharmed.
+// (lockgen's Lua script queue_nack; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueNackScript = lockrt.Script{
 	Name: "queue_nack",
-	SHA1: "325bbe9390c0f59b9368b8248c6879e8bc59be36",
+	SHA1: "1eebddf94a62a57eb0296a03847429d853d3e8d7",
 	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again
 -- (now, or after a delay), dead-letter it when it reached max deliveries
 -- (or when asked to), or put it back unharmed.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] id, ARGV[3] delivery number,
--- ARGV[4] max deliveries, ARGV[5] reason, ARGV[6] '1' to dead-letter now,
--- '0' to deliver again, 'b' to put it back at the head of the queue
--- without counting this delivery (a worker shutting down), ARGV[7] the
--- delay before it is delivered again, in ms ('' or '0': now)
--- Returns 1 when queued again, 2 when dead-lettered, 3 when delayed, 0
--- when the delivery is no longer in flight.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] id: the item's id
+-- ARGV[3] delivery: the delivery number
+-- ARGV[4] max_deliveries: deliveries before an item is dead
+-- ARGV[5] reason: why it was given back
+-- ARGV[6] dead: '1' to dead-letter now, '0' to deliver again, 'b' to put
+--   it back at the head of the queue without counting this delivery (a
+--   worker shutting down)
+-- ARGV[7] delay_ms: the delay before it is delivered again, in
+--   milliseconds ('' or '0': now)
+-- reply: int
+--   1 when queued again, 2 when dead-lettered, 3 when delayed, 0 when the
+--   delivery is no longer in flight.
 local id = ARGV[2]
 local n = redis.call('hget', KEYS[8], id)
 if n ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
@@ -940,20 +1034,27 @@ return 3
 `,
 }
 
-// queueOfferScript is lockgen's templates/queue_offer.lua.
+// queueOfferScript: add items to a queue, ready now or when due.
+// (lockgen's Lua script queue_offer; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueOfferScript = lockrt.Script{
 	Name: "queue_offer",
-	SHA1: "4a4a5b0e735ea312822fdcbecb972034abbfd439",
+	SHA1: "0440fea680f8d65f7de24c72b194ae64c9b02c48",
 	Source: `-- queue_offer: add items to a queue, ready now or when due.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] mode ('r' reliable: lists hold ids and
--- bodies live in data; 'p' plain: the ready list holds bodies),
--- ARGV[3] delay in ms or '', ARGV[4] due time in unix ms or '',
--- ARGV[5..] the encoded items
--- Returns the due time (server clock, unix ms), or 0 when the items are
--- ready now. An item that becomes the earliest due one is announced on
--- the channel, so that every client's delay timer re-arms.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] mode: 'r' reliable (lists hold ids and bodies live in data) or
+--   'p' plain (the ready list holds bodies)
+-- ARGV[3] delay_ms: the delay in milliseconds, or ''
+-- ARGV[4] due_ms: the due time in unix milliseconds, or ''
+-- ARGV[5...] items: the encoded items
+-- reply: int
+--   The due time (server clock, unix ms), or 0 when the items are ready
+--   now. An item that becomes the earliest due one is announced on the
+--   channel, so that every client's delay timer re-arms.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = 0
@@ -1001,18 +1102,25 @@ return due
 `,
 }
 
-// queuePeekScript is lockgen's templates/queue_peek.lua.
+// queuePeekScript: the bodies of the first ready items of a reliable queue,
+// without taking them (a plain queue's ready list holds the bodies, so
+// the runtime reads it with LRANGE instead).
+// (lockgen's Lua script queue_peek; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queuePeekScript = lockrt.Script{
 	Name: "queue_peek",
-	SHA1: "5afd70cf7d5fbd5a814febf48530aa0bcef7f840",
+	SHA1: "965415ba2e44ba8b0aa75818404e4fc721301499",
 	Source: `-- queue_peek: the bodies of the first ready items of a reliable queue,
 -- without taking them (a plain queue's ready list holds the bodies, so
 -- the runtime reads it with LRANGE instead).
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] how many at most
--- Returns the bodies, first ready first; an id whose body is gone (a
--- race with its acknowledgement) is passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] n: how many at most
+-- reply: {string...}
+--   The bodies, first ready first; an id whose body is gone (a race with
+--   its acknowledgement) is passed over.
 local n = tonumber(ARGV[2])
 local out = {}
 local first = 0
@@ -1032,17 +1140,23 @@ return out
 `,
 }
 
-// queueRedriveScript is lockgen's templates/queue_redrive.lua.
+// queueRedriveScript: put the oldest dead letters back on the ready list, with
+// their delivery count reset.
+// (lockgen's Lua script queue_redrive; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueRedriveScript = lockrt.Script{
 	Name: "queue_redrive",
-	SHA1: "61f96f3a62c209dc9d987f6f43741089f05eca06",
+	SHA1: "ac9b2586665ffb16150605231c24404ba15fced0",
 	Source: `-- queue_redrive: put the oldest dead letters back on the ready list, with
 -- their delivery count reset.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable, 'p' plain),
--- ARGV[3] how many at most
--- Returns how many were put back.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable, 'p' plain
+-- ARGV[3] n: how many at most
+-- reply: int
+--   How many were put back.
 local moved = 0
 for _ = 1, tonumber(ARGV[3]) do
   local id = redis.call('lpop', KEYS[9])
@@ -1066,10 +1180,18 @@ return moved
 `,
 }
 
-// queueRemoveScript is lockgen's templates/queue_remove.lua.
+// queueRemoveScript: remove ready and delayed items equal to a value, compared
+// by the codec's bytes inside the item envelope (runtime/codec.go): a 0
+// byte, the envelope's version, the codec's tag, then for version 2 a
+// carrier section (its length as a uvarint, then the section), then the
+// codec's bytes. Items without the 0 byte predate the envelope and are
+// compared whole; a carrier (a trace context) does not matter.
+// Items in flight and dead letters are left alone.
+// (lockgen's Lua script queue_remove; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueRemoveScript = lockrt.Script{
 	Name: "queue_remove",
-	SHA1: "bc5d300d6bc676b0d07ff1e304879951a76ae48b",
+	SHA1: "a25afffebf5aefc85c9a8ee225b645a0feabb74f",
 	Source: `-- queue_remove: remove ready and delayed items equal to a value, compared
 -- by the codec's bytes inside the item envelope (runtime/codec.go): a 0
 -- byte, the envelope's version, the codec's tag, then for version 2 a
@@ -1077,14 +1199,19 @@ var queueRemoveScript = lockrt.Script{
 -- codec's bytes. Items without the 0 byte predate the envelope and are
 -- compared whole; a carrier (a trace context) does not matter.
 -- Items in flight and dead letters are left alone.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (unused), ARGV[2] mode ('r' reliable: the
--- ready list holds ids; 'p' plain: it holds bodies), ARGV[3] the codec's
--- bytes of the value, ARGV[4] the codec's tag, ARGV[5] how many to remove
--- at most (0: all), ready ones first, then delayed ones by due time
--- Returns how many were removed. It reads every ready and delayed item
--- (until the limit is reached): O(N).
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the publish command (unused)
+-- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
+--   holds bodies)
+-- ARGV[3] value: the codec's bytes of the value
+-- ARGV[4] tag: the codec's tag
+-- ARGV[5] n: how many to remove at most (0: all), ready ones first, then
+--   delayed ones by due time
+-- reply: int
+--   How many were removed. It reads every ready and delayed item (until
+--   the limit is reached): O(N).
 local want, tag, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local reliable = ARGV[2] == 'r'
 
@@ -1183,22 +1310,30 @@ return removed
 `,
 }
 
-// queueTakeScript is lockgen's templates/queue_take.lua.
+// queueTakeScript: claim deliveries of a reliable queue, each put in flight
+// with the same visibility deadline.
+// (lockgen's Lua script queue_take; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var queueTakeScript = lockrt.Script{
 	Name: "queue_take",
-	SHA1: "0f084c0130a8b92a4a36357aac07137b9d7f2b75",
+	SHA1: "39e9c428759ede4989c480489c724d9a4b5487eb",
 	Source: `-- queue_take: claim deliveries of a reliable queue, each put in flight
 -- with the same visibility deadline.
--- KEYS: the queue's keys (see templates/queues.go): 1 ready, 2 delayed,
--- 3 data, 4 seq, 5 armed, 6 proc, 7 inflight, 8 att, 9 dead, 10 err
--- ARGV[1] the publish command (the timer channel is KEYS[1]..':ch'), ARGV[2] visibility ms, ARGV[3] the id a blocking
--- move put on the proc list, or '' to take the first ready item,
--- ARGV[4] how many to claim at most (the id first, then the first ready
--- items)
--- Returns false when there is nothing to claim (nothing ready, and the id
--- was '' or already recovered by a delay timer), or {deadline, now, id,
--- body, delivery number, id, body, delivery number, ...}. An id whose
--- item is gone (acknowledged meanwhile) is cleaned up and passed over.
+-- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes on the timer channel,
+--   KEYS[1]..':ch' (publish or spublish)
+-- ARGV[2] visibility_ms: the visibility timeout in milliseconds
+-- ARGV[3] id: the id a blocking move put on the proc list, or '' to take
+--   the first ready item
+-- ARGV[4] n: how many to claim at most (the id first, then the first
+--   ready items)
+-- reply: nil | {int, int, any...}
+--   false when there is nothing to claim (nothing ready, and the id was ''
+--   or already recovered by a delay timer), or {deadline, now, id, body,
+--   delivery number, id, body, delivery number, ...}. An id whose item is
+--   gone (acknowledged meanwhile) is cleaned up and passed over.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + tonumber(ARGV[2])
@@ -1252,27 +1387,40 @@ return out
 `,
 }
 
-// reentrantAcquireScript is lockgen's templates/reentrant_acquire.lua.
+// reentrantAcquireScript: take or re-enter a reentrant lock; a caller that
+// cannot take it registers as a waiter in the same call.
+// (lockgen's Lua script reentrant_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockrt.Script{
 	Name: "reentrant_acquire",
-	SHA1: "745f28aa35247307bd8dce7d606e89be28b81904",
+	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock: a string "<owner> <holds>", with " w" appended while
--- waiters are registered, so that taking a free lock is one SET NX PX
--- KEYS[2], KEYS[3] the waiter registry: queue and waiters (see registry)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id,
--- ARGV[3] registry TTL in milliseconds (0: do not register),
--- ARGV[4] '1' when the owner is registered already (a woken waiter), '2'
--- when it is registered and only refreshes its entry unless the lock is
--- free or was handed to it (see refresh in registry), else '0'
--- Returns {1, holds} when taken, re-entered, or found handed to this
--- waiter by a release (its lease is then extended to the full lease);
--- {0, pttl} when another owner holds it.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
+--   waiters are registered, so that taking a free lock is one SET NX PX
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[4] registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it is registered and only refreshes its entry unless
+--   the lock is free or was handed to it (see refresh in registry), else
+--   '0'
+-- reply: {int, int}
+--   {1, holds} when taken, re-entered, or found handed to this waiter by a
+--   release (its lease is then extended to the full lease); {0, pttl} when
+--   another owner holds it.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1444,30 +1592,44 @@ return {0, redis.call('pttl', lock)}
 `,
 }
 
-// reentrantReleaseScript is lockgen's templates/reentrant_release.lua.
+// reentrantReleaseScript: give up one hold of a reentrant (or fenced) lock; the
+// last hold hands the lock to the longest-waiting live waiter, if any.
+// (lockgen's Lua script reentrant_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockrt.Script{
 	Name: "reentrant_release",
-	SHA1: "41dc7a7f07b2cccf3d1142d4540214a58518eed5",
+	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
--- KEYS[1] the lock: "<owner> <holds>[ <token>][ w]"; KEYS[2], KEYS[3] the
--- waiter registry (queue, waiters); KEYS[4] a fenced lock's fence counter
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
--- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
--- publish command (publish or spublish), ARGV[5] the lease of a hand-off
--- in milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves
--- the registry, and hands on a lock it was handed but did not use)
--- Returns -1 when the owner does not hold the lock, the holds left when
--- still held (the lease is restarted), or 0 when released. A release
--- without " w" only deletes the key. Otherwise the first live waiter gets
--- the lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
--- message "<waiter>[ <token>]" on its client's channel; a waiter
--- registered as "<owner> <detail>" (a multi-lock) is woken to try again
--- instead, and the key deleted.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[4]? fence: a fenced lock's fence counter
+-- ARGV[1] owner: the owner id
+-- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] handoff_ms: the lease of a hand-off in milliseconds
+-- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a lock it was handed but did not use)
+-- reply: int
+--   -1 when the owner does not hold the lock, the holds left when still
+--   held (the lease is restarted), or 0 when released. A release without
+--   " w" only deletes the key. Otherwise the first live waiter gets the
+--   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
+--   message "<waiter>[ <token>]" on its client's channel; a waiter
+--   registered as "<owner> <detail>" (a multi-lock) is woken to try again
+--   instead, and the key deleted.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1621,14 +1783,21 @@ return 0
 `,
 }
 
-// reentrantRenewScript is lockgen's templates/reentrant_renew.lua.
+// reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
+// (lockgen's Lua script reentrant_renew; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var reentrantRenewScript = lockrt.Script{
 	Name: "reentrant_renew",
-	SHA1: "c79f00766148623662d8b0d7404968fc6bc48237",
+	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
--- KEYS[1] the lock: "<owner> <holds>[ <token>]"
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns 1 when renewed, 0 when the owner no longer holds the lock.
+-- KEYS[1] lock: "<owner> <holds>[ <token>]"
+-- KEYS[2] queue: the waiter registry's wait queue (unused)
+-- KEYS[3] waiters: the waiter registry's deadlines (unused)
+-- KEYS[4]? fence: a fenced lock's fence counter (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- reply: int
+--   1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
 local prefix = ARGV[2] .. ' '
 

@@ -110,22 +110,36 @@ var reentrantLockScripts = lockrt.LockScripts{
 	MultiRelease: &multiReleaseScript,
 }
 
-// forceUnlockScript is lockgen's templates/force_unlock.lua.
+// forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
+// (lockgen's Lua script force_unlock; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var forceUnlockScript = lockrt.Script{
 	Name: "force_unlock",
-	SHA1: "045ee8ea73233be5f90270fc92664f423c021bf8",
+	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
--- KEYS[1] the lock key; KEYS[2], KEYS[3] the waiter registry (queue,
--- waiters), absent for a RedLock node
--- ARGV[1] the wake-up channel prefix (with a registry: a client's channel
--- is prefix:<clientID>, and each client with a live waiter gets "all";
--- without: the channel itself, which gets "released"), ARGV[2] the publish
--- command (publish or spublish)
--- Returns 1 when a lock was deleted, 0 when it was not held.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock key
+-- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+--   neither queue nor waiters)
+-- KEYS[3]? waiters: the waiter registry's deadlines
+-- KEYS[4]? fence: a fenced lock's fence counter (unused: it outlives the
+--   lock)
+-- ARGV[1] prefix: the wake-up channel prefix (with a registry: a client's
+--   channel is prefix:<clientID>, and each client with a live waiter gets
+--   "all"; without: the channel itself, which gets "released")
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3]? handoff_ms: the hand-off lease in milliseconds (unused: nobody
+--   is handed a lock that was forced open)
+-- reply: int
+--   1 when a lock was deleted, 0 when it was not held.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -265,33 +279,44 @@ return 1
 `,
 }
 
-// multiAcquireScript is lockgen's templates/multi_acquire.lua.
+// multiAcquireScript: take several reentrant or simple locks for one owner, all
+// or none, in one step. Used when every key is on one slot (or one node).
+// (lockgen's Lua script multi_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var multiAcquireScript = lockrt.Script{
 	Name: "multi_acquire",
-	SHA1: "50e85eab6d860de4b45b22ff8f0e4eeeb27fbc75",
+	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
--- KEYS three per lock, each lock once: KEYS[3i-2] the i-th lock (a
--- reentrant lock is "<owner> <holds>[ w]", a simple one "<owner>[ w]", as
--- in their acquire scripts), KEYS[3i-1] and KEYS[3i] its waiter registry
--- (queue, waiters)
--- ARGV[1] owner id, ARGV[2] registry TTL in milliseconds (0: do not
--- register), ARGV[3] '1' when the owner is registered already, '2:<i>'
--- when it is registered at lock i (the one that blocked it) and only
--- refreshes that entry while lock i is held (see refresh in registry; the
--- full attempt otherwise); then, for
--- the i-th lock, ARGV[2i+2] its kind ('reentrant' or 'simple') and
--- ARGV[2i+3] its lease in milliseconds
--- Returns {1, n} when every lock was taken or re-entered; {0, pttl, i}
--- when lock i (1-based) is held by another owner (the owner is then
--- registered as "<owner> m" in lock i's registry, to be woken, not
--- handed the lock, by its release; its entries at the other locks go);
--- {-1, pttl, i} when simple lock i is already held by this owner. No lock
--- is written unless all are taken.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
+--   lock (a reentrant lock is "<owner> <holds>[ w]", a simple one
+--   "<owner>[ w]", as in their acquire scripts), KEYS[3i-1] and KEYS[3i]
+--   its waiter registry (queue, waiters)
+-- ARGV[1] owner: the owner id
+-- ARGV[2] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[3] registered: '1' when the owner is registered already, '2:<i>'
+--   when it is registered at lock i (the one that blocked it) and only
+--   refreshes that entry while lock i is held (see refresh in registry;
+--   the full attempt otherwise)
+-- ARGV[4...] per_lock: two per lock: ARGV[2i+2] the i-th lock's kind
+--   ('reentrant' or 'simple') and ARGV[2i+3] its lease in milliseconds
+-- reply: {int, int} | {int, int, int}
+--   {1, n} when every lock was taken or re-entered; {0, pttl, i} when lock
+--   i (1-based) is held by another owner (the owner is then registered as
+--   "<owner> m" in lock i's registry, to be woken, not handed the lock, by
+--   its release; its entries at the other locks go); {-1, pttl, i} when
+--   simple lock i is already held by this owner. No lock is written unless
+--   all are taken.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -480,26 +505,39 @@ return {1, n}
 `,
 }
 
-// multiReleaseScript is lockgen's templates/multi_release.lua.
+// multiReleaseScript: give up one hold of each of several reentrant or simple
+// locks of one owner, in one step (the locks multi_acquire took); a lock
+// released with waiters registered is handed on as its own release
+// script would.
+// (lockgen's Lua script multi_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var multiReleaseScript = lockrt.Script{
 	Name: "multi_release",
-	SHA1: "9c681722447aeb330729d4b837511fca5f16bc45",
+	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
 -- script would.
--- KEYS three per lock, as in multi_acquire (lock, queue, waiters)
--- ARGV[1] owner id, ARGV[2] the publish command (publish or spublish);
--- then, for the i-th lock, ARGV[4i-1] its kind ('reentrant' or
--- 'simple'), ARGV[4i] its lease in milliseconds, ARGV[4i+1] its wake-up
--- channel prefix and ARGV[4i+2] its hand-off lease in milliseconds
--- Returns one code per lock, as the kind's release script does: -1 not
--- held by the owner, n > 0 holds left (the lease is restarted), 0
--- released.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1...] locks: three per lock, as in multi_acquire (lock, queue,
+--   waiters)
+-- ARGV[1] owner: the owner id
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3...] per_lock: four per lock: ARGV[4i-1] the i-th lock's kind
+--   ('reentrant' or 'simple'), ARGV[4i] its lease in milliseconds,
+--   ARGV[4i+1] its wake-up channel prefix and ARGV[4i+2] its hand-off
+--   lease in milliseconds
+-- reply: {int...}
+--   One code per lock, as the kind's release script replies: -1 not held
+--   by the owner, n > 0 holds left (the lease is restarted), 0 released.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -659,17 +697,24 @@ return codes
 `,
 }
 
-// redlockReleaseScript is lockgen's templates/redlock_release.lua.
+// redlockReleaseScript: compare-and-delete a RedLock's value on one node and
+// wake that node's waiters (RedLock waiters wait for messages from a
+// majority of the nodes, so every release publishes).
+// (lockgen's Lua script redlock_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var redlockReleaseScript = lockrt.Script{
 	Name: "redlock_release",
-	SHA1: "0342fcf296d1a84a3a6c7aa9db4265a201be5130",
+	SHA1: "349a709dcdd1e52f12cc4601ff2317a68d632b9c",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node and
 -- wake that node's waiters (RedLock waiters wait for messages from a
 -- majority of the nodes, so every release publishes).
--- KEYS[1] the lock key (value: the attempt's value)
--- ARGV[1] value, ARGV[2] lease in milliseconds (unused), ARGV[3] wake-up
--- channel, ARGV[4] the publish command (publish or spublish)
--- Returns -1 when the value is not there, 0 when released.
+-- KEYS[1] lock: the lock key (value: the attempt's value)
+-- ARGV[1] value: the attempt's value
+-- ARGV[2] lease_ms: the lease in milliseconds (unused)
+-- ARGV[3] channel: the wake-up channel
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- reply: int
+--   -1 when the value is not there, 0 when released.
 local lock = KEYS[1]
 
 if redis.call('get', lock) ~= ARGV[1] then
@@ -681,27 +726,40 @@ return 0
 `,
 }
 
-// reentrantAcquireScript is lockgen's templates/reentrant_acquire.lua.
+// reentrantAcquireScript: take or re-enter a reentrant lock; a caller that
+// cannot take it registers as a waiter in the same call.
+// (lockgen's Lua script reentrant_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockrt.Script{
 	Name: "reentrant_acquire",
-	SHA1: "745f28aa35247307bd8dce7d606e89be28b81904",
+	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock: a string "<owner> <holds>", with " w" appended while
--- waiters are registered, so that taking a free lock is one SET NX PX
--- KEYS[2], KEYS[3] the waiter registry: queue and waiters (see registry)
--- ARGV[1] lease in milliseconds, ARGV[2] owner id,
--- ARGV[3] registry TTL in milliseconds (0: do not register),
--- ARGV[4] '1' when the owner is registered already (a woken waiter), '2'
--- when it is registered and only refreshes its entry unless the lock is
--- free or was handed to it (see refresh in registry), else '0'
--- Returns {1, holds} when taken, re-entered, or found handed to this
--- waiter by a release (its lease is then extended to the full lease);
--- {0, pttl} when another owner holds it.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
+--   waiters are registered, so that taking a free lock is one SET NX PX
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[4] registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it is registered and only refreshes its entry unless
+--   the lock is free or was handed to it (see refresh in registry), else
+--   '0'
+-- reply: {int, int}
+--   {1, holds} when taken, re-entered, or found handed to this waiter by a
+--   release (its lease is then extended to the full lease); {0, pttl} when
+--   another owner holds it.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -873,30 +931,44 @@ return {0, redis.call('pttl', lock)}
 `,
 }
 
-// reentrantReleaseScript is lockgen's templates/reentrant_release.lua.
+// reentrantReleaseScript: give up one hold of a reentrant (or fenced) lock; the
+// last hold hands the lock to the longest-waiting live waiter, if any.
+// (lockgen's Lua script reentrant_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockrt.Script{
 	Name: "reentrant_release",
-	SHA1: "41dc7a7f07b2cccf3d1142d4540214a58518eed5",
+	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
--- KEYS[1] the lock: "<owner> <holds>[ <token>][ w]"; KEYS[2], KEYS[3] the
--- waiter registry (queue, waiters); KEYS[4] a fenced lock's fence counter
--- ARGV[1] owner id, ARGV[2] lease in milliseconds, ARGV[3] the wake-up
--- channel prefix (a client's channel is prefix:<clientID>), ARGV[4] the
--- publish command (publish or spublish), ARGV[5] the lease of a hand-off
--- in milliseconds, ARGV[6] '1' when the owner gives up waiting (it leaves
--- the registry, and hands on a lock it was handed but did not use)
--- Returns -1 when the owner does not hold the lock, the holds left when
--- still held (the lease is restarted), or 0 when released. A release
--- without " w" only deletes the key. Otherwise the first live waiter gets
--- the lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
--- message "<waiter>[ <token>]" on its client's channel; a waiter
--- registered as "<owner> <detail>" (a multi-lock) is woken to try again
--- instead, and the key deleted.
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[4]? fence: a fenced lock's fence counter
+-- ARGV[1] owner: the owner id
+-- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] handoff_ms: the lease of a hand-off in milliseconds
+-- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a lock it was handed but did not use)
+-- reply: int
+--   -1 when the owner does not hold the lock, the holds left when still
+--   held (the lease is restarted), or 0 when released. A release without
+--   " w" only deletes the key. Otherwise the first live waiter gets the
+--   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
+--   message "<waiter>[ <token>]" on its client's channel; a waiter
+--   registered as "<owner> <detail>" (a multi-lock) is woken to try again
+--   instead, and the key deleted.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1050,14 +1122,21 @@ return 0
 `,
 }
 
-// reentrantRenewScript is lockgen's templates/reentrant_renew.lua.
+// reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
+// (lockgen's Lua script reentrant_renew; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var reentrantRenewScript = lockrt.Script{
 	Name: "reentrant_renew",
-	SHA1: "c79f00766148623662d8b0d7404968fc6bc48237",
+	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
--- KEYS[1] the lock: "<owner> <holds>[ <token>]"
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns 1 when renewed, 0 when the owner no longer holds the lock.
+-- KEYS[1] lock: "<owner> <holds>[ <token>]"
+-- KEYS[2] queue: the waiter registry's wait queue (unused)
+-- KEYS[3] waiters: the waiter registry's deadlines (unused)
+-- KEYS[4]? fence: a fenced lock's fence counter (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- reply: int
+--   1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
 local prefix = ARGV[2] .. ' '
 
@@ -1070,27 +1149,41 @@ return 0
 `,
 }
 
-// simpleAcquireScript is lockgen's templates/simple_acquire.lua.
+// simpleAcquireScript: take a non-reentrant lock (SET NX PX); a caller that
+// cannot take it registers as a waiter in the same call.
+// (lockgen's Lua script simple_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var simpleAcquireScript = lockrt.Script{
 	Name: "simple_acquire",
-	SHA1: "33d360ef45af57e620416e11caf267b54fa14745",
+	SHA1: "3f53d2663a9950328a5a45e0fc0d8ef4133ba705",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
--- KEYS[1] the lock key (value: owner id, with " w" appended while waiters
--- are registered); KEYS[2], KEYS[3] the waiter registry (queue, waiters),
--- which a RedLock node does not pass
--- ARGV[1] lease in milliseconds, ARGV[2] owner id, ARGV[3] registry TTL in
--- milliseconds (0 or absent: do not register), ARGV[4] '1' when the owner
--- is registered already (a woken waiter), '2' when it only refreshes its
--- entry unless the lock is free or was handed to it (refresh in registry)
--- Returns {1, 1} when taken, or found handed to this waiter by a release
--- (its lease is then extended to the full lease); {0, pttl} when another
--- owner holds it; {-1, pttl} when this owner already holds it (a simple
--- lock is not reentrant).
--- The waiter registry (runtime's package doc, "Waiter registry"): queue, a
--- list of members in arrival order, and waiters, a zset of the same
--- members scored by their deadline in server milliseconds. A member is
--- "<owner>" or "<owner> <detail>"; an owner is "<clientID>:<n>".
+-- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
+--   waiters are registered)
+-- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+--   neither queue nor waiters)
+-- KEYS[3]? waiters: the waiter registry's deadlines
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0 or absent: do
+--   not register)
+-- ARGV[4]? registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it only refreshes its entry unless the lock is free
+--   or was handed to it (refresh in registry)
+-- reply: {int, int}
+--   {1, 1} when taken, or found handed to this waiter by a release (its
+--   lease is then extended to the full lease); {0, pttl} when another
+--   owner holds it; {-1, pttl} when this owner already holds it (a simple
+--   lock is not reentrant).
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1259,14 +1352,20 @@ return {0, redis.call('pttl', lock)}
 `,
 }
 
-// simpleRenewScript is lockgen's templates/simple_renew.lua.
+// simpleRenewScript: extend the lease of a held non-reentrant lock.
+// (lockgen's Lua script simple_renew; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
 var simpleRenewScript = lockrt.Script{
 	Name: "simple_renew",
-	SHA1: "b96146c4735df76217656007f3f80e1a16b6fb7f",
+	SHA1: "34d9d8cf1607aadf259d90d519271252a13996a1",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
--- KEYS[1] the lock key (value: owner id[ w])
--- ARGV[1] lease in milliseconds, ARGV[2] owner id
--- Returns 1 when renewed, 0 when the owner no longer holds the lock.
+-- KEYS[1] lock: the lock key (value: owner id[ w])
+-- KEYS[2] queue: the waiter registry's wait queue (unused)
+-- KEYS[3] waiters: the waiter registry's deadlines (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- reply: int
+--   1 when renewed, 0 when the owner no longer holds the lock.
 local lock = KEYS[1]
 local value = redis.call('get', lock)
 

@@ -1,0 +1,344 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/templates"
+)
+
+// contractHook records every script call a client makes: the script (by
+// SHA1 or source), how many KEYS and ARGV it was given, and its reply.
+type contractHook struct {
+	byDigest map[string]string // SHA1 or source -> script name
+	mu       sync.Mutex
+	calls    []scriptCall
+}
+
+type scriptCall struct {
+	name        string
+	keys, args  int
+	cmd         *redis.Cmd // read once every call is done
+	description string
+}
+
+func newContractHook(t *testing.T) *contractHook {
+	h := &contractHook{byDigest: map[string]string{}}
+	for _, name := range templates.Names() {
+		s := script(t, name)
+		h.byDigest[s.SHA1] = name
+		h.byDigest[s.Source] = name
+	}
+	return h
+}
+
+func (h *contractHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *contractHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.record(cmd)
+		return err
+	}
+}
+func (h *contractHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			h.record(cmd)
+		}
+		return err
+	}
+}
+
+func (h *contractHook) record(cmd redis.Cmder) {
+	args := cmd.Args()
+	if len(args) < 3 || (cmd.Name() != "evalsha" && cmd.Name() != "eval") {
+		return
+	}
+	digest, _ := args[1].(string)
+	name, ok := h.byDigest[digest]
+	if !ok {
+		return
+	}
+	nkeys, err := strconv.Atoi(fmt.Sprint(args[2]))
+	if err != nil {
+		return
+	}
+	c := scriptCall{name: name, keys: nkeys, args: len(args) - 3 - nkeys, description: fmt.Sprint(args[3:])}
+	c.cmd, _ = cmd.(*redis.Cmd)
+	h.mu.Lock()
+	h.calls = append(h.calls, c)
+	h.mu.Unlock()
+}
+
+// count returns how many calls of the named script were recorded.
+func (h *contractHook) count(name string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.calls {
+		if c.name == name {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor waits until the named script was called more than before times.
+func (h *contractHook) waitFor(t *testing.T, name string, before int) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); h.count(name) <= before; {
+		if time.Now().After(end) {
+			t.Fatalf("no call of %s", name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestScriptContracts runs every script through the runtime, the way
+// generated code does, and holds each call to the script's header (see
+// templates/README.md): the number of KEYS and ARGV the runtime passes is
+// one the header declares, and the reply Redis returns has the declared
+// shape. Every script must be called at least once.
+func TestScriptContracts(t *testing.T) {
+	h := newContractHook(t)
+	newHooked := func() *lockrt.Client {
+		rdb := redis.NewClient(&redis.Options{Addr: single.Addr})
+		rdb.AddHook(h)
+		c := lockrt.New(rdb)
+		t.Cleanup(func() {
+			c.Close()
+			rdb.Close()
+		})
+		return c
+	}
+	c, c2 := newHooked(), newHooked()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Every lock kind: taken, re-entered (or refused), contended, renewed,
+	// released, forced open.
+	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fair, lockrt.ReadWrite, lockrt.Fenced} {
+		d := def(t, kind, 300*time.Millisecond, true, 0)
+		k := key(t, kind.String())
+		l, other := c.Lock(d, k), c2.Lock(d, k)
+		if kind == lockrt.ReadWrite {
+			l, other = c.RWLock(d, k).Write(), c2.RWLock(d, k).Read()
+		}
+		renews := h.count(d.Scripts.Renew.Name)
+		le, err := l.Lock(ctx)
+		must(err)
+		if again, err := l.TryLock(le.Context(), 0); err == nil {
+			must(again.Unlock(ctx))
+		}
+		if _, err := other.TryLock(ctx, 0); !errors.Is(err, lockrt.ErrNotObtained) {
+			t.Fatalf("%s: contended TryLock: %v", kind, err)
+		}
+		h.waitFor(t, d.Scripts.Renew.Name, renews)
+		must(le.Unlock(ctx))
+		_, err = l.ForceUnlock(ctx)
+		must(err)
+	}
+	rw := c.RWLock(def(t, lockrt.ReadWrite, time.Minute, false, 0), key(t, "upgrade"))
+	r, err := rw.Read().Lock(ctx)
+	must(err)
+	if _, err := rw.Write().TryLock(r.Context(), 0); !errors.Is(err, lockrt.ErrUpgrade) {
+		t.Fatalf("upgrade: %v", err)
+	}
+	must(r.Unlock(ctx))
+
+	// A multi-lock on one slot.
+	md := def(t, lockrt.Reentrant, time.Minute, false, 0)
+	ml := lockrt.NewMultiLock(c.Lock(md, "contract:{multi}:a"), c.Lock(md, "contract:{multi}:b"))
+	mle, err := ml.Lock(ctx)
+	must(err)
+	if _, err := lockrt.NewMultiLock(c2.Lock(md, "contract:{multi}:a"), c2.Lock(md, "contract:{multi}:b")).TryLock(ctx, 0); !errors.Is(err, lockrt.ErrNotObtained) {
+		t.Fatalf("contended multi-lock: %v", err)
+	}
+	must(mle.Unlock(ctx))
+
+	// A RedLock of one node.
+	red := lockrt.NewQuorum(c).RedLock(redDef(t, time.Minute, false, 0), key(t, "red"))
+	rle, err := red.Lock(ctx)
+	must(err)
+	must(rle.Unlock(ctx))
+	_, err = red.ForceUnlock(ctx)
+	must(err)
+
+	// A semaphore: taken, refused, renewed, resized, read, given back.
+	sd := semDef(t, 2, 300*time.Millisecond, true, 0)
+	sem := c.Semaphore(sd, key(t, "sem"))
+	renews := h.count(sd.Scripts.Renew.Name)
+	p, err := sem.Acquire(ctx, 1)
+	must(err)
+	if _, err := sem.TryAcquire(ctx, 2, 0); !errors.Is(err, lockrt.ErrNoPermit) {
+		t.Fatalf("semaphore: %v", err)
+	}
+	if _, err := sem.TryAcquire(ctx, 3, 0); !errors.Is(err, lockrt.ErrTooManyPermits) {
+		t.Fatalf("semaphore: %v", err)
+	}
+	h.waitFor(t, sd.Scripts.Renew.Name, renews)
+	_, err = sem.AddPermits(ctx, 1)
+	must(err)
+	if _, err := sem.AddPermits(ctx, -100); err == nil {
+		t.Fatal("semaphore: capacity below 1 accepted")
+	}
+	must(sem.ResetPermits(ctx))
+	_, err = sem.Available(ctx)
+	must(err)
+	must(p.Release(ctx))
+
+	// A latch.
+	latch := c.Latch(latchDef(t, 2, time.Minute), key(t, "latch"))
+	_, err = latch.CountDown(ctx)
+	must(err)
+
+	// Every limiter algorithm, with a config that is not the stored one.
+	for _, a := range limiterAlgorithms {
+		k := key(t, "limit", a.String())
+		l := c.Limiter(limiterDef(t, a, 10, time.Second, 1, lockrt.ScopeOverall), k)
+		_, err := l.Allow(ctx)
+		must(err)
+		_, _ = c.Limiter(limiterDef(t, a, 20, time.Second, 1, lockrt.ScopeOverall), k).Allow(ctx)
+		_, err = l.Reconfigure(ctx)
+		must(err)
+	}
+
+	// A delayed reliable queue: offered, delayed, taken, extended, given
+	// back, acknowledged, dead-lettered, listed, redriven; and a plain
+	// queue whose consumer cannot decode an item.
+	qd := queueDef(t, true, time.Minute, 5)
+	q := lockrt.NewDelayedReliableQueue(c, qd, lockrt.String{}, key(t, "queue"))
+	must(q.Offer(ctx, "a"))
+	must(q.OfferIn(ctx, "b", 10*time.Millisecond))
+	for range 2 {
+		d, err := q.Take(ctx)
+		must(err)
+		must(d.Extend(ctx, time.Minute))
+		must(d.Nack(ctx, errors.New("again")))
+		d, err = q.Take(ctx)
+		must(err)
+		must(d.Ack(ctx))
+	}
+	must(q.Offer(ctx, "c"))
+	d, err := q.Take(ctx)
+	must(err)
+	must(d.Bury(ctx, errors.New("bad")))
+	_, err = q.DeadLetters(ctx, 10)
+	must(err)
+	_, err = q.Redrive(ctx, 10)
+	must(err)
+	must(q.OfferMany(ctx, "d", "e", "f"))
+	_, err = q.PeekN(ctx, 2)
+	must(err)
+	_, err = q.Remove(ctx, "d")
+	must(err)
+	ds, err := q.TakeN(ctx, 2)
+	must(err)
+	for _, d := range ds {
+		must(d.Ack(ctx))
+	}
+	_, err = q.Drain(ctx)
+	must(err)
+	pk := key(t, "plain")
+	must(lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.String{}, pk).Offer(ctx, "not json"))
+	if _, err := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, pk).TryTake(ctx, 0); err == nil {
+		t.Fatal("an item that does not decode was taken")
+	}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := map[string]bool{}
+	for _, call := range h.calls {
+		seen[call.name] = true
+		contract, err := templates.ContractOf(call.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := contract.CheckCall(call.keys, call.args); err != nil {
+			t.Errorf("%v (KEYS and ARGV %s)", err, call.description)
+		}
+		reply, err := call.cmd.Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			reply = nil
+		case redis.HasErrorPrefix(err, "NOSCRIPT"):
+			continue // the EVAL that followed is recorded too
+		case err != nil:
+			t.Errorf("%s: %v", call.name, err)
+			continue
+		}
+		if err := contract.Reply.Match(reply); err != nil {
+			t.Errorf("%s: %v", call.name, err)
+		}
+	}
+	for _, name := range templates.Names() {
+		if !seen[name] {
+			t.Errorf("script %s was not called", name)
+		}
+	}
+}
+
+// TestDecodersCiteHeaders: every decoder of a script's reply in this
+// package sits next to a line "<script> reply: <shape>" (a comment), and
+// that shape is the one the script's header states; every script's reply
+// is cited somewhere. So a header's reply that changes fails here until
+// its decoder is looked at.
+func TestDecodersCiteHeaders(t *testing.T) {
+	cite := regexp.MustCompile(`//\s+([a-z][a-z_]*) reply: (.*)$`)
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cited := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			m := cite.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			name, shape := m[1], m[2]
+			if j := strings.Index(shape, " ("); j >= 0 { // a note: "int (not read)"
+				shape = shape[:j]
+			}
+			c, err := templates.ContractOf(name)
+			if err != nil {
+				t.Errorf("%s:%d: %v", f, i+1, err)
+				continue
+			}
+			if shape != c.Reply.String() {
+				t.Errorf("%s:%d: %s reply: %s, but its header says %s", f, i+1, name, shape, c.Reply)
+			}
+			cited[name] = true
+		}
+	}
+	for _, name := range templates.Names() {
+		if !cited[name] {
+			t.Errorf("no decoder cites the reply of %s (a comment %q)", name, name+" reply: ...")
+		}
+	}
+}
