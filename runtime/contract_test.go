@@ -136,7 +136,7 @@ func TestScriptContracts(t *testing.T) {
 	// Every lock kind: taken, re-entered (or refused), contended, renewed,
 	// released, forced open.
 	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fair, lockrt.ReadWrite, lockrt.Fenced} {
-		d := def(t, kind, 300*time.Millisecond, true, 0)
+		d := def(t, kind, 2*time.Second, true, 0) // renewed every 667ms
 		k := key(t, kind.String())
 		l, other := c.Lock(d, k), c2.Lock(d, k)
 		if kind == lockrt.ReadWrite {
@@ -183,7 +183,7 @@ func TestScriptContracts(t *testing.T) {
 	must(err)
 
 	// A semaphore: taken, refused, renewed, resized, read, given back.
-	sd := semDef(t, 2, 300*time.Millisecond, true, 0)
+	sd := semDef(t, 2, 2*time.Second, true, 0)
 	sem := c.Semaphore(sd, key(t, "sem"))
 	renews := h.count(sd.Scripts.Renew.Name)
 	p, err := sem.Acquire(ctx, 1)
