@@ -1,34 +1,11 @@
 package gen
 
 import (
-	"strings"
-	"time"
-
 	"github.com/dave/jennifer/jen"
 
+	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
 )
-
-// holdFields are the Lease, Renew and Wait fields of a definition of
-// something held (a lock, a semaphore), each left out when zero.
-func holdFields(lease time.Duration, renew bool, wait time.Duration) []jen.Code {
-	var fs []jen.Code
-	if lease != 0 {
-		fs = append(fs, field("Lease", durationExpr(lease)))
-	}
-	if renew {
-		fs = append(fs, field("Renew", jen.True()))
-	}
-	if wait != 0 {
-		fs = append(fs, field("Wait", durationExpr(wait)))
-	}
-	return fs
-}
-
-// field is a key: value element of a composite literal.
-func field(name string, value jen.Code) jen.Code {
-	return jen.Id(name).Op(":").Add(value)
-}
 
 // keyDef is the lockrt.KeyDef literal of an object's key.
 func keyDef(namespace string, o spec.Object) jen.Code {
@@ -44,18 +21,14 @@ func keyDef(namespace string, o spec.Object) jen.Code {
 }
 
 // keyDoc shows an object's keys in prose, with <param> for each value:
-// shop:{Order:order:<orderID>} (see package keys for the encoding).
+// shop:{Order:order:<orderID>}, the key package keys builds for those
+// values.
 func keyDoc(namespace string, o spec.Object) string {
-	var b strings.Builder
-	b.WriteString(namespace + ":{" + o.Identity() + ":")
-	for i, l := range o.Key.Literals {
-		b.WriteString(l)
-		if i < len(o.Key.Params) {
-			b.WriteString("<" + o.Key.Params[i].Name + ">")
-		}
+	values := make([]string, len(o.Key.Params))
+	for i, p := range o.Key.Params {
+		values[i] = "<" + p.Name + ">"
 	}
-	b.WriteString("}")
-	return b.String()
+	return keys.Build(namespace, o.Identity(), o.Key.Literals, values...)
 }
 
 // keyCall is the expression that builds an instance's key from the params
