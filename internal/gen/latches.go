@@ -84,11 +84,7 @@ func (g *generator) renderLatch(f *jen.File, l *latch) {
 	doc := docComment(l.Name, l.Description, fallback+".")
 	onKey := fmt.Sprintf("Count-down latch of %d on key %s,", l.Count, keyDoc(ns, l.Object))
 	expiry := "expiring " + humanDuration(l.Expire) + " after it is set."
-	if len(onKey)+1+len(expiry) <= 100 {
-		doc += "\n\n" + onKey + " " + expiry
-	} else {
-		doc += "\n\n" + onKey + "\n" + expiry
-	}
+	doc += facts(onKey, expiry)
 	f.Add(comment(doc))
 	f.Func().Params(jen.Id(latchReceiver).Op("*").Id("Latches")).Id(l.Name).Params(signature(l.params)...).
 		Op("*").Qual(runtimePath, "Latch").Block(

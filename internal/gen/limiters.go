@@ -122,11 +122,7 @@ func (g *generator) renderLimiter(f *jen.File, l *limiter) {
 	doc := docComment(l.Name, l.Description, fallback+".")
 	onKey := limiterAlgorithms[l.Algorithm].prose + " rate limit on key " + keyDoc(ns, l.Object) + ":"
 	limit := limitDoc(l.Limiter) + "."
-	if len(onKey)+1+len(limit) <= 100 {
-		doc += "\n\n" + onKey + " " + limit
-	} else {
-		doc += "\n\n" + onKey + "\n" + limit
-	}
+	doc += facts(onKey, limit)
 	f.Add(comment(doc))
 	f.Func().Params(jen.Id(limiterReceiver).Op("*").Id("Limiters")).Id(l.Name).Params(signature(l.params)...).
 		Op("*").Qual(runtimePath, "Limiter").Block(

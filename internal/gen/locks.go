@@ -123,9 +123,9 @@ func (s *locksSection) render(g *generator, f *jen.File) {
 // multiline renders a composite literal with one element per line.
 var multiline = jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}
 
-// renderLock writes a lock's method and the definitions it uses.
-func (g *generator) renderLock(f *jen.File, l *lock) {
-	ns := g.spec.Namespace
+// docText is the start of the doc comment of a lock's method (any kind,
+// RedLock too): the spec's description, or what the method returns.
+func (l *lock) docText() string {
 	var names []string
 	for _, p := range l.params {
 		names = append(names, p.Name)
@@ -134,16 +134,16 @@ func (g *generator) renderLock(f *jen.File, l *lock) {
 	if len(names) > 0 {
 		fallback += " for the given " + list(names)
 	}
-	doc := docComment(l.Name, l.Description, fallback+".")
-	// The facts a reader of the call site wants, wrapped after the key
-	// when the line would be long.
+	return docComment(l.Name, l.Description, fallback+".")
+}
+
+// renderLock writes a lock's method and the definitions it uses.
+func (g *generator) renderLock(f *jen.File, l *lock) {
+	ns := g.spec.Namespace
+	doc := l.docText()
 	onKey := kindDoc(l.Kind) + " on key " + keyDoc(ns, l.Object) + ","
 	timing := leaseDoc(l.Lock) + ", " + waitDoc(l.Lock) + "."
-	if len(onKey)+1+len(timing) <= 100 {
-		doc += "\n\n" + onKey + " " + timing
-	} else {
-		doc += "\n\n" + onKey + "\n" + timing
-	}
+	doc += facts(onKey, timing)
 	if note := kindNote(l.Kind); note != "" {
 		doc += "\n" + note
 	}

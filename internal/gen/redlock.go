@@ -48,22 +48,10 @@ func (s *locksSection) renderRedLocks(g *generator, f *jen.File, red []*lock) {
 // renderRedLock writes a redlock lock's method and the definitions it uses.
 func (g *generator) renderRedLock(f *jen.File, l *lock) {
 	ns := g.spec.Namespace
-	var names []string
-	for _, p := range l.params {
-		names = append(names, p.Name)
-	}
-	fallback := l.Name + " returns the " + l.Name + " lock"
-	if len(names) > 0 {
-		fallback += " for the given " + list(names)
-	}
-	doc := docComment(l.Name, l.Description, fallback+".")
+	doc := l.docText()
 	onKey := "RedLock on key " + keyDoc(ns, l.Object) + " on a majority of the nodes,"
 	timing := leaseDoc(l.Lock) + ", " + waitDoc(l.Lock) + "."
-	if len(onKey)+1+len(timing) <= 100 {
-		doc += "\n\n" + onKey + " " + timing
-	} else {
-		doc += "\n\n" + onKey + "\n" + timing
-	}
+	doc += facts(onKey, timing)
 	f.Add(comment(doc))
 	f.Func().Params(jen.Id(receiver).Op("*").Id("RedLocks")).Id(l.Name).Params(signature(l.params)...).
 		Op("*").Qual(runtimePath, "RedLock").Block(

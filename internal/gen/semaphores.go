@@ -101,11 +101,7 @@ func (g *generator) renderSemaphore(f *jen.File, s *semaphore) {
 		wait = "default wait " + humanDuration(s.Wait)
 	}
 	timing := lease + ", " + wait + "."
-	if len(onKey)+1+len(timing) <= 100 {
-		doc += "\n\n" + onKey + " " + timing
-	} else {
-		doc += "\n\n" + onKey + "\n" + timing
-	}
+	doc += facts(onKey, timing)
 	f.Add(comment(doc))
 	f.Func().Params(jen.Id(semaphoreReceiver).Op("*").Id("Semaphores")).Id(s.Name).Params(signature(s.params)...).
 		Op("*").Qual(runtimePath, "Semaphore").Block(

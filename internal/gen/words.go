@@ -142,3 +142,13 @@ func list(words []string) string {
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
+
+// facts is the paragraph of a method's doc comment that states what a
+// reader of the call site wants: onKey (the kind and its key), then rest,
+// on the same line unless that would be longer than 100 characters.
+func facts(onKey, rest string) string {
+	if len(onKey)+1+len(rest) <= 100 {
+		return "\n\n" + onKey + " " + rest
+	}
+	return "\n\n" + onKey + "\n" + rest
+}
