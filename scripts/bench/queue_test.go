@@ -4,7 +4,9 @@ package bench
 // on Redis with delayed (scheduled) tasks.
 //
 //   - BenchmarkQueueThroughput: enqueue -> deliver, 4 producer clients and
-//     4 consumers; ns/op is per item, items/s is reported.
+//     4 consumers; ns/op is per item, items/s is reported. The -batch
+//     rows take up to 64 items per call (TakeN); asynq has no batch
+//     dequeue (its server takes one task per dequeue script).
 //   - BenchmarkDelayLateness: 300 items with random delays of 0-2s; how
 //     late after its due time each is delivered, p50 and p99. asynq moves
 //     scheduled tasks with a forwarder that polls every 5s (hard-coded in
@@ -31,6 +33,9 @@ import (
 )
 
 const producers, consumers = 4, 4
+
+// batch is how many items a batch consumer takes per call.
+const batch = 64
 
 // queueClients returns n lockgen runtime clients over node, each on its
 // own connection pool, closed when tb ends.
@@ -113,6 +118,72 @@ func BenchmarkQueueThroughput(b *testing.B) {
 						return
 					}
 					if got.Add(1) == int64(b.N) {
+						close(done)
+					}
+				}
+			}()
+		}
+		produceJobs(b, b.N, func(p int, j benchqueues.Job) error {
+			return benchqueues.NewQueues(pc[p]).Acked(run).Offer(ctx, j)
+		})
+		<-done
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+	})
+	// The same with each consumer taking up to batch items per call
+	// (TakeN: one BLMPOP, or one claim script for a reliable queue).
+	b.Run("lockgen-plain-batch", func(b *testing.B) {
+		flush(b)
+		run := fmt.Sprint(time.Now().UnixNano())
+		pc, cc := queueClients(b, producers), queueClients(b, consumers)
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		var got atomic.Int64
+		done := make(chan struct{})
+		b.ResetTimer()
+		for i := range consumers {
+			q := benchqueues.NewQueues(cc[i]).Plain(run)
+			go func() {
+				for {
+					vs, err := q.TakeN(ctx, batch)
+					if err != nil {
+						return
+					}
+					if n := got.Add(int64(len(vs))); n >= int64(b.N) && n-int64(len(vs)) < int64(b.N) {
+						close(done)
+					}
+				}
+			}()
+		}
+		produceJobs(b, b.N, func(p int, j benchqueues.Job) error {
+			return benchqueues.NewQueues(pc[p]).Plain(run).Offer(ctx, j)
+		})
+		<-done
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+	})
+	b.Run("lockgen-reliable-batch", func(b *testing.B) {
+		flush(b)
+		run := fmt.Sprint(time.Now().UnixNano())
+		pc, cc := queueClients(b, producers), queueClients(b, consumers)
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		var got atomic.Int64
+		done := make(chan struct{})
+		b.ResetTimer()
+		for i := range consumers {
+			q := benchqueues.NewQueues(cc[i]).Acked(run)
+			go func() {
+				for {
+					ds, err := q.TakeN(ctx, batch)
+					if err != nil {
+						return
+					}
+					for _, d := range ds {
+						if err := d.Ack(ctx); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+					if n := got.Add(int64(len(ds))); n >= int64(b.N) && n-int64(len(ds)) < int64(b.N) {
 						close(done)
 					}
 				}
