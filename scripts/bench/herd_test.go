@@ -27,15 +27,22 @@ type herdResult struct {
 	perClient    []int
 	evalsha      int64 // EVALSHA and EVAL calls
 	commands     int64 // every command Redis ran (inside scripts too), but INFO
+	busPublish   int64 // publish messages a cluster's nodes sent on the bus
 }
 
 // herd runs one goroutine per locker (each on a client of its own), each
 // looping lock, hold, unlock on one lock, until it was taken n times, and
 // counts what Redis ran meanwhile (INFO commandstats, before and after).
 func herd(tb testing.TB, ls []locker, id string, n int, hold time.Duration) (herdResult, error) {
+	return herdCounted(tb, ls, id, n, hold, func() map[string]int64 { return commandStats(tb) })
+}
+
+// herdCounted is herd with what Redis ran read by stats (calls by
+// command name; a cluster's sum over its nodes).
+func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duration, stats func() map[string]int64) (herdResult, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	before := commandStats(tb)
+	before := stats()
 	var (
 		start     = time.Now()
 		taken     atomic.Int64
@@ -91,12 +98,14 @@ func herd(tb testing.TB, ls []locker, id string, n int, hold time.Duration) (her
 		})
 	}
 	wg.Wait()
-	after := commandStats(tb)
+	after := stats()
 	res.acquisitions, res.elapsed = n, time.Duration(end.Load())
 	for _, name := range slices.Collect(maps.Keys(after)) {
 		d := after[name] - before[name]
 		switch {
-		case name == "info" || name == "hello" || strings.HasPrefix(name, "client"):
+		case name == busPublish:
+			res.busPublish += d
+		case name == "info" || name == "hello" || strings.HasPrefix(name, "client") || strings.HasPrefix(name, "cluster"):
 		case name == "evalsha" || name == "eval":
 			res.evalsha += d
 			res.commands += d
@@ -109,8 +118,8 @@ func herd(tb testing.TB, ls []locker, id string, n int, hold time.Duration) (her
 
 // herdStats are one run's figures, per acquisition where it says so.
 type herdStats struct {
-	evalsha, commands, p50, p99, selfPct float64 // p50, p99 in µs
-	min, max                             int
+	evalsha, commands, p50, p99, selfPct, bus float64 // p50, p99 in µs
+	min, max                                  int
 }
 
 func (r herdResult) stats() herdStats {
@@ -121,8 +130,8 @@ func (r herdResult) stats() herdStats {
 	return herdStats{
 		evalsha: float64(r.evalsha) / n, commands: float64(r.commands) / n,
 		p50: us(percentile(hs, 50)), p99: us(percentile(hs, 99)),
-		selfPct: 100 * float64(r.self) / n,
-		min:     slices.Min(r.perClient), max: slices.Max(r.perClient),
+		selfPct: 100 * float64(r.self) / n, bus: float64(r.busPublish) / n,
+		min: slices.Min(r.perClient), max: slices.Max(r.perClient),
 	}
 }
 

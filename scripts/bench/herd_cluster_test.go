@@ -1,0 +1,124 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/bench/benchlocks"
+)
+
+// busPublish names, in a cluster's stats, the publish messages its nodes
+// sent on the cluster bus (CLUSTER INFO cluster_stats_messages_publish_sent).
+const busPublish = "bus_publish"
+
+// clusterStats sums INFO commandstats over nodes, and the cluster bus's
+// publish messages as busPublish.
+func clusterStats(tb testing.TB, nodes []*redis.Client) map[string]int64 {
+	c := readClusterCounts(tb, nodes) // the bus counter
+	out := map[string]int64{busPublish: c.busPublish}
+	for _, n := range nodes {
+		info, err := n.Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for line := range strings.Lines(info) {
+			name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+			if !ok {
+				continue
+			}
+			calls, _, _ := strings.Cut(rest, ",")
+			v, _ := strconv.ParseInt(calls, 10, 64)
+			out[name] += v
+		}
+	}
+	return out
+}
+
+// clusterHerdLibs open BenchmarkHerdCluster's lockers, each over a
+// cluster client of its own: lockgen's reentrant lock (sharded pub/sub,
+// the default on a Redis 7 cluster) and redislock retrying every 1ms.
+var clusterHerdLibs = []struct {
+	name string
+	open func(tb testing.TB, rdb *redis.ClusterClient) locker
+}{
+	{"lockgen", func(tb testing.TB, rdb *redis.ClusterClient) locker {
+		c := lockrt.New(rdb)
+		tb.Cleanup(func() { c.Close() })
+		if err := benchlocks.Preload(context.Background(), c); err != nil {
+			tb.Fatal(err)
+		}
+		return &lockgenLocker{take: benchlocks.NewLocks(c).Resource}
+	}},
+	{"redislock", func(tb testing.TB, rdb *redis.ClusterClient) locker {
+		return &redislockLocker{c: redislock.New(rdb), retry: func() redislock.RetryStrategy { return redislock.LinearBackoff(time.Millisecond) }}
+	}},
+}
+
+// BenchmarkHerdCluster is BenchmarkHerd on a 3-primary cluster: N = 8,
+// 32, 64 lockers, each over a cluster client of its own, loop lock, a 1ms
+// hold, unlock on one lock, 1000 acquisitions per run, lockgen and
+// redislock in rotated order per round; medians of the rounds. Counted
+// over every node: scripts and commands per acquisition, and the publish
+// messages sent on the cluster bus (0 when wake-ups use SPUBLISH).
+func BenchmarkHerdCluster(b *testing.B) {
+	_, nodes := startBenchCluster(b)
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.Options().Addr
+	}
+	for _, n := range []int{8, 32, 64} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			lockers := make([][]locker, len(clusterHerdLibs))
+			for i, lib := range clusterHerdLibs {
+				for range n {
+					rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+					b.Cleanup(func() { rdb.Close() })
+					l := lib.open(b, rdb)
+					warmUp(b, l)
+					lockers[i] = append(lockers[i], l)
+				}
+			}
+			runs := make([][]herdStats, len(clusterHerdLibs))
+			b.ResetTimer()
+			for round := range b.N {
+				for k := range clusterHerdLibs {
+					i := (k + round) % len(clusterHerdLibs)
+					res, err := herdCounted(b, lockers[i], fmt.Sprintf("cherd%d-%d", n, round), 1000, time.Millisecond,
+						func() map[string]int64 { return clusterStats(b, nodes) })
+					if err != nil {
+						b.Fatal(err)
+					}
+					runs[i] = append(runs[i], res.stats())
+				}
+			}
+			b.StopTimer()
+			for i, lib := range clusterHerdLibs {
+				med := func(f func(herdStats) float64) float64 {
+					var xs []float64
+					for _, s := range runs[i] {
+						xs = append(xs, f(s))
+					}
+					return median(xs)
+				}
+				evalsha, cmds := med(func(s herdStats) float64 { return s.evalsha }), med(func(s herdStats) float64 { return s.commands })
+				p50, p99 := med(func(s herdStats) float64 { return s.p50 }), med(func(s herdStats) float64 { return s.p99 })
+				bus := med(func(s herdStats) float64 { return s.bus })
+				lo, hi := med(func(s herdStats) float64 { return float64(s.min) }), med(func(s herdStats) float64 { return float64(s.max) })
+				b.ReportMetric(evalsha, lib.name+"-evalsha/acq")
+				b.ReportMetric(cmds, lib.name+"-cmds/acq")
+				b.ReportMetric(bus, lib.name+"-bus/acq")
+				b.ReportMetric(p99, lib.name+"-p99-µs")
+				b.Logf("cluster N=%d %-10s evalsha/acq %5.2f  cmds/acq %6.2f  bus publish/acq %5.2f  hand-off p50 %5.0fµs p99 %6.0fµs  per client min %3.0f max %4.0f  (median of %d)",
+					n, lib.name, evalsha, cmds, bus, p50, p99, lo, hi, len(runs[i]))
+			}
+		})
+	}
+}
