@@ -532,3 +532,54 @@ func TestIdentityKeys(t *testing.T) {
 		t.Errorf("Key(OrderMutex, 7) = %q, %v; want %q", got, err, want)
 	}
 }
+
+// traceparent is an ItemPropagator that makes every offered item carry a
+// fixed traceparent, as the OpenTelemetry adapter does with its span's.
+type traceparent string
+
+func (traceparent) Start(ctx context.Context, _ runtime.Op) (context.Context, func(error)) {
+	return ctx, func(error) {}
+}
+func (traceparent) Event(context.Context, runtime.Event) {}
+func (p traceparent) InjectItem(_ context.Context, fields map[string]string) {
+	fields["traceparent"] = string(p)
+}
+func (traceparent) ExtractItem(ctx context.Context, _ map[string]string) context.Context { return ctx }
+
+// TestDeadLetterCarried: a dead letter is shown out of its envelope (the
+// codec's bytes and tag), with what it carries from its producer (the
+// traceparent an operator follows to the trace that offered it), in
+// -json and in the table.
+func TestDeadLetterCarried(t *testing.T) {
+	rdb := redistest.Single(t).Client()
+	w := newWorld(t, rdb, Options{})
+	ctx := context.Background()
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	producer := runtime.New(rdb, runtime.WithObserver(traceparent(tp)))
+	defer producer.Close()
+	def := queueDef(w.in.byNm["Jobs"].queue)
+	k := w.key("Jobs", "traced")
+	if err := runtime.NewDelayedReliableQueue(producer, def, runtime.JSON[string]{}, k).Offer(ctx, "poison"); err != nil {
+		t.Fatal(err)
+	}
+	d := must[*runtime.Delivery[string]](t)(runtime.NewDelayedReliableQueue(w.rt("alpha"), def, runtime.JSON[string]{}, k).Take(ctx))
+	if err := d.Bury(ctx, errors.New("unparseable")); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := w.in.Instance(ctx, "Jobs", "traced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inst.Queue.DeadLetters) != 1 {
+		t.Fatalf("dead letters: %+v", inst.Queue.DeadLetters)
+	}
+	dl := inst.Queue.DeadLetters[0]
+	if dl.Body != `"poison"` || dl.Codec != "j" || dl.Carried["traceparent"] != tp || len(dl.Carried) != 1 {
+		t.Errorf("dead letter %+v; want body \"poison\", codec j, carried traceparent %s", dl, tp)
+	}
+	var b strings.Builder
+	WriteInstance(&b, inst)
+	if !strings.Contains(b.String(), "CARRIED") || !strings.Contains(b.String(), `"poison"  traceparent=`+tp) {
+		t.Errorf("the table does not show the carried traceparent:\n%s", b.String())
+	}
+}

@@ -440,10 +440,8 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 						}
 					}
 					for i, id := range dids {
-						st.DeadLetters = append(st.DeadLetters, DeadLetter{
-							ID: id, Body: cut(strAny(body.Val()[i]), 200), Reason: strAny(reason.Val()[i]),
-							Deliveries: atoiAny(datt.Val()[i]),
-						})
+						st.DeadLetters = append(st.DeadLetters,
+							deadLetter(id, strAny(body.Val()[i]), strAny(reason.Val()[i]), atoiAny(datt.Val()[i])))
 					}
 				}
 			}

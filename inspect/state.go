@@ -3,6 +3,8 @@ package inspect
 import (
 	"strconv"
 	"strings"
+
+	"github.com/lockgen/lockgen/runtime"
 )
 
 // Instance is the live state of one object instance.
@@ -126,7 +128,28 @@ type DeadLetter struct {
 	ID         string `json:"id"`
 	Reason     string `json:"reason"`
 	Deliveries int    `json:"deliveries"`
-	Body       string `json:"body"` // cut at 200 bytes
+	// Body is the codec's bytes, out of the item's envelope (the whole
+	// item as stored when the envelope does not decode), cut at 200 bytes.
+	Body string `json:"body"`
+	// Codec is the codec's tag in the envelope ("j" json, "b" bytes, "s"
+	// string, "p" protobuf, "c" custom); empty for an item from before
+	// the envelope or one whose envelope does not decode.
+	Codec string `json:"codec,omitempty"`
+	// Carried is what the item carries from its producer, such as the
+	// W3C traceparent of the Offer's span (see runtime.ItemPropagator).
+	Carried map[string]string `json:"carried,omitempty"`
+}
+
+// deadLetter returns the dead letter id with its stored item raw.
+func deadLetter(id string, raw, reason string, deliveries int) DeadLetter {
+	d := DeadLetter{ID: id, Reason: reason, Deliveries: deliveries, Body: cut(raw, 200)}
+	if tag, fields, payload, err := runtime.SplitItem([]byte(raw)); err == nil {
+		d.Body, d.Carried = cut(string(payload), 200), fields
+		if tag != 0 {
+			d.Codec = string(rune(tag))
+		}
+	}
+	return d
 }
 
 // splitOwner returns the client id of an owner id "<client>:<n>".

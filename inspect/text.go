@@ -3,6 +3,7 @@ package inspect
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -215,9 +216,29 @@ func WriteInstance(w io.Writer, inst *Instance) {
 			}
 		}
 		if len(q.DeadLetters) > 0 {
-			fmt.Fprintln(tw, "\nDEAD LETTER\tDELIVERIES\tREASON\tBODY")
+			carried := false
 			for _, d := range q.DeadLetters {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", d.ID, d.Deliveries, d.Reason, d.Body)
+				carried = carried || len(d.Carried) > 0
+			}
+			if carried {
+				fmt.Fprintln(tw, "\nDEAD LETTER\tDELIVERIES\tREASON\tBODY\tCARRIED")
+			} else {
+				fmt.Fprintln(tw, "\nDEAD LETTER\tDELIVERIES\tREASON\tBODY")
+			}
+			for _, d := range q.DeadLetters {
+				if !carried {
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", d.ID, d.Deliveries, d.Reason, d.Body)
+					continue
+				}
+				ks := make([]string, 0, len(d.Carried))
+				for k := range d.Carried {
+					ks = append(ks, k)
+				}
+				slices.Sort(ks)
+				for i, k := range ks {
+					ks[i] = k + "=" + d.Carried[k]
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", d.ID, d.Deliveries, d.Reason, d.Body, strings.Join(ks, " "))
 			}
 		}
 	}

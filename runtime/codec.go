@@ -110,6 +110,26 @@ func splitItem(data []byte) (carrier, payload []byte, err error) {
 	return carrier, payload, nil
 }
 
+// SplitItem takes a stored item apart, for tools that show items as
+// stored (lockgen inspect shows dead letters with it): the codec's tag in
+// its envelope, the fields an ItemPropagator made it carry (nil when
+// none), and the codec's bytes. An item from before the envelope has tag
+// 0 and is all payload. It returns ErrEnvelope for an envelope this
+// runtime does not read.
+func SplitItem(raw []byte) (tag byte, fields map[string]string, payload []byte, err error) {
+	if len(raw) == 0 || raw[0] != envelopeMark {
+		return 0, nil, raw, nil
+	}
+	section, payload, err := splitItem(raw)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if len(section) > 0 {
+		fields, _ = decodeCarrier(section) // checked by splitItem
+	}
+	return raw[2], fields, payload, nil
+}
+
 // withCarrier returns the version-1 envelope body in version 2, carrying
 // the encoded carrier section.
 func withCarrier(body, carrier []byte) []byte {
