@@ -135,7 +135,8 @@ func TestSpans(t *testing.T) {
 // TestTraceLinks: an Offer's span context travels inside the queue items
 // to their consumers on another client: the Take span and the worker's
 // Process span link to the Offer span (read back from tracetest's
-// SpanRecorder), the handler's own spans are children of the Process
+// SpanRecorder; the items carry the Offer span's traceparent, byte for
+// byte as expected), the handler's own spans are children of the Process
 // span, and baggage carried with WithPropagator reaches the handler. An
 // Offer without a span (a no-op tracer provider) stores the item in the
 // version-1 envelope, byte for byte as without the adapter.
@@ -157,6 +158,22 @@ func TestTraceLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	request.End()
+	// Stored: version 2, the tag, the section's length, the section (the
+	// baggage and the Offer span's W3C traceparent, keys and values
+	// length-prefixed; the traceparent alone adds 69 bytes to an item), the
+	// JSON.
+	var offerSC trace.SpanContext
+	for _, s := range rec.Ended() {
+		if s.Name() == "lockgen.Offer" {
+			offerSC = s.SpanContext()
+		}
+	}
+	traceparent := "00-" + offerSC.TraceID().String() + "-" + offerSC.SpanID().String() + "-01"
+	stored, err := rdb.HVals(context.Background(), shopops.NewQueues(producer).Email("links").Key()+":data").Result()
+	want := "\x00\x02j\x58\x07baggage\x0btenant=acme\x0btraceparent\x37" + traceparent
+	if err != nil || len(stored) != 2 || stored[0] != want+`"a@example.com"` && stored[0] != want+`"b@example.com"` {
+		t.Errorf("stored items %q, %v; want each %q and its JSON", stored, err, want)
+	}
 	email := shopops.NewQueues(consumer).Email("links")
 	d, err := email.TryTake(context.Background(), 5*time.Second)
 	if err != nil {
