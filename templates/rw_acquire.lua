@@ -79,15 +79,15 @@ end
 
 local ahead = false
 if flagged or waiting then
-  local got, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner)
+  local got, handed
+  got, handed, ahead = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner, writer)
   if got then
     return full()
   end
   if handed then
     rw_keep(lock, deadlines, now)
+    writer = redis.call('hget', lock, 'writer')
   end
-  writer = redis.call('hget', lock, 'writer')
-  ahead = redis.call('exists', queue) == 1
 end
 
 local free

@@ -44,7 +44,7 @@ if side == 'w' and state[1] ~= owner then
   held = nil
 end
 
-local holds = -1
+local holds, writer = -1, state[1]
 if held then
   holds = redis.call('hincrby', lock, field, -1)
   if holds > 0 then
@@ -52,6 +52,7 @@ if held then
   else
     if side == 'w' then
       redis.call('hdel', lock, 'writer', 'writes')
+      writer = nil
     else
       redis.call('hdel', lock, field)
     end
@@ -61,7 +62,7 @@ end
 local handed = false
 if state[2] and holds <= 0 then
   local _
-  _, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil)
+  _, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer)
 end
 if held or handed then
   rw_keep(lock, deadlines, now)

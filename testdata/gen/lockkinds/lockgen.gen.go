@@ -1297,7 +1297,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockrt.Script{
 	Name: "rw_acquire",
-	SHA1: "9f345a4db7f93cf8df3ed2a6119463286fcf6096",
+	SHA1: "ce288c4fc0e977114c87befca86dcf221fef5f59",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -1507,12 +1507,12 @@ end
 -- waiter alone when it is a writer and nothing is held; else every reader
 -- before the first waiting writer, when no writer holds. Each gets a hold
 -- with the hand-off lease and "<owner>" on its client's channel, except
--- skip (the caller, which learns it from the reply). The "q" flag goes
--- when nobody is left waiting. Returns whether skip was handed the lock,
--- and whether anyone was (the caller then runs rw_keep).
-local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip)
+-- skip (the caller, which learns it from the reply); writer is the
+-- write holder now, if any. The "q" flag goes when nobody is left
+-- waiting. Returns whether skip was handed the lock, whether anyone was
+-- (the caller then runs rw_keep), and whether anyone is left waiting.
+local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip, writer)
   purge(queue, waiters, now)
-  local writer = redis.call('hget', lock, 'writer')
   local got, handed = false, false
   while true do
     local m = redis.call('lindex', queue, 0)
@@ -1549,10 +1549,11 @@ local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix,
       end
     end
   end
-  if redis.call('exists', queue) == 0 then
+  local left = redis.call('exists', queue) == 1
+  if not left then
     redis.call('hdel', lock, 'q')
   end
-  return got, handed
+  return got, handed, left
 end
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local lease, owner, ttl, waiting = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1'
@@ -1602,15 +1603,15 @@ end
 
 local ahead = false
 if flagged or waiting then
-  local got, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner)
+  local got, handed
+  got, handed, ahead = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner, writer)
   if got then
     return full()
   end
   if handed then
     rw_keep(lock, deadlines, now)
+    writer = redis.call('hget', lock, 'writer')
   end
-  writer = redis.call('hget', lock, 'writer')
-  ahead = redis.call('exists', queue) == 1
 end
 
 local free
@@ -1821,7 +1822,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockrt.Script{
 	Name: "rw_release",
-	SHA1: "570d3ea6f829027b9cfb3112159b3e9fb70f9aae",
+	SHA1: "eb7ee98d6752149386b071ff31ee7247e767c3f6",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -2026,12 +2027,12 @@ end
 -- waiter alone when it is a writer and nothing is held; else every reader
 -- before the first waiting writer, when no writer holds. Each gets a hold
 -- with the hand-off lease and "<owner>" on its client's channel, except
--- skip (the caller, which learns it from the reply). The "q" flag goes
--- when nobody is left waiting. Returns whether skip was handed the lock,
--- and whether anyone was (the caller then runs rw_keep).
-local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip)
+-- skip (the caller, which learns it from the reply); writer is the
+-- write holder now, if any. The "q" flag goes when nobody is left
+-- waiting. Returns whether skip was handed the lock, whether anyone was
+-- (the caller then runs rw_keep), and whether anyone is left waiting.
+local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip, writer)
   purge(queue, waiters, now)
-  local writer = redis.call('hget', lock, 'writer')
   local got, handed = false, false
   while true do
     local m = redis.call('lindex', queue, 0)
@@ -2068,10 +2069,11 @@ local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix,
       end
     end
   end
-  if redis.call('exists', queue) == 0 then
+  local left = redis.call('exists', queue) == 1
+  if not left then
     redis.call('hdel', lock, 'q')
   end
-  return got, handed
+  return got, handed, left
 end
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, side = ARGV[1], tonumber(ARGV[2]), ARGV[7]
@@ -2091,7 +2093,7 @@ if side == 'w' and state[1] ~= owner then
   held = nil
 end
 
-local holds = -1
+local holds, writer = -1, state[1]
 if held then
   holds = redis.call('hincrby', lock, field, -1)
   if holds > 0 then
@@ -2099,6 +2101,7 @@ if held then
   else
     if side == 'w' then
       redis.call('hdel', lock, 'writer', 'writes')
+      writer = nil
     else
       redis.call('hdel', lock, field)
     end
@@ -2108,7 +2111,7 @@ end
 local handed = false
 if state[2] and holds <= 0 then
   local _
-  _, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil)
+  _, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer)
 end
 if held or handed then
   rw_keep(lock, deadlines, now)
