@@ -665,6 +665,9 @@ func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (_ T, err error
 	defer q.q.done(q.q.serve(true))
 	end := waitEnd(ctx, wait)
 	for {
+		if ctx.Err() != nil {
+			return zero, emptyError(ctx)
+		}
 		body, err := q.q.pop(ctx, end, wait == 0)
 		if err != nil {
 			return zero, err
@@ -709,6 +712,9 @@ func (q *Queue[T]) takeN(ctx context.Context, wait time.Duration, n int) (out []
 	defer q.q.done(q.q.serve(true))
 	end := waitEnd(ctx, wait)
 	for {
+		if ctx.Err() != nil {
+			return nil, emptyError(ctx)
+		}
 		bodies, err := q.q.popN(ctx, end, wait == 0, n)
 		if err != nil {
 			return nil, err

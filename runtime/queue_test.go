@@ -589,3 +589,43 @@ func TestQueueBatchCommandStats(t *testing.T) {
 		return err
 	}, map[string]int64{"evalsha": 1, "lpop": 1})
 }
+
+// TestTakeUnderEndedContext: a take whose context has already ended takes
+// nothing, although an item is ready (the reliable queue's claim is not
+// cut short by ctx, so it must not start), and says why: ErrEmpty and the
+// context's error.
+func TestTakeUnderEndedContext(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := withTimeout(t, 10*time.Second)
+		c := newClient(t, b)
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		check := func(what string, err error, q interface {
+			Len(context.Context) (int64, error)
+		}) {
+			t.Helper()
+			if !errors.Is(err, lockrt.ErrEmpty) || !errors.Is(err, context.Canceled) {
+				t.Errorf("%s under an ended context: err = %v, want ErrEmpty and context.Canceled", what, err)
+			}
+			if n, err := q.Len(ctx); err != nil || n != 1 {
+				t.Errorf("%s under an ended context: %d items left, %v; want the 1 offered", what, n, err)
+			}
+		}
+		plain := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.String{}, key(t, "plain"))
+		rel := lockrt.NewReliableQueue(c, queueDef(t, false, time.Minute, 3), lockrt.String{}, key(t, "reliable"))
+		if err := plain.Offer(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if err := rel.Offer(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := plain.Take(ended)
+		check("Take", err, plain)
+		_, err = plain.TryTakeN(ended, 5, 0)
+		check("TryTakeN", err, plain)
+		_, err = rel.Take(ended)
+		check("reliable Take", err, rel)
+		_, err = rel.TryTakeN(ended, 5, time.Second)
+		check("reliable TryTakeN", err, rel)
+	})
+}

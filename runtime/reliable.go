@@ -115,6 +115,11 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) 
 	end := waitEnd(ctx, wait)
 	id := ""
 	for {
+		if id == "" && ctx.Err() != nil {
+			// Claims are not cut short by ctx (see claim): an ended
+			// context must not start one.
+			return nil, emptyError(ctx)
+		}
 		ds, err := q.q.claim(ctx, id, n)
 		if err != nil {
 			return nil, err
