@@ -64,7 +64,8 @@ func (rw *RWLock) Name() string { return rw.write.def.Name }
 // error.
 func (rw *RWLock) IsLocked(ctx context.Context) (bool, error) { return rw.write.IsLocked(ctx) }
 
-// ForceUnlock deletes every hold of both sides and wakes every waiter; the
+// ForceUnlock deletes every hold of both sides and wakes every waiter
+// (they are handed the lock again in arrival order); the
 // holders' leases are cancelled with ErrLockLost at their next renewal. It
 // reports whether the lock was held, or returns a Redis error.
 func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {

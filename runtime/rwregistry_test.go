@@ -326,3 +326,58 @@ func preloadLock(t testing.TB, b backend, d *lockrt.LockDef) {
 		t.Fatal(err)
 	}
 }
+
+// TestRWForceUnlockHandsOn: ForceUnlock of a written lock wakes its
+// waiters, who take it again in arrival order: the waiting writer first,
+// then the reader queued behind it.
+func TestRWForceUnlockHandsOn(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		d := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
+		k := key(t)
+		op := newClient(t, b)
+		if _, err := op.RWLock(d, k).Write().Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		order := make(chan string, 2)
+		errs := make(chan error, 2)
+		for i, side := range []string{"w", "r"} {
+			c := newClient(t, b)
+			go func() {
+				l := c.RWLock(d, k).Read()
+				if side == "w" {
+					l = c.RWLock(d, k).Write()
+				}
+				le, err := l.Lock(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				order <- side
+				time.Sleep(50 * time.Millisecond)
+				errs <- le.Unlock(ctx)
+			}()
+			waitRegistered(t, op.Redis(), k, int64(i+1))
+		}
+		if held, err := op.RWLock(d, k).ForceUnlock(ctx); err != nil || !held {
+			t.Fatalf("ForceUnlock = %v, %v", held, err)
+		}
+		var got []string
+		for range 2 {
+			select {
+			case s := <-order:
+				got = append(got, s)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("after ForceUnlock the waiters got the lock in the order %v within 10s", got)
+			}
+		}
+		if got[0] != "w" || got[1] != "r" {
+			t.Errorf("waiters got the lock in the order %v, want [w r]", got)
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
