@@ -225,11 +225,26 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 		case err == nil:
 			return ml, nil
 		case err == tryErr:
+			m.leave(ctx, owner, blocked, os[blocked].lease)
 			return nil, err
 		default:
+			m.leave(ctx, owner, blocked, os[blocked].lease)
 			return nil, m.notObtained(blocked, err)
 		}
 	}
+}
+
+// leave takes owner, an atomic multi-lock's waiter that gives up, out of
+// the registry of lock i, where its last attempt registered it as
+// "<owner> m", so that a release does not wake it in vain (and leave the
+// waiters behind it to their next refresh). Best effort, like a Lock's.
+func (m *MultiLock) leave(ctx context.Context, owner string, i int, lease time.Duration) {
+	if i < 0 || i >= len(m.locks) {
+		return
+	}
+	ctx, cancel := releaseContext(ctx)
+	defer cancel()
+	_ = m.locks[i].evalRelease(ctx, owner+" m", lease, true).Err()
 }
 
 // errMoved ends a multi-lock's wait on one lock's channel when another

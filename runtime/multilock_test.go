@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/keys"
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 // isSingle reports whether b is the single-node backend, where a
@@ -393,4 +395,44 @@ func TestMultiLockRoundTrips(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestMultiLockLeavesOnGiveUp: an atomic multi-lock whose wait runs out
+// takes its entry ("<owner> m") out of the blocking lock's waiter
+// registry at once, instead of leaving it to its deadline, so that the
+// next release does not wake it in vain.
+func TestMultiLockLeavesOnGiveUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n := redistest.Single(t)
+	d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+	d.WaiterTTL = time.Minute // only leaving can take the entry out
+	ka, kb := key(t, "A"), key(t, "B")
+	h := lockrt.New(n.Client())
+	defer h.Close()
+	hb, err := h.Lock(d, kb).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hb.Unlock(ctx)
+	c := lockrt.New(n.Client())
+	defer c.Close()
+	m := lockrt.NewMultiLock(c.Lock(d, ka), c.Lock(d, kb))
+	if !m.Atomic() {
+		t.Fatal("the multi-lock is not atomic")
+	}
+	if _, err := m.TryLock(ctx, 300*time.Millisecond); !errors.Is(err, lockrt.ErrNotObtained) {
+		t.Fatalf("TryLock: %v, want ErrNotObtained", err)
+	}
+	queued, err := n.Client().LLen(ctx, keys.Sub(kb, "queue")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	members, err := n.Client().ZCard(ctx, keys.Sub(kb, "waiters")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if queued != 0 || members != 0 {
+		t.Fatalf("after the multi-lock gave up, B's registry holds %d queued and %d members, want none", queued, members)
+	}
 }
