@@ -6,7 +6,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
-	"github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // ForceUnlock deletes a lock's holds whoever holds it and wakes its
@@ -26,9 +26,9 @@ func (in *Inspector) ForceUnlock(ctx context.Context, object string, values ...s
 	rt := in.runtimeClient("")
 	def := lockDef(o.lock)
 	if o.lock.Kind == spec.ReadWrite {
-		return rt.RWLock(def, key).ForceUnlock(ctx)
+		return lockimpl.NewRWLock(rt, def, key).ForceUnlock(ctx)
 	}
-	return rt.Lock(def, key).ForceUnlock(ctx)
+	return lockimpl.NewLock(rt, def, key).ForceUnlock(ctx)
 }
 
 // deadQueue is what every runtime queue type offers operators.
@@ -55,13 +55,13 @@ func (in *Inspector) runtimeQueue(object string, values []string) (deadQueue, *o
 	var q deadQueue
 	switch {
 	case def.Reliable && def.Delay:
-		q = runtime.NewDelayedReliableQueue[[]byte](rt, def, rawCodec{}, key)
+		q = lockimpl.NewDelayedReliableQueue[[]byte](rt, def, rawCodec{}, key)
 	case def.Reliable:
-		q = runtime.NewReliableQueue[[]byte](rt, def, rawCodec{}, key)
+		q = lockimpl.NewReliableQueue[[]byte](rt, def, rawCodec{}, key)
 	case def.Delay:
-		q = runtime.NewDelayedQueue[[]byte](rt, def, rawCodec{}, key)
+		q = lockimpl.NewDelayedQueue[[]byte](rt, def, rawCodec{}, key)
 	default:
-		q = runtime.NewQueue[[]byte](rt, def, rawCodec{}, key)
+		q = lockimpl.NewQueue[[]byte](rt, def, rawCodec{}, key)
 	}
 	return q, o, key, nil
 }
@@ -132,7 +132,7 @@ func (in *Inspector) SetPermits(ctx context.Context, n int, object string, value
 	if o.sem == nil {
 		return fmt.Errorf("%w: set-permits of %s, a %s", ErrUnsupported, o.name, o.kind)
 	}
-	s := in.runtimeClient("").Semaphore(semaphoreDef(o.sem), key)
+	s := lockimpl.NewSemaphore(in.runtimeClient(""), semaphoreDef(o.sem), key)
 	if n == 0 {
 		return s.ResetPermits(ctx)
 	}

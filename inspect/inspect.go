@@ -32,6 +32,7 @@ import (
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/templates"
 )
 
@@ -254,7 +255,7 @@ func checkValue(t, v string) error {
 }
 
 // script returns a template as the runtime runs it.
-func script(name string) *runtime.Script {
+func script(name string) *lockimpl.Script {
 	src, err := templates.Source(name)
 	if err != nil {
 		// The templates are embedded in this binary with the kind table
@@ -262,10 +263,10 @@ func script(name string) *runtime.Script {
 		panic(err)
 	}
 	sum := sha1.Sum([]byte(src))
-	return &runtime.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
+	return &lockimpl.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
 }
 
-func scriptOrNil(name string) *runtime.Script {
+func scriptOrNil(name string) *lockimpl.Script {
 	if name == "" {
 		return nil
 	}
@@ -273,15 +274,15 @@ func scriptOrNil(name string) *runtime.Script {
 }
 
 // lockDef returns the runtime definition of a lock object.
-func lockDef(l *spec.Lock) *runtime.LockDef {
+func lockDef(l *spec.Lock) *lockimpl.LockDef {
 	set := templates.Locks[string(l.Kind)]
-	kind := map[spec.LockKind]runtime.LockKind{
-		spec.Reentrant: runtime.Reentrant, spec.Simple: runtime.Simple, spec.Fair: runtime.Fair,
-		spec.ReadWrite: runtime.ReadWrite, spec.Fenced: runtime.Fenced, spec.RedLock: runtime.Simple,
+	kind := map[spec.LockKind]lockimpl.LockKind{
+		spec.Reentrant: lockimpl.Reentrant, spec.Simple: lockimpl.Simple, spec.Fair: lockimpl.Fair,
+		spec.ReadWrite: lockimpl.ReadWrite, spec.Fenced: lockimpl.Fenced, spec.RedLock: lockimpl.Simple,
 	}[l.Kind]
-	return &runtime.LockDef{
+	return &lockimpl.LockDef{
 		Name: l.Name, Kind: kind, Lease: l.Lease, Renew: l.Renew, Wait: l.Wait,
-		Scripts: &runtime.LockScripts{
+		Scripts: &lockimpl.LockScripts{
 			Acquire: script(set.Acquire), Release: script(set.Release), Renew: script(set.Renew),
 			ForceUnlock:  script(set.ForceUnlock),
 			MultiAcquire: scriptOrNil(set.MultiAcquire), MultiRelease: scriptOrNil(set.MultiRelease),
@@ -289,35 +290,35 @@ func lockDef(l *spec.Lock) *runtime.LockDef {
 	}
 }
 
-func semaphoreDef(s *spec.Semaphore) *runtime.SemaphoreDef {
+func semaphoreDef(s *spec.Semaphore) *lockimpl.SemaphoreDef {
 	set := templates.Semaphore
-	return &runtime.SemaphoreDef{
+	return &lockimpl.SemaphoreDef{
 		Name: s.Name, Permits: s.Permits, Lease: s.Lease, Renew: s.Renew, Wait: s.Wait,
-		Scripts: &runtime.SemaphoreScripts{
+		Scripts: &lockimpl.SemaphoreScripts{
 			Acquire: script(set.Acquire), Release: script(set.Release), Renew: script(set.Renew),
 			State: script(set.State), Capacity: script(set.Capacity),
 		},
 	}
 }
 
-func limiterDef(l *spec.Limiter) *runtime.LimiterDef {
+func limiterDef(l *spec.Limiter) *lockimpl.LimiterDef {
 	set := templates.Limiters[l.Algorithm]
-	alg := map[string]runtime.LimiterAlgorithm{spec.GCRA: runtime.GCRA, spec.TokenBucket: runtime.TokenBucket, spec.SlidingWindow: runtime.SlidingWindow}[l.Algorithm]
-	scope := runtime.ScopeOverall
+	alg := map[string]lockimpl.LimiterAlgorithm{spec.GCRA: lockimpl.GCRA, spec.TokenBucket: lockimpl.TokenBucket, spec.SlidingWindow: lockimpl.SlidingWindow}[l.Algorithm]
+	scope := lockimpl.ScopeOverall
 	if l.Scope == spec.ScopePerClient {
-		scope = runtime.ScopePerClient
+		scope = lockimpl.ScopePerClient
 	}
-	return &runtime.LimiterDef{
+	return &lockimpl.LimiterDef{
 		Name: l.Name, Algorithm: alg, Rate: l.Rate, Per: l.Per, Burst: l.Burst, Scope: scope,
-		Scripts: &runtime.LimiterScripts{Allow: script(set.Allow), Configure: script(set.Configure)},
+		Scripts: &lockimpl.LimiterScripts{Allow: script(set.Allow), Configure: script(set.Configure)},
 	}
 }
 
-func queueDef(q *spec.Queue) *runtime.QueueDef {
+func queueDef(q *spec.Queue) *lockimpl.QueueDef {
 	set := templates.Queue
-	d := &runtime.QueueDef{
+	d := &lockimpl.QueueDef{
 		Name: q.Name, Delay: q.Delay, Reliable: q.Reliable != nil,
-		Scripts: &runtime.QueueScripts{
+		Scripts: &lockimpl.QueueScripts{
 			Offer: script(set.Offer), Move: script(set.Move), Take: script(set.Take), Ack: script(set.Ack),
 			Nack: script(set.Nack), Extend: script(set.Extend), Bury: script(set.Bury), Dead: script(set.Dead),
 			Redrive: script(set.Redrive), Peek: script(set.Peek), Remove: script(set.Remove), Drain: script(set.Drain),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
@@ -65,7 +66,7 @@ func (w *world) key(object string, values ...string) string {
 }
 
 func (w *world) lock(client, object string, values ...string) *runtime.Lock {
-	return w.rt(client).Lock(lockDef(w.in.byNm[object].lock), w.key(object, values...))
+	return lockimpl.NewLock(w.rt(client), lockDef(w.in.byNm[object].lock), w.key(object, values...))
 }
 
 func must[T any](t *testing.T) func(v T, err error) T {
@@ -87,26 +88,26 @@ func (w *world) populate(ctx context.Context) {
 	lease(w.lock("alpha", "Doc", "a").Lock(ctx))
 	lease(w.lock("beta", "Job", "acme", "mon").Lock(ctx))
 	rw := func(client string) *runtime.RWLock {
-		return w.rt(client).RWLock(lockDef(w.in.byNm["Rates"].lock), w.key("Rates", "EUR"))
+		return lockimpl.NewRWLock(w.rt(client), lockDef(w.in.byNm["Rates"].lock), w.key("Rates", "EUR"))
 	}
 	lease(rw("alpha").Read().Lock(ctx))
 	lease(rw("beta").Read().Lock(ctx))
 	lease(w.lock("alpha", "Line", "1").Lock(ctx))
-	sem := w.rt("alpha").Semaphore(semaphoreDef(w.in.byNm["Export"].sem), w.key("Export", "acme"))
+	sem := lockimpl.NewSemaphore(w.rt("alpha"), semaphoreDef(w.in.byNm["Export"].sem), w.key("Export", "acme"))
 	must[*runtime.Permit](t)(sem.Acquire(ctx, 3))
-	latch := w.rt("alpha").Latch(&runtime.LatchDef{Name: "Warmup", Count: 3, Expire: time.Hour, Scripts: &runtime.LatchScripts{CountDown: script("latch_count_down")}}, w.key("Warmup", "j1"))
+	latch := lockimpl.NewLatch(w.rt("alpha"), &lockimpl.LatchDef{Name: "Warmup", Count: 3, Expire: time.Hour, Scripts: &lockimpl.LatchScripts{CountDown: script("latch_count_down")}}, w.key("Warmup", "j1"))
 	must[int](t)(latch.CountDown(ctx))
-	api := w.rt("alpha").Limiter(limiterDef(w.in.byNm["API"].lim), w.key("API", "u1"))
+	api := lockimpl.NewLimiter(w.rt("alpha"), limiterDef(w.in.byNm["API"].lim), w.key("API", "u1"))
 	for range 2 {
 		if r := must[runtime.LimitResult](t)(api.Allow(ctx)); !r.Allowed {
 			t.Fatal("API limiter denied a request")
 		}
 	}
 	for _, c := range []string{"alpha", "beta"} {
-		mine := w.rt(c).Limiter(limiterDef(w.in.byNm["Mine"].lim), w.key("Mine", "u1"))
+		mine := lockimpl.NewLimiter(w.rt(c), limiterDef(w.in.byNm["Mine"].lim), w.key("Mine", "u1"))
 		must[runtime.LimitResult](t)(mine.Allow(ctx))
 	}
-	q := runtime.NewDelayedReliableQueue[string](w.rt("alpha"), queueDef(w.in.byNm["Jobs"].queue), runtime.JSON[string]{}, w.key("Jobs", "acme"))
+	q := lockimpl.NewDelayedReliableQueue[string](w.rt("alpha"), queueDef(w.in.byNm["Jobs"].queue), runtime.JSON[string]{}, w.key("Jobs", "acme"))
 	for _, s := range []string{"one", "two", "three", "four"} {
 		if err := q.Offer(ctx, s); err != nil {
 			t.Fatal(err)

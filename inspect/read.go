@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"sort"
 	"strconv"
 	"strings"
@@ -497,7 +498,7 @@ func (in *Inspector) readLimiter(ctx context.Context, f *found, inst *Instance) 
 	for _, c := range clients {
 		r := LimiterReading{Client: c, Remaining: st.Capacity}
 		if cfg {
-			res, err := in.runtimeClient(c).Limiter(def, f.key).AllowN(ctx, 0)
+			res, err := lockimpl.NewLimiter(in.runtimeClient(c), def, f.key).AllowN(ctx, 0)
 			if err != nil {
 				r.Error = err.Error()
 			} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,7 @@ type Client struct {
 	sched scheduler // the delay timer of the queues it serves (delay.go)
 
 	// Arguments boxed once (see lockPrep): *LockDef -> *defArgs, and
-	// *Script -> its SHA1.
+	// *impl.Script -> its SHA1.
 	defArgs, shas sync.Map
 
 	reloaded atomic.Int64 // when the slot map was last reloaded (Unix ns), see reloadOnConnError
@@ -110,7 +111,7 @@ func (c *Client) ownerFrom(ctx context.Context) string {
 
 // Lock returns the lock with the given definition (emitted by lockgen) and
 // key. It does not contact Redis.
-func (c *Client) Lock(def *LockDef, key string) *Lock {
+func (c *Client) newLock(def *impl.LockDef, key string) *Lock {
 	l := &Lock{c: c, def: def, key: key}
 	l.prep = l.prepare()
 	return l

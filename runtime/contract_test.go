@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/templates"
 )
 
@@ -107,8 +108,8 @@ func (h *contractHook) waitFor(t *testing.T, name string, before int) {
 	}
 }
 
-// TestScriptContracts runs every script through the runtime, the way
-// generated code does, and holds each call to the script's header (see
+// TestScriptContracts runs every script through the runtime, built the
+// way generated code builds it (through lockimpl), and holds each call to the script's header (see
 // templates/README.md): the number of KEYS and ARGV the runtime passes is
 // one the header declares, and the reply Redis returns has the declared
 // shape. Every script must be called at least once.
@@ -126,6 +127,9 @@ func TestScriptContracts(t *testing.T) {
 	}
 	c, c2 := newHooked(), newHooked()
 	ctx := context.Background()
+	if err := lockimpl.Preload(ctx, c, script(t, "force_unlock")); err != nil {
+		t.Fatal(err)
+	}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -138,9 +142,9 @@ func TestScriptContracts(t *testing.T) {
 	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fair, lockrt.ReadWrite, lockrt.Fenced} {
 		d := def(t, kind, 2*time.Second, true, 0) // renewed every 667ms
 		k := key(t, kind.String())
-		l, other := c.Lock(d, k), c2.Lock(d, k)
+		l, other := lockimpl.NewLock(c, d, k), lockimpl.NewLock(c2, d, k)
 		if kind == lockrt.ReadWrite {
-			l, other = c.RWLock(d, k).Write(), c2.RWLock(d, k).Read()
+			l, other = lockimpl.NewRWLock(c, d, k).Write(), lockimpl.NewRWLock(c2, d, k).Read()
 		}
 		renews := h.count(d.Scripts.Renew.Name)
 		le, err := l.Lock(ctx)
@@ -156,7 +160,7 @@ func TestScriptContracts(t *testing.T) {
 		_, err = l.ForceUnlock(ctx)
 		must(err)
 	}
-	rw := c.RWLock(def(t, lockrt.ReadWrite, time.Minute, false, 0), key(t, "upgrade"))
+	rw := lockimpl.NewRWLock(c, def(t, lockrt.ReadWrite, time.Minute, false, 0), key(t, "upgrade"))
 	r, err := rw.Read().Lock(ctx)
 	must(err)
 	if _, err := rw.Write().TryLock(r.Context(), 0); !errors.Is(err, lockrt.ErrUpgrade) {
@@ -166,16 +170,16 @@ func TestScriptContracts(t *testing.T) {
 
 	// A multi-lock on one slot.
 	md := def(t, lockrt.Reentrant, time.Minute, false, 0)
-	ml := lockrt.NewMultiLock(c.Lock(md, "contract:{multi}:a"), c.Lock(md, "contract:{multi}:b"))
+	ml := lockrt.NewMultiLock(lockimpl.NewLock(c, md, "contract:{multi}:a"), lockimpl.NewLock(c, md, "contract:{multi}:b"))
 	mle, err := ml.Lock(ctx)
 	must(err)
-	if _, err := lockrt.NewMultiLock(c2.Lock(md, "contract:{multi}:a"), c2.Lock(md, "contract:{multi}:b")).TryLock(ctx, 0); !errors.Is(err, lockrt.ErrNotObtained) {
+	if _, err := lockrt.NewMultiLock(lockimpl.NewLock(c2, md, "contract:{multi}:a"), lockimpl.NewLock(c2, md, "contract:{multi}:b")).TryLock(ctx, 0); !errors.Is(err, lockrt.ErrNotObtained) {
 		t.Fatalf("contended multi-lock: %v", err)
 	}
 	must(mle.Unlock(ctx))
 
 	// A RedLock of one node.
-	red := lockrt.NewQuorum(c).RedLock(redDef(t, time.Minute, false, 0), key(t, "red"))
+	red := lockimpl.NewRedLock(lockrt.NewQuorum(c), redDef(t, time.Minute, false, 0), key(t, "red"))
 	rle, err := red.Lock(ctx)
 	must(err)
 	must(rle.Unlock(ctx))
@@ -184,7 +188,7 @@ func TestScriptContracts(t *testing.T) {
 
 	// A semaphore: taken, refused, renewed, resized, read, given back.
 	sd := semDef(t, 2, 2*time.Second, true, 0)
-	sem := c.Semaphore(sd, key(t, "sem"))
+	sem := lockimpl.NewSemaphore(c, sd, key(t, "sem"))
 	renews := h.count(sd.Scripts.Renew.Name)
 	p, err := sem.Acquire(ctx, 1)
 	must(err)
@@ -206,17 +210,17 @@ func TestScriptContracts(t *testing.T) {
 	must(p.Release(ctx))
 
 	// A latch.
-	latch := c.Latch(latchDef(t, 2, time.Minute), key(t, "latch"))
+	latch := lockimpl.NewLatch(c, latchDef(t, 2, time.Minute), key(t, "latch"))
 	_, err = latch.CountDown(ctx)
 	must(err)
 
 	// Every limiter algorithm, with a config that is not the stored one.
 	for _, a := range limiterAlgorithms {
 		k := key(t, "limit", a.String())
-		l := c.Limiter(limiterDef(t, a, 10, time.Second, 1, lockrt.ScopeOverall), k)
+		l := lockimpl.NewLimiter(c, limiterDef(t, a, 10, time.Second, 1, lockrt.ScopeOverall), k)
 		_, err := l.Allow(ctx)
 		must(err)
-		_, _ = c.Limiter(limiterDef(t, a, 20, time.Second, 1, lockrt.ScopeOverall), k).Allow(ctx)
+		_, _ = lockimpl.NewLimiter(c, limiterDef(t, a, 20, time.Second, 1, lockrt.ScopeOverall), k).Allow(ctx)
 		_, err = l.Reconfigure(ctx)
 		must(err)
 	}
@@ -225,7 +229,7 @@ func TestScriptContracts(t *testing.T) {
 	// back, acknowledged, dead-lettered, listed, redriven; and a plain
 	// queue whose consumer cannot decode an item.
 	qd := queueDef(t, true, time.Minute, 5)
-	q := lockrt.NewDelayedReliableQueue(c, qd, lockrt.String{}, key(t, "queue"))
+	q := lockimpl.NewDelayedReliableQueue(c, qd, lockrt.String{}, key(t, "queue"))
 	must(q.Offer(ctx, "a"))
 	must(q.OfferIn(ctx, "b", 10*time.Millisecond))
 	for range 2 {
@@ -258,8 +262,8 @@ func TestScriptContracts(t *testing.T) {
 	_, err = q.Drain(ctx)
 	must(err)
 	pk := key(t, "plain")
-	must(lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.String{}, pk).Offer(ctx, "not json"))
-	if _, err := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, pk).TryTake(ctx, 0); err == nil {
+	must(lockimpl.NewQueue(c, queueDef(t, false, 0, 0), lockrt.String{}, pk).Offer(ctx, "not json"))
+	if _, err := lockimpl.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, pk).TryTake(ctx, 0); err == nil {
 		t.Fatal("an item that does not decode was taken")
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"strconv"
 	"time"
 
@@ -12,24 +13,9 @@ import (
 	"github.com/lockgen/lockgen/internal/keys"
 )
 
-// LatchScripts are the scripts of count-down latches (see
-// templates/semaphores.go).
-type LatchScripts struct {
-	CountDown *Script
-}
-
-// LatchDef is the static definition of a count-down latch declared in a
-// spec.
-type LatchDef struct {
-	Name    string        // the spec's name, for errors
-	Count   int           // the count of a latch nobody set with TrySetCount
-	Expire  time.Duration // how long a latch's key lives after it was set
-	Scripts *LatchScripts
-}
-
 // Latch returns the count-down latch with the given definition (emitted by
 // lockgen) and key. It does not contact Redis.
-func (c *Client) Latch(def *LatchDef, key string) *Latch {
+func (c *Client) newLatch(def *impl.LatchDef, key string) *Latch {
 	return &Latch{c: c, def: def, key: key}
 }
 
@@ -48,7 +34,7 @@ func (c *Client) Latch(def *LatchDef, key string) *Latch {
 // wakes waiters through key:ch.
 type Latch struct {
 	c   *Client
-	def *LatchDef
+	def *impl.LatchDef
 	key string
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"math"
 	"time"
 
@@ -30,98 +31,8 @@ var (
 	ErrExceedsCapacity = errors.New("lockgen: request exceeds the limiter's capacity")
 )
 
-// LimiterAlgorithm is how a limiter decides.
-type LimiterAlgorithm int
-
-// The limiter algorithms. GCRA and TokenBucket allow the same traffic for
-// the same definition: Burst+1 requests at once, then Rate per Per, spread
-// evenly; they differ in what Redis holds. SlidingWindow allows at most
-// Rate requests in any window of length Per.
-const (
-	// GCRA is the generic cell rate algorithm: the state is one number,
-	// the theoretical arrival time of the next request.
-	GCRA LimiterAlgorithm = iota + 1
-	// TokenBucket holds Burst+1 tokens, refilled continuously at Rate per
-	// Per; the state is a hash of the tokens and when they were counted.
-	TokenBucket
-	// SlidingWindow keeps an exact log of the requests allowed in the last
-	// Per (a sorted set), so it never allows more than Rate in any window
-	// of that length. Its cost grows with Rate.
-	SlidingWindow
-)
-
-func (a LimiterAlgorithm) String() string {
-	switch a {
-	case GCRA:
-		return "gcra"
-	case TokenBucket:
-		return "token-bucket"
-	case SlidingWindow:
-		return "sliding-window"
-	}
-	return "unknown"
-}
-
-// LimiterScope says who shares a limiter's allowance.
-type LimiterScope int
-
-// The limiter scopes.
-const (
-	// ScopeOverall: one allowance shared by every client.
-	ScopeOverall LimiterScope = iota + 1
-	// ScopePerClient: every runtime Client (see WithID) has an allowance
-	// of its own.
-	ScopePerClient
-)
-
-func (s LimiterScope) String() string {
-	switch s {
-	case ScopeOverall:
-		return "overall"
-	case ScopePerClient:
-		return "per-client"
-	}
-	return "unknown"
-}
-
-// LimiterScripts are the scripts of one limiter algorithm (see
-// templates/limiters.go).
-type LimiterScripts struct {
-	Allow     *Script
-	Configure *Script
-}
-
-// LimiterDef is the static definition of a limiter declared in a spec.
-type LimiterDef struct {
-	Name      string // the spec's name, for errors
-	Algorithm LimiterAlgorithm
-	Rate      int           // requests allowed per Per; at least 1
-	Per       time.Duration // at least a microsecond
-	Burst     int           // requests allowed at once above the rate (GCRA, TokenBucket)
-	Scope     LimiterScope
-	// IdleTTL bounds how long the limiter's keys outlive the last request
-	// counted: after IdleTTL without one, the state and config expire and
-	// the limiter is full again, even if it would not have refilled by
-	// then (a limit of 1000 per day with an IdleTTL of 1h forgets a user
-	// after an idle hour). 0, the default: the state expires when the
-	// limiter is full again (Per*(Burst+1)/Rate after the last request,
-	// Per for SlidingWindow) and the config a second after that. An
-	// IdleTTL longer than that changes nothing.
-	IdleTTL time.Duration
-	Scripts *LimiterScripts
-}
-
-// Capacity returns the most requests the limiter allows at once: Burst+1
-// for GCRA and TokenBucket, Rate for SlidingWindow.
-func (d *LimiterDef) Capacity() int {
-	if d.Algorithm == SlidingWindow {
-		return d.Rate
-	}
-	return d.Burst + 1
-}
-
-// check reports a definition the scripts cannot work with.
-func (d *LimiterDef) check() error {
+// checkLimiter reports a definition the scripts cannot work with.
+func checkLimiter(d *impl.LimiterDef) error {
 	switch {
 	case d.Algorithm.String() == "unknown", d.Scope.String() == "unknown":
 		return fmt.Errorf("%w: limiter %s has algorithm %d, scope %d", ErrInvalidArgument, d.Name, d.Algorithm, d.Scope)
@@ -135,13 +46,13 @@ func (d *LimiterDef) check() error {
 	return nil
 }
 
-// configTTL is how long the config outlives the last write, in
+// limiterConfigTTL is how long the config outlives the last write, in
 // milliseconds: longer than any state can live (the time an empty limiter
 // takes to fill up), so a config is never missing while state it governed
 // is still there.
-func (d *LimiterDef) configTTL() int64 {
+func limiterConfigTTL(d *impl.LimiterDef) int64 {
 	fill := d.Per
-	if d.Algorithm != SlidingWindow {
+	if d.Algorithm != impl.SlidingWindow {
 		fill = time.Duration(float64(d.Per) * float64(d.Burst+1) / float64(d.Rate))
 	}
 	if d.IdleTTL > 0 && d.IdleTTL < fill {
@@ -150,21 +61,21 @@ func (d *LimiterDef) configTTL() int64 {
 	return fill.Milliseconds() + 1000
 }
 
-// idleMillis is the idle TTL as the scripts take it: 0 for none.
-func (d *LimiterDef) idleMillis() int64 {
+// limiterIdleMillis is the idle TTL as the scripts take it: 0 for none.
+func limiterIdleMillis(d *impl.LimiterDef) int64 {
 	if d.IdleTTL <= 0 {
 		return 0
 	}
 	return ceilMillis(d.IdleTTL)
 }
 
-// args returns the scripts' ARGV: the config, as the scripts store it,
+// limiterArgs returns the scripts' ARGV: the config, as the scripts store it,
 // then extra.
-func (d *LimiterDef) args(extra ...any) []any {
+func limiterArgs(d *impl.LimiterDef, extra ...any) []any {
 	return append([]any{d.Algorithm.String(), d.Rate, d.Per.Microseconds(), d.Burst, d.Scope.String(), nil, nil, nil}[:5], extra...)
 }
 
-func (d *LimiterDef) describe() string {
+func describeLimiter(d *impl.LimiterDef) string {
 	return fmt.Sprintf("%s %d per %v burst %d %s", d.Algorithm, d.Rate, d.Per, d.Burst, d.Scope)
 }
 
@@ -181,7 +92,7 @@ func (d *LimiterDef) describe() string {
 // for the definition's IdleTTL.
 type Limiter struct {
 	c     *Client
-	def   *LimiterDef
+	def   *impl.LimiterDef
 	key   string
 	cfg   string
 	state string
@@ -189,9 +100,9 @@ type Limiter struct {
 
 // Limiter returns the limiter with the given definition (emitted by
 // lockgen) and key. It does not contact Redis.
-func (c *Client) Limiter(def *LimiterDef, key string) *Limiter {
+func (c *Client) newLimiter(def *impl.LimiterDef, key string) *Limiter {
 	state := keys.Sub(key, def.Algorithm.String())
-	if def.Scope == ScopePerClient {
+	if def.Scope == impl.ScopePerClient {
 		state = keys.Sub(state, c.id)
 	}
 	return &Limiter{c: c, def: def, key: key, cfg: keys.Sub(key, "cfg"), state: state}
@@ -258,7 +169,7 @@ func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (in
 	// limiter_gcra reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 	// limiter_token_bucket reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 	// limiter_sliding_window reply: {int, int, int, int, int} | {int, string, string, string, string, string}
-	args := l.def.args(n, l.def.configTTL(), patience.Microseconds(), l.def.idleMillis())
+	args := limiterArgs(l.def, n, limiterConfigTTL(l.def), patience.Microseconds(), limiterIdleMillis(l.def))
 	v, err := l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...).Slice()
 	if err != nil {
 		return 0, LimitResult{}, fmt.Errorf("lockgen: limiting %s: %w", l.key, err)
@@ -269,7 +180,7 @@ func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (in
 }
 
 func (l *Limiter) precheck(n int) error {
-	if err := l.def.check(); err != nil {
+	if err := checkLimiter(l.def); err != nil {
 		return err
 	}
 	switch {
@@ -328,7 +239,7 @@ func (l *Limiter) mismatch(stored []any) error {
 		s[2] = (per * time.Microsecond).String()
 	}
 	return fmt.Errorf("%w: %s holds %s %s per %s burst %s %s, %s has %s (Reconfigure replaces it)",
-		ErrConfigMismatch, l.cfg, s[0], s[1], s[2], s[3], s[4], l.def.Name, l.def.describe())
+		ErrConfigMismatch, l.cfg, s[0], s[1], s[2], s[3], s[4], l.def.Name, describeLimiter(l.def))
 }
 
 // Wait waits until one request is allowed; see WaitN.
@@ -400,7 +311,7 @@ func (l *Limiter) Refund(ctx context.Context, n int) (LimitResult, error) {
 	if err := l.precheck(n); err != nil {
 		return LimitResult{}, err
 	}
-	args := l.def.args(-n, l.def.configTTL(), 0, l.def.idleMillis())
+	args := limiterArgs(l.def, -n, limiterConfigTTL(l.def), 0, limiterIdleMillis(l.def))
 	v, err := l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...).Slice()
 	if err != nil {
 		return LimitResult{}, fmt.Errorf("lockgen: refunding %s: %w", l.key, err)
@@ -444,7 +355,7 @@ func ResetState() ReconfigureOption { return func(r *reconfigure) { r.reset = tr
 // ErrInvalidArgument for a malformed definition, ErrClosed, or a Redis
 // error.
 func (l *Limiter) Reconfigure(ctx context.Context, opts ...ReconfigureOption) (bool, error) {
-	if err := l.def.check(); err != nil {
+	if err := checkLimiter(l.def); err != nil {
 		return false, err
 	}
 	// limiter_configure reply: int
@@ -459,7 +370,7 @@ func (l *Limiter) Reconfigure(ctx context.Context, opts ...ReconfigureOption) (b
 	if r.reset {
 		reset = "1"
 	}
-	args := l.def.args(l.def.configTTL(), reset)
+	args := limiterArgs(l.def, limiterConfigTTL(l.def), reset)
 	n, err := l.c.eval(ctx, l.def.Scripts.Configure, []string{l.cfg, l.state}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: reconfiguring %s: %w", l.key, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,7 @@ import (
 // goroutine; each Lock needs its own Unlock.
 type Lock struct {
 	c   *Client
-	def *LockDef
+	def *impl.LockDef
 	key string
 	// mode is the side of a readwrite lock ("r" or "w"), passed to its
 	// scripts as their last argument; "" for the other kinds.
@@ -71,9 +72,9 @@ func (l *Lock) leaseArg(lease time.Duration) any {
 func (l *Lock) prepare() *lockPrep {
 	n := 3
 	switch l.def.Kind {
-	case Fenced:
+	case impl.Fenced:
 		n = 4
-	case Reentrant, Simple, Fair:
+	case impl.Reentrant, impl.Simple, impl.Fair:
 	default:
 		return nil
 	}
@@ -270,7 +271,7 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	}
 	flag := "0"
 	switch {
-	case waiting && l.def.Kind == ReadWrite:
+	case waiting && l.def.Kind == impl.ReadWrite:
 		flag = "1"
 	case waiting:
 		flag = "2" // refresh, or the full attempt when that is needed
@@ -292,14 +293,14 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		} else if reg != 0 {
 			r = reg.Milliseconds()
 		}
-		if l.def.Kind == Fair { // it may hand a free lock to the first waiter
+		if l.def.Kind == impl.Fair { // it may hand a free lock to the first waiter
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, p.boxed[n], l.c.publishArg(), handoffArg)
 		} else {
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f)
 		}
 	} else {
 		args := []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
-		if l.def.Kind == Fair || l.def.Kind == ReadWrite { // it may hand a free lock to the first waiters
+		if l.def.Kind == impl.Fair || l.def.Kind == impl.ReadWrite { // it may hand a free lock to the first waiters
 			args = append(args, l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds())
 		}
 		cmd, wait = l.evalAcquire(uctx, l.scriptKeys(), l.args(args...)...)
@@ -359,7 +360,7 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 // retry), and each run re-entered. Without this, Unlock would leave the
 // lock held for another lease. It costs nothing unless that happened.
 func (l *Lock) dropDuplicateHolds(ctx context.Context, owner string, o acquireOptions, holds int64) {
-	if !o.fresh || l.def.Kind == Simple {
+	if !o.fresh || l.def.Kind == impl.Simple {
 		return
 	}
 	for ; holds > 1; holds-- {
@@ -420,7 +421,7 @@ func (l *Lock) holdCount(ctx context.Context, owner string) (int, error) {
 		err error
 	)
 	switch {
-	case l.def.Kind == Fair:
+	case l.def.Kind == impl.Fair:
 		v, err = l.c.rdb.HGet(ctx, l.key, owner).Result()
 	case l.mode == "r":
 		v, err = l.c.rdb.HGet(ctx, l.key, "r:"+owner).Result()
@@ -436,7 +437,7 @@ func (l *Lock) holdCount(ctx context.Context, owner string) (int, error) {
 		val, err = l.c.rdb.Get(ctx, l.key).Result()
 		if f := strings.Fields(val); len(f) > 0 && f[0] == owner {
 			v = "1"
-			if l.def.Kind != Simple && len(f) > 1 {
+			if l.def.Kind != impl.Simple && len(f) > 1 {
 				v = f[1]
 			}
 		}
@@ -624,11 +625,11 @@ func (l *Lock) scriptKeys() []string {
 		return l.prep.keys
 	}
 	switch l.def.Kind {
-	case Fair:
+	case impl.Fair:
 		return l.fairKeys()
-	case ReadWrite:
+	case impl.ReadWrite:
 		return l.rwKeys()
-	case Fenced:
+	case impl.Fenced:
 		return l.fencedKeys()
 	}
 	return []string{l.key, keys.Sub(l.key, "queue"), keys.Sub(l.key, "waiters")}

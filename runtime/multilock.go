@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,7 +71,7 @@ func atomicSet(locks []*Lock) bool {
 	first := locks[0]
 	for _, l := range locks {
 		s := l.def.Scripts
-		if l.c != first.c || l.mode != "" || (l.def.Kind != Reentrant && l.def.Kind != Simple) ||
+		if l.c != first.c || l.mode != "" || (l.def.Kind != impl.Reentrant && l.def.Kind != impl.Simple) ||
 			s.MultiAcquire == nil || s.MultiRelease == nil ||
 			s.MultiAcquire.SHA1 != first.def.Scripts.MultiAcquire.SHA1 ||
 			s.MultiRelease.SHA1 != first.def.Scripts.MultiRelease.SHA1 {

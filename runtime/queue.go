@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"math"
 	"strconv"
 	"time"
@@ -33,23 +34,6 @@ var (
 	ErrDeliverySettled = errors.New("lockgen: delivery already settled")
 )
 
-// QueueScripts are the scripts of queues (see lockgen's templates/queues.go
-// for their calling convention). Every queue uses the same set.
-type QueueScripts struct {
-	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive *Script
-	Peek, Remove, Drain                                       *Script
-}
-
-// QueueDef is the static definition of a queue declared in a spec.
-type QueueDef struct {
-	Name          string        // the spec's name, for errors
-	Delay         bool          // items may be offered with a delay
-	Reliable      bool          // deliveries are acknowledged
-	Visibility    time.Duration // reliable: how long a delivery stays hidden before it is redelivered
-	MaxDeliveries int           // reliable: deliveries before an item is dead-lettered
-	Scripts       *QueueScripts
-}
-
 // queueKeys are the suffixes of a queue's keys after its own key, the ready
 // list, in the scripts' KEYS order.
 var queueKeys = [...]string{"delayed", "data", "seq", "armed", "proc", "inflight", "att", "dead", "err"}
@@ -76,13 +60,13 @@ const maxBlock = time.Second
 // keys and definition, and the untyped operations.
 type queue struct {
 	c    *Client
-	def  *QueueDef
+	def  *impl.QueueDef
 	key  string
 	keys []string
 	ch   string
 }
 
-func newQueue(c *Client, def *QueueDef, key string) *queue {
+func newQueue(c *Client, def *impl.QueueDef, key string) *queue {
 	q := &queue{c: c, def: def, key: key, keys: make([]string, 0, len(queueKeys)+1), ch: keys.Sub(key, "ch")}
 	q.keys = append(q.keys, key)
 	for _, s := range queueKeys {
@@ -609,11 +593,11 @@ type Queue[T any] struct {
 	codec Codec[T]
 }
 
-// NewQueue returns the plain queue with the given definition (emitted by
+// makeQueue returns the plain queue with the given definition (emitted by
 // lockgen), codec and key. It does not contact Redis. (Go methods cannot
 // take type parameters, so queue constructors are functions, not methods
 // of Client.)
-func NewQueue[T any](c *Client, def *QueueDef, codec Codec[T], key string) *Queue[T] {
+func makeQueue[T any](c *Client, def *impl.QueueDef, codec Codec[T], key string) *Queue[T] {
 	return &Queue[T]{q: newQueue(c, def, key), codec: codec}
 }
 
@@ -809,10 +793,10 @@ type DelayedQueue[T any] struct {
 	*Queue[T]
 }
 
-// NewDelayedQueue returns the delayed queue with the given definition,
+// makeDelayedQueue returns the delayed queue with the given definition,
 // codec and key. It does not contact Redis.
-func NewDelayedQueue[T any](c *Client, def *QueueDef, codec Codec[T], key string) *DelayedQueue[T] {
-	return &DelayedQueue[T]{NewQueue(c, def, codec, key)}
+func makeDelayedQueue[T any](c *Client, def *impl.QueueDef, codec Codec[T], key string) *DelayedQueue[T] {
+	return &DelayedQueue[T]{makeQueue(c, def, codec, key)}
 }
 
 // OfferIn adds v, due after delay, as measured by the Redis server's

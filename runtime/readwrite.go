@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 
 	"github.com/lockgen/lockgen/internal/keys"
 )
@@ -41,7 +42,7 @@ type RWLock struct {
 
 // RWLock returns the read-write lock with the given definition (of kind
 // ReadWrite, emitted by lockgen) and key. It does not contact Redis.
-func (c *Client) RWLock(def *LockDef, key string) *RWLock {
+func (c *Client) newRWLock(def *impl.LockDef, key string) *RWLock {
 	return &RWLock{
 		read:  &Lock{c: c, def: def, key: key, mode: "r"},
 		write: &Lock{c: c, def: def, key: key, mode: "w"},
@@ -84,7 +85,7 @@ func (rw *RWLock) ForceUnlock(ctx context.Context) (bool, error) {
 // no read hold is left either), ErrClosed, or a Redis error.
 func (le *Lease) Downgrade(ctx context.Context) (*Lease, error) {
 	l := le.lock
-	if l.def.Kind != ReadWrite || l.mode != "w" {
+	if l.def.Kind != impl.ReadWrite || l.mode != "w" {
 		return nil, fmt.Errorf("%w: Downgrade of a lease that is not a write lease of a read-write lock", ErrInvalidArgument)
 	}
 	read := &Lock{c: l.c, def: l.def, key: l.key, mode: "r"}

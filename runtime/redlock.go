@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -22,17 +23,6 @@ import (
 // it wraps the nodes' errors. Nothing is left locked on the nodes that
 // answered.
 var ErrNoQuorum = errors.New("lockgen: no majority of RedLock nodes reachable")
-
-// RedLockDef is the static definition of a redlock lock declared in a
-// spec. Its scripts are a simple lock's (SET NX PX, compare-and-delete,
-// compare-and-pexpire), run on every node.
-type RedLockDef struct {
-	Name    string // the spec's name, for errors
-	Lease   time.Duration
-	Renew   bool          // renewed on a majority while held
-	Wait    time.Duration // default wait of Lock
-	Scripts *LockScripts
-}
 
 // Quorum is a set of independent Redis deployments, one Client each, on
 // which RedLocks are taken: a lock is held when a majority of them
@@ -75,7 +65,7 @@ func (q *Quorum) Majority() int { return len(q.nodes)/2 + 1 }
 
 // RedLock returns the RedLock with the given definition (emitted by
 // lockgen) and key on the quorum's nodes. It does not contact Redis.
-func (q *Quorum) RedLock(def *RedLockDef, key string) *RedLock {
+func (q *Quorum) newRedLock(def *impl.RedLockDef, key string) *RedLock {
 	return &RedLock{q: q, def: def, key: key}
 }
 
@@ -85,7 +75,7 @@ func (q *Quorum) RedLock(def *RedLockDef, key string) *RedLock {
 // and does not guarantee.
 type RedLock struct {
 	q   *Quorum
-	def *RedLockDef
+	def *impl.RedLockDef
 	key string
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"sync"
 	"time"
 
@@ -26,9 +27,9 @@ type ReliableQueue[T any] struct {
 	codec Codec[T]
 }
 
-// NewReliableQueue returns the reliable queue with the given definition
+// makeReliableQueue returns the reliable queue with the given definition
 // (emitted by lockgen), codec and key. It does not contact Redis.
-func NewReliableQueue[T any](c *Client, def *QueueDef, codec Codec[T], key string) *ReliableQueue[T] {
+func makeReliableQueue[T any](c *Client, def *impl.QueueDef, codec Codec[T], key string) *ReliableQueue[T] {
 	return &ReliableQueue[T]{q: newQueue(c, def, key), codec: codec}
 }
 
@@ -490,10 +491,10 @@ type DelayedReliableQueue[T any] struct {
 	*ReliableQueue[T]
 }
 
-// NewDelayedReliableQueue returns the delayed reliable queue with the
+// makeDelayedReliableQueue returns the delayed reliable queue with the
 // given definition, codec and key. It does not contact Redis.
-func NewDelayedReliableQueue[T any](c *Client, def *QueueDef, codec Codec[T], key string) *DelayedReliableQueue[T] {
-	return &DelayedReliableQueue[T]{NewReliableQueue(c, def, codec, key)}
+func makeDelayedReliableQueue[T any](c *Client, def *impl.QueueDef, codec Codec[T], key string) *DelayedReliableQueue[T] {
+	return &DelayedReliableQueue[T]{makeReliableQueue(c, def, codec, key)}
 }
 
 // OfferIn adds v, due after delay, as measured by the Redis server's

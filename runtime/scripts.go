@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,7 +17,7 @@ import (
 //
 // A connection error on a cluster makes the client reload its slot map
 // (see reloadOnConnError).
-func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...any) *redis.Cmd {
+func (c *Client) eval(ctx context.Context, s *impl.Script, keys []string, args ...any) *redis.Cmd {
 	cmd := c.rdb.EvalSha(ctx, s.SHA1, keys, args...)
 	if isNoScript(cmd.Err()) {
 		c.observe(ctx, Event{Kind: EventScriptReloaded, Object: s.Name})
@@ -29,7 +30,7 @@ func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...any
 // evalBoxed is eval for a caller whose keys are boxed already (a Lock's
 // lockPrep): it builds the command's arguments in one slice, where
 // go-redis' EvalSha would box every key again and copy the arguments.
-func (c *Client) evalBoxed(ctx context.Context, s *Script, keys []any, args ...any) *redis.Cmd {
+func (c *Client) evalBoxed(ctx context.Context, s *impl.Script, keys []any, args ...any) *redis.Cmd {
 	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
 	sha, ok := c.shas.Load(s)
 	if !ok {
@@ -115,7 +116,7 @@ func isNoScript(err error) bool {
 // pays for that one-time probe. It returns the first Redis error, or an
 // error matching ErrScriptMismatch when Redis computes another SHA1 than
 // the generated one.
-func (c *Client) Preload(ctx context.Context, scripts ...*Script) error {
+func (c *Client) preload(ctx context.Context, scripts ...*impl.Script) error {
 	load := func(ctx context.Context, rdb redis.Cmdable) error {
 		for _, s := range scripts {
 			sha, err := rdb.ScriptLoad(ctx, s.Source).Result()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"strconv"
 	"strings"
 	"time"
@@ -44,32 +45,9 @@ type sentinel struct {
 func (e *sentinel) Error() string { return e.msg }
 func (e *sentinel) Unwrap() error { return e.parent }
 
-// SemaphoreScripts are the scripts of semaphores (see templates/semaphores.go).
-type SemaphoreScripts struct {
-	Acquire  *Script
-	Release  *Script
-	Renew    *Script
-	State    *Script
-	Capacity *Script
-}
-
-// SemaphoreDef is the static definition of a semaphore declared in a spec.
-type SemaphoreDef struct {
-	Name    string // the spec's name, for errors
-	Permits int    // capacity, until an operator sets another (SetPermits)
-	Lease   time.Duration
-	Renew   bool          // the watchdog renews held permits
-	Wait    time.Duration // default wait of Acquire
-	// WaiterTTL is how long a waiter keeps its place in the semaphore's
-	// waiter registry without a refresh (it refreshes every WaiterTTL/3
-	// while it waits); 0 means RegistryTTL.
-	WaiterTTL time.Duration
-	Scripts   *SemaphoreScripts
-}
-
 // Semaphore returns the semaphore with the given definition (emitted by
 // lockgen) and key. It does not contact Redis.
-func (c *Client) Semaphore(def *SemaphoreDef, key string) *Semaphore {
+func (c *Client) newSemaphore(def *impl.SemaphoreDef, key string) *Semaphore {
 	return &Semaphore{c: c, def: def, key: key}
 }
 
@@ -89,7 +67,7 @@ func (c *Client) Semaphore(def *SemaphoreDef, key string) *Semaphore {
 // ID>.
 type Semaphore struct {
 	c   *Client
-	def *SemaphoreDef
+	def *impl.SemaphoreDef
 	key string
 }
 

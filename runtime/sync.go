@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"strconv"
 	"strings"
 
@@ -47,7 +48,7 @@ func (l *Lock) checkSynced(ctx context.Context, le *Lease, wait *redis.Cmd) erro
 // on the same connection.) The WAIT reply says how many replicas
 // acknowledged the connection's writes so far; it is nil when the
 // pipeline could not be sent.
-func (c *Client) evalWait(ctx context.Context, s *Script, sync SyncDef, keys []string, args ...any) (*redis.Cmd, *redis.Cmd) {
+func (c *Client) evalWait(ctx context.Context, s *impl.Script, sync impl.SyncDef, keys []string, args ...any) (*redis.Cmd, *redis.Cmd) {
 	rdb, err := c.primaryOf(ctx, keys[0])
 	if err != nil {
 		cmd := redis.NewCmd(ctx)
@@ -88,7 +89,7 @@ func (c *Client) primaryOf(ctx context.Context, key string) (redis.Cmdable, erro
 // enough replicas acknowledged it, when none is connected (nothing to
 // sync to), or when fewer are connected than sync asks for and all of
 // them acknowledged; otherwise an error matching ErrNotReplicated.
-func (c *Client) checkSync(ctx context.Context, sync SyncDef, key string, wait *redis.Cmd) error {
+func (c *Client) checkSync(ctx context.Context, sync impl.SyncDef, key string, wait *redis.Cmd) error {
 	var acked int64
 	var werr error
 	if wait == nil {

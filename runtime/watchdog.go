@@ -3,6 +3,7 @@ package runtime
 import (
 	"container/heap"
 	"context"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"slices"
 	"sync"
 	"time"
@@ -64,7 +65,7 @@ type heldKey struct{ key, owner string }
 // gone. The hold is renewed every renewEvery(Lease).
 type renewal struct {
 	Object string // the spec's name, for the observers
-	Script *Script
+	Script *impl.Script
 	Keys   []string
 	Args   []any
 	Lease  time.Duration

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/gen"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -124,7 +126,7 @@ func TestCheckStale(t *testing.T) {
 	if !strings.HasPrefix(stdout, wantDiff) {
 		t.Errorf("stdout does not start with %q:\n%s", wantDiff, stdout)
 	}
-	for _, want := range []string{"\n-\t\tLease:   time.Minute,\n", "\n+\t\tLease:   30 * time.Second,\n", "\n \t\tKind:    lockrt.Reentrant,\n"} {
+	for _, want := range []string{"\n-\t\tLease:   time.Minute,\n", "\n+\t\tLease:   30 * time.Second,\n", "\n \t\tKind:    lockimpl.Reentrant,\n"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("diff lacks %q:\n%s", want, stdout)
 		}
@@ -225,7 +227,7 @@ func TestUsageErrors(t *testing.T) {
 func TestVersion(t *testing.T) {
 	code, stdout, stderr := lockgen(t, "version")
 	// A test binary's build info names no lockgen module version.
-	if code != 0 || stdout != "lockgen "+runtime.Version+" (devel) (runtime API 1)\n" || stderr != "" {
+	if code != 0 || stdout != "lockgen "+runtime.Version+" (devel) (runtime API "+strconv.Itoa(gen.RuntimeAPI)+")\n" || stderr != "" {
 		t.Fatalf("exit %d\nstdout: %q\nstderr: %q", code, stdout, stderr)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
-// The elements of the definition literals (lockrt.LockDef{...} and the
+// The elements of the definition literals (lockimpl.LockDef{...} and the
 // like) that several kinds share.
 
 // holdFields are the Lease, Renew and Wait fields of a definition of

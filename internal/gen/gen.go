@@ -18,16 +18,22 @@ import (
 )
 
 // runtimePath is the import path of the runtime the generated code uses,
-// imported as runtimeName.
+// imported as runtimeName, and implPath that of the package with the
+// runtime's names for generated code only (definitions, scripts,
+// constructors), imported as implName.
 const (
 	runtimePath = "github.com/lockgen/lockgen/runtime"
 	runtimeName = "lockrt"
+	implPath    = "github.com/lockgen/lockgen/runtime/lockimpl"
+	implName    = "lockimpl"
 )
 
 // RuntimeAPI is the version of the runtime API the generated code is
-// written for. Generated files pin it by referring to the runtime's
-// GeneratedCodeVersion<RuntimeAPI> constant.
-const RuntimeAPI = 1
+// written for. Generated files pin it by referring to lockimpl's
+// GeneratedCodeVersion<RuntimeAPI> constant. (Version 1 was pinned in
+// package runtime, before the names for generated code moved to
+// runtime/lockimpl.)
+const RuntimeAPI = 2
 
 // Options configure Generate.
 type Options struct {
@@ -150,6 +156,7 @@ func (g *generator) sourceName() string {
 // render writes the whole file.
 func (g *generator) render(f *jen.File) {
 	f.ImportAlias(runtimePath, runtimeName)
+	f.ImportAlias(implPath, implName)
 	for _, p := range g.namedParamPackages() {
 		f.ImportName(p.path, p.name)
 	}
@@ -158,7 +165,7 @@ func (g *generator) render(f *jen.File) {
 
 	f.Add(comment(fmt.Sprintf("This file was generated for lockgen runtime API version %d; if the line below\n"+
 		"fails to compile, regenerate it with the lockgen version in your go.mod.", RuntimeAPI)))
-	f.Const().Id("_").Op("=").Qual(runtimePath, fmt.Sprintf("GeneratedCodeVersion%d", RuntimeAPI))
+	f.Const().Id("_").Op("=").Qual(implPath, fmt.Sprintf("GeneratedCodeVersion%d", RuntimeAPI))
 
 	for _, sec := range g.sections {
 		sec.render(g, f)

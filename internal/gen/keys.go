@@ -7,13 +7,13 @@ import (
 	"github.com/lockgen/lockgen/internal/spec"
 )
 
-// keyDef is the lockrt.KeyDef literal of an object's key.
+// keyDef is the lockimpl.KeyDef literal of an object's key.
 func keyDef(namespace string, o spec.Object) jen.Code {
 	lits := make([]jen.Code, len(o.Key.Literals))
 	for i, l := range o.Key.Literals {
 		lits[i] = jen.Lit(l)
 	}
-	return jen.Qual(runtimePath, "KeyDef").Values(
+	return jen.Qual(implPath, "KeyDef").Values(
 		field("Namespace", jen.Lit(namespace)),
 		field("Object", jen.Lit(o.Identity())),
 		field("Literals", jen.Index().String().Values(lits...)),

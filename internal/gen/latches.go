@@ -12,7 +12,7 @@ import (
 // latchReceiver is the receiver of the methods of Latches.
 const latchReceiver = "l"
 
-// latchScriptsVar names the lockrt.LatchScripts of the file.
+// latchScriptsVar names the lockimpl.LatchScripts of the file.
 const latchScriptsVar = "latchScripts"
 
 // latch is a count-down latch as generated.
@@ -65,7 +65,7 @@ func (sec *latchesSection) render(g *generator, f *jen.File) {
 		g.renderLatch(f, l)
 	}
 	f.Add(comment(latchScriptsVar + " are the scripts of count-down latches."))
-	f.Var().Id(latchScriptsVar).Op("=").Qual(runtimePath, "LatchScripts").Custom(multiline,
+	f.Var().Id(latchScriptsVar).Op("=").Qual(implPath, "LatchScripts").Custom(multiline,
 		field("CountDown", jen.Op("&").Id(scriptVar(templates.Latch.CountDown))),
 	)
 }
@@ -88,14 +88,15 @@ func (g *generator) renderLatch(f *jen.File, l *latch) {
 	f.Add(comment(doc))
 	f.Func().Params(jen.Id(latchReceiver).Op("*").Id("Latches")).Id(l.Name).Params(signature(l.params)...).
 		Op("*").Qual(runtimePath, "Latch").Block(
-		jen.Return(jen.Id(latchReceiver).Dot("c").Dot("Latch").Call(
+		jen.Return(jen.Qual(implPath, "NewLatch").Call(
+			jen.Id(latchReceiver).Dot("c"),
 			jen.Op("&").Id(l.defVar()),
 			keyCall(l.keyVar(), l.params),
 		)),
 	)
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
-		jen.Id(l.defVar()).Op("=").Qual(runtimePath, "LatchDef").Custom(multiline,
+		jen.Id(l.defVar()).Op("=").Qual(implPath, "LatchDef").Custom(multiline,
 			field("Name", jen.Lit(l.Name)),
 			field("Count", jen.Lit(l.Count)),
 			field("Expire", durationExpr(l.Expire)),

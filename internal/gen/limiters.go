@@ -76,7 +76,7 @@ func (s *limitersSection) algorithmsUsed() []string {
 	return algs
 }
 
-// limiterScriptsVar names the lockrt.LimiterScripts of an algorithm:
+// limiterScriptsVar names the lockimpl.LimiterScripts of an algorithm:
 // token-bucket -> tokenBucketLimiterScripts.
 func limiterScriptsVar(algorithm string) string {
 	return snakeToCamel(strings.ReplaceAll(algorithm, "-", "_")) + "LimiterScripts"
@@ -101,7 +101,7 @@ func (s *limitersSection) render(g *generator, f *jen.File) {
 	for _, a := range s.algorithmsUsed() {
 		set := templates.Limiters[a]
 		f.Add(comment(fmt.Sprintf("%s are the scripts of %s limiters.", limiterScriptsVar(a), a)))
-		f.Var().Id(limiterScriptsVar(a)).Op("=").Qual(runtimePath, "LimiterScripts").Custom(multiline,
+		f.Var().Id(limiterScriptsVar(a)).Op("=").Qual(implPath, "LimiterScripts").Custom(multiline,
 			field("Allow", jen.Op("&").Id(scriptVar(set.Allow))),
 			field("Configure", jen.Op("&").Id(scriptVar(set.Configure))),
 		)
@@ -126,7 +126,8 @@ func (g *generator) renderLimiter(f *jen.File, l *limiter) {
 	f.Add(comment(doc))
 	f.Func().Params(jen.Id(limiterReceiver).Op("*").Id("Limiters")).Id(l.Name).Params(signature(l.params)...).
 		Op("*").Qual(runtimePath, "Limiter").Block(
-		jen.Return(jen.Id(limiterReceiver).Dot("c").Dot("Limiter").Call(
+		jen.Return(jen.Qual(implPath, "NewLimiter").Call(
+			jen.Id(limiterReceiver).Dot("c"),
 			jen.Op("&").Id(l.defVar()),
 			keyCall(l.keyVar(), l.params),
 		)),
@@ -134,21 +135,21 @@ func (g *generator) renderLimiter(f *jen.File, l *limiter) {
 
 	def := []jen.Code{
 		field("Name", jen.Lit(l.Name)),
-		field("Algorithm", jen.Qual(runtimePath, limiterAlgorithms[l.Algorithm].constant)),
+		field("Algorithm", jen.Qual(implPath, limiterAlgorithms[l.Algorithm].constant)),
 		field("Rate", jen.Lit(l.Rate)),
 		field("Per", durationExpr(l.Per)),
 	}
 	if l.Burst != 0 {
 		def = append(def, field("Burst", jen.Lit(l.Burst)))
 	}
-	def = append(def, field("Scope", jen.Qual(runtimePath, limiterScopes[l.Scope])))
+	def = append(def, field("Scope", jen.Qual(implPath, limiterScopes[l.Scope])))
 	if l.IdleTTL != 0 {
 		def = append(def, field("IdleTTL", durationExpr(l.IdleTTL)))
 	}
 	def = append(def, field("Scripts", jen.Op("&").Id(limiterScriptsVar(l.Algorithm))))
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
-		jen.Id(l.defVar()).Op("=").Qual(runtimePath, "LimiterDef").Custom(multiline, def...),
+		jen.Id(l.defVar()).Op("=").Qual(implPath, "LimiterDef").Custom(multiline, def...),
 	)
 }
 

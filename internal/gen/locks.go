@@ -65,7 +65,7 @@ func (s *locksSection) scripts() []string {
 	return names
 }
 
-// lockScriptsVar names the lockrt.LockScripts of a kind.
+// lockScriptsVar names the lockimpl.LockScripts of a kind.
 func lockScriptsVar(kind spec.LockKind) string { return string(kind) + "LockScripts" }
 
 // kindsUsed returns the kinds of the locks, each once, sorted.
@@ -116,7 +116,7 @@ func (s *locksSection) render(g *generator, f *jen.File) {
 				field("MultiAcquire", jen.Op("&").Id(scriptVar(set.MultiAcquire))),
 				field("MultiRelease", jen.Op("&").Id(scriptVar(set.MultiRelease))))
 		}
-		f.Var().Id(lockScriptsVar(kind)).Op("=").Qual(runtimePath, "LockScripts").Custom(multiline, fields...)
+		f.Var().Id(lockScriptsVar(kind)).Op("=").Qual(implPath, "LockScripts").Custom(multiline, fields...)
 	}
 }
 
@@ -155,7 +155,8 @@ func (g *generator) renderLock(f *jen.File, l *lock) {
 	}
 	f.Func().Params(jen.Id(receiver).Op("*").Id("Locks")).Id(l.Name).Params(signature(l.params)...).
 		Op("*").Qual(runtimePath, typ).Block(
-		jen.Return(jen.Id(receiver).Dot("c").Dot(typ).Call(
+		jen.Return(jen.Qual(implPath, "New"+typ).Call(
+			jen.Id(receiver).Dot("c"),
 			jen.Op("&").Id(l.defVar()),
 			keyCall(l.keyVar(), l.params),
 		)),
@@ -163,19 +164,19 @@ func (g *generator) renderLock(f *jen.File, l *lock) {
 
 	def := []jen.Code{
 		field("Name", jen.Lit(l.Name)),
-		field("Kind", jen.Qual(runtimePath, lockKinds[l.Kind])),
+		field("Kind", jen.Qual(implPath, lockKinds[l.Kind])),
 	}
 	def = append(def, holdFields(l.Lease, l.Renew, l.Wait)...)
 	def = append(def, field("Scripts", jen.Op("&").Id(lockScriptsVar(l.Kind))))
 	if l.Sync != nil {
-		def = append(def, field("Sync", jen.Qual(runtimePath, "SyncDef").Values(
+		def = append(def, field("Sync", jen.Qual(implPath, "SyncDef").Values(
 			field("Replicas", jen.Lit(l.Sync.Replicas)),
 			field("Timeout", durationExpr(l.Sync.Timeout)),
 		)))
 	}
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
-		jen.Id(l.defVar()).Op("=").Qual(runtimePath, "LockDef").Custom(multiline, def...),
+		jen.Id(l.defVar()).Op("=").Qual(implPath, "LockDef").Custom(multiline, def...),
 	)
 }
 

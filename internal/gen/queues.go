@@ -14,7 +14,7 @@ import (
 // queueReceiver is the receiver of the methods of Queues.
 const queueReceiver = "q"
 
-// queueScriptsVar names the lockrt.QueueScripts of the generated file.
+// queueScriptsVar names the lockimpl.QueueScripts of the generated file.
 const queueScriptsVar = "queueScripts"
 
 // queue is a queue as generated.
@@ -199,7 +199,7 @@ func (s *queuesSection) render(g *generator, f *jen.File) {
 
 	set := templates.Queue
 	f.Add(comment(queueScriptsVar + " are the scripts of queues."))
-	f.Var().Id(queueScriptsVar).Op("=").Qual(runtimePath, "QueueScripts").Custom(multiline,
+	f.Var().Id(queueScriptsVar).Op("=").Qual(implPath, "QueueScripts").Custom(multiline,
 		field("Offer", jen.Op("&").Id(scriptVar(set.Offer))),
 		field("Move", jen.Op("&").Id(scriptVar(set.Move))),
 		field("Take", jen.Op("&").Id(scriptVar(set.Take))),
@@ -224,9 +224,9 @@ func (q *queue) fieldName() string {
 	return q.ident
 }
 
-// newCall is lockrt.New<Type>(c, &def, lockrt.JSON[T]{}, key.Key(...)).
+// newCall is lockimpl.New<Type>(c, &def, lockrt.JSON[T]{}, key.Key(...)).
 func (q *queue) newCall(c jen.Code) *jen.Statement {
-	return jen.Qual(runtimePath, "New"+q.runtimeType()).Call(
+	return jen.Qual(implPath, "New"+q.runtimeType()).Call(
 		c,
 		jen.Op("&").Id(q.defVar()),
 		q.codec(),
@@ -331,6 +331,6 @@ func (g *generator) renderQueue(f *jen.File, q *queue) {
 	def = append(def, field("Scripts", jen.Op("&").Id(queueScriptsVar)))
 	f.Var().Defs(
 		jen.Id(q.keyVar()).Op("=").Add(keyDef(g.spec.Namespace, q.Object)),
-		jen.Id(q.defVar()).Op("=").Qual(runtimePath, "QueueDef").Custom(multiline, def...),
+		jen.Id(q.defVar()).Op("=").Qual(implPath, "QueueDef").Custom(multiline, def...),
 	)
 }

@@ -55,7 +55,8 @@ func (g *generator) renderRedLock(f *jen.File, l *lock) {
 	f.Add(comment(doc))
 	f.Func().Params(jen.Id(receiver).Op("*").Id("RedLocks")).Id(l.Name).Params(signature(l.params)...).
 		Op("*").Qual(runtimePath, "RedLock").Block(
-		jen.Return(jen.Id(receiver).Dot("q").Dot("RedLock").Call(
+		jen.Return(jen.Qual(implPath, "NewRedLock").Call(
+			jen.Id(receiver).Dot("q"),
 			jen.Op("&").Id(l.defVar()),
 			keyCall(l.keyVar(), l.params),
 		)),
@@ -65,6 +66,6 @@ func (g *generator) renderRedLock(f *jen.File, l *lock) {
 	def = append(def, field("Scripts", jen.Op("&").Id(lockScriptsVar(l.Kind))))
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
-		jen.Id(l.defVar()).Op("=").Qual(runtimePath, "RedLockDef").Custom(multiline, def...),
+		jen.Id(l.defVar()).Op("=").Qual(implPath, "RedLockDef").Custom(multiline, def...),
 	)
 }

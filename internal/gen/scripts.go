@@ -23,7 +23,7 @@ type script struct {
 	summary string // what its header says it does
 }
 
-// scriptVar names the lockrt.Script variable of a script.
+// scriptVar names the lockimpl.Script variable of a script.
 func scriptVar(name string) string { return snakeToCamel(name) + "Script" }
 
 // sourceOf returns a script's source from templates.
@@ -106,13 +106,13 @@ func scriptDoc(s script) string {
 	return fmt.Sprintf("%s: %s\n(lockgen's Lua script %s; the comment at the top of Source states\nits KEYS, ARGV and reply.)", v, s.summary, s.name)
 }
 
-// renderScripts writes one lockrt.Script per script and Preload.
+// renderScripts writes one lockimpl.Script per script and Preload.
 func (g *generator) renderScripts(f *jen.File) {
-	refs := make([]jen.Code, 0, len(g.scripts)+1)
-	refs = append(refs, jen.Id("ctx"))
+	refs := make([]jen.Code, 0, len(g.scripts)+2)
+	refs = append(refs, jen.Id("ctx"), jen.Id("c"))
 	for _, s := range g.scripts {
 		f.Add(comment(scriptDoc(s)))
-		f.Var().Id(scriptVar(s.name)).Op("=").Qual(runtimePath, "Script").Custom(multiline,
+		f.Var().Id(scriptVar(s.name)).Op("=").Qual(implPath, "Script").Custom(multiline,
 			field("Name", jen.Lit(s.name)),
 			field("SHA1", jen.Lit(s.sha1)),
 			field("Source", jen.Op("`"+s.source+"`")),
@@ -126,6 +126,6 @@ func (g *generator) renderScripts(f *jen.File) {
 		jen.Id("ctx").Qual("context", "Context"),
 		jen.Id("c").Op("*").Qual(runtimePath, "Client"),
 	).Error().Block(
-		jen.Return(jen.Id("c").Dot("Preload").Custom(jen.Options{Open: "(", Close: ")", Separator: ",", Multi: true}, refs...)),
+		jen.Return(jen.Qual(implPath, "Preload").Custom(jen.Options{Open: "(", Close: ")", Separator: ",", Multi: true}, refs...)),
 	)
 }

@@ -66,7 +66,7 @@ func (sec *semaphoresSection) render(g *generator, f *jen.File) {
 	}
 	set := templates.Semaphore
 	f.Add(comment(semaphoreScriptsVar + " are the scripts of semaphores."))
-	f.Var().Id(semaphoreScriptsVar).Op("=").Qual(runtimePath, "SemaphoreScripts").Custom(multiline,
+	f.Var().Id(semaphoreScriptsVar).Op("=").Qual(implPath, "SemaphoreScripts").Custom(multiline,
 		field("Acquire", jen.Op("&").Id(scriptVar(set.Acquire))),
 		field("Release", jen.Op("&").Id(scriptVar(set.Release))),
 		field("Renew", jen.Op("&").Id(scriptVar(set.Renew))),
@@ -105,7 +105,8 @@ func (g *generator) renderSemaphore(f *jen.File, s *semaphore) {
 	f.Add(comment(doc))
 	f.Func().Params(jen.Id(semaphoreReceiver).Op("*").Id("Semaphores")).Id(s.Name).Params(signature(s.params)...).
 		Op("*").Qual(runtimePath, "Semaphore").Block(
-		jen.Return(jen.Id(semaphoreReceiver).Dot("c").Dot("Semaphore").Call(
+		jen.Return(jen.Qual(implPath, "NewSemaphore").Call(
+			jen.Id(semaphoreReceiver).Dot("c"),
 			jen.Op("&").Id(s.defVar()),
 			keyCall(s.keyVar(), s.params),
 		)),
@@ -119,6 +120,6 @@ func (g *generator) renderSemaphore(f *jen.File, s *semaphore) {
 	def = append(def, field("Scripts", jen.Op("&").Id(semaphoreScriptsVar)))
 	f.Var().Defs(
 		jen.Id(s.keyVar()).Op("=").Add(keyDef(ns, s.Object)),
-		jen.Id(s.defVar()).Op("=").Qual(runtimePath, "SemaphoreDef").Custom(multiline, def...),
+		jen.Id(s.defVar()).Op("=").Qual(implPath, "SemaphoreDef").Custom(multiline, def...),
 	)
 }

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Locks gives typed access to the locks declared in lockgen.yaml.
 type Locks struct {
@@ -30,14 +31,14 @@ func NewLocks(c *lockrt.Client) *Locks {
 // Fenced lock on key ops:{Ledger:ledger:<book>}, lease 30s renewed while held, default wait 10s.
 // Pass each lease's Token() to the storage it guards.
 func (l *Locks) Ledger(book string) *lockrt.Lock {
-	return l.c.Lock(&ledgerLock, ledgerKey.Key(book))
+	return lockimpl.NewLock(l.c, &ledgerLock, ledgerKey.Key(book))
 }
 
 var (
-	ledgerKey  = lockrt.KeyDef{Namespace: "ops", Object: "Ledger", Literals: []string{"ledger:", ""}}
-	ledgerLock = lockrt.LockDef{
+	ledgerKey  = lockimpl.KeyDef{Namespace: "ops", Object: "Ledger", Literals: []string{"ledger:", ""}}
+	ledgerLock = lockimpl.LockDef{
 		Name:    "Ledger",
-		Kind:    lockrt.Fenced,
+		Kind:    lockimpl.Fenced,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -49,14 +50,14 @@ var (
 //
 // Reentrant lock on key ops:{Order:order:<orderID>}, lease 30s renewed while held, default wait 10s.
 func (l *Locks) Order(orderID int64) *lockrt.Lock {
-	return l.c.Lock(&orderLock, orderKey.Key(strconv.FormatInt(orderID, 10)))
+	return lockimpl.NewLock(l.c, &orderLock, orderKey.Key(strconv.FormatInt(orderID, 10)))
 }
 
 var (
-	orderKey  = lockrt.KeyDef{Namespace: "ops", Object: "Order", Literals: []string{"order:", ""}}
-	orderLock = lockrt.LockDef{
+	orderKey  = lockimpl.KeyDef{Namespace: "ops", Object: "Order", Literals: []string{"order:", ""}}
+	orderLock = lockimpl.LockDef{
 		Name:    "Order",
-		Kind:    lockrt.Reentrant,
+		Kind:    lockimpl.Reentrant,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -69,14 +70,14 @@ var (
 // Read-write lock on key ops:{Rates:rates:<currency>}, lease 30s renewed while held, default wait 10s.
 // Read() is shared, Write() is exclusive.
 func (l *Locks) Rates(currency string) *lockrt.RWLock {
-	return l.c.RWLock(&ratesLock, ratesKey.Key(currency))
+	return lockimpl.NewRWLock(l.c, &ratesLock, ratesKey.Key(currency))
 }
 
 var (
-	ratesKey  = lockrt.KeyDef{Namespace: "ops", Object: "Rates", Literals: []string{"rates:", ""}}
-	ratesLock = lockrt.LockDef{
+	ratesKey  = lockimpl.KeyDef{Namespace: "ops", Object: "Rates", Literals: []string{"rates:", ""}}
+	ratesLock = lockimpl.LockDef{
 		Name:    "Rates",
-		Kind:    lockrt.ReadWrite,
+		Kind:    lockimpl.ReadWrite,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -85,7 +86,7 @@ var (
 )
 
 // fencedLockScripts are the scripts of fenced locks.
-var fencedLockScripts = lockrt.LockScripts{
+var fencedLockScripts = lockimpl.LockScripts{
 	Acquire:     &fencedAcquireScript,
 	Release:     &reentrantReleaseScript,
 	Renew:       &reentrantRenewScript,
@@ -93,7 +94,7 @@ var fencedLockScripts = lockrt.LockScripts{
 }
 
 // readwriteLockScripts are the scripts of readwrite locks.
-var readwriteLockScripts = lockrt.LockScripts{
+var readwriteLockScripts = lockimpl.LockScripts{
 	Acquire:     &rwAcquireScript,
 	Release:     &rwReleaseScript,
 	Renew:       &rwRenewScript,
@@ -101,7 +102,7 @@ var readwriteLockScripts = lockrt.LockScripts{
 }
 
 // reentrantLockScripts are the scripts of reentrant locks.
-var reentrantLockScripts = lockrt.LockScripts{
+var reentrantLockScripts = lockimpl.LockScripts{
 	Acquire:      &reentrantAcquireScript,
 	Release:      &reentrantReleaseScript,
 	Renew:        &reentrantRenewScript,
@@ -125,12 +126,12 @@ func NewSemaphores(c *lockrt.Client) *Semaphores {
 // Semaphore of 4 permits on key ops:{Export:export:<tenant>},
 // lease 30s renewed while held, default wait 10s.
 func (s *Semaphores) Export(tenant string) *lockrt.Semaphore {
-	return s.c.Semaphore(&exportSemaphore, exportKey.Key(tenant))
+	return lockimpl.NewSemaphore(s.c, &exportSemaphore, exportKey.Key(tenant))
 }
 
 var (
-	exportKey       = lockrt.KeyDef{Namespace: "ops", Object: "Export", Literals: []string{"export:", ""}}
-	exportSemaphore = lockrt.SemaphoreDef{
+	exportKey       = lockimpl.KeyDef{Namespace: "ops", Object: "Export", Literals: []string{"export:", ""}}
+	exportSemaphore = lockimpl.SemaphoreDef{
 		Name:    "Export",
 		Permits: 4,
 		Lease:   30 * time.Second,
@@ -141,7 +142,7 @@ var (
 )
 
 // semaphoreScripts are the scripts of semaphores.
-var semaphoreScripts = lockrt.SemaphoreScripts{
+var semaphoreScripts = lockimpl.SemaphoreScripts{
 	Acquire:  &semaphoreAcquireScript,
 	Release:  &semaphoreReleaseScript,
 	Renew:    &semaphoreRenewScript,
@@ -163,12 +164,12 @@ func NewLatches(c *lockrt.Client) *Latches {
 //
 // Count-down latch of 3 on key ops:{Warmup:warmup:<job>}, expiring 24h after it is set.
 func (l *Latches) Warmup(job string) *lockrt.Latch {
-	return l.c.Latch(&warmupLatch, warmupKey.Key(job))
+	return lockimpl.NewLatch(l.c, &warmupLatch, warmupKey.Key(job))
 }
 
 var (
-	warmupKey   = lockrt.KeyDef{Namespace: "ops", Object: "Warmup", Literals: []string{"warmup:", ""}}
-	warmupLatch = lockrt.LatchDef{
+	warmupKey   = lockimpl.KeyDef{Namespace: "ops", Object: "Warmup", Literals: []string{"warmup:", ""}}
+	warmupLatch = lockimpl.LatchDef{
 		Name:    "Warmup",
 		Count:   3,
 		Expire:  24 * time.Hour,
@@ -177,7 +178,7 @@ var (
 )
 
 // latchScripts are the scripts of count-down latches.
-var latchScripts = lockrt.LatchScripts{
+var latchScripts = lockimpl.LatchScripts{
 	CountDown: &latchCountDownScript,
 }
 
@@ -196,24 +197,24 @@ func NewLimiters(c *lockrt.Client) *Limiters {
 // GCRA rate limit on key ops:{API:api:<userID>}:
 // 100 per 1m, bursts of up to 21, shared by all clients.
 func (l *Limiters) API(userID string) *lockrt.Limiter {
-	return l.c.Limiter(&apiLimiter, apiKey.Key(userID))
+	return lockimpl.NewLimiter(l.c, &apiLimiter, apiKey.Key(userID))
 }
 
 var (
-	apiKey     = lockrt.KeyDef{Namespace: "ops", Object: "API", Literals: []string{"api:", ""}}
-	apiLimiter = lockrt.LimiterDef{
+	apiKey     = lockimpl.KeyDef{Namespace: "ops", Object: "API", Literals: []string{"api:", ""}}
+	apiLimiter = lockimpl.LimiterDef{
 		Name:      "API",
-		Algorithm: lockrt.GCRA,
+		Algorithm: lockimpl.GCRA,
 		Rate:      100,
 		Per:       time.Minute,
 		Burst:     20,
-		Scope:     lockrt.ScopeOverall,
+		Scope:     lockimpl.ScopeOverall,
 		Scripts:   &gcraLimiterScripts,
 	}
 )
 
 // gcraLimiterScripts are the scripts of gcra limiters.
-var gcraLimiterScripts = lockrt.LimiterScripts{
+var gcraLimiterScripts = lockimpl.LimiterScripts{
 	Allow:     &limiterGcraScript,
 	Configure: &limiterConfigureScript,
 }
@@ -236,12 +237,12 @@ func NewQueues(c *lockrt.Client) *Queues {
 // Delayed reliable queue of string on key ops:{Email:email:<tenant>},
 // visibility 1m, at most 2 deliveries.
 func (q *Queues) Email(tenant string) *lockrt.DelayedReliableQueue[string] {
-	return lockrt.NewDelayedReliableQueue(q.c, &emailQueue, lockrt.JSON[string]{}, emailKey.Key(tenant))
+	return lockimpl.NewDelayedReliableQueue(q.c, &emailQueue, lockrt.JSON[string]{}, emailKey.Key(tenant))
 }
 
 var (
-	emailKey   = lockrt.KeyDef{Namespace: "ops", Object: "Email", Literals: []string{"email:", ""}}
-	emailQueue = lockrt.QueueDef{
+	emailKey   = lockimpl.KeyDef{Namespace: "ops", Object: "Email", Literals: []string{"email:", ""}}
+	emailQueue = lockimpl.QueueDef{
 		Name:          "Email",
 		Delay:         true,
 		Reliable:      true,
@@ -252,7 +253,7 @@ var (
 )
 
 // queueScripts are the scripts of queues.
-var queueScripts = lockrt.QueueScripts{
+var queueScripts = lockimpl.QueueScripts{
 	Offer:   &queueOfferScript,
 	Move:    &queueMoveScript,
 	Take:    &queueTakeScript,
@@ -272,7 +273,7 @@ var queueScripts = lockrt.QueueScripts{
 // as a waiter in the same call.
 // (lockgen's Lua script fenced_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var fencedAcquireScript = lockrt.Script{
+var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
 	SHA1: "91eee08f37c5ad65e5ed3950ae9f0ab0814dbbac",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
@@ -475,7 +476,7 @@ return {0, redis.call('pttl', lock)}
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -645,7 +646,7 @@ return 1
 // and wakes every waiter.
 // (lockgen's Lua script latch_count_down; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var latchCountDownScript = lockrt.Script{
+var latchCountDownScript = lockimpl.Script{
 	Name: "latch_count_down",
 	SHA1: "32a61c306f40fd3cde723fed4269d9742ecd1603",
 	Source: `-- latch_count_down: count a latch down by one; the last count-down opens it
@@ -679,7 +680,7 @@ return count
 // holds).
 // (lockgen's Lua script limiter_configure; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var limiterConfigureScript = lockrt.Script{
+var limiterConfigureScript = lockimpl.Script{
 	Name: "limiter_configure",
 	SHA1: "8d73b6ed6fd3f8a0ef7acda2ab072e9644428c9f",
 	Source: `-- limiter_configure: make the caller's config the limiter's, replacing the
@@ -721,7 +722,7 @@ return 1 - same
 // limiterGcraScript: one rate-limit decision by the generic cell rate algorithm.
 // (lockgen's Lua script limiter_gcra; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var limiterGcraScript = lockrt.Script{
+var limiterGcraScript = lockimpl.Script{
 	Name: "limiter_gcra",
 	SHA1: "4dfe6e491841cc5a8ee6c63f1223dfbef18dcf90",
 	Source: `-- limiter_gcra: one rate-limit decision by the generic cell rate algorithm.
@@ -810,7 +811,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // or none, in one step. Used when every key is on one slot (or one node).
 // (lockgen's Lua script multi_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiAcquireScript = lockrt.Script{
+var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
 	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
@@ -1038,7 +1039,7 @@ return {1, n}
 // script would.
 // (lockgen's Lua script multi_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiReleaseScript = lockrt.Script{
+var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
 	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
@@ -1227,7 +1228,7 @@ return codes
 // queueAckScript: acknowledge a delivery of a reliable queue; the item is done.
 // (lockgen's Lua script queue_ack; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueAckScript = lockrt.Script{
+var queueAckScript = lockimpl.Script{
 	Name: "queue_ack",
 	SHA1: "c5d0ee78e266d995143072337eb11c70e34bc8db",
 	Source: `-- queue_ack: acknowledge a delivery of a reliable queue; the item is done.
@@ -1257,7 +1258,7 @@ return 1
 // the dead list, with the reason.
 // (lockgen's Lua script queue_bury; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueBuryScript = lockrt.Script{
+var queueBuryScript = lockimpl.Script{
 	Name: "queue_bury",
 	SHA1: "b73995a2265d2f186f80e4840db6fbcf5c892e4e",
 	Source: `-- queue_bury: put an item a plain queue's consumer could not decode on
@@ -1284,7 +1285,7 @@ return id
 // queueDeadScript: list dead letters, oldest first.
 // (lockgen's Lua script queue_dead; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueDeadScript = lockrt.Script{
+var queueDeadScript = lockimpl.Script{
 	Name: "queue_dead",
 	SHA1: "b309e657d9f11719241600677003082747688a38",
 	Source: `-- queue_dead: list dead letters, oldest first.
@@ -1313,7 +1314,7 @@ return out
 // most once, also for a reliable queue: they are not put in flight).
 // (lockgen's Lua script queue_drain; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueDrainScript = lockrt.Script{
+var queueDrainScript = lockimpl.Script{
 	Name: "queue_drain",
 	SHA1: "9a3e4529d34a72e080b8cb9d239f3b67f03b764c",
 	Source: `-- queue_drain: take the first ready items out of a queue for good (at
@@ -1355,7 +1356,7 @@ return out
 // queueExtendScript: move the visibility deadline of a delivery in flight.
 // (lockgen's Lua script queue_extend; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueExtendScript = lockrt.Script{
+var queueExtendScript = lockimpl.Script{
 	Name: "queue_extend",
 	SHA1: "ad13ff9de6281214917d3a88edeae71cce0ebfff",
 	Source: `-- queue_extend: move the visibility deadline of a delivery in flight.
@@ -1396,7 +1397,7 @@ return {deadline, now}
 // second after that time, so it never outlives the clients.
 // (lockgen's Lua script queue_move; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueMoveScript = lockrt.Script{
+var queueMoveScript = lockimpl.Script{
 	Name: "queue_move",
 	SHA1: "f7b5277c176e243929555759c3fe74d3633356eb",
 	Source: `-- queue_move: the delay timer's step. Moves due items (delayed ones, and
@@ -1516,7 +1517,7 @@ return reply
 // (or when asked to), or put it back unharmed.
 // (lockgen's Lua script queue_nack; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueNackScript = lockrt.Script{
+var queueNackScript = lockimpl.Script{
 	Name: "queue_nack",
 	SHA1: "1eebddf94a62a57eb0296a03847429d853d3e8d7",
 	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again
@@ -1576,7 +1577,7 @@ return 3
 // queueOfferScript: add items to a queue, ready now or when due.
 // (lockgen's Lua script queue_offer; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueOfferScript = lockrt.Script{
+var queueOfferScript = lockimpl.Script{
 	Name: "queue_offer",
 	SHA1: "0440fea680f8d65f7de24c72b194ae64c9b02c48",
 	Source: `-- queue_offer: add items to a queue, ready now or when due.
@@ -1646,7 +1647,7 @@ return due
 // the runtime reads it with LRANGE instead).
 // (lockgen's Lua script queue_peek; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queuePeekScript = lockrt.Script{
+var queuePeekScript = lockimpl.Script{
 	Name: "queue_peek",
 	SHA1: "965415ba2e44ba8b0aa75818404e4fc721301499",
 	Source: `-- queue_peek: the bodies of the first ready items of a reliable queue,
@@ -1683,7 +1684,7 @@ return out
 // their delivery count reset.
 // (lockgen's Lua script queue_redrive; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueRedriveScript = lockrt.Script{
+var queueRedriveScript = lockimpl.Script{
 	Name: "queue_redrive",
 	SHA1: "ac9b2586665ffb16150605231c24404ba15fced0",
 	Source: `-- queue_redrive: put the oldest dead letters back on the ready list, with
@@ -1728,7 +1729,7 @@ return moved
 // Items in flight and dead letters are left alone.
 // (lockgen's Lua script queue_remove; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueRemoveScript = lockrt.Script{
+var queueRemoveScript = lockimpl.Script{
 	Name: "queue_remove",
 	SHA1: "a25afffebf5aefc85c9a8ee225b645a0feabb74f",
 	Source: `-- queue_remove: remove ready and delayed items equal to a value, compared
@@ -1853,7 +1854,7 @@ return removed
 // with the same visibility deadline.
 // (lockgen's Lua script queue_take; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueTakeScript = lockrt.Script{
+var queueTakeScript = lockimpl.Script{
 	Name: "queue_take",
 	SHA1: "39e9c428759ede4989c480489c724d9a4b5487eb",
 	Source: `-- queue_take: claim deliveries of a reliable queue, each put in flight
@@ -1930,7 +1931,7 @@ return out
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script reentrant_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantAcquireScript = lockrt.Script{
+var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
 	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
@@ -2135,7 +2136,7 @@ return {0, redis.call('pttl', lock)}
 // last hold hands the lock to the longest-waiting live waiter, if any.
 // (lockgen's Lua script reentrant_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantReleaseScript = lockrt.Script{
+var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
 	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
@@ -2325,7 +2326,7 @@ return 0
 // reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
 // (lockgen's Lua script reentrant_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantRenewScript = lockrt.Script{
+var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
 	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
@@ -2358,7 +2359,7 @@ return 0
 // proceed were handed it.
 // (lockgen's Lua script rw_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwAcquireScript = lockrt.Script{
+var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
 	SHA1: "ce288c4fc0e977114c87befca86dcf221fef5f59",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
@@ -2716,7 +2717,7 @@ return {0, tonumber(ends) - now}
 // wake its waiters.
 // (lockgen's Lua script rw_force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwForceUnlockScript = lockrt.Script{
+var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
 	SHA1: "f9dfa4264e94e29ee863298a968000a8feb6d415",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
@@ -2883,7 +2884,7 @@ return 0
 // lets waiters proceed, hand the lock to them.
 // (lockgen's Lua script rw_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwReleaseScript = lockrt.Script{
+var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
 	SHA1: "eb7ee98d6752149386b071ff31ee7247e767c3f6",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
@@ -3187,7 +3188,7 @@ return holds
 // without touching the other holds' leases.
 // (lockgen's Lua script rw_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwRenewScript = lockrt.Script{
+var rwRenewScript = lockimpl.Script{
 	Name: "rw_renew",
 	SHA1: "96c4996774861d3d8ea443d5431757e5a1469c00",
 	Source: `-- rw_renew: extend the lease of one side of a read-write lock held by owner,
@@ -3234,7 +3235,7 @@ return 1
 // newcomer does not pass one that the free permits do not satisfy.
 // (lockgen's Lua script semaphore_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreAcquireScript = lockrt.Script{
+var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
 	SHA1: "842b2701b22554beed287f91250be4d2f597b248",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
@@ -3570,7 +3571,7 @@ return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
 // again.
 // (lockgen's Lua script semaphore_capacity; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreCapacityScript = lockrt.Script{
+var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
 	SHA1: "cf373949b06e1e432f8a06b538f8633c4bfdc3b7",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
@@ -3870,7 +3871,7 @@ return {1, capacity}
 // registered, hand the freed permits on to them.
 // (lockgen's Lua script semaphore_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreReleaseScript = lockrt.Script{
+var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
 	SHA1: "0537de8e4179a674ec0b7e1b46576dcd08a461d1",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
@@ -4158,7 +4159,7 @@ return n
 // semaphoreRenewScript: extend the lease of one hold of a semaphore.
 // (lockgen's Lua script semaphore_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreRenewScript = lockrt.Script{
+var semaphoreRenewScript = lockimpl.Script{
 	Name: "semaphore_renew",
 	SHA1: "78ad945c9faedb33831cd64b816a01d6ab71b45e",
 	Source: `-- semaphore_renew: extend the lease of one hold of a semaphore.
@@ -4195,7 +4196,7 @@ return 1
 // evicting the holds whose lease ran out.
 // (lockgen's Lua script semaphore_state; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreStateScript = lockrt.Script{
+var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
 	SHA1: "c732257b97b23e0bbf8f34c38066362577c3543a",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
@@ -4448,8 +4449,9 @@ return {tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[1]), used}
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&fencedAcquireScript,
 		&forceUnlockScript,
 		&latchCountDownScript,

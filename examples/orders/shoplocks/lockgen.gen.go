@@ -9,11 +9,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Locks gives typed access to the locks declared in lockgen.yaml.
 type Locks struct {
@@ -29,14 +30,14 @@ func NewLocks(c *lockrt.Client) *Locks {
 //
 // Simple lock on key shop:{Migration:migration}, lease 10s renewed while held, default wait 10s.
 func (l *Locks) Migration() *lockrt.Lock {
-	return l.c.Lock(&migrationLock, migrationKey.Key())
+	return lockimpl.NewLock(l.c, &migrationLock, migrationKey.Key())
 }
 
 var (
-	migrationKey  = lockrt.KeyDef{Namespace: "shop", Object: "Migration", Literals: []string{"migration"}}
-	migrationLock = lockrt.LockDef{
+	migrationKey  = lockimpl.KeyDef{Namespace: "shop", Object: "Migration", Literals: []string{"migration"}}
+	migrationLock = lockimpl.LockDef{
 		Name:    "Migration",
-		Kind:    lockrt.Simple,
+		Kind:    lockimpl.Simple,
 		Lease:   10 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -48,14 +49,14 @@ var (
 //
 // Reentrant lock on key shop:{Order:order:<orderID>}, lease 30s renewed while held, default wait 5s.
 func (l *Locks) Order(orderID int64) *lockrt.Lock {
-	return l.c.Lock(&orderLock, orderKey.Key(strconv.FormatInt(orderID, 10)))
+	return lockimpl.NewLock(l.c, &orderLock, orderKey.Key(strconv.FormatInt(orderID, 10)))
 }
 
 var (
-	orderKey  = lockrt.KeyDef{Namespace: "shop", Object: "Order", Literals: []string{"order:", ""}}
-	orderLock = lockrt.LockDef{
+	orderKey  = lockimpl.KeyDef{Namespace: "shop", Object: "Order", Literals: []string{"order:", ""}}
+	orderLock = lockimpl.LockDef{
 		Name:    "Order",
-		Kind:    lockrt.Reentrant,
+		Kind:    lockimpl.Reentrant,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    5 * time.Second,
@@ -68,14 +69,14 @@ var (
 // Reentrant lock on key shop:{Report:report:<tenant>:<day>},
 // lease 1s renewed while held, default wait 10s.
 func (l *Locks) Report(tenant, day string) *lockrt.Lock {
-	return l.c.Lock(&reportLock, reportKey.Key(tenant, day))
+	return lockimpl.NewLock(l.c, &reportLock, reportKey.Key(tenant, day))
 }
 
 var (
-	reportKey  = lockrt.KeyDef{Namespace: "shop", Object: "Report", Literals: []string{"report:", ":", ""}}
-	reportLock = lockrt.LockDef{
+	reportKey  = lockimpl.KeyDef{Namespace: "shop", Object: "Report", Literals: []string{"report:", ":", ""}}
+	reportLock = lockimpl.LockDef{
 		Name:    "Report",
-		Kind:    lockrt.Reentrant,
+		Kind:    lockimpl.Reentrant,
 		Lease:   time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -84,7 +85,7 @@ var (
 )
 
 // reentrantLockScripts are the scripts of reentrant locks.
-var reentrantLockScripts = lockrt.LockScripts{
+var reentrantLockScripts = lockimpl.LockScripts{
 	Acquire:      &reentrantAcquireScript,
 	Release:      &reentrantReleaseScript,
 	Renew:        &reentrantRenewScript,
@@ -94,7 +95,7 @@ var reentrantLockScripts = lockrt.LockScripts{
 }
 
 // simpleLockScripts are the scripts of simple locks.
-var simpleLockScripts = lockrt.LockScripts{
+var simpleLockScripts = lockimpl.LockScripts{
 	Acquire:      &simpleAcquireScript,
 	Release:      &simpleReleaseScript,
 	Renew:        &simpleRenewScript,
@@ -106,7 +107,7 @@ var simpleLockScripts = lockrt.LockScripts{
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -276,7 +277,7 @@ return 1
 // or none, in one step. Used when every key is on one slot (or one node).
 // (lockgen's Lua script multi_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiAcquireScript = lockrt.Script{
+var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
 	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
@@ -504,7 +505,7 @@ return {1, n}
 // script would.
 // (lockgen's Lua script multi_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiReleaseScript = lockrt.Script{
+var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
 	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
@@ -694,7 +695,7 @@ return codes
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script reentrant_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantAcquireScript = lockrt.Script{
+var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
 	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
@@ -899,7 +900,7 @@ return {0, redis.call('pttl', lock)}
 // last hold hands the lock to the longest-waiting live waiter, if any.
 // (lockgen's Lua script reentrant_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantReleaseScript = lockrt.Script{
+var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
 	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
@@ -1089,7 +1090,7 @@ return 0
 // reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
 // (lockgen's Lua script reentrant_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantRenewScript = lockrt.Script{
+var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
 	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
@@ -1117,7 +1118,7 @@ return 0
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script simple_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleAcquireScript = lockrt.Script{
+var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
 	SHA1: "3f53d2663a9950328a5a45e0fc0d8ef4133ba705",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
@@ -1320,7 +1321,7 @@ return {0, redis.call('pttl', lock)}
 // are registered, hand it to the longest-waiting live one instead.
 // (lockgen's Lua script simple_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleReleaseScript = lockrt.Script{
+var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
 	SHA1: "41113fbc3dd4e701e20fcadbfd7735acfa7ebdbe",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
@@ -1497,7 +1498,7 @@ return 0
 // simpleRenewScript: extend the lease of a held non-reentrant lock.
 // (lockgen's Lua script simple_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleRenewScript = lockrt.Script{
+var simpleRenewScript = lockimpl.Script{
 	Name: "simple_renew",
 	SHA1: "34d9d8cf1607aadf259d90d519271252a13996a1",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
@@ -1522,8 +1523,9 @@ return 0
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&forceUnlockScript,
 		&multiAcquireScript,
 		&multiReleaseScript,

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Locks gives typed access to the locks declared in lockgen.yaml.
 type Locks struct {
@@ -29,14 +30,14 @@ func NewLocks(c *lockrt.Client) *Locks {
 // Fair lock on key bench:{FairResource:fair:<id>}, lease 30s renewed while held, default wait 10s.
 // Waiters get it in arrival order.
 func (l *Locks) FairResource(id string) *lockrt.Lock {
-	return l.c.Lock(&fairResourceLock, fairResourceKey.Key(id))
+	return lockimpl.NewLock(l.c, &fairResourceLock, fairResourceKey.Key(id))
 }
 
 var (
-	fairResourceKey  = lockrt.KeyDef{Namespace: "bench", Object: "FairResource", Literals: []string{"fair:", ""}}
-	fairResourceLock = lockrt.LockDef{
+	fairResourceKey  = lockimpl.KeyDef{Namespace: "bench", Object: "FairResource", Literals: []string{"fair:", ""}}
+	fairResourceLock = lockimpl.LockDef{
 		Name:    "FairResource",
-		Kind:    lockrt.Fair,
+		Kind:    lockimpl.Fair,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -49,14 +50,14 @@ var (
 // Read-write lock on key bench:{Table:table:<id>}, lease 30s renewed while held, default wait 10s.
 // Read() is shared, Write() is exclusive.
 func (l *Locks) Table(id string) *lockrt.RWLock {
-	return l.c.RWLock(&tableLock, tableKey.Key(id))
+	return lockimpl.NewRWLock(l.c, &tableLock, tableKey.Key(id))
 }
 
 var (
-	tableKey  = lockrt.KeyDef{Namespace: "bench", Object: "Table", Literals: []string{"table:", ""}}
-	tableLock = lockrt.LockDef{
+	tableKey  = lockimpl.KeyDef{Namespace: "bench", Object: "Table", Literals: []string{"table:", ""}}
+	tableLock = lockimpl.LockDef{
 		Name:    "Table",
-		Kind:    lockrt.ReadWrite,
+		Kind:    lockimpl.ReadWrite,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -65,7 +66,7 @@ var (
 )
 
 // fairLockScripts are the scripts of fair locks.
-var fairLockScripts = lockrt.LockScripts{
+var fairLockScripts = lockimpl.LockScripts{
 	Acquire:     &fairAcquireScript,
 	Release:     &fairReleaseScript,
 	Renew:       &fairRenewScript,
@@ -73,7 +74,7 @@ var fairLockScripts = lockrt.LockScripts{
 }
 
 // readwriteLockScripts are the scripts of readwrite locks.
-var readwriteLockScripts = lockrt.LockScripts{
+var readwriteLockScripts = lockimpl.LockScripts{
 	Acquire:     &rwAcquireScript,
 	Release:     &rwReleaseScript,
 	Renew:       &rwRenewScript,
@@ -84,7 +85,7 @@ var readwriteLockScripts = lockrt.LockScripts{
 // caller that cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script fair_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var fairAcquireScript = lockrt.Script{
+var fairAcquireScript = lockimpl.Script{
 	Name: "fair_acquire",
 	SHA1: "4ca605b2a1cb58365cc632b1246b56e02c863ae2",
 	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
@@ -295,7 +296,7 @@ return {0, pttl}
 // the first live waiter.
 // (lockgen's Lua script fair_force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var fairForceUnlockScript = lockrt.Script{
+var fairForceUnlockScript = lockimpl.Script{
 	Name: "fair_force_unlock",
 	SHA1: "c00c3d41b13153bcba32270eb346ea8ea19c6903",
 	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
@@ -461,7 +462,7 @@ return 1
 // lock to the first live waiter, if any.
 // (lockgen's Lua script fair_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var fairReleaseScript = lockrt.Script{
+var fairReleaseScript = lockimpl.Script{
 	Name: "fair_release",
 	SHA1: "3a7aff289df2fb7d12315c5b334ef0f8a8615684",
 	Source: `-- fair_release: give up one hold of a fair lock; the last hold hands the
@@ -643,7 +644,7 @@ return 0
 // fairRenewScript: extend the lease of a held fair lock.
 // (lockgen's Lua script fair_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var fairRenewScript = lockrt.Script{
+var fairRenewScript = lockimpl.Script{
 	Name: "fair_renew",
 	SHA1: "5ccf28212c2600f571a21c6c4e9ac39498ebf4e8",
 	Source: `-- fair_renew: extend the lease of a held fair lock.
@@ -673,7 +674,7 @@ return 0
 // proceed were handed it.
 // (lockgen's Lua script rw_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwAcquireScript = lockrt.Script{
+var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
 	SHA1: "ce288c4fc0e977114c87befca86dcf221fef5f59",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
@@ -1031,7 +1032,7 @@ return {0, tonumber(ends) - now}
 // wake its waiters.
 // (lockgen's Lua script rw_force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwForceUnlockScript = lockrt.Script{
+var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
 	SHA1: "f9dfa4264e94e29ee863298a968000a8feb6d415",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
@@ -1198,7 +1199,7 @@ return 0
 // lets waiters proceed, hand the lock to them.
 // (lockgen's Lua script rw_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwReleaseScript = lockrt.Script{
+var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
 	SHA1: "eb7ee98d6752149386b071ff31ee7247e767c3f6",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
@@ -1502,7 +1503,7 @@ return holds
 // without touching the other holds' leases.
 // (lockgen's Lua script rw_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwRenewScript = lockrt.Script{
+var rwRenewScript = lockimpl.Script{
 	Name: "rw_renew",
 	SHA1: "96c4996774861d3d8ea443d5431757e5a1469c00",
 	Source: `-- rw_renew: extend the lease of one side of a read-write lock held by owner,
@@ -1546,8 +1547,9 @@ return 1
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&fairAcquireScript,
 		&fairForceUnlockScript,
 		&fairReleaseScript,

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Limiters gives typed access to the rate limiters declared in lockgen.yaml.
 type Limiters struct {
@@ -29,18 +30,18 @@ func NewLimiters(c *lockrt.Client) *Limiters {
 // Token-bucket rate limit on key bench:{Bucket:bucket:<id>}:
 // 100 per 1s, bursts of up to 100, shared by all clients.
 func (l *Limiters) Bucket(id string) *lockrt.Limiter {
-	return l.c.Limiter(&bucketLimiter, bucketKey.Key(id))
+	return lockimpl.NewLimiter(l.c, &bucketLimiter, bucketKey.Key(id))
 }
 
 var (
-	bucketKey     = lockrt.KeyDef{Namespace: "bench", Object: "Bucket", Literals: []string{"bucket:", ""}}
-	bucketLimiter = lockrt.LimiterDef{
+	bucketKey     = lockimpl.KeyDef{Namespace: "bench", Object: "Bucket", Literals: []string{"bucket:", ""}}
+	bucketLimiter = lockimpl.LimiterDef{
 		Name:      "Bucket",
-		Algorithm: lockrt.TokenBucket,
+		Algorithm: lockimpl.TokenBucket,
 		Rate:      100,
 		Per:       time.Second,
 		Burst:     99,
-		Scope:     lockrt.ScopeOverall,
+		Scope:     lockimpl.ScopeOverall,
 		Scripts:   &tokenBucketLimiterScripts,
 	}
 )
@@ -50,18 +51,18 @@ var (
 // GCRA rate limit on key bench:{GCRA:gcra:<id>}:
 // 100 per 1s, bursts of up to 100, shared by all clients.
 func (l *Limiters) GCRA(id string) *lockrt.Limiter {
-	return l.c.Limiter(&gcraLimiter, gcraKey.Key(id))
+	return lockimpl.NewLimiter(l.c, &gcraLimiter, gcraKey.Key(id))
 }
 
 var (
-	gcraKey     = lockrt.KeyDef{Namespace: "bench", Object: "GCRA", Literals: []string{"gcra:", ""}}
-	gcraLimiter = lockrt.LimiterDef{
+	gcraKey     = lockimpl.KeyDef{Namespace: "bench", Object: "GCRA", Literals: []string{"gcra:", ""}}
+	gcraLimiter = lockimpl.LimiterDef{
 		Name:      "GCRA",
-		Algorithm: lockrt.GCRA,
+		Algorithm: lockimpl.GCRA,
 		Rate:      100,
 		Per:       time.Second,
 		Burst:     99,
-		Scope:     lockrt.ScopeOverall,
+		Scope:     lockimpl.ScopeOverall,
 		Scripts:   &gcraLimiterScripts,
 	}
 )
@@ -71,35 +72,35 @@ var (
 // Sliding-window rate limit on key bench:{Window:window:<id>}:
 // at most 100 in any 1s, shared by all clients.
 func (l *Limiters) Window(id string) *lockrt.Limiter {
-	return l.c.Limiter(&windowLimiter, windowKey.Key(id))
+	return lockimpl.NewLimiter(l.c, &windowLimiter, windowKey.Key(id))
 }
 
 var (
-	windowKey     = lockrt.KeyDef{Namespace: "bench", Object: "Window", Literals: []string{"window:", ""}}
-	windowLimiter = lockrt.LimiterDef{
+	windowKey     = lockimpl.KeyDef{Namespace: "bench", Object: "Window", Literals: []string{"window:", ""}}
+	windowLimiter = lockimpl.LimiterDef{
 		Name:      "Window",
-		Algorithm: lockrt.SlidingWindow,
+		Algorithm: lockimpl.SlidingWindow,
 		Rate:      100,
 		Per:       time.Second,
-		Scope:     lockrt.ScopeOverall,
+		Scope:     lockimpl.ScopeOverall,
 		Scripts:   &slidingWindowLimiterScripts,
 	}
 )
 
 // gcraLimiterScripts are the scripts of gcra limiters.
-var gcraLimiterScripts = lockrt.LimiterScripts{
+var gcraLimiterScripts = lockimpl.LimiterScripts{
 	Allow:     &limiterGcraScript,
 	Configure: &limiterConfigureScript,
 }
 
 // slidingWindowLimiterScripts are the scripts of sliding-window limiters.
-var slidingWindowLimiterScripts = lockrt.LimiterScripts{
+var slidingWindowLimiterScripts = lockimpl.LimiterScripts{
 	Allow:     &limiterSlidingWindowScript,
 	Configure: &limiterConfigureScript,
 }
 
 // tokenBucketLimiterScripts are the scripts of token-bucket limiters.
-var tokenBucketLimiterScripts = lockrt.LimiterScripts{
+var tokenBucketLimiterScripts = lockimpl.LimiterScripts{
 	Allow:     &limiterTokenBucketScript,
 	Configure: &limiterConfigureScript,
 }
@@ -110,7 +111,7 @@ var tokenBucketLimiterScripts = lockrt.LimiterScripts{
 // holds).
 // (lockgen's Lua script limiter_configure; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var limiterConfigureScript = lockrt.Script{
+var limiterConfigureScript = lockimpl.Script{
 	Name: "limiter_configure",
 	SHA1: "8d73b6ed6fd3f8a0ef7acda2ab072e9644428c9f",
 	Source: `-- limiter_configure: make the caller's config the limiter's, replacing the
@@ -152,7 +153,7 @@ return 1 - same
 // limiterGcraScript: one rate-limit decision by the generic cell rate algorithm.
 // (lockgen's Lua script limiter_gcra; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var limiterGcraScript = lockrt.Script{
+var limiterGcraScript = lockimpl.Script{
 	Name: "limiter_gcra",
 	SHA1: "4dfe6e491841cc5a8ee6c63f1223dfbef18dcf90",
 	Source: `-- limiter_gcra: one rate-limit decision by the generic cell rate algorithm.
@@ -242,7 +243,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // window of that length.
 // (lockgen's Lua script limiter_sliding_window; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var limiterSlidingWindowScript = lockrt.Script{
+var limiterSlidingWindowScript = lockimpl.Script{
 	Name: "limiter_sliding_window",
 	SHA1: "0593ece7b90a5847ba7a832f7cf1cb8dedb144d8",
 	Source: `-- limiter_sliding_window: one rate-limit decision over an exact log of the
@@ -351,7 +352,7 @@ return {1, math.max(0, limit - count - n), 0, left, now}
 // burst + 1 tokens refilled continuously at rate per period.
 // (lockgen's Lua script limiter_token_bucket; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var limiterTokenBucketScript = lockrt.Script{
+var limiterTokenBucketScript = lockimpl.Script{
 	Name: "limiter_token_bucket",
 	SHA1: "36a4a13e880b2f6d2182b6096d24016f33801232",
 	Source: `-- limiter_token_bucket: one rate-limit decision by a token bucket of
@@ -453,8 +454,9 @@ return {1, math.max(0, math.floor(tokens + eps)), 0, after(capacity), now}
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&limiterConfigureScript,
 		&limiterGcraScript,
 		&limiterSlidingWindowScript,

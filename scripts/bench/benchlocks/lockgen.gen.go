@@ -8,11 +8,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Locks gives typed access to the locks declared in lockgen.yaml.
 type Locks struct {
@@ -28,14 +29,14 @@ func NewLocks(c *lockrt.Client) *Locks {
 //
 // Reentrant lock on key bench:{Resource:res:<id>}, lease 30s renewed while held, default wait 10s.
 func (l *Locks) Resource(id string) *lockrt.Lock {
-	return l.c.Lock(&resourceLock, resourceKey.Key(id))
+	return lockimpl.NewLock(l.c, &resourceLock, resourceKey.Key(id))
 }
 
 var (
-	resourceKey  = lockrt.KeyDef{Namespace: "bench", Object: "Resource", Literals: []string{"res:", ""}}
-	resourceLock = lockrt.LockDef{
+	resourceKey  = lockimpl.KeyDef{Namespace: "bench", Object: "Resource", Literals: []string{"res:", ""}}
+	resourceLock = lockimpl.LockDef{
 		Name:    "Resource",
-		Kind:    lockrt.Reentrant,
+		Kind:    lockimpl.Reentrant,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -47,14 +48,14 @@ var (
 //
 // Simple lock on key bench:{SimpleResource:res:<id>}, fixed lease 30s, default wait 10s.
 func (l *Locks) SimpleResource(id string) *lockrt.Lock {
-	return l.c.Lock(&simpleResourceLock, simpleResourceKey.Key(id))
+	return lockimpl.NewLock(l.c, &simpleResourceLock, simpleResourceKey.Key(id))
 }
 
 var (
-	simpleResourceKey  = lockrt.KeyDef{Namespace: "bench", Object: "SimpleResource", Literals: []string{"res:", ""}}
-	simpleResourceLock = lockrt.LockDef{
+	simpleResourceKey  = lockimpl.KeyDef{Namespace: "bench", Object: "SimpleResource", Literals: []string{"res:", ""}}
+	simpleResourceLock = lockimpl.LockDef{
 		Name:    "SimpleResource",
-		Kind:    lockrt.Simple,
+		Kind:    lockimpl.Simple,
 		Lease:   30 * time.Second,
 		Wait:    10 * time.Second,
 		Scripts: &simpleLockScripts,
@@ -65,14 +66,14 @@ var (
 //
 // Reentrant lock on key bench:{Watched:watched:<id>}, lease 6s renewed while held, default wait 10s.
 func (l *Locks) Watched(id string) *lockrt.Lock {
-	return l.c.Lock(&watchedLock, watchedKey.Key(id))
+	return lockimpl.NewLock(l.c, &watchedLock, watchedKey.Key(id))
 }
 
 var (
-	watchedKey  = lockrt.KeyDef{Namespace: "bench", Object: "Watched", Literals: []string{"watched:", ""}}
-	watchedLock = lockrt.LockDef{
+	watchedKey  = lockimpl.KeyDef{Namespace: "bench", Object: "Watched", Literals: []string{"watched:", ""}}
+	watchedLock = lockimpl.LockDef{
 		Name:    "Watched",
-		Kind:    lockrt.Reentrant,
+		Kind:    lockimpl.Reentrant,
 		Lease:   6 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -81,7 +82,7 @@ var (
 )
 
 // reentrantLockScripts are the scripts of reentrant locks.
-var reentrantLockScripts = lockrt.LockScripts{
+var reentrantLockScripts = lockimpl.LockScripts{
 	Acquire:      &reentrantAcquireScript,
 	Release:      &reentrantReleaseScript,
 	Renew:        &reentrantRenewScript,
@@ -91,7 +92,7 @@ var reentrantLockScripts = lockrt.LockScripts{
 }
 
 // simpleLockScripts are the scripts of simple locks.
-var simpleLockScripts = lockrt.LockScripts{
+var simpleLockScripts = lockimpl.LockScripts{
 	Acquire:      &simpleAcquireScript,
 	Release:      &simpleReleaseScript,
 	Renew:        &simpleRenewScript,
@@ -103,7 +104,7 @@ var simpleLockScripts = lockrt.LockScripts{
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -273,7 +274,7 @@ return 1
 // or none, in one step. Used when every key is on one slot (or one node).
 // (lockgen's Lua script multi_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiAcquireScript = lockrt.Script{
+var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
 	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
@@ -501,7 +502,7 @@ return {1, n}
 // script would.
 // (lockgen's Lua script multi_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiReleaseScript = lockrt.Script{
+var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
 	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
@@ -691,7 +692,7 @@ return codes
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script reentrant_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantAcquireScript = lockrt.Script{
+var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
 	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
@@ -896,7 +897,7 @@ return {0, redis.call('pttl', lock)}
 // last hold hands the lock to the longest-waiting live waiter, if any.
 // (lockgen's Lua script reentrant_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantReleaseScript = lockrt.Script{
+var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
 	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
@@ -1086,7 +1087,7 @@ return 0
 // reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
 // (lockgen's Lua script reentrant_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantRenewScript = lockrt.Script{
+var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
 	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
@@ -1114,7 +1115,7 @@ return 0
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script simple_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleAcquireScript = lockrt.Script{
+var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
 	SHA1: "3f53d2663a9950328a5a45e0fc0d8ef4133ba705",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
@@ -1317,7 +1318,7 @@ return {0, redis.call('pttl', lock)}
 // are registered, hand it to the longest-waiting live one instead.
 // (lockgen's Lua script simple_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleReleaseScript = lockrt.Script{
+var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
 	SHA1: "41113fbc3dd4e701e20fcadbfd7735acfa7ebdbe",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
@@ -1494,7 +1495,7 @@ return 0
 // simpleRenewScript: extend the lease of a held non-reentrant lock.
 // (lockgen's Lua script simple_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleRenewScript = lockrt.Script{
+var simpleRenewScript = lockimpl.Script{
 	Name: "simple_renew",
 	SHA1: "34d9d8cf1607aadf259d90d519271252a13996a1",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
@@ -1519,8 +1520,9 @@ return 0
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&forceUnlockScript,
 		&multiAcquireScript,
 		&multiReleaseScript,

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // RedLocks gives typed access to the RedLock locks declared in lockgen.yaml:
 // each is taken on a majority of independent Redis deployments.
@@ -30,12 +31,12 @@ func NewRedLocks(nodes ...*lockrt.Client) *RedLocks {
 //
 // RedLock on key bench:{Job:job:<id>} on a majority of the nodes, fixed lease 30s, default wait 10s.
 func (l *RedLocks) Job(id string) *lockrt.RedLock {
-	return l.q.RedLock(&jobLock, jobKey.Key(id))
+	return lockimpl.NewRedLock(l.q, &jobLock, jobKey.Key(id))
 }
 
 var (
-	jobKey  = lockrt.KeyDef{Namespace: "bench", Object: "Job", Literals: []string{"job:", ""}}
-	jobLock = lockrt.RedLockDef{
+	jobKey  = lockimpl.KeyDef{Namespace: "bench", Object: "Job", Literals: []string{"job:", ""}}
+	jobLock = lockimpl.RedLockDef{
 		Name:    "Job",
 		Lease:   30 * time.Second,
 		Wait:    10 * time.Second,
@@ -44,7 +45,7 @@ var (
 )
 
 // redlockLockScripts are the scripts of redlock locks.
-var redlockLockScripts = lockrt.LockScripts{
+var redlockLockScripts = lockimpl.LockScripts{
 	Acquire:     &simpleAcquireScript,
 	Release:     &redlockReleaseScript,
 	Renew:       &simpleRenewScript,
@@ -54,7 +55,7 @@ var redlockLockScripts = lockrt.LockScripts{
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -225,7 +226,7 @@ return 1
 // majority of the nodes, so every release publishes).
 // (lockgen's Lua script redlock_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var redlockReleaseScript = lockrt.Script{
+var redlockReleaseScript = lockimpl.Script{
 	Name: "redlock_release",
 	SHA1: "349a709dcdd1e52f12cc4601ff2317a68d632b9c",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node and
@@ -253,7 +254,7 @@ return 0
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script simple_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleAcquireScript = lockrt.Script{
+var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
 	SHA1: "3f53d2663a9950328a5a45e0fc0d8ef4133ba705",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
@@ -455,7 +456,7 @@ return {0, redis.call('pttl', lock)}
 // simpleRenewScript: extend the lease of a held non-reentrant lock.
 // (lockgen's Lua script simple_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleRenewScript = lockrt.Script{
+var simpleRenewScript = lockimpl.Script{
 	Name: "simple_renew",
 	SHA1: "34d9d8cf1607aadf259d90d519271252a13996a1",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
@@ -480,8 +481,9 @@ return 0
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&forceUnlockScript,
 		&redlockReleaseScript,
 		&simpleAcquireScript,

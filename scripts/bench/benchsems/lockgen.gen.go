@@ -8,11 +8,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Semaphores gives typed access to the semaphores declared in lockgen.yaml.
 type Semaphores struct {
@@ -29,12 +30,12 @@ func NewSemaphores(c *lockrt.Client) *Semaphores {
 // Semaphore of 1 permit on key bench:{Single:single:<id>},
 // lease 30s renewed while held, default wait 10s.
 func (s *Semaphores) Single(id string) *lockrt.Semaphore {
-	return s.c.Semaphore(&singleSemaphore, singleKey.Key(id))
+	return lockimpl.NewSemaphore(s.c, &singleSemaphore, singleKey.Key(id))
 }
 
 var (
-	singleKey       = lockrt.KeyDef{Namespace: "bench", Object: "Single", Literals: []string{"single:", ""}}
-	singleSemaphore = lockrt.SemaphoreDef{
+	singleKey       = lockimpl.KeyDef{Namespace: "bench", Object: "Single", Literals: []string{"single:", ""}}
+	singleSemaphore = lockimpl.SemaphoreDef{
 		Name:    "Single",
 		Permits: 1,
 		Lease:   30 * time.Second,
@@ -49,12 +50,12 @@ var (
 // Semaphore of 3 permits on key bench:{Slots:slots:<id>},
 // lease 30s renewed while held, default wait 10s.
 func (s *Semaphores) Slots(id string) *lockrt.Semaphore {
-	return s.c.Semaphore(&slotsSemaphore, slotsKey.Key(id))
+	return lockimpl.NewSemaphore(s.c, &slotsSemaphore, slotsKey.Key(id))
 }
 
 var (
-	slotsKey       = lockrt.KeyDef{Namespace: "bench", Object: "Slots", Literals: []string{"slots:", ""}}
-	slotsSemaphore = lockrt.SemaphoreDef{
+	slotsKey       = lockimpl.KeyDef{Namespace: "bench", Object: "Slots", Literals: []string{"slots:", ""}}
+	slotsSemaphore = lockimpl.SemaphoreDef{
 		Name:    "Slots",
 		Permits: 3,
 		Lease:   30 * time.Second,
@@ -65,7 +66,7 @@ var (
 )
 
 // semaphoreScripts are the scripts of semaphores.
-var semaphoreScripts = lockrt.SemaphoreScripts{
+var semaphoreScripts = lockimpl.SemaphoreScripts{
 	Acquire:  &semaphoreAcquireScript,
 	Release:  &semaphoreReleaseScript,
 	Renew:    &semaphoreRenewScript,
@@ -79,7 +80,7 @@ var semaphoreScripts = lockrt.SemaphoreScripts{
 // newcomer does not pass one that the free permits do not satisfy.
 // (lockgen's Lua script semaphore_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreAcquireScript = lockrt.Script{
+var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
 	SHA1: "842b2701b22554beed287f91250be4d2f597b248",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
@@ -415,7 +416,7 @@ return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
 // again.
 // (lockgen's Lua script semaphore_capacity; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreCapacityScript = lockrt.Script{
+var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
 	SHA1: "cf373949b06e1e432f8a06b538f8633c4bfdc3b7",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
@@ -715,7 +716,7 @@ return {1, capacity}
 // registered, hand the freed permits on to them.
 // (lockgen's Lua script semaphore_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreReleaseScript = lockrt.Script{
+var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
 	SHA1: "0537de8e4179a674ec0b7e1b46576dcd08a461d1",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
@@ -1003,7 +1004,7 @@ return n
 // semaphoreRenewScript: extend the lease of one hold of a semaphore.
 // (lockgen's Lua script semaphore_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreRenewScript = lockrt.Script{
+var semaphoreRenewScript = lockimpl.Script{
 	Name: "semaphore_renew",
 	SHA1: "78ad945c9faedb33831cd64b816a01d6ab71b45e",
 	Source: `-- semaphore_renew: extend the lease of one hold of a semaphore.
@@ -1040,7 +1041,7 @@ return 1
 // evicting the holds whose lease ran out.
 // (lockgen's Lua script semaphore_state; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreStateScript = lockrt.Script{
+var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
 	SHA1: "c732257b97b23e0bbf8f34c38066362577c3543a",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
@@ -1293,8 +1294,9 @@ return {tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[1]), used}
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&semaphoreAcquireScript,
 		&semaphoreCapacityScript,
 		&semaphoreReleaseScript,

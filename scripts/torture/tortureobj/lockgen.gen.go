@@ -8,11 +8,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Locks gives typed access to the locks declared in lockgen.yaml.
 type Locks struct {
@@ -29,14 +30,14 @@ func NewLocks(c *lockrt.Client) *Locks {
 // Fenced lock on key torture:{Fenced:fenced}, lease 2s renewed while held, default wait 10s.
 // Pass each lease's Token() to the storage it guards.
 func (l *Locks) Fenced() *lockrt.Lock {
-	return l.c.Lock(&fencedLock, fencedKey.Key())
+	return lockimpl.NewLock(l.c, &fencedLock, fencedKey.Key())
 }
 
 var (
-	fencedKey  = lockrt.KeyDef{Namespace: "torture", Object: "Fenced", Literals: []string{"fenced"}}
-	fencedLock = lockrt.LockDef{
+	fencedKey  = lockimpl.KeyDef{Namespace: "torture", Object: "Fenced", Literals: []string{"fenced"}}
+	fencedLock = lockimpl.LockDef{
 		Name:    "Fenced",
-		Kind:    lockrt.Fenced,
+		Kind:    lockimpl.Fenced,
 		Lease:   2 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -48,14 +49,14 @@ var (
 //
 // Reentrant lock on key torture:{Mutex:mutex}, lease 2s renewed while held, default wait 10s.
 func (l *Locks) Mutex() *lockrt.Lock {
-	return l.c.Lock(&mutexLock, mutexKey.Key())
+	return lockimpl.NewLock(l.c, &mutexLock, mutexKey.Key())
 }
 
 var (
-	mutexKey  = lockrt.KeyDef{Namespace: "torture", Object: "Mutex", Literals: []string{"mutex"}}
-	mutexLock = lockrt.LockDef{
+	mutexKey  = lockimpl.KeyDef{Namespace: "torture", Object: "Mutex", Literals: []string{"mutex"}}
+	mutexLock = lockimpl.LockDef{
 		Name:    "Mutex",
-		Kind:    lockrt.Reentrant,
+		Kind:    lockimpl.Reentrant,
 		Lease:   2 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -64,7 +65,7 @@ var (
 )
 
 // fencedLockScripts are the scripts of fenced locks.
-var fencedLockScripts = lockrt.LockScripts{
+var fencedLockScripts = lockimpl.LockScripts{
 	Acquire:     &fencedAcquireScript,
 	Release:     &reentrantReleaseScript,
 	Renew:       &reentrantRenewScript,
@@ -72,7 +73,7 @@ var fencedLockScripts = lockrt.LockScripts{
 }
 
 // reentrantLockScripts are the scripts of reentrant locks.
-var reentrantLockScripts = lockrt.LockScripts{
+var reentrantLockScripts = lockimpl.LockScripts{
 	Acquire:      &reentrantAcquireScript,
 	Release:      &reentrantReleaseScript,
 	Renew:        &reentrantRenewScript,
@@ -96,12 +97,12 @@ func NewSemaphores(c *lockrt.Client) *Semaphores {
 // Semaphore of 3 permits on key torture:{Permits:permits},
 // lease 2s renewed while held, default wait 10s.
 func (s *Semaphores) Permits() *lockrt.Semaphore {
-	return s.c.Semaphore(&permitsSemaphore, permitsKey.Key())
+	return lockimpl.NewSemaphore(s.c, &permitsSemaphore, permitsKey.Key())
 }
 
 var (
-	permitsKey       = lockrt.KeyDef{Namespace: "torture", Object: "Permits", Literals: []string{"permits"}}
-	permitsSemaphore = lockrt.SemaphoreDef{
+	permitsKey       = lockimpl.KeyDef{Namespace: "torture", Object: "Permits", Literals: []string{"permits"}}
+	permitsSemaphore = lockimpl.SemaphoreDef{
 		Name:    "Permits",
 		Permits: 3,
 		Lease:   2 * time.Second,
@@ -112,7 +113,7 @@ var (
 )
 
 // semaphoreScripts are the scripts of semaphores.
-var semaphoreScripts = lockrt.SemaphoreScripts{
+var semaphoreScripts = lockimpl.SemaphoreScripts{
 	Acquire:  &semaphoreAcquireScript,
 	Release:  &semaphoreReleaseScript,
 	Renew:    &semaphoreRenewScript,
@@ -129,7 +130,7 @@ type Queues struct {
 // NewQueues returns the queues of lockgen.yaml over c.
 func NewQueues(c *lockrt.Client) *Queues {
 	return &Queues{
-		jobs: lockrt.NewReliableQueue(c, &jobsQueue, lockrt.JSON[string]{}, jobsKey.Key()),
+		jobs: lockimpl.NewReliableQueue(c, &jobsQueue, lockrt.JSON[string]{}, jobsKey.Key()),
 	}
 }
 
@@ -142,8 +143,8 @@ func (q *Queues) Jobs() *lockrt.ReliableQueue[string] {
 }
 
 var (
-	jobsKey   = lockrt.KeyDef{Namespace: "torture", Object: "Jobs", Literals: []string{"jobs"}}
-	jobsQueue = lockrt.QueueDef{
+	jobsKey   = lockimpl.KeyDef{Namespace: "torture", Object: "Jobs", Literals: []string{"jobs"}}
+	jobsQueue = lockimpl.QueueDef{
 		Name:          "Jobs",
 		Reliable:      true,
 		Visibility:    2 * time.Second,
@@ -153,7 +154,7 @@ var (
 )
 
 // queueScripts are the scripts of queues.
-var queueScripts = lockrt.QueueScripts{
+var queueScripts = lockimpl.QueueScripts{
 	Offer:   &queueOfferScript,
 	Move:    &queueMoveScript,
 	Take:    &queueTakeScript,
@@ -173,7 +174,7 @@ var queueScripts = lockrt.QueueScripts{
 // as a waiter in the same call.
 // (lockgen's Lua script fenced_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var fencedAcquireScript = lockrt.Script{
+var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
 	SHA1: "91eee08f37c5ad65e5ed3950ae9f0ab0814dbbac",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
@@ -376,7 +377,7 @@ return {0, redis.call('pttl', lock)}
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -546,7 +547,7 @@ return 1
 // or none, in one step. Used when every key is on one slot (or one node).
 // (lockgen's Lua script multi_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiAcquireScript = lockrt.Script{
+var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
 	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
@@ -774,7 +775,7 @@ return {1, n}
 // script would.
 // (lockgen's Lua script multi_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiReleaseScript = lockrt.Script{
+var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
 	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
@@ -963,7 +964,7 @@ return codes
 // queueAckScript: acknowledge a delivery of a reliable queue; the item is done.
 // (lockgen's Lua script queue_ack; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueAckScript = lockrt.Script{
+var queueAckScript = lockimpl.Script{
 	Name: "queue_ack",
 	SHA1: "c5d0ee78e266d995143072337eb11c70e34bc8db",
 	Source: `-- queue_ack: acknowledge a delivery of a reliable queue; the item is done.
@@ -993,7 +994,7 @@ return 1
 // the dead list, with the reason.
 // (lockgen's Lua script queue_bury; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueBuryScript = lockrt.Script{
+var queueBuryScript = lockimpl.Script{
 	Name: "queue_bury",
 	SHA1: "b73995a2265d2f186f80e4840db6fbcf5c892e4e",
 	Source: `-- queue_bury: put an item a plain queue's consumer could not decode on
@@ -1020,7 +1021,7 @@ return id
 // queueDeadScript: list dead letters, oldest first.
 // (lockgen's Lua script queue_dead; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueDeadScript = lockrt.Script{
+var queueDeadScript = lockimpl.Script{
 	Name: "queue_dead",
 	SHA1: "b309e657d9f11719241600677003082747688a38",
 	Source: `-- queue_dead: list dead letters, oldest first.
@@ -1049,7 +1050,7 @@ return out
 // most once, also for a reliable queue: they are not put in flight).
 // (lockgen's Lua script queue_drain; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueDrainScript = lockrt.Script{
+var queueDrainScript = lockimpl.Script{
 	Name: "queue_drain",
 	SHA1: "9a3e4529d34a72e080b8cb9d239f3b67f03b764c",
 	Source: `-- queue_drain: take the first ready items out of a queue for good (at
@@ -1091,7 +1092,7 @@ return out
 // queueExtendScript: move the visibility deadline of a delivery in flight.
 // (lockgen's Lua script queue_extend; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueExtendScript = lockrt.Script{
+var queueExtendScript = lockimpl.Script{
 	Name: "queue_extend",
 	SHA1: "ad13ff9de6281214917d3a88edeae71cce0ebfff",
 	Source: `-- queue_extend: move the visibility deadline of a delivery in flight.
@@ -1132,7 +1133,7 @@ return {deadline, now}
 // second after that time, so it never outlives the clients.
 // (lockgen's Lua script queue_move; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueMoveScript = lockrt.Script{
+var queueMoveScript = lockimpl.Script{
 	Name: "queue_move",
 	SHA1: "f7b5277c176e243929555759c3fe74d3633356eb",
 	Source: `-- queue_move: the delay timer's step. Moves due items (delayed ones, and
@@ -1252,7 +1253,7 @@ return reply
 // (or when asked to), or put it back unharmed.
 // (lockgen's Lua script queue_nack; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueNackScript = lockrt.Script{
+var queueNackScript = lockimpl.Script{
 	Name: "queue_nack",
 	SHA1: "1eebddf94a62a57eb0296a03847429d853d3e8d7",
 	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again
@@ -1312,7 +1313,7 @@ return 3
 // queueOfferScript: add items to a queue, ready now or when due.
 // (lockgen's Lua script queue_offer; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueOfferScript = lockrt.Script{
+var queueOfferScript = lockimpl.Script{
 	Name: "queue_offer",
 	SHA1: "0440fea680f8d65f7de24c72b194ae64c9b02c48",
 	Source: `-- queue_offer: add items to a queue, ready now or when due.
@@ -1382,7 +1383,7 @@ return due
 // the runtime reads it with LRANGE instead).
 // (lockgen's Lua script queue_peek; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queuePeekScript = lockrt.Script{
+var queuePeekScript = lockimpl.Script{
 	Name: "queue_peek",
 	SHA1: "965415ba2e44ba8b0aa75818404e4fc721301499",
 	Source: `-- queue_peek: the bodies of the first ready items of a reliable queue,
@@ -1419,7 +1420,7 @@ return out
 // their delivery count reset.
 // (lockgen's Lua script queue_redrive; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueRedriveScript = lockrt.Script{
+var queueRedriveScript = lockimpl.Script{
 	Name: "queue_redrive",
 	SHA1: "ac9b2586665ffb16150605231c24404ba15fced0",
 	Source: `-- queue_redrive: put the oldest dead letters back on the ready list, with
@@ -1464,7 +1465,7 @@ return moved
 // Items in flight and dead letters are left alone.
 // (lockgen's Lua script queue_remove; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueRemoveScript = lockrt.Script{
+var queueRemoveScript = lockimpl.Script{
 	Name: "queue_remove",
 	SHA1: "a25afffebf5aefc85c9a8ee225b645a0feabb74f",
 	Source: `-- queue_remove: remove ready and delayed items equal to a value, compared
@@ -1589,7 +1590,7 @@ return removed
 // with the same visibility deadline.
 // (lockgen's Lua script queue_take; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueTakeScript = lockrt.Script{
+var queueTakeScript = lockimpl.Script{
 	Name: "queue_take",
 	SHA1: "39e9c428759ede4989c480489c724d9a4b5487eb",
 	Source: `-- queue_take: claim deliveries of a reliable queue, each put in flight
@@ -1666,7 +1667,7 @@ return out
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script reentrant_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantAcquireScript = lockrt.Script{
+var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
 	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
@@ -1871,7 +1872,7 @@ return {0, redis.call('pttl', lock)}
 // last hold hands the lock to the longest-waiting live waiter, if any.
 // (lockgen's Lua script reentrant_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantReleaseScript = lockrt.Script{
+var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
 	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
@@ -2061,7 +2062,7 @@ return 0
 // reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
 // (lockgen's Lua script reentrant_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantRenewScript = lockrt.Script{
+var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
 	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
@@ -2091,7 +2092,7 @@ return 0
 // newcomer does not pass one that the free permits do not satisfy.
 // (lockgen's Lua script semaphore_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreAcquireScript = lockrt.Script{
+var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
 	SHA1: "842b2701b22554beed287f91250be4d2f597b248",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
@@ -2427,7 +2428,7 @@ return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
 // again.
 // (lockgen's Lua script semaphore_capacity; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreCapacityScript = lockrt.Script{
+var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
 	SHA1: "cf373949b06e1e432f8a06b538f8633c4bfdc3b7",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
@@ -2727,7 +2728,7 @@ return {1, capacity}
 // registered, hand the freed permits on to them.
 // (lockgen's Lua script semaphore_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreReleaseScript = lockrt.Script{
+var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
 	SHA1: "0537de8e4179a674ec0b7e1b46576dcd08a461d1",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
@@ -3015,7 +3016,7 @@ return n
 // semaphoreRenewScript: extend the lease of one hold of a semaphore.
 // (lockgen's Lua script semaphore_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreRenewScript = lockrt.Script{
+var semaphoreRenewScript = lockimpl.Script{
 	Name: "semaphore_renew",
 	SHA1: "78ad945c9faedb33831cd64b816a01d6ab71b45e",
 	Source: `-- semaphore_renew: extend the lease of one hold of a semaphore.
@@ -3052,7 +3053,7 @@ return 1
 // evicting the holds whose lease ran out.
 // (lockgen's Lua script semaphore_state; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreStateScript = lockrt.Script{
+var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
 	SHA1: "c732257b97b23e0bbf8f34c38066362577c3543a",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
@@ -3305,8 +3306,9 @@ return {tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[1]), used}
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&fencedAcquireScript,
 		&forceUnlockScript,
 		&multiAcquireScript,

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Locks gives typed access to the locks declared in lockgen.yaml.
 type Locks struct {
@@ -29,14 +30,14 @@ func NewLocks(c *lockrt.Client) *Locks {
 //
 // Reentrant lock on key shop:{Order:order:<orderID>}, lease 30s renewed while held, default wait 5s.
 func (l *Locks) Order(orderID int64) *lockrt.Lock {
-	return l.c.Lock(&orderLock, orderKey.Key(strconv.FormatInt(orderID, 10)))
+	return lockimpl.NewLock(l.c, &orderLock, orderKey.Key(strconv.FormatInt(orderID, 10)))
 }
 
 var (
-	orderKey  = lockrt.KeyDef{Namespace: "shop", Object: "Order", Literals: []string{"order:", ""}}
-	orderLock = lockrt.LockDef{
+	orderKey  = lockimpl.KeyDef{Namespace: "shop", Object: "Order", Literals: []string{"order:", ""}}
+	orderLock = lockimpl.LockDef{
 		Name:    "Order",
-		Kind:    lockrt.Reentrant,
+		Kind:    lockimpl.Reentrant,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    5 * time.Second,
@@ -45,7 +46,7 @@ var (
 )
 
 // reentrantLockScripts are the scripts of reentrant locks.
-var reentrantLockScripts = lockrt.LockScripts{
+var reentrantLockScripts = lockimpl.LockScripts{
 	Acquire:      &reentrantAcquireScript,
 	Release:      &reentrantReleaseScript,
 	Renew:        &reentrantRenewScript,
@@ -57,7 +58,7 @@ var reentrantLockScripts = lockrt.LockScripts{
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -227,7 +228,7 @@ return 1
 // or none, in one step. Used when every key is on one slot (or one node).
 // (lockgen's Lua script multi_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiAcquireScript = lockrt.Script{
+var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
 	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
@@ -455,7 +456,7 @@ return {1, n}
 // script would.
 // (lockgen's Lua script multi_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiReleaseScript = lockrt.Script{
+var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
 	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
@@ -645,7 +646,7 @@ return codes
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script reentrant_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantAcquireScript = lockrt.Script{
+var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
 	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
@@ -850,7 +851,7 @@ return {0, redis.call('pttl', lock)}
 // last hold hands the lock to the longest-waiting live waiter, if any.
 // (lockgen's Lua script reentrant_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantReleaseScript = lockrt.Script{
+var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
 	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
@@ -1040,7 +1041,7 @@ return 0
 // reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
 // (lockgen's Lua script reentrant_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantRenewScript = lockrt.Script{
+var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
 	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
@@ -1067,8 +1068,9 @@ return 0
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&forceUnlockScript,
 		&multiAcquireScript,
 		&multiReleaseScript,

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Locks gives typed access to the locks declared in lockgen.yaml.
 type Locks struct {
@@ -29,14 +30,14 @@ func NewLocks(c *lockrt.Client) *Locks {
 //
 // Reentrant lock on key shop:{Order:order:<orderID>}, lease 30s renewed while held, default wait 10s.
 func (l *Locks) OrderMutex(orderID int64) *lockrt.Lock {
-	return l.c.Lock(&orderMutexLock, orderMutexKey.Key(strconv.FormatInt(orderID, 10)))
+	return lockimpl.NewLock(l.c, &orderMutexLock, orderMutexKey.Key(strconv.FormatInt(orderID, 10)))
 }
 
 var (
-	orderMutexKey  = lockrt.KeyDef{Namespace: "shop", Object: "Order", Literals: []string{"order:", ""}}
-	orderMutexLock = lockrt.LockDef{
+	orderMutexKey  = lockimpl.KeyDef{Namespace: "shop", Object: "Order", Literals: []string{"order:", ""}}
+	orderMutexLock = lockimpl.LockDef{
 		Name:    "OrderMutex",
-		Kind:    lockrt.Reentrant,
+		Kind:    lockimpl.Reentrant,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -45,7 +46,7 @@ var (
 )
 
 // reentrantLockScripts are the scripts of reentrant locks.
-var reentrantLockScripts = lockrt.LockScripts{
+var reentrantLockScripts = lockimpl.LockScripts{
 	Acquire:      &reentrantAcquireScript,
 	Release:      &reentrantReleaseScript,
 	Renew:        &reentrantRenewScript,
@@ -63,7 +64,7 @@ type Queues struct {
 // NewQueues returns the queues of lockgen.yaml over c.
 func NewQueues(c *lockrt.Client) *Queues {
 	return &Queues{
-		mails: lockrt.NewQueue(c, &mailsQueue, lockrt.JSON[string]{}, mailsKey.Key()),
+		mails: lockimpl.NewQueue(c, &mailsQueue, lockrt.JSON[string]{}, mailsKey.Key()),
 	}
 }
 
@@ -75,15 +76,15 @@ func (q *Queues) Mails() *lockrt.Queue[string] {
 }
 
 var (
-	mailsKey   = lockrt.KeyDef{Namespace: "shop", Object: "Mail", Literals: []string{"mail"}}
-	mailsQueue = lockrt.QueueDef{
+	mailsKey   = lockimpl.KeyDef{Namespace: "shop", Object: "Mail", Literals: []string{"mail"}}
+	mailsQueue = lockimpl.QueueDef{
 		Name:    "Mails",
 		Scripts: &queueScripts,
 	}
 )
 
 // queueScripts are the scripts of queues.
-var queueScripts = lockrt.QueueScripts{
+var queueScripts = lockimpl.QueueScripts{
 	Offer:   &queueOfferScript,
 	Move:    &queueMoveScript,
 	Take:    &queueTakeScript,
@@ -101,7 +102,7 @@ var queueScripts = lockrt.QueueScripts{
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -271,7 +272,7 @@ return 1
 // or none, in one step. Used when every key is on one slot (or one node).
 // (lockgen's Lua script multi_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiAcquireScript = lockrt.Script{
+var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
 	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
@@ -499,7 +500,7 @@ return {1, n}
 // script would.
 // (lockgen's Lua script multi_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiReleaseScript = lockrt.Script{
+var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
 	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
@@ -688,7 +689,7 @@ return codes
 // queueAckScript: acknowledge a delivery of a reliable queue; the item is done.
 // (lockgen's Lua script queue_ack; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueAckScript = lockrt.Script{
+var queueAckScript = lockimpl.Script{
 	Name: "queue_ack",
 	SHA1: "c5d0ee78e266d995143072337eb11c70e34bc8db",
 	Source: `-- queue_ack: acknowledge a delivery of a reliable queue; the item is done.
@@ -718,7 +719,7 @@ return 1
 // the dead list, with the reason.
 // (lockgen's Lua script queue_bury; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueBuryScript = lockrt.Script{
+var queueBuryScript = lockimpl.Script{
 	Name: "queue_bury",
 	SHA1: "b73995a2265d2f186f80e4840db6fbcf5c892e4e",
 	Source: `-- queue_bury: put an item a plain queue's consumer could not decode on
@@ -745,7 +746,7 @@ return id
 // queueDeadScript: list dead letters, oldest first.
 // (lockgen's Lua script queue_dead; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueDeadScript = lockrt.Script{
+var queueDeadScript = lockimpl.Script{
 	Name: "queue_dead",
 	SHA1: "b309e657d9f11719241600677003082747688a38",
 	Source: `-- queue_dead: list dead letters, oldest first.
@@ -774,7 +775,7 @@ return out
 // most once, also for a reliable queue: they are not put in flight).
 // (lockgen's Lua script queue_drain; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueDrainScript = lockrt.Script{
+var queueDrainScript = lockimpl.Script{
 	Name: "queue_drain",
 	SHA1: "9a3e4529d34a72e080b8cb9d239f3b67f03b764c",
 	Source: `-- queue_drain: take the first ready items out of a queue for good (at
@@ -816,7 +817,7 @@ return out
 // queueExtendScript: move the visibility deadline of a delivery in flight.
 // (lockgen's Lua script queue_extend; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueExtendScript = lockrt.Script{
+var queueExtendScript = lockimpl.Script{
 	Name: "queue_extend",
 	SHA1: "ad13ff9de6281214917d3a88edeae71cce0ebfff",
 	Source: `-- queue_extend: move the visibility deadline of a delivery in flight.
@@ -857,7 +858,7 @@ return {deadline, now}
 // second after that time, so it never outlives the clients.
 // (lockgen's Lua script queue_move; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueMoveScript = lockrt.Script{
+var queueMoveScript = lockimpl.Script{
 	Name: "queue_move",
 	SHA1: "f7b5277c176e243929555759c3fe74d3633356eb",
 	Source: `-- queue_move: the delay timer's step. Moves due items (delayed ones, and
@@ -977,7 +978,7 @@ return reply
 // (or when asked to), or put it back unharmed.
 // (lockgen's Lua script queue_nack; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueNackScript = lockrt.Script{
+var queueNackScript = lockimpl.Script{
 	Name: "queue_nack",
 	SHA1: "1eebddf94a62a57eb0296a03847429d853d3e8d7",
 	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again
@@ -1037,7 +1038,7 @@ return 3
 // queueOfferScript: add items to a queue, ready now or when due.
 // (lockgen's Lua script queue_offer; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueOfferScript = lockrt.Script{
+var queueOfferScript = lockimpl.Script{
 	Name: "queue_offer",
 	SHA1: "0440fea680f8d65f7de24c72b194ae64c9b02c48",
 	Source: `-- queue_offer: add items to a queue, ready now or when due.
@@ -1107,7 +1108,7 @@ return due
 // the runtime reads it with LRANGE instead).
 // (lockgen's Lua script queue_peek; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queuePeekScript = lockrt.Script{
+var queuePeekScript = lockimpl.Script{
 	Name: "queue_peek",
 	SHA1: "965415ba2e44ba8b0aa75818404e4fc721301499",
 	Source: `-- queue_peek: the bodies of the first ready items of a reliable queue,
@@ -1144,7 +1145,7 @@ return out
 // their delivery count reset.
 // (lockgen's Lua script queue_redrive; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueRedriveScript = lockrt.Script{
+var queueRedriveScript = lockimpl.Script{
 	Name: "queue_redrive",
 	SHA1: "ac9b2586665ffb16150605231c24404ba15fced0",
 	Source: `-- queue_redrive: put the oldest dead letters back on the ready list, with
@@ -1189,7 +1190,7 @@ return moved
 // Items in flight and dead letters are left alone.
 // (lockgen's Lua script queue_remove; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueRemoveScript = lockrt.Script{
+var queueRemoveScript = lockimpl.Script{
 	Name: "queue_remove",
 	SHA1: "a25afffebf5aefc85c9a8ee225b645a0feabb74f",
 	Source: `-- queue_remove: remove ready and delayed items equal to a value, compared
@@ -1314,7 +1315,7 @@ return removed
 // with the same visibility deadline.
 // (lockgen's Lua script queue_take; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueTakeScript = lockrt.Script{
+var queueTakeScript = lockimpl.Script{
 	Name: "queue_take",
 	SHA1: "39e9c428759ede4989c480489c724d9a4b5487eb",
 	Source: `-- queue_take: claim deliveries of a reliable queue, each put in flight
@@ -1391,7 +1392,7 @@ return out
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script reentrant_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantAcquireScript = lockrt.Script{
+var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
 	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
@@ -1596,7 +1597,7 @@ return {0, redis.call('pttl', lock)}
 // last hold hands the lock to the longest-waiting live waiter, if any.
 // (lockgen's Lua script reentrant_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantReleaseScript = lockrt.Script{
+var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
 	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
@@ -1786,7 +1787,7 @@ return 0
 // reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
 // (lockgen's Lua script reentrant_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantRenewScript = lockrt.Script{
+var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
 	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
@@ -1813,8 +1814,9 @@ return 0
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&forceUnlockScript,
 		&multiAcquireScript,
 		&multiReleaseScript,

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Latches gives typed access to the count-down latches declared in lockgen.yaml.
 type Latches struct {
@@ -30,12 +31,12 @@ func NewLatches(c *lockrt.Client) *Latches {
 // Count-down latch of 16 on key shop:{ShardsLoaded:shards:<region>:day:<day>},
 // expiring 1h after it is set.
 func (l *Latches) ShardsLoaded(region string, day int) *lockrt.Latch {
-	return l.c.Latch(&shardsLoadedLatch, shardsLoadedKey.Key(region, strconv.Itoa(day)))
+	return lockimpl.NewLatch(l.c, &shardsLoadedLatch, shardsLoadedKey.Key(region, strconv.Itoa(day)))
 }
 
 var (
-	shardsLoadedKey   = lockrt.KeyDef{Namespace: "shop", Object: "ShardsLoaded", Literals: []string{"shards:", ":day:", ""}}
-	shardsLoadedLatch = lockrt.LatchDef{
+	shardsLoadedKey   = lockimpl.KeyDef{Namespace: "shop", Object: "ShardsLoaded", Literals: []string{"shards:", ":day:", ""}}
+	shardsLoadedLatch = lockimpl.LatchDef{
 		Name:    "ShardsLoaded",
 		Count:   16,
 		Expire:  time.Hour,
@@ -47,12 +48,12 @@ var (
 //
 // Count-down latch of 3 on key shop:{Warmup:warmup:<job>}, expiring 24h after it is set.
 func (l *Latches) Warmup(job string) *lockrt.Latch {
-	return l.c.Latch(&warmupLatch, warmupKey.Key(job))
+	return lockimpl.NewLatch(l.c, &warmupLatch, warmupKey.Key(job))
 }
 
 var (
-	warmupKey   = lockrt.KeyDef{Namespace: "shop", Object: "Warmup", Literals: []string{"warmup:", ""}}
-	warmupLatch = lockrt.LatchDef{
+	warmupKey   = lockimpl.KeyDef{Namespace: "shop", Object: "Warmup", Literals: []string{"warmup:", ""}}
+	warmupLatch = lockimpl.LatchDef{
 		Name:    "Warmup",
 		Count:   3,
 		Expire:  24 * time.Hour,
@@ -61,7 +62,7 @@ var (
 )
 
 // latchScripts are the scripts of count-down latches.
-var latchScripts = lockrt.LatchScripts{
+var latchScripts = lockimpl.LatchScripts{
 	CountDown: &latchCountDownScript,
 }
 
@@ -69,7 +70,7 @@ var latchScripts = lockrt.LatchScripts{
 // and wakes every waiter.
 // (lockgen's Lua script latch_count_down; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var latchCountDownScript = lockrt.Script{
+var latchCountDownScript = lockimpl.Script{
 	Name: "latch_count_down",
 	SHA1: "32a61c306f40fd3cde723fed4269d9742ecd1603",
 	Source: `-- latch_count_down: count a latch down by one; the last count-down opens it
@@ -100,8 +101,9 @@ return count
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&latchCountDownScript,
 	)
 }

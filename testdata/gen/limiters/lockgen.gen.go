@@ -9,11 +9,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Limiters gives typed access to the rate limiters declared in lockgen.yaml.
 type Limiters struct {
@@ -30,18 +31,18 @@ func NewLimiters(c *lockrt.Client) *Limiters {
 // GCRA rate limit on key shop:{API:api:<userID>}:
 // 100 per 1m, bursts of up to 21, shared by all clients.
 func (l *Limiters) API(userID string) *lockrt.Limiter {
-	return l.c.Limiter(&apiLimiter, apiKey.Key(userID))
+	return lockimpl.NewLimiter(l.c, &apiLimiter, apiKey.Key(userID))
 }
 
 var (
-	apiKey     = lockrt.KeyDef{Namespace: "shop", Object: "API", Literals: []string{"api:", ""}}
-	apiLimiter = lockrt.LimiterDef{
+	apiKey     = lockimpl.KeyDef{Namespace: "shop", Object: "API", Literals: []string{"api:", ""}}
+	apiLimiter = lockimpl.LimiterDef{
 		Name:      "API",
-		Algorithm: lockrt.GCRA,
+		Algorithm: lockimpl.GCRA,
 		Rate:      100,
 		Per:       time.Minute,
 		Burst:     20,
-		Scope:     lockrt.ScopeOverall,
+		Scope:     lockimpl.ScopeOverall,
 		Scripts:   &gcraLimiterScripts,
 	}
 )
@@ -51,17 +52,17 @@ var (
 // Token-bucket rate limit on key shop:{Export:export:<tenant>:<region>}:
 // 5 per 1s, for each runtime client.
 func (l *Limiters) Export(tenant string, region int32) *lockrt.Limiter {
-	return l.c.Limiter(&exportLimiter, exportKey.Key(tenant, strconv.FormatInt(int64(region), 10)))
+	return lockimpl.NewLimiter(l.c, &exportLimiter, exportKey.Key(tenant, strconv.FormatInt(int64(region), 10)))
 }
 
 var (
-	exportKey     = lockrt.KeyDef{Namespace: "shop", Object: "Export", Literals: []string{"export:", ":", ""}}
-	exportLimiter = lockrt.LimiterDef{
+	exportKey     = lockimpl.KeyDef{Namespace: "shop", Object: "Export", Literals: []string{"export:", ":", ""}}
+	exportLimiter = lockimpl.LimiterDef{
 		Name:      "Export",
-		Algorithm: lockrt.TokenBucket,
+		Algorithm: lockimpl.TokenBucket,
 		Rate:      5,
 		Per:       time.Second,
-		Scope:     lockrt.ScopePerClient,
+		Scope:     lockimpl.ScopePerClient,
 		Scripts:   &tokenBucketLimiterScripts,
 	}
 )
@@ -71,17 +72,17 @@ var (
 // Sliding-window rate limit on key shop:{Login:login:<ip>}:
 // at most 10 in any 15m, forgotten after 5m idle, shared by all clients.
 func (l *Limiters) Login(ip string) *lockrt.Limiter {
-	return l.c.Limiter(&loginLimiter, loginKey.Key(ip))
+	return lockimpl.NewLimiter(l.c, &loginLimiter, loginKey.Key(ip))
 }
 
 var (
-	loginKey     = lockrt.KeyDef{Namespace: "shop", Object: "Login", Literals: []string{"login:", ""}}
-	loginLimiter = lockrt.LimiterDef{
+	loginKey     = lockimpl.KeyDef{Namespace: "shop", Object: "Login", Literals: []string{"login:", ""}}
+	loginLimiter = lockimpl.LimiterDef{
 		Name:      "Login",
-		Algorithm: lockrt.SlidingWindow,
+		Algorithm: lockimpl.SlidingWindow,
 		Rate:      10,
 		Per:       15 * time.Minute,
-		Scope:     lockrt.ScopeOverall,
+		Scope:     lockimpl.ScopeOverall,
 		IdleTTL:   5 * time.Minute,
 		Scripts:   &slidingWindowLimiterScripts,
 	}
@@ -92,36 +93,36 @@ var (
 // Token-bucket rate limit on key shop:{Mail:mail}:
 // 2 per 1.5s, bursts of up to 4, shared by all clients.
 func (l *Limiters) Mail() *lockrt.Limiter {
-	return l.c.Limiter(&mailLimiter, mailKey.Key())
+	return lockimpl.NewLimiter(l.c, &mailLimiter, mailKey.Key())
 }
 
 var (
-	mailKey     = lockrt.KeyDef{Namespace: "shop", Object: "Mail", Literals: []string{"mail"}}
-	mailLimiter = lockrt.LimiterDef{
+	mailKey     = lockimpl.KeyDef{Namespace: "shop", Object: "Mail", Literals: []string{"mail"}}
+	mailLimiter = lockimpl.LimiterDef{
 		Name:      "Mail",
-		Algorithm: lockrt.TokenBucket,
+		Algorithm: lockimpl.TokenBucket,
 		Rate:      2,
 		Per:       1500 * time.Millisecond,
 		Burst:     3,
-		Scope:     lockrt.ScopeOverall,
+		Scope:     lockimpl.ScopeOverall,
 		Scripts:   &tokenBucketLimiterScripts,
 	}
 )
 
 // gcraLimiterScripts are the scripts of gcra limiters.
-var gcraLimiterScripts = lockrt.LimiterScripts{
+var gcraLimiterScripts = lockimpl.LimiterScripts{
 	Allow:     &limiterGcraScript,
 	Configure: &limiterConfigureScript,
 }
 
 // slidingWindowLimiterScripts are the scripts of sliding-window limiters.
-var slidingWindowLimiterScripts = lockrt.LimiterScripts{
+var slidingWindowLimiterScripts = lockimpl.LimiterScripts{
 	Allow:     &limiterSlidingWindowScript,
 	Configure: &limiterConfigureScript,
 }
 
 // tokenBucketLimiterScripts are the scripts of token-bucket limiters.
-var tokenBucketLimiterScripts = lockrt.LimiterScripts{
+var tokenBucketLimiterScripts = lockimpl.LimiterScripts{
 	Allow:     &limiterTokenBucketScript,
 	Configure: &limiterConfigureScript,
 }
@@ -132,7 +133,7 @@ var tokenBucketLimiterScripts = lockrt.LimiterScripts{
 // holds).
 // (lockgen's Lua script limiter_configure; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var limiterConfigureScript = lockrt.Script{
+var limiterConfigureScript = lockimpl.Script{
 	Name: "limiter_configure",
 	SHA1: "8d73b6ed6fd3f8a0ef7acda2ab072e9644428c9f",
 	Source: `-- limiter_configure: make the caller's config the limiter's, replacing the
@@ -174,7 +175,7 @@ return 1 - same
 // limiterGcraScript: one rate-limit decision by the generic cell rate algorithm.
 // (lockgen's Lua script limiter_gcra; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var limiterGcraScript = lockrt.Script{
+var limiterGcraScript = lockimpl.Script{
 	Name: "limiter_gcra",
 	SHA1: "4dfe6e491841cc5a8ee6c63f1223dfbef18dcf90",
 	Source: `-- limiter_gcra: one rate-limit decision by the generic cell rate algorithm.
@@ -264,7 +265,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // window of that length.
 // (lockgen's Lua script limiter_sliding_window; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var limiterSlidingWindowScript = lockrt.Script{
+var limiterSlidingWindowScript = lockimpl.Script{
 	Name: "limiter_sliding_window",
 	SHA1: "0593ece7b90a5847ba7a832f7cf1cb8dedb144d8",
 	Source: `-- limiter_sliding_window: one rate-limit decision over an exact log of the
@@ -373,7 +374,7 @@ return {1, math.max(0, limit - count - n), 0, left, now}
 // burst + 1 tokens refilled continuously at rate per period.
 // (lockgen's Lua script limiter_token_bucket; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var limiterTokenBucketScript = lockrt.Script{
+var limiterTokenBucketScript = lockimpl.Script{
 	Name: "limiter_token_bucket",
 	SHA1: "36a4a13e880b2f6d2182b6096d24016f33801232",
 	Source: `-- limiter_token_bucket: one rate-limit decision by a token bucket of
@@ -475,8 +476,9 @@ return {1, math.max(0, math.floor(tokens + eps)), 0, after(capacity), now}
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&limiterConfigureScript,
 		&limiterGcraScript,
 		&limiterSlidingWindowScript,

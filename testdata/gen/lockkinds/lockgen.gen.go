@@ -9,11 +9,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Locks gives typed access to the locks declared in lockgen.yaml.
 type Locks struct {
@@ -31,19 +32,19 @@ func NewLocks(c *lockrt.Client) *Locks {
 // lease 20s renewed while held, default wait 3s.
 // Pass each lease's Token() to the storage it guards.
 func (l *Locks) Account(accountID int64) *lockrt.Lock {
-	return l.c.Lock(&accountLock, accountKey.Key(strconv.FormatInt(accountID, 10)))
+	return lockimpl.NewLock(l.c, &accountLock, accountKey.Key(strconv.FormatInt(accountID, 10)))
 }
 
 var (
-	accountKey  = lockrt.KeyDef{Namespace: "bank", Object: "Account", Literals: []string{"account:", ""}}
-	accountLock = lockrt.LockDef{
+	accountKey  = lockimpl.KeyDef{Namespace: "bank", Object: "Account", Literals: []string{"account:", ""}}
+	accountLock = lockimpl.LockDef{
 		Name:    "Account",
-		Kind:    lockrt.Fenced,
+		Kind:    lockimpl.Fenced,
 		Lease:   20 * time.Second,
 		Renew:   true,
 		Wait:    3 * time.Second,
 		Scripts: &fencedLockScripts,
-		Sync:    lockrt.SyncDef{Replicas: 1, Timeout: 500 * time.Millisecond},
+		Sync:    lockimpl.SyncDef{Replicas: 1, Timeout: 500 * time.Millisecond},
 	}
 )
 
@@ -52,14 +53,14 @@ var (
 // Read-write lock on key bank:{Rates:rates:<currency>}, fixed lease 5s, default wait 3s.
 // Read() is shared, Write() is exclusive.
 func (l *Locks) Rates(currency string) *lockrt.RWLock {
-	return l.c.RWLock(&ratesLock, ratesKey.Key(currency))
+	return lockimpl.NewRWLock(l.c, &ratesLock, ratesKey.Key(currency))
 }
 
 var (
-	ratesKey  = lockrt.KeyDef{Namespace: "bank", Object: "Rates", Literals: []string{"rates:", ""}}
-	ratesLock = lockrt.LockDef{
+	ratesKey  = lockimpl.KeyDef{Namespace: "bank", Object: "Rates", Literals: []string{"rates:", ""}}
+	ratesLock = lockimpl.LockDef{
 		Name:    "Rates",
-		Kind:    lockrt.ReadWrite,
+		Kind:    lockimpl.ReadWrite,
 		Lease:   5 * time.Second,
 		Wait:    3 * time.Second,
 		Scripts: &readwriteLockScripts,
@@ -71,14 +72,14 @@ var (
 // Fair lock on key bank:{Teller:teller:<branch>}, lease 20s renewed while held, default wait 1m.
 // Waiters get it in arrival order.
 func (l *Locks) Teller(branch string) *lockrt.Lock {
-	return l.c.Lock(&tellerLock, tellerKey.Key(branch))
+	return lockimpl.NewLock(l.c, &tellerLock, tellerKey.Key(branch))
 }
 
 var (
-	tellerKey  = lockrt.KeyDef{Namespace: "bank", Object: "Teller", Literals: []string{"teller:", ""}}
-	tellerLock = lockrt.LockDef{
+	tellerKey  = lockimpl.KeyDef{Namespace: "bank", Object: "Teller", Literals: []string{"teller:", ""}}
+	tellerLock = lockimpl.LockDef{
 		Name:    "Teller",
-		Kind:    lockrt.Fair,
+		Kind:    lockimpl.Fair,
 		Lease:   20 * time.Second,
 		Renew:   true,
 		Wait:    time.Minute,
@@ -87,7 +88,7 @@ var (
 )
 
 // fairLockScripts are the scripts of fair locks.
-var fairLockScripts = lockrt.LockScripts{
+var fairLockScripts = lockimpl.LockScripts{
 	Acquire:     &fairAcquireScript,
 	Release:     &fairReleaseScript,
 	Renew:       &fairRenewScript,
@@ -95,7 +96,7 @@ var fairLockScripts = lockrt.LockScripts{
 }
 
 // fencedLockScripts are the scripts of fenced locks.
-var fencedLockScripts = lockrt.LockScripts{
+var fencedLockScripts = lockimpl.LockScripts{
 	Acquire:     &fencedAcquireScript,
 	Release:     &reentrantReleaseScript,
 	Renew:       &reentrantRenewScript,
@@ -103,7 +104,7 @@ var fencedLockScripts = lockrt.LockScripts{
 }
 
 // readwriteLockScripts are the scripts of readwrite locks.
-var readwriteLockScripts = lockrt.LockScripts{
+var readwriteLockScripts = lockimpl.LockScripts{
 	Acquire:     &rwAcquireScript,
 	Release:     &rwReleaseScript,
 	Renew:       &rwRenewScript,
@@ -114,7 +115,7 @@ var readwriteLockScripts = lockrt.LockScripts{
 // caller that cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script fair_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var fairAcquireScript = lockrt.Script{
+var fairAcquireScript = lockimpl.Script{
 	Name: "fair_acquire",
 	SHA1: "4ca605b2a1cb58365cc632b1246b56e02c863ae2",
 	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
@@ -325,7 +326,7 @@ return {0, pttl}
 // the first live waiter.
 // (lockgen's Lua script fair_force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var fairForceUnlockScript = lockrt.Script{
+var fairForceUnlockScript = lockimpl.Script{
 	Name: "fair_force_unlock",
 	SHA1: "c00c3d41b13153bcba32270eb346ea8ea19c6903",
 	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
@@ -491,7 +492,7 @@ return 1
 // lock to the first live waiter, if any.
 // (lockgen's Lua script fair_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var fairReleaseScript = lockrt.Script{
+var fairReleaseScript = lockimpl.Script{
 	Name: "fair_release",
 	SHA1: "3a7aff289df2fb7d12315c5b334ef0f8a8615684",
 	Source: `-- fair_release: give up one hold of a fair lock; the last hold hands the
@@ -673,7 +674,7 @@ return 0
 // fairRenewScript: extend the lease of a held fair lock.
 // (lockgen's Lua script fair_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var fairRenewScript = lockrt.Script{
+var fairRenewScript = lockimpl.Script{
 	Name: "fair_renew",
 	SHA1: "5ccf28212c2600f571a21c6c4e9ac39498ebf4e8",
 	Source: `-- fair_renew: extend the lease of a held fair lock.
@@ -699,7 +700,7 @@ return 0
 // as a waiter in the same call.
 // (lockgen's Lua script fenced_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var fencedAcquireScript = lockrt.Script{
+var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
 	SHA1: "91eee08f37c5ad65e5ed3950ae9f0ab0814dbbac",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
@@ -902,7 +903,7 @@ return {0, redis.call('pttl', lock)}
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -1072,7 +1073,7 @@ return 1
 // last hold hands the lock to the longest-waiting live waiter, if any.
 // (lockgen's Lua script reentrant_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantReleaseScript = lockrt.Script{
+var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
 	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
@@ -1262,7 +1263,7 @@ return 0
 // reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
 // (lockgen's Lua script reentrant_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantRenewScript = lockrt.Script{
+var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
 	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
@@ -1295,7 +1296,7 @@ return 0
 // proceed were handed it.
 // (lockgen's Lua script rw_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwAcquireScript = lockrt.Script{
+var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
 	SHA1: "ce288c4fc0e977114c87befca86dcf221fef5f59",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
@@ -1653,7 +1654,7 @@ return {0, tonumber(ends) - now}
 // wake its waiters.
 // (lockgen's Lua script rw_force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwForceUnlockScript = lockrt.Script{
+var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
 	SHA1: "f9dfa4264e94e29ee863298a968000a8feb6d415",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
@@ -1820,7 +1821,7 @@ return 0
 // lets waiters proceed, hand the lock to them.
 // (lockgen's Lua script rw_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwReleaseScript = lockrt.Script{
+var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
 	SHA1: "eb7ee98d6752149386b071ff31ee7247e767c3f6",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
@@ -2124,7 +2125,7 @@ return holds
 // without touching the other holds' leases.
 // (lockgen's Lua script rw_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var rwRenewScript = lockrt.Script{
+var rwRenewScript = lockimpl.Script{
 	Name: "rw_renew",
 	SHA1: "96c4996774861d3d8ea443d5431757e5a1469c00",
 	Source: `-- rw_renew: extend the lease of one side of a read-write lock held by owner,
@@ -2168,8 +2169,9 @@ return 1
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&fairAcquireScript,
 		&fairForceUnlockScript,
 		&fairReleaseScript,

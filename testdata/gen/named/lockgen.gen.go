@@ -10,11 +10,12 @@ import (
 
 	"example.com/gentest/named/ids"
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Locks gives typed access to the locks declared in lockgen.yaml.
 type Locks struct {
@@ -31,14 +32,14 @@ func NewLocks(c *lockrt.Client) *Locks {
 // Simple lock on key tenants:{Account:account:<id>:<seq>},
 // lease 30s renewed while held, default wait 10s.
 func (l *Locks) Account(id ids.AccountID, seq ids.Seq) *lockrt.Lock {
-	return l.c.Lock(&accountLock, accountKey.Key(strconv.FormatInt(int64(id), 10), strconv.FormatUint(uint64(seq), 10)))
+	return lockimpl.NewLock(l.c, &accountLock, accountKey.Key(strconv.FormatInt(int64(id), 10), strconv.FormatUint(uint64(seq), 10)))
 }
 
 var (
-	accountKey  = lockrt.KeyDef{Namespace: "tenants", Object: "Account", Literals: []string{"account:", ":", ""}}
-	accountLock = lockrt.LockDef{
+	accountKey  = lockimpl.KeyDef{Namespace: "tenants", Object: "Account", Literals: []string{"account:", ":", ""}}
+	accountLock = lockimpl.LockDef{
 		Name:    "Account",
-		Kind:    lockrt.Simple,
+		Kind:    lockimpl.Simple,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -51,7 +52,7 @@ var (
 // Reentrant lock on key tenants:{Tenant:tenant:<tenant>:region:<region>:shard:<shard>},
 // lease 30s renewed while held, default wait 10s.
 func (l *Locks) Tenant(tenant ids.TenantID, region Region, shard ids.Shard) *lockrt.Lock {
-	return l.c.Lock(&tenantLock, tenantKey.Key(
+	return lockimpl.NewLock(l.c, &tenantLock, tenantKey.Key(
 		string(tenant),
 		string(region),
 		strconv.FormatUint(uint64(shard), 10),
@@ -59,10 +60,10 @@ func (l *Locks) Tenant(tenant ids.TenantID, region Region, shard ids.Shard) *loc
 }
 
 var (
-	tenantKey  = lockrt.KeyDef{Namespace: "tenants", Object: "Tenant", Literals: []string{"tenant:", ":region:", ":shard:", ""}}
-	tenantLock = lockrt.LockDef{
+	tenantKey  = lockimpl.KeyDef{Namespace: "tenants", Object: "Tenant", Literals: []string{"tenant:", ":region:", ":shard:", ""}}
+	tenantLock = lockimpl.LockDef{
 		Name:    "Tenant",
-		Kind:    lockrt.Reentrant,
+		Kind:    lockimpl.Reentrant,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -71,7 +72,7 @@ var (
 )
 
 // reentrantLockScripts are the scripts of reentrant locks.
-var reentrantLockScripts = lockrt.LockScripts{
+var reentrantLockScripts = lockimpl.LockScripts{
 	Acquire:      &reentrantAcquireScript,
 	Release:      &reentrantReleaseScript,
 	Renew:        &reentrantRenewScript,
@@ -81,7 +82,7 @@ var reentrantLockScripts = lockrt.LockScripts{
 }
 
 // simpleLockScripts are the scripts of simple locks.
-var simpleLockScripts = lockrt.LockScripts{
+var simpleLockScripts = lockimpl.LockScripts{
 	Acquire:      &simpleAcquireScript,
 	Release:      &simpleReleaseScript,
 	Renew:        &simpleRenewScript,
@@ -93,7 +94,7 @@ var simpleLockScripts = lockrt.LockScripts{
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -263,7 +264,7 @@ return 1
 // or none, in one step. Used when every key is on one slot (or one node).
 // (lockgen's Lua script multi_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiAcquireScript = lockrt.Script{
+var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
 	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
@@ -491,7 +492,7 @@ return {1, n}
 // script would.
 // (lockgen's Lua script multi_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiReleaseScript = lockrt.Script{
+var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
 	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
@@ -681,7 +682,7 @@ return codes
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script reentrant_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantAcquireScript = lockrt.Script{
+var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
 	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
@@ -886,7 +887,7 @@ return {0, redis.call('pttl', lock)}
 // last hold hands the lock to the longest-waiting live waiter, if any.
 // (lockgen's Lua script reentrant_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantReleaseScript = lockrt.Script{
+var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
 	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
@@ -1076,7 +1077,7 @@ return 0
 // reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
 // (lockgen's Lua script reentrant_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantRenewScript = lockrt.Script{
+var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
 	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
@@ -1104,7 +1105,7 @@ return 0
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script simple_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleAcquireScript = lockrt.Script{
+var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
 	SHA1: "3f53d2663a9950328a5a45e0fc0d8ef4133ba705",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
@@ -1307,7 +1308,7 @@ return {0, redis.call('pttl', lock)}
 // are registered, hand it to the longest-waiting live one instead.
 // (lockgen's Lua script simple_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleReleaseScript = lockrt.Script{
+var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
 	SHA1: "41113fbc3dd4e701e20fcadbfd7735acfa7ebdbe",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
@@ -1484,7 +1485,7 @@ return 0
 // simpleRenewScript: extend the lease of a held non-reentrant lock.
 // (lockgen's Lua script simple_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleRenewScript = lockrt.Script{
+var simpleRenewScript = lockimpl.Script{
 	Name: "simple_renew",
 	SHA1: "34d9d8cf1607aadf259d90d519271252a13996a1",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
@@ -1509,8 +1510,9 @@ return 0
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&forceUnlockScript,
 		&multiAcquireScript,
 		&multiReleaseScript,

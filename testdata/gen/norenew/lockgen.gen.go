@@ -9,11 +9,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Locks gives typed access to the locks declared in lockgen.yaml.
 type Locks struct {
@@ -29,21 +30,21 @@ func NewLocks(c *lockrt.Client) *Locks {
 //
 // Simple lock on key pay:{Capture:capture:<paymentID>}, fixed lease 10s, no default wait.
 func (l *Locks) Capture(paymentID uint64) *lockrt.Lock {
-	return l.c.Lock(&captureLock, captureKey.Key(strconv.FormatUint(paymentID, 10)))
+	return lockimpl.NewLock(l.c, &captureLock, captureKey.Key(strconv.FormatUint(paymentID, 10)))
 }
 
 var (
-	captureKey  = lockrt.KeyDef{Namespace: "pay", Object: "Capture", Literals: []string{"capture:", ""}}
-	captureLock = lockrt.LockDef{
+	captureKey  = lockimpl.KeyDef{Namespace: "pay", Object: "Capture", Literals: []string{"capture:", ""}}
+	captureLock = lockimpl.LockDef{
 		Name:    "Capture",
-		Kind:    lockrt.Simple,
+		Kind:    lockimpl.Simple,
 		Lease:   10 * time.Second,
 		Scripts: &simpleLockScripts,
 	}
 )
 
 // simpleLockScripts are the scripts of simple locks.
-var simpleLockScripts = lockrt.LockScripts{
+var simpleLockScripts = lockimpl.LockScripts{
 	Acquire:      &simpleAcquireScript,
 	Release:      &simpleReleaseScript,
 	Renew:        &simpleRenewScript,
@@ -55,7 +56,7 @@ var simpleLockScripts = lockrt.LockScripts{
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -225,7 +226,7 @@ return 1
 // or none, in one step. Used when every key is on one slot (or one node).
 // (lockgen's Lua script multi_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiAcquireScript = lockrt.Script{
+var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
 	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
@@ -453,7 +454,7 @@ return {1, n}
 // script would.
 // (lockgen's Lua script multi_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiReleaseScript = lockrt.Script{
+var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
 	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
@@ -643,7 +644,7 @@ return codes
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script simple_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleAcquireScript = lockrt.Script{
+var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
 	SHA1: "3f53d2663a9950328a5a45e0fc0d8ef4133ba705",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
@@ -846,7 +847,7 @@ return {0, redis.call('pttl', lock)}
 // are registered, hand it to the longest-waiting live one instead.
 // (lockgen's Lua script simple_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleReleaseScript = lockrt.Script{
+var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
 	SHA1: "41113fbc3dd4e701e20fcadbfd7735acfa7ebdbe",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
@@ -1023,7 +1024,7 @@ return 0
 // simpleRenewScript: extend the lease of a held non-reentrant lock.
 // (lockgen's Lua script simple_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleRenewScript = lockrt.Script{
+var simpleRenewScript = lockimpl.Script{
 	Name: "simple_renew",
 	SHA1: "34d9d8cf1607aadf259d90d519271252a13996a1",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
@@ -1048,8 +1049,9 @@ return 0
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&forceUnlockScript,
 		&multiAcquireScript,
 		&multiReleaseScript,

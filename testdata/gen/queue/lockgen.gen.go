@@ -10,11 +10,12 @@ import (
 
 	"example.com/gentest/queue/orders"
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Queues gives typed access to the queues declared in lockgen.yaml,
 // one method per queue, with the queue's key params.
@@ -29,9 +30,9 @@ type Queues struct {
 func NewQueues(c *lockrt.Client) *Queues {
 	return &Queues{
 		c:          c,
-		audit:      lockrt.NewReliableQueue(c, &auditQueue, lockrt.JSON[Event]{}, auditKey.Key()),
-		orderClose: lockrt.NewDelayedReliableQueue(c, &orderCloseQueue, lockrt.JSON[orders.CloseRequest]{}, orderCloseKey.Key()),
-		tagged:     lockrt.NewQueue(c, &taggedQueue, EventCodec{}, taggedKey.Key()),
+		audit:      lockimpl.NewReliableQueue(c, &auditQueue, lockrt.JSON[Event]{}, auditKey.Key()),
+		orderClose: lockimpl.NewDelayedReliableQueue(c, &orderCloseQueue, lockrt.JSON[orders.CloseRequest]{}, orderCloseKey.Key()),
+		tagged:     lockimpl.NewQueue(c, &taggedQueue, EventCodec{}, taggedKey.Key()),
 	}
 }
 
@@ -44,8 +45,8 @@ func (q *Queues) Audit() *lockrt.ReliableQueue[Event] {
 }
 
 var (
-	auditKey   = lockrt.KeyDef{Namespace: "shop", Object: "Audit", Literals: []string{"audit"}}
-	auditQueue = lockrt.QueueDef{
+	auditKey   = lockimpl.KeyDef{Namespace: "shop", Object: "Audit", Literals: []string{"audit"}}
+	auditQueue = lockimpl.QueueDef{
 		Name:          "Audit",
 		Reliable:      true,
 		Visibility:    time.Minute,
@@ -58,12 +59,12 @@ var (
 //
 // Queue of string on key shop:{Emails:emails:<tenant>}.
 func (q *Queues) Emails(tenant string) *lockrt.Queue[string] {
-	return lockrt.NewQueue(q.c, &emailsQueue, lockrt.String{}, emailsKey.Key(tenant))
+	return lockimpl.NewQueue(q.c, &emailsQueue, lockrt.String{}, emailsKey.Key(tenant))
 }
 
 var (
-	emailsKey   = lockrt.KeyDef{Namespace: "shop", Object: "Emails", Literals: []string{"emails:", ""}}
-	emailsQueue = lockrt.QueueDef{
+	emailsKey   = lockimpl.KeyDef{Namespace: "shop", Object: "Emails", Literals: []string{"emails:", ""}}
+	emailsQueue = lockimpl.QueueDef{
 		Name:    "Emails",
 		Scripts: &queueScripts,
 	}
@@ -78,8 +79,8 @@ func (q *Queues) OrderClose() *lockrt.DelayedReliableQueue[orders.CloseRequest] 
 }
 
 var (
-	orderCloseKey   = lockrt.KeyDef{Namespace: "shop", Object: "OrderClose", Literals: []string{"order-close"}}
-	orderCloseQueue = lockrt.QueueDef{
+	orderCloseKey   = lockimpl.KeyDef{Namespace: "shop", Object: "OrderClose", Literals: []string{"order-close"}}
+	orderCloseQueue = lockimpl.QueueDef{
 		Name:          "OrderClose",
 		Delay:         true,
 		Reliable:      true,
@@ -97,8 +98,8 @@ func (q *Queues) Tagged() *lockrt.Queue[Event] {
 }
 
 var (
-	taggedKey   = lockrt.KeyDef{Namespace: "shop", Object: "Tagged", Literals: []string{"tagged"}}
-	taggedQueue = lockrt.QueueDef{
+	taggedKey   = lockimpl.KeyDef{Namespace: "shop", Object: "Tagged", Literals: []string{"tagged"}}
+	taggedQueue = lockimpl.QueueDef{
 		Name:    "Tagged",
 		Scripts: &queueScripts,
 	}
@@ -108,12 +109,12 @@ var (
 //
 // Delayed queue of []byte on key shop:{Thumbnails:thumbs:<shard>}.
 func (q *Queues) Thumbnails(shard uint16) *lockrt.DelayedQueue[[]byte] {
-	return lockrt.NewDelayedQueue(q.c, &thumbnailsQueue, lockrt.Bytes{}, thumbnailsKey.Key(strconv.FormatUint(uint64(shard), 10)))
+	return lockimpl.NewDelayedQueue(q.c, &thumbnailsQueue, lockrt.Bytes{}, thumbnailsKey.Key(strconv.FormatUint(uint64(shard), 10)))
 }
 
 var (
-	thumbnailsKey   = lockrt.KeyDef{Namespace: "shop", Object: "Thumbnails", Literals: []string{"thumbs:", ""}}
-	thumbnailsQueue = lockrt.QueueDef{
+	thumbnailsKey   = lockimpl.KeyDef{Namespace: "shop", Object: "Thumbnails", Literals: []string{"thumbs:", ""}}
+	thumbnailsQueue = lockimpl.QueueDef{
 		Name:    "Thumbnails",
 		Delay:   true,
 		Scripts: &queueScripts,
@@ -121,7 +122,7 @@ var (
 )
 
 // queueScripts are the scripts of queues.
-var queueScripts = lockrt.QueueScripts{
+var queueScripts = lockimpl.QueueScripts{
 	Offer:   &queueOfferScript,
 	Move:    &queueMoveScript,
 	Take:    &queueTakeScript,
@@ -139,7 +140,7 @@ var queueScripts = lockrt.QueueScripts{
 // queueAckScript: acknowledge a delivery of a reliable queue; the item is done.
 // (lockgen's Lua script queue_ack; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueAckScript = lockrt.Script{
+var queueAckScript = lockimpl.Script{
 	Name: "queue_ack",
 	SHA1: "c5d0ee78e266d995143072337eb11c70e34bc8db",
 	Source: `-- queue_ack: acknowledge a delivery of a reliable queue; the item is done.
@@ -169,7 +170,7 @@ return 1
 // the dead list, with the reason.
 // (lockgen's Lua script queue_bury; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueBuryScript = lockrt.Script{
+var queueBuryScript = lockimpl.Script{
 	Name: "queue_bury",
 	SHA1: "b73995a2265d2f186f80e4840db6fbcf5c892e4e",
 	Source: `-- queue_bury: put an item a plain queue's consumer could not decode on
@@ -196,7 +197,7 @@ return id
 // queueDeadScript: list dead letters, oldest first.
 // (lockgen's Lua script queue_dead; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueDeadScript = lockrt.Script{
+var queueDeadScript = lockimpl.Script{
 	Name: "queue_dead",
 	SHA1: "b309e657d9f11719241600677003082747688a38",
 	Source: `-- queue_dead: list dead letters, oldest first.
@@ -225,7 +226,7 @@ return out
 // most once, also for a reliable queue: they are not put in flight).
 // (lockgen's Lua script queue_drain; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueDrainScript = lockrt.Script{
+var queueDrainScript = lockimpl.Script{
 	Name: "queue_drain",
 	SHA1: "9a3e4529d34a72e080b8cb9d239f3b67f03b764c",
 	Source: `-- queue_drain: take the first ready items out of a queue for good (at
@@ -267,7 +268,7 @@ return out
 // queueExtendScript: move the visibility deadline of a delivery in flight.
 // (lockgen's Lua script queue_extend; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueExtendScript = lockrt.Script{
+var queueExtendScript = lockimpl.Script{
 	Name: "queue_extend",
 	SHA1: "ad13ff9de6281214917d3a88edeae71cce0ebfff",
 	Source: `-- queue_extend: move the visibility deadline of a delivery in flight.
@@ -308,7 +309,7 @@ return {deadline, now}
 // second after that time, so it never outlives the clients.
 // (lockgen's Lua script queue_move; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueMoveScript = lockrt.Script{
+var queueMoveScript = lockimpl.Script{
 	Name: "queue_move",
 	SHA1: "f7b5277c176e243929555759c3fe74d3633356eb",
 	Source: `-- queue_move: the delay timer's step. Moves due items (delayed ones, and
@@ -428,7 +429,7 @@ return reply
 // (or when asked to), or put it back unharmed.
 // (lockgen's Lua script queue_nack; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueNackScript = lockrt.Script{
+var queueNackScript = lockimpl.Script{
 	Name: "queue_nack",
 	SHA1: "1eebddf94a62a57eb0296a03847429d853d3e8d7",
 	Source: `-- queue_nack: give a delivery of a reliable queue back: deliver it again
@@ -488,7 +489,7 @@ return 3
 // queueOfferScript: add items to a queue, ready now or when due.
 // (lockgen's Lua script queue_offer; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueOfferScript = lockrt.Script{
+var queueOfferScript = lockimpl.Script{
 	Name: "queue_offer",
 	SHA1: "0440fea680f8d65f7de24c72b194ae64c9b02c48",
 	Source: `-- queue_offer: add items to a queue, ready now or when due.
@@ -558,7 +559,7 @@ return due
 // the runtime reads it with LRANGE instead).
 // (lockgen's Lua script queue_peek; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queuePeekScript = lockrt.Script{
+var queuePeekScript = lockimpl.Script{
 	Name: "queue_peek",
 	SHA1: "965415ba2e44ba8b0aa75818404e4fc721301499",
 	Source: `-- queue_peek: the bodies of the first ready items of a reliable queue,
@@ -595,7 +596,7 @@ return out
 // their delivery count reset.
 // (lockgen's Lua script queue_redrive; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueRedriveScript = lockrt.Script{
+var queueRedriveScript = lockimpl.Script{
 	Name: "queue_redrive",
 	SHA1: "ac9b2586665ffb16150605231c24404ba15fced0",
 	Source: `-- queue_redrive: put the oldest dead letters back on the ready list, with
@@ -640,7 +641,7 @@ return moved
 // Items in flight and dead letters are left alone.
 // (lockgen's Lua script queue_remove; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueRemoveScript = lockrt.Script{
+var queueRemoveScript = lockimpl.Script{
 	Name: "queue_remove",
 	SHA1: "a25afffebf5aefc85c9a8ee225b645a0feabb74f",
 	Source: `-- queue_remove: remove ready and delayed items equal to a value, compared
@@ -765,7 +766,7 @@ return removed
 // with the same visibility deadline.
 // (lockgen's Lua script queue_take; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var queueTakeScript = lockrt.Script{
+var queueTakeScript = lockimpl.Script{
 	Name: "queue_take",
 	SHA1: "39e9c428759ede4989c480489c724d9a4b5487eb",
 	Source: `-- queue_take: claim deliveries of a reliable queue, each put in flight
@@ -841,8 +842,9 @@ return out
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&queueAckScript,
 		&queueBuryScript,
 		&queueDeadScript,

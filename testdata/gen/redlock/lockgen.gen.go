@@ -9,11 +9,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Locks gives typed access to the locks declared in lockgen.yaml.
 type Locks struct {
@@ -29,14 +30,14 @@ func NewLocks(c *lockrt.Client) *Locks {
 //
 // Reentrant lock on key pay:{Order:order:<orderID>}, lease 30s renewed while held, default wait 10s.
 func (l *Locks) Order(orderID int64) *lockrt.Lock {
-	return l.c.Lock(&orderLock, orderKey.Key(strconv.FormatInt(orderID, 10)))
+	return lockimpl.NewLock(l.c, &orderLock, orderKey.Key(strconv.FormatInt(orderID, 10)))
 }
 
 var (
-	orderKey  = lockrt.KeyDef{Namespace: "pay", Object: "Order", Literals: []string{"order:", ""}}
-	orderLock = lockrt.LockDef{
+	orderKey  = lockimpl.KeyDef{Namespace: "pay", Object: "Order", Literals: []string{"order:", ""}}
+	orderLock = lockimpl.LockDef{
 		Name:    "Order",
-		Kind:    lockrt.Reentrant,
+		Kind:    lockimpl.Reentrant,
 		Lease:   30 * time.Second,
 		Renew:   true,
 		Wait:    10 * time.Second,
@@ -61,12 +62,12 @@ func NewRedLocks(nodes ...*lockrt.Client) *RedLocks {
 // RedLock on key pay:{Payment:payment:<id>} on a majority of the nodes,
 // lease 10s renewed while held, default wait 10s.
 func (l *RedLocks) Payment(id string) *lockrt.RedLock {
-	return l.q.RedLock(&paymentLock, paymentKey.Key(id))
+	return lockimpl.NewRedLock(l.q, &paymentLock, paymentKey.Key(id))
 }
 
 var (
-	paymentKey  = lockrt.KeyDef{Namespace: "pay", Object: "Payment", Literals: []string{"payment:", ""}}
-	paymentLock = lockrt.RedLockDef{
+	paymentKey  = lockimpl.KeyDef{Namespace: "pay", Object: "Payment", Literals: []string{"payment:", ""}}
+	paymentLock = lockimpl.RedLockDef{
 		Name:    "Payment",
 		Lease:   10 * time.Second,
 		Renew:   true,
@@ -80,12 +81,12 @@ var (
 // RedLock on key pay:{Settlement:settlement:<region>:<day>} on a majority of the nodes,
 // fixed lease 30s, no default wait.
 func (l *RedLocks) Settlement(region string, day uint32) *lockrt.RedLock {
-	return l.q.RedLock(&settlementLock, settlementKey.Key(region, strconv.FormatUint(uint64(day), 10)))
+	return lockimpl.NewRedLock(l.q, &settlementLock, settlementKey.Key(region, strconv.FormatUint(uint64(day), 10)))
 }
 
 var (
-	settlementKey  = lockrt.KeyDef{Namespace: "pay", Object: "Settlement", Literals: []string{"settlement:", ":", ""}}
-	settlementLock = lockrt.RedLockDef{
+	settlementKey  = lockimpl.KeyDef{Namespace: "pay", Object: "Settlement", Literals: []string{"settlement:", ":", ""}}
+	settlementLock = lockimpl.RedLockDef{
 		Name:    "Settlement",
 		Lease:   30 * time.Second,
 		Scripts: &redlockLockScripts,
@@ -93,7 +94,7 @@ var (
 )
 
 // redlockLockScripts are the scripts of redlock locks.
-var redlockLockScripts = lockrt.LockScripts{
+var redlockLockScripts = lockimpl.LockScripts{
 	Acquire:     &simpleAcquireScript,
 	Release:     &redlockReleaseScript,
 	Renew:       &simpleRenewScript,
@@ -101,7 +102,7 @@ var redlockLockScripts = lockrt.LockScripts{
 }
 
 // reentrantLockScripts are the scripts of reentrant locks.
-var reentrantLockScripts = lockrt.LockScripts{
+var reentrantLockScripts = lockimpl.LockScripts{
 	Acquire:      &reentrantAcquireScript,
 	Release:      &reentrantReleaseScript,
 	Renew:        &reentrantRenewScript,
@@ -113,7 +114,7 @@ var reentrantLockScripts = lockrt.LockScripts{
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -283,7 +284,7 @@ return 1
 // or none, in one step. Used when every key is on one slot (or one node).
 // (lockgen's Lua script multi_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiAcquireScript = lockrt.Script{
+var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
 	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
@@ -511,7 +512,7 @@ return {1, n}
 // script would.
 // (lockgen's Lua script multi_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var multiReleaseScript = lockrt.Script{
+var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
 	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
@@ -702,7 +703,7 @@ return codes
 // majority of the nodes, so every release publishes).
 // (lockgen's Lua script redlock_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var redlockReleaseScript = lockrt.Script{
+var redlockReleaseScript = lockimpl.Script{
 	Name: "redlock_release",
 	SHA1: "349a709dcdd1e52f12cc4601ff2317a68d632b9c",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node and
@@ -730,7 +731,7 @@ return 0
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script reentrant_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantAcquireScript = lockrt.Script{
+var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
 	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
@@ -935,7 +936,7 @@ return {0, redis.call('pttl', lock)}
 // last hold hands the lock to the longest-waiting live waiter, if any.
 // (lockgen's Lua script reentrant_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantReleaseScript = lockrt.Script{
+var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
 	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
@@ -1125,7 +1126,7 @@ return 0
 // reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
 // (lockgen's Lua script reentrant_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var reentrantRenewScript = lockrt.Script{
+var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
 	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
@@ -1153,7 +1154,7 @@ return 0
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script simple_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleAcquireScript = lockrt.Script{
+var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
 	SHA1: "3f53d2663a9950328a5a45e0fc0d8ef4133ba705",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
@@ -1355,7 +1356,7 @@ return {0, redis.call('pttl', lock)}
 // simpleRenewScript: extend the lease of a held non-reentrant lock.
 // (lockgen's Lua script simple_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleRenewScript = lockrt.Script{
+var simpleRenewScript = lockimpl.Script{
 	Name: "simple_renew",
 	SHA1: "34d9d8cf1607aadf259d90d519271252a13996a1",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
@@ -1380,8 +1381,9 @@ return 0
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&forceUnlockScript,
 		&multiAcquireScript,
 		&multiReleaseScript,

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // RedLocks gives typed access to the RedLock locks declared in lockgen.yaml:
 // each is taken on a majority of independent Redis deployments.
@@ -31,12 +32,12 @@ func NewRedLocks(nodes ...*lockrt.Client) *RedLocks {
 // RedLock on key cron:{Leader:leader} on a majority of the nodes,
 // lease 15s renewed while held, default wait 10s.
 func (l *RedLocks) Leader() *lockrt.RedLock {
-	return l.q.RedLock(&leaderLock, leaderKey.Key())
+	return lockimpl.NewRedLock(l.q, &leaderLock, leaderKey.Key())
 }
 
 var (
-	leaderKey  = lockrt.KeyDef{Namespace: "cron", Object: "Leader", Literals: []string{"leader"}}
-	leaderLock = lockrt.RedLockDef{
+	leaderKey  = lockimpl.KeyDef{Namespace: "cron", Object: "Leader", Literals: []string{"leader"}}
+	leaderLock = lockimpl.RedLockDef{
 		Name:    "Leader",
 		Lease:   15 * time.Second,
 		Renew:   true,
@@ -46,7 +47,7 @@ var (
 )
 
 // redlockLockScripts are the scripts of redlock locks.
-var redlockLockScripts = lockrt.LockScripts{
+var redlockLockScripts = lockimpl.LockScripts{
 	Acquire:     &simpleAcquireScript,
 	Release:     &redlockReleaseScript,
 	Renew:       &simpleRenewScript,
@@ -56,7 +57,7 @@ var redlockLockScripts = lockrt.LockScripts{
 // forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
 // (lockgen's Lua script force_unlock; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var forceUnlockScript = lockrt.Script{
+var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
 	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
@@ -227,7 +228,7 @@ return 1
 // majority of the nodes, so every release publishes).
 // (lockgen's Lua script redlock_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var redlockReleaseScript = lockrt.Script{
+var redlockReleaseScript = lockimpl.Script{
 	Name: "redlock_release",
 	SHA1: "349a709dcdd1e52f12cc4601ff2317a68d632b9c",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node and
@@ -255,7 +256,7 @@ return 0
 // cannot take it registers as a waiter in the same call.
 // (lockgen's Lua script simple_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleAcquireScript = lockrt.Script{
+var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
 	SHA1: "3f53d2663a9950328a5a45e0fc0d8ef4133ba705",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
@@ -457,7 +458,7 @@ return {0, redis.call('pttl', lock)}
 // simpleRenewScript: extend the lease of a held non-reentrant lock.
 // (lockgen's Lua script simple_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var simpleRenewScript = lockrt.Script{
+var simpleRenewScript = lockimpl.Script{
 	Name: "simple_renew",
 	SHA1: "34d9d8cf1607aadf259d90d519271252a13996a1",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
@@ -482,8 +483,9 @@ return 0
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&forceUnlockScript,
 		&redlockReleaseScript,
 		&simpleAcquireScript,

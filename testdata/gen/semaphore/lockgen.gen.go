@@ -9,11 +9,12 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 1; if the line below
+// This file was generated for lockgen runtime API version 2; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockrt.GeneratedCodeVersion1
+const _ = lockimpl.GeneratedCodeVersion2
 
 // Semaphores gives typed access to the semaphores declared in lockgen.yaml.
 type Semaphores struct {
@@ -29,12 +30,12 @@ func NewSemaphores(c *lockrt.Client) *Semaphores {
 //
 // Semaphore of 1 permit on key shop:{Crawler:crawler}, fixed lease 1.5s, no default wait.
 func (s *Semaphores) Crawler() *lockrt.Semaphore {
-	return s.c.Semaphore(&crawlerSemaphore, crawlerKey.Key())
+	return lockimpl.NewSemaphore(s.c, &crawlerSemaphore, crawlerKey.Key())
 }
 
 var (
-	crawlerKey       = lockrt.KeyDef{Namespace: "shop", Object: "Crawler", Literals: []string{"crawler"}}
-	crawlerSemaphore = lockrt.SemaphoreDef{
+	crawlerKey       = lockimpl.KeyDef{Namespace: "shop", Object: "Crawler", Literals: []string{"crawler"}}
+	crawlerSemaphore = lockimpl.SemaphoreDef{
 		Name:    "Crawler",
 		Permits: 1,
 		Lease:   1500 * time.Millisecond,
@@ -47,12 +48,12 @@ var (
 // Semaphore of 4 permits on key shop:{Export:export:<tenant>},
 // lease 2m renewed while held, default wait 10s.
 func (s *Semaphores) Export(tenant string) *lockrt.Semaphore {
-	return s.c.Semaphore(&exportSemaphore, exportKey.Key(tenant))
+	return lockimpl.NewSemaphore(s.c, &exportSemaphore, exportKey.Key(tenant))
 }
 
 var (
-	exportKey       = lockrt.KeyDef{Namespace: "shop", Object: "Export", Literals: []string{"export:", ""}}
-	exportSemaphore = lockrt.SemaphoreDef{
+	exportKey       = lockimpl.KeyDef{Namespace: "shop", Object: "Export", Literals: []string{"export:", ""}}
+	exportSemaphore = lockimpl.SemaphoreDef{
 		Name:    "Export",
 		Permits: 4,
 		Lease:   2 * time.Minute,
@@ -67,12 +68,12 @@ var (
 // Semaphore of 12 permits on key shop:{ReportSlots:reports:<region>:shard:<shard>},
 // lease 30s renewed while held, default wait 10s.
 func (s *Semaphores) ReportSlots(region string, shard uint32) *lockrt.Semaphore {
-	return s.c.Semaphore(&reportSlotsSemaphore, reportSlotsKey.Key(region, strconv.FormatUint(uint64(shard), 10)))
+	return lockimpl.NewSemaphore(s.c, &reportSlotsSemaphore, reportSlotsKey.Key(region, strconv.FormatUint(uint64(shard), 10)))
 }
 
 var (
-	reportSlotsKey       = lockrt.KeyDef{Namespace: "shop", Object: "ReportSlots", Literals: []string{"reports:", ":shard:", ""}}
-	reportSlotsSemaphore = lockrt.SemaphoreDef{
+	reportSlotsKey       = lockimpl.KeyDef{Namespace: "shop", Object: "ReportSlots", Literals: []string{"reports:", ":shard:", ""}}
+	reportSlotsSemaphore = lockimpl.SemaphoreDef{
 		Name:    "ReportSlots",
 		Permits: 12,
 		Lease:   30 * time.Second,
@@ -83,7 +84,7 @@ var (
 )
 
 // semaphoreScripts are the scripts of semaphores.
-var semaphoreScripts = lockrt.SemaphoreScripts{
+var semaphoreScripts = lockimpl.SemaphoreScripts{
 	Acquire:  &semaphoreAcquireScript,
 	Release:  &semaphoreReleaseScript,
 	Renew:    &semaphoreRenewScript,
@@ -97,7 +98,7 @@ var semaphoreScripts = lockrt.SemaphoreScripts{
 // newcomer does not pass one that the free permits do not satisfy.
 // (lockgen's Lua script semaphore_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreAcquireScript = lockrt.Script{
+var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
 	SHA1: "842b2701b22554beed287f91250be4d2f597b248",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
@@ -433,7 +434,7 @@ return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
 // again.
 // (lockgen's Lua script semaphore_capacity; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreCapacityScript = lockrt.Script{
+var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
 	SHA1: "cf373949b06e1e432f8a06b538f8633c4bfdc3b7",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
@@ -733,7 +734,7 @@ return {1, capacity}
 // registered, hand the freed permits on to them.
 // (lockgen's Lua script semaphore_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreReleaseScript = lockrt.Script{
+var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
 	SHA1: "0537de8e4179a674ec0b7e1b46576dcd08a461d1",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
@@ -1021,7 +1022,7 @@ return n
 // semaphoreRenewScript: extend the lease of one hold of a semaphore.
 // (lockgen's Lua script semaphore_renew; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreRenewScript = lockrt.Script{
+var semaphoreRenewScript = lockimpl.Script{
 	Name: "semaphore_renew",
 	SHA1: "78ad945c9faedb33831cd64b816a01d6ab71b45e",
 	Source: `-- semaphore_renew: extend the lease of one hold of a semaphore.
@@ -1058,7 +1059,7 @@ return 1
 // evicting the holds whose lease ran out.
 // (lockgen's Lua script semaphore_state; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var semaphoreStateScript = lockrt.Script{
+var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
 	SHA1: "c732257b97b23e0bbf8f34c38066362577c3543a",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
@@ -1311,8 +1312,9 @@ return {tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[1]), used}
 // Preload loads every Lua script of this package on every primary of c's
 // Redis, so that first calls need no extra round trip.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return c.Preload(
+	return lockimpl.Preload(
 		ctx,
+		c,
 		&semaphoreAcquireScript,
 		&semaphoreCapacityScript,
 		&semaphoreReleaseScript,
