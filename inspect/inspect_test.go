@@ -560,10 +560,10 @@ func TestDeadLetterCarried(t *testing.T) {
 	defer producer.Close()
 	def := queueDef(w.in.byNm["Jobs"].queue)
 	k := w.key("Jobs", "traced")
-	if err := runtime.NewDelayedReliableQueue(producer, def, runtime.JSON[string]{}, k).Offer(ctx, "poison"); err != nil {
+	if err := lockimpl.NewDelayedReliableQueue(producer, def, runtime.JSON[string]{}, k).Offer(ctx, "poison"); err != nil {
 		t.Fatal(err)
 	}
-	d := must[*runtime.Delivery[string]](t)(runtime.NewDelayedReliableQueue(w.rt("alpha"), def, runtime.JSON[string]{}, k).Take(ctx))
+	d := must[*runtime.Delivery[string]](t)(lockimpl.NewDelayedReliableQueue(w.rt("alpha"), def, runtime.JSON[string]{}, k).Take(ctx))
 	if err := d.Bury(ctx, errors.New("unparseable")); err != nil {
 		t.Fatal(err)
 	}
