@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
 // Client is the runtime's handle on one Redis deployment: a single node,

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"math"
 	"time"
 
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
 // Limiter errors.

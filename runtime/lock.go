@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
 // Lock is one distributed lock: a generated constructor's result, such as

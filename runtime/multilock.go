@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
 // MultiLock is several locks taken together: all of them or none. Make one

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
 // ErrNoQuorum: so many RedLock nodes failed to answer (down, unreachable,

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
 // ReliableQueue is a queue of T with acknowledged delivery (at least

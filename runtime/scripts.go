@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
 // evalCmd runs a script by SHA; when the server does not know it

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
 // Semaphore errors. ErrPermitLost also matches ErrLockLost, and

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
 // ErrNotReplicated: a lock with replica sync (spec sync:) was taken, but

@@ -3,12 +3,13 @@ package runtime
 import (
 	"container/heap"
 	"context"
-	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
 // renewEvery is how often a hold with the given lease is renewed: every
