@@ -24,13 +24,11 @@
 --   Redis is not the caller's. A request allowed after a wait is counted
 --   now, at the time it may go ahead: it reserves its place. A refund
 --   replies {1, remaining, 0, reset after us, server time us}.
+-- #include limiter
 local cfg, state = KEYS[1], KEYS[2]
-local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
-if not s[1] then
-  redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], 'burst', ARGV[4], 'scope', ARGV[5])
-  redis.call('pexpire', cfg, ARGV[7])
-elseif s[1] ~= ARGV[1] or s[2] ~= ARGV[2] or s[3] ~= ARGV[3] or s[4] ~= ARGV[4] or s[5] ~= ARGV[5] then
-  return {-1, s[1], s[2], s[3], s[4], s[5]}
+local mismatch = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
+if mismatch then
+  return mismatch
 end
 
 local t = redis.call('time')
@@ -57,11 +55,7 @@ local idle = tonumber(ARGV[9]) or 0
 -- ttl is how long the state lives, in ms: until the limiter is full
 -- again, at most the idle TTL.
 local function ttl(ms)
-  ms = math.max(1, math.ceil(ms))
-  if idle > 0 and idle < ms then
-    return idle
-  end
-  return ms
+  return limiter_ttl(ms, idle)
 end
 if n < 0 then
   tokens = math.min(capacity, tokens - n)

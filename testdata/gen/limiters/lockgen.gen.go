@@ -177,7 +177,7 @@ return 1 - same
 // its KEYS, ARGV and reply.)
 var limiterGcraScript = lockimpl.Script{
 	Name: "limiter_gcra",
-	SHA1: "4dfe6e491841cc5a8ee6c63f1223dfbef18dcf90",
+	SHA1: "f5db7c1e16ecc95f4a7a22c5257ba9a0833bc49d",
 	Source: `-- limiter_gcra: one rate-limit decision by the generic cell rate algorithm.
 -- KEYS[1] config: the limiter's config hash
 -- KEYS[2] state: the theoretical arrival time (TAT) in microseconds of the
@@ -203,13 +203,43 @@ var limiterGcraScript = lockimpl.Script{
 --   Redis is not the caller's. A request allowed after a wait is counted
 --   now, at the time it may go ahead: it reserves its place. A refund
 --   replies {1, remaining, 0, reset after us, server time us}.
+-- limiter: what the three rate-limit scripts (limiter_gcra,
+-- limiter_token_bucket, limiter_sliding_window) share: the config check
+-- and the state's lifetime. Its functions take what they need as
+-- arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
+
+-- limiter_config stores the caller's config (algorithm, rate, per, burst,
+-- scope: the scripts' first five arguments) in cfg when none is there, living
+-- config_ttl ms; it returns nil when cfg holds the caller's config, else
+-- the stored one as the scripts' mismatch reply {-1, algorithm, rate, per,
+-- burst, scope}.
+local function limiter_config(cfg, algorithm, rate, per, burst, scope, config_ttl)
+  local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
+  if not s[1] then
+    redis.call('hset', cfg, 'algorithm', algorithm, 'rate', rate, 'per', per, 'burst', burst, 'scope', scope)
+    redis.call('pexpire', cfg, config_ttl)
+  elseif s[1] ~= algorithm or s[2] ~= rate or s[3] ~= per or s[4] ~= burst or s[5] ~= scope then
+    return {-1, s[1], s[2], s[3], s[4], s[5]}
+  end
+  return nil
+end
+
+-- limiter_ttl is how long the state lives, in ms, when it would take ms to
+-- fill up again: at least 1, at most idle (the idle TTL; 0: no cap).
+local function limiter_ttl(ms, idle)
+  ms = math.max(1, math.ceil(ms))
+  if idle > 0 and idle < ms then
+    return idle
+  end
+  return ms
+end
 local cfg, state = KEYS[1], KEYS[2]
-local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
-if not s[1] then
-  redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], 'burst', ARGV[4], 'scope', ARGV[5])
-  redis.call('pexpire', cfg, ARGV[7])
-elseif s[1] ~= ARGV[1] or s[2] ~= ARGV[2] or s[3] ~= ARGV[3] or s[4] ~= ARGV[4] or s[5] ~= ARGV[5] then
-  return {-1, s[1], s[2], s[3], s[4], s[5]}
+local mismatch = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
+if mismatch then
+  return mismatch
 end
 
 local t = redis.call('time')
@@ -223,11 +253,7 @@ local idle = tonumber(ARGV[9]) or 0
 -- ttl is how long the state lives, in ms: until the limiter is full
 -- again, at most the idle TTL.
 local function ttl(ms)
-  ms = math.max(1, math.ceil(ms))
-  if idle > 0 and idle < ms then
-    return idle
-  end
-  return ms
+  return limiter_ttl(ms, idle)
 end
 
 local tat = tonumber(redis.call('get', state)) or now
@@ -267,7 +293,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // its KEYS, ARGV and reply.)
 var limiterSlidingWindowScript = lockimpl.Script{
 	Name: "limiter_sliding_window",
-	SHA1: "0593ece7b90a5847ba7a832f7cf1cb8dedb144d8",
+	SHA1: "81ed0892105e5569693802084fd6b8cee89793ea",
 	Source: `-- limiter_sliding_window: one rate-limit decision over an exact log of the
 -- requests allowed in the last period: never more than rate of them in any
 -- window of that length.
@@ -295,13 +321,43 @@ var limiterSlidingWindowScript = lockimpl.Script{
 --   Redis is not the caller's. A request allowed after a wait is counted
 --   now, at the time it may go ahead: it reserves its place. A refund
 --   replies {1, remaining, 0, reset after us, server time us}.
+-- limiter: what the three rate-limit scripts (limiter_gcra,
+-- limiter_token_bucket, limiter_sliding_window) share: the config check
+-- and the state's lifetime. Its functions take what they need as
+-- arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
+
+-- limiter_config stores the caller's config (algorithm, rate, per, burst,
+-- scope: the scripts' first five arguments) in cfg when none is there, living
+-- config_ttl ms; it returns nil when cfg holds the caller's config, else
+-- the stored one as the scripts' mismatch reply {-1, algorithm, rate, per,
+-- burst, scope}.
+local function limiter_config(cfg, algorithm, rate, per, burst, scope, config_ttl)
+  local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
+  if not s[1] then
+    redis.call('hset', cfg, 'algorithm', algorithm, 'rate', rate, 'per', per, 'burst', burst, 'scope', scope)
+    redis.call('pexpire', cfg, config_ttl)
+  elseif s[1] ~= algorithm or s[2] ~= rate or s[3] ~= per or s[4] ~= burst or s[5] ~= scope then
+    return {-1, s[1], s[2], s[3], s[4], s[5]}
+  end
+  return nil
+end
+
+-- limiter_ttl is how long the state lives, in ms, when it would take ms to
+-- fill up again: at least 1, at most idle (the idle TTL; 0: no cap).
+local function limiter_ttl(ms, idle)
+  ms = math.max(1, math.ceil(ms))
+  if idle > 0 and idle < ms then
+    return idle
+  end
+  return ms
+end
 local cfg, state = KEYS[1], KEYS[2]
-local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
-if not s[1] then
-  redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], 'burst', ARGV[4], 'scope', ARGV[5])
-  redis.call('pexpire', cfg, ARGV[7])
-elseif s[1] ~= ARGV[1] or s[2] ~= ARGV[2] or s[3] ~= ARGV[3] or s[4] ~= ARGV[4] or s[5] ~= ARGV[5] then
-  return {-1, s[1], s[2], s[3], s[4], s[5]}
+local mismatch = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
+if mismatch then
+  return mismatch
 end
 
 local t = redis.call('time')
@@ -326,11 +382,7 @@ local idle = tonumber(ARGV[9]) or 0
 -- ttl is how long the state lives, in ms: until the limiter is full
 -- again, at most the idle TTL.
 local function ttl(ms)
-  ms = math.max(1, math.ceil(ms))
-  if idle > 0 and idle < ms then
-    return idle
-  end
-  return ms
+  return limiter_ttl(ms, idle)
 end
 if n < 0 then
   redis.call('zpopmax', state, -n)
@@ -376,7 +428,7 @@ return {1, math.max(0, limit - count - n), 0, left, now}
 // its KEYS, ARGV and reply.)
 var limiterTokenBucketScript = lockimpl.Script{
 	Name: "limiter_token_bucket",
-	SHA1: "36a4a13e880b2f6d2182b6096d24016f33801232",
+	SHA1: "abb69a38f7f24a037c267814acdcf564e5c8f469",
 	Source: `-- limiter_token_bucket: one rate-limit decision by a token bucket of
 -- burst + 1 tokens refilled continuously at rate per period.
 -- KEYS[1] config: the limiter's config hash
@@ -403,13 +455,43 @@ var limiterTokenBucketScript = lockimpl.Script{
 --   Redis is not the caller's. A request allowed after a wait is counted
 --   now, at the time it may go ahead: it reserves its place. A refund
 --   replies {1, remaining, 0, reset after us, server time us}.
+-- limiter: what the three rate-limit scripts (limiter_gcra,
+-- limiter_token_bucket, limiter_sliding_window) share: the config check
+-- and the state's lifetime. Its functions take what they need as
+-- arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
+
+-- limiter_config stores the caller's config (algorithm, rate, per, burst,
+-- scope: the scripts' first five arguments) in cfg when none is there, living
+-- config_ttl ms; it returns nil when cfg holds the caller's config, else
+-- the stored one as the scripts' mismatch reply {-1, algorithm, rate, per,
+-- burst, scope}.
+local function limiter_config(cfg, algorithm, rate, per, burst, scope, config_ttl)
+  local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
+  if not s[1] then
+    redis.call('hset', cfg, 'algorithm', algorithm, 'rate', rate, 'per', per, 'burst', burst, 'scope', scope)
+    redis.call('pexpire', cfg, config_ttl)
+  elseif s[1] ~= algorithm or s[2] ~= rate or s[3] ~= per or s[4] ~= burst or s[5] ~= scope then
+    return {-1, s[1], s[2], s[3], s[4], s[5]}
+  end
+  return nil
+end
+
+-- limiter_ttl is how long the state lives, in ms, when it would take ms to
+-- fill up again: at least 1, at most idle (the idle TTL; 0: no cap).
+local function limiter_ttl(ms, idle)
+  ms = math.max(1, math.ceil(ms))
+  if idle > 0 and idle < ms then
+    return idle
+  end
+  return ms
+end
 local cfg, state = KEYS[1], KEYS[2]
-local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
-if not s[1] then
-  redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], 'burst', ARGV[4], 'scope', ARGV[5])
-  redis.call('pexpire', cfg, ARGV[7])
-elseif s[1] ~= ARGV[1] or s[2] ~= ARGV[2] or s[3] ~= ARGV[3] or s[4] ~= ARGV[4] or s[5] ~= ARGV[5] then
-  return {-1, s[1], s[2], s[3], s[4], s[5]}
+local mismatch = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
+if mismatch then
+  return mismatch
 end
 
 local t = redis.call('time')
@@ -436,11 +518,7 @@ local idle = tonumber(ARGV[9]) or 0
 -- ttl is how long the state lives, in ms: until the limiter is full
 -- again, at most the idle TTL.
 local function ttl(ms)
-  ms = math.max(1, math.ceil(ms))
-  if idle > 0 and idle < ms then
-    return idle
-  end
-  return ms
+  return limiter_ttl(ms, idle)
 end
 if n < 0 then
   tokens = math.min(capacity, tokens - n)
