@@ -140,6 +140,7 @@ func TestLimiterPeersAgree(t *testing.T) {
 		t.Run(lib.name, func(t *testing.T) {
 			allow := lib.open(t, newRedis(t))
 			n := 0
+			start := time.Now()
 			for ; n < 200; n++ {
 				ok, err := allow(ctx, "agree")
 				if err != nil {
@@ -149,9 +150,11 @@ func TestLimiterPeersAgree(t *testing.T) {
 					break
 				}
 			}
-			// 100 at once, plus the odd one refilled meanwhile.
-			if n < 100 || n > 102 {
-				t.Errorf("%d requests allowed in a burst, want 100", n)
+			// 100 at once, plus what the rate (100/s) refilled meanwhile:
+			// a loaded machine may take tens of ms over the burst.
+			refilled := int(time.Since(start)/(10*time.Millisecond)) + 1
+			if n < 100 || n > 100+refilled {
+				t.Errorf("%d requests allowed in a burst, want 100 (+ at most %d refilled meanwhile)", n, refilled)
 			}
 		})
 	}
