@@ -116,48 +116,28 @@ func (l *Latch) Count(ctx context.Context) (int, error) {
 // not end the wait: Await retries with a backoff (50ms doubling to 1s).
 //
 // It returns nil when the latch is open, an error matching the context's
-// error when the context ended first (and the last transient error, if
+// error (and ErrNotObtained, like every wait that ran out) when the
+// context ended first (and the last transient error, if
 // the last check failed), ErrClosed when the client was closed, or
 // another Redis error.
 func (l *Latch) Await(ctx context.Context) error {
 	if open, err := l.open(ctx); open || (err != nil && !transient(err)) {
 		return err
 	}
-	sub, err := l.c.hub.subscribe(ctx, l.channel())
-	if err != nil {
-		return l.awaitError(err)
-	}
-	defer l.c.hub.unsubscribe(sub)
-	// Subscribed and queued before checking again, so that the last
-	// count-down, if it comes after the check, wakes us.
-	w := l.c.hub.join(sub)
-	defer l.c.hub.leave(sub, w, true)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	var lastErr error // transient errors do not end the wait (see waitFor)
-	retries := 0
-	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
+	// The one wait loop (waitFor): subscribed and queued before checking
+	// again, so that the last count-down, if it comes after the check,
+	// wakes us; the fallback timer backs off from 1s to 30s.
+	backoff := time.Second
+	err := l.c.waitFor(ctx, -1, l.channel(), "", false, 0, func(*subscription, *waiter, string) (bool, time.Duration, error) {
 		sleep := backoff
+		backoff = min(2*backoff, 30*time.Second)
 		open, err := l.open(ctx)
-		switch {
-		case open || (err != nil && !transient(err)):
-			return err
-		case err != nil:
-			lastErr, sleep = err, retryBackoff(retries)
-			retries++
-		default:
-			lastErr, retries = nil, 0
-		}
-		timer.Reset(sleep)
-		select {
-		case <-w.signal:
-		case <-timer.C:
-		case <-l.c.hub.closedCh():
-			return ErrClosed
-		case <-ctx.Done():
-			return lastError(l.awaitError(ctx.Err()), lastErr)
-		}
+		return open, sleep, err
+	})
+	if err == nil || errors.Is(err, ErrClosed) {
+		return err
 	}
+	return l.awaitError(err)
 }
 
 func (l *Latch) awaitError(err error) error {
