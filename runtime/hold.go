@@ -34,6 +34,23 @@ func notReleased(key string, err error) error {
 	return fmt.Errorf("lockgen: releasing %s: %w: %w", key, ErrNotReleased, err)
 }
 
+// releaseResult is the error of a hold's release (Lease.Unlock,
+// Permit.Release) from what the release script did: lostErr when the hold
+// was known to be lost (it was released all the same if Redis still had
+// it), ErrNotReleased wrapping err when Redis could not be reached, and
+// notHeld when the script found no hold (n < 0).
+func releaseResult(key string, lost bool, n int, err, lostErr, notHeld error) error {
+	switch {
+	case lost:
+		return lostErr
+	case err != nil:
+		return notReleased(key, err)
+	case n < 0:
+		return notHeld
+	}
+	return nil
+}
+
 // AcquireOption changes one acquire: Lock and TryLock of every lock kind
 // (also of a MultiLock and a RedLock), Acquire and TryAcquire of a
 // semaphore.

@@ -607,15 +607,7 @@ func (le *Lease) Unlock(ctx context.Context) error {
 	}
 	n, err := l.release(ctx, le.owner, le.lease)
 	l.c.observe(ctx, Event{Kind: EventReleased, Object: l.def.Name, Duration: time.Since(le.taken)})
-	switch {
-	case lost:
-		return ErrLockLost
-	case err != nil:
-		return notReleased(l.key, err)
-	case n < 0:
-		return ErrNotHeld
-	}
-	return nil
+	return releaseResult(l.key, lost, n, err, ErrLockLost, ErrNotHeld)
 }
 
 // scriptKeys returns the KEYS of the lock's scripts: the lock's key, then

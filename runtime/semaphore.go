@@ -471,15 +471,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	}
 	n, err := s.release(ctx, p.owner)
 	s.c.observe(ctx, Event{Kind: EventReleased, Object: s.def.Name, Duration: time.Since(p.taken)})
-	switch {
-	case lost:
-		return ErrPermitLost
-	case err != nil:
-		return notReleased(s.key, err)
-	case n < 0:
-		return ErrPermitNotHeld
-	}
-	return nil
+	return releaseResult(s.key, lost, n, err, ErrPermitLost, ErrPermitNotHeld)
 }
 
 // Drain takes every permit free now as one hold and returns it: its
