@@ -176,3 +176,32 @@ func BenchmarkClusterPublish(b *testing.B) {
 		}
 	}
 }
+
+// TestClusterPublish is BenchmarkClusterPublish with 500 cycles per case,
+// asserting its counts, summed over the 3 primaries: by default (sharded
+// pub/sub), with a waiter, 0 classic PUBLISH, some SPUBLISH and no
+// publish message on the cluster bus; alone, no publish of any kind. With
+// classic pub/sub, alone publishes nothing either, and with a waiter the
+// PUBLISH calls and the bus messages they cause are seen (the counters
+// this test reads do move).
+func TestClusterPublish(t *testing.T) {
+	c, nodes := startBenchCluster(t)
+	const cycles = 500
+	for _, mode := range clusterModes {
+		for _, waiter := range []bool{true, false} {
+			d := clusterCycles(t, c, nodes, mode, waiter, cycles)
+			t.Logf("%s, waiter %v, %d cycles: %d PUBLISH, %d SPUBLISH, %d SUBSCRIBE, %d SSUBSCRIBE, %d bus publish messages, %d commands",
+				mode.name, waiter, cycles, d.publish, d.spublish, d.subscribe, d.ssubscribe, d.busPublish, d.cmds)
+			switch {
+			case !waiter && d.publish+d.spublish+d.busPublish != 0:
+				t.Errorf("%s: %d cycles without a waiter published: %d PUBLISH, %d SPUBLISH, %d bus messages, want none",
+					mode.name, cycles, d.publish, d.spublish, d.busPublish)
+			case waiter && mode.name == "default" && (d.publish != 0 || d.busPublish != 0 || d.spublish == 0):
+				t.Errorf("sharded: %d cycles with a waiter: %d PUBLISH, %d bus messages, %d SPUBLISH; want 0, 0 and some",
+					cycles, d.publish, d.busPublish, d.spublish)
+			case waiter && mode.name == "classic" && (d.publish == 0 || d.busPublish == 0):
+				t.Errorf("classic: %d cycles with a waiter: %d PUBLISH, %d bus messages; want both above 0", cycles, d.publish, d.busPublish)
+			}
+		}
+	}
+}

@@ -118,6 +118,7 @@ func BenchmarkHerdCluster(b *testing.B) {
 				b.ReportMetric(p99, lib.name+"-p99-µs")
 				b.Logf("cluster N=%d %-10s evalsha/acq %5.2f  cmds/acq %6.2f  bus publish/acq %5.2f  hand-off p50 %5.0fµs p99 %6.0fµs  per client min %3.0f max %4.0f  (median of %d)",
 					n, lib.name, evalsha, cmds, bus, p50, p99, lo, hi, len(runs[i]))
+				logServed(b, lib.name, runs[i])
 			}
 		})
 	}
