@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,20 +101,26 @@ func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duratio
 	wg.Wait()
 	after := stats()
 	res.acquisitions, res.elapsed = n, time.Duration(end.Load())
+	res.count(before, after)
+	return res, errors.Join(errs...)
+}
+
+// count adds to r what Redis ran between the stats before and after (the
+// test's own INFO, HELLO, CLIENT and CLUSTER calls left out).
+func (r *herdResult) count(before, after map[string]int64) {
 	for _, name := range slices.Collect(maps.Keys(after)) {
 		d := after[name] - before[name]
 		switch {
 		case name == busPublish:
-			res.busPublish += d
+			r.busPublish += d
 		case name == "info" || name == "hello" || strings.HasPrefix(name, "client") || strings.HasPrefix(name, "cluster"):
 		case name == "evalsha" || name == "eval":
-			res.evalsha += d
-			res.commands += d
+			r.evalsha += d
+			r.commands += d
 		default:
-			res.commands += d
+			r.commands += d
 		}
 	}
-	return res, errors.Join(errs...)
 }
 
 // herdStats are one run's figures, per acquisition where it says so.
@@ -182,27 +189,33 @@ func benchHerd(b *testing.B, herdLibs []lib) {
 				}
 			}
 			b.StopTimer()
-			for i, lib := range herdLibs {
-				med := func(f func(herdStats) float64) float64 {
-					var xs []float64
-					for _, s := range runs[i] {
-						xs = append(xs, f(s))
-					}
-					return median(xs)
-				}
-				name := strings.ReplaceAll(lib.name, "-", "")
-				evalsha, cmds := med(func(s herdStats) float64 { return s.evalsha }), med(func(s herdStats) float64 { return s.commands })
-				p50, p99 := med(func(s herdStats) float64 { return s.p50 }), med(func(s herdStats) float64 { return s.p99 })
-				self := med(func(s herdStats) float64 { return s.selfPct })
-				lo, hi := med(func(s herdStats) float64 { return float64(s.min) }), med(func(s herdStats) float64 { return float64(s.max) })
-				b.ReportMetric(evalsha, name+"-evalsha/acq")
-				b.ReportMetric(cmds, name+"-cmds/acq")
-				b.ReportMetric(p99, name+"-p99-µs")
-				b.Logf("N=%d %-10s evalsha/acq %5.2f  cmds/acq %6.2f  hand-off p50 %5.0fµs p99 %6.0fµs  self %4.1f%%  per client min %3.0f max %4.0f  (median of %d)",
-					n, lib.name, evalsha, cmds, p50, p99, self, lo, hi, len(runs[i]))
-				logServed(b, lib.name, runs[i])
-			}
+			reportHerd(b, "N="+strconv.Itoa(n), herdLibs, runs)
 		})
+	}
+}
+
+// reportHerd reports the medians over the rounds of each library's runs
+// (runs[i] are those of libs[i]) and logs them with what, e.g. "N=8".
+func reportHerd(b *testing.B, what string, libs []lib, runs [][]herdStats) {
+	for i, lib := range libs {
+		med := func(f func(herdStats) float64) float64 {
+			var xs []float64
+			for _, s := range runs[i] {
+				xs = append(xs, f(s))
+			}
+			return median(xs)
+		}
+		name := strings.ReplaceAll(lib.name, "-", "")
+		evalsha, cmds := med(func(s herdStats) float64 { return s.evalsha }), med(func(s herdStats) float64 { return s.commands })
+		p50, p99 := med(func(s herdStats) float64 { return s.p50 }), med(func(s herdStats) float64 { return s.p99 })
+		self := med(func(s herdStats) float64 { return s.selfPct })
+		lo, hi := med(func(s herdStats) float64 { return float64(s.min) }), med(func(s herdStats) float64 { return float64(s.max) })
+		b.ReportMetric(evalsha, name+"-evalsha/acq")
+		b.ReportMetric(cmds, name+"-cmds/acq")
+		b.ReportMetric(p99, name+"-p99-µs")
+		b.Logf("%s %-10s evalsha/acq %5.2f  cmds/acq %6.2f  hand-off p50 %5.0fµs p99 %6.0fµs  self %4.1f%%  per client min %3.0f max %4.0f  (median of %d)",
+			what, lib.name, evalsha, cmds, p50, p99, self, lo, hi, len(runs[i]))
+		logServed(b, lib.name, runs[i])
 	}
 }
 

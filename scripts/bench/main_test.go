@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(pingerEnv); addr != "" {
 		os.Exit(pinger(addr)) // the watchdog benchmark's other process
 	}
+	if job := os.Getenv(herdChildEnv); job != "" {
+		os.Exit(herdChild(job)) // a locker of the process herd
+	}
 	os.Exit(run(m))
 }
 
