@@ -107,8 +107,10 @@
 // while it waits (the spec's waiter TTL, DefaultWaiterTTL, one second, by
 // default); one that gives up leaves the queue at once, and one that died
 // is passed over once its deadline passes (or, when a release handed it
-// the lock before that, once the hand-off's lease, HandoffLease, runs
-// out). Re-entry through the lease's context skips the queue.
+// the lock before that, once the hand-off's lease, HandoffLease, one
+// second, runs out: the next waiter has it about a second after that
+// release, TestDeadWaiterPassedOver). Re-entry through the lease's
+// context skips the queue.
 //
 // # Read-write locks
 //
@@ -388,9 +390,25 @@
 // as the holder, and a semaphore as the field "q" of key:counts, read
 // with the permits held. A lock handed
 // to a waiter gets the value its holder would have (" w" appended when
-// more wait) and a lease of HandoffLease until the new holder's first
-// renewal, so a hand-off to a waiter that died in the meantime blocks the
-// lock for at most that long.
+// more wait) and a lease of HandoffLease (RegistryTTL, one second) until
+// the new holder's first renewal (due a third of that after its last
+// attempt) or the attempt that confirms it, so a hand-off to a waiter
+// that died in the meantime blocks the lock for at most that long: the
+// next waiter finds it free at its next refresh (TestDeadWaiterPassedOver
+// kills a waiter process right after it registered: the next one gets the
+// lock about 1s after the release, where a 3s hand-off lease kept it 3s).
+//
+// The woken waiter counts its hold as held for HandoffLease from the send
+// of its last attempt, which came before the release, so never longer
+// than Redis keeps it. It takes the message at its word only when a third
+// of that is left and no two of its attempts were two thirds of
+// HandoffLease or more apart (a hand-off in such a gap may have run out
+// unseen, and its message be stale); otherwise it confirms with an
+// attempt, which extends a hold still its own to its lease or queues the
+// waiter again. A waiter
+// frozen past its hand-off (GC pause, SIGSTOP) thus keeps waiting when it
+// resumes, and never holds alongside the waiter that took the lock after
+// the hand-off ran out (TestStoppedWaiter, with a holder counter).
 //
 // Wake-ups go to key:ch:<clientID>, the channel of the waiter's client
 // (it shares the key's hash tag, so scripts publish in their own slot;
@@ -740,7 +758,8 @@
 // failed attempt, adds a SUBSCRIBE (once per object and client, kept a
 // second after its last waiter), and takes a lock handed to it by the
 // release without another call (a lock with a fixed lease longer than
-// HandoffLease: one EVALSHA to extend it); it runs the acquire script
+// HandoffLease, or a message that came late: one EVALSHA to confirm and
+// extend it); it runs the acquire script
 // every RegistryTTL/3 (a fair lock's WaiterTTL/3) to keep its place; so
 // does a read-write lock waiter, and a semaphore waiter, which also
 // takes permits handed to it without another call.

@@ -11,7 +11,7 @@ import (
 // waiter registry's RegistryTTL. A live waiter refreshes it every third
 // of it; a waiter that died is passed over at most this long after its
 // last refresh (or, when a release handed it the lock meanwhile, once the
-// hand-off's lease, HandoffLease, runs out).
+// hand-off's lease, HandoffLease, as long, runs out).
 const DefaultWaiterTTL = RegistryTTL
 
 // A fair lock is a reentrant Lock whose waiters get it in arrival order.

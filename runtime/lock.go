@@ -175,7 +175,8 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	if wait != 0 {
 		reg = l.registryTTL()
 	}
-	sent := time.Now()
+	var trust handoffTrust
+	trust.sending()
 	le, ttl, err := l.attempt(ctx, owner, o, reg, false)
 	if le != nil || failFast(err, wait) {
 		return le, err
@@ -186,12 +187,13 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	err = l.c.waitFor(ctx, wait, l.waitChannel(), owner, true, refresh(ttl, reg), func(_ *subscription, _ *waiter, msg string) (bool, time.Duration, error) {
 		var err error
 		if msg != "" {
-			if le, err = l.handed(ctx, owner, o, msg, sent); le != nil || err != nil {
+			if le, err = l.handed(ctx, owner, o, msg, &trust); le != nil || err != nil {
 				return le != nil, 0, err
 			}
 		}
-		sent = time.Now()
+		prev := trust.sending()
 		le, ttl, err = l.attempt(ctx, owner, o, reg, true)
+		trust.replied(prev)
 		return le != nil, refresh(ttl, reg), err
 	})
 	if err != nil {
@@ -204,20 +206,22 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 }
 
 // handed returns the lease of a lock a release handed to owner, as msg
-// ("<owner>[ <token>]") says; owner registered since (before its last
-// attempt, so before the release). The hand-off's lease in Redis is
+// ("<owner>[ <token>]") says; trust knows when owner's last attempt was
+// sent (before the release). The hand-off's lease in Redis is
 // HandoffLease: a hold the watchdog renews, or one whose whole lease fits
 // in that, is owner's at once (its first renewal comes within a third of
-// it); a longer fixed lease is extended by the next attempt instead (nil
-// lease, nil error). A fenced lock's token is checked as an acquire's is:
-// ErrFenceReset, the lock given back, when it is not larger than the last
-// one this client saw for the lock.
-func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg string, since time.Time) (*Lease, error) {
+// it) when trust finds the message fresh; a late or suspect message, or a
+// longer fixed lease, is confirmed by the next attempt instead (nil
+// lease, nil error), which extends the hold to the lease, or queues owner
+// again when the hand-off ran out. A fenced lock's token is checked as an
+// acquire's is: ErrFenceReset, the lock given back, when it is not larger
+// than the last one this client saw for the lock.
+func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg string, trust *handoffTrust) (*Lease, error) {
 	rest, ok := strings.CutPrefix(msg, owner)
-	if !ok || (!l.def.Renew && o.lease > HandoffLease) {
+	if !ok || !trust.fresh(o.lease) || (!l.def.Renew && o.lease > HandoffLease) {
 		return nil, nil
 	}
-	le, err := l.newLeaseFirst(ctx, owner, o, since, HandoffLease)
+	le, err := l.newLeaseFirst(ctx, owner, o, trust.sent, HandoffLease)
 	if le == nil || rest == "" {
 		return le, err
 	}

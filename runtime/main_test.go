@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(pauseChildEnv) != "" { // a child of TestPausedHolderWritesNothing
 		os.Exit(pauseChild())
 	}
+	if os.Getenv(waiterChildEnv) != "" { // a child of TestDeadWaiterPassedOver or TestStoppedWaiter
+		os.Exit(waiterChild())
+	}
 	os.Exit(run(m))
 }
 

@@ -57,6 +57,19 @@ func (r *recorder) kinds(object string) []string {
 	return out
 }
 
+// count returns how many events of kind were recorded.
+func (r *recorder) count(kind lockrt.EventKind) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *recorder) find(kind lockrt.EventKind) (lockrt.Event, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -31,7 +31,16 @@ const (
 
 // pauseDef is the lock both processes take: reentrant, renewed.
 func pauseDef() *lockrt.LockDef {
-	set := templates.Locks["reentrant"]
+	d := processDef(lockrt.Reentrant)
+	d.Name, d.Lease = "Pause", pauseLease
+	return d
+}
+
+// processDef is a lock of kind as the processes of a test build it (a
+// child has no testing.TB): lease 30s, renewed, a minute's wait, the
+// default waiter TTL, its scripts from lockgen's templates.
+func processDef(kind lockrt.LockKind) *lockrt.LockDef {
+	set := templates.Locks[kind.String()]
 	s := func(name string) *lockrt.Script {
 		src, err := templates.Source(name)
 		if err != nil {
@@ -40,7 +49,7 @@ func pauseDef() *lockrt.LockDef {
 		sum := sha1.Sum([]byte(src))
 		return &lockrt.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
 	}
-	return &lockrt.LockDef{Name: "Pause", Kind: lockrt.Reentrant, Lease: pauseLease, Renew: true, Wait: time.Minute,
+	return &lockrt.LockDef{Name: "Process", Kind: kind, Lease: 30 * time.Second, Renew: true, Wait: time.Minute,
 		Scripts: &lockrt.LockScripts{Acquire: s(set.Acquire), Release: s(set.Release), Renew: s(set.Renew), ForceUnlock: s(set.ForceUnlock)}}
 }
 

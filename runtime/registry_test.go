@@ -1,12 +1,17 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -366,6 +371,310 @@ func TestWaiterRefreshCost(t *testing.T) {
 			// entry expired makes the full attempt (7-8) once.
 			if perCall > 6.5 {
 				t.Errorf("%.2f commands per refresh, want 6 (EVALSHA, TIME, ZADD, PTTL, 2 PEXPIRE)", perCall)
+			}
+		})
+	}
+}
+
+// The dead and stopped waiter tests re-execute the test binary as a child
+// process that waits for a lock (waiterChild): a waiter that can be
+// killed (SIGKILL) or frozen (SIGSTOP) as a real process is. These
+// variables configure the child.
+const (
+	waiterChildEnv = "LOCKGEN_WAITER_CHILD" // the lock's kind
+	waiterAddrEnv  = "LOCKGEN_WAITER_ADDR"
+	waiterKeyEnv   = "LOCKGEN_WAITER_KEY"
+)
+
+// insideKey is the holder counter of lock k: every holder in the tests
+// below increments it when it got the lock and decrements it before it
+// unlocks, so a value above 1 is two holders at once.
+func insideKey(k string) string { return keys.Sub(k, "inside") }
+
+// waiterChild is the child's main: wait for the lock, then print
+// "acquired <counter> <live>" (the holder counter after its increment,
+// and whether the lease's context is live), hold it 50ms and unlock.
+func waiterChild() int {
+	var kind lockrt.LockKind
+	for _, k := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fenced, lockrt.Fair} {
+		if k.String() == os.Getenv(waiterChildEnv) {
+			kind = k
+		}
+	}
+	ctx, k := context.Background(), os.Getenv(waiterKeyEnv)
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(waiterAddrEnv)})
+	c := lockrt.New(rdb)
+	defer c.Close()
+	le, err := c.Lock(processDef(kind), k).Lock(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	n, err := rdb.Incr(ctx, insideKey(k)).Result()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("acquired %d %t\n", n, le.Context().Err() == nil)
+	time.Sleep(50 * time.Millisecond)
+	if err := rdb.Decr(ctx, insideKey(k)).Err(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := le.Unlock(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// lineWriter sends each line written to it to lines.
+type lineWriter struct {
+	buf   []byte
+	lines chan string
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.lines <- string(w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// startWaiter starts a child process waiting for kind's lock k on the
+// standalone node, waits until it is registered as k's only waiter, and
+// returns it, its owner (its registry member) and the lines it prints.
+// The child is continued and killed when the test ends.
+func startWaiter(t *testing.T, kind lockrt.LockKind, k string) (*exec.Cmd, string, <-chan string) {
+	t.Helper()
+	lines := make(chan string, 16)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), waiterChildEnv+"="+kind.String(), waiterAddrEnv+"="+single.Addr, waiterKeyEnv+"="+k)
+	cmd.Stdout, cmd.Stderr = &lineWriter{lines: lines}, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	rdb := single.Client()
+	waitRegistered(t, rdb, k, 1)
+	owner, err := rdb.LIndex(context.Background(), keys.Sub(k, "queue"), 0).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd, owner, lines
+}
+
+// heldBy reports whether lock k of kind is held by owner in Redis.
+func heldBy(t testing.TB, kind lockrt.LockKind, k, owner string) bool {
+	t.Helper()
+	rdb := single.Client()
+	if kind == lockrt.Fair {
+		ok, err := rdb.HExists(context.Background(), k, owner).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	v, err := rdb.Get(context.Background(), k).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	f := strings.Fields(v)
+	return len(f) > 0 && f[0] == owner
+}
+
+// liveHolder is a live waiter in the tests below, on a client of its
+// own: it takes lock k, counts itself in insideKey(k) (reporting two
+// holders at once), and holds the lock until release is closed.
+type liveHolder struct {
+	got     chan time.Time // when it got the lock
+	release chan struct{}
+	done    chan error
+}
+
+func holdLive(t *testing.T, d *lockrt.LockDef, k string) *liveHolder {
+	h := &liveHolder{got: make(chan time.Time, 1), release: make(chan struct{}), done: make(chan error, 1)}
+	l := newClient(t, backends()[0]).Lock(d, k)
+	rdb := single.Client()
+	go func() {
+		ctx := context.Background()
+		le, err := l.Lock(ctx)
+		if err != nil {
+			h.done <- err
+			return
+		}
+		h.got <- time.Now()
+		if n, err := rdb.Incr(ctx, insideKey(k)).Result(); err != nil || n != 1 {
+			h.done <- fmt.Errorf("the live waiter got the lock with %d holders counted (%v)", n, err)
+			return
+		}
+		<-h.release
+		if err := rdb.Decr(ctx, insideKey(k)).Err(); err != nil {
+			h.done <- err
+			return
+		}
+		h.done <- le.Unlock(ctx)
+	}()
+	return h
+}
+
+// deadWaiterBound is how soon after a release that handed the lock to a
+// waiter that died the next live waiter must get it: the hand-off's lease
+// (HandoffLease) plus the live waiter's refresh interval (RegistryTTL/3),
+// with a generous allowance for a loaded machine. A 3s hand-off lease,
+// as before, fails it.
+const deadWaiterBound = 2500 * time.Millisecond
+
+// handRound is one round of the tests below: a holder, a child waiting
+// behind it that signal kills or freezes right after it registered, a
+// live waiter (holdLive) behind that, and the holder's release.
+type handRound struct {
+	child    *exec.Cmd
+	lines    <-chan string // the child's
+	live     *liveHolder
+	released time.Time
+	handed   bool // the release handed the lock to the child
+}
+
+func handToChild(t *testing.T, kind lockrt.LockKind, holder *lockrt.Client, signal func(*exec.Cmd) error, try int) handRound {
+	t.Helper()
+	ctx := context.Background()
+	d := processDef(kind)
+	k := key(t, strconv.Itoa(try), strconv.FormatInt(time.Now().UnixNano(), 36)) // -count > 1 runs on keys of their own
+	le, err := holder.Lock(d, k).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, member, lines := startWaiter(t, kind, k)
+	if err := signal(child); err != nil {
+		t.Fatal(err)
+	}
+	r := handRound{child: child, lines: lines, live: holdLive(t, d, k)}
+	waitRegistered(t, single.Client(), k, 2)
+	r.released = time.Now()
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.handed = heldBy(t, kind, k, member)
+	return r
+}
+
+// gotLock waits until the live waiter has the lock, and returns when.
+func (h *liveHolder) gotLock(t *testing.T) time.Time {
+	t.Helper()
+	select {
+	case at := <-h.got:
+		return at
+	case err := <-h.done:
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the live waiter did not get the lock within 10s of the release")
+	}
+	return time.Time{}
+}
+
+// unlock makes the live waiter give the lock up.
+func (h *liveHolder) unlock(t *testing.T) {
+	t.Helper()
+	close(h.release)
+	if err := <-h.done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeadWaiterPassedOver: a waiter process killed (SIGKILL) right after
+// it registered is handed the lock by the next release (its entry's
+// deadline has not passed yet); the next live waiter, on a client of its
+// own, gets the lock within deadWaiterBound of that release, for every
+// lock kind with hand-off, and no two hold it at once.
+func TestDeadWaiterPassedOver(t *testing.T) {
+	t.Parallel()
+	kill := func(c *exec.Cmd) error {
+		err := c.Process.Kill()
+		_ = c.Wait()
+		return err
+	}
+	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fenced, lockrt.Fair} {
+		t.Run(kind.String(), func(t *testing.T) {
+			t.Parallel()
+			holder := newClient(t, backends()[0])
+			// A round whose dead waiter's entry expired before the release
+			// (a slow machine) hands it nothing and proves nothing: again.
+			for try := 1; ; try++ {
+				r := handToChild(t, kind, holder, kill, try)
+				at := r.live.gotLock(t)
+				r.live.unlock(t)
+				if !r.handed {
+					if try == 3 {
+						t.Fatal("3 releases did not hand the lock to the dead waiter")
+					}
+					t.Logf("try %d: the dead waiter's entry expired before the release", try)
+					continue
+				}
+				waited := at.Sub(r.released)
+				t.Logf("the live waiter got the lock %v after the release handed it to the dead one (HandoffLease %v)", waited, lockrt.HandoffLease)
+				if waited > deadWaiterBound {
+					t.Errorf("the live waiter got the lock %v after the release, want < %v", waited, deadWaiterBound)
+				}
+				return
+			}
+		})
+	}
+}
+
+// TestStoppedWaiter: a waiter process frozen (SIGSTOP) right after it
+// registered is handed the lock by the next release; the live waiter
+// behind it gets the lock once the hand-off's lease runs out, and the
+// frozen one, continued (SIGCONT) while the live one holds the lock, does
+// not take it on the late message: it confirms, finds another holder and
+// waits again, then gets the lock after the live one's release, with a
+// live lease. The holder counter never sees two holders.
+func TestStoppedWaiter(t *testing.T) {
+	t.Parallel()
+	stop := func(c *exec.Cmd) error { return c.Process.Signal(syscall.SIGSTOP) }
+	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Fair} {
+		t.Run(kind.String(), func(t *testing.T) {
+			t.Parallel()
+			holder := newClient(t, backends()[0])
+			for try := 1; ; try++ {
+				r := handToChild(t, kind, holder, stop, try)
+				r.live.gotLock(t)
+				if err := r.child.Process.Signal(syscall.SIGCONT); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case line := <-r.lines:
+					t.Fatalf("the continued waiter printed %q while the live waiter holds the lock", line)
+				case <-time.After(time.Second):
+				}
+				r.live.unlock(t)
+				select {
+				case line := <-r.lines:
+					if line != "acquired 1 true" {
+						t.Fatalf("the continued waiter printed %q, want %q", line, "acquired 1 true")
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the continued waiter did not get the lock within 10s of the live one's release")
+				}
+				if err := r.child.Wait(); err != nil {
+					t.Fatalf("the continued waiter: %v", err)
+				}
+				if r.handed {
+					return
+				}
+				if try == 3 {
+					t.Fatal("3 releases did not hand the lock to the stopped waiter")
+				}
+				t.Logf("try %d: the stopped waiter's entry expired before the release", try)
 			}
 		})
 	}

@@ -182,7 +182,8 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	if wait != 0 {
 		reg = s.registryTTL()
 	}
-	sent := time.Now()
+	var trust handoffTrust
+	trust.sending()
 	p, next, err := s.attempt(ctx, owner, strconv.Itoa(n), o, reg, false)
 	if p != nil || failFast(err, wait) {
 		return p, err
@@ -192,15 +193,17 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	}
 	err = s.c.waitFor(ctx, wait, s.waitChannel(), owner, true, refresh(next, reg), func(_ *subscription, _ *waiter, msg string) (bool, time.Duration, error) {
 		var err error
-		if msg == owner && (s.def.Renew || o.lease <= HandoffLease) {
+		if msg == owner && trust.fresh(o.lease) && (s.def.Renew || o.lease <= HandoffLease) {
 			// A release handed this waiter its permits, with the hand-off
 			// lease: the watchdog's first renewal (or a lease that fits
-			// in it) makes them this waiter's without another call.
-			p, err = s.newPermit(ctx, owner, n, o, sent, HandoffLease)
+			// in it) makes them this waiter's without another call; a
+			// late or suspect message is confirmed by the attempt.
+			p, err = s.newPermit(ctx, owner, n, o, trust.sent, HandoffLease)
 			return p != nil, 0, err
 		}
-		sent = time.Now()
+		prev := trust.sending()
 		p, next, err = s.attempt(ctx, owner, strconv.Itoa(n), o, reg, true)
+		trust.replied(prev)
 		return p != nil, refresh(next, reg), err
 	})
 	if err != nil {
