@@ -6,7 +6,9 @@ import (
 )
 
 // TestUncontended runs each library's BenchmarkUncontended operation a few
-// times, and checks that lockgen's takes two round trips.
+// times, and checks that lockgen's takes two round trips and at most 5
+// Redis commands (scripts' included), none of them a PUBLISH or SPUBLISH
+// (issue 11: no publish when nobody waits).
 func TestUncontended(t *testing.T) {
 	const n = 20
 	for _, lib := range uncontendedLibs {
@@ -17,17 +19,24 @@ func TestUncontended(t *testing.T) {
 			op := uncontended(t, lib, rdb)
 			count := commandCounter(t)
 			hook.trips.Store(0)
+			stats0 := commandStats(t)
 			before := count()
 			for i := range n {
 				if err := op(i); err != nil {
 					t.Fatal(err)
 				}
 			}
+			cmds := float64(count()-before-1) / n
+			stats1 := commandStats(t)
+			pubs := stats1["publish"] - stats0["publish"] + stats1["spublish"] - stats0["spublish"]
 			trips := float64(hook.trips.Load()) / n
-			t.Logf("%s per Lock+Unlock: %.1f round trips, %.1f commands run by Redis (in scripts too)", lib.name, trips, float64(count()-before-1)/n)
+			t.Logf("%s per Lock+Unlock: %.1f round trips, %.1f commands run by Redis (in scripts too); %d publishes in %d", lib.name, trips, cmds, pubs, n)
 			if lib.name == lockgenReentrant.name || lib.name == lockgenSimple.name {
 				if trips != 2 {
 					t.Errorf("%.2f round trips per uncontended Lock+Unlock, want 2", trips)
+				}
+				if cmds > 5 || pubs != 0 {
+					t.Errorf("%.2f Redis commands and %d publishes per uncontended Lock+Unlock, want at most 5 and none", cmds, pubs)
 				}
 			}
 		})
