@@ -245,33 +245,44 @@
 // (lease/100 + 2ms), is still positive; the lease's context ends when the
 // validity does unless renewed (ValidUntil reports it). Otherwise it
 // deletes its value on every node that granted it or did not answer (a
-// node that answers late undoes its own grant), and waits for release
-// messages from a majority of the nodes (or a short grace after the
-// first: trying at the first message would find the other nodes still
-// held), or retries after a random pause of a few attempts' time when
-// owners split the nodes between them. Each node is given lease/3 (at most 1s)
-// to answer; a node that fails with a network error is not waited for
-// again, only probed once a second, so a dead node costs no latency.
-// With too many nodes failing for a majority, Lock fails at once with
-// ErrNoQuorum, leaving nothing locked on the nodes that answered.
+// node that answers late undoes its own grant), and waits in the one wait
+// loop (waitFor, on a channel of every node that answered) for wake-ups
+// from a majority of the nodes (or a short grace after the first: trying
+// at the first would find the other nodes still held), or retries after a
+// random pause of a few attempts' time when owners split the nodes
+// between them. Each node is given lease/3 (at most 1s) to answer; a node
+// that fails with a network error is not waited for again, only probed
+// once a second, so a dead node costs no latency. With too many nodes
+// failing for a majority, Lock's first attempt fails at once with
+// ErrNoQuorum, leaving nothing locked on the nodes that answered; during
+// a wait such failures are ridden out like every wait's transient errors
+// (the wait's error then also matches ErrNoQuorum). Unlock waits (within
+// the per-node timeout) for a grant still on its way from a node that is
+// not known to be down, so that its release does not leave it behind.
 //
-// RedLock has no waiter registry, deliberately. The registry's point is a
-// hand-off inside the release script, and a release on one node cannot
-// hand over a majority: nodes handing their key to different waiters
-// would split the lock, and nothing orders the nodes' releases. A
-// registry used only to publish when someone waits would cost every
-// waiter a refresh on every node each period, to save the publishes of
-// releases nobody waits for. So a RedLock waiter subscribes to the lock's
-// channel on every node and keeps its fallback timer (the holders'
-// remaining lease on a majority); every release publishes on each node
-// that had its value, waiter or not; and each release makes every waiting
-// process run an attempt on every node. Counted on 3 nodes
-// (TestRedLockWaitCost): 2.8 PUBLISH per uncontended Lock+Unlock (a
-// release runs on the nodes that granted it: a majority at least), and
-// 8.5, 14.4 and 21.3 scripts per acquisition with 2, 4 and 8 waiting
-// processes (about 3 per waiting process: the herd the registry removes
-// for the other kinds). Use RedLock for its independence from any one
-// deployment, not for contended throughput.
+// Each node keeps a waiter registry of its own (see "Waiter registry";
+// redlock_acquire and redlock_release): an attempt that a node refuses
+// registers the waiter there in the same call, a release on a node
+// publishes only when a waiter is registered there and then wakes the
+// longest-waiting live one, not all, and the undoing of a failed attempt
+// wakes nobody (its owner tries again itself). A RedLock cannot be handed
+// over atomically across nodes, so a release wakes rather than hands
+// over: the woken waiter tries the quorum, and may lose to a running
+// client that barges in (it registers again; the lock's next release
+// wakes the next waiter). A waiter granted a node leaves that node's
+// registry in the same call; one that wins leaves the registries of the
+// nodes that refused it, and one that gives up leaves every node's,
+// passing a wake-up it was sent on. Waiters refresh their entries as lock
+// waiters do (RegistryTTL/3, or RedLockDef's WaiterTTL). Counted on 3
+// nodes (TestRedLockWaitCost, INFO commandstats summed over the nodes,
+// separate clients): no PUBLISH and 6 scripts per uncontended
+// Lock+Unlock, and about 11 to 13 scripts per acquisition (4 per node:
+// the winner's attempt, the release, the loser's attempt, and the
+// undoing when the releaser and the woken waiter split the nodes) with 4,
+// 8 or 32 waiting processes, without refreshes: flat in the waiters
+// (without the registry every release published on every node and woke
+// every waiter: 8.5, 14.4 and 21.3 with 2, 4 and 8). Use RedLock for its
+// independence from any one deployment, not for contended throughput.
 //
 // Renewal by quorum: the quorum's watchdog (the same code as a client's,
 // see "Watchdog") renews every RedLock held through the quorum every
@@ -350,9 +361,9 @@
 // # Waiter registry
 //
 // Every object whose waiters block on a release (reentrant, simple,
-// fenced and fair locks, both sides of read-write locks, semaphores, and
-// the locks of a multi-lock) keeps its waiters in two keys next to its
-// own, in its hash slot:
+// fenced and fair locks, both sides of read-write locks, semaphores, the
+// locks of a multi-lock, and a RedLock on each of its nodes) keeps its
+// waiters in two keys next to its own, in its hash slot:
 //
 //   - key:queue, a list of members in arrival order (the longest-waiting
 //     first);
@@ -388,7 +399,8 @@
 // " w" only deletes the key (no registry read, no PUBLISH). A read-write
 // lock keeps the flag as the field "q" of its hash, read in the same HMGET
 // as the holder, and a semaphore as the field "q" of key:counts, read
-// with the permits held. A lock handed
+// with the permits held. A RedLock node's value is the attempt's value
+// alone: its release checks whether key:queue exists (one EXISTS). A lock handed
 // to a waiter gets the value its holder would have (" w" appended when
 // more wait) and a lease of HandoffLease (RegistryTTL, one second) until
 // the new holder's first renewal (due a third of that after its last

@@ -382,6 +382,16 @@ func (h *hub) drop(s *subscription) {
 // closedCh is closed when the hub is closed.
 func (h *hub) closedCh() <-chan struct{} { return h.done }
 
+// isClosed reports whether the hub is closed.
+func (h *hub) isClosed() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (h *hub) close() {
 	h.mu.Lock()
 	if h.closed {
@@ -390,6 +400,15 @@ func (h *hub) close() {
 	}
 	h.closed = true
 	close(h.done)
+	// Wake every goroutine waiting: one that waits on several clients'
+	// channels (waitOn) sees this one closed when it wakes.
+	for _, s := range h.subs {
+		for _, w := range s.waiters {
+			if w.notify == nil {
+				w.wake()
+			}
+		}
+	}
 	var pss []*redis.PubSub
 	for _, pc := range h.conns {
 		pc.stopped = true

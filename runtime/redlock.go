@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -66,7 +65,7 @@ func (q *Quorum) Majority() int { return len(q.nodes)/2 + 1 }
 // RedLock returns the RedLock with the given definition (emitted by
 // lockgen) and key on the quorum's nodes. It does not contact Redis.
 func (q *Quorum) newRedLock(def *impl.RedLockDef, key string) *RedLock {
-	return &RedLock{q: q, def: def, key: key}
+	return &RedLock{q: q, def: def, key: key, keys: []string{key, keys.Sub(key, "queue"), keys.Sub(key, "waiters")}}
 }
 
 // RedLock is a lock taken on a majority of independent Redis nodes (the
@@ -74,9 +73,10 @@ func (q *Quorum) newRedLock(def *impl.RedLockDef, key string) *RedLock {
 // reentrant. See "RedLock" in the package documentation for what it does
 // and does not guarantee.
 type RedLock struct {
-	q   *Quorum
-	def *impl.RedLockDef
-	key string
+	q    *Quorum
+	def  *impl.RedLockDef
+	key  string
+	keys []string // on each node: the lock, its waiter registry's queue and waiters
 }
 
 // Key returns the lock's key, the same on every node.
@@ -106,12 +106,14 @@ type redLeaseKey struct{}
 // the lease minus the time that took minus the allowed clock drift
 // (lease/100 + 2ms) is still positive. Otherwise the attempt is undone on
 // every node that granted it (or did not answer) before waiting or
-// failing. The waiter wakes on release messages from a majority of the
-// nodes (or a short grace after the first), with the time a majority of
-// the holder's keys expire as a fallback.
+// failing. A waiter is registered on each node that refused it and wakes
+// when releases on a majority of the nodes woke it (or a short grace
+// after the first), with the time a majority of the holder's keys expire
+// as a fallback; see "RedLock" in the package documentation.
 //
 // It returns ErrNoQuorum (matching ErrNotObtained too) when too many nodes
-// failed to answer for a majority to be possible; ErrNotObtained when
+// failed to answer for a majority to be possible (at once on the first
+// attempt; during the wait, matching the wait's error); ErrNotObtained when
 // the wait ran out (also matching the context's error when the context
 // ended it); ErrNotReentrant when ctx comes from a lease of this lock
 // still held; ErrClosed when a node's client was closed;
@@ -149,96 +151,102 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 	if held, ok := ctx.Value(redLeaseKey{}).(*RedLockLease); ok && held.r.key == r.key && held.ctx.Err() == nil {
 		return nil, fmt.Errorf("lockgen: acquiring %s: %w", r.key, ErrNotReentrant)
 	}
-	le, next, live, err := r.attempt(ctx, o)
+	var members []string // this wait's member in each node's registry
+	reg := time.Duration(0)
+	if wait != 0 {
+		reg = r.registryTTL()
+		members = make([]string, len(r.q.nodes))
+		for i, c := range r.q.nodes {
+			members[i] = c.newOwner()
+		}
+	}
+	le, next, live, err := r.attempt(ctx, o, members, reg, "0")
 	if le != nil || err != nil {
 		return le, err
 	}
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	wctx, cancel := ctx, context.CancelFunc(func() {})
-	if wait > 0 {
-		wctx, cancel = context.WithTimeout(ctx, wait)
-	}
-	defer cancel()
-
-	subs := r.subscribe(wctx, live)
 	defer func() {
-		for _, s := range subs {
-			s.c.hub.leave(s.sub, s.w, le != nil)
-			s.c.hub.unsubscribe(s.sub)
+		if le == nil {
+			r.leave(ctx, all(len(r.q.nodes)), members)
 		}
 	}()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	grace := time.NewTimer(time.Hour)
-	defer grace.Stop()
-	// Wait on the context, the fallback timer, the grace timer, every
-	// node client's closing and every node's release messages.
-	cases := []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(grace.C)},
+	// Wait on the live nodes' channels of this process: a release on a
+	// node wakes the longest-waiting waiter registered there, by name.
+	srcs := make([]waitSource, len(live))
+	for j, i := range live {
+		c := r.q.nodes[i]
+		srcs[j] = waitSource{c: c, channel: r.channel() + ":" + c.id, owner: members[i]}
 	}
-	const firstClosed = 3
-	firstSignal := firstClosed + len(r.q.nodes)
-	for _, c := range r.q.nodes {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.hub.closedCh())})
+	// A release reaches the nodes one after the other as they answer:
+	// trying at the first message would find the others still held.
+	// Wait for messages from a majority of the nodes, or a short grace
+	// after the first. Owners that split the nodes retry after a random
+	// pause instead, so that one of them goes first.
+	need := max(1, min(r.q.Majority(), len(srcs)))
+	seen := make([]bool, len(srcs))
+	woken := 0
+	var notBefore time.Time // of the next attempt: after the split's pause or the grace
+	if next.split {
+		notBefore = time.Now().Add(next.wait)
 	}
-	for _, s := range subs {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.w.signal)})
-	}
-	// A release publishes on every node, one after the other as the
-	// nodes answer: trying at the first message would find the others
-	// still held and split the nodes with the other waiters. Wait for
-	// messages from a majority of the nodes, or a short grace after the
-	// first.
-	need := max(1, min(r.q.Majority(), len(subs)))
-	seen := make([]bool, len(subs))
-	for {
-		if next.split {
-			// Owners split the nodes and released theirs: the release
-			// messages would wake them all at once again. Retry after a
-			// random pause instead, so that one of them goes first.
-			timer.Reset(next.wait)
-			select {
-			case <-timer.C:
-			case <-wctx.Done():
-				return nil, waitError(ctx, wctx.Err())
-			}
-		} else {
-			timer.Reset(next.wait)
-			clear(seen)
-			for woken := 0; woken < need; {
-				chosen, _, _ := reflect.Select(cases)
-				switch {
-				case chosen == 0:
-					return nil, waitError(ctx, wctx.Err())
-				case chosen == 1 || chosen == 2:
-					woken = need
-				case chosen < firstSignal:
-					return nil, ErrClosed
-				case !seen[chosen-firstSignal]:
-					seen[chosen-firstSignal] = true
-					if woken++; woken == 1 {
-						grace.Reset(min(2*next.took+time.Millisecond, 20*time.Millisecond))
-					}
-				}
-			}
-			grace.Stop()
-		}
-		// One attempt answers every message received so far.
-		for _, s := range subs {
-			select {
-			case <-s.w.signal:
-			default:
+	err = waitOn(ctx, wait, srcs, true, redSleep(next, reg), func(msgs []string) (bool, time.Duration, error) {
+		for j, m := range msgs {
+			if m != "" && !seen[j] {
+				seen[j] = true
+				woken++
 			}
 		}
-		le, next, _, err = r.attempt(ctx, o)
+		if !next.split && woken > 0 && woken < need && notBefore.IsZero() {
+			notBefore = time.Now().Add(min(2*next.took+time.Millisecond, 20*time.Millisecond))
+		}
+		if rest := time.Until(notBefore); rest > 0 && (next.split || woken < need) {
+			return false, rest, nil
+		}
+		// One attempt answers every message received so far: a woken
+		// waiter tries every node; on the fallback timer, a node that is
+		// still held only refreshes this waiter's entry.
+		flag := "2"
+		if woken > 0 {
+			flag = "1"
+		}
+		clear(seen)
+		woken, notBefore = 0, time.Time{}
+		var err error
+		le, next, _, err = r.attempt(ctx, o, members, reg, flag)
 		if le != nil || err != nil {
-			return le, err
+			return le != nil, 0, err
 		}
+		if next.split {
+			notBefore = time.Now().Add(next.wait)
+		}
+		return false, redSleep(next, reg), nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return le, nil
+}
+
+// registryTTL is how long a waiter of r keeps its place in a node's
+// registry unrefreshed: RedLockDef's WaiterTTL, or RegistryTTL.
+func (r *RedLock) registryTTL() time.Duration {
+	if r.def.WaiterTTL > 0 {
+		return r.def.WaiterTTL
+	}
+	return RegistryTTL
+}
+
+// redSleep is how long a RedLock waiter whose entries last reg sleeps
+// after a failed attempt when no message comes: the split's pause, or
+// until a majority of the holder's keys expire and no longer than reg/3
+// (refresh).
+func redSleep(next retry, reg time.Duration) time.Duration {
+	if next.split {
+		return next.wait
+	}
+	return min(next.wait, reg/3)
 }
 
 // retry says when to try again after a failed attempt.
@@ -253,7 +261,13 @@ type retry struct {
 // the attempt wherever it may have been granted, and says when to retry
 // and which nodes answered. It takes nothing when ctx has ended, and
 // gives back what it took when ctx ended meanwhile.
-func (r *RedLock) attempt(ctx context.Context, o acquireOptions) (*RedLockLease, retry, []int, error) {
+//
+// members names the waiter in each node's registry and reg is how long
+// an entry lasts (0: the caller does not wait, and registers nowhere);
+// flag is redlock_acquire's: "0" for a first attempt, "1" for a woken
+// waiter, "2" for a waiter's refresh. A won attempt leaves the registry
+// of the nodes that refused it.
+func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []string, reg time.Duration, flag string) (*RedLockLease, retry, []int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, retry{}, nil, waitError(ctx, err)
 	}
@@ -262,8 +276,12 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions) (*RedLockLease,
 	value := r.q.nodes[0].newOwner()
 	start := time.Now()
 	var won *RedLockLease // set before settle when the attempt won
-	acquire := func(ctx context.Context, c *Client) *redis.Cmd {
-		return c.eval(ctx, r.def.Scripts.Acquire, []string{r.key}, lease.Milliseconds(), value)
+	acquire := func(ctx context.Context, i int, c *Client) *redis.Cmd {
+		member := ""
+		if members != nil {
+			member = members[i]
+		}
+		return c.eval(ctx, r.def.Scripts.Acquire, r.keys, lease.Milliseconds(), value, member, reg.Milliseconds(), flag)
 	}
 	granted := func(cmd *redis.Cmd) bool {
 		res, err := cmd.Int64Slice()
@@ -289,7 +307,7 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions) (*RedLockLease,
 		if won != nil {
 			won.landed(i, cmd, granted(cmd))
 		} else if granted(cmd) || cmd.Err() != nil {
-			r.releaseOn(i, value)
+			r.releaseOn(i, value, redUndo)
 		}
 	}
 	// Not cut short by ctx: a lock a node granted while the reply was
@@ -306,7 +324,7 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions) (*RedLockLease,
 		if cmd == nil { // pending after an early verdict: late undoes it
 			continue
 		}
-		res, err := cmd.Int64Slice() // simple_acquire reply: {int, int}
+		res, err := cmd.Int64Slice() // redlock_acquire reply: {int, int}
 		if err == nil && len(res) != 2 {
 			err = fmt.Errorf("unexpected reply %v", res)
 		}
@@ -327,6 +345,10 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions) (*RedLockLease,
 	if len(grants) >= majority && validity > 0 {
 		won = r.newLease(ctx, value, o, start, inflight)
 		settle()
+		if reg > 0 && len(live) > len(grants) {
+			// Registered where it was refused: leave there.
+			r.leave(ctx, refused(live, grants), members)
+		}
 		if err := ctx.Err(); err != nil {
 			// Cancelled while the nodes answered: give it back.
 			_ = won.Unlock(ctx)
@@ -335,7 +357,7 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions) (*RedLockLease,
 		return won, retry{}, live, nil
 	}
 	settle()
-	r.release(context.WithoutCancel(ctx), undo, value)
+	r.release(context.WithoutCancel(ctx), undo, value, redUndo)
 	elapsed := time.Since(start)
 	switch {
 	case len(errs) > n-majority:
@@ -367,14 +389,39 @@ func all(n int) []int {
 	return idx
 }
 
-// release compare-and-deletes value on the given nodes and publishes the
-// release there; it returns how many nodes released it, and the errors.
-func (r *RedLock) release(ctx context.Context, nodes []int, value string) (int, error) {
+// refused returns the nodes of live not in grants (both sorted).
+func refused(live, grants []int) []int {
+	var out []int
+	for _, i := range live {
+		if _, ok := slices.BinarySearch(grants, i); !ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// How redlock_release runs (its mode ARGV).
+const (
+	redRelease = "0" // a hold's release: wakes a waiter of the node
+	redLeave   = "1" // a waiter that gives up leaves the registry
+	redUndo    = "2" // a failed attempt's undoing: wakes nobody
+)
+
+// releaseCmd runs redlock_release on node c for value (a hold's value, or
+// with redLeave a waiter's member) in mode.
+func (r *RedLock) releaseCmd(ctx context.Context, c *Client, value, mode string) *redis.Cmd {
+	return c.eval(ctx, r.def.Scripts.Release, r.keys, value, r.def.Lease.Milliseconds(), r.channel(), c.publishCmd(), mode)
+}
+
+// release compare-and-deletes value on the given nodes, each of which
+// wakes its longest-waiting waiter, if any; it returns how many nodes
+// released it, and the errors.
+func (r *RedLock) release(ctx context.Context, nodes []int, value, mode string) (int, error) {
 	if len(nodes) == 0 {
 		return 0, nil
 	}
-	replies, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, true, func(ctx context.Context, c *Client) *redis.Cmd {
-		return c.eval(ctx, r.def.Scripts.Release, []string{r.key}, value, r.def.Lease.Milliseconds(), r.channel(), c.publishCmd())
+	replies, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
+		return r.releaseCmd(ctx, c, value, mode)
 	}, nil, nil)
 	settle()
 	released := 0
@@ -395,12 +442,25 @@ func (r *RedLock) release(ctx context.Context, nodes []int, value string) (int, 
 	return released, errors.Join(errs...)
 }
 
+// leave takes a waiter that gives up (members, by node) out of the
+// registry of the given nodes, at once; a wake-up a node sent it goes on
+// to that node's next waiter. It is best effort: an entry left behind is
+// passed over after its deadline.
+func (r *RedLock) leave(ctx context.Context, nodes []int, members []string) {
+	if len(nodes) == 0 || members == nil {
+		return
+	}
+	_, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, false, func(ctx context.Context, i int, c *Client) *redis.Cmd {
+		return r.releaseCmd(ctx, c, members[i], redLeave)
+	}, nil, nil)
+	settle()
+}
+
 // releaseOn compare-and-deletes value on node i, in the background.
-func (r *RedLock) releaseOn(i int, value string) {
+func (r *RedLock) releaseOn(i int, value, mode string) {
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout(r.def.Lease))
 	defer cancel()
-	c := r.q.nodes[i]
-	cmd := c.eval(ctx, r.def.Scripts.Release, []string{r.key}, value, r.def.Lease.Milliseconds(), r.channel(), c.publishCmd())
+	cmd := r.releaseCmd(ctx, r.q.nodes[i], value, mode)
 	r.q.mark(i, cmd.Err())
 }
 
@@ -409,8 +469,8 @@ func (r *RedLock) releaseOn(i int, value string) {
 // next renewal. It returns how many nodes held it, and the errors of the
 // nodes that did not answer, joined.
 func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
-	replies, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, c *Client) *redis.Cmd {
-		return c.eval(ctx, r.def.Scripts.ForceUnlock, []string{r.key}, r.channel(), c.publishCmd())
+	replies, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
+		return c.eval(ctx, r.def.Scripts.ForceUnlock, r.keys, r.channel(), c.publishCmd())
 	}, nil, nil)
 	settle()
 	deleted := 0
@@ -430,41 +490,6 @@ func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
 	return deleted, errors.Join(errs...)
 }
 
-// nodeSub is a waiter on one node's release channel.
-type nodeSub struct {
-	c   *Client
-	sub *subscription
-	w   *waiter
-}
-
-// subscribe subscribes to the lock's channel on the given nodes at once,
-// each given nodeTimeout to confirm; nodes that do not are left out (the
-// others' messages and the fallback timer still wake the waiter).
-func (r *RedLock) subscribe(ctx context.Context, nodes []int) []nodeSub {
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		subs []nodeSub
-	)
-	for _, i := range nodes {
-		c := r.q.nodes[i]
-		wg.Go(func() {
-			sctx, cancel := context.WithTimeout(ctx, nodeTimeout(r.def.Lease))
-			defer cancel()
-			s, err := c.hub.subscribe(sctx, r.channel())
-			if err != nil {
-				return
-			}
-			w := c.hub.join(s)
-			mu.Lock()
-			subs = append(subs, nodeSub{c: c, sub: s, w: w})
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	return subs
-}
-
 // mark records the outcome of a call to node i: a network error (no
 // reply from Redis) marks it down, anything else up.
 func (q *Quorum) mark(i int, err error) {
@@ -474,6 +499,14 @@ func (q *Quorum) mark(i int, err error) {
 	st.mu.Lock()
 	st.down = down
 	st.mu.Unlock()
+}
+
+// isDown reports whether node i is known to be down.
+func (q *Quorum) isDown(i int) bool {
+	st := &q.state[i]
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.down
 }
 
 // plan says whether to call node i now, and whether to wait for it: a
@@ -505,7 +538,7 @@ func (q *Quorum) plan(i int, always bool) (call, wait bool) {
 // reply was not collected. After settle is called, late (if not nil) runs
 // for each of them in that node's goroutine, after its call, so that it
 // can undo it. Call settle once.
-func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int, always bool, call func(ctx context.Context, c *Client) *redis.Cmd,
+func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int, always bool, call func(ctx context.Context, i int, c *Client) *redis.Cmd,
 	decided func([]*redis.Cmd) bool, late func(i int, cmd *redis.Cmd)) (replies []*redis.Cmd, inflight []int, settle func()) {
 	type reply struct {
 		i   int
@@ -539,7 +572,7 @@ func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int,
 		c := q.nodes[i]
 		go func() {
 			cctx, cancel := context.WithTimeout(base, timeout)
-			cmd := call(cctx, c)
+			cmd := call(cctx, i, c)
 			cancel()
 			q.mark(i, cmd.Err())
 			out <- reply{i, cmd}
@@ -593,7 +626,9 @@ type RedLockLease struct {
 	mu         sync.Mutex
 	validUntil time.Time
 	unlocked   bool
-	inflight   map[int]bool // nodes whose grant was not answered yet
+	swept      bool          // Unlock chose the nodes it releases: a grant that lands later releases itself
+	inflight   map[int]bool  // nodes whose grant was not answered yet
+	allLanded  chan struct{} // closed when inflight empties (nil when it is empty)
 }
 
 func (r *RedLock) newLease(parent context.Context, value string, o acquireOptions, start time.Time, inflight []int) *RedLockLease {
@@ -601,6 +636,9 @@ func (r *RedLock) newLease(parent context.Context, value string, o acquireOption
 	le := &RedLockLease{r: r, value: value, lease: lease, validUntil: start.Add(lease - drift(lease)), inflight: map[int]bool{}}
 	for _, i := range inflight {
 		le.inflight[i] = true
+	}
+	if len(inflight) > 0 {
+		le.allLanded = make(chan struct{})
 	}
 	ctx := context.WithValue(context.WithValue(parent, ownerKey{}, value), redLeaseKey{}, le)
 	le.ctx = newHoldContext(ctx, o.parentCancel, le.validUntil, ErrLockLost)
@@ -752,15 +790,20 @@ func (q *Quorum) renew(ctx context.Context, batch []*held, sent time.Time) {
 	}
 }
 
-// landed records the late answer of node i to the acquisition; when the
-// lease was unlocked meanwhile, it releases the node now, after its grant.
+// landed records the late answer of node i to the acquisition; when
+// Unlock gave up waiting for it, it releases the node now, after its
+// grant.
 func (le *RedLockLease) landed(i int, cmd *redis.Cmd, granted bool) {
 	le.mu.Lock()
 	delete(le.inflight, i)
-	unlocked := le.unlocked
+	if len(le.inflight) == 0 && le.allLanded != nil {
+		close(le.allLanded)
+		le.allLanded = nil
+	}
+	swept := le.swept
 	le.mu.Unlock()
-	if unlocked && (granted || cmd.Err() != nil) {
-		le.r.releaseOn(i, le.value)
+	if swept && (granted || cmd.Err() != nil) {
+		le.r.releaseOn(i, le.value, redRelease)
 	}
 }
 
@@ -799,7 +842,8 @@ func (le *RedLockLease) ValidUntil() time.Time {
 }
 
 // Unlock releases the lock on every node (compare-and-delete; the nodes
-// that do not answer let it expire after the lease) and wakes waiters.
+// that do not answer let it expire after the lease); each node where a
+// waiter is registered wakes its longest-waiting one.
 // Like Lease.Unlock, it completes although ctx was cancelled (each node
 // is given the per-node timeout). It returns ErrNotHeld when the lease was
 // already unlocked or no node still held it, ErrLockLost when the lease
@@ -812,8 +856,28 @@ func (le *RedLockLease) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	le.unlocked = true
-	// The nodes whose grant is still on its way release it themselves
-	// when it lands (see landed); each node is released once.
+	pending := le.allLanded
+	var up bool
+	for i := range le.inflight {
+		up = up || !le.r.q.isDown(i)
+	}
+	le.mu.Unlock()
+	// A grant still on its way (Lock returned once a majority granted
+	// it) is waited for, within the per-node timeout, so that this
+	// release does not overtake it and a next Lock does not find it; a
+	// node known to be down is not waited for.
+	if pending != nil && up {
+		t := time.NewTimer(nodeTimeout(le.lease))
+		select {
+		case <-pending:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	le.mu.Lock()
+	// The nodes whose grant is still on its way now release it
+	// themselves when it lands (see landed); each node is released once.
+	le.swept = true
 	nodes := le.landedNodesLocked()
 	le.mu.Unlock()
 	if le.expiry != nil {
@@ -823,7 +887,7 @@ func (le *RedLockLease) Unlock(ctx context.Context) error {
 	}
 	lost := le.ctx.Err() != nil && errors.Is(context.Cause(le.ctx), ErrLockLost)
 	le.ctx.end(nil)
-	released, err := le.r.release(context.WithoutCancel(ctx), nodes, le.value)
+	released, err := le.r.release(context.WithoutCancel(ctx), nodes, le.value, redRelease)
 	switch {
 	case lost:
 		return ErrLockLost

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 
@@ -59,28 +60,60 @@ func checkWait(wait time.Duration) error {
 // It returns try's other errors, ErrNotObtained when the wait ran out
 // (also matching ctx's error when ctx ended it), or ErrClosed.
 func (c *Client) waitFor(ctx context.Context, wait time.Duration, channel, owner string, registered bool, sleep time.Duration,
-	try func(sub *subscription, w *waiter, msg string) (ok bool, sleep time.Duration, err error)) error {
+	try func(msg string) (ok bool, sleep time.Duration, err error)) error {
+	return waitOn(ctx, wait, []waitSource{{c: c, channel: channel, owner: owner}}, registered, sleep,
+		func(msgs []string) (bool, time.Duration, error) { return try(msgs[0]) })
+}
+
+// waitSource is one channel a wait listens on: channel on c's hub, whose
+// messages naming owner are for this waiter.
+type waitSource struct {
+	c       *Client
+	channel string
+	owner   string
+}
+
+// waitOn is waitFor on several sources at once (a RedLock waits on a
+// channel of each node's client): one waiter joins each source's queue,
+// all of them sharing one signal, and try is given, per source, the
+// message naming its owner that came since the last try (msgs[i], "" for
+// none). registered skips the first try only when every source was
+// subscribed already; the wait ends with ErrClosed when any source's
+// client is closed. It is waitFor in every other respect.
+func waitOn(ctx context.Context, wait time.Duration, srcs []waitSource, registered bool, sleep time.Duration,
+	try func(msgs []string) (ok bool, sleep time.Duration, err error)) error {
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if wait > 0 {
 		wctx, cancel = context.WithTimeout(ctx, wait)
 	}
 	defer cancel()
-	skip := registered && c.hub.ready(channel)
-	sub, err := c.hub.subscribe(wctx, channel)
+	skip := registered
+	for _, s := range srcs {
+		skip = skip && s.c.hub.ready(s.channel)
+	}
+	subs, err := subscribeAll(wctx, srcs)
 	if err != nil {
 		return waitError(ctx, err)
 	}
-	defer c.hub.unsubscribe(sub)
-	w := c.hub.joinAs(sub, owner)
+	signal := make(chan struct{}, 1)
+	ws := make([]*waiter, len(srcs))
+	for i, s := range srcs {
+		ws[i] = s.c.hub.joinAs(subs[i], s.owner, signal)
+	}
 	ok := false
-	defer func() { c.hub.leave(sub, w, ok) }()
+	defer func() {
+		for i, s := range srcs {
+			s.c.hub.leave(subs[i], ws[i], ok)
+			s.c.hub.unsubscribe(subs[i])
+		}
+	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var lastErr error
-	msg := ""
+	msgs := make([]string, len(srcs))
 	for retries := 0; ; {
 		if !skip {
-			ok, sleep, err = try(sub, w, msg)
+			ok, sleep, err = try(msgs)
 			switch {
 			case ok:
 				return nil
@@ -96,16 +129,48 @@ func (c *Client) waitFor(ctx context.Context, wait time.Duration, channel, owner
 		skip = false
 		timer.Reset(sleep)
 		select {
-		case <-w.signal:
-			msg = c.hub.message(w)
+		case <-signal:
+			for i, s := range srcs {
+				if s.c.hub.isClosed() { // a closed hub wakes its waiters
+					return ErrClosed
+				}
+				msgs[i] = s.c.hub.message(ws[i])
+			}
 		case <-timer.C:
-			msg = ""
-		case <-c.hub.closedCh():
+			clear(msgs)
+		case <-srcs[0].c.hub.closedCh():
 			return ErrClosed
 		case <-wctx.Done():
 			return lastError(waitError(ctx, wctx.Err()), lastErr)
 		}
 	}
+}
+
+// subscribeAll subscribes every source's channel, at once when there are
+// several (each subscribe waits at most confirmWait for its
+// confirmation). On an error it drops what it subscribed.
+func subscribeAll(ctx context.Context, srcs []waitSource) ([]*subscription, error) {
+	subs := make([]*subscription, len(srcs))
+	if len(srcs) == 1 {
+		sub, err := srcs[0].c.hub.subscribe(ctx, srcs[0].channel)
+		subs[0] = sub
+		return subs, err
+	}
+	errs := make([]error, len(srcs))
+	var wg sync.WaitGroup
+	for i, s := range srcs {
+		wg.Go(func() { subs[i], errs[i] = s.c.hub.subscribe(ctx, s.channel) })
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err != nil {
+		for i, sub := range subs {
+			if sub != nil {
+				srcs[i].c.hub.unsubscribe(sub)
+			}
+		}
+	}
+	return subs, err
 }
 
 // failFast reports whether a blocking call returns the error of its first

@@ -89,7 +89,7 @@ func (h *handoffTrust) fresh(lease time.Duration) bool {
 // waiter is one goroutine waiting on a subscription, or a watch.
 type waiter struct {
 	owner  string        // the owner messages name it by; "" for none
-	signal chan struct{} // capacity 1: a pending wake-up
+	signal chan struct{} // capacity 1: a pending wake-up (maybe shared, see joinAs)
 	notify func()        // a watch's: called instead of signalling
 	msg    string        // the last message naming owner, until taken
 }
@@ -128,13 +128,11 @@ func (h *hub) deliver(s *subscription, payload string) {
 // joined. A message lost this way costs its waiter one refresh interval.
 const maxUnclaimed = 64
 
-// join queues a new waiter on s that no message names.
-func (h *hub) join(s *subscription) *waiter { return h.joinAs(s, "") }
-
 // joinAs queues a new waiter on s for owner: messages naming owner wake
-// it alone, also one that came before it joined.
-func (h *hub) joinAs(s *subscription, owner string) *waiter {
-	w := &waiter{owner: owner, signal: make(chan struct{}, 1)}
+// it alone, also one that came before it joined. It is woken on signal
+// (capacity 1), which the waiters of one wait on several channels share.
+func (h *hub) joinAs(s *subscription, owner string, signal chan struct{}) *waiter {
+	w := &waiter{owner: owner, signal: signal}
 	h.mu.Lock()
 	if m, ok := s.unclaimed[owner]; ok && owner != "" {
 		delete(s.unclaimed, owner)

@@ -1,6 +1,6 @@
 -- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
--- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+-- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
 --   neither queue nor waiters)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter (unused: it outlives the

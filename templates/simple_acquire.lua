@@ -2,7 +2,7 @@
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
 --   waiters are registered)
--- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+-- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
 --   neither queue nor waiters)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- ARGV[1] lease_ms: the lease in milliseconds

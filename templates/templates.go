@@ -17,9 +17,9 @@
 // code is registry.luainc, included by the scripts that use it (and the
 // read-write state's is rw.luainc). Every kind's waiter that gives up
 // leaves through release (its leaving ARGV '1'), no script of its own. A
-// RedLock node runs simple_acquire without a registry and redlock_release,
-// which always publishes: its waiters wait for a majority of the nodes'
-// messages.
+// RedLock node keeps a registry of its own: redlock_acquire registers a
+// waiter it refuses, and redlock_release wakes the longest-waiting one
+// (it cannot hand over a lock held on several nodes).
 package templates
 
 import (
@@ -57,8 +57,9 @@ var Locks = map[string]LockSet{
 	"fair":      {Acquire: "fair_acquire", Release: "fair_release", Renew: "fair_renew", ForceUnlock: "fair_force_unlock"},
 	"readwrite": {Acquire: "rw_acquire", Release: "rw_release", Renew: "rw_renew", ForceUnlock: "rw_force_unlock"},
 	"fenced":    {Acquire: "fenced_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock"},
-	// RedLock runs a simple lock's scripts on every node of its quorum.
-	"redlock": {Acquire: "simple_acquire", Release: "redlock_release", Renew: "simple_renew", ForceUnlock: "force_unlock"},
+	// RedLock runs its own acquire and release and a simple lock's renew on
+	// every node of its quorum, each node with its own waiter registry.
+	"redlock": {Acquire: "redlock_acquire", Release: "redlock_release", Renew: "simple_renew", ForceUnlock: "force_unlock"},
 }
 
 // Source returns the Lua source of the named script (without ".lua"). A

@@ -236,11 +236,15 @@ type QueueDef struct {
 // spec. Its scripts are a simple lock's (SET NX PX, compare-and-delete,
 // compare-and-pexpire), run on every node.
 type RedLockDef struct {
-	Name    string // the spec's name, for errors
-	Lease   time.Duration
-	Renew   bool          // renewed on a majority while held
-	Wait    time.Duration // default wait of Lock
-	Scripts *LockScripts
+	Name  string // the spec's name, for errors
+	Lease time.Duration
+	Renew bool          // renewed on a majority while held
+	Wait  time.Duration // default wait of Lock
+	// WaiterTTL is how long a waiter keeps its place in each node's
+	// waiter registry without a refresh (it refreshes every WaiterTTL/3
+	// while it waits); 0 means RegistryTTL.
+	WaiterTTL time.Duration
+	Scripts   *LockScripts
 }
 
 // SemaphoreScripts are the scripts of semaphores (see templates/semaphores.go).

@@ -107,10 +107,10 @@ var simpleLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
+	SHA1: "7c5d17997a647bdb8c8d5ceec78ef64b16cf662a",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
--- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+-- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
 --   neither queue nor waiters)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter (unused: it outlives the
@@ -1118,12 +1118,12 @@ return 0
 // its KEYS, ARGV and reply.)
 var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
-	SHA1: "3f53d2663a9950328a5a45e0fc0d8ef4133ba705",
+	SHA1: "d08a350aa8d34fad0b24bc7b345165ffa8c213d6",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
 --   waiters are registered)
--- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+-- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
 --   neither queue nor waiters)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- ARGV[1] lease_ms: the lease in milliseconds

@@ -48,7 +48,7 @@ var (
 
 // redlockLockScripts are the scripts of redlock locks.
 var redlockLockScripts = lockimpl.LockScripts{
-	Acquire:     &simpleAcquireScript,
+	Acquire:     &redlockAcquireScript,
 	Release:     &redlockReleaseScript,
 	Renew:       &simpleRenewScript,
 	ForceUnlock: &forceUnlockScript,
@@ -59,10 +59,10 @@ var redlockLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
+	SHA1: "7c5d17997a647bdb8c8d5ceec78ef64b16cf662a",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
--- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+-- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
 --   neither queue nor waiters)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter (unused: it outlives the
@@ -223,61 +223,33 @@ return 1
 `,
 }
 
-// redlockReleaseScript: compare-and-delete a RedLock's value on one node and
-// wake that node's waiters (RedLock waiters wait for messages from a
-// majority of the nodes, so every release publishes).
-// (lockgen's Lua script redlock_release; the comment at the top of Source states
+// redlockAcquireScript: take a RedLock on one node (SET NX PX, with a value
+// new to each attempt); a waiter that cannot take it registers in the
+// node's waiter registry in the same call.
+// (lockgen's Lua script redlock_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
-var redlockReleaseScript = lockimpl.Script{
-	Name: "redlock_release",
-	SHA1: "349a709dcdd1e52f12cc4601ff2317a68d632b9c",
-	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node and
--- wake that node's waiters (RedLock waiters wait for messages from a
--- majority of the nodes, so every release publishes).
+var redlockAcquireScript = lockimpl.Script{
+	Name: "redlock_acquire",
+	SHA1: "d9e5a47a3373bd2a07aeaabbdff7b3fe8e401097",
+	Source: `-- redlock_acquire: take a RedLock on one node (SET NX PX, with a value
+-- new to each attempt); a waiter that cannot take it registers in the
+-- node's waiter registry in the same call.
 -- KEYS[1] lock: the lock key (value: the attempt's value)
--- ARGV[1] value: the attempt's value
--- ARGV[2] lease_ms: the lease in milliseconds (unused)
--- ARGV[3] channel: the wake-up channel
--- ARGV[4] publish: the publish command (publish or spublish)
--- reply: int
---   -1 when the value is not there, 0 when released.
-local lock = KEYS[1]
-
-if redis.call('get', lock) ~= ARGV[1] then
-  return -1
-end
-redis.call('del', lock)
-redis.call(ARGV[4], ARGV[3], 'released')
-return 0
-`,
-}
-
-// simpleAcquireScript: take a non-reentrant lock (SET NX PX); a caller that
-// cannot take it registers as a waiter in the same call.
-// (lockgen's Lua script simple_acquire; the comment at the top of Source states
-// its KEYS, ARGV and reply.)
-var simpleAcquireScript = lockimpl.Script{
-	Name: "simple_acquire",
-	SHA1: "3f53d2663a9950328a5a45e0fc0d8ef4133ba705",
-	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
--- cannot take it registers as a waiter in the same call.
--- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
---   waiters are registered)
--- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
---   neither queue nor waiters)
--- KEYS[3]? waiters: the waiter registry's deadlines
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
 -- ARGV[1] lease_ms: the lease in milliseconds
--- ARGV[2] owner: the owner id
--- ARGV[3]? registry_ttl_ms: how long a registration lasts (0 or absent: do
---   not register)
--- ARGV[4]? registered: '1' when the owner is registered already (a woken
---   waiter), '2' when it only refreshes its entry unless the lock is free
---   or was handed to it (refresh in registry)
+-- ARGV[2] value: the attempt's value
+-- ARGV[3] waiter: the waiter's member in this node's registry
+--   ("<clientID>:<n>" of the node's client, the same over the attempts of
+--   one wait; '' when it does not register)
+-- ARGV[4] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[5] registered: '0' for a first attempt, '1' for a waiter's attempt
+--   (granted, it leaves the registry), '2' for a waiter's refresh: while
+--   another value holds the node and the waiter is still registered, it
+--   only extends its entry (refresh in registry), otherwise it attempts
 -- reply: {int, int}
---   {1, 1} when taken, or found handed to this waiter by a release (its
---   lease is then extended to the full lease); {0, pttl} when another
---   owner holds it; {-1, pttl} when this owner already holds it (a simple
---   lock is not reentrant).
+--   {1, 1} when granted; {0, pttl} when another value holds the lock.
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
 -- members in arrival order, and waiters, a zset of the same members scored
@@ -413,45 +385,221 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   notify(publish, prefix, waiter, payload)
 end
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]) or 0, ARGV[4] == '1' or ARGV[4] == '2'
+local lease, value, waiter = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local ttl = tonumber(ARGV[4])
 
-if ARGV[4] == '2' then
-  local pttl = refresh(lock, queue, waiters, owner, ttl)
+if ARGV[5] == '2' then
+  local pttl = refresh(lock, queue, waiters, waiter, ttl)
   if pttl then
     return {0, pttl}
   end
 end
-
-if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
-  return {1, 1}
-end
-local value = redis.call('get', lock)
-if not value then
-  local v = owner
-  if waiting then
-    unregister(queue, waiters, owner)
-    if redis.call('exists', queue) == 1 then
-      v = v .. ' w'
-    end
+if redis.call('set', lock, value, 'NX', 'PX', lease) then
+  if ARGV[5] ~= '0' then
+    unregister(queue, waiters, waiter)
   end
-  redis.call('set', lock, v, 'PX', lease)
   return {1, 1}
-end
-if string.match(value, '^%S+') == owner then
-  if waiting then
-    redis.call('pexpire', lock, lease)
-    return {1, 1}
-  end
-  return {-1, redis.call('pttl', lock)}
 end
 if ttl > 0 then
-  register(queue, waiters, owner, ttl, now_ms())
-  if string.sub(value, -2) ~= ' w' then
-    redis.call('set', lock, value .. ' w', 'KEEPTTL')
-  end
+  register(queue, waiters, waiter, ttl, now_ms())
 end
 return {0, redis.call('pttl', lock)}
+`,
+}
+
+// redlockReleaseScript: compare-and-delete a RedLock's value on one node; when
+// waiters are registered there, wake the longest-waiting live one (a
+// RedLock cannot be handed over atomically across nodes: the woken waiter
+// tries the quorum). A waiter that gives up leaves through it too.
+// (lockgen's Lua script redlock_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
+var redlockReleaseScript = lockimpl.Script{
+	Name: "redlock_release",
+	SHA1: "89508a5cd5e867429662411e2dd191935c716f99",
+	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node; when
+-- waiters are registered there, wake the longest-waiting live one (a
+-- RedLock cannot be handed over atomically across nodes: the woken waiter
+-- tries the quorum). A waiter that gives up leaves through it too.
+-- KEYS[1] lock: the lock key (value: the attempt's value)
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- ARGV[1] value: the attempt's value, or the waiter's member when leaving
+-- ARGV[2] lease_ms: the lease in milliseconds (unused)
+-- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] mode: '0' a release; '2' the undoing of a failed attempt,
+--   which wakes nobody (its owner tries again itself); '1' when ARGV[1] is
+--   a waiter that gives up: it leaves the registry, and when it was no
+--   longer registered (a release woke it) and the node is free, its
+--   wake-up goes to the next waiter
+-- reply: int
+--   -1 when the value is not there (always when leaving), 0 when
+--   released. Only a release on a node with a registered waiter
+--   publishes: "<waiter>" on the waiter's client's channel.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+
+-- wake tells the longest-waiting live waiter, if any, that the node is free.
+local function wake()
+  if redis.call('exists', queue) == 0 then
+    return
+  end
+  local next = pop(queue, waiters, now_ms())
+  if next then
+    notify(ARGV[4], ARGV[3], next, next)
+  end
+end
+
+if ARGV[5] == '1' then
+  local registered = redis.call('zscore', waiters, ARGV[1])
+  unregister(queue, waiters, ARGV[1])
+  if not registered and redis.call('exists', lock) == 0 then
+    wake()
+  end
+  return -1
+end
+if redis.call('get', lock) ~= ARGV[1] then
+  return -1
+end
+redis.call('del', lock)
+if ARGV[5] == '0' then
+  wake()
+end
+return 0
 `,
 }
 
@@ -487,8 +635,8 @@ func Preload(ctx context.Context, c *lockrt.Client) error {
 		ctx,
 		c,
 		&forceUnlockScript,
+		&redlockAcquireScript,
 		&redlockReleaseScript,
-		&simpleAcquireScript,
 		&simpleRenewScript,
 	)
 }
