@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -157,5 +158,58 @@ func TestFairWait(t *testing.T) {
 			}
 			t.Logf("%s: %d waits, p50 %v, p99 %v, fewest acquisitions %d", lib.name, len(ws), percentile(ws, 50), percentile(ws, 99), fewest)
 		})
+	}
+}
+
+// TestFairWaitCounts counts what BenchmarkFairWait's contention costs
+// lockgen's fair lock per acquisition (8 lockers, each its own go-redis
+// and runtime client, 5ms hold, 320 acquisitions): from INFO commandstats
+// the scripts, commands and PUBLISHes (wake-ups), and the round trips of
+// the lockers' clients (a go-redis hook). Every hand-off is one PUBLISH
+// naming the waiter, which takes the lock without a call, so the steady
+// state is 2 scripts per acquisition (the failed attempt that queues, the
+// release that hands on); a wasted wake-up or a refresh racing the
+// hand-off shows as more. Each locker adds one-offs: the attempt again
+// after its first SUBSCRIBE, and the attempt and leave of the wait cut
+// at the end (3 scripts), and its pub/sub connection's HELLO and setup
+// pipeline (2 round trips); a slow hand-off may add a renewal.
+func TestFairWaitCounts(t *testing.T) {
+	const n = 40 * contenders
+	hooks := make([]*roundTrips, contenders)
+	ls := make([]locker, contenders)
+	for i := range ls {
+		rdb := newRedis(t)
+		hooks[i] = &roundTrips{}
+		ls[i] = lockgenFair.open(t, rdb)
+		warmUp(t, ls[i])
+		rdb.AddHook(hooks[i])
+	}
+	before := commandStats(t)
+	ws, fewest, err := waits(ls, "counts", n, fairHold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := commandStats(t)
+	var trips int64
+	for _, h := range hooks {
+		trips += h.trips.Load()
+	}
+	acq := float64(n)
+	d := func(name string) float64 { return float64(after[name] - before[name]) }
+	scripts, pubs := d("evalsha")+d("eval"), d("publish")
+	var cmds float64
+	for name := range after {
+		if name != "info" && name != "hello" && !strings.HasPrefix(name, "client") {
+			cmds += d(name)
+		}
+	}
+	t.Logf("fair, %d lockers, %v hold, %d acquisitions: %.3f round trips, %.3f scripts, %.1f commands, %.3f PUBLISH per acquisition; wait p50 %v p99 %v (p99/WH %.2f); fewest %d",
+		contenders, fairHold, n, float64(trips)/acq, scripts/acq, cmds/acq, pubs/acq, percentile(ws, 50), percentile(ws, 99),
+		float64(percentile(ws, 99))/float64(contenders*fairHold), fewest)
+	if limit := 2.05 + 3*contenders/acq; scripts/acq > limit {
+		t.Errorf("%.3f scripts per acquisition, want <= %.3f (2, the lockers' one-offs, and slack for a renewal or two): wasted wake-ups or refreshes", scripts/acq, limit)
+	}
+	if pubs > acq {
+		t.Errorf("%.0f PUBLISH for %.0f acquisitions, want at most one per hand-off", pubs, acq)
 	}
 }

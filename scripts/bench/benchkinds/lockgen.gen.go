@@ -45,6 +45,27 @@ var (
 	}
 )
 
+// FencedResource is the fenced lock of the herd benchmarks.
+//
+// Fenced lock on key bench:{FencedResource:fenced:<id>},
+// lease 30s renewed while held, default wait 10s.
+// Pass each lease's Token() to the storage it guards.
+func (l *Locks) FencedResource(id string) *lockrt.Lock {
+	return lockimpl.NewLock(l.c, &fencedResourceLock, fencedResourceKey.Key(id))
+}
+
+var (
+	fencedResourceKey  = lockimpl.KeyDef{Namespace: "bench", Object: "FencedResource", Literals: []string{"fenced:", ""}}
+	fencedResourceLock = lockimpl.LockDef{
+		Name:    "FencedResource",
+		Kind:    lockimpl.Fenced,
+		Lease:   30 * time.Second,
+		Renew:   true,
+		Wait:    10 * time.Second,
+		Scripts: &fencedLockScripts,
+	}
+)
+
 // Table is the read-write lock of the read-throughput benchmark.
 //
 // Read-write lock on key bench:{Table:table:<id>}, lease 30s renewed while held, default wait 10s.
@@ -71,6 +92,14 @@ var fairLockScripts = lockimpl.LockScripts{
 	Release:     &fairReleaseScript,
 	Renew:       &fairRenewScript,
 	ForceUnlock: &fairForceUnlockScript,
+}
+
+// fencedLockScripts are the scripts of fenced locks.
+var fencedLockScripts = lockimpl.LockScripts{
+	Acquire:     &fencedAcquireScript,
+	Release:     &reentrantReleaseScript,
+	Renew:       &reentrantRenewScript,
+	ForceUnlock: &forceUnlockScript,
 }
 
 // readwriteLockScripts are the scripts of readwrite locks.
@@ -658,6 +687,598 @@ var fairRenewScript = lockimpl.Script{
 local lock = KEYS[1]
 
 if redis.call('hexists', lock, ARGV[2]) == 1 then
+  redis.call('pexpire', lock, tonumber(ARGV[1]))
+  return 1
+end
+return 0
+`,
+}
+
+// fencedAcquireScript: take or re-enter a fenced lock, a reentrant lock whose
+// every hold gets a fencing token; a caller that cannot take it registers
+// as a waiter in the same call.
+// (lockgen's Lua script fenced_acquire; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
+var fencedAcquireScript = lockimpl.Script{
+	Name: "fenced_acquire",
+	SHA1: "91eee08f37c5ad65e5ed3950ae9f0ab0814dbbac",
+	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
+-- every hold gets a fencing token; a caller that cannot take it registers
+-- as a waiter in the same call.
+-- KEYS[1] lock: "<owner> <holds> <token>", with " w" appended while
+--   waiters are registered
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[4] fence: the fence counter (never expires)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
+--   register)
+-- ARGV[4] registered: '1' when the owner is registered already, '2' to
+--   refresh its entry unless the lock is free or was handed to it
+-- reply: {int, int, int} | {int, int}
+--   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
+--   token) or found handed to this waiter; {0, pttl} when another owner
+--   holds it.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+
+if ARGV[4] == '2' then
+  local pttl = refresh(lock, queue, waiters, owner, ttl)
+  if pttl then
+    return {0, pttl}
+  end
+end
+
+local value = redis.call('get', lock)
+if not value then
+  local token = redis.call('incr', fence)
+  local v = owner .. ' 1 ' .. token
+  if waiting then
+    unregister(queue, waiters, owner)
+    if redis.call('exists', queue) == 1 then
+      v = v .. ' w'
+    end
+  end
+  redis.call('set', lock, v, 'PX', lease)
+  return {1, 1, token}
+end
+local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local token = tonumber(string.match(rest, '^ (%d+)'))
+if holder == owner then
+  if waiting then
+    redis.call('pexpire', lock, lease)
+    return {1, tonumber(holds), token}
+  end
+  holds = tonumber(holds) + 1
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
+  return {1, holds, token}
+end
+if ttl > 0 then
+  register(queue, waiters, owner, ttl, now_ms())
+  if string.sub(rest, -2) ~= ' w' then
+    redis.call('set', lock, value .. ' w', 'KEEPTTL')
+  end
+end
+return {0, redis.call('pttl', lock)}
+`,
+}
+
+// forceUnlockScript: delete a lock whoever holds it, and wake its waiters.
+// (lockgen's Lua script force_unlock; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
+var forceUnlockScript = lockimpl.Script{
+	Name: "force_unlock",
+	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
+	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
+-- KEYS[1] lock: the lock key
+-- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+--   neither queue nor waiters)
+-- KEYS[3]? waiters: the waiter registry's deadlines
+-- KEYS[4]? fence: a fenced lock's fence counter (unused: it outlives the
+--   lock)
+-- ARGV[1] prefix: the wake-up channel prefix (with a registry: a client's
+--   channel is prefix:<clientID>, and each client with a live waiter gets
+--   "all"; without: the channel itself, which gets "released")
+-- ARGV[2] publish: the publish command (publish or spublish)
+-- ARGV[3]? handoff_ms: the hand-off lease in milliseconds (unused: nobody
+--   is handed a lock that was forced open)
+-- reply: int
+--   1 when a lock was deleted, 0 when it was not held.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+
+if redis.call('del', lock) == 0 then
+  return 0
+end
+if queue then
+  notify_all(ARGV[2], ARGV[1], queue, waiters, now_ms())
+else
+  redis.call(ARGV[2], ARGV[1], 'released')
+end
+return 1
+`,
+}
+
+// reentrantReleaseScript: give up one hold of a reentrant (or fenced) lock; the
+// last hold hands the lock to the longest-waiting live waiter, if any.
+// (lockgen's Lua script reentrant_release; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
+var reentrantReleaseScript = lockimpl.Script{
+	Name: "reentrant_release",
+	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
+	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
+-- last hold hands the lock to the longest-waiting live waiter, if any.
+-- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[4]? fence: a fenced lock's fence counter
+-- ARGV[1] owner: the owner id
+-- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+--   prefix:<clientID>)
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5] handoff_ms: the lease of a hand-off in milliseconds
+-- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a lock it was handed but did not use)
+-- reply: int
+--   -1 when the owner does not hold the lock, the holds left when still
+--   held (the lease is restarted), or 0 when released. A release without
+--   " w" only deletes the key. Otherwise the first live waiter gets the
+--   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
+--   message "<waiter>[ <token>]" on its client's channel; a waiter
+--   registered as "<owner> <detail>" (a multi-lock) is woken to try again
+--   instead, and the key deleted.
+-- registry: the waiter registry (runtime's package doc, "Waiter
+-- registry"), included by the scripts that keep one: queue, a list of
+-- members in arrival order, and waiters, a zset of the same members scored
+-- by their deadline in server milliseconds. A member is "<owner>" or
+-- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
+-- keys as arguments.
+-- KEYS: none
+-- ARGV: none
+-- reply: none
+
+-- now_ms returns the server's clock in milliseconds.
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- register queues member, or refreshes its deadline keeping its place;
+-- both keys live as long as the last deadline.
+local function register(queue, waiters, member, ttl, now)
+  if redis.call('zadd', waiters, now + ttl, member) == 1 then
+    redis.call('rpush', queue, member)
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
+-- refresh extends a registered member's deadline while another owner
+-- holds lock: a waiter's periodic refresh (acquire with ARGV '2'), which
+-- costs TIME, ZADD XX, PTTL and the two PEXPIREs. It returns the lock's
+-- PTTL, or nil when member is no longer registered (a release handed it
+-- the lock, or it was purged) or the lock is free: the caller then makes
+-- a full attempt in the same call.
+local function refresh(lock, queue, waiters, member, ttl)
+  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+    return nil
+  end
+  local pttl = redis.call('pttl', lock)
+  if pttl == -2 then
+    return nil
+  end
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+  return pttl
+end
+
+-- unregister takes member out of the registry.
+local function unregister(queue, waiters, member)
+  if redis.call('zrem', waiters, member) == 1 then
+    redis.call('lrem', queue, 1, member)
+  end
+end
+
+-- purge drops the members whose deadline passed: their waiters died or
+-- gave up without leaving.
+local function purge(queue, waiters, now)
+  local dead = redis.call('zrangebyscore', waiters, '-inf', now)
+  for _, m in ipairs(dead) do
+    redis.call('lrem', queue, 1, m)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', waiters, '-inf', now)
+  end
+end
+
+-- pop takes the longest-waiting live member out of the registry and
+-- returns it, or nil.
+local function pop(queue, waiters, now)
+  purge(queue, waiters, now)
+  while true do
+    local m = redis.call('lpop', queue)
+    if not m or redis.call('zrem', waiters, m) == 1 then
+      return m
+    end
+  end
+end
+
+-- owner_of splits a member into its owner and its detail ('' for none).
+local function owner_of(member)
+  local owner, detail = string.match(member, '^(%S+) ?(.*)$')
+  return owner, detail
+end
+
+-- notify publishes payload to the client of owner: the channel
+-- prefix:<clientID>, with publish (or spublish).
+local function notify(publish, prefix, owner, payload)
+  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+end
+
+-- notify_all publishes "all" once to every client with a live member.
+local function notify_all(publish, prefix, queue, waiters, now)
+  purge(queue, waiters, now)
+  local seen = {}
+  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    if not seen[client] then
+      seen[client] = true
+      redis.call(publish, prefix .. ':' .. client, 'all')
+    end
+  end
+end
+
+-- hand_on passes a released exclusive lock to the longest-waiting live
+-- waiter: it sets the key to the waiter's hold ("<waiter>", a reentrant
+-- one "<waiter> 1", a fenced one "<waiter> 1 <new token>"; " w" appended
+-- when more wait) with the hand-off lease, and tells the waiter's client
+-- "<waiter>[ <token>]". A waiter registered with a detail (a multi-lock)
+-- is only woken, to try again, and the key deleted; so is it when nobody
+-- waits.
+local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, publish)
+  local next = pop(queue, waiters, now_ms())
+  if not next then
+    redis.call('del', lock)
+    return
+  end
+  local waiter, detail = owner_of(next)
+  if detail ~= '' then
+    redis.call('del', lock)
+    notify(publish, prefix, waiter, waiter)
+    return
+  end
+  local v, payload = waiter, waiter
+  if reentrant then
+    v = v .. ' 1'
+  end
+  if fence then
+    local token = redis.call('incr', fence)
+    v, payload = v .. ' ' .. token, payload .. ' ' .. token
+  end
+  if redis.call('exists', queue) == 1 then
+    v = v .. ' w'
+  end
+  redis.call('set', lock, v, 'PX', handoff)
+  notify(publish, prefix, waiter, payload)
+end
+local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner = ARGV[1]
+
+if ARGV[6] == '1' then
+  unregister(queue, waiters, owner)
+end
+local value = redis.call('get', lock)
+if not value then
+  return -1
+end
+local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+if holder ~= owner then
+  return -1
+end
+holds = tonumber(holds) - 1
+if holds > 0 then
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', tonumber(ARGV[2]))
+  return holds
+end
+if string.sub(rest, -2) ~= ' w' then
+  redis.call('del', lock)
+  return 0
+end
+hand_on(lock, queue, waiters, fence, true, tonumber(ARGV[5]), ARGV[3], ARGV[4])
+return 0
+`,
+}
+
+// reentrantRenewScript: extend the lease of a held reentrant (or fenced) lock.
+// (lockgen's Lua script reentrant_renew; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
+var reentrantRenewScript = lockimpl.Script{
+	Name: "reentrant_renew",
+	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
+	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
+-- KEYS[1] lock: "<owner> <holds>[ <token>]"
+-- KEYS[2] queue: the waiter registry's wait queue (unused)
+-- KEYS[3] waiters: the waiter registry's deadlines (unused)
+-- KEYS[4]? fence: a fenced lock's fence counter (unused)
+-- ARGV[1] lease_ms: the lease in milliseconds
+-- ARGV[2] owner: the owner id
+-- reply: int
+--   1 when renewed, 0 when the owner no longer holds the lock.
+local lock = KEYS[1]
+local prefix = ARGV[2] .. ' '
+
+local value = redis.call('get', lock)
+if value and string.sub(value, 1, #prefix) == prefix then
   redis.call('pexpire', lock, tonumber(ARGV[1]))
   return 1
 end
@@ -1554,6 +2175,10 @@ func Preload(ctx context.Context, c *lockrt.Client) error {
 		&fairForceUnlockScript,
 		&fairReleaseScript,
 		&fairRenewScript,
+		&fencedAcquireScript,
+		&forceUnlockScript,
+		&reentrantReleaseScript,
+		&reentrantRenewScript,
 		&rwAcquireScript,
 		&rwForceUnlockScript,
 		&rwReleaseScript,
