@@ -101,23 +101,13 @@ func BenchmarkHerdCluster(b *testing.B) {
 			}
 			b.StopTimer()
 			for i, lib := range clusterHerdLibs {
-				med := func(f func(herdStats) float64) float64 {
-					var xs []float64
-					for _, s := range runs[i] {
-						xs = append(xs, f(s))
-					}
-					return median(xs)
-				}
-				evalsha, cmds := med(func(s herdStats) float64 { return s.evalsha }), med(func(s herdStats) float64 { return s.commands })
-				p50, p99 := med(func(s herdStats) float64 { return s.p50 }), med(func(s herdStats) float64 { return s.p99 })
-				bus := med(func(s herdStats) float64 { return s.bus })
-				lo, hi := med(func(s herdStats) float64 { return float64(s.min) }), med(func(s herdStats) float64 { return float64(s.max) })
-				b.ReportMetric(evalsha, lib.name+"-evalsha/acq")
-				b.ReportMetric(cmds, lib.name+"-cmds/acq")
-				b.ReportMetric(bus, lib.name+"-bus/acq")
-				b.ReportMetric(p99, lib.name+"-p99-µs")
-				b.Logf("cluster N=%d %-10s evalsha/acq %5.2f  cmds/acq %6.2f  bus publish/acq %5.2f  hand-off p50 %5.0fµs p99 %6.0fµs  per client min %3.0f max %4.0f  (median of %d)",
-					n, lib.name, evalsha, cmds, bus, p50, p99, lo, hi, len(runs[i]))
+				m := medianStats(runs[i])
+				b.ReportMetric(m.evalsha, lib.name+"-evalsha/acq")
+				b.ReportMetric(m.commands, lib.name+"-cmds/acq")
+				b.ReportMetric(m.bus, lib.name+"-bus/acq")
+				b.ReportMetric(m.p99, lib.name+"-p99-µs")
+				b.Logf("cluster N=%d %-10s evalsha/acq %5.2f  cmds/acq %6.2f  bus publish/acq %5.2f  hand-off p50 %5.0fµs p99 %6.0fµs  per client min %3d max %4d  (median of %d)",
+					n, lib.name, m.evalsha, m.commands, m.bus, m.p50, m.p99, m.min, m.max, len(runs[i]))
 				logServed(b, lib.name, runs[i])
 			}
 		})

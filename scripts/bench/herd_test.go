@@ -194,27 +194,36 @@ func benchHerd(b *testing.B, herdLibs []lib) {
 	}
 }
 
+// medianStats returns the median of each figure of runs (min and max
+// rounded down); its dist is the last run's.
+func medianStats(runs []herdStats) herdStats {
+	med := func(f func(herdStats) float64) float64 {
+		var xs []float64
+		for _, s := range runs {
+			xs = append(xs, f(s))
+		}
+		return median(xs)
+	}
+	return herdStats{
+		evalsha: med(func(s herdStats) float64 { return s.evalsha }), commands: med(func(s herdStats) float64 { return s.commands }),
+		p50: med(func(s herdStats) float64 { return s.p50 }), p99: med(func(s herdStats) float64 { return s.p99 }),
+		selfPct: med(func(s herdStats) float64 { return s.selfPct }), bus: med(func(s herdStats) float64 { return s.bus }),
+		min: int(med(func(s herdStats) float64 { return float64(s.min) })), max: int(med(func(s herdStats) float64 { return float64(s.max) })),
+		dist: runs[len(runs)-1].dist,
+	}
+}
+
 // reportHerd reports the medians over the rounds of each library's runs
 // (runs[i] are those of libs[i]) and logs them with what, e.g. "N=8".
 func reportHerd(b *testing.B, what string, libs []lib, runs [][]herdStats) {
 	for i, lib := range libs {
-		med := func(f func(herdStats) float64) float64 {
-			var xs []float64
-			for _, s := range runs[i] {
-				xs = append(xs, f(s))
-			}
-			return median(xs)
-		}
+		m := medianStats(runs[i])
 		name := strings.ReplaceAll(lib.name, "-", "")
-		evalsha, cmds := med(func(s herdStats) float64 { return s.evalsha }), med(func(s herdStats) float64 { return s.commands })
-		p50, p99 := med(func(s herdStats) float64 { return s.p50 }), med(func(s herdStats) float64 { return s.p99 })
-		self := med(func(s herdStats) float64 { return s.selfPct })
-		lo, hi := med(func(s herdStats) float64 { return float64(s.min) }), med(func(s herdStats) float64 { return float64(s.max) })
-		b.ReportMetric(evalsha, name+"-evalsha/acq")
-		b.ReportMetric(cmds, name+"-cmds/acq")
-		b.ReportMetric(p99, name+"-p99-µs")
-		b.Logf("%s %-10s evalsha/acq %5.2f  cmds/acq %6.2f  hand-off p50 %5.0fµs p99 %6.0fµs  self %4.1f%%  per client min %3.0f max %4.0f  (median of %d)",
-			what, lib.name, evalsha, cmds, p50, p99, self, lo, hi, len(runs[i]))
+		b.ReportMetric(m.evalsha, name+"-evalsha/acq")
+		b.ReportMetric(m.commands, name+"-cmds/acq")
+		b.ReportMetric(m.p99, name+"-p99-µs")
+		b.Logf("%s %-10s evalsha/acq %5.2f  cmds/acq %6.2f  hand-off p50 %5.0fµs p99 %6.0fµs  self %4.1f%%  per client min %3d max %4d  (median of %d)",
+			what, lib.name, m.evalsha, m.commands, m.p50, m.p99, m.selfPct, m.min, m.max, len(runs[i]))
 		logServed(b, lib.name, runs[i])
 	}
 }
