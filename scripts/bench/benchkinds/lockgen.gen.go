@@ -904,10 +904,10 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "f6d9e8bb708e8eea1b5b43f09db48c01adb8a67f",
+	SHA1: "7c5d17997a647bdb8c8d5ceec78ef64b16cf662a",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
--- KEYS[2]? queue: the waiter registry's wait queue (a RedLock node passes
+-- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
 --   neither queue nor waiters)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter (unused: it outlives the
