@@ -42,13 +42,17 @@ func clusterStats(tb testing.TB, nodes []*redis.Client) map[string]int64 {
 	return out
 }
 
+// clusterHerdLib is one library of BenchmarkHerdCluster: open returns a
+// locker over rdb.
+type clusterHerdLib struct {
+	name string
+	open func(tb testing.TB, rdb *redis.ClusterClient) locker
+}
+
 // clusterHerdLibs open BenchmarkHerdCluster's lockers, each over a
 // cluster client of its own: lockgen's reentrant lock (sharded pub/sub,
 // the default on a Redis 7 cluster) and redislock retrying every 1ms.
-var clusterHerdLibs = []struct {
-	name string
-	open func(tb testing.TB, rdb *redis.ClusterClient) locker
-}{
+var clusterHerdLibs = []clusterHerdLib{
 	{"lockgen", func(tb testing.TB, rdb *redis.ClusterClient) locker {
 		c := lockrt.New(rdb)
 		tb.Cleanup(func() { c.Close() })
@@ -100,16 +104,16 @@ func BenchmarkHerdCluster(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			for i, lib := range clusterHerdLibs {
-				m := medianStats(runs[i])
-				b.ReportMetric(m.evalsha, lib.name+"-evalsha/acq")
-				b.ReportMetric(m.commands, lib.name+"-cmds/acq")
-				b.ReportMetric(m.bus, lib.name+"-bus/acq")
-				b.ReportMetric(m.p99, lib.name+"-p99-µs")
-				b.Logf("cluster N=%d %-10s evalsha/acq %5.2f  cmds/acq %6.2f  bus publish/acq %5.2f  hand-off p50 %5.0fµs p99 %6.0fµs  per client min %3d max %4d  (median of %d)",
-					n, lib.name, m.evalsha, m.commands, m.bus, m.p50, m.p99, m.min, m.max, len(runs[i]))
-				logServed(b, lib.name, runs[i])
-			}
+			reportHerd(b, "cluster N="+strconv.Itoa(n), clusterLibNames(), runs, true)
 		})
 	}
+}
+
+// clusterLibNames are the names of clusterHerdLibs.
+func clusterLibNames() []string {
+	var names []string
+	for _, l := range clusterHerdLibs {
+		names = append(names, l.name)
+	}
+	return names
 }

@@ -189,7 +189,7 @@ func benchHerd(b *testing.B, herdLibs []lib) {
 				}
 			}
 			b.StopTimer()
-			reportHerd(b, "N="+strconv.Itoa(n), herdLibs, runs)
+			reportHerd(b, "N="+strconv.Itoa(n), libNames(herdLibs), runs, false)
 		})
 	}
 }
@@ -214,18 +214,33 @@ func medianStats(runs []herdStats) herdStats {
 }
 
 // reportHerd reports the medians over the rounds of each library's runs
-// (runs[i] are those of libs[i]) and logs them with what, e.g. "N=8".
-func reportHerd(b *testing.B, what string, libs []lib, runs [][]herdStats) {
-	for i, lib := range libs {
+// (runs[i] are those of the library names[i]) and logs them with what,
+// e.g. "N=8"; with bus, the cluster bus's publish messages too.
+func reportHerd(b *testing.B, what string, names []string, runs [][]herdStats, bus bool) {
+	for i, lib := range names {
 		m := medianStats(runs[i])
-		name := strings.ReplaceAll(lib.name, "-", "")
+		name := strings.ReplaceAll(lib, "-", "")
 		b.ReportMetric(m.evalsha, name+"-evalsha/acq")
 		b.ReportMetric(m.commands, name+"-cmds/acq")
 		b.ReportMetric(m.p99, name+"-p99-µs")
-		b.Logf("%s %-10s evalsha/acq %5.2f  cmds/acq %6.2f  hand-off p50 %5.0fµs p99 %6.0fµs  self %4.1f%%  per client min %3d max %4d  (median of %d)",
-			what, lib.name, m.evalsha, m.commands, m.p50, m.p99, m.selfPct, m.min, m.max, len(runs[i]))
-		logServed(b, lib.name, runs[i])
+		busText := ""
+		if bus {
+			b.ReportMetric(m.bus, name+"-bus/acq")
+			busText = fmt.Sprintf("  bus publish/acq %5.2f", m.bus)
+		}
+		b.Logf("%s %-10s evalsha/acq %5.2f  cmds/acq %6.2f%s  hand-off p50 %5.0fµs p99 %6.0fµs  self %4.1f%%  per client min %3d max %4d  (median of %d)",
+			what, lib, m.evalsha, m.commands, busText, m.p50, m.p99, m.selfPct, m.min, m.max, len(runs[i]))
+		logServed(b, lib, runs[i])
 	}
+}
+
+// libNames are the names of libs.
+func libNames(libs []lib) []string {
+	var names []string
+	for _, l := range libs {
+		names = append(names, l.name)
+	}
+	return names
 }
 
 // logServed logs the acquisitions per client of a library's last round

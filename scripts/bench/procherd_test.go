@@ -25,12 +25,56 @@ import (
 // runtime) can be shared between the waiters: the evidence that the counts
 // are not an artifact of one process.
 
-// herdChildEnv holds a child's job: "lib addr id hold", e.g.
-// "lockgen 127.0.0.1:7001 herd8-0 1ms".
+// herdChildEnv holds a child's job: "lib addrs id hold", e.g.
+// "lockgen 127.0.0.1:7001 herd8-0 1ms"; with several addresses (a
+// cluster's, comma-separated) the child runs the library of
+// clusterHerdLibs over a redis.ClusterClient.
 const herdChildEnv = "LOCKGEN_BENCH_HERD_CHILD"
 
-// procHerdLibs are the libraries a child can run, by name.
+// procHerdLibs are the libraries a child can run on a single node, by name.
 var procHerdLibs = herdLibs
+
+// procTarget is the Redis deployment of a process herd: its addresses
+// (one for a single node) and how to read what it ran.
+type procTarget struct {
+	addrs []string
+	stats func() map[string]int64
+}
+
+// singleTarget is node, the benchmarks' redis-server.
+func singleTarget(tb testing.TB) procTarget {
+	return procTarget{[]string{node.Addr}, func() map[string]int64 { return commandStats(tb) }}
+}
+
+// clusterTarget is the cluster of nodes, counted over every node.
+func clusterTarget(tb testing.TB, nodes []*redis.Client) procTarget {
+	t := procTarget{stats: func() map[string]int64 { return clusterStats(tb, nodes) }}
+	for _, n := range nodes {
+		t.addrs = append(t.addrs, n.Options().Addr)
+	}
+	return t
+}
+
+// openChildLocker opens the child's locker of the library name over a
+// client of addrs (a cluster client when there are several).
+func openChildLocker(tb testing.TB, name string, addrs []string) (locker, error) {
+	if len(addrs) > 1 {
+		i := slices.IndexFunc(clusterHerdLibs, func(l clusterHerdLib) bool { return l.name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown cluster library %q", name)
+		}
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		tb.Cleanup(func() { rdb.Close() })
+		return clusterHerdLibs[i].open(tb, rdb), nil
+	}
+	i := slices.IndexFunc(procHerdLibs, func(l lib) bool { return l.name == name })
+	if i < 0 {
+		return nil, fmt.Errorf("unknown library %q", name)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	tb.Cleanup(func() { rdb.Close() })
+	return procHerdLibs[i].open(tb, rdb), nil
+}
 
 // childTB is the testing.TB of a child process, for the libraries' open
 // functions: Fatal exits the process, Cleanup runs at its end. Other
@@ -63,20 +107,21 @@ func (c *childTB) close() {
 func herdChild(job string) int {
 	f := strings.Fields(job)
 	if len(f) != 4 {
-		fmt.Fprintf(os.Stderr, "%s=%q: want lib addr id hold\n", herdChildEnv, job)
+		fmt.Fprintf(os.Stderr, "%s=%q: want lib addrs id hold\n", herdChildEnv, job)
 		return 2
 	}
-	i := slices.IndexFunc(procHerdLibs, func(l lib) bool { return l.name == f[0] })
 	hold, err := time.ParseDuration(f[3])
-	if i < 0 || err != nil {
-		fmt.Fprintf(os.Stderr, "%s=%q: unknown library or bad hold (%v)\n", herdChildEnv, job, err)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", herdChildEnv, job, err)
 		return 2
 	}
 	tb := &childTB{}
 	defer tb.close()
-	rdb := redis.NewClient(&redis.Options{Addr: f[1]})
-	tb.Cleanup(func() { rdb.Close() })
-	l := procHerdLibs[i].open(tb, rdb)
+	l, err := openChildLocker(tb, f[0], strings.Split(f[1], ","))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", herdChildEnv, job, err)
+		return 2
+	}
 	warmUp(tb, l)
 	out := bufio.NewWriter(os.Stdout)
 	say := func(format string, a ...any) {
@@ -126,13 +171,14 @@ type procEvent struct {
 // procKinds are the kinds of the children's lines.
 var procKinds = map[string]byte{"ready": 'y', "a": 'a', "r": 'r', "done": 'd'}
 
-// procHerd runs one herd of n child processes of lib on the lock id
+// procHerd runs one herd of n child processes of the library name on
+// target, on the lock id
 // until it was taken total times (a few more acquisitions may complete
 // while the children stop; they are counted), and counts what Redis ran
 // meanwhile (INFO commandstats, after every child was ready and before
 // any closed its clients). It fails when two children held at once or a
 // child failed.
-func procHerd(tb testing.TB, lib lib, n int, id string, total int, hold time.Duration) (herdResult, error) {
+func procHerd(tb testing.TB, target procTarget, name string, n int, id string, total int, hold time.Duration) (herdResult, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		tb.Fatal(err)
@@ -159,7 +205,7 @@ func procHerd(tb testing.TB, lib lib, n int, id string, total int, hold time.Dur
 	}()
 	for i := range n {
 		c := exec.Command(exe, "-test.run=^$")
-		c.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s", herdChildEnv, lib.name, node.Addr, id, hold))
+		c.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s", herdChildEnv, name, strings.Join(target.addrs, ","), id, hold))
 		c.Stderr = &stderrs[i]
 		if stdins[i], err = c.StdinPipe(); err != nil {
 			tb.Fatal(err)
@@ -203,7 +249,7 @@ func procHerd(tb testing.TB, lib lib, n int, id string, total int, hold time.Dur
 			return herdResult{}, fmt.Errorf("%d of %d children ready after 3 minutes", ready, n)
 		}
 	}
-	before := commandStats(tb)
+	before := target.stats()
 	send("go")
 	var (
 		log     []procEvent
@@ -233,7 +279,7 @@ func procHerd(tb testing.TB, lib lib, n int, id string, total int, hold time.Dur
 		}
 	}
 	res := herdResult{acquisitions: taken, perClient: make([]int, n)}
-	res.count(before, commandStats(tb))
+	res.count(before, target.stats())
 	return res, res.replay(log)
 }
 
@@ -277,49 +323,65 @@ func (r *herdResult) replay(log []procEvent) error {
 // order; medians over the rounds (-benchtime 3x or more). Per library:
 // EVALSHA and commands per acquisition (INFO commandstats), hand-off
 // p50/p99 (between processes, on the wall clock), how often the releaser
-// took the lock straight back, and the acquisitions per process.
+// took the lock straight back, and the acquisitions per process. On
+// /cluster the same on a 3-primary cluster, each process over a cluster
+// client of its own (lockgen and redislock), with the cluster bus's
+// publish messages.
 func BenchmarkHerdProcesses(b *testing.B) {
+	b.Run("single", func(b *testing.B) { benchProcHerd(b, singleTarget(b), libNames(procHerdLibs), "processes") })
+	b.Run("cluster", func(b *testing.B) {
+		_, nodes := startBenchCluster(b)
+		benchProcHerd(b, clusterTarget(b, nodes), clusterLibNames(), "cluster processes")
+	})
+}
+
+func benchProcHerd(b *testing.B, target procTarget, libs []string, what string) {
 	for _, n := range []int{8, 32, 64} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			flush(b)
-			runs := make([][]herdStats, len(procHerdLibs))
+			runs := make([][]herdStats, len(libs))
 			for round := range b.N {
-				for k := range procHerdLibs {
-					i := (k + round) % len(procHerdLibs)
-					res, err := procHerd(b, procHerdLibs[i], n, fmt.Sprintf("pherd%d-%d", n, round), 1000, time.Millisecond)
+				for k := range libs {
+					i := (k + round) % len(libs)
+					res, err := procHerd(b, target, libs[i], n, fmt.Sprintf("pherd%d-%d-%s", n, round, libs[i]), 1000, time.Millisecond)
 					if err != nil {
 						b.Fatal(err)
 					}
 					runs[i] = append(runs[i], res.stats())
 				}
 			}
-			reportHerd(b, "processes N="+strconv.Itoa(n), procHerdLibs, runs)
+			reportHerd(b, what+" N="+strconv.Itoa(n), libs, runs, len(target.addrs) > 1)
 		})
 	}
 }
 
-// TestHerdProcesses: lockgen's herd of 8 and of 32 child processes, 10
-// acquisitions per process with a 200µs hold: at most 2.5 EVALSHA per
-// acquisition (INFO commandstats), every process acquires, and no two
-// hold at once. The control, redislock retrying every 1ms in 8 processes,
-// must run more than 2.5 (each waiting process retries): the count sees
-// every process's scripts.
+// TestHerdProcesses: lockgen's herd of 8 and of 32 child processes on a
+// single node, and of 8 on a 3-primary cluster, 10 acquisitions per
+// process with a 200µs hold: at most 2.5 EVALSHA per acquisition (INFO
+// commandstats), every process acquires, no two hold at once, and on the
+// cluster no publish message crosses the bus (SPUBLISH). The control,
+// redislock retrying every 1ms in 8 processes, must run more than 2.5
+// (each waiting process retries): the count sees every process's scripts.
 func TestHerdProcesses(t *testing.T) {
+	_, nodes := startBenchCluster(t)
+	single, cluster := singleTarget(t), clusterTarget(t, nodes)
 	for _, c := range []struct {
-		lib lib
-		n   int
-	}{{lockgenReentrant, 8}, {lockgenReentrant, 32}, {redislockLinear, 8}} {
-		t.Run(fmt.Sprintf("%s/N=%d", c.lib.name, c.n), func(t *testing.T) {
-			res, err := procHerd(t, c.lib, c.n, fmt.Sprintf("pherd-test-%s-%d", c.lib.name, c.n), 10*c.n, 200*time.Microsecond)
+		where  string
+		target procTarget
+		lib    string
+		n      int
+	}{{"single", single, lockgenReentrant.name, 8}, {"single", single, lockgenReentrant.name, 32},
+		{"cluster", cluster, lockgenReentrant.name, 8}, {"single", single, redislockLinear.name, 8}} {
+		t.Run(fmt.Sprintf("%s/%s/N=%d", c.where, c.lib, c.n), func(t *testing.T) {
+			res, err := procHerd(t, c.target, c.lib, c.n, fmt.Sprintf("pherd-test-%s-%s-%d", c.where, c.lib, c.n), 10*c.n, 200*time.Microsecond)
 			if err != nil {
 				t.Fatal(err)
 			}
 			s := res.stats()
-			t.Logf("%s, %d processes, %d acquisitions: %.2f EVALSHA and %.1f commands per acquisition, releaser re-took %.1f%%, per process %v",
-				c.lib.name, c.n, res.acquisitions, s.evalsha, s.commands, s.selfPct, s.dist)
-			if c.lib.name != lockgenReentrant.name {
+			t.Logf("%s, %s, %d processes, %d acquisitions: %.2f EVALSHA, %.1f commands and %.2f bus publish messages per acquisition, releaser re-took %.1f%%, per process %v",
+				c.where, c.lib, c.n, res.acquisitions, s.evalsha, s.commands, s.bus, s.selfPct, s.dist)
+			if c.lib != lockgenReentrant.name {
 				if s.evalsha <= 2.5 {
-					t.Errorf("control %s: %.2f EVALSHA per acquisition with %d polling processes, want > 2.5", c.lib.name, s.evalsha, c.n)
+					t.Errorf("control %s: %.2f EVALSHA per acquisition with %d polling processes, want > 2.5", c.lib, s.evalsha, c.n)
 				}
 				return
 			}
@@ -328,6 +390,9 @@ func TestHerdProcesses(t *testing.T) {
 			}
 			if u := s.unserved(); u > 0 {
 				t.Errorf("%d of %d processes never acquired (per process %v)", u, c.n, res.perClient)
+			}
+			if res.busPublish != 0 {
+				t.Errorf("%d publish messages crossed the cluster bus, want 0", res.busPublish)
 			}
 		})
 	}
