@@ -23,7 +23,14 @@ const busPublish = "bus_publish"
 // publish messages as busPublish.
 func clusterStats(tb testing.TB, nodes []*redis.Client) map[string]int64 {
 	c := readClusterCounts(tb, nodes) // the bus counter
-	out := map[string]int64{busPublish: c.busPublish}
+	out := nodesStats(tb, nodes)
+	out[busPublish] = c.busPublish
+	return out
+}
+
+// nodesStats sums INFO commandstats (calls by command name) over nodes.
+func nodesStats(tb testing.TB, nodes []*redis.Client) map[string]int64 {
+	out := map[string]int64{}
 	for _, n := range nodes {
 		info, err := n.Info(context.Background(), "commandstats").Result()
 		if err != nil {

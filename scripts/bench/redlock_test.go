@@ -172,3 +172,55 @@ func TestRedLockHandoff(t *testing.T) {
 		})
 	}
 }
+
+// redHerdLibs are the libraries of BenchmarkHerdRedLock: lockgen's
+// RedLock (a waiter registry on each node, a release wakes one waiter per
+// node) against redsync at its default retry (50-250ms at random) and
+// retrying every 1ms.
+var redHerdLibs = []redLib{lockgenRed, redsyncRed, redsyncRed1ms}
+
+// BenchmarkHerdRedLock is BenchmarkHerd on a RedLock over 3 independent
+// nodes: N = 8, 32, 64 clients (each with go-redis clients of its own,
+// and for lockgen runtime clients of its own) loop lock, a 1ms hold,
+// unlock on one RedLock, 1000 acquisitions per run, the libraries in
+// rotated order per round; medians of the rounds (-benchtime 3x or
+// more). Scripts and commands per acquisition are INFO commandstats
+// summed over the 3 nodes.
+func BenchmarkHerdRedLock(b *testing.B) {
+	nodes := redistest.Independent(b, 3)
+	admins := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		admins[i] = n.Client()
+	}
+	libs := make([]lib, len(redHerdLibs)) // for reportHerd, which names them
+	for i, rl := range redHerdLibs {
+		libs[i] = lib{name: rl.name}
+	}
+	for _, n := range []int{8, 32, 64} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			lockers := make([][]locker, len(redHerdLibs))
+			for i, rl := range redHerdLibs {
+				for range n {
+					l := rl.open(b, nodes)
+					warmUp(b, l)
+					lockers[i] = append(lockers[i], l)
+				}
+			}
+			runs := make([][]herdStats, len(redHerdLibs))
+			b.ResetTimer()
+			for round := range b.N {
+				for k := range redHerdLibs {
+					i := (k + round) % len(redHerdLibs)
+					res, err := herdCounted(b, lockers[i], fmt.Sprintf("rherd%d-%d", n, round), 1000, time.Millisecond,
+						func() map[string]int64 { return nodesStats(b, admins) })
+					if err != nil {
+						b.Fatal(err)
+					}
+					runs[i] = append(runs[i], res.stats())
+				}
+			}
+			b.StopTimer()
+			reportHerd(b, fmt.Sprintf("redlock N=%d", n), libs, runs)
+		})
+	}
+}
