@@ -33,10 +33,13 @@ import (
 // the move once more, so items that came due while no client served it
 // (a crash, a restart of every client) are delivered then.
 //
-// The scheduler cannot use the wait loop (waitFor, wait.go): that loop
-// parks one goroutine on one channel until one attempt succeeds, and the
-// scheduler waits on every served queue's channel and its own heap at
-// once, in one goroutine.
+// The scheduler cannot use the wait loop (waitFor and waitOn, wait.go):
+// that loop parks one goroutine per wait until its attempt succeeds,
+// listening on a fixed set of channels, while the scheduler waits on
+// every served queue's channel (a set that changes as queues are served
+// and forgotten) and its own heap, from one goroutine for the client's
+// life. A failed move is retried after the runtime's one backoff rule
+// (backoff, wait.go, which the wait loop uses too), capped at maxRetry.
 
 // moveBatch is how many items one run of the move script moves at most of
 // each kind; a full batch makes the scheduler run it again at once.
@@ -45,7 +48,8 @@ const moveBatch = 100
 // moveTimeout bounds one run of the move script.
 const moveTimeout = 5 * time.Second
 
-// maxRetry bounds the wait between retries of a move that failed.
+// maxRetry bounds the wait between retries of a move that failed (and of
+// a queue worker's failed take).
 const maxRetry = 5 * time.Second
 
 // idleLinger is how long a queue instance with nothing due and no Take
@@ -83,8 +87,8 @@ type served struct {
 	first   bool      // the first move has not run yet
 	idle    bool      // nothing due: at is when to forget it
 	users   int       // Takes waiting on it
-	retry   time.Duration
-	subbing bool // a subscription is under way
+	fails   int       // moves that failed in a row
+	subbing bool      // a subscription is under way
 	sub     *subscription
 	w       *waiter
 }
@@ -333,10 +337,11 @@ func (s *scheduler) moved(e *served, d time.Duration, err error) (retry time.Dur
 		s.subscribe(e) // it failed before: try again
 	}
 	if err != nil {
-		e.retry = min(max(2*e.retry, 50*time.Millisecond), maxRetry)
-		d = e.retry
+		retry = backoff(e.fails, maxRetry)
+		e.fails++
+		d = retry
 	} else {
-		e.retry = 0
+		e.fails = 0
 	}
 	switch {
 	case e.now:
@@ -346,7 +351,7 @@ func (s *scheduler) moved(e *served, d time.Duration, err error) (retry time.Dur
 	case e.users == 0:
 		s.idleLocked(e)
 	}
-	return e.retry
+	return retry
 }
 
 // close releases what the scheduler holds when the client is closed.

@@ -14,7 +14,8 @@ import (
 )
 
 // The waiting every blocking acquire (locks of every kind, atomic
-// multi-locks, semaphores) shares: the wait's length, the pub/sub loop, and how a wait ends.
+// multi-locks, RedLocks, semaphores, latches) shares: the wait's length,
+// the pub/sub loop, and how a wait ends.
 
 // defaultWait is how long a blocking call without an explicit wait waits:
 // as long as ctx allows (-1) when ctx has a deadline, else the spec's
@@ -207,9 +208,16 @@ func transient(err error) bool {
 
 // retryBackoff is how long a blocking call waits before its next attempt
 // after the given number of transient errors in a row: 50ms doubling up
-// to 1s.
-func retryBackoff(retries int) time.Duration {
-	return min(50*time.Millisecond<<min(retries, 5), time.Second)
+// to 1s (backoff).
+func retryBackoff(retries int) time.Duration { return backoff(retries, time.Second) }
+
+// backoff is the one rule of the runtime's retries after failures: the
+// pause after the given number of failures in a row (0: the first) is
+// 50ms doubled per failure, at most limit. Blocking calls use it through
+// retryBackoff; the delay scheduler and the queue worker, which retry
+// without a wait loop, with maxRetry.
+func backoff(failures int, limit time.Duration) time.Duration {
+	return min(50*time.Millisecond<<min(failures, 16), limit)
 }
 
 // lastError adds the last transient error of a wait to the error that

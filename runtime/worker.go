@@ -202,7 +202,7 @@ func (q *ReliableQueue[T]) Serve(ctx context.Context, handler func(ctx context.C
 
 // work is one worker goroutine: take, handle, settle, until ctx ends.
 func (q *ReliableQueue[T]) work(ctx, hctx context.Context, handler func(context.Context, T) error, cfg *workerConfig) error {
-	retry := time.Duration(0)
+	fails := 0 // takes that failed in a row
 	for ctx.Err() == nil {
 		d, err := q.Take(ctx)
 		switch {
@@ -212,14 +212,15 @@ func (q *ReliableQueue[T]) work(ctx, hctx context.Context, handler func(context.
 			continue
 		case err != nil:
 			cfg.report(Job{Queue: q.Name(), Key: q.Key()}, err)
-			retry = min(max(2*retry, 50*time.Millisecond), maxRetry)
+			retry := backoff(fails, maxRetry)
+			fails++
 			select {
 			case <-time.After(retry):
 			case <-ctx.Done():
 			}
 			continue
 		}
-		retry = 0
+		fails = 0
 		// A delivery Take returned is handled even when ctx just ended:
 		// it is in flight, and the shutdown timeout covers it.
 		q.handle(hctx, d, handler, cfg)
