@@ -112,6 +112,16 @@
 // release, TestDeadWaiterPassedOver). Re-entry through the lease's
 // context skips the queue.
 //
+// A contended acquisition costs two scripts and 18 Redis commands,
+// whatever the number of waiting clients: the failed attempt that queues
+// (EVALSHA, HGET, PTTL, TIME, ZADD, RPUSH and two PEXPIRE) and the release
+// that hands on (EVALSHA, HGET, DEL, TIME, ZRANGEBYSCORE, LPOP, ZREM,
+// HSET, PEXPIRE, PUBLISH); the woken waiter makes no call. Each waiting
+// client adds a few one-offs (the attempt again after its first
+// SUBSCRIBE, a leave when it gives up). TestHerdFair asserts at most 20
+// commands per acquisition with 8 and 32 clients (18.4-18.5 measured);
+// BenchmarkHerdFair measured 18.2, 18.6 and 19.3 at 8, 32 and 64.
+//
 // # Read-write locks
 //
 // A lock of kind readwrite is an *RWLock: Read() and Write() return its
