@@ -256,51 +256,64 @@ func TestKeyDeletedCancelsLease(t *testing.T) {
 }
 
 // TestScriptFlush: the script cache survives SCRIPT FLUSH, both for calls
-// and for the watchdog's pipelined renewals.
+// and for the watchdog's pipelined renewals. It runs on a node and a
+// cluster of its own: its flushes would add round trips to the tests that
+// count them (TestRoundTrips) on the shared ones.
 func TestScriptFlush(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		c := newClient(t, b)
-		flush := func() {
-			t.Helper()
-			var err error
-			switch rdb := c.Redis().(type) {
-			case *redis.ClusterClient:
-				err = rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.ScriptFlush(ctx).Err() })
-			default:
-				err = rdb.ScriptFlush(ctx).Err()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+	t.Parallel()
+	_, single := ownNode(t)
+	_, cluster := ownCluster(t)
+	for _, b := range []backend{single, cluster} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			scriptFlush(t, b)
+		})
+	}
+}
+
+// scriptFlush is TestScriptFlush on b.
+func scriptFlush(t *testing.T, b backend) {
+	ctx := context.Background()
+	c := newClient(t, b)
+	flush := func() {
+		t.Helper()
+		var err error
+		switch rdb := c.Redis().(type) {
+		case *redis.ClusterClient:
+			err = rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.ScriptFlush(ctx).Err() })
+		default:
+			err = rdb.ScriptFlush(ctx).Err()
 		}
-		d := def(t, lockrt.Reentrant, 600*time.Millisecond, true, time.Second)
-		held := c.Lock(d, key(t, "held"))
-		le, err := held.Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range 20 {
-			if i%5 == 0 {
-				flush()
-			}
-			le, err := c.Lock(d, key(t, "loop")).Lock(ctx)
-			if err != nil {
-				t.Fatalf("lock after SCRIPT FLUSH: %v", err)
-			}
-			if err := le.Unlock(ctx); err != nil {
-				t.Fatalf("unlock after SCRIPT FLUSH: %v", err)
-			}
-			time.Sleep(50 * time.Millisecond)
+	}
+	d := def(t, lockrt.Reentrant, 600*time.Millisecond, true, time.Second)
+	held := c.Lock(d, key(t, "held"))
+	le, err := held.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if i%5 == 0 {
+			flush()
 		}
-		// The held lock's lease was renewed through flushes.
-		if err := le.Context().Err(); err != nil {
-			t.Fatalf("lease lost across SCRIPT FLUSH: %v", context.Cause(le.Context()))
+		le, err := c.Lock(d, key(t, "loop")).Lock(ctx)
+		if err != nil {
+			t.Fatalf("lock after SCRIPT FLUSH: %v", err)
 		}
 		if err := le.Unlock(ctx); err != nil {
-			t.Fatal(err)
+			t.Fatalf("unlock after SCRIPT FLUSH: %v", err)
 		}
-	})
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The held lock's lease was renewed through flushes.
+	if err := le.Context().Err(); err != nil {
+		t.Fatalf("lease lost across SCRIPT FLUSH: %v", context.Cause(le.Context()))
+	}
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestWaiterWakesOnRelease: a waiter wakes on the release message, not
