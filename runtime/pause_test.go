@@ -41,16 +41,26 @@ func pauseDef() *lockrt.LockDef {
 // default waiter TTL, its scripts from lockgen's templates.
 func processDef(kind lockrt.LockKind) *lockrt.LockDef {
 	set := templates.Locks[kind.String()]
-	s := func(name string) *lockrt.Script {
-		src, err := templates.Source(name)
-		if err != nil {
-			panic(err)
-		}
-		sum := sha1.Sum([]byte(src))
-		return &lockrt.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
-	}
+	s := templateScript
 	return &lockrt.LockDef{Name: "Process", Kind: kind, Lease: 30 * time.Second, Renew: true, Wait: time.Minute,
 		Scripts: &lockrt.LockScripts{Acquire: s(set.Acquire), Release: s(set.Release), Renew: s(set.Renew), ForceUnlock: s(set.ForceUnlock)}}
+}
+
+// processSemDef is processDef's semaphore, of permits permits.
+func processSemDef(permits int) *lockrt.SemaphoreDef {
+	set, s := templates.Semaphore, templateScript
+	return &lockrt.SemaphoreDef{Name: "Process", Permits: permits, Lease: 30 * time.Second, Renew: true, Wait: time.Minute,
+		Scripts: &lockrt.SemaphoreScripts{Acquire: s(set.Acquire), Release: s(set.Release), Renew: s(set.Renew), State: s(set.State), Capacity: s(set.Capacity)}}
+}
+
+// templateScript builds the runtime script of one of lockgen's templates.
+func templateScript(name string) *lockrt.Script {
+	src, err := templates.Source(name)
+	if err != nil {
+		panic(err)
+	}
+	sum := sha1.Sum([]byte(src))
+	return &lockrt.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
 }
 
 // pauseChild is the child's main: take the lock, then append a line to the

@@ -381,7 +381,7 @@ func TestWaiterRefreshCost(t *testing.T) {
 // killed (SIGKILL) or frozen (SIGSTOP) as a real process is. These
 // variables configure the child.
 const (
-	waiterChildEnv = "LOCKGEN_WAITER_CHILD" // the lock's kind
+	waiterChildEnv = "LOCKGEN_WAITER_CHILD" // the kind (see take)
 	waiterAddrEnv  = "LOCKGEN_WAITER_ADDR"
 	waiterKeyEnv   = "LOCKGEN_WAITER_KEY"
 )
@@ -391,21 +391,39 @@ const (
 // unlocks, so a value above 1 is two holders at once.
 func insideKey(k string) string { return keys.Sub(k, "inside") }
 
+// take acquires what the process tests contend for, on c: lock k of
+// kind (a lock kind's name), or with kind "semaphore" one permit of a
+// semaphore of one at k. It returns how to give it back and whether its
+// lease's context is live.
+func take(ctx context.Context, c *lockrt.Client, kind, k string) (release func(context.Context) error, live func() bool, err error) {
+	if kind == "semaphore" {
+		p, err := c.Semaphore(processSemDef(1), k).Acquire(ctx, 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p.Release, func() bool { return p.Context().Err() == nil }, nil
+	}
+	for _, lk := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fenced, lockrt.Fair} {
+		if lk.String() == kind {
+			le, err := c.Lock(processDef(lk), k).Lock(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			return le.Unlock, func() bool { return le.Context().Err() == nil }, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("no kind %q", kind)
+}
+
 // waiterChild is the child's main: wait for the lock, then print
 // "acquired <counter> <live>" (the holder counter after its increment,
 // and whether the lease's context is live), hold it 50ms and unlock.
 func waiterChild() int {
-	var kind lockrt.LockKind
-	for _, k := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fenced, lockrt.Fair} {
-		if k.String() == os.Getenv(waiterChildEnv) {
-			kind = k
-		}
-	}
 	ctx, k := context.Background(), os.Getenv(waiterKeyEnv)
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(waiterAddrEnv)})
 	c := lockrt.New(rdb)
 	defer c.Close()
-	le, err := c.Lock(processDef(kind), k).Lock(ctx)
+	release, live, err := take(ctx, c, os.Getenv(waiterChildEnv), k)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -415,13 +433,13 @@ func waiterChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fmt.Printf("acquired %d %t\n", n, le.Context().Err() == nil)
+	fmt.Printf("acquired %d %t\n", n, live())
 	time.Sleep(50 * time.Millisecond)
 	if err := rdb.Decr(ctx, insideKey(k)).Err(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := le.Unlock(ctx); err != nil {
+	if err := release(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -446,15 +464,15 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	}
 }
 
-// startWaiter starts a child process waiting for kind's lock k on the
-// standalone node, waits until it is registered as k's only waiter, and
-// returns it, its owner (its registry member) and the lines it prints.
-// The child is continued and killed when the test ends.
-func startWaiter(t *testing.T, kind lockrt.LockKind, k string) (*exec.Cmd, string, <-chan string) {
+// startWaiter starts a child process waiting for kind's lock k (see
+// take) on the standalone node, waits until it is registered as k's only
+// waiter, and returns it, its owner (of its registry member) and the
+// lines it prints. The child is continued and killed when the test ends.
+func startWaiter(t *testing.T, kind, k string) (*exec.Cmd, string, <-chan string) {
 	t.Helper()
 	lines := make(chan string, 16)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), waiterChildEnv+"="+kind.String(), waiterAddrEnv+"="+single.Addr, waiterKeyEnv+"="+k)
+	cmd.Env = append(os.Environ(), waiterChildEnv+"="+kind, waiterAddrEnv+"="+single.Addr, waiterKeyEnv+"="+k)
 	cmd.Stdout, cmd.Stderr = &lineWriter{lines: lines}, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -466,25 +484,32 @@ func startWaiter(t *testing.T, kind lockrt.LockKind, k string) (*exec.Cmd, strin
 	})
 	rdb := single.Client()
 	waitRegistered(t, rdb, k, 1)
-	owner, err := rdb.LIndex(context.Background(), keys.Sub(k, "queue"), 0).Result()
+	member, err := rdb.LIndex(context.Background(), keys.Sub(k, "queue"), 0).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cmd, owner, lines
+	return cmd, strings.Fields(member)[0], lines
 }
 
-// heldBy reports whether lock k of kind is held by owner in Redis.
-func heldBy(t testing.TB, kind lockrt.LockKind, k, owner string) bool {
+// heldBy reports whether k of kind (see take) is held by owner in Redis.
+func heldBy(t testing.TB, kind, k, owner string) bool {
 	t.Helper()
-	rdb := single.Client()
-	if kind == lockrt.Fair {
-		ok, err := rdb.HExists(context.Background(), k, owner).Result()
+	rdb, ctx := single.Client(), context.Background()
+	switch kind {
+	case "fair":
+		ok, err := rdb.HExists(ctx, k, owner).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ok
+	case "semaphore": // the holders' deadlines
+		_, err := rdb.ZScore(ctx, k, owner).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		return err == nil
 	}
-	v, err := rdb.Get(context.Background(), k).Result()
+	v, err := rdb.Get(ctx, k).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		t.Fatal(err)
 	}
@@ -501,13 +526,13 @@ type liveHolder struct {
 	done    chan error
 }
 
-func holdLive(t *testing.T, d *lockrt.LockDef, k string) *liveHolder {
+func holdLive(t *testing.T, kind, k string) *liveHolder {
 	h := &liveHolder{got: make(chan time.Time, 1), release: make(chan struct{}), done: make(chan error, 1)}
-	l := newClient(t, backends()[0]).Lock(d, k)
+	c := newClient(t, backends()[0])
 	rdb := single.Client()
 	go func() {
 		ctx := context.Background()
-		le, err := l.Lock(ctx)
+		release, _, err := take(ctx, c, kind, k)
 		if err != nil {
 			h.done <- err
 			return
@@ -522,7 +547,7 @@ func holdLive(t *testing.T, d *lockrt.LockDef, k string) *liveHolder {
 			h.done <- err
 			return
 		}
-		h.done <- le.Unlock(ctx)
+		h.done <- release(ctx)
 	}()
 	return h
 }
@@ -545,26 +570,25 @@ type handRound struct {
 	handed   bool // the release handed the lock to the child
 }
 
-func handToChild(t *testing.T, kind lockrt.LockKind, holder *lockrt.Client, signal func(*exec.Cmd) error, try int) handRound {
+func handToChild(t *testing.T, kind string, holder *lockrt.Client, signal func(*exec.Cmd) error, try int) handRound {
 	t.Helper()
 	ctx := context.Background()
-	d := processDef(kind)
 	k := key(t, strconv.Itoa(try), strconv.FormatInt(time.Now().UnixNano(), 36)) // -count > 1 runs on keys of their own
-	le, err := holder.Lock(d, k).Lock(ctx)
+	release, _, err := take(ctx, holder, kind, k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, member, lines := startWaiter(t, kind, k)
+	child, owner, lines := startWaiter(t, kind, k)
 	if err := signal(child); err != nil {
 		t.Fatal(err)
 	}
-	r := handRound{child: child, lines: lines, live: holdLive(t, d, k)}
+	r := handRound{child: child, lines: lines, live: holdLive(t, kind, k)}
 	waitRegistered(t, single.Client(), k, 2)
 	r.released = time.Now()
-	if err := le.Unlock(ctx); err != nil {
+	if err := release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r.handed = heldBy(t, kind, k, member)
+	r.handed = heldBy(t, kind, k, owner)
 	return r
 }
 
@@ -595,7 +619,8 @@ func (h *liveHolder) unlock(t *testing.T) {
 // it registered is handed the lock by the next release (its entry's
 // deadline has not passed yet); the next live waiter, on a client of its
 // own, gets the lock within deadWaiterBound of that release, for every
-// lock kind with hand-off, and no two hold it at once.
+// lock kind with hand-off and a semaphore of one permit, and no two hold
+// it at once.
 func TestDeadWaiterPassedOver(t *testing.T) {
 	t.Parallel()
 	kill := func(c *exec.Cmd) error {
@@ -603,8 +628,8 @@ func TestDeadWaiterPassedOver(t *testing.T) {
 		_ = c.Wait()
 		return err
 	}
-	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fenced, lockrt.Fair} {
-		t.Run(kind.String(), func(t *testing.T) {
+	for _, kind := range []string{"reentrant", "simple", "fenced", "fair", "semaphore"} {
+		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			holder := newClient(t, backends()[0])
 			// A round whose dead waiter's entry expired before the release
@@ -637,12 +662,13 @@ func TestDeadWaiterPassedOver(t *testing.T) {
 // frozen one, continued (SIGCONT) while the live one holds the lock, does
 // not take it on the late message: it confirms, finds another holder and
 // waits again, then gets the lock after the live one's release, with a
-// live lease. The holder counter never sees two holders.
+// live lease. The holder counter never sees two holders. Also for a
+// semaphore of one permit.
 func TestStoppedWaiter(t *testing.T) {
 	t.Parallel()
 	stop := func(c *exec.Cmd) error { return c.Process.Signal(syscall.SIGSTOP) }
-	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Fair} {
-		t.Run(kind.String(), func(t *testing.T) {
+	for _, kind := range []string{"reentrant", "fair", "semaphore"} {
+		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			holder := newClient(t, backends()[0])
 			for try := 1; ; try++ {
