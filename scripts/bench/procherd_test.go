@@ -354,7 +354,7 @@ func benchProcHerd(b *testing.B, target procTarget, libs []string, what string) 
 	}
 }
 
-// TestHerdProcesses: lockgen's herd of 8 and of 32 child processes on a
+// TestHerdProcesses: lockgen's herd of 8, 32 and 64 child processes on a
 // single node, and of 8 on a 3-primary cluster, 10 acquisitions per
 // process with a 200µs hold: at most 2.5 EVALSHA per acquisition (INFO
 // commandstats), every process acquires, no two hold at once, and on the
@@ -370,7 +370,7 @@ func TestHerdProcesses(t *testing.T) {
 		lib    string
 		n      int
 	}{{"single", single, lockgenReentrant.name, 8}, {"single", single, lockgenReentrant.name, 32},
-		{"cluster", cluster, lockgenReentrant.name, 8}, {"single", single, redislockLinear.name, 8}} {
+		{"single", single, lockgenReentrant.name, 64}, {"cluster", cluster, lockgenReentrant.name, 8}, {"single", single, redislockLinear.name, 8}} {
 		t.Run(fmt.Sprintf("%s/%s/N=%d", c.where, c.lib, c.n), func(t *testing.T) {
 			res, err := procHerd(t, c.target, c.lib, c.n, fmt.Sprintf("pherd-test-%s-%s-%d", c.where, c.lib, c.n), 10*c.n, 200*time.Microsecond)
 			if err != nil {
