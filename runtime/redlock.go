@@ -172,7 +172,8 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 			r.leave(ctx, all(len(r.q.nodes)), members)
 		}
 	}()
-	// Wait on the live nodes' channels of this process: a release on a
+	// Wait on the channels of this process on the nodes that answered or
+	// were pending (not those that failed): a release on a
 	// node wakes the longest-waiting waiter registered there, by name.
 	srcs := make([]waitSource, len(live))
 	for j, i := range live {
@@ -259,7 +260,8 @@ type retry struct {
 // attempt asks every node for the lock once, with a value of its own. It
 // returns a lease when a majority granted it in time; otherwise it undoes
 // the attempt wherever it may have been granted, and says when to retry
-// and which nodes answered. It takes nothing when ctx has ended, and
+// and which nodes may be waited on: those that answered, and those whose
+// answer was still pending at the verdict. It takes nothing when ctx has ended, and
 // gives back what it took when ctx ended meanwhile.
 //
 // members names the waiter in each node's registry and reg is how long
@@ -316,12 +318,14 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []strin
 	var (
 		grants []int // nodes that granted it
 		undo   []int // nodes that granted it or failed
-		live   []int // nodes that answered
+		live   []int // nodes that answered or are pending
+		refuse []int // nodes that answered that another value holds it
 		pttls  []time.Duration
 		errs   []error
 	)
 	for i, cmd := range replies {
 		if cmd == nil { // pending after an early verdict: late undoes it
+			live = append(live, i)
 			continue
 		}
 		res, err := cmd.Int64Slice() // redlock_acquire reply: {int, int}
@@ -338,6 +342,7 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []strin
 			grants = append(grants, i)
 			undo = append(undo, i)
 		} else {
+			refuse = append(refuse, i)
 			pttls = append(pttls, time.Duration(res[1])*time.Millisecond)
 		}
 	}
@@ -345,9 +350,9 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []strin
 	if len(grants) >= majority && validity > 0 {
 		won = r.newLease(ctx, value, o, start, inflight)
 		settle()
-		if reg > 0 && len(live) > len(grants) {
+		if reg > 0 && len(refuse) > 0 {
 			// Registered where it was refused: leave there.
-			r.leave(ctx, refused(live, grants), members)
+			r.leave(ctx, refuse, members)
 		}
 		if err := ctx.Err(); err != nil {
 			// Cancelled while the nodes answered: give it back.
@@ -387,17 +392,6 @@ func all(n int) []int {
 		idx[i] = i
 	}
 	return idx
-}
-
-// refused returns the nodes of live not in grants (both sorted).
-func refused(live, grants []int) []int {
-	var out []int
-	for _, i := range live {
-		if _, ok := slices.BinarySearch(grants, i); !ok {
-			out = append(out, i)
-		}
-	}
-	return out
 }
 
 // How redlock_release runs (its mode ARGV).

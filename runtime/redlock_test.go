@@ -517,3 +517,62 @@ func TestRedLockWaitCost(t *testing.T) {
 		t.Errorf("scripts per acquisition grow with the waiters: %.1f with 32, %.1f with 4", perAcq[32], perAcq[4])
 	}
 }
+
+// TestRedLockWaitEndsOnClose: a RedLock waiter waits on every node's
+// client at once (waitOn); closing any one of them, not only the first,
+// ends the wait with ErrClosed at once, and the others' registries are
+// left (the holder's release publishes to nobody).
+func TestRedLockWaitEndsOnClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := redistest.Independent(t, 3)
+	admins := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		admins[i] = n.Client()
+	}
+	d := redDef(t, 30*time.Second, true, time.Minute)
+	k := key(t)
+	le, err := quorum(t, nodes).RedLock(d, k).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := make([]*lockrt.Client, len(nodes))
+	for i, n := range nodes {
+		rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
+		defer rdb.Close()
+		clients[i] = lockrt.New(rdb)
+		defer clients[i].Close()
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := lockrt.NewQuorum(clients...).RedLock(d, k).Lock(ctx)
+		done <- err
+	}()
+	// Registered on every node: the wait has begun.
+	eventually(t, 5*time.Second, func() bool {
+		for _, a := range admins {
+			if c, err := a.ZCard(ctx, k+":waiters").Result(); err != nil || c != 1 {
+				return false
+			}
+		}
+		return true
+	}, "the waiter did not register on every node")
+	time.Sleep(50 * time.Millisecond) // subscribed and waiting
+	clients[2].Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, lockrt.ErrClosed) {
+			t.Fatalf("err = %v, want ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the wait did not end when a node's client was closed")
+	}
+	for i, a := range admins[:2] {
+		if c, _ := a.ZCard(ctx, k+":waiters").Result(); c != 0 {
+			t.Errorf("node %d: %d waiters left registered after the wait ended", i, c)
+		}
+	}
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

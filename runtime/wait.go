@@ -113,6 +113,11 @@ func waitOn(ctx context.Context, wait time.Duration, srcs []waitSource, register
 	var lastErr error
 	msgs := make([]string, len(srcs))
 	for retries := 0; ; {
+		for _, s := range srcs {
+			if s.c.hub.isClosed() { // a closed hub wakes its waiters
+				return ErrClosed
+			}
+		}
 		if !skip {
 			ok, sleep, err = try(msgs)
 			switch {
@@ -132,9 +137,6 @@ func waitOn(ctx context.Context, wait time.Duration, srcs []waitSource, register
 		select {
 		case <-signal:
 			for i, s := range srcs {
-				if s.c.hub.isClosed() { // a closed hub wakes its waiters
-					return ErrClosed
-				}
 				msgs[i] = s.c.hub.message(ws[i])
 			}
 		case <-timer.C:

@@ -139,6 +139,9 @@ func (h *hub) joinAs(s *subscription, owner string, signal chan struct{}) *waite
 		w.msg = m
 		w.wake()
 	}
+	if h.closed { // closed since it subscribed: the wait sees it at once
+		w.wake()
+	}
 	s.waiters = append(s.waiters, w)
 	h.mu.Unlock()
 	return w
