@@ -425,9 +425,11 @@
 // than Redis keeps it. It takes the message at its word only when a third
 // of that is left and no two of its attempts were two thirds of
 // HandoffLease or more apart (a hand-off in such a gap may have run out
-// unseen, and its message be stale); otherwise it confirms with an
-// attempt, which extends a hold still its own to its lease or queues the
-// waiter again. A waiter
+// unseen, and its message be stale), and only for an owner made for this
+// wait (an owner carried from an earlier lease may be named by a message
+// of its earlier wait); otherwise it confirms with an attempt, which
+// extends a hold still its own to its lease or queues the waiter again
+// (TestCarriedOwnerStaleMessage). A waiter
 // frozen past its hand-off (GC pause, SIGSTOP) thus keeps waiting when it
 // resumes, and never holds alongside the waiter that took the lock after
 // the hand-off ran out (TestStoppedWaiter, with a holder counter).

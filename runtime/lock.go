@@ -210,15 +210,18 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 // sent (before the release). The hand-off's lease in Redis is
 // HandoffLease: a hold the watchdog renews, or one whose whole lease fits
 // in that, is owner's at once (its first renewal comes within a third of
-// it) when trust finds the message fresh; a late or suspect message, or a
-// longer fixed lease, is confirmed by the next attempt instead (nil
-// lease, nil error), which extends the hold to the lease, or queues owner
-// again when the hand-off ran out. A fenced lock's token is checked as an
+// it) when trust finds the message fresh; a late or suspect message, a
+// longer fixed lease, or an owner carried from an earlier lease (a
+// message of an earlier wait of that owner, kept by the hub for an owner
+// not joined, may name it; a new owner's messages are all of this wait)
+// is confirmed by the next attempt instead (nil lease, nil error), which
+// extends the hold to the lease, or queues owner again when the hand-off
+// ran out. A fenced lock's token is checked as an
 // acquire's is: ErrFenceReset, the lock given back, when it is not larger
 // than the last one this client saw for the lock.
 func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg string, trust *handoffTrust) (*Lease, error) {
 	rest, ok := strings.CutPrefix(msg, owner)
-	if !ok || !trust.fresh(o.lease) || (!l.def.Renew && o.lease > HandoffLease) {
+	if !ok || !o.fresh || !trust.fresh(o.lease) || (!l.def.Renew && o.lease > HandoffLease) {
 		return nil, nil
 	}
 	le, err := l.newLeaseFirst(ctx, owner, o, trust.sent, HandoffLease)

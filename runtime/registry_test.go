@@ -705,3 +705,68 @@ func TestStoppedWaiter(t *testing.T) {
 		})
 	}
 }
+
+// TestCarriedOwnerStaleMessage: an owner carried from an earlier lease
+// (a context derived from its Context, without its cancellation) waits
+// again; a hand-off message naming it that Redis did not back (as a
+// message of its earlier wait, kept by the hub for an owner not joined,
+// would be) does not give it the lock: it confirms with an attempt, finds
+// the holder and keeps waiting, and gets the lock on the holder's release.
+func TestCarriedOwnerStaleMessage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Fair} {
+		t.Run(kind.String(), func(t *testing.T) {
+			t.Parallel()
+			d := processDef(kind)
+			k := key(t, strconv.FormatInt(time.Now().UnixNano(), 36))
+			waiter, holder := newClient(t, backends()[0]), newClient(t, backends()[0])
+			first, err := waiter.Lock(d, k).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := first.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			owned := context.WithoutCancel(first.Context())
+			held, err := holder.Lock(d, k).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan *lockrt.Lease, 1)
+			go func() {
+				le, err := waiter.Lock(d, k).Lock(owned)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- le
+			}()
+			waitRegistered(t, single.Client(), k, 1)
+			owner, err := single.Client().LIndex(ctx, keys.Sub(k, "queue"), 0).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := single.Client().Publish(ctx, keys.Sub(k, "ch")+":"+waiter.ID(), owner).Err(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case le := <-got:
+				t.Fatalf("the carried owner took a message Redis did not back as the lock (lease live: %t) while another holds it",
+					le != nil && le.Context().Err() == nil)
+			case <-time.After(500 * time.Millisecond):
+			}
+			if err := held.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case le := <-got:
+				if le == nil || le.Context().Err() != nil {
+					t.Fatal("the carried owner did not get a live lease after the release")
+				}
+				_ = le.Unlock(ctx)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the carried owner did not get the lock within 10s of the release")
+			}
+		})
+	}
+}
