@@ -149,8 +149,12 @@
 // steady stream of readers cannot starve a waiting writer
 // (TestRWWriterNotStarved); re-entry by a holder never queues. A newcomer
 // may still take a lock that is free with nobody queued. Per acquisition
-// N writers on N clients run about 2 scripts, flat in N
-// (TestRWWakeOneAcrossClients); a release with nobody waiting neither
+// N writers on N clients run about 2 scripts and 21 Redis commands, flat
+// in N (TestRWWakeOneAcrossClients; the exclusive lock's are about 19):
+// the scripts read the earliest hold's deadline instead of scanning for
+// expired holds, a blocked newcomer registers without reading the queue,
+// and a release pops the waiters it hands the lock to (LPOP, pushing back
+// the first that cannot proceed). A release with nobody waiting neither
 // reads the registry nor publishes (TestRWNoPublishWithoutWaiters).
 //
 //	rates := locks.Rates("EUR") // generated, kind: readwrite
@@ -401,7 +405,16 @@
 // lock taken past the registry (after an expiry, by an owner that did not
 // wait) with " w"; such a holder's release wakes nobody, and the waiters
 // find the lock free at their next refresh.
-// TestWaiterRefreshCost counts it.
+// TestWaiterRefreshCost counts it. A read-write lock's or semaphore's
+// waiter refreshes the same way, while a live hold keeps it out: a
+// writer's refresh reads the earliest hold's deadline, a reader's the
+// write hold's (a reader queued behind waiting writers while readers hold
+// makes the full attempt, which passes over a dead writer): 6 commands; a
+// semaphore waiter's reads the earliest hold's deadline and the
+// registry's oldest (so that a dead waiter ahead is passed over by the
+// full attempt): 7. A wake-up message (a semaphore's "retry" after a
+// capacity change) makes the full attempt. TestRWSemaphoreWaiterRefreshCost
+// counts them.
 //
 // A lock's value says whether anyone is registered: a reentrant or fenced
 // lock is "<owner> <holds>[ <token>]", a simple lock "<owner>", and a

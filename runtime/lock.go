@@ -265,8 +265,8 @@ func (l *Lock) releaseArgs(owner string, lease time.Duration, leaving bool) []an
 // registered already: then, while another owner holds the lock and owner
 // is still registered, the script only refreshes owner's entry (ZADD XX
 // and the keys' PEXPIRE: a waiter's periodic call is that small) and makes
-// the full attempt otherwise (a read-write lock's script makes the full
-// attempt always). It returns a lease when the lock was taken, or the
+// the full attempt otherwise (a read-write lock's script: while a live
+// hold blocks it, see rw_acquire). It returns a lease when the lock was taken, or the
 // holder's remaining TTL. It takes nothing when ctx has ended, and gives
 // back what it took when ctx ended meanwhile.
 func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg time.Duration, waiting bool) (*Lease, time.Duration, error) {
@@ -277,10 +277,7 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		return nil, 0, waitError(ctx, err)
 	}
 	flag := "0"
-	switch {
-	case waiting && l.def.Kind == impl.ReadWrite:
-		flag = "1"
-	case waiting:
+	if waiting {
 		flag = "2" // refresh, or the full attempt when that is needed
 	}
 	start := time.Now()

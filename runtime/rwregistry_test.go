@@ -47,10 +47,15 @@ func countedDeployments(t *testing.T) []counted {
 	}
 }
 
+// rwCommandsPerAcquisition bounds the Redis commands (scripts' included)
+// per acquisition of a writers' herd: 20 and the occasional extra (a
+// waiter's first subscription, a refresh on a loaded machine).
+const rwCommandsPerAcquisition = 22.0
+
 // TestRWWakeOneAcrossClients: N writers, each on its own go-redis and
 // runtime client, take turns on one read-write lock; a release hands the
-// lock to one waiter, so the scripts per acquisition (commandstats) stay
-// flat in N, and every client gets the lock.
+// lock to one waiter, so the scripts and the commands per acquisition
+// (commandstats) stay flat in N, and every client gets the lock.
 func TestRWWakeOneAcrossClients(t *testing.T) {
 	t.Parallel()
 	for _, dep := range countedDeployments(t) {
@@ -73,10 +78,19 @@ func TestRWWakeOneAcrossClients(t *testing.T) {
 				}
 				scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
 				per := float64(scripts) / float64(acquired)
+				cmds := float64(allCalls(t, nodes)) / float64(acquired)
 				t.Logf("%d writers: %d acquisitions, %.2f scripts and %.1f commands per acquisition; per client %v",
-					n, acquired, per, float64(allCalls(t, nodes))/float64(acquired), counts)
+					n, acquired, per, cmds, counts)
 				if per > 2.5 {
 					t.Errorf("%.2f scripts per acquisition with %d waiting writers, want <= 2.5", per, n)
+				}
+				// An acquire that registers (8 commands: EVALSHA, TIME,
+				// ZRANGE, HMGET, ZADD, RPUSH, 2 PEXPIRE) and a release that
+				// hands on (12: EVALSHA, TIME, ZRANGE, HMGET, ZRANGEBYSCORE,
+				// LPOP, ZREM, HSET, ZADD, PUBLISH, 2 PEXPIRE), about the
+				// exclusive lock's 18; it was 38-41.
+				if cmds > rwCommandsPerAcquisition {
+					t.Errorf("%.1f commands per acquisition with %d waiting writers, want <= %.0f", cmds, n, rwCommandsPerAcquisition)
 				}
 			})
 		}
@@ -380,4 +394,109 @@ func TestRWForceUnlockHandsOn(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRWSemaphoreWaiterRefreshCost: TestWaiterRefreshCost for read-write
+// lock and semaphore waiters, counted by INFO commandstats. While another
+// owner writes, a waiting writer or reader refreshes its entry with one
+// EVALSHA per WaiterTTL/3 that only moves its deadline: TIME, ZRANGE of
+// the holds (a writer) or ZSCORE of the write hold (a reader), ZADD XX
+// and two PEXPIREs, 6 commands with the EVALSHA. A semaphore waiter's
+// refresh also reads the registry's oldest deadline (so that a dead
+// waiter ahead is passed over by the full attempt): 7. A full attempt
+// costs 8 or more.
+func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
+	t.Parallel()
+	const waiters, window = 4, 2 * time.Second
+	for _, tc := range []struct {
+		name string
+		want float64
+	}{{"rw-write", 6}, {"rw-read", 6}, {"semaphore", 7}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			n := redistest.Single(t)
+			k := key(t)
+			const ttl = 600 * time.Millisecond // a refresh every 200ms
+			holder := lockrt.New(n.Client())
+			defer holder.Close()
+			var wait func(*lockrt.Client) error
+			var release func() error
+			if tc.name == "semaphore" {
+				d := semDef(t, 2, 30*time.Second, true, time.Minute)
+				d.WaiterTTL = ttl
+				p, err := holder.Semaphore(d, k).Acquire(ctx, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				release = func() error { return p.Release(ctx) }
+				wait = func(c *lockrt.Client) error {
+					p, err := c.Semaphore(d, k).Acquire(ctx, 1)
+					if err == nil {
+						err = p.Release(ctx)
+					}
+					return err
+				}
+			} else {
+				d := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
+				d.WaiterTTL = ttl
+				le, err := holder.RWLock(d, k).Write().Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				release = func() error { return le.Unlock(ctx) }
+				wait = func(c *lockrt.Client) error {
+					side := c.RWLock(d, k).Write()
+					if tc.name == "rw-read" {
+						side = c.RWLock(d, k).Read()
+					}
+					le, err := side.Lock(ctx)
+					if err == nil {
+						err = le.Unlock(ctx)
+					}
+					return err
+				}
+			}
+			var wg sync.WaitGroup
+			for range waiters {
+				rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
+				c := lockrt.New(rdb)
+				defer func() {
+					c.Close()
+					rdb.Close()
+				}()
+				wg.Go(func() {
+					if err := wait(c); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			waitRegistered(t, n.Client(), k, waiters)
+			nodes := []*redis.Client{n.Client()}
+			resetStats(t, nodes)
+			time.Sleep(window)
+			scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
+			all := allCalls(t, nodes)
+			if err := release(); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			perSecond := float64(scripts) / (waiters * window.Seconds())
+			perCall := float64(all) / float64(scripts)
+			t.Logf("%s: %d waiters for %v: %d scripts, %d commands: %.1f refreshes per waiting second (at most %.1f), %.2f commands each",
+				tc.name, waiters, window, scripts, all, perSecond, 3/ttl.Seconds(), perCall)
+			if scripts == 0 {
+				t.Fatal("no refresh while waiting")
+			}
+			if perSecond > 3/ttl.Seconds()*1.1 {
+				t.Errorf("%.1f scripts per waiting second, want at most one per WaiterTTL/3", perSecond)
+			}
+			// +0.5: a refresh late enough on a loaded machine that the
+			// entry expired makes the full attempt once.
+			if perCall > tc.want+0.5 {
+				t.Errorf("%.2f commands per refresh, want %.0f", perCall, tc.want)
+			}
+		})
+	}
 }

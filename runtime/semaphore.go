@@ -184,7 +184,7 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	}
 	var trust handoffTrust
 	trust.sending()
-	p, next, err := s.attempt(ctx, owner, strconv.Itoa(n), o, reg, false)
+	p, next, err := s.attempt(ctx, owner, strconv.Itoa(n), o, reg, flag0)
 	if p != nil || failFast(err, wait) {
 		return p, err
 	}
@@ -202,7 +202,14 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 			return p != nil, 0, err
 		}
 		prev := trust.sending()
-		p, next, err = s.attempt(ctx, owner, strconv.Itoa(n), o, reg, true)
+		// A wake-up without permits ("<owner> retry": the capacity
+		// changed) makes the full attempt; the fallback timer's, while a
+		// hold is left, only refreshes the entry.
+		registered := flag2
+		if msg != "" {
+			registered = flag1
+		}
+		p, next, err = s.attempt(ctx, owner, strconv.Itoa(n), o, reg, registered)
 		trust.replied(prev)
 		return p != nil, refresh(next, reg), err
 	})
@@ -232,22 +239,22 @@ func (s *Semaphore) releaseArgs(owner string, n int) []any {
 
 // attempt runs the acquire script once for n permits ("*": every free
 // one), registering owner as a waiter for reg when they are not free (0:
-// not), with waiting set when owner is registered already. It returns a
+// not). registered is the script's flag: flag0 for a first attempt,
+// flag1 for a full attempt of a registered owner, flag2 for its refresh:
+// while a live hold is left and no registered waiter is dead, the script
+// only refreshes owner's entry (see semaphore_acquire). It returns a
 // permit when taken, or how long to wait at most before trying again
 // (until the earliest hold expires). Like a lock's attempt, it takes
 // nothing when ctx has ended, and gives back what it took when ctx ended
 // meanwhile.
-func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptions, reg time.Duration, waiting bool) (*Permit, time.Duration, error) {
+func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptions, reg time.Duration, registered any) (*Permit, time.Duration, error) {
 	if err := s.c.checkOpen(); err != nil {
 		return nil, 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, 0, waitError(ctx, err)
 	}
-	flag, grow := "0", "0"
-	if waiting {
-		flag = "1"
-	}
+	grow := "0"
 	if o.waitCapacity {
 		grow = "1"
 	}
@@ -256,7 +263,7 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 	// abandoned reply would stay taken for a whole lease.
 	// semaphore_acquire reply: {int, int, int} | {int, int}
 	res, err := s.c.eval(context.WithoutCancel(ctx), s.def.Scripts.Acquire, s.scriptKeys(),
-		owner, n, o.lease.Milliseconds(), s.def.Permits, reg.Milliseconds(), flag,
+		owner, n, o.lease.Milliseconds(), s.def.Permits, reg.Milliseconds(), registered,
 		s.channel(), s.c.publishCmd(), HandoffLease.Milliseconds(), grow).Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", s.key, err)
@@ -493,7 +500,7 @@ func (s *Semaphore) Drain(ctx context.Context, opts ...AcquireOption) (p *Permit
 	}
 	ctx, end := s.c.start(ctx, OpAcquire, s.def.Name)
 	defer func(t time.Time) { s.c.acquired(ctx, end, s.def.Name, t, err) }(time.Now())
-	p, _, err = s.attempt(ctx, s.c.newOwner(), "*", o, 0, false)
+	p, _, err = s.attempt(ctx, s.c.newOwner(), "*", o, 0, flag0)
 	if p == nil && err == nil {
 		err = ErrNotObtained
 	}

@@ -23,6 +23,10 @@ func preloadSem(t testing.TB, b backend, d *lockrt.SemaphoreDef) {
 	}
 }
 
+// semCommandsPerAcquisition bounds the Redis commands (scripts' included)
+// per acquisition of TestSemaphoreWakeOneAcrossClients (it was 44-47).
+const semCommandsPerAcquisition = 26.0
+
 // TestSemaphoreWakeOneAcrossClients: N clients (each its own go-redis and
 // runtime client) loop Acquire(1), a short hold, Release on a semaphore
 // of 2 permits; a release hands its permit to one waiter, so the scripts
@@ -81,10 +85,14 @@ func TestSemaphoreWakeOneAcrossClients(t *testing.T) {
 				}
 				scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
 				per := float64(scripts) / float64(acquired)
+				cmds := float64(allCalls(t, nodes)) / float64(acquired)
 				t.Logf("%d clients: %d acquisitions, %.2f scripts and %.1f commands per acquisition; per client %v",
-					n, acquired, per, float64(allCalls(t, nodes))/float64(acquired), counts)
+					n, acquired, per, cmds, counts)
 				if per > 2.5 {
 					t.Errorf("%.2f scripts per acquisition with %d waiting clients, want <= 2.5", per, n)
+				}
+				if cmds > semCommandsPerAcquisition {
+					t.Errorf("%.1f commands per acquisition with %d waiting clients, want <= %.0f", cmds, n, semCommandsPerAcquisition)
 				}
 			})
 		}

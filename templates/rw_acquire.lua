@@ -18,7 +18,9 @@
 -- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
 -- ARGV[4] registered: '1' when the owner is registered already (a woken
---   or refreshing waiter)
+--   waiter), '2' when it is registered and only refreshes its entry while
+--   a live hold blocks it (a writer: any hold; a reader: the write hold),
+--   else '0'
 -- ARGV[5] prefix: the wake-up channel prefix
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds
@@ -26,36 +28,62 @@
 -- reply: {int, int}
 --   {1, holds} when taken, re-entered, or found handed to this waiter by a
 --   release (its hold then gets the full lease); {0, ms} when the caller
---   must wait, ms being when the first hold in its way runs out; {-2, 0}
+--   must wait, ms being when the first hold in its way runs out (after a
+--   refresh that only moved the entry's deadline, too); {-2, 0}
 --   when a reader asks for the write side (an upgrade, refused: two
 --   upgrading readers would wait for each other forever).
 -- #include registry
 -- #include rw
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local lease, owner, ttl, waiting = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1'
+local lease, owner, ttl, waiting = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4] ~= '0'
 local side = ARGV[8]
 if side ~= 'r' and side ~= 'w' then
   return redis.error_reply('lockgen: the side of a read-write lock is r or w, not ' .. tostring(side))
 end
+local member = owner .. ' ' .. side
 local now = now_ms()
-rw_expire(lock, deadlines, now)
 
+if ARGV[4] == '2' then
+  -- A refresh: while a live hold blocks the waiter and it is registered
+  -- (not handed the lock), only its deadline moves. A reader waiting
+  -- behind waiting writers while readers hold makes the full attempt,
+  -- which passes over a dead writer.
+  local ends
+  if side == 'w' then
+    ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
+  else
+    ends = redis.call('zscore', deadlines, 'w')
+  end
+  ends = tonumber(ends)
+  if ends and ends > now and touch(waiters, member, ttl, now) then
+    keep_registry(queue, waiters, ttl)
+    return {0, ends - now}
+  end
+end
+
+local first = rw_first(lock, deadlines, now)
 local reader = 'r:' .. owner
 local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
 
--- take records a hold and keeps both keys as long as the last hold.
+-- take records a hold; both keys live as long as the last hold.
 local function take()
   local holds = redis.call('hincrby', lock, field, 1)
   redis.call('zadd', deadlines, now + lease, hold)
-  rw_keep(lock, deadlines, now)
+  if first then
+    rw_keep(lock, deadlines, now)
+  else
+    redis.call('pexpire', lock, lease)
+    redis.call('pexpire', deadlines, lease)
+  end
   return holds
 end
 
 -- full gives a hold handed to this waiter the full lease.
 local function full()
+  unregister(queue, waiters, member)
   redis.call('zadd', deadlines, now + lease, hold)
   rw_keep(lock, deadlines, now)
   return {1, tonumber(redis.call('hget', lock, field))}
@@ -65,7 +93,6 @@ local state = redis.call('hmget', lock, 'writer', 'q', reader)
 local writer, flagged, reading = state[1], state[2], state[3]
 if (side == 'w' and writer == owner) or (side == 'r' and reading) then
   if waiting then -- handed by a release
-    unregister(queue, waiters, owner .. ' ' .. side)
     return full()
   end
   return {1, take()}
@@ -77,30 +104,33 @@ if side == 'w' and reading then
   return {-2, 0}
 end
 
+-- Whether the holds alone keep this caller out.
+local blocked = writer ~= false
+if side == 'w' then
+  blocked = first ~= nil
+end
 local ahead = false
-if flagged or waiting then
-  local got, handed
-  got, handed, ahead = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner, writer)
+if waiting or (flagged and not blocked) then
+  -- Waiters may be ahead that can proceed: they go first.
+  local got, wrote, handed, empty
+  got, wrote, handed, ahead, empty = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner, writer or nil, first ~= nil)
+  if empty then
+    flagged = false
+  end
   if got then
     return full()
   end
   if handed then
     rw_keep(lock, deadlines, now)
-    writer = redis.call('hget', lock, 'writer')
+    first = now + tonumber(ARGV[7])
+    writer = writer or wrote
+    blocked = side == 'w' or writer ~= nil
   end
 end
 
-local free
-if ahead then
-  free = false -- the waiters ahead cannot proceed, so neither can this one
-elseif side == 'r' then
-  free = not writer
-else
-  free = not writer and redis.call('zcard', deadlines) == 0
-end
-if free then
+if not ahead and not blocked then
   if waiting then
-    unregister(queue, waiters, owner .. ' ' .. side)
+    unregister(queue, waiters, member)
   end
   if side == 'w' then
     redis.call('hset', lock, 'writer', owner)
@@ -109,16 +139,12 @@ if free then
 end
 
 if ttl > 0 then
-  register(queue, waiters, owner .. ' ' .. side, ttl, now)
-  redis.call('hset', lock, 'q', 1)
+  register(queue, waiters, member, ttl, now)
+  if not flagged then
+    redis.call('hset', lock, 'q', 1)
+  end
 end
-local ends
-if writer then
-  ends = redis.call('zscore', deadlines, 'w')
-else
-  ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
-end
-if not ends then
+if not first then
   return {0, 1000}
 end
-return {0, tonumber(ends) - now}
+return {0, first - now}

@@ -29,40 +29,65 @@
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, side = ARGV[1], tonumber(ARGV[2]), ARGV[7]
 local now = now_ms()
-rw_expire(lock, deadlines, now)
+local first = rw_first(lock, deadlines, now)
 
 if ARGV[6] == '1' then
   unregister(queue, waiters, owner .. ' ' .. side)
 end
-local field, hold = 'r:' .. owner, 'r:' .. owner
+local reader = 'r:' .. owner
+local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
-local state = redis.call('hmget', lock, 'writer', 'q', field)
+local state = redis.call('hmget', lock, 'writer', 'q', field, reader)
+local writer, flagged = state[1], state[2]
 local held = state[3]
-if side == 'w' and state[1] ~= owner then
+if side == 'w' and writer ~= owner then
   held = nil
 end
 
-local holds, writer = -1, state[1]
+local holds, gone = -1, false
 if held then
-  holds = redis.call('hincrby', lock, field, -1)
+  holds = tonumber(held) - 1
   if holds > 0 then
+    redis.call('hset', lock, field, holds)
     redis.call('zadd', deadlines, now + lease, hold)
+  elseif side == 'w' then
+    -- Dropped below unless a writer is handed the lock: its hold then
+    -- replaces this one.
+    writer, gone = nil, true
   else
-    if side == 'w' then
-      redis.call('hdel', lock, 'writer', 'writes')
-      writer = nil
-    else
-      redis.call('hdel', lock, field)
-    end
+    redis.call('hdel', lock, field)
     redis.call('zrem', deadlines, hold)
   end
 end
 local handed = false
-if state[2] and holds <= 0 then
-  local _
-  _, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer)
+if flagged and holds <= 0 then
+  -- Is anything else held? A writer's release leaves its own read hold
+  -- at most; a reader's, the other readers or the writer.
+  local others = state[4] ~= false
+  if side == 'r' or not gone then
+    others = writer ~= false or redis.call('zcard', deadlines) > 0
+  end
+  local _, wrote
+  _, wrote, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer or nil, others)
+  if wrote then
+    gone = false
+  end
+  if handed and not others then
+    -- The hand-off's holds are the only ones: the keys live as long.
+    if gone then
+      redis.call('hdel', lock, 'writer', 'writes')
+      redis.call('zrem', deadlines, 'w')
+    end
+    redis.call('pexpire', lock, tonumber(ARGV[5]))
+    redis.call('pexpire', deadlines, tonumber(ARGV[5]))
+    return holds
+  end
+end
+if gone then
+  redis.call('hdel', lock, 'writer', 'writes')
+  redis.call('zrem', deadlines, 'w')
 end
 if held or handed then
   rw_keep(lock, deadlines, now)

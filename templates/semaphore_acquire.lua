@@ -16,8 +16,10 @@
 --   exist
 -- ARGV[5] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
--- ARGV[6] registered: '1' when the owner is registered already (a woken or
---   refreshing waiter)
+-- ARGV[6] registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it is registered and only refreshes its entry while
+--   a live hold is left and no registered waiter is past its deadline,
+--   else '0'
 -- ARGV[7] prefix: the wake-up channel prefix
 -- ARGV[8] publish: the publish command (publish or spublish)
 -- ARGV[9] handoff_ms: the hand-off lease in milliseconds
@@ -27,27 +29,41 @@
 --   {1, free, n} when taken or found handed to this waiter by a release
 --   (its hold then gets the full lease; free: permits still free, n:
 --   permits taken), {0, free, ms} when not (ms: until the earliest hold
---   expires, -1 if none), or {-1, capacity} when more permits are wanted
+--   expires, -1 if none; free is 0 after a refresh that only moved the
+--   entry's deadline), or {-1, capacity} when more permits are wanted
 --   than the semaphore has.
 -- #include registry
 -- #include sem
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
 local owner, lease = ARGV[1], tonumber(ARGV[3])
-local ttl, waiting = tonumber(ARGV[5]), ARGV[6] == '1'
-
+local ttl, waiting, handoff = tonumber(ARGV[5]), ARGV[6] ~= '0', tonumber(ARGV[9])
+local member = owner .. ' ' .. ARGV[2]
 local now = now_ms()
-local used, flagged = sem_used(holds, counts, now)
+
+if ARGV[6] == '2' then
+  -- A refresh: while a live hold is left (its release or its expiry
+  -- changes what is free) and nobody registered is dead (a dead waiter
+  -- ahead is passed over by the full attempt), a waiter still registered
+  -- (not handed its permits) only moves its deadline.
+  local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+  local oldest = tonumber(redis.call('zrange', waiters, 0, 0, 'withscores')[2])
+  if first and first > now and oldest and oldest > now and touch(waiters, member, ttl, now) then
+    keep_registry(queue, waiters, ttl)
+    return {0, 0, first - now}
+  end
+end
+
+local used, flagged, first, mine = sem_used(holds, counts, now, waiting and owner)
 local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
 if ARGV[2] == '*' then
   local n = capacity - used
   if n <= 0 then
     return {0, 0, -1}
   end
-  sem_grant(holds, counts, owner, n, now, lease)
+  sem_grant(holds, counts, owner, n, now, lease, used)
   return {1, 0, n}
 end
 local n = tonumber(ARGV[2])
-local member = owner .. ' ' .. n
 
 -- full gives a hold handed to this waiter the full lease.
 local function full()
@@ -58,7 +74,7 @@ local function full()
   return {1, math.max(0, capacity - used), n}
 end
 
-if waiting and redis.call('zscore', holds, owner) then -- handed by a release
+if mine then -- handed by a release
   return full()
 end
 if n > capacity and ARGV[10] ~= '1' then
@@ -68,9 +84,14 @@ if n > capacity and ARGV[10] ~= '1' then
   return {-1, capacity}
 end
 local ahead = false
-if flagged or waiting then
-  local got
-  got, ahead, used = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[9]), ARGV[7], ARGV[8], owner)
+if waiting or (flagged and capacity - used >= n) then
+  -- Waiters may be ahead that the free permits satisfy: they go first.
+  local got, grants, empty
+  got, ahead, used, grants, empty = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[7], ARGV[8], owner)
+  sem_settle(holds, counts, grants, used, false, first and first - now >= handoff, handoff)
+  if empty then
+    flagged = false
+  end
   if got then
     return full()
   end
@@ -79,15 +100,16 @@ if not ahead and n <= capacity and capacity - used >= n then
   if waiting then
     unregister(queue, waiters, member)
   end
-  sem_grant(holds, counts, owner, n, now, lease)
+  sem_grant(holds, counts, owner, n, now, lease, used)
   return {1, capacity - used - n, n}
 end
 if ttl > 0 then
   register(queue, waiters, member, ttl, now)
-  sem_flag(counts, queue)
+  if not flagged then
+    sem_flag(counts, ttl)
+  end
 end
-local first = redis.call('zrange', holds, 0, 0, 'withscores')
-if first[2] == nil then
+if not first then
   return {0, math.max(0, capacity - used), -1}
 end
-return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
+return {0, math.max(0, capacity - used), first - now}

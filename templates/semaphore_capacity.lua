@@ -48,8 +48,10 @@ else
 end
 if redis.call('hget', counts, 'q') then
   local now = now_ms()
-  local used = sem_used(holds, counts, now)
-  sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[6]), ARGV[4], ARGV[5], nil)
+  local used, _, first = sem_used(holds, counts, now)
+  local handoff = tonumber(ARGV[6])
+  local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[4], ARGV[5], nil)
+  sem_settle(holds, counts, grants, held, false, first and first - now >= handoff, handoff)
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
     local o, d = owner_of(m)
     if tonumber(d) > capacity then

@@ -24,26 +24,46 @@
 -- #include registry
 -- #include sem
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
-local owner = ARGV[1]
+local owner, handoff = ARGV[1], tonumber(ARGV[5])
 
 if ARGV[6] ~= '0' then
   unregister(queue, waiters, owner .. ' ' .. ARGV[6])
 end
-local c = redis.call('hmget', counts, owner, 'q')
-local n = -1
+local c = redis.call('hmget', counts, owner, '*', 'q')
+local now, first
+if c[3] then
+  -- Before this hold goes: the keys live at least until the earliest.
+  now = now_ms()
+  first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+end
+local n, used = -1, tonumber(c[2]) or 0
 if redis.call('zrem', holds, owner) == 1 then
   n = tonumber(c[1]) or 0
+  used = used - n
   redis.call('hdel', counts, owner)
-  if redis.call('zcard', holds) == 0 then
-    redis.call('del', counts)
-  else
-    redis.call('hincrby', counts, '*', -n)
+  if not c[3] then
+    if redis.call('zcard', holds) == 0 then
+      redis.call('del', counts)
+    else
+      redis.call('hincrby', counts, '*', -n)
+    end
+    return n
   end
 end
-if c[2] then
-  local now = now_ms()
-  local used = sem_used(holds, counts, now)
-  local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
-  sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[5]), ARGV[2], ARGV[3], nil)
+if not c[3] then
+  return n
 end
+local dirty = n >= 0
+if first and first <= now then
+  -- A hold ran out: count it out first.
+  if dirty then
+    redis.call('hset', counts, '*', used)
+  end
+  local _
+  used, _, first = sem_used(holds, counts, now)
+  dirty = false
+end
+local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
+local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[2], ARGV[3], nil)
+sem_settle(holds, counts, grants, held, dirty, first and first - now >= handoff, handoff)
 return n

@@ -275,7 +275,7 @@ var queueScripts = lockimpl.QueueScripts{
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "91eee08f37c5ad65e5ed3950ae9f0ab0814dbbac",
+	SHA1: "34ecbe413ecc6768462fa66ab980a5aeed87ebd3",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -310,14 +310,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -327,15 +340,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -478,7 +490,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "7c5d17997a647bdb8c8d5ceec78ef64b16cf662a",
+	SHA1: "818a307faa18be5468c9f73b49a89b5fdf88c797",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -510,14 +522,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -527,15 +552,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -839,7 +863,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
+	SHA1: "6cb775fa0a54c3e5dd9665c2a2b10a89d723a257",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -878,14 +902,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -895,15 +932,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -1067,7 +1103,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
+	SHA1: "ba4191f11d6eca927efddc1af21683a2215a3ca4",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -1099,14 +1135,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -1116,15 +1165,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -1959,7 +2007,7 @@ return out
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
+	SHA1: "25447d11d2345e2ea38b2e4da609fff4952ac56e",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -1994,14 +2042,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -2011,15 +2072,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -2164,7 +2224,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
+	SHA1: "a6699cf0dbbfedcfe43742a949b448c733f2c9c5",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -2203,14 +2263,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -2220,15 +2293,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -2387,7 +2459,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "ce288c4fc0e977114c87befca86dcf221fef5f59",
+	SHA1: "8141433e38320713016932c446db2b5d564daa28",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -2408,7 +2480,9 @@ var rwAcquireScript = lockimpl.Script{
 -- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
 -- ARGV[4] registered: '1' when the owner is registered already (a woken
---   or refreshing waiter)
+--   waiter), '2' when it is registered and only refreshes its entry while
+--   a live hold blocks it (a writer: any hold; a reader: the write hold),
+--   else '0'
 -- ARGV[5] prefix: the wake-up channel prefix
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds
@@ -2416,7 +2490,8 @@ var rwAcquireScript = lockimpl.Script{
 -- reply: {int, int}
 --   {1, holds} when taken, re-entered, or found handed to this waiter by a
 --   release (its hold then gets the full lease); {0, ms} when the caller
---   must wait, ms being when the first hold in its way runs out; {-2, 0}
+--   must wait, ms being when the first hold in its way runs out (after a
+--   refresh that only moved the entry's deadline, too); {-2, 0}
 --   when a reader asks for the write side (an upgrade, refused: two
 --   upgrading readers would wait for each other forever).
 -- registry: the waiter registry (runtime's package doc, "Waiter
@@ -2435,14 +2510,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -2452,15 +2540,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -2558,25 +2645,30 @@ end
 -- "r:<owner>" -> a reader's hold count, "q" -> 1 while waiters may be
 -- registered) and the holds' deadlines (a zset: "w" for the write hold,
 -- "r:<owner>" per reader -> server ms when that hold's lease runs out).
--- Registry members are "<owner> r" and "<owner> w" (see registry). Its
--- functions take the keys as arguments.
+-- Both keys live exactly as long as the last hold's deadline. Registry
+-- members are "<owner> r" and "<owner> w" (see registry). Its functions
+-- take the keys as arguments.
 -- KEYS: none
 -- ARGV: none
 -- reply: none
 
--- rw_expire drops the holds whose lease ran out: their holders died.
-local function rw_expire(lock, deadlines, now)
-  local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-  for _, m in ipairs(expired) do
+-- rw_first returns the earliest hold's deadline (nil when nothing is
+-- held), after dropping the holds whose lease ran out: their holders
+-- died. While none did, that is one ZRANGE.
+local function rw_first(lock, deadlines, now)
+  local first = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
+  if not first or tonumber(first) > now then
+    return tonumber(first)
+  end
+  for _, m in ipairs(redis.call('zrangebyscore', deadlines, '-inf', now)) do
     if m == 'w' then
       redis.call('hdel', lock, 'writer', 'writes')
     else
       redis.call('hdel', lock, m)
     end
   end
-  if #expired > 0 then
-    redis.call('zremrangebyscore', deadlines, '-inf', now)
-  end
+  redis.call('zremrangebyscore', deadlines, '-inf', now)
+  return tonumber(redis.call('zrange', deadlines, 0, 0, 'withscores')[2])
 end
 
 -- rw_keep keeps both keys as long as the last hold, or deletes them when
@@ -2593,42 +2685,44 @@ local function rw_keep(lock, deadlines, now)
 end
 
 -- rw_hand_on hands the lock to the live waiters at the head of the
--- registry that can proceed with the holds there are now: the first
+-- registry that can proceed with the holds there are now (held: whether
+-- anyone holds either side; writer: the write holder, if any): the first
 -- waiter alone when it is a writer and nothing is held; else every reader
--- before the first waiting writer, when no writer holds. Each gets a hold
+-- before the first waiting writer, when no writer holds. It pops them
+-- (LPOP; the first that cannot proceed is pushed back); each gets a hold
 -- with the hand-off lease and "<owner>" on its client's channel, except
--- skip (the caller, which learns it from the reply); writer is the
--- write holder now, if any. The "q" flag goes when nobody is left
--- waiting. Returns whether skip was handed the lock, whether anyone was
--- (the caller then runs rw_keep), and whether anyone is left waiting.
-local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip, writer)
+-- skip (the caller, which learns it from the reply). The "q" flag goes
+-- when the queue is found empty. Returns whether skip was handed the
+-- lock, the writer handed it (if one was), whether anyone was handed it,
+-- whether a waiter is left ahead that cannot proceed, and whether the
+-- queue was found empty. The caller then
+-- keeps the keys alive for the hand-off (rw_keep).
+local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip, writer, held)
   purge(queue, waiters, now)
-  local got, handed = false, false
+  local got, wrote, handed, ahead, empty = false, nil, false, false, false
   while true do
-    local m = redis.call('lindex', queue, 0)
+    local m = redis.call('lpop', queue)
     if not m then
+      redis.call('hdel', lock, 'q')
+      empty = true
       break
     end
-    if not redis.call('zscore', waiters, m) then
-      redis.call('lpop', queue) -- left already
-    else
-      local o, side = owner_of(m)
+    local o, side = owner_of(m)
+    if writer or (side == 'w' and held) then
+      redis.call('lpush', queue, m)
+      ahead = true
+      break
+    end
+    if redis.call('zrem', waiters, m) == 1 then -- else it left already
+      local hold = 'r:' .. o
       if side == 'w' then
-        if handed or writer or redis.call('zcard', deadlines) > 0 then
-          break
-        end
         redis.call('hset', lock, 'writer', o, 'writes', 1)
-        redis.call('zadd', deadlines, now + handoff, 'w')
+        hold, writer, wrote = 'w', o, o
       else
-        if writer then
-          break
-        end
-        redis.call('hincrby', lock, 'r:' .. o, 1)
-        redis.call('zadd', deadlines, now + handoff, 'r:' .. o)
+        redis.call('hincrby', lock, hold, 1)
       end
-      redis.call('lpop', queue)
-      redis.call('zrem', waiters, m)
-      handed = true
+      redis.call('zadd', deadlines, now + handoff, hold)
+      handed, held = true, true
       if o == skip then
         got = true
       else
@@ -2639,37 +2733,58 @@ local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix,
       end
     end
   end
-  local left = redis.call('exists', queue) == 1
-  if not left then
-    redis.call('hdel', lock, 'q')
-  end
-  return got, handed, left
+  return got, wrote, handed, ahead, empty
 end
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local lease, owner, ttl, waiting = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1'
+local lease, owner, ttl, waiting = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4] ~= '0'
 local side = ARGV[8]
 if side ~= 'r' and side ~= 'w' then
   return redis.error_reply('lockgen: the side of a read-write lock is r or w, not ' .. tostring(side))
 end
+local member = owner .. ' ' .. side
 local now = now_ms()
-rw_expire(lock, deadlines, now)
 
+if ARGV[4] == '2' then
+  -- A refresh: while a live hold blocks the waiter and it is registered
+  -- (not handed the lock), only its deadline moves. A reader waiting
+  -- behind waiting writers while readers hold makes the full attempt,
+  -- which passes over a dead writer.
+  local ends
+  if side == 'w' then
+    ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
+  else
+    ends = redis.call('zscore', deadlines, 'w')
+  end
+  ends = tonumber(ends)
+  if ends and ends > now and touch(waiters, member, ttl, now) then
+    keep_registry(queue, waiters, ttl)
+    return {0, ends - now}
+  end
+end
+
+local first = rw_first(lock, deadlines, now)
 local reader = 'r:' .. owner
 local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
 
--- take records a hold and keeps both keys as long as the last hold.
+-- take records a hold; both keys live as long as the last hold.
 local function take()
   local holds = redis.call('hincrby', lock, field, 1)
   redis.call('zadd', deadlines, now + lease, hold)
-  rw_keep(lock, deadlines, now)
+  if first then
+    rw_keep(lock, deadlines, now)
+  else
+    redis.call('pexpire', lock, lease)
+    redis.call('pexpire', deadlines, lease)
+  end
   return holds
 end
 
 -- full gives a hold handed to this waiter the full lease.
 local function full()
+  unregister(queue, waiters, member)
   redis.call('zadd', deadlines, now + lease, hold)
   rw_keep(lock, deadlines, now)
   return {1, tonumber(redis.call('hget', lock, field))}
@@ -2679,7 +2794,6 @@ local state = redis.call('hmget', lock, 'writer', 'q', reader)
 local writer, flagged, reading = state[1], state[2], state[3]
 if (side == 'w' and writer == owner) or (side == 'r' and reading) then
   if waiting then -- handed by a release
-    unregister(queue, waiters, owner .. ' ' .. side)
     return full()
   end
   return {1, take()}
@@ -2691,30 +2805,33 @@ if side == 'w' and reading then
   return {-2, 0}
 end
 
+-- Whether the holds alone keep this caller out.
+local blocked = writer ~= false
+if side == 'w' then
+  blocked = first ~= nil
+end
 local ahead = false
-if flagged or waiting then
-  local got, handed
-  got, handed, ahead = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner, writer)
+if waiting or (flagged and not blocked) then
+  -- Waiters may be ahead that can proceed: they go first.
+  local got, wrote, handed, empty
+  got, wrote, handed, ahead, empty = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner, writer or nil, first ~= nil)
+  if empty then
+    flagged = false
+  end
   if got then
     return full()
   end
   if handed then
     rw_keep(lock, deadlines, now)
-    writer = redis.call('hget', lock, 'writer')
+    first = now + tonumber(ARGV[7])
+    writer = writer or wrote
+    blocked = side == 'w' or writer ~= nil
   end
 end
 
-local free
-if ahead then
-  free = false -- the waiters ahead cannot proceed, so neither can this one
-elseif side == 'r' then
-  free = not writer
-else
-  free = not writer and redis.call('zcard', deadlines) == 0
-end
-if free then
+if not ahead and not blocked then
   if waiting then
-    unregister(queue, waiters, owner .. ' ' .. side)
+    unregister(queue, waiters, member)
   end
   if side == 'w' then
     redis.call('hset', lock, 'writer', owner)
@@ -2723,19 +2840,15 @@ if free then
 end
 
 if ttl > 0 then
-  register(queue, waiters, owner .. ' ' .. side, ttl, now)
-  redis.call('hset', lock, 'q', 1)
+  register(queue, waiters, member, ttl, now)
+  if not flagged then
+    redis.call('hset', lock, 'q', 1)
+  end
 end
-local ends
-if writer then
-  ends = redis.call('zscore', deadlines, 'w')
-else
-  ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
-end
-if not ends then
+if not first then
   return {0, 1000}
 end
-return {0, tonumber(ends) - now}
+return {0, first - now}
 `,
 }
 
@@ -2745,7 +2858,7 @@ return {0, tonumber(ends) - now}
 // its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
-	SHA1: "f9dfa4264e94e29ee863298a968000a8feb6d415",
+	SHA1: "fcb7aa06fa62a67e3d92ae01456c26769046322a",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -2780,14 +2893,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -2797,15 +2923,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -2912,7 +3037,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "eb7ee98d6752149386b071ff31ee7247e767c3f6",
+	SHA1: "ea7ad77c2e1136cd6cf57f0784a875648b13b44d",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -2955,14 +3080,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -2972,15 +3110,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -3078,25 +3215,30 @@ end
 -- "r:<owner>" -> a reader's hold count, "q" -> 1 while waiters may be
 -- registered) and the holds' deadlines (a zset: "w" for the write hold,
 -- "r:<owner>" per reader -> server ms when that hold's lease runs out).
--- Registry members are "<owner> r" and "<owner> w" (see registry). Its
--- functions take the keys as arguments.
+-- Both keys live exactly as long as the last hold's deadline. Registry
+-- members are "<owner> r" and "<owner> w" (see registry). Its functions
+-- take the keys as arguments.
 -- KEYS: none
 -- ARGV: none
 -- reply: none
 
--- rw_expire drops the holds whose lease ran out: their holders died.
-local function rw_expire(lock, deadlines, now)
-  local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-  for _, m in ipairs(expired) do
+-- rw_first returns the earliest hold's deadline (nil when nothing is
+-- held), after dropping the holds whose lease ran out: their holders
+-- died. While none did, that is one ZRANGE.
+local function rw_first(lock, deadlines, now)
+  local first = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
+  if not first or tonumber(first) > now then
+    return tonumber(first)
+  end
+  for _, m in ipairs(redis.call('zrangebyscore', deadlines, '-inf', now)) do
     if m == 'w' then
       redis.call('hdel', lock, 'writer', 'writes')
     else
       redis.call('hdel', lock, m)
     end
   end
-  if #expired > 0 then
-    redis.call('zremrangebyscore', deadlines, '-inf', now)
-  end
+  redis.call('zremrangebyscore', deadlines, '-inf', now)
+  return tonumber(redis.call('zrange', deadlines, 0, 0, 'withscores')[2])
 end
 
 -- rw_keep keeps both keys as long as the last hold, or deletes them when
@@ -3113,42 +3255,44 @@ local function rw_keep(lock, deadlines, now)
 end
 
 -- rw_hand_on hands the lock to the live waiters at the head of the
--- registry that can proceed with the holds there are now: the first
+-- registry that can proceed with the holds there are now (held: whether
+-- anyone holds either side; writer: the write holder, if any): the first
 -- waiter alone when it is a writer and nothing is held; else every reader
--- before the first waiting writer, when no writer holds. Each gets a hold
+-- before the first waiting writer, when no writer holds. It pops them
+-- (LPOP; the first that cannot proceed is pushed back); each gets a hold
 -- with the hand-off lease and "<owner>" on its client's channel, except
--- skip (the caller, which learns it from the reply); writer is the
--- write holder now, if any. The "q" flag goes when nobody is left
--- waiting. Returns whether skip was handed the lock, whether anyone was
--- (the caller then runs rw_keep), and whether anyone is left waiting.
-local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip, writer)
+-- skip (the caller, which learns it from the reply). The "q" flag goes
+-- when the queue is found empty. Returns whether skip was handed the
+-- lock, the writer handed it (if one was), whether anyone was handed it,
+-- whether a waiter is left ahead that cannot proceed, and whether the
+-- queue was found empty. The caller then
+-- keeps the keys alive for the hand-off (rw_keep).
+local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip, writer, held)
   purge(queue, waiters, now)
-  local got, handed = false, false
+  local got, wrote, handed, ahead, empty = false, nil, false, false, false
   while true do
-    local m = redis.call('lindex', queue, 0)
+    local m = redis.call('lpop', queue)
     if not m then
+      redis.call('hdel', lock, 'q')
+      empty = true
       break
     end
-    if not redis.call('zscore', waiters, m) then
-      redis.call('lpop', queue) -- left already
-    else
-      local o, side = owner_of(m)
+    local o, side = owner_of(m)
+    if writer or (side == 'w' and held) then
+      redis.call('lpush', queue, m)
+      ahead = true
+      break
+    end
+    if redis.call('zrem', waiters, m) == 1 then -- else it left already
+      local hold = 'r:' .. o
       if side == 'w' then
-        if handed or writer or redis.call('zcard', deadlines) > 0 then
-          break
-        end
         redis.call('hset', lock, 'writer', o, 'writes', 1)
-        redis.call('zadd', deadlines, now + handoff, 'w')
+        hold, writer, wrote = 'w', o, o
       else
-        if writer then
-          break
-        end
-        redis.call('hincrby', lock, 'r:' .. o, 1)
-        redis.call('zadd', deadlines, now + handoff, 'r:' .. o)
+        redis.call('hincrby', lock, hold, 1)
       end
-      redis.call('lpop', queue)
-      redis.call('zrem', waiters, m)
-      handed = true
+      redis.call('zadd', deadlines, now + handoff, hold)
+      handed, held = true, true
       if o == skip then
         got = true
       else
@@ -3159,49 +3303,70 @@ local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix,
       end
     end
   end
-  local left = redis.call('exists', queue) == 1
-  if not left then
-    redis.call('hdel', lock, 'q')
-  end
-  return got, handed, left
+  return got, wrote, handed, ahead, empty
 end
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, side = ARGV[1], tonumber(ARGV[2]), ARGV[7]
 local now = now_ms()
-rw_expire(lock, deadlines, now)
+local first = rw_first(lock, deadlines, now)
 
 if ARGV[6] == '1' then
   unregister(queue, waiters, owner .. ' ' .. side)
 end
-local field, hold = 'r:' .. owner, 'r:' .. owner
+local reader = 'r:' .. owner
+local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
-local state = redis.call('hmget', lock, 'writer', 'q', field)
+local state = redis.call('hmget', lock, 'writer', 'q', field, reader)
+local writer, flagged = state[1], state[2]
 local held = state[3]
-if side == 'w' and state[1] ~= owner then
+if side == 'w' and writer ~= owner then
   held = nil
 end
 
-local holds, writer = -1, state[1]
+local holds, gone = -1, false
 if held then
-  holds = redis.call('hincrby', lock, field, -1)
+  holds = tonumber(held) - 1
   if holds > 0 then
+    redis.call('hset', lock, field, holds)
     redis.call('zadd', deadlines, now + lease, hold)
+  elseif side == 'w' then
+    -- Dropped below unless a writer is handed the lock: its hold then
+    -- replaces this one.
+    writer, gone = nil, true
   else
-    if side == 'w' then
-      redis.call('hdel', lock, 'writer', 'writes')
-      writer = nil
-    else
-      redis.call('hdel', lock, field)
-    end
+    redis.call('hdel', lock, field)
     redis.call('zrem', deadlines, hold)
   end
 end
 local handed = false
-if state[2] and holds <= 0 then
-  local _
-  _, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer)
+if flagged and holds <= 0 then
+  -- Is anything else held? A writer's release leaves its own read hold
+  -- at most; a reader's, the other readers or the writer.
+  local others = state[4] ~= false
+  if side == 'r' or not gone then
+    others = writer ~= false or redis.call('zcard', deadlines) > 0
+  end
+  local _, wrote
+  _, wrote, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer or nil, others)
+  if wrote then
+    gone = false
+  end
+  if handed and not others then
+    -- The hand-off's holds are the only ones: the keys live as long.
+    if gone then
+      redis.call('hdel', lock, 'writer', 'writes')
+      redis.call('zrem', deadlines, 'w')
+    end
+    redis.call('pexpire', lock, tonumber(ARGV[5]))
+    redis.call('pexpire', deadlines, tonumber(ARGV[5]))
+    return holds
+  end
+end
+if gone then
+  redis.call('hdel', lock, 'writer', 'writes')
+  redis.call('zrem', deadlines, 'w')
 end
 if held or handed then
   rw_keep(lock, deadlines, now)
@@ -3263,7 +3428,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "842b2701b22554beed287f91250be4d2f597b248",
+	SHA1: "b6f49e21d0e1251e340e443b37261ff18a7172ef",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -3282,8 +3447,10 @@ var semaphoreAcquireScript = lockimpl.Script{
 --   exist
 -- ARGV[5] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
--- ARGV[6] registered: '1' when the owner is registered already (a woken or
---   refreshing waiter)
+-- ARGV[6] registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it is registered and only refreshes its entry while
+--   a live hold is left and no registered waiter is past its deadline,
+--   else '0'
 -- ARGV[7] prefix: the wake-up channel prefix
 -- ARGV[8] publish: the publish command (publish or spublish)
 -- ARGV[9] handoff_ms: the hand-off lease in milliseconds
@@ -3293,7 +3460,8 @@ var semaphoreAcquireScript = lockimpl.Script{
 --   {1, free, n} when taken or found handed to this waiter by a release
 --   (its hold then gets the full lease; free: permits still free, n:
 --   permits taken), {0, free, ms} when not (ms: until the earliest hold
---   expires, -1 if none), or {-1, capacity} when more permits are wanted
+--   expires, -1 if none; free is 0 after a refresh that only moved the
+--   entry's deadline), or {-1, capacity} when more permits are wanted
 --   than the semaphore has.
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
@@ -3311,14 +3479,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -3328,15 +3509,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -3432,7 +3612,8 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Registry members
+-- registered), the capacity (when an operator set one). Both the holds
+-- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
 -- KEYS: none
@@ -3446,20 +3627,23 @@ local function sem_keep(key, ms)
   end
 end
 
--- sem_used evicts the holds whose lease ran out and returns the permits
--- held and the 'q' flag.
-local function sem_used(holds, counts, now)
-  local expired = redis.call('zrangebyscore', holds, '-inf', now)
-  for _, o in ipairs(expired) do
-    local k = tonumber(redis.call('hget', counts, o)) or 0
-    redis.call('hdel', counts, o)
-    redis.call('hincrby', counts, '*', -k)
-  end
-  if #expired > 0 then
+-- sem_used evicts the holds whose lease ran out (while none did, that
+-- costs one ZRANGE) and returns the permits held, the 'q' flag, the
+-- earliest hold's deadline (nil when nothing is held), and the permits of
+-- mine (an owner; nil for none) when it holds some.
+local function sem_used(holds, counts, now, mine)
+  local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+  if first and first <= now then
+    for _, o in ipairs(redis.call('zrangebyscore', holds, '-inf', now)) do
+      local k = tonumber(redis.call('hget', counts, o)) or 0
+      redis.call('hdel', counts, o)
+      redis.call('hincrby', counts, '*', -k)
+    end
     redis.call('zremrangebyscore', holds, '-inf', now)
+    first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q')
-  if c[1] and redis.call('zcard', holds) == 0 then
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
     redis.call('del', counts)
@@ -3467,55 +3651,66 @@ local function sem_used(holds, counts, now)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2]
+    return 0, c[2], nil, nil
   end
-  return tonumber(c[1]) or 0, c[2]
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
 end
 
--- sem_grant records owner's hold of n permits with lease; the keys live
--- at least as long as their longest hold.
-local function sem_grant(holds, counts, owner, n, now, lease)
+-- sem_grant records owner's hold of n permits with lease, used being the
+-- permits held before; the keys live at least as long as their longest
+-- hold.
+local function sem_grant(holds, counts, owner, n, now, lease, used)
   redis.call('zadd', holds, now + lease, owner)
-  redis.call('hset', counts, owner, n)
-  redis.call('hincrby', counts, '*', n)
+  redis.call('hset', counts, owner, n, '*', used + n)
   sem_keep(holds, lease)
   sem_keep(counts, lease)
 end
 
--- sem_flag sets the 'q' flag while the registry has members (the counts
--- then live at least as long as the registry), and drops it otherwise.
-local function sem_flag(counts, queue)
-  local keep = redis.call('pttl', queue)
-  if keep <= 0 then
-    redis.call('hdel', counts, 'q')
-    return
-  end
+-- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
+-- which the counts then live).
+local function sem_flag(counts, ttl)
   redis.call('hset', counts, 'q', 1)
-  sem_keep(counts, keep)
+  sem_keep(counts, ttl)
 end
 
 -- sem_hand_on hands permits to the live waiters in arrival order while
 -- the free permits satisfy them, stopping at the first that they do not
 -- (so a waiter for many is not passed by smaller requests); a waiter for
 -- more than the capacity waits for SetPermits or AddPermits and is passed
--- over. Each gets its hold with the hand-off lease and "<owner>" on its
--- client's channel, except skip (the caller, which learns it from the
--- reply). Returns whether skip got its permits, whether a waiter is left
--- that the free permits do not satisfy, and the permits now held.
+-- over. It pops them (LPOP), pushing back the first one not satisfied and
+-- those passed over, in their order; each served gets its hold with the
+-- hand-off lease and "<owner>" on its client's channel, except skip (the
+-- caller, which learns it from the reply); it stops when no permit is
+-- free. The 'q' flag goes when the queue is found empty. Returns whether
+-- skip got its permits, whether a waiter may be left that the free
+-- permits do not satisfy, the permits now
+-- held, the grants ({owner, n, ...}: the caller records them with
+-- sem_settle) and whether the queue was found empty.
 local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
   purge(queue, waiters, now)
-  local got, blocked = false, false
-  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+  local got, blocked, empty, back, grants = false, false, false, {}, {}
+  while true do
+    if used >= capacity then
+      blocked = true -- nothing free: whoever is left waits
+      break
+    end
+    local m = redis.call('lpop', queue)
+    if not m then
+      empty = #back == 0
+      break
+    end
     local o, d = owner_of(m)
     local n = tonumber(d)
-    if n <= capacity then
-      if capacity - used < n then
-        blocked = true
-        break
-      end
-      redis.call('lrem', queue, 1, m)
-      redis.call('zrem', waiters, m)
-      sem_grant(holds, counts, o, n, now, handoff)
+    if n > capacity then
+      table.insert(back, 1, m)
+    elseif capacity - used < n then
+      table.insert(back, 1, m)
+      blocked = true
+      break
+    elseif redis.call('zrem', waiters, m) == 1 then -- else it left already
+      redis.call('zadd', holds, now + handoff, o)
+      grants[#grants + 1] = o
+      grants[#grants + 1] = n
       used = used + n
       if o == skip then
         got = true
@@ -3524,26 +3719,61 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
       end
     end
   end
-  sem_flag(counts, queue)
-  return got, blocked, used
+  if #back > 0 then
+    redis.call('lpush', queue, unpack(back))
+  end
+  if empty then
+    redis.call('hdel', counts, 'q')
+  end
+  return got, blocked, used, grants, empty
+end
+
+-- sem_settle records sem_hand_on's grants and the permits held (used) in
+-- the counts, when there are grants or dirty says that the count changed.
+-- lives says that both keys live for the hand-off's lease already; else
+-- they are kept that long.
+local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+  if #grants == 0 and not dirty then
+    return
+  end
+  grants[#grants + 1] = '*'
+  grants[#grants + 1] = used
+  redis.call('hset', counts, unpack(grants))
+  if #grants > 2 and not lives then
+    sem_keep(holds, handoff)
+    sem_keep(counts, handoff)
+  end
 end
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
 local owner, lease = ARGV[1], tonumber(ARGV[3])
-local ttl, waiting = tonumber(ARGV[5]), ARGV[6] == '1'
-
+local ttl, waiting, handoff = tonumber(ARGV[5]), ARGV[6] ~= '0', tonumber(ARGV[9])
+local member = owner .. ' ' .. ARGV[2]
 local now = now_ms()
-local used, flagged = sem_used(holds, counts, now)
+
+if ARGV[6] == '2' then
+  -- A refresh: while a live hold is left (its release or its expiry
+  -- changes what is free) and nobody registered is dead (a dead waiter
+  -- ahead is passed over by the full attempt), a waiter still registered
+  -- (not handed its permits) only moves its deadline.
+  local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+  local oldest = tonumber(redis.call('zrange', waiters, 0, 0, 'withscores')[2])
+  if first and first > now and oldest and oldest > now and touch(waiters, member, ttl, now) then
+    keep_registry(queue, waiters, ttl)
+    return {0, 0, first - now}
+  end
+end
+
+local used, flagged, first, mine = sem_used(holds, counts, now, waiting and owner)
 local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
 if ARGV[2] == '*' then
   local n = capacity - used
   if n <= 0 then
     return {0, 0, -1}
   end
-  sem_grant(holds, counts, owner, n, now, lease)
+  sem_grant(holds, counts, owner, n, now, lease, used)
   return {1, 0, n}
 end
 local n = tonumber(ARGV[2])
-local member = owner .. ' ' .. n
 
 -- full gives a hold handed to this waiter the full lease.
 local function full()
@@ -3554,7 +3784,7 @@ local function full()
   return {1, math.max(0, capacity - used), n}
 end
 
-if waiting and redis.call('zscore', holds, owner) then -- handed by a release
+if mine then -- handed by a release
   return full()
 end
 if n > capacity and ARGV[10] ~= '1' then
@@ -3564,9 +3794,14 @@ if n > capacity and ARGV[10] ~= '1' then
   return {-1, capacity}
 end
 local ahead = false
-if flagged or waiting then
-  local got
-  got, ahead, used = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[9]), ARGV[7], ARGV[8], owner)
+if waiting or (flagged and capacity - used >= n) then
+  -- Waiters may be ahead that the free permits satisfy: they go first.
+  local got, grants, empty
+  got, ahead, used, grants, empty = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[7], ARGV[8], owner)
+  sem_settle(holds, counts, grants, used, false, first and first - now >= handoff, handoff)
+  if empty then
+    flagged = false
+  end
   if got then
     return full()
   end
@@ -3575,18 +3810,19 @@ if not ahead and n <= capacity and capacity - used >= n then
   if waiting then
     unregister(queue, waiters, member)
   end
-  sem_grant(holds, counts, owner, n, now, lease)
+  sem_grant(holds, counts, owner, n, now, lease, used)
   return {1, capacity - used - n, n}
 end
 if ttl > 0 then
   register(queue, waiters, member, ttl, now)
-  sem_flag(counts, queue)
+  if not flagged then
+    sem_flag(counts, ttl)
+  end
 end
-local first = redis.call('zrange', holds, 0, 0, 'withscores')
-if first[2] == nil then
+if not first then
   return {0, math.max(0, capacity - used), -1}
 end
-return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
+return {0, math.max(0, capacity - used), first - now}
 `,
 }
 
@@ -3599,7 +3835,7 @@ return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "cf373949b06e1e432f8a06b538f8633c4bfdc3b7",
+	SHA1: "b5391e7c94e375e636d8f6c3b4faf1c407730a69",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -3639,14 +3875,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -3656,15 +3905,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -3760,7 +4008,8 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Registry members
+-- registered), the capacity (when an operator set one). Both the holds
+-- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
 -- KEYS: none
@@ -3774,20 +4023,23 @@ local function sem_keep(key, ms)
   end
 end
 
--- sem_used evicts the holds whose lease ran out and returns the permits
--- held and the 'q' flag.
-local function sem_used(holds, counts, now)
-  local expired = redis.call('zrangebyscore', holds, '-inf', now)
-  for _, o in ipairs(expired) do
-    local k = tonumber(redis.call('hget', counts, o)) or 0
-    redis.call('hdel', counts, o)
-    redis.call('hincrby', counts, '*', -k)
-  end
-  if #expired > 0 then
+-- sem_used evicts the holds whose lease ran out (while none did, that
+-- costs one ZRANGE) and returns the permits held, the 'q' flag, the
+-- earliest hold's deadline (nil when nothing is held), and the permits of
+-- mine (an owner; nil for none) when it holds some.
+local function sem_used(holds, counts, now, mine)
+  local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+  if first and first <= now then
+    for _, o in ipairs(redis.call('zrangebyscore', holds, '-inf', now)) do
+      local k = tonumber(redis.call('hget', counts, o)) or 0
+      redis.call('hdel', counts, o)
+      redis.call('hincrby', counts, '*', -k)
+    end
     redis.call('zremrangebyscore', holds, '-inf', now)
+    first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q')
-  if c[1] and redis.call('zcard', holds) == 0 then
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
     redis.call('del', counts)
@@ -3795,55 +4047,66 @@ local function sem_used(holds, counts, now)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2]
+    return 0, c[2], nil, nil
   end
-  return tonumber(c[1]) or 0, c[2]
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
 end
 
--- sem_grant records owner's hold of n permits with lease; the keys live
--- at least as long as their longest hold.
-local function sem_grant(holds, counts, owner, n, now, lease)
+-- sem_grant records owner's hold of n permits with lease, used being the
+-- permits held before; the keys live at least as long as their longest
+-- hold.
+local function sem_grant(holds, counts, owner, n, now, lease, used)
   redis.call('zadd', holds, now + lease, owner)
-  redis.call('hset', counts, owner, n)
-  redis.call('hincrby', counts, '*', n)
+  redis.call('hset', counts, owner, n, '*', used + n)
   sem_keep(holds, lease)
   sem_keep(counts, lease)
 end
 
--- sem_flag sets the 'q' flag while the registry has members (the counts
--- then live at least as long as the registry), and drops it otherwise.
-local function sem_flag(counts, queue)
-  local keep = redis.call('pttl', queue)
-  if keep <= 0 then
-    redis.call('hdel', counts, 'q')
-    return
-  end
+-- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
+-- which the counts then live).
+local function sem_flag(counts, ttl)
   redis.call('hset', counts, 'q', 1)
-  sem_keep(counts, keep)
+  sem_keep(counts, ttl)
 end
 
 -- sem_hand_on hands permits to the live waiters in arrival order while
 -- the free permits satisfy them, stopping at the first that they do not
 -- (so a waiter for many is not passed by smaller requests); a waiter for
 -- more than the capacity waits for SetPermits or AddPermits and is passed
--- over. Each gets its hold with the hand-off lease and "<owner>" on its
--- client's channel, except skip (the caller, which learns it from the
--- reply). Returns whether skip got its permits, whether a waiter is left
--- that the free permits do not satisfy, and the permits now held.
+-- over. It pops them (LPOP), pushing back the first one not satisfied and
+-- those passed over, in their order; each served gets its hold with the
+-- hand-off lease and "<owner>" on its client's channel, except skip (the
+-- caller, which learns it from the reply); it stops when no permit is
+-- free. The 'q' flag goes when the queue is found empty. Returns whether
+-- skip got its permits, whether a waiter may be left that the free
+-- permits do not satisfy, the permits now
+-- held, the grants ({owner, n, ...}: the caller records them with
+-- sem_settle) and whether the queue was found empty.
 local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
   purge(queue, waiters, now)
-  local got, blocked = false, false
-  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+  local got, blocked, empty, back, grants = false, false, false, {}, {}
+  while true do
+    if used >= capacity then
+      blocked = true -- nothing free: whoever is left waits
+      break
+    end
+    local m = redis.call('lpop', queue)
+    if not m then
+      empty = #back == 0
+      break
+    end
     local o, d = owner_of(m)
     local n = tonumber(d)
-    if n <= capacity then
-      if capacity - used < n then
-        blocked = true
-        break
-      end
-      redis.call('lrem', queue, 1, m)
-      redis.call('zrem', waiters, m)
-      sem_grant(holds, counts, o, n, now, handoff)
+    if n > capacity then
+      table.insert(back, 1, m)
+    elseif capacity - used < n then
+      table.insert(back, 1, m)
+      blocked = true
+      break
+    elseif redis.call('zrem', waiters, m) == 1 then -- else it left already
+      redis.call('zadd', holds, now + handoff, o)
+      grants[#grants + 1] = o
+      grants[#grants + 1] = n
       used = used + n
       if o == skip then
         got = true
@@ -3852,8 +4115,30 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
       end
     end
   end
-  sem_flag(counts, queue)
-  return got, blocked, used
+  if #back > 0 then
+    redis.call('lpush', queue, unpack(back))
+  end
+  if empty then
+    redis.call('hdel', counts, 'q')
+  end
+  return got, blocked, used, grants, empty
+end
+
+-- sem_settle records sem_hand_on's grants and the permits held (used) in
+-- the counts, when there are grants or dirty says that the count changed.
+-- lives says that both keys live for the hand-off's lease already; else
+-- they are kept that long.
+local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+  if #grants == 0 and not dirty then
+    return
+  end
+  grants[#grants + 1] = '*'
+  grants[#grants + 1] = used
+  redis.call('hset', counts, unpack(grants))
+  if #grants > 2 and not lives then
+    sem_keep(holds, handoff)
+    sem_keep(counts, handoff)
+  end
 end
 local holds, counts, queue, waiters = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, v, default = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -3880,8 +4165,10 @@ else
 end
 if redis.call('hget', counts, 'q') then
   local now = now_ms()
-  local used = sem_used(holds, counts, now)
-  sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[6]), ARGV[4], ARGV[5], nil)
+  local used, _, first = sem_used(holds, counts, now)
+  local handoff = tonumber(ARGV[6])
+  local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[4], ARGV[5], nil)
+  sem_settle(holds, counts, grants, held, false, first and first - now >= handoff, handoff)
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
     local o, d = owner_of(m)
     if tonumber(d) > capacity then
@@ -3899,7 +4186,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "0537de8e4179a674ec0b7e1b46576dcd08a461d1",
+	SHA1: "1fdf2d18884592124b6b01c825e996bc9e2d4ab0",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -3939,14 +4226,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -3956,15 +4256,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -4060,7 +4359,8 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Registry members
+-- registered), the capacity (when an operator set one). Both the holds
+-- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
 -- KEYS: none
@@ -4074,20 +4374,23 @@ local function sem_keep(key, ms)
   end
 end
 
--- sem_used evicts the holds whose lease ran out and returns the permits
--- held and the 'q' flag.
-local function sem_used(holds, counts, now)
-  local expired = redis.call('zrangebyscore', holds, '-inf', now)
-  for _, o in ipairs(expired) do
-    local k = tonumber(redis.call('hget', counts, o)) or 0
-    redis.call('hdel', counts, o)
-    redis.call('hincrby', counts, '*', -k)
-  end
-  if #expired > 0 then
+-- sem_used evicts the holds whose lease ran out (while none did, that
+-- costs one ZRANGE) and returns the permits held, the 'q' flag, the
+-- earliest hold's deadline (nil when nothing is held), and the permits of
+-- mine (an owner; nil for none) when it holds some.
+local function sem_used(holds, counts, now, mine)
+  local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+  if first and first <= now then
+    for _, o in ipairs(redis.call('zrangebyscore', holds, '-inf', now)) do
+      local k = tonumber(redis.call('hget', counts, o)) or 0
+      redis.call('hdel', counts, o)
+      redis.call('hincrby', counts, '*', -k)
+    end
     redis.call('zremrangebyscore', holds, '-inf', now)
+    first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q')
-  if c[1] and redis.call('zcard', holds) == 0 then
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
     redis.call('del', counts)
@@ -4095,55 +4398,66 @@ local function sem_used(holds, counts, now)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2]
+    return 0, c[2], nil, nil
   end
-  return tonumber(c[1]) or 0, c[2]
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
 end
 
--- sem_grant records owner's hold of n permits with lease; the keys live
--- at least as long as their longest hold.
-local function sem_grant(holds, counts, owner, n, now, lease)
+-- sem_grant records owner's hold of n permits with lease, used being the
+-- permits held before; the keys live at least as long as their longest
+-- hold.
+local function sem_grant(holds, counts, owner, n, now, lease, used)
   redis.call('zadd', holds, now + lease, owner)
-  redis.call('hset', counts, owner, n)
-  redis.call('hincrby', counts, '*', n)
+  redis.call('hset', counts, owner, n, '*', used + n)
   sem_keep(holds, lease)
   sem_keep(counts, lease)
 end
 
--- sem_flag sets the 'q' flag while the registry has members (the counts
--- then live at least as long as the registry), and drops it otherwise.
-local function sem_flag(counts, queue)
-  local keep = redis.call('pttl', queue)
-  if keep <= 0 then
-    redis.call('hdel', counts, 'q')
-    return
-  end
+-- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
+-- which the counts then live).
+local function sem_flag(counts, ttl)
   redis.call('hset', counts, 'q', 1)
-  sem_keep(counts, keep)
+  sem_keep(counts, ttl)
 end
 
 -- sem_hand_on hands permits to the live waiters in arrival order while
 -- the free permits satisfy them, stopping at the first that they do not
 -- (so a waiter for many is not passed by smaller requests); a waiter for
 -- more than the capacity waits for SetPermits or AddPermits and is passed
--- over. Each gets its hold with the hand-off lease and "<owner>" on its
--- client's channel, except skip (the caller, which learns it from the
--- reply). Returns whether skip got its permits, whether a waiter is left
--- that the free permits do not satisfy, and the permits now held.
+-- over. It pops them (LPOP), pushing back the first one not satisfied and
+-- those passed over, in their order; each served gets its hold with the
+-- hand-off lease and "<owner>" on its client's channel, except skip (the
+-- caller, which learns it from the reply); it stops when no permit is
+-- free. The 'q' flag goes when the queue is found empty. Returns whether
+-- skip got its permits, whether a waiter may be left that the free
+-- permits do not satisfy, the permits now
+-- held, the grants ({owner, n, ...}: the caller records them with
+-- sem_settle) and whether the queue was found empty.
 local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
   purge(queue, waiters, now)
-  local got, blocked = false, false
-  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+  local got, blocked, empty, back, grants = false, false, false, {}, {}
+  while true do
+    if used >= capacity then
+      blocked = true -- nothing free: whoever is left waits
+      break
+    end
+    local m = redis.call('lpop', queue)
+    if not m then
+      empty = #back == 0
+      break
+    end
     local o, d = owner_of(m)
     local n = tonumber(d)
-    if n <= capacity then
-      if capacity - used < n then
-        blocked = true
-        break
-      end
-      redis.call('lrem', queue, 1, m)
-      redis.call('zrem', waiters, m)
-      sem_grant(holds, counts, o, n, now, handoff)
+    if n > capacity then
+      table.insert(back, 1, m)
+    elseif capacity - used < n then
+      table.insert(back, 1, m)
+      blocked = true
+      break
+    elseif redis.call('zrem', waiters, m) == 1 then -- else it left already
+      redis.call('zadd', holds, now + handoff, o)
+      grants[#grants + 1] = o
+      grants[#grants + 1] = n
       used = used + n
       if o == skip then
         got = true
@@ -4152,32 +4466,74 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
       end
     end
   end
-  sem_flag(counts, queue)
-  return got, blocked, used
+  if #back > 0 then
+    redis.call('lpush', queue, unpack(back))
+  end
+  if empty then
+    redis.call('hdel', counts, 'q')
+  end
+  return got, blocked, used, grants, empty
+end
+
+-- sem_settle records sem_hand_on's grants and the permits held (used) in
+-- the counts, when there are grants or dirty says that the count changed.
+-- lives says that both keys live for the hand-off's lease already; else
+-- they are kept that long.
+local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+  if #grants == 0 and not dirty then
+    return
+  end
+  grants[#grants + 1] = '*'
+  grants[#grants + 1] = used
+  redis.call('hset', counts, unpack(grants))
+  if #grants > 2 and not lives then
+    sem_keep(holds, handoff)
+    sem_keep(counts, handoff)
+  end
 end
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
-local owner = ARGV[1]
+local owner, handoff = ARGV[1], tonumber(ARGV[5])
 
 if ARGV[6] ~= '0' then
   unregister(queue, waiters, owner .. ' ' .. ARGV[6])
 end
-local c = redis.call('hmget', counts, owner, 'q')
-local n = -1
+local c = redis.call('hmget', counts, owner, '*', 'q')
+local now, first
+if c[3] then
+  -- Before this hold goes: the keys live at least until the earliest.
+  now = now_ms()
+  first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+end
+local n, used = -1, tonumber(c[2]) or 0
 if redis.call('zrem', holds, owner) == 1 then
   n = tonumber(c[1]) or 0
+  used = used - n
   redis.call('hdel', counts, owner)
-  if redis.call('zcard', holds) == 0 then
-    redis.call('del', counts)
-  else
-    redis.call('hincrby', counts, '*', -n)
+  if not c[3] then
+    if redis.call('zcard', holds) == 0 then
+      redis.call('del', counts)
+    else
+      redis.call('hincrby', counts, '*', -n)
+    end
+    return n
   end
 end
-if c[2] then
-  local now = now_ms()
-  local used = sem_used(holds, counts, now)
-  local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
-  sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[5]), ARGV[2], ARGV[3], nil)
+if not c[3] then
+  return n
 end
+local dirty = n >= 0
+if first and first <= now then
+  -- A hold ran out: count it out first.
+  if dirty then
+    redis.call('hset', counts, '*', used)
+  end
+  local _
+  used, _, first = sem_used(holds, counts, now)
+  dirty = false
+end
+local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
+local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[2], ARGV[3], nil)
+sem_settle(holds, counts, grants, held, dirty, first and first - now >= handoff, handoff)
 return n
 `,
 }
@@ -4224,7 +4580,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "c732257b97b23e0bbf8f34c38066362577c3543a",
+	SHA1: "e5423bf25f1692d16563fcdd5ef4230ab62ce012",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -4251,14 +4607,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -4268,15 +4637,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -4372,7 +4740,8 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Registry members
+-- registered), the capacity (when an operator set one). Both the holds
+-- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
 -- KEYS: none
@@ -4386,20 +4755,23 @@ local function sem_keep(key, ms)
   end
 end
 
--- sem_used evicts the holds whose lease ran out and returns the permits
--- held and the 'q' flag.
-local function sem_used(holds, counts, now)
-  local expired = redis.call('zrangebyscore', holds, '-inf', now)
-  for _, o in ipairs(expired) do
-    local k = tonumber(redis.call('hget', counts, o)) or 0
-    redis.call('hdel', counts, o)
-    redis.call('hincrby', counts, '*', -k)
-  end
-  if #expired > 0 then
+-- sem_used evicts the holds whose lease ran out (while none did, that
+-- costs one ZRANGE) and returns the permits held, the 'q' flag, the
+-- earliest hold's deadline (nil when nothing is held), and the permits of
+-- mine (an owner; nil for none) when it holds some.
+local function sem_used(holds, counts, now, mine)
+  local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+  if first and first <= now then
+    for _, o in ipairs(redis.call('zrangebyscore', holds, '-inf', now)) do
+      local k = tonumber(redis.call('hget', counts, o)) or 0
+      redis.call('hdel', counts, o)
+      redis.call('hincrby', counts, '*', -k)
+    end
     redis.call('zremrangebyscore', holds, '-inf', now)
+    first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q')
-  if c[1] and redis.call('zcard', holds) == 0 then
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
     redis.call('del', counts)
@@ -4407,55 +4779,66 @@ local function sem_used(holds, counts, now)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2]
+    return 0, c[2], nil, nil
   end
-  return tonumber(c[1]) or 0, c[2]
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
 end
 
--- sem_grant records owner's hold of n permits with lease; the keys live
--- at least as long as their longest hold.
-local function sem_grant(holds, counts, owner, n, now, lease)
+-- sem_grant records owner's hold of n permits with lease, used being the
+-- permits held before; the keys live at least as long as their longest
+-- hold.
+local function sem_grant(holds, counts, owner, n, now, lease, used)
   redis.call('zadd', holds, now + lease, owner)
-  redis.call('hset', counts, owner, n)
-  redis.call('hincrby', counts, '*', n)
+  redis.call('hset', counts, owner, n, '*', used + n)
   sem_keep(holds, lease)
   sem_keep(counts, lease)
 end
 
--- sem_flag sets the 'q' flag while the registry has members (the counts
--- then live at least as long as the registry), and drops it otherwise.
-local function sem_flag(counts, queue)
-  local keep = redis.call('pttl', queue)
-  if keep <= 0 then
-    redis.call('hdel', counts, 'q')
-    return
-  end
+-- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
+-- which the counts then live).
+local function sem_flag(counts, ttl)
   redis.call('hset', counts, 'q', 1)
-  sem_keep(counts, keep)
+  sem_keep(counts, ttl)
 end
 
 -- sem_hand_on hands permits to the live waiters in arrival order while
 -- the free permits satisfy them, stopping at the first that they do not
 -- (so a waiter for many is not passed by smaller requests); a waiter for
 -- more than the capacity waits for SetPermits or AddPermits and is passed
--- over. Each gets its hold with the hand-off lease and "<owner>" on its
--- client's channel, except skip (the caller, which learns it from the
--- reply). Returns whether skip got its permits, whether a waiter is left
--- that the free permits do not satisfy, and the permits now held.
+-- over. It pops them (LPOP), pushing back the first one not satisfied and
+-- those passed over, in their order; each served gets its hold with the
+-- hand-off lease and "<owner>" on its client's channel, except skip (the
+-- caller, which learns it from the reply); it stops when no permit is
+-- free. The 'q' flag goes when the queue is found empty. Returns whether
+-- skip got its permits, whether a waiter may be left that the free
+-- permits do not satisfy, the permits now
+-- held, the grants ({owner, n, ...}: the caller records them with
+-- sem_settle) and whether the queue was found empty.
 local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
   purge(queue, waiters, now)
-  local got, blocked = false, false
-  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+  local got, blocked, empty, back, grants = false, false, false, {}, {}
+  while true do
+    if used >= capacity then
+      blocked = true -- nothing free: whoever is left waits
+      break
+    end
+    local m = redis.call('lpop', queue)
+    if not m then
+      empty = #back == 0
+      break
+    end
     local o, d = owner_of(m)
     local n = tonumber(d)
-    if n <= capacity then
-      if capacity - used < n then
-        blocked = true
-        break
-      end
-      redis.call('lrem', queue, 1, m)
-      redis.call('zrem', waiters, m)
-      sem_grant(holds, counts, o, n, now, handoff)
+    if n > capacity then
+      table.insert(back, 1, m)
+    elseif capacity - used < n then
+      table.insert(back, 1, m)
+      blocked = true
+      break
+    elseif redis.call('zrem', waiters, m) == 1 then -- else it left already
+      redis.call('zadd', holds, now + handoff, o)
+      grants[#grants + 1] = o
+      grants[#grants + 1] = n
       used = used + n
       if o == skip then
         got = true
@@ -4464,8 +4847,30 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
       end
     end
   end
-  sem_flag(counts, queue)
-  return got, blocked, used
+  if #back > 0 then
+    redis.call('lpush', queue, unpack(back))
+  end
+  if empty then
+    redis.call('hdel', counts, 'q')
+  end
+  return got, blocked, used, grants, empty
+end
+
+-- sem_settle records sem_hand_on's grants and the permits held (used) in
+-- the counts, when there are grants or dirty says that the count changed.
+-- lives says that both keys live for the hand-off's lease already; else
+-- they are kept that long.
+local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+  if #grants == 0 and not dirty then
+    return
+  end
+  grants[#grants + 1] = '*'
+  grants[#grants + 1] = used
+  redis.call('hset', counts, unpack(grants))
+  if #grants > 2 and not lives then
+    sem_keep(holds, handoff)
+    sem_keep(counts, handoff)
+  end
 end
 local used = sem_used(KEYS[1], KEYS[2], now_ms())
 return {tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[1]), used}

@@ -116,7 +116,7 @@ var readwriteLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var fairAcquireScript = lockimpl.Script{
 	Name: "fair_acquire",
-	SHA1: "4ca605b2a1cb58365cc632b1246b56e02c863ae2",
+	SHA1: "bb72ebfc0b090691a9f98f0899391b97eafc913f",
 	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
 -- caller that cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock hash (field: owner, value: hold count)
@@ -152,14 +152,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -169,15 +182,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -327,7 +339,7 @@ return {0, pttl}
 // its KEYS, ARGV and reply.)
 var fairForceUnlockScript = lockimpl.Script{
 	Name: "fair_force_unlock",
-	SHA1: "c00c3d41b13153bcba32270eb346ea8ea19c6903",
+	SHA1: "b5ee5237217938115473bffecff5c6049817e9d7",
 	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
 -- the first live waiter.
 -- KEYS[1] lock: the lock hash
@@ -354,14 +366,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -371,15 +396,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -493,7 +517,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var fairReleaseScript = lockimpl.Script{
 	Name: "fair_release",
-	SHA1: "3a7aff289df2fb7d12315c5b334ef0f8a8615684",
+	SHA1: "cff8f5bb6a2d45e1df4302d34faff1dd83731449",
 	Source: `-- fair_release: give up one hold of a fair lock; the last hold hands the
 -- lock to the first live waiter, if any.
 -- KEYS[1] lock: the lock hash
@@ -526,14 +550,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -543,15 +580,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -701,7 +737,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "91eee08f37c5ad65e5ed3950ae9f0ab0814dbbac",
+	SHA1: "34ecbe413ecc6768462fa66ab980a5aeed87ebd3",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -736,14 +772,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -753,15 +802,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -904,7 +952,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "7c5d17997a647bdb8c8d5ceec78ef64b16cf662a",
+	SHA1: "818a307faa18be5468c9f73b49a89b5fdf88c797",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -936,14 +984,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -953,15 +1014,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -1074,7 +1134,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
+	SHA1: "a6699cf0dbbfedcfe43742a949b448c733f2c9c5",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -1113,14 +1173,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -1130,15 +1203,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -1297,7 +1369,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "ce288c4fc0e977114c87befca86dcf221fef5f59",
+	SHA1: "8141433e38320713016932c446db2b5d564daa28",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -1318,7 +1390,9 @@ var rwAcquireScript = lockimpl.Script{
 -- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
 -- ARGV[4] registered: '1' when the owner is registered already (a woken
---   or refreshing waiter)
+--   waiter), '2' when it is registered and only refreshes its entry while
+--   a live hold blocks it (a writer: any hold; a reader: the write hold),
+--   else '0'
 -- ARGV[5] prefix: the wake-up channel prefix
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds
@@ -1326,7 +1400,8 @@ var rwAcquireScript = lockimpl.Script{
 -- reply: {int, int}
 --   {1, holds} when taken, re-entered, or found handed to this waiter by a
 --   release (its hold then gets the full lease); {0, ms} when the caller
---   must wait, ms being when the first hold in its way runs out; {-2, 0}
+--   must wait, ms being when the first hold in its way runs out (after a
+--   refresh that only moved the entry's deadline, too); {-2, 0}
 --   when a reader asks for the write side (an upgrade, refused: two
 --   upgrading readers would wait for each other forever).
 -- registry: the waiter registry (runtime's package doc, "Waiter
@@ -1345,14 +1420,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -1362,15 +1450,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -1468,25 +1555,30 @@ end
 -- "r:<owner>" -> a reader's hold count, "q" -> 1 while waiters may be
 -- registered) and the holds' deadlines (a zset: "w" for the write hold,
 -- "r:<owner>" per reader -> server ms when that hold's lease runs out).
--- Registry members are "<owner> r" and "<owner> w" (see registry). Its
--- functions take the keys as arguments.
+-- Both keys live exactly as long as the last hold's deadline. Registry
+-- members are "<owner> r" and "<owner> w" (see registry). Its functions
+-- take the keys as arguments.
 -- KEYS: none
 -- ARGV: none
 -- reply: none
 
--- rw_expire drops the holds whose lease ran out: their holders died.
-local function rw_expire(lock, deadlines, now)
-  local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-  for _, m in ipairs(expired) do
+-- rw_first returns the earliest hold's deadline (nil when nothing is
+-- held), after dropping the holds whose lease ran out: their holders
+-- died. While none did, that is one ZRANGE.
+local function rw_first(lock, deadlines, now)
+  local first = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
+  if not first or tonumber(first) > now then
+    return tonumber(first)
+  end
+  for _, m in ipairs(redis.call('zrangebyscore', deadlines, '-inf', now)) do
     if m == 'w' then
       redis.call('hdel', lock, 'writer', 'writes')
     else
       redis.call('hdel', lock, m)
     end
   end
-  if #expired > 0 then
-    redis.call('zremrangebyscore', deadlines, '-inf', now)
-  end
+  redis.call('zremrangebyscore', deadlines, '-inf', now)
+  return tonumber(redis.call('zrange', deadlines, 0, 0, 'withscores')[2])
 end
 
 -- rw_keep keeps both keys as long as the last hold, or deletes them when
@@ -1503,42 +1595,44 @@ local function rw_keep(lock, deadlines, now)
 end
 
 -- rw_hand_on hands the lock to the live waiters at the head of the
--- registry that can proceed with the holds there are now: the first
+-- registry that can proceed with the holds there are now (held: whether
+-- anyone holds either side; writer: the write holder, if any): the first
 -- waiter alone when it is a writer and nothing is held; else every reader
--- before the first waiting writer, when no writer holds. Each gets a hold
+-- before the first waiting writer, when no writer holds. It pops them
+-- (LPOP; the first that cannot proceed is pushed back); each gets a hold
 -- with the hand-off lease and "<owner>" on its client's channel, except
--- skip (the caller, which learns it from the reply); writer is the
--- write holder now, if any. The "q" flag goes when nobody is left
--- waiting. Returns whether skip was handed the lock, whether anyone was
--- (the caller then runs rw_keep), and whether anyone is left waiting.
-local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip, writer)
+-- skip (the caller, which learns it from the reply). The "q" flag goes
+-- when the queue is found empty. Returns whether skip was handed the
+-- lock, the writer handed it (if one was), whether anyone was handed it,
+-- whether a waiter is left ahead that cannot proceed, and whether the
+-- queue was found empty. The caller then
+-- keeps the keys alive for the hand-off (rw_keep).
+local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip, writer, held)
   purge(queue, waiters, now)
-  local got, handed = false, false
+  local got, wrote, handed, ahead, empty = false, nil, false, false, false
   while true do
-    local m = redis.call('lindex', queue, 0)
+    local m = redis.call('lpop', queue)
     if not m then
+      redis.call('hdel', lock, 'q')
+      empty = true
       break
     end
-    if not redis.call('zscore', waiters, m) then
-      redis.call('lpop', queue) -- left already
-    else
-      local o, side = owner_of(m)
+    local o, side = owner_of(m)
+    if writer or (side == 'w' and held) then
+      redis.call('lpush', queue, m)
+      ahead = true
+      break
+    end
+    if redis.call('zrem', waiters, m) == 1 then -- else it left already
+      local hold = 'r:' .. o
       if side == 'w' then
-        if handed or writer or redis.call('zcard', deadlines) > 0 then
-          break
-        end
         redis.call('hset', lock, 'writer', o, 'writes', 1)
-        redis.call('zadd', deadlines, now + handoff, 'w')
+        hold, writer, wrote = 'w', o, o
       else
-        if writer then
-          break
-        end
-        redis.call('hincrby', lock, 'r:' .. o, 1)
-        redis.call('zadd', deadlines, now + handoff, 'r:' .. o)
+        redis.call('hincrby', lock, hold, 1)
       end
-      redis.call('lpop', queue)
-      redis.call('zrem', waiters, m)
-      handed = true
+      redis.call('zadd', deadlines, now + handoff, hold)
+      handed, held = true, true
       if o == skip then
         got = true
       else
@@ -1549,37 +1643,58 @@ local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix,
       end
     end
   end
-  local left = redis.call('exists', queue) == 1
-  if not left then
-    redis.call('hdel', lock, 'q')
-  end
-  return got, handed, left
+  return got, wrote, handed, ahead, empty
 end
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local lease, owner, ttl, waiting = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1'
+local lease, owner, ttl, waiting = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4] ~= '0'
 local side = ARGV[8]
 if side ~= 'r' and side ~= 'w' then
   return redis.error_reply('lockgen: the side of a read-write lock is r or w, not ' .. tostring(side))
 end
+local member = owner .. ' ' .. side
 local now = now_ms()
-rw_expire(lock, deadlines, now)
 
+if ARGV[4] == '2' then
+  -- A refresh: while a live hold blocks the waiter and it is registered
+  -- (not handed the lock), only its deadline moves. A reader waiting
+  -- behind waiting writers while readers hold makes the full attempt,
+  -- which passes over a dead writer.
+  local ends
+  if side == 'w' then
+    ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
+  else
+    ends = redis.call('zscore', deadlines, 'w')
+  end
+  ends = tonumber(ends)
+  if ends and ends > now and touch(waiters, member, ttl, now) then
+    keep_registry(queue, waiters, ttl)
+    return {0, ends - now}
+  end
+end
+
+local first = rw_first(lock, deadlines, now)
 local reader = 'r:' .. owner
 local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
 
--- take records a hold and keeps both keys as long as the last hold.
+-- take records a hold; both keys live as long as the last hold.
 local function take()
   local holds = redis.call('hincrby', lock, field, 1)
   redis.call('zadd', deadlines, now + lease, hold)
-  rw_keep(lock, deadlines, now)
+  if first then
+    rw_keep(lock, deadlines, now)
+  else
+    redis.call('pexpire', lock, lease)
+    redis.call('pexpire', deadlines, lease)
+  end
   return holds
 end
 
 -- full gives a hold handed to this waiter the full lease.
 local function full()
+  unregister(queue, waiters, member)
   redis.call('zadd', deadlines, now + lease, hold)
   rw_keep(lock, deadlines, now)
   return {1, tonumber(redis.call('hget', lock, field))}
@@ -1589,7 +1704,6 @@ local state = redis.call('hmget', lock, 'writer', 'q', reader)
 local writer, flagged, reading = state[1], state[2], state[3]
 if (side == 'w' and writer == owner) or (side == 'r' and reading) then
   if waiting then -- handed by a release
-    unregister(queue, waiters, owner .. ' ' .. side)
     return full()
   end
   return {1, take()}
@@ -1601,30 +1715,33 @@ if side == 'w' and reading then
   return {-2, 0}
 end
 
+-- Whether the holds alone keep this caller out.
+local blocked = writer ~= false
+if side == 'w' then
+  blocked = first ~= nil
+end
 local ahead = false
-if flagged or waiting then
-  local got, handed
-  got, handed, ahead = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner, writer)
+if waiting or (flagged and not blocked) then
+  -- Waiters may be ahead that can proceed: they go first.
+  local got, wrote, handed, empty
+  got, wrote, handed, ahead, empty = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner, writer or nil, first ~= nil)
+  if empty then
+    flagged = false
+  end
   if got then
     return full()
   end
   if handed then
     rw_keep(lock, deadlines, now)
-    writer = redis.call('hget', lock, 'writer')
+    first = now + tonumber(ARGV[7])
+    writer = writer or wrote
+    blocked = side == 'w' or writer ~= nil
   end
 end
 
-local free
-if ahead then
-  free = false -- the waiters ahead cannot proceed, so neither can this one
-elseif side == 'r' then
-  free = not writer
-else
-  free = not writer and redis.call('zcard', deadlines) == 0
-end
-if free then
+if not ahead and not blocked then
   if waiting then
-    unregister(queue, waiters, owner .. ' ' .. side)
+    unregister(queue, waiters, member)
   end
   if side == 'w' then
     redis.call('hset', lock, 'writer', owner)
@@ -1633,19 +1750,15 @@ if free then
 end
 
 if ttl > 0 then
-  register(queue, waiters, owner .. ' ' .. side, ttl, now)
-  redis.call('hset', lock, 'q', 1)
+  register(queue, waiters, member, ttl, now)
+  if not flagged then
+    redis.call('hset', lock, 'q', 1)
+  end
 end
-local ends
-if writer then
-  ends = redis.call('zscore', deadlines, 'w')
-else
-  ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
-end
-if not ends then
+if not first then
   return {0, 1000}
 end
-return {0, tonumber(ends) - now}
+return {0, first - now}
 `,
 }
 
@@ -1655,7 +1768,7 @@ return {0, tonumber(ends) - now}
 // its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
-	SHA1: "f9dfa4264e94e29ee863298a968000a8feb6d415",
+	SHA1: "fcb7aa06fa62a67e3d92ae01456c26769046322a",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -1690,14 +1803,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -1707,15 +1833,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -1822,7 +1947,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "eb7ee98d6752149386b071ff31ee7247e767c3f6",
+	SHA1: "ea7ad77c2e1136cd6cf57f0784a875648b13b44d",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -1865,14 +1990,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -1882,15 +2020,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -1988,25 +2125,30 @@ end
 -- "r:<owner>" -> a reader's hold count, "q" -> 1 while waiters may be
 -- registered) and the holds' deadlines (a zset: "w" for the write hold,
 -- "r:<owner>" per reader -> server ms when that hold's lease runs out).
--- Registry members are "<owner> r" and "<owner> w" (see registry). Its
--- functions take the keys as arguments.
+-- Both keys live exactly as long as the last hold's deadline. Registry
+-- members are "<owner> r" and "<owner> w" (see registry). Its functions
+-- take the keys as arguments.
 -- KEYS: none
 -- ARGV: none
 -- reply: none
 
--- rw_expire drops the holds whose lease ran out: their holders died.
-local function rw_expire(lock, deadlines, now)
-  local expired = redis.call('zrangebyscore', deadlines, '-inf', now)
-  for _, m in ipairs(expired) do
+-- rw_first returns the earliest hold's deadline (nil when nothing is
+-- held), after dropping the holds whose lease ran out: their holders
+-- died. While none did, that is one ZRANGE.
+local function rw_first(lock, deadlines, now)
+  local first = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
+  if not first or tonumber(first) > now then
+    return tonumber(first)
+  end
+  for _, m in ipairs(redis.call('zrangebyscore', deadlines, '-inf', now)) do
     if m == 'w' then
       redis.call('hdel', lock, 'writer', 'writes')
     else
       redis.call('hdel', lock, m)
     end
   end
-  if #expired > 0 then
-    redis.call('zremrangebyscore', deadlines, '-inf', now)
-  end
+  redis.call('zremrangebyscore', deadlines, '-inf', now)
+  return tonumber(redis.call('zrange', deadlines, 0, 0, 'withscores')[2])
 end
 
 -- rw_keep keeps both keys as long as the last hold, or deletes them when
@@ -2023,42 +2165,44 @@ local function rw_keep(lock, deadlines, now)
 end
 
 -- rw_hand_on hands the lock to the live waiters at the head of the
--- registry that can proceed with the holds there are now: the first
+-- registry that can proceed with the holds there are now (held: whether
+-- anyone holds either side; writer: the write holder, if any): the first
 -- waiter alone when it is a writer and nothing is held; else every reader
--- before the first waiting writer, when no writer holds. Each gets a hold
+-- before the first waiting writer, when no writer holds. It pops them
+-- (LPOP; the first that cannot proceed is pushed back); each gets a hold
 -- with the hand-off lease and "<owner>" on its client's channel, except
--- skip (the caller, which learns it from the reply); writer is the
--- write holder now, if any. The "q" flag goes when nobody is left
--- waiting. Returns whether skip was handed the lock, whether anyone was
--- (the caller then runs rw_keep), and whether anyone is left waiting.
-local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip, writer)
+-- skip (the caller, which learns it from the reply). The "q" flag goes
+-- when the queue is found empty. Returns whether skip was handed the
+-- lock, the writer handed it (if one was), whether anyone was handed it,
+-- whether a waiter is left ahead that cannot proceed, and whether the
+-- queue was found empty. The caller then
+-- keeps the keys alive for the hand-off (rw_keep).
+local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix, publish, skip, writer, held)
   purge(queue, waiters, now)
-  local got, handed = false, false
+  local got, wrote, handed, ahead, empty = false, nil, false, false, false
   while true do
-    local m = redis.call('lindex', queue, 0)
+    local m = redis.call('lpop', queue)
     if not m then
+      redis.call('hdel', lock, 'q')
+      empty = true
       break
     end
-    if not redis.call('zscore', waiters, m) then
-      redis.call('lpop', queue) -- left already
-    else
-      local o, side = owner_of(m)
+    local o, side = owner_of(m)
+    if writer or (side == 'w' and held) then
+      redis.call('lpush', queue, m)
+      ahead = true
+      break
+    end
+    if redis.call('zrem', waiters, m) == 1 then -- else it left already
+      local hold = 'r:' .. o
       if side == 'w' then
-        if handed or writer or redis.call('zcard', deadlines) > 0 then
-          break
-        end
         redis.call('hset', lock, 'writer', o, 'writes', 1)
-        redis.call('zadd', deadlines, now + handoff, 'w')
+        hold, writer, wrote = 'w', o, o
       else
-        if writer then
-          break
-        end
-        redis.call('hincrby', lock, 'r:' .. o, 1)
-        redis.call('zadd', deadlines, now + handoff, 'r:' .. o)
+        redis.call('hincrby', lock, hold, 1)
       end
-      redis.call('lpop', queue)
-      redis.call('zrem', waiters, m)
-      handed = true
+      redis.call('zadd', deadlines, now + handoff, hold)
+      handed, held = true, true
       if o == skip then
         got = true
       else
@@ -2069,49 +2213,70 @@ local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix,
       end
     end
   end
-  local left = redis.call('exists', queue) == 1
-  if not left then
-    redis.call('hdel', lock, 'q')
-  end
-  return got, handed, left
+  return got, wrote, handed, ahead, empty
 end
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, side = ARGV[1], tonumber(ARGV[2]), ARGV[7]
 local now = now_ms()
-rw_expire(lock, deadlines, now)
+local first = rw_first(lock, deadlines, now)
 
 if ARGV[6] == '1' then
   unregister(queue, waiters, owner .. ' ' .. side)
 end
-local field, hold = 'r:' .. owner, 'r:' .. owner
+local reader = 'r:' .. owner
+local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
-local state = redis.call('hmget', lock, 'writer', 'q', field)
+local state = redis.call('hmget', lock, 'writer', 'q', field, reader)
+local writer, flagged = state[1], state[2]
 local held = state[3]
-if side == 'w' and state[1] ~= owner then
+if side == 'w' and writer ~= owner then
   held = nil
 end
 
-local holds, writer = -1, state[1]
+local holds, gone = -1, false
 if held then
-  holds = redis.call('hincrby', lock, field, -1)
+  holds = tonumber(held) - 1
   if holds > 0 then
+    redis.call('hset', lock, field, holds)
     redis.call('zadd', deadlines, now + lease, hold)
+  elseif side == 'w' then
+    -- Dropped below unless a writer is handed the lock: its hold then
+    -- replaces this one.
+    writer, gone = nil, true
   else
-    if side == 'w' then
-      redis.call('hdel', lock, 'writer', 'writes')
-      writer = nil
-    else
-      redis.call('hdel', lock, field)
-    end
+    redis.call('hdel', lock, field)
     redis.call('zrem', deadlines, hold)
   end
 end
 local handed = false
-if state[2] and holds <= 0 then
-  local _
-  _, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer)
+if flagged and holds <= 0 then
+  -- Is anything else held? A writer's release leaves its own read hold
+  -- at most; a reader's, the other readers or the writer.
+  local others = state[4] ~= false
+  if side == 'r' or not gone then
+    others = writer ~= false or redis.call('zcard', deadlines) > 0
+  end
+  local _, wrote
+  _, wrote, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer or nil, others)
+  if wrote then
+    gone = false
+  end
+  if handed and not others then
+    -- The hand-off's holds are the only ones: the keys live as long.
+    if gone then
+      redis.call('hdel', lock, 'writer', 'writes')
+      redis.call('zrem', deadlines, 'w')
+    end
+    redis.call('pexpire', lock, tonumber(ARGV[5]))
+    redis.call('pexpire', deadlines, tonumber(ARGV[5]))
+    return holds
+  end
+end
+if gone then
+  redis.call('hdel', lock, 'writer', 'writes')
+  redis.call('zrem', deadlines, 'w')
 end
 if held or handed then
   rw_keep(lock, deadlines, now)

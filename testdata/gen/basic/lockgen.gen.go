@@ -60,7 +60,7 @@ var reentrantLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "7c5d17997a647bdb8c8d5ceec78ef64b16cf662a",
+	SHA1: "818a307faa18be5468c9f73b49a89b5fdf88c797",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -92,14 +92,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -109,15 +122,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -230,7 +242,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "93a11633b4cbe162f643addd12fc146c6a68ab84",
+	SHA1: "6cb775fa0a54c3e5dd9665c2a2b10a89d723a257",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -269,14 +281,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -286,15 +311,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -458,7 +482,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "ce5b8d6ebaec404195cae57df3d867d08e532492",
+	SHA1: "ba4191f11d6eca927efddc1af21683a2215a3ca4",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -490,14 +514,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -507,15 +544,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -648,7 +684,7 @@ return codes
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "4df4c43c1964eed65e710f228d12db096f505848",
+	SHA1: "25447d11d2345e2ea38b2e4da609fff4952ac56e",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -683,14 +719,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -700,15 +749,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -853,7 +901,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "e182409c94d41810c40edc3f7e3753fdc047789e",
+	SHA1: "a6699cf0dbbfedcfe43742a949b448c733f2c9c5",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -892,14 +940,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -909,15 +970,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 

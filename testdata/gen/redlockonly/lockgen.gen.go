@@ -59,7 +59,7 @@ var redlockLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "7c5d17997a647bdb8c8d5ceec78ef64b16cf662a",
+	SHA1: "818a307faa18be5468c9f73b49a89b5fdf88c797",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -91,14 +91,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -108,15 +121,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -230,7 +242,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var redlockAcquireScript = lockimpl.Script{
 	Name: "redlock_acquire",
-	SHA1: "d9e5a47a3373bd2a07aeaabbdff7b3fe8e401097",
+	SHA1: "2b0d0cff7927e4e862878c9f2e102ed45ad3a680",
 	Source: `-- redlock_acquire: take a RedLock on one node (SET NX PX, with a value
 -- new to each attempt); a waiter that cannot take it registers in the
 -- node's waiter registry in the same call.
@@ -266,14 +278,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -283,15 +308,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -415,7 +439,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var redlockReleaseScript = lockimpl.Script{
 	Name: "redlock_release",
-	SHA1: "89508a5cd5e867429662411e2dd191935c716f99",
+	SHA1: "d5adbebac87829f7ff54c9685e9ad748c42a58f2",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node; when
 -- waiters are registered there, wake the longest-waiting live one (a
 -- RedLock cannot be handed over atomically across nodes: the woken waiter
@@ -453,14 +477,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -470,15 +507,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 

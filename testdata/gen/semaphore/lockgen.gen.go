@@ -100,7 +100,7 @@ var semaphoreScripts = lockimpl.SemaphoreScripts{
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "842b2701b22554beed287f91250be4d2f597b248",
+	SHA1: "b6f49e21d0e1251e340e443b37261ff18a7172ef",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -119,8 +119,10 @@ var semaphoreAcquireScript = lockimpl.Script{
 --   exist
 -- ARGV[5] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
--- ARGV[6] registered: '1' when the owner is registered already (a woken or
---   refreshing waiter)
+-- ARGV[6] registered: '1' when the owner is registered already (a woken
+--   waiter), '2' when it is registered and only refreshes its entry while
+--   a live hold is left and no registered waiter is past its deadline,
+--   else '0'
 -- ARGV[7] prefix: the wake-up channel prefix
 -- ARGV[8] publish: the publish command (publish or spublish)
 -- ARGV[9] handoff_ms: the hand-off lease in milliseconds
@@ -130,7 +132,8 @@ var semaphoreAcquireScript = lockimpl.Script{
 --   {1, free, n} when taken or found handed to this waiter by a release
 --   (its hold then gets the full lease; free: permits still free, n:
 --   permits taken), {0, free, ms} when not (ms: until the earliest hold
---   expires, -1 if none), or {-1, capacity} when more permits are wanted
+--   expires, -1 if none; free is 0 after a refresh that only moved the
+--   entry's deadline), or {-1, capacity} when more permits are wanted
 --   than the semaphore has.
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
@@ -148,14 +151,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -165,15 +181,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -269,7 +284,8 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Registry members
+-- registered), the capacity (when an operator set one). Both the holds
+-- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
 -- KEYS: none
@@ -283,20 +299,23 @@ local function sem_keep(key, ms)
   end
 end
 
--- sem_used evicts the holds whose lease ran out and returns the permits
--- held and the 'q' flag.
-local function sem_used(holds, counts, now)
-  local expired = redis.call('zrangebyscore', holds, '-inf', now)
-  for _, o in ipairs(expired) do
-    local k = tonumber(redis.call('hget', counts, o)) or 0
-    redis.call('hdel', counts, o)
-    redis.call('hincrby', counts, '*', -k)
-  end
-  if #expired > 0 then
+-- sem_used evicts the holds whose lease ran out (while none did, that
+-- costs one ZRANGE) and returns the permits held, the 'q' flag, the
+-- earliest hold's deadline (nil when nothing is held), and the permits of
+-- mine (an owner; nil for none) when it holds some.
+local function sem_used(holds, counts, now, mine)
+  local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+  if first and first <= now then
+    for _, o in ipairs(redis.call('zrangebyscore', holds, '-inf', now)) do
+      local k = tonumber(redis.call('hget', counts, o)) or 0
+      redis.call('hdel', counts, o)
+      redis.call('hincrby', counts, '*', -k)
+    end
     redis.call('zremrangebyscore', holds, '-inf', now)
+    first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q')
-  if c[1] and redis.call('zcard', holds) == 0 then
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
     redis.call('del', counts)
@@ -304,55 +323,66 @@ local function sem_used(holds, counts, now)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2]
+    return 0, c[2], nil, nil
   end
-  return tonumber(c[1]) or 0, c[2]
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
 end
 
--- sem_grant records owner's hold of n permits with lease; the keys live
--- at least as long as their longest hold.
-local function sem_grant(holds, counts, owner, n, now, lease)
+-- sem_grant records owner's hold of n permits with lease, used being the
+-- permits held before; the keys live at least as long as their longest
+-- hold.
+local function sem_grant(holds, counts, owner, n, now, lease, used)
   redis.call('zadd', holds, now + lease, owner)
-  redis.call('hset', counts, owner, n)
-  redis.call('hincrby', counts, '*', n)
+  redis.call('hset', counts, owner, n, '*', used + n)
   sem_keep(holds, lease)
   sem_keep(counts, lease)
 end
 
--- sem_flag sets the 'q' flag while the registry has members (the counts
--- then live at least as long as the registry), and drops it otherwise.
-local function sem_flag(counts, queue)
-  local keep = redis.call('pttl', queue)
-  if keep <= 0 then
-    redis.call('hdel', counts, 'q')
-    return
-  end
+-- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
+-- which the counts then live).
+local function sem_flag(counts, ttl)
   redis.call('hset', counts, 'q', 1)
-  sem_keep(counts, keep)
+  sem_keep(counts, ttl)
 end
 
 -- sem_hand_on hands permits to the live waiters in arrival order while
 -- the free permits satisfy them, stopping at the first that they do not
 -- (so a waiter for many is not passed by smaller requests); a waiter for
 -- more than the capacity waits for SetPermits or AddPermits and is passed
--- over. Each gets its hold with the hand-off lease and "<owner>" on its
--- client's channel, except skip (the caller, which learns it from the
--- reply). Returns whether skip got its permits, whether a waiter is left
--- that the free permits do not satisfy, and the permits now held.
+-- over. It pops them (LPOP), pushing back the first one not satisfied and
+-- those passed over, in their order; each served gets its hold with the
+-- hand-off lease and "<owner>" on its client's channel, except skip (the
+-- caller, which learns it from the reply); it stops when no permit is
+-- free. The 'q' flag goes when the queue is found empty. Returns whether
+-- skip got its permits, whether a waiter may be left that the free
+-- permits do not satisfy, the permits now
+-- held, the grants ({owner, n, ...}: the caller records them with
+-- sem_settle) and whether the queue was found empty.
 local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
   purge(queue, waiters, now)
-  local got, blocked = false, false
-  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+  local got, blocked, empty, back, grants = false, false, false, {}, {}
+  while true do
+    if used >= capacity then
+      blocked = true -- nothing free: whoever is left waits
+      break
+    end
+    local m = redis.call('lpop', queue)
+    if not m then
+      empty = #back == 0
+      break
+    end
     local o, d = owner_of(m)
     local n = tonumber(d)
-    if n <= capacity then
-      if capacity - used < n then
-        blocked = true
-        break
-      end
-      redis.call('lrem', queue, 1, m)
-      redis.call('zrem', waiters, m)
-      sem_grant(holds, counts, o, n, now, handoff)
+    if n > capacity then
+      table.insert(back, 1, m)
+    elseif capacity - used < n then
+      table.insert(back, 1, m)
+      blocked = true
+      break
+    elseif redis.call('zrem', waiters, m) == 1 then -- else it left already
+      redis.call('zadd', holds, now + handoff, o)
+      grants[#grants + 1] = o
+      grants[#grants + 1] = n
       used = used + n
       if o == skip then
         got = true
@@ -361,26 +391,61 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
       end
     end
   end
-  sem_flag(counts, queue)
-  return got, blocked, used
+  if #back > 0 then
+    redis.call('lpush', queue, unpack(back))
+  end
+  if empty then
+    redis.call('hdel', counts, 'q')
+  end
+  return got, blocked, used, grants, empty
+end
+
+-- sem_settle records sem_hand_on's grants and the permits held (used) in
+-- the counts, when there are grants or dirty says that the count changed.
+-- lives says that both keys live for the hand-off's lease already; else
+-- they are kept that long.
+local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+  if #grants == 0 and not dirty then
+    return
+  end
+  grants[#grants + 1] = '*'
+  grants[#grants + 1] = used
+  redis.call('hset', counts, unpack(grants))
+  if #grants > 2 and not lives then
+    sem_keep(holds, handoff)
+    sem_keep(counts, handoff)
+  end
 end
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
 local owner, lease = ARGV[1], tonumber(ARGV[3])
-local ttl, waiting = tonumber(ARGV[5]), ARGV[6] == '1'
-
+local ttl, waiting, handoff = tonumber(ARGV[5]), ARGV[6] ~= '0', tonumber(ARGV[9])
+local member = owner .. ' ' .. ARGV[2]
 local now = now_ms()
-local used, flagged = sem_used(holds, counts, now)
+
+if ARGV[6] == '2' then
+  -- A refresh: while a live hold is left (its release or its expiry
+  -- changes what is free) and nobody registered is dead (a dead waiter
+  -- ahead is passed over by the full attempt), a waiter still registered
+  -- (not handed its permits) only moves its deadline.
+  local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+  local oldest = tonumber(redis.call('zrange', waiters, 0, 0, 'withscores')[2])
+  if first and first > now and oldest and oldest > now and touch(waiters, member, ttl, now) then
+    keep_registry(queue, waiters, ttl)
+    return {0, 0, first - now}
+  end
+end
+
+local used, flagged, first, mine = sem_used(holds, counts, now, waiting and owner)
 local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
 if ARGV[2] == '*' then
   local n = capacity - used
   if n <= 0 then
     return {0, 0, -1}
   end
-  sem_grant(holds, counts, owner, n, now, lease)
+  sem_grant(holds, counts, owner, n, now, lease, used)
   return {1, 0, n}
 end
 local n = tonumber(ARGV[2])
-local member = owner .. ' ' .. n
 
 -- full gives a hold handed to this waiter the full lease.
 local function full()
@@ -391,7 +456,7 @@ local function full()
   return {1, math.max(0, capacity - used), n}
 end
 
-if waiting and redis.call('zscore', holds, owner) then -- handed by a release
+if mine then -- handed by a release
   return full()
 end
 if n > capacity and ARGV[10] ~= '1' then
@@ -401,9 +466,14 @@ if n > capacity and ARGV[10] ~= '1' then
   return {-1, capacity}
 end
 local ahead = false
-if flagged or waiting then
-  local got
-  got, ahead, used = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[9]), ARGV[7], ARGV[8], owner)
+if waiting or (flagged and capacity - used >= n) then
+  -- Waiters may be ahead that the free permits satisfy: they go first.
+  local got, grants, empty
+  got, ahead, used, grants, empty = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[7], ARGV[8], owner)
+  sem_settle(holds, counts, grants, used, false, first and first - now >= handoff, handoff)
+  if empty then
+    flagged = false
+  end
   if got then
     return full()
   end
@@ -412,18 +482,19 @@ if not ahead and n <= capacity and capacity - used >= n then
   if waiting then
     unregister(queue, waiters, member)
   end
-  sem_grant(holds, counts, owner, n, now, lease)
+  sem_grant(holds, counts, owner, n, now, lease, used)
   return {1, capacity - used - n, n}
 end
 if ttl > 0 then
   register(queue, waiters, member, ttl, now)
-  sem_flag(counts, queue)
+  if not flagged then
+    sem_flag(counts, ttl)
+  end
 end
-local first = redis.call('zrange', holds, 0, 0, 'withscores')
-if first[2] == nil then
+if not first then
   return {0, math.max(0, capacity - used), -1}
 end
-return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
+return {0, math.max(0, capacity - used), first - now}
 `,
 }
 
@@ -436,7 +507,7 @@ return {0, math.max(0, capacity - used), tonumber(first[2]) - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "cf373949b06e1e432f8a06b538f8633c4bfdc3b7",
+	SHA1: "b5391e7c94e375e636d8f6c3b4faf1c407730a69",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -476,14 +547,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -493,15 +577,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -597,7 +680,8 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Registry members
+-- registered), the capacity (when an operator set one). Both the holds
+-- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
 -- KEYS: none
@@ -611,20 +695,23 @@ local function sem_keep(key, ms)
   end
 end
 
--- sem_used evicts the holds whose lease ran out and returns the permits
--- held and the 'q' flag.
-local function sem_used(holds, counts, now)
-  local expired = redis.call('zrangebyscore', holds, '-inf', now)
-  for _, o in ipairs(expired) do
-    local k = tonumber(redis.call('hget', counts, o)) or 0
-    redis.call('hdel', counts, o)
-    redis.call('hincrby', counts, '*', -k)
-  end
-  if #expired > 0 then
+-- sem_used evicts the holds whose lease ran out (while none did, that
+-- costs one ZRANGE) and returns the permits held, the 'q' flag, the
+-- earliest hold's deadline (nil when nothing is held), and the permits of
+-- mine (an owner; nil for none) when it holds some.
+local function sem_used(holds, counts, now, mine)
+  local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+  if first and first <= now then
+    for _, o in ipairs(redis.call('zrangebyscore', holds, '-inf', now)) do
+      local k = tonumber(redis.call('hget', counts, o)) or 0
+      redis.call('hdel', counts, o)
+      redis.call('hincrby', counts, '*', -k)
+    end
     redis.call('zremrangebyscore', holds, '-inf', now)
+    first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q')
-  if c[1] and redis.call('zcard', holds) == 0 then
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
     redis.call('del', counts)
@@ -632,55 +719,66 @@ local function sem_used(holds, counts, now)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2]
+    return 0, c[2], nil, nil
   end
-  return tonumber(c[1]) or 0, c[2]
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
 end
 
--- sem_grant records owner's hold of n permits with lease; the keys live
--- at least as long as their longest hold.
-local function sem_grant(holds, counts, owner, n, now, lease)
+-- sem_grant records owner's hold of n permits with lease, used being the
+-- permits held before; the keys live at least as long as their longest
+-- hold.
+local function sem_grant(holds, counts, owner, n, now, lease, used)
   redis.call('zadd', holds, now + lease, owner)
-  redis.call('hset', counts, owner, n)
-  redis.call('hincrby', counts, '*', n)
+  redis.call('hset', counts, owner, n, '*', used + n)
   sem_keep(holds, lease)
   sem_keep(counts, lease)
 end
 
--- sem_flag sets the 'q' flag while the registry has members (the counts
--- then live at least as long as the registry), and drops it otherwise.
-local function sem_flag(counts, queue)
-  local keep = redis.call('pttl', queue)
-  if keep <= 0 then
-    redis.call('hdel', counts, 'q')
-    return
-  end
+-- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
+-- which the counts then live).
+local function sem_flag(counts, ttl)
   redis.call('hset', counts, 'q', 1)
-  sem_keep(counts, keep)
+  sem_keep(counts, ttl)
 end
 
 -- sem_hand_on hands permits to the live waiters in arrival order while
 -- the free permits satisfy them, stopping at the first that they do not
 -- (so a waiter for many is not passed by smaller requests); a waiter for
 -- more than the capacity waits for SetPermits or AddPermits and is passed
--- over. Each gets its hold with the hand-off lease and "<owner>" on its
--- client's channel, except skip (the caller, which learns it from the
--- reply). Returns whether skip got its permits, whether a waiter is left
--- that the free permits do not satisfy, and the permits now held.
+-- over. It pops them (LPOP), pushing back the first one not satisfied and
+-- those passed over, in their order; each served gets its hold with the
+-- hand-off lease and "<owner>" on its client's channel, except skip (the
+-- caller, which learns it from the reply); it stops when no permit is
+-- free. The 'q' flag goes when the queue is found empty. Returns whether
+-- skip got its permits, whether a waiter may be left that the free
+-- permits do not satisfy, the permits now
+-- held, the grants ({owner, n, ...}: the caller records them with
+-- sem_settle) and whether the queue was found empty.
 local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
   purge(queue, waiters, now)
-  local got, blocked = false, false
-  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+  local got, blocked, empty, back, grants = false, false, false, {}, {}
+  while true do
+    if used >= capacity then
+      blocked = true -- nothing free: whoever is left waits
+      break
+    end
+    local m = redis.call('lpop', queue)
+    if not m then
+      empty = #back == 0
+      break
+    end
     local o, d = owner_of(m)
     local n = tonumber(d)
-    if n <= capacity then
-      if capacity - used < n then
-        blocked = true
-        break
-      end
-      redis.call('lrem', queue, 1, m)
-      redis.call('zrem', waiters, m)
-      sem_grant(holds, counts, o, n, now, handoff)
+    if n > capacity then
+      table.insert(back, 1, m)
+    elseif capacity - used < n then
+      table.insert(back, 1, m)
+      blocked = true
+      break
+    elseif redis.call('zrem', waiters, m) == 1 then -- else it left already
+      redis.call('zadd', holds, now + handoff, o)
+      grants[#grants + 1] = o
+      grants[#grants + 1] = n
       used = used + n
       if o == skip then
         got = true
@@ -689,8 +787,30 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
       end
     end
   end
-  sem_flag(counts, queue)
-  return got, blocked, used
+  if #back > 0 then
+    redis.call('lpush', queue, unpack(back))
+  end
+  if empty then
+    redis.call('hdel', counts, 'q')
+  end
+  return got, blocked, used, grants, empty
+end
+
+-- sem_settle records sem_hand_on's grants and the permits held (used) in
+-- the counts, when there are grants or dirty says that the count changed.
+-- lives says that both keys live for the hand-off's lease already; else
+-- they are kept that long.
+local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+  if #grants == 0 and not dirty then
+    return
+  end
+  grants[#grants + 1] = '*'
+  grants[#grants + 1] = used
+  redis.call('hset', counts, unpack(grants))
+  if #grants > 2 and not lives then
+    sem_keep(holds, handoff)
+    sem_keep(counts, handoff)
+  end
 end
 local holds, counts, queue, waiters = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, v, default = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -717,8 +837,10 @@ else
 end
 if redis.call('hget', counts, 'q') then
   local now = now_ms()
-  local used = sem_used(holds, counts, now)
-  sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[6]), ARGV[4], ARGV[5], nil)
+  local used, _, first = sem_used(holds, counts, now)
+  local handoff = tonumber(ARGV[6])
+  local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[4], ARGV[5], nil)
+  sem_settle(holds, counts, grants, held, false, first and first - now >= handoff, handoff)
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
     local o, d = owner_of(m)
     if tonumber(d) > capacity then
@@ -736,7 +858,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "0537de8e4179a674ec0b7e1b46576dcd08a461d1",
+	SHA1: "1fdf2d18884592124b6b01c825e996bc9e2d4ab0",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -776,14 +898,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -793,15 +928,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -897,7 +1031,8 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Registry members
+-- registered), the capacity (when an operator set one). Both the holds
+-- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
 -- KEYS: none
@@ -911,20 +1046,23 @@ local function sem_keep(key, ms)
   end
 end
 
--- sem_used evicts the holds whose lease ran out and returns the permits
--- held and the 'q' flag.
-local function sem_used(holds, counts, now)
-  local expired = redis.call('zrangebyscore', holds, '-inf', now)
-  for _, o in ipairs(expired) do
-    local k = tonumber(redis.call('hget', counts, o)) or 0
-    redis.call('hdel', counts, o)
-    redis.call('hincrby', counts, '*', -k)
-  end
-  if #expired > 0 then
+-- sem_used evicts the holds whose lease ran out (while none did, that
+-- costs one ZRANGE) and returns the permits held, the 'q' flag, the
+-- earliest hold's deadline (nil when nothing is held), and the permits of
+-- mine (an owner; nil for none) when it holds some.
+local function sem_used(holds, counts, now, mine)
+  local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+  if first and first <= now then
+    for _, o in ipairs(redis.call('zrangebyscore', holds, '-inf', now)) do
+      local k = tonumber(redis.call('hget', counts, o)) or 0
+      redis.call('hdel', counts, o)
+      redis.call('hincrby', counts, '*', -k)
+    end
     redis.call('zremrangebyscore', holds, '-inf', now)
+    first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q')
-  if c[1] and redis.call('zcard', holds) == 0 then
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
     redis.call('del', counts)
@@ -932,55 +1070,66 @@ local function sem_used(holds, counts, now)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2]
+    return 0, c[2], nil, nil
   end
-  return tonumber(c[1]) or 0, c[2]
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
 end
 
--- sem_grant records owner's hold of n permits with lease; the keys live
--- at least as long as their longest hold.
-local function sem_grant(holds, counts, owner, n, now, lease)
+-- sem_grant records owner's hold of n permits with lease, used being the
+-- permits held before; the keys live at least as long as their longest
+-- hold.
+local function sem_grant(holds, counts, owner, n, now, lease, used)
   redis.call('zadd', holds, now + lease, owner)
-  redis.call('hset', counts, owner, n)
-  redis.call('hincrby', counts, '*', n)
+  redis.call('hset', counts, owner, n, '*', used + n)
   sem_keep(holds, lease)
   sem_keep(counts, lease)
 end
 
--- sem_flag sets the 'q' flag while the registry has members (the counts
--- then live at least as long as the registry), and drops it otherwise.
-local function sem_flag(counts, queue)
-  local keep = redis.call('pttl', queue)
-  if keep <= 0 then
-    redis.call('hdel', counts, 'q')
-    return
-  end
+-- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
+-- which the counts then live).
+local function sem_flag(counts, ttl)
   redis.call('hset', counts, 'q', 1)
-  sem_keep(counts, keep)
+  sem_keep(counts, ttl)
 end
 
 -- sem_hand_on hands permits to the live waiters in arrival order while
 -- the free permits satisfy them, stopping at the first that they do not
 -- (so a waiter for many is not passed by smaller requests); a waiter for
 -- more than the capacity waits for SetPermits or AddPermits and is passed
--- over. Each gets its hold with the hand-off lease and "<owner>" on its
--- client's channel, except skip (the caller, which learns it from the
--- reply). Returns whether skip got its permits, whether a waiter is left
--- that the free permits do not satisfy, and the permits now held.
+-- over. It pops them (LPOP), pushing back the first one not satisfied and
+-- those passed over, in their order; each served gets its hold with the
+-- hand-off lease and "<owner>" on its client's channel, except skip (the
+-- caller, which learns it from the reply); it stops when no permit is
+-- free. The 'q' flag goes when the queue is found empty. Returns whether
+-- skip got its permits, whether a waiter may be left that the free
+-- permits do not satisfy, the permits now
+-- held, the grants ({owner, n, ...}: the caller records them with
+-- sem_settle) and whether the queue was found empty.
 local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
   purge(queue, waiters, now)
-  local got, blocked = false, false
-  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+  local got, blocked, empty, back, grants = false, false, false, {}, {}
+  while true do
+    if used >= capacity then
+      blocked = true -- nothing free: whoever is left waits
+      break
+    end
+    local m = redis.call('lpop', queue)
+    if not m then
+      empty = #back == 0
+      break
+    end
     local o, d = owner_of(m)
     local n = tonumber(d)
-    if n <= capacity then
-      if capacity - used < n then
-        blocked = true
-        break
-      end
-      redis.call('lrem', queue, 1, m)
-      redis.call('zrem', waiters, m)
-      sem_grant(holds, counts, o, n, now, handoff)
+    if n > capacity then
+      table.insert(back, 1, m)
+    elseif capacity - used < n then
+      table.insert(back, 1, m)
+      blocked = true
+      break
+    elseif redis.call('zrem', waiters, m) == 1 then -- else it left already
+      redis.call('zadd', holds, now + handoff, o)
+      grants[#grants + 1] = o
+      grants[#grants + 1] = n
       used = used + n
       if o == skip then
         got = true
@@ -989,32 +1138,74 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
       end
     end
   end
-  sem_flag(counts, queue)
-  return got, blocked, used
+  if #back > 0 then
+    redis.call('lpush', queue, unpack(back))
+  end
+  if empty then
+    redis.call('hdel', counts, 'q')
+  end
+  return got, blocked, used, grants, empty
+end
+
+-- sem_settle records sem_hand_on's grants and the permits held (used) in
+-- the counts, when there are grants or dirty says that the count changed.
+-- lives says that both keys live for the hand-off's lease already; else
+-- they are kept that long.
+local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+  if #grants == 0 and not dirty then
+    return
+  end
+  grants[#grants + 1] = '*'
+  grants[#grants + 1] = used
+  redis.call('hset', counts, unpack(grants))
+  if #grants > 2 and not lives then
+    sem_keep(holds, handoff)
+    sem_keep(counts, handoff)
+  end
 end
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
-local owner = ARGV[1]
+local owner, handoff = ARGV[1], tonumber(ARGV[5])
 
 if ARGV[6] ~= '0' then
   unregister(queue, waiters, owner .. ' ' .. ARGV[6])
 end
-local c = redis.call('hmget', counts, owner, 'q')
-local n = -1
+local c = redis.call('hmget', counts, owner, '*', 'q')
+local now, first
+if c[3] then
+  -- Before this hold goes: the keys live at least until the earliest.
+  now = now_ms()
+  first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+end
+local n, used = -1, tonumber(c[2]) or 0
 if redis.call('zrem', holds, owner) == 1 then
   n = tonumber(c[1]) or 0
+  used = used - n
   redis.call('hdel', counts, owner)
-  if redis.call('zcard', holds) == 0 then
-    redis.call('del', counts)
-  else
-    redis.call('hincrby', counts, '*', -n)
+  if not c[3] then
+    if redis.call('zcard', holds) == 0 then
+      redis.call('del', counts)
+    else
+      redis.call('hincrby', counts, '*', -n)
+    end
+    return n
   end
 end
-if c[2] then
-  local now = now_ms()
-  local used = sem_used(holds, counts, now)
-  local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
-  sem_hand_on(holds, counts, queue, waiters, now, used, capacity, tonumber(ARGV[5]), ARGV[2], ARGV[3], nil)
+if not c[3] then
+  return n
 end
+local dirty = n >= 0
+if first and first <= now then
+  -- A hold ran out: count it out first.
+  if dirty then
+    redis.call('hset', counts, '*', used)
+  end
+  local _
+  used, _, first = sem_used(holds, counts, now)
+  dirty = false
+end
+local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
+local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[2], ARGV[3], nil)
+sem_settle(holds, counts, grants, held, dirty, first and first - now >= handoff, handoff)
 return n
 `,
 }
@@ -1061,7 +1252,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "c732257b97b23e0bbf8f34c38066362577c3543a",
+	SHA1: "e5423bf25f1692d16563fcdd5ef4230ab62ce012",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -1088,14 +1279,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- keep_registry makes both keys live ttl from now: as long as the
+-- deadline just set, the last one.
+local function keep_registry(queue, waiters, ttl)
+  redis.call('pexpire', queue, ttl)
+  redis.call('pexpire', waiters, ttl)
+end
+
 -- register queues member, or refreshes its deadline keeping its place;
 -- both keys live as long as the last deadline.
 local function register(queue, waiters, member, ttl, now)
   if redis.call('zadd', waiters, now + ttl, member) == 1 then
     redis.call('rpush', queue, member)
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
+end
+
+-- touch moves a registered member's deadline to now + ttl (ZADD XX), and
+-- reports whether member is registered; the caller keeps the keys alive
+-- (keep_registry) when it is.
+local function touch(waiters, member, ttl, now)
+  return redis.call('zadd', waiters, 'XX', 'CH', now + ttl, member) == 1
 end
 
 -- refresh extends a registered member's deadline while another owner
@@ -1105,15 +1309,14 @@ end
 -- the lock, or it was purged) or the lock is free: the caller then makes
 -- a full attempt in the same call.
 local function refresh(lock, queue, waiters, member, ttl)
-  if redis.call('zadd', waiters, 'XX', 'CH', now_ms() + ttl, member) == 0 then
+  if not touch(waiters, member, ttl, now_ms()) then
     return nil
   end
   local pttl = redis.call('pttl', lock)
   if pttl == -2 then
     return nil
   end
-  redis.call('pexpire', queue, ttl)
-  redis.call('pexpire', waiters, ttl)
+  keep_registry(queue, waiters, ttl)
   return pttl
 end
 
@@ -1209,7 +1412,8 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Registry members
+-- registered), the capacity (when an operator set one). Both the holds
+-- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
 -- KEYS: none
@@ -1223,20 +1427,23 @@ local function sem_keep(key, ms)
   end
 end
 
--- sem_used evicts the holds whose lease ran out and returns the permits
--- held and the 'q' flag.
-local function sem_used(holds, counts, now)
-  local expired = redis.call('zrangebyscore', holds, '-inf', now)
-  for _, o in ipairs(expired) do
-    local k = tonumber(redis.call('hget', counts, o)) or 0
-    redis.call('hdel', counts, o)
-    redis.call('hincrby', counts, '*', -k)
-  end
-  if #expired > 0 then
+-- sem_used evicts the holds whose lease ran out (while none did, that
+-- costs one ZRANGE) and returns the permits held, the 'q' flag, the
+-- earliest hold's deadline (nil when nothing is held), and the permits of
+-- mine (an owner; nil for none) when it holds some.
+local function sem_used(holds, counts, now, mine)
+  local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
+  if first and first <= now then
+    for _, o in ipairs(redis.call('zrangebyscore', holds, '-inf', now)) do
+      local k = tonumber(redis.call('hget', counts, o)) or 0
+      redis.call('hdel', counts, o)
+      redis.call('hincrby', counts, '*', -k)
+    end
     redis.call('zremrangebyscore', holds, '-inf', now)
+    first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q')
-  if c[1] and redis.call('zcard', holds) == 0 then
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
     redis.call('del', counts)
@@ -1244,55 +1451,66 @@ local function sem_used(holds, counts, now)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2]
+    return 0, c[2], nil, nil
   end
-  return tonumber(c[1]) or 0, c[2]
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
 end
 
--- sem_grant records owner's hold of n permits with lease; the keys live
--- at least as long as their longest hold.
-local function sem_grant(holds, counts, owner, n, now, lease)
+-- sem_grant records owner's hold of n permits with lease, used being the
+-- permits held before; the keys live at least as long as their longest
+-- hold.
+local function sem_grant(holds, counts, owner, n, now, lease, used)
   redis.call('zadd', holds, now + lease, owner)
-  redis.call('hset', counts, owner, n)
-  redis.call('hincrby', counts, '*', n)
+  redis.call('hset', counts, owner, n, '*', used + n)
   sem_keep(holds, lease)
   sem_keep(counts, lease)
 end
 
--- sem_flag sets the 'q' flag while the registry has members (the counts
--- then live at least as long as the registry), and drops it otherwise.
-local function sem_flag(counts, queue)
-  local keep = redis.call('pttl', queue)
-  if keep <= 0 then
-    redis.call('hdel', counts, 'q')
-    return
-  end
+-- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
+-- which the counts then live).
+local function sem_flag(counts, ttl)
   redis.call('hset', counts, 'q', 1)
-  sem_keep(counts, keep)
+  sem_keep(counts, ttl)
 end
 
 -- sem_hand_on hands permits to the live waiters in arrival order while
 -- the free permits satisfy them, stopping at the first that they do not
 -- (so a waiter for many is not passed by smaller requests); a waiter for
 -- more than the capacity waits for SetPermits or AddPermits and is passed
--- over. Each gets its hold with the hand-off lease and "<owner>" on its
--- client's channel, except skip (the caller, which learns it from the
--- reply). Returns whether skip got its permits, whether a waiter is left
--- that the free permits do not satisfy, and the permits now held.
+-- over. It pops them (LPOP), pushing back the first one not satisfied and
+-- those passed over, in their order; each served gets its hold with the
+-- hand-off lease and "<owner>" on its client's channel, except skip (the
+-- caller, which learns it from the reply); it stops when no permit is
+-- free. The 'q' flag goes when the queue is found empty. Returns whether
+-- skip got its permits, whether a waiter may be left that the free
+-- permits do not satisfy, the permits now
+-- held, the grants ({owner, n, ...}: the caller records them with
+-- sem_settle) and whether the queue was found empty.
 local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, prefix, publish, skip)
   purge(queue, waiters, now)
-  local got, blocked = false, false
-  for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
+  local got, blocked, empty, back, grants = false, false, false, {}, {}
+  while true do
+    if used >= capacity then
+      blocked = true -- nothing free: whoever is left waits
+      break
+    end
+    local m = redis.call('lpop', queue)
+    if not m then
+      empty = #back == 0
+      break
+    end
     local o, d = owner_of(m)
     local n = tonumber(d)
-    if n <= capacity then
-      if capacity - used < n then
-        blocked = true
-        break
-      end
-      redis.call('lrem', queue, 1, m)
-      redis.call('zrem', waiters, m)
-      sem_grant(holds, counts, o, n, now, handoff)
+    if n > capacity then
+      table.insert(back, 1, m)
+    elseif capacity - used < n then
+      table.insert(back, 1, m)
+      blocked = true
+      break
+    elseif redis.call('zrem', waiters, m) == 1 then -- else it left already
+      redis.call('zadd', holds, now + handoff, o)
+      grants[#grants + 1] = o
+      grants[#grants + 1] = n
       used = used + n
       if o == skip then
         got = true
@@ -1301,8 +1519,30 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
       end
     end
   end
-  sem_flag(counts, queue)
-  return got, blocked, used
+  if #back > 0 then
+    redis.call('lpush', queue, unpack(back))
+  end
+  if empty then
+    redis.call('hdel', counts, 'q')
+  end
+  return got, blocked, used, grants, empty
+end
+
+-- sem_settle records sem_hand_on's grants and the permits held (used) in
+-- the counts, when there are grants or dirty says that the count changed.
+-- lives says that both keys live for the hand-off's lease already; else
+-- they are kept that long.
+local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+  if #grants == 0 and not dirty then
+    return
+  end
+  grants[#grants + 1] = '*'
+  grants[#grants + 1] = used
+  redis.call('hset', counts, unpack(grants))
+  if #grants > 2 and not lives then
+    sem_keep(holds, handoff)
+    sem_keep(counts, handoff)
+  end
 end
 local used = sem_used(KEYS[1], KEYS[2], now_ms())
 return {tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[1]), used}
