@@ -412,8 +412,9 @@
 // makes the full attempt, which passes over a dead writer): 6 commands; a
 // semaphore waiter's reads the earliest hold's deadline and the
 // registry's oldest (so that a dead waiter ahead is passed over by the
-// full attempt): 7. A wake-up message (a semaphore's "retry" after a
-// capacity change) makes the full attempt. TestRWSemaphoreWaiterRefreshCost
+// full attempt): 7, and 8 for a waiter for more than one permit, which
+// also reads the capacity (its "retry" message after a capacity change
+// may have been lost). A wake-up message makes the full attempt. TestRWSemaphoreWaiterRefreshCost
 // counts them.
 //
 // A lock's value says whether anyone is registered: a reentrant or fenced

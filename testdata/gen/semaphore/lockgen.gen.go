@@ -100,7 +100,7 @@ var semaphoreScripts = lockimpl.SemaphoreScripts{
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "b6f49e21d0e1251e340e443b37261ff18a7172ef",
+	SHA1: "bd659d5f47853a0d0b736aefefce62946d7f628f",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -121,8 +121,8 @@ var semaphoreAcquireScript = lockimpl.Script{
 --   register)
 -- ARGV[6] registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it is registered and only refreshes its entry while
---   a live hold is left and no registered waiter is past its deadline,
---   else '0'
+--   a live hold is left, no registered waiter is past its deadline and the
+--   capacity allows its request, else '0'
 -- ARGV[7] prefix: the wake-up channel prefix
 -- ARGV[8] publish: the publish command (publish or spublish)
 -- ARGV[9] handoff_ms: the hand-off lease in milliseconds
@@ -426,10 +426,17 @@ if ARGV[6] == '2' then
   -- A refresh: while a live hold is left (its release or its expiry
   -- changes what is free) and nobody registered is dead (a dead waiter
   -- ahead is passed over by the full attempt), a waiter still registered
-  -- (not handed its permits) only moves its deadline.
+  -- (not handed its permits) only moves its deadline. A waiter for more
+  -- than one permit also checks that the capacity (never below 1) still
+  -- allows its request: its "retry" message may have been lost.
   local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   local oldest = tonumber(redis.call('zrange', waiters, 0, 0, 'withscores')[2])
-  if first and first > now and oldest and oldest > now and touch(waiters, member, ttl, now) then
+  local blocked = first and first > now and oldest and oldest > now
+  local want = tonumber(ARGV[2]) or 0
+  if blocked and want > 1 then
+    blocked = want <= (tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4]))
+  end
+  if blocked and touch(waiters, member, ttl, now) then
     keep_registry(queue, waiters, ttl)
     return {0, 0, first - now}
   end
