@@ -304,10 +304,14 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []strin
 	}
 	// A node that answers after the verdict undoes a failed attempt (or
 	// a won one already unlocked) itself, after its own grant, so that
-	// the release cannot overtake the grant.
+	// the release cannot overtake the grant; one that refused a won
+	// attempt has registered the waiter, which leaves it.
 	late := func(i int, cmd *redis.Cmd) {
 		if won != nil {
 			won.landed(i, cmd, granted(cmd))
+			if reg > 0 && cmd.Err() == nil && !granted(cmd) {
+				r.leave(context.Background(), []int{i}, members)
+			}
 		} else if granted(cmd) || cmd.Err() != nil {
 			r.releaseOn(i, value, redUndo)
 		}
