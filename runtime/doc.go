@@ -120,7 +120,7 @@
 // client adds a few one-offs (the attempt again after its first
 // SUBSCRIBE, a leave when it gives up). TestHerdFair asserts at most 20
 // commands per acquisition with 8 and 32 clients (18.4-18.5 measured);
-// BenchmarkHerdFair measured 18.2, 18.6 and 19.3 at 8, 32 and 64.
+// BenchmarkHerdFair measured 18.1, 18.6 and 19.3 at 8, 32 and 64.
 //
 // # Read-write locks
 //
