@@ -396,68 +396,88 @@ func TestRWForceUnlockHandsOn(t *testing.T) {
 	})
 }
 
+// contended is an object of a read-write or semaphore test: hold takes
+// it whole on one client (and returns how to give it back), wait waits
+// for it on another client, takes it and gives it back.
+type contended struct {
+	name string
+	hold func(ctx context.Context, c *lockrt.Client) (release func() error)
+	wait func(ctx context.Context, c *lockrt.Client) error
+}
+
+// rwSemObjects returns the objects with key k whose waiters use the
+// waiter registry: a read-write lock's writers ("rw-write") and readers
+// ("rw-read") waiting for a writer, and a one-permit semaphore's waiters
+// ("semaphore"); their waiters' registry entries last waiterTTL.
+func rwSemObjects(t *testing.T, k string, waiterTTL time.Duration) []contended {
+	rw := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
+	rw.WaiterTTL = waiterTTL
+	sem := semDef(t, 1, 30*time.Second, true, time.Minute)
+	sem.WaiterTTL = waiterTTL
+	writer := func(ctx context.Context, c *lockrt.Client) func() error {
+		le, err := c.RWLock(rw, k).Write().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() error { return le.Unlock(ctx) }
+	}
+	side := func(read bool) func(ctx context.Context, c *lockrt.Client) error {
+		return func(ctx context.Context, c *lockrt.Client) error {
+			l := c.RWLock(rw, k).Write()
+			if read {
+				l = c.RWLock(rw, k).Read()
+			}
+			le, err := l.Lock(ctx)
+			if err == nil {
+				err = le.Unlock(ctx)
+			}
+			return err
+		}
+	}
+	return []contended{
+		{"rw-write", writer, side(false)},
+		{"rw-read", writer, side(true)},
+		{"semaphore", func(ctx context.Context, c *lockrt.Client) func() error {
+			p, err := c.Semaphore(sem, k).Acquire(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() error { return p.Release(ctx) }
+		}, func(ctx context.Context, c *lockrt.Client) error {
+			p, err := c.Semaphore(sem, k).Acquire(ctx, 1)
+			if err == nil {
+				err = p.Release(ctx)
+			}
+			return err
+		}},
+	}
+}
+
 // TestRWSemaphoreWaiterRefreshCost: TestWaiterRefreshCost for read-write
 // lock and semaphore waiters, counted by INFO commandstats. While another
 // owner writes, a waiting writer or reader refreshes its entry with one
 // EVALSHA per WaiterTTL/3 that only moves its deadline: TIME, ZRANGE of
 // the holds (a writer) or ZSCORE of the write hold (a reader), ZADD XX
 // and two PEXPIREs, 6 commands with the EVALSHA. A semaphore waiter's
-// refresh also reads the registry's oldest deadline (so that a dead
-// waiter ahead is passed over by the full attempt): 7. A full attempt
-// costs 8 or more.
+// refresh (for one permit) also reads the registry's oldest deadline (so
+// that a dead waiter ahead is passed over by the full attempt): 7. A full
+// attempt costs 8 or more.
 func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
 	t.Parallel()
 	const waiters, window = 4, 2 * time.Second
-	for _, tc := range []struct {
-		name string
-		want float64
-	}{{"rw-write", 6}, {"rw-read", 6}, {"semaphore", 7}} {
-		t.Run(tc.name, func(t *testing.T) {
+	const ttl = 600 * time.Millisecond // a refresh every 200ms
+	want := map[string]float64{"rw-write": 6, "rw-read": 6, "semaphore": 7}
+	for i := range rwSemObjects(t, "", ttl) {
+		t.Run(rwSemObjects(t, "", ttl)[i].name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			n := redistest.Single(t)
 			k := key(t)
-			const ttl = 600 * time.Millisecond // a refresh every 200ms
+			obj := rwSemObjects(t, k, ttl)[i]
 			holder := lockrt.New(n.Client())
 			defer holder.Close()
-			var wait func(*lockrt.Client) error
-			var release func() error
-			if tc.name == "semaphore" {
-				d := semDef(t, 2, 30*time.Second, true, time.Minute)
-				d.WaiterTTL = ttl
-				p, err := holder.Semaphore(d, k).Acquire(ctx, 2)
-				if err != nil {
-					t.Fatal(err)
-				}
-				release = func() error { return p.Release(ctx) }
-				wait = func(c *lockrt.Client) error {
-					p, err := c.Semaphore(d, k).Acquire(ctx, 1)
-					if err == nil {
-						err = p.Release(ctx)
-					}
-					return err
-				}
-			} else {
-				d := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
-				d.WaiterTTL = ttl
-				le, err := holder.RWLock(d, k).Write().Lock(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				release = func() error { return le.Unlock(ctx) }
-				wait = func(c *lockrt.Client) error {
-					side := c.RWLock(d, k).Write()
-					if tc.name == "rw-read" {
-						side = c.RWLock(d, k).Read()
-					}
-					le, err := side.Lock(ctx)
-					if err == nil {
-						err = le.Unlock(ctx)
-					}
-					return err
-				}
-			}
+			release := obj.hold(ctx, holder)
 			var wg sync.WaitGroup
 			for range waiters {
 				rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
@@ -467,7 +487,7 @@ func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
 					rdb.Close()
 				}()
 				wg.Go(func() {
-					if err := wait(c); err != nil {
+					if err := obj.wait(ctx, c); err != nil {
 						t.Error(err)
 					}
 				})
@@ -485,7 +505,7 @@ func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
 			perSecond := float64(scripts) / (waiters * window.Seconds())
 			perCall := float64(all) / float64(scripts)
 			t.Logf("%s: %d waiters for %v: %d scripts, %d commands: %.1f refreshes per waiting second (at most %.1f), %.2f commands each",
-				tc.name, waiters, window, scripts, all, perSecond, 3/ttl.Seconds(), perCall)
+				obj.name, waiters, window, scripts, all, perSecond, 3/ttl.Seconds(), perCall)
 			if scripts == 0 {
 				t.Fatal("no refresh while waiting")
 			}
@@ -494,8 +514,142 @@ func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
 			}
 			// +0.5: a refresh late enough on a loaded machine that the
 			// entry expired makes the full attempt once.
-			if perCall > tc.want+0.5 {
-				t.Errorf("%.2f commands per refresh, want %.0f", perCall, tc.want)
+			if perCall > want[obj.name]+0.5 {
+				t.Errorf("%.2f commands per refresh, want %.0f", perCall, want[obj.name])
+			}
+		})
+	}
+}
+
+// TestShardedPubSubRWSemaphore: TestShardedPubSubLocks for a read-write
+// lock's writers and a one-permit semaphore: 300 cycles of two clients
+// taking turns on a 3-primary cluster wake waiters with SPUBLISH only: no
+// node runs a classic PUBLISH or SUBSCRIBE, and
+// cluster_stats_messages_publish_sent does not move on any node.
+func TestShardedPubSubRWSemaphore(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"rw-write", "semaphore"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			c, b := ownCluster(t)
+			nodes := nodeClients(t, c)
+			var obj contended
+			for _, o := range rwSemObjects(t, key(t), time.Minute) {
+				if o.name == name {
+					obj = o
+				}
+			}
+			var clients []*lockrt.Client
+			for range 2 {
+				clients = append(clients, newClientWith(t, b, lockrt.WithShardedPubSub(true)))
+			}
+			var bus []int64
+			for _, n := range nodes {
+				if err := n.ConfigResetStat(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+				bus = append(bus, busPublishSent(t, n))
+			}
+			const cycles = 300
+			left := make(chan struct{}, cycles)
+			for range cycles {
+				left <- struct{}{}
+			}
+			close(left)
+			errs := make(chan error, len(clients))
+			for _, cl := range clients {
+				go func() {
+					for range left {
+						if err := obj.wait(ctx, cl); err != nil {
+							errs <- err
+							return
+						}
+					}
+					errs <- nil
+				}()
+			}
+			for range clients {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			var spublish int64
+			for i, n := range nodes {
+				calls := cmdCalls(t, n)
+				spublish += calls["spublish"]
+				t.Logf("node %d: spublish %d, ssubscribe %d, publish %d, subscribe %d; bus publish sent %d -> %d",
+					i, calls["spublish"], calls["ssubscribe"], calls["publish"], calls["subscribe"], bus[i], busPublishSent(t, n))
+				if calls["publish"] != 0 || calls["subscribe"] != 0 {
+					t.Errorf("node %d: classic pub/sub used: %d PUBLISH, %d SUBSCRIBE", i, calls["publish"], calls["subscribe"])
+				}
+				if got := busPublishSent(t, n); got != bus[i] {
+					t.Errorf("node %d: cluster_stats_messages_publish_sent moved from %d to %d", i, bus[i], got)
+				}
+			}
+			if spublish == 0 {
+				t.Errorf("no SPUBLISH in %d cycles of two clients", cycles)
+			}
+		})
+	}
+}
+
+// TestShardedPubSubRWSemaphoreMigration: TestShardedPubSubLockMigration
+// for a read-write lock (three writers, or three readers, waiting for a
+// writer) and a one-permit semaphore (three waiters): the object's slot
+// migrates to another primary while they wait. Every waiter's channel is
+// subscribed again on the new owner, none is left on the old one, the
+// registry (read on the new owner) still holds the three, and after the
+// release every waiter gets the lock or the permit within 10s: through
+// wake-ups on the new owner, since the fallbacks are 20s away (WaiterTTL
+// 1 minute; the held lease's remaining 20-30s).
+func TestShardedPubSubRWSemaphoreMigration(t *testing.T) {
+	t.Parallel()
+	for i, obj := range rwSemObjects(t, "", time.Minute) {
+		t.Run(obj.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			c, b := ownCluster(t)
+			nodes := nodeClients(t, c)
+			holder := newClientWith(t, b, lockrt.WithShardedPubSub(true))
+			k, slot := keyOn(t, c, holder.Redis(), 0)
+			obj := rwSemObjects(t, k, time.Minute)[i]
+			pattern := k + ":ch*"
+			release := obj.hold(ctx, holder)
+			const waiters = 3
+			done := make(chan error, waiters)
+			for range waiters {
+				cl := newClientWith(t, b, lockrt.WithShardedPubSub(true))
+				go func() { done <- obj.wait(ctx, cl) }()
+			}
+			waitShardChannels(t, nodes[0], pattern, waiters)
+			waitRegistered(t, holder.Redis(), k, waiters)
+			if err := c.MigrateSlot(ctx, slot, 1); err != nil {
+				t.Fatal(err)
+			}
+			waitShardChannels(t, nodes[1], pattern, waiters)
+			if n := shardChannels(t, nodes[0], pattern); n != 0 {
+				t.Errorf("%d channels still subscribed on the old owner", n)
+			}
+			waitRegistered(t, holder.Redis(), k, waiters)
+			select {
+			case err := <-done:
+				t.Fatalf("a waiter returned while the object was held: %v", err)
+			default:
+			}
+			if err := release(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.After(10 * time.Second)
+			for i := range waiters {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatal(err)
+					}
+				case <-deadline:
+					t.Fatalf("%d of %d waiters got it within 10s of the release after the migration", i, waiters)
+				}
 			}
 		})
 	}
