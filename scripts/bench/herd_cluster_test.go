@@ -97,20 +97,7 @@ func BenchmarkHerdCluster(b *testing.B) {
 					lockers[i] = append(lockers[i], l)
 				}
 			}
-			runs := make([][]herdStats, len(clusterHerdLibs))
-			b.ResetTimer()
-			for round := range b.N {
-				for k := range clusterHerdLibs {
-					i := (k + round) % len(clusterHerdLibs)
-					res, err := herdCounted(b, lockers[i], fmt.Sprintf("cherd%d-%d", n, round), 1000, time.Millisecond,
-						func() map[string]int64 { return clusterStats(b, nodes) })
-					if err != nil {
-						b.Fatal(err)
-					}
-					runs[i] = append(runs[i], res.stats())
-				}
-			}
-			b.StopTimer()
+			runs := herdRounds(b, lockers, fmt.Sprintf("cherd%d", n), func() map[string]int64 { return clusterStats(b, nodes) })
 			reportHerd(b, "cluster N="+strconv.Itoa(n), clusterLibNames(), runs, true)
 		})
 	}

@@ -176,19 +176,7 @@ func benchHerd(b *testing.B, herdLibs []lib) {
 					warmUp(b, l)
 				}
 			}
-			runs := make([][]herdStats, len(herdLibs))
-			b.ResetTimer()
-			for round := range b.N {
-				for k := range herdLibs {
-					i := (k + round) % len(herdLibs)
-					res, err := herd(b, lockers[i], fmt.Sprintf("herd%d-%d", n, round), 1000, time.Millisecond)
-					if err != nil {
-						b.Fatal(err)
-					}
-					runs[i] = append(runs[i], res.stats())
-				}
-			}
-			b.StopTimer()
+			runs := herdRounds(b, lockers, fmt.Sprintf("herd%d", n), func() map[string]int64 { return commandStats(b) })
 			reportHerd(b, "N="+strconv.Itoa(n), libNames(herdLibs), runs, false)
 		})
 	}
@@ -211,6 +199,27 @@ func medianStats(runs []herdStats) herdStats {
 		min: int(med(func(s herdStats) float64 { return float64(s.min) })), max: int(med(func(s herdStats) float64 { return float64(s.max) })),
 		dist: runs[len(runs)-1].dist,
 	}
+}
+
+// herdRounds runs b.N rounds of herds, 1000 acquisitions and a 1ms hold
+// each: a round runs every library's lockers (lockers[i]) once, in an
+// order rotated per round, so that load from elsewhere hits them alike;
+// stats reads what Redis ran. It returns each library's runs, timed.
+func herdRounds(b *testing.B, lockers [][]locker, id string, stats func() map[string]int64) [][]herdStats {
+	runs := make([][]herdStats, len(lockers))
+	b.ResetTimer()
+	for round := range b.N {
+		for k := range lockers {
+			i := (k + round) % len(lockers)
+			res, err := herdCounted(b, lockers[i], fmt.Sprintf("%s-%d", id, round), 1000, time.Millisecond, stats)
+			if err != nil {
+				b.Fatal(err)
+			}
+			runs[i] = append(runs[i], res.stats())
+		}
+	}
+	b.StopTimer()
+	return runs
 }
 
 // reportHerd reports the medians over the rounds of each library's runs

@@ -206,20 +206,7 @@ func BenchmarkHerdRedLock(b *testing.B) {
 					lockers[i] = append(lockers[i], l)
 				}
 			}
-			runs := make([][]herdStats, len(redHerdLibs))
-			b.ResetTimer()
-			for round := range b.N {
-				for k := range redHerdLibs {
-					i := (k + round) % len(redHerdLibs)
-					res, err := herdCounted(b, lockers[i], fmt.Sprintf("rherd%d-%d", n, round), 1000, time.Millisecond,
-						func() map[string]int64 { return nodesStats(b, admins) })
-					if err != nil {
-						b.Fatal(err)
-					}
-					runs[i] = append(runs[i], res.stats())
-				}
-			}
-			b.StopTimer()
+			runs := herdRounds(b, lockers, fmt.Sprintf("rherd%d", n), func() map[string]int64 { return nodesStats(b, admins) })
 			reportHerd(b, fmt.Sprintf("redlock N=%d", n), names, runs, false)
 		})
 	}
