@@ -95,7 +95,7 @@ if waiting or (flagged and capacity - used >= n) then
   -- Waiters may be ahead that the free permits satisfy: they go first.
   local got, grants, empty
   got, ahead, used, grants, empty = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[7], ARGV[8], owner)
-  sem_settle(holds, counts, grants, used, false, first and first - now >= handoff, handoff)
+  sem_settle(holds, counts, grants, used, false, not first, handoff)
   if empty then
     flagged = false
   end

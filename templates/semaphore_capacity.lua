@@ -51,7 +51,7 @@ if redis.call('hget', counts, 'q') then
   local used, _, first = sem_used(holds, counts, now)
   local handoff = tonumber(ARGV[6])
   local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[4], ARGV[5], nil)
-  sem_settle(holds, counts, grants, held, false, first and first - now >= handoff, handoff)
+  sem_settle(holds, counts, grants, held, false, not first, handoff)
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
     local o, d = owner_of(m)
     if tonumber(d) > capacity then

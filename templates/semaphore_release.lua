@@ -30,12 +30,6 @@ if ARGV[6] ~= '0' then
   unregister(queue, waiters, owner .. ' ' .. ARGV[6])
 end
 local c = redis.call('hmget', counts, owner, '*', 'q')
-local now, first
-if c[3] then
-  -- Before this hold goes: the keys live at least until the earliest.
-  now = now_ms()
-  first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
-end
 local n, used = -1, tonumber(c[2]) or 0
 if redis.call('zrem', holds, owner) == 1 then
   n = tonumber(c[1]) or 0
@@ -53,17 +47,10 @@ end
 if not c[3] then
   return n
 end
-local dirty = n >= 0
-if first and first <= now then
-  -- A hold ran out: count it out first.
-  if dirty then
-    redis.call('hset', counts, '*', used)
-  end
-  local _
-  used, _, first = sem_used(holds, counts, now)
-  dirty = false
-end
+-- Holds that ran out still count here: the waiters' next attempt or
+-- refresh (due by the earliest hold's deadline) evicts them.
+local now = now_ms()
 local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
 local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[2], ARGV[3], nil)
-sem_settle(holds, counts, grants, held, dirty, first and first - now >= handoff, handoff)
+sem_settle(holds, counts, grants, held, n >= 0, used == 0, handoff)
 return n

@@ -100,7 +100,7 @@ var semaphoreScripts = lockimpl.SemaphoreScripts{
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "bd659d5f47853a0d0b736aefefce62946d7f628f",
+	SHA1: "448ad709937233ef18da4eba6fb19cbd0219a0b5",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -401,17 +401,25 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
 end
 
 -- sem_settle records sem_hand_on's grants and the permits held (used) in
--- the counts, when there are grants or dirty says that the count changed.
--- lives says that both keys live for the hand-off's lease already; else
--- they are kept that long.
-local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+-- the counts, when there are grants or dirty says that the count changed,
+-- and keeps both keys for the hand-off's lease. alone says that the
+-- grants are the only holds: the keys then live exactly that long (the
+-- 'q' flag too: once it is gone with its key, nothing is held, and the
+-- waiters' next refresh makes the full attempt); else at least that long.
+local function sem_settle(holds, counts, grants, used, dirty, alone, handoff)
   if #grants == 0 and not dirty then
     return
   end
   grants[#grants + 1] = '*'
   grants[#grants + 1] = used
   redis.call('hset', counts, unpack(grants))
-  if #grants > 2 and not lives then
+  if #grants == 2 then
+    return
+  end
+  if alone then
+    redis.call('pexpire', holds, handoff)
+    redis.call('pexpire', counts, handoff)
+  else
     sem_keep(holds, handoff)
     sem_keep(counts, handoff)
   end
@@ -477,7 +485,7 @@ if waiting or (flagged and capacity - used >= n) then
   -- Waiters may be ahead that the free permits satisfy: they go first.
   local got, grants, empty
   got, ahead, used, grants, empty = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[7], ARGV[8], owner)
-  sem_settle(holds, counts, grants, used, false, first and first - now >= handoff, handoff)
+  sem_settle(holds, counts, grants, used, false, not first, handoff)
   if empty then
     flagged = false
   end
@@ -514,7 +522,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "b5391e7c94e375e636d8f6c3b4faf1c407730a69",
+	SHA1: "f34e89c65cde7a1395111d15260aecac9d595c49",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -804,17 +812,25 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
 end
 
 -- sem_settle records sem_hand_on's grants and the permits held (used) in
--- the counts, when there are grants or dirty says that the count changed.
--- lives says that both keys live for the hand-off's lease already; else
--- they are kept that long.
-local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+-- the counts, when there are grants or dirty says that the count changed,
+-- and keeps both keys for the hand-off's lease. alone says that the
+-- grants are the only holds: the keys then live exactly that long (the
+-- 'q' flag too: once it is gone with its key, nothing is held, and the
+-- waiters' next refresh makes the full attempt); else at least that long.
+local function sem_settle(holds, counts, grants, used, dirty, alone, handoff)
   if #grants == 0 and not dirty then
     return
   end
   grants[#grants + 1] = '*'
   grants[#grants + 1] = used
   redis.call('hset', counts, unpack(grants))
-  if #grants > 2 and not lives then
+  if #grants == 2 then
+    return
+  end
+  if alone then
+    redis.call('pexpire', holds, handoff)
+    redis.call('pexpire', counts, handoff)
+  else
     sem_keep(holds, handoff)
     sem_keep(counts, handoff)
   end
@@ -847,7 +863,7 @@ if redis.call('hget', counts, 'q') then
   local used, _, first = sem_used(holds, counts, now)
   local handoff = tonumber(ARGV[6])
   local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[4], ARGV[5], nil)
-  sem_settle(holds, counts, grants, held, false, first and first - now >= handoff, handoff)
+  sem_settle(holds, counts, grants, held, false, not first, handoff)
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
     local o, d = owner_of(m)
     if tonumber(d) > capacity then
@@ -865,7 +881,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "1fdf2d18884592124b6b01c825e996bc9e2d4ab0",
+	SHA1: "649b8066acfb301e8dd3b0b6bc76410fbfc297f3",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -1155,17 +1171,25 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
 end
 
 -- sem_settle records sem_hand_on's grants and the permits held (used) in
--- the counts, when there are grants or dirty says that the count changed.
--- lives says that both keys live for the hand-off's lease already; else
--- they are kept that long.
-local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+-- the counts, when there are grants or dirty says that the count changed,
+-- and keeps both keys for the hand-off's lease. alone says that the
+-- grants are the only holds: the keys then live exactly that long (the
+-- 'q' flag too: once it is gone with its key, nothing is held, and the
+-- waiters' next refresh makes the full attempt); else at least that long.
+local function sem_settle(holds, counts, grants, used, dirty, alone, handoff)
   if #grants == 0 and not dirty then
     return
   end
   grants[#grants + 1] = '*'
   grants[#grants + 1] = used
   redis.call('hset', counts, unpack(grants))
-  if #grants > 2 and not lives then
+  if #grants == 2 then
+    return
+  end
+  if alone then
+    redis.call('pexpire', holds, handoff)
+    redis.call('pexpire', counts, handoff)
+  else
     sem_keep(holds, handoff)
     sem_keep(counts, handoff)
   end
@@ -1177,12 +1201,6 @@ if ARGV[6] ~= '0' then
   unregister(queue, waiters, owner .. ' ' .. ARGV[6])
 end
 local c = redis.call('hmget', counts, owner, '*', 'q')
-local now, first
-if c[3] then
-  -- Before this hold goes: the keys live at least until the earliest.
-  now = now_ms()
-  first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
-end
 local n, used = -1, tonumber(c[2]) or 0
 if redis.call('zrem', holds, owner) == 1 then
   n = tonumber(c[1]) or 0
@@ -1200,19 +1218,12 @@ end
 if not c[3] then
   return n
 end
-local dirty = n >= 0
-if first and first <= now then
-  -- A hold ran out: count it out first.
-  if dirty then
-    redis.call('hset', counts, '*', used)
-  end
-  local _
-  used, _, first = sem_used(holds, counts, now)
-  dirty = false
-end
+-- Holds that ran out still count here: the waiters' next attempt or
+-- refresh (due by the earliest hold's deadline) evicts them.
+local now = now_ms()
 local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
 local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[2], ARGV[3], nil)
-sem_settle(holds, counts, grants, held, dirty, first and first - now >= handoff, handoff)
+sem_settle(holds, counts, grants, held, n >= 0, used == 0, handoff)
 return n
 `,
 }
@@ -1259,7 +1270,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "e5423bf25f1692d16563fcdd5ef4230ab62ce012",
+	SHA1: "7b360b51ecb16c797993b2de0f770ceca1a30c52",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -1536,17 +1547,25 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
 end
 
 -- sem_settle records sem_hand_on's grants and the permits held (used) in
--- the counts, when there are grants or dirty says that the count changed.
--- lives says that both keys live for the hand-off's lease already; else
--- they are kept that long.
-local function sem_settle(holds, counts, grants, used, dirty, lives, handoff)
+-- the counts, when there are grants or dirty says that the count changed,
+-- and keeps both keys for the hand-off's lease. alone says that the
+-- grants are the only holds: the keys then live exactly that long (the
+-- 'q' flag too: once it is gone with its key, nothing is held, and the
+-- waiters' next refresh makes the full attempt); else at least that long.
+local function sem_settle(holds, counts, grants, used, dirty, alone, handoff)
   if #grants == 0 and not dirty then
     return
   end
   grants[#grants + 1] = '*'
   grants[#grants + 1] = used
   redis.call('hset', counts, unpack(grants))
-  if #grants > 2 and not lives then
+  if #grants == 2 then
+    return
+  end
+  if alone then
+    redis.call('pexpire', holds, handoff)
+    redis.call('pexpire', counts, handoff)
+  else
     sem_keep(holds, handoff)
     sem_keep(counts, handoff)
   end
