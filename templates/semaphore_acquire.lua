@@ -4,7 +4,8 @@
 -- newcomer does not pass one that the free permits do not satisfy.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
 -- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
---   held in all, 'q' -> 1 while waiters may be registered)
+--   held in all, 'q' -> 1 while waiters may be registered, 'c' -> the
+--   capacity key's value cached, 0 for none)
 -- KEYS[3] capacity: the capacity, when an operator set one
 -- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
 -- KEYS[5] waiters: the waiter registry's deadlines
@@ -52,7 +53,7 @@ if ARGV[6] == '2' then
   local blocked = first and first > now and oldest and oldest > now
   local want = tonumber(ARGV[2]) or 0
   if blocked and want > 1 then
-    blocked = want <= (tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4]))
+    blocked = want <= sem_capacity(KEYS[3], redis.call('hget', counts, 'c'), ARGV[4])
   end
   if blocked and touch(waiters, member, ttl, now) then
     keep_registry(queue, waiters, ttl)
@@ -60,8 +61,8 @@ if ARGV[6] == '2' then
   end
 end
 
-local used, flagged, first, mine = sem_used(holds, counts, now, waiting and owner)
-local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
+local used, flagged, first, mine, cached = sem_used(holds, counts, now, waiting and owner)
+local capacity, stored = sem_capacity(KEYS[3], cached, ARGV[4])
 if ARGV[2] == '*' then
   local n = capacity - used
   if n <= 0 then
@@ -95,7 +96,7 @@ if waiting or (flagged and capacity - used >= n) then
   -- Waiters may be ahead that the free permits satisfy: they go first.
   local got, grants, empty
   got, ahead, used, grants, empty = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[7], ARGV[8], owner)
-  sem_settle(holds, counts, grants, used, false, not first, handoff)
+  sem_settle(holds, counts, grants, used, stored, false, not first, handoff)
   if empty then
     flagged = false
   end
@@ -113,7 +114,7 @@ end
 if ttl > 0 then
   register(queue, waiters, member, ttl, now)
   if not flagged then
-    sem_flag(counts, ttl)
+    sem_flag(counts, ttl, stored)
   end
 end
 if not first then

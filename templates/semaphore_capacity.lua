@@ -41,17 +41,20 @@ end
 if capacity < 1 then
   return {-1, capacity}
 end
+local cache = capacity
 if mode == 'reset' then
   redis.call('del', KEYS[1])
+  cache = 0
 else
   redis.call('set', KEYS[1], capacity)
 end
+redis.call('hdel', counts, 'c') -- the scripts' cache of the key (see sem_capacity)
 if redis.call('hget', counts, 'q') then
   local now = now_ms()
   local used, _, first = sem_used(holds, counts, now)
   local handoff = tonumber(ARGV[6])
   local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[4], ARGV[5], nil)
-  sem_settle(holds, counts, grants, held, false, not first, handoff)
+  sem_settle(holds, counts, grants, held, cache, false, not first, handoff)
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
     local o, d = owner_of(m)
     if tonumber(d) > capacity then

@@ -2,7 +2,8 @@
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
 -- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
---   held in all, 'q' -> 1 while waiters may be registered)
+--   held in all, 'q' -> 1 while waiters may be registered, 'c' -> the
+--   capacity key's value cached, 0 for none)
 -- KEYS[3] capacity: the capacity, when an operator set one
 -- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
 -- KEYS[5] waiters: the waiter registry's deadlines
@@ -29,7 +30,7 @@ local owner, handoff = ARGV[1], tonumber(ARGV[5])
 if ARGV[6] ~= '0' then
   unregister(queue, waiters, owner .. ' ' .. ARGV[6])
 end
-local c = redis.call('hmget', counts, owner, '*', 'q')
+local c = redis.call('hmget', counts, owner, '*', 'q', 'c')
 local n, used = -1, tonumber(c[2]) or 0
 if redis.call('zrem', holds, owner) == 1 then
   n = tonumber(c[1]) or 0
@@ -50,7 +51,7 @@ end
 -- Holds that ran out still count here: the waiters' next attempt or
 -- refresh (due by the earliest hold's deadline) evicts them.
 local now = now_ms()
-local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
+local capacity, stored = sem_capacity(KEYS[3], c[4], ARGV[4])
 local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[2], ARGV[3], nil)
-sem_settle(holds, counts, grants, held, n >= 0, used == 0, handoff)
+sem_settle(holds, counts, grants, held, stored, n >= 0, used == 0, handoff)
 return n

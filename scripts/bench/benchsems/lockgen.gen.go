@@ -82,14 +82,15 @@ var semaphoreScripts = lockimpl.SemaphoreScripts{
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "448ad709937233ef18da4eba6fb19cbd0219a0b5",
+	SHA1: "be6bb78dabd83c75f57e41ff3497458a4dd3577b",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
 -- newcomer does not pass one that the free permits do not satisfy.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
 -- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
---   held in all, 'q' -> 1 while waiters may be registered)
+--   held in all, 'q' -> 1 while waiters may be registered, 'c' -> the
+--   capacity key's value cached, 0 for none)
 -- KEYS[3] capacity: the capacity, when an operator set one
 -- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
 -- KEYS[5] waiters: the waiter registry's deadlines
@@ -266,7 +267,9 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Both the holds
+-- registered, 'c' -> the capacity key's value when a contended script
+-- last read it, 0 for none: a cache, which the capacity script drops),
+-- the capacity (when an operator set one). Both the holds
 -- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
@@ -283,8 +286,9 @@ end
 
 -- sem_used evicts the holds whose lease ran out (while none did, that
 -- costs one ZRANGE) and returns the permits held, the 'q' flag, the
--- earliest hold's deadline (nil when nothing is held), and the permits of
--- mine (an owner; nil for none) when it holds some.
+-- earliest hold's deadline (nil when nothing is held), the permits of
+-- mine (an owner; nil for none) when it holds some, and the cached
+-- capacity ('c', see sem_capacity).
 local function sem_used(holds, counts, now, mine)
   local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   if first and first <= now then
@@ -296,7 +300,7 @@ local function sem_used(holds, counts, now, mine)
     redis.call('zremrangebyscore', holds, '-inf', now)
     first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*', 'c')
   if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
@@ -305,9 +309,23 @@ local function sem_used(holds, counts, now, mine)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2], nil, nil
+    return 0, c[2], nil, nil, nil
   end
-  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3]), c[4]
+end
+
+-- sem_capacity returns the capacity and the capacity key's value (0 when
+-- none is stored, the spec's capacity spec then applies), from cached
+-- (the counts' 'c' field) when it is there, else from the key.
+local function sem_capacity(key, cached, spec)
+  local stored = tonumber(cached)
+  if not stored then
+    stored = tonumber(redis.call('get', key)) or 0
+  end
+  if stored > 0 then
+    return stored, stored
+  end
+  return tonumber(spec), 0
 end
 
 -- sem_grant records owner's hold of n permits with lease, used being the
@@ -321,9 +339,9 @@ local function sem_grant(holds, counts, owner, n, now, lease, used)
 end
 
 -- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
--- which the counts then live).
-local function sem_flag(counts, ttl)
-  redis.call('hset', counts, 'q', 1)
+-- which the counts then live), and caches stored (see sem_capacity).
+local function sem_flag(counts, ttl, stored)
+  redis.call('hset', counts, 'q', 1, 'c', stored)
   sem_keep(counts, ttl)
 end
 
@@ -382,20 +400,23 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
   return got, blocked, used, grants, empty
 end
 
--- sem_settle records sem_hand_on's grants and the permits held (used) in
--- the counts, when there are grants or dirty says that the count changed,
+-- sem_settle records sem_hand_on's grants, the permits held (used) and
+-- the capacity key's value (stored, cached: see sem_capacity) in the
+-- counts, when there are grants or dirty says that the count changed,
 -- and keeps both keys for the hand-off's lease. alone says that the
 -- grants are the only holds: the keys then live exactly that long (the
 -- 'q' flag too: once it is gone with its key, nothing is held, and the
 -- waiters' next refresh makes the full attempt); else at least that long.
-local function sem_settle(holds, counts, grants, used, dirty, alone, handoff)
+local function sem_settle(holds, counts, grants, used, stored, dirty, alone, handoff)
   if #grants == 0 and not dirty then
     return
   end
-  grants[#grants + 1] = '*'
-  grants[#grants + 1] = used
+  local granted = #grants > 0
+  for _, v in ipairs({'*', used, 'c', stored}) do
+    grants[#grants + 1] = v
+  end
   redis.call('hset', counts, unpack(grants))
-  if #grants == 2 then
+  if not granted then
     return
   end
   if alone then
@@ -424,7 +445,7 @@ if ARGV[6] == '2' then
   local blocked = first and first > now and oldest and oldest > now
   local want = tonumber(ARGV[2]) or 0
   if blocked and want > 1 then
-    blocked = want <= (tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4]))
+    blocked = want <= sem_capacity(KEYS[3], redis.call('hget', counts, 'c'), ARGV[4])
   end
   if blocked and touch(waiters, member, ttl, now) then
     keep_registry(queue, waiters, ttl)
@@ -432,8 +453,8 @@ if ARGV[6] == '2' then
   end
 end
 
-local used, flagged, first, mine = sem_used(holds, counts, now, waiting and owner)
-local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
+local used, flagged, first, mine, cached = sem_used(holds, counts, now, waiting and owner)
+local capacity, stored = sem_capacity(KEYS[3], cached, ARGV[4])
 if ARGV[2] == '*' then
   local n = capacity - used
   if n <= 0 then
@@ -467,7 +488,7 @@ if waiting or (flagged and capacity - used >= n) then
   -- Waiters may be ahead that the free permits satisfy: they go first.
   local got, grants, empty
   got, ahead, used, grants, empty = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[7], ARGV[8], owner)
-  sem_settle(holds, counts, grants, used, false, not first, handoff)
+  sem_settle(holds, counts, grants, used, stored, false, not first, handoff)
   if empty then
     flagged = false
   end
@@ -485,7 +506,7 @@ end
 if ttl > 0 then
   register(queue, waiters, member, ttl, now)
   if not flagged then
-    sem_flag(counts, ttl)
+    sem_flag(counts, ttl, stored)
   end
 end
 if not first then
@@ -504,7 +525,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "f34e89c65cde7a1395111d15260aecac9d595c49",
+	SHA1: "d2901a646abee34e059258f265a1170d7ff4599d",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -677,7 +698,9 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Both the holds
+-- registered, 'c' -> the capacity key's value when a contended script
+-- last read it, 0 for none: a cache, which the capacity script drops),
+-- the capacity (when an operator set one). Both the holds
 -- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
@@ -694,8 +717,9 @@ end
 
 -- sem_used evicts the holds whose lease ran out (while none did, that
 -- costs one ZRANGE) and returns the permits held, the 'q' flag, the
--- earliest hold's deadline (nil when nothing is held), and the permits of
--- mine (an owner; nil for none) when it holds some.
+-- earliest hold's deadline (nil when nothing is held), the permits of
+-- mine (an owner; nil for none) when it holds some, and the cached
+-- capacity ('c', see sem_capacity).
 local function sem_used(holds, counts, now, mine)
   local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   if first and first <= now then
@@ -707,7 +731,7 @@ local function sem_used(holds, counts, now, mine)
     redis.call('zremrangebyscore', holds, '-inf', now)
     first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*', 'c')
   if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
@@ -716,9 +740,23 @@ local function sem_used(holds, counts, now, mine)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2], nil, nil
+    return 0, c[2], nil, nil, nil
   end
-  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3]), c[4]
+end
+
+-- sem_capacity returns the capacity and the capacity key's value (0 when
+-- none is stored, the spec's capacity spec then applies), from cached
+-- (the counts' 'c' field) when it is there, else from the key.
+local function sem_capacity(key, cached, spec)
+  local stored = tonumber(cached)
+  if not stored then
+    stored = tonumber(redis.call('get', key)) or 0
+  end
+  if stored > 0 then
+    return stored, stored
+  end
+  return tonumber(spec), 0
 end
 
 -- sem_grant records owner's hold of n permits with lease, used being the
@@ -732,9 +770,9 @@ local function sem_grant(holds, counts, owner, n, now, lease, used)
 end
 
 -- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
--- which the counts then live).
-local function sem_flag(counts, ttl)
-  redis.call('hset', counts, 'q', 1)
+-- which the counts then live), and caches stored (see sem_capacity).
+local function sem_flag(counts, ttl, stored)
+  redis.call('hset', counts, 'q', 1, 'c', stored)
   sem_keep(counts, ttl)
 end
 
@@ -793,20 +831,23 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
   return got, blocked, used, grants, empty
 end
 
--- sem_settle records sem_hand_on's grants and the permits held (used) in
--- the counts, when there are grants or dirty says that the count changed,
+-- sem_settle records sem_hand_on's grants, the permits held (used) and
+-- the capacity key's value (stored, cached: see sem_capacity) in the
+-- counts, when there are grants or dirty says that the count changed,
 -- and keeps both keys for the hand-off's lease. alone says that the
 -- grants are the only holds: the keys then live exactly that long (the
 -- 'q' flag too: once it is gone with its key, nothing is held, and the
 -- waiters' next refresh makes the full attempt); else at least that long.
-local function sem_settle(holds, counts, grants, used, dirty, alone, handoff)
+local function sem_settle(holds, counts, grants, used, stored, dirty, alone, handoff)
   if #grants == 0 and not dirty then
     return
   end
-  grants[#grants + 1] = '*'
-  grants[#grants + 1] = used
+  local granted = #grants > 0
+  for _, v in ipairs({'*', used, 'c', stored}) do
+    grants[#grants + 1] = v
+  end
   redis.call('hset', counts, unpack(grants))
-  if #grants == 2 then
+  if not granted then
     return
   end
   if alone then
@@ -835,17 +876,20 @@ end
 if capacity < 1 then
   return {-1, capacity}
 end
+local cache = capacity
 if mode == 'reset' then
   redis.call('del', KEYS[1])
+  cache = 0
 else
   redis.call('set', KEYS[1], capacity)
 end
+redis.call('hdel', counts, 'c') -- the scripts' cache of the key (see sem_capacity)
 if redis.call('hget', counts, 'q') then
   local now = now_ms()
   local used, _, first = sem_used(holds, counts, now)
   local handoff = tonumber(ARGV[6])
   local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[4], ARGV[5], nil)
-  sem_settle(holds, counts, grants, held, false, not first, handoff)
+  sem_settle(holds, counts, grants, held, cache, false, not first, handoff)
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
     local o, d = owner_of(m)
     if tonumber(d) > capacity then
@@ -863,12 +907,13 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "649b8066acfb301e8dd3b0b6bc76410fbfc297f3",
+	SHA1: "fd8e915470b938518223bfd6a08e23a6921ce887",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
 -- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
---   held in all, 'q' -> 1 while waiters may be registered)
+--   held in all, 'q' -> 1 while waiters may be registered, 'c' -> the
+--   capacity key's value cached, 0 for none)
 -- KEYS[3] capacity: the capacity, when an operator set one
 -- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
 -- KEYS[5] waiters: the waiter registry's deadlines
@@ -1036,7 +1081,9 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Both the holds
+-- registered, 'c' -> the capacity key's value when a contended script
+-- last read it, 0 for none: a cache, which the capacity script drops),
+-- the capacity (when an operator set one). Both the holds
 -- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
@@ -1053,8 +1100,9 @@ end
 
 -- sem_used evicts the holds whose lease ran out (while none did, that
 -- costs one ZRANGE) and returns the permits held, the 'q' flag, the
--- earliest hold's deadline (nil when nothing is held), and the permits of
--- mine (an owner; nil for none) when it holds some.
+-- earliest hold's deadline (nil when nothing is held), the permits of
+-- mine (an owner; nil for none) when it holds some, and the cached
+-- capacity ('c', see sem_capacity).
 local function sem_used(holds, counts, now, mine)
   local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   if first and first <= now then
@@ -1066,7 +1114,7 @@ local function sem_used(holds, counts, now, mine)
     redis.call('zremrangebyscore', holds, '-inf', now)
     first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*', 'c')
   if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
@@ -1075,9 +1123,23 @@ local function sem_used(holds, counts, now, mine)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2], nil, nil
+    return 0, c[2], nil, nil, nil
   end
-  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3]), c[4]
+end
+
+-- sem_capacity returns the capacity and the capacity key's value (0 when
+-- none is stored, the spec's capacity spec then applies), from cached
+-- (the counts' 'c' field) when it is there, else from the key.
+local function sem_capacity(key, cached, spec)
+  local stored = tonumber(cached)
+  if not stored then
+    stored = tonumber(redis.call('get', key)) or 0
+  end
+  if stored > 0 then
+    return stored, stored
+  end
+  return tonumber(spec), 0
 end
 
 -- sem_grant records owner's hold of n permits with lease, used being the
@@ -1091,9 +1153,9 @@ local function sem_grant(holds, counts, owner, n, now, lease, used)
 end
 
 -- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
--- which the counts then live).
-local function sem_flag(counts, ttl)
-  redis.call('hset', counts, 'q', 1)
+-- which the counts then live), and caches stored (see sem_capacity).
+local function sem_flag(counts, ttl, stored)
+  redis.call('hset', counts, 'q', 1, 'c', stored)
   sem_keep(counts, ttl)
 end
 
@@ -1152,20 +1214,23 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
   return got, blocked, used, grants, empty
 end
 
--- sem_settle records sem_hand_on's grants and the permits held (used) in
--- the counts, when there are grants or dirty says that the count changed,
+-- sem_settle records sem_hand_on's grants, the permits held (used) and
+-- the capacity key's value (stored, cached: see sem_capacity) in the
+-- counts, when there are grants or dirty says that the count changed,
 -- and keeps both keys for the hand-off's lease. alone says that the
 -- grants are the only holds: the keys then live exactly that long (the
 -- 'q' flag too: once it is gone with its key, nothing is held, and the
 -- waiters' next refresh makes the full attempt); else at least that long.
-local function sem_settle(holds, counts, grants, used, dirty, alone, handoff)
+local function sem_settle(holds, counts, grants, used, stored, dirty, alone, handoff)
   if #grants == 0 and not dirty then
     return
   end
-  grants[#grants + 1] = '*'
-  grants[#grants + 1] = used
+  local granted = #grants > 0
+  for _, v in ipairs({'*', used, 'c', stored}) do
+    grants[#grants + 1] = v
+  end
   redis.call('hset', counts, unpack(grants))
-  if #grants == 2 then
+  if not granted then
     return
   end
   if alone then
@@ -1182,7 +1247,7 @@ local owner, handoff = ARGV[1], tonumber(ARGV[5])
 if ARGV[6] ~= '0' then
   unregister(queue, waiters, owner .. ' ' .. ARGV[6])
 end
-local c = redis.call('hmget', counts, owner, '*', 'q')
+local c = redis.call('hmget', counts, owner, '*', 'q', 'c')
 local n, used = -1, tonumber(c[2]) or 0
 if redis.call('zrem', holds, owner) == 1 then
   n = tonumber(c[1]) or 0
@@ -1203,9 +1268,9 @@ end
 -- Holds that ran out still count here: the waiters' next attempt or
 -- refresh (due by the earliest hold's deadline) evicts them.
 local now = now_ms()
-local capacity = tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[4])
+local capacity, stored = sem_capacity(KEYS[3], c[4], ARGV[4])
 local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[2], ARGV[3], nil)
-sem_settle(holds, counts, grants, held, n >= 0, used == 0, handoff)
+sem_settle(holds, counts, grants, held, stored, n >= 0, used == 0, handoff)
 return n
 `,
 }
@@ -1252,7 +1317,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "7b360b51ecb16c797993b2de0f770ceca1a30c52",
+	SHA1: "e0b389cb10723698dcaf5459108512edad27ce89",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -1412,7 +1477,9 @@ end
 -- sem: semaphore state, shared by the semaphore_ scripts: the holds (a
 -- zset: owner -> expiry in server ms), the counts (a hash: owner -> its
 -- permits, '*' -> permits held in all, 'q' -> 1 while waiters may be
--- registered), the capacity (when an operator set one). Both the holds
+-- registered, 'c' -> the capacity key's value when a contended script
+-- last read it, 0 for none: a cache, which the capacity script drops),
+-- the capacity (when an operator set one). Both the holds
 -- and the counts live at least as long as the last hold. Registry members
 -- are "<owner> <n>", n being the permits wanted (see registry). Its
 -- functions take the keys as arguments.
@@ -1429,8 +1496,9 @@ end
 
 -- sem_used evicts the holds whose lease ran out (while none did, that
 -- costs one ZRANGE) and returns the permits held, the 'q' flag, the
--- earliest hold's deadline (nil when nothing is held), and the permits of
--- mine (an owner; nil for none) when it holds some.
+-- earliest hold's deadline (nil when nothing is held), the permits of
+-- mine (an owner; nil for none) when it holds some, and the cached
+-- capacity ('c', see sem_capacity).
 local function sem_used(holds, counts, now, mine)
   local first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   if first and first <= now then
@@ -1442,7 +1510,7 @@ local function sem_used(holds, counts, now, mine)
     redis.call('zremrangebyscore', holds, '-inf', now)
     first = tonumber(redis.call('zrange', holds, 0, 0, 'withscores')[2])
   end
-  local c = redis.call('hmget', counts, '*', 'q', mine or '*')
+  local c = redis.call('hmget', counts, '*', 'q', mine or '*', 'c')
   if c[1] and not first then
     -- Nothing held, whatever the count says; the flag stays.
     local keep = c[2] and redis.call('pttl', counts)
@@ -1451,9 +1519,23 @@ local function sem_used(holds, counts, now, mine)
       redis.call('hset', counts, 'q', 1)
       redis.call('pexpire', counts, keep)
     end
-    return 0, c[2], nil, nil
+    return 0, c[2], nil, nil, nil
   end
-  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3])
+  return tonumber(c[1]) or 0, c[2], first, mine and tonumber(c[3]), c[4]
+end
+
+-- sem_capacity returns the capacity and the capacity key's value (0 when
+-- none is stored, the spec's capacity spec then applies), from cached
+-- (the counts' 'c' field) when it is there, else from the key.
+local function sem_capacity(key, cached, spec)
+  local stored = tonumber(cached)
+  if not stored then
+    stored = tonumber(redis.call('get', key)) or 0
+  end
+  if stored > 0 then
+    return stored, stored
+  end
+  return tonumber(spec), 0
 end
 
 -- sem_grant records owner's hold of n permits with lease, used being the
@@ -1467,9 +1549,9 @@ local function sem_grant(holds, counts, owner, n, now, lease, used)
 end
 
 -- sem_flag sets the 'q' flag: waiters are registered (for ttl at least,
--- which the counts then live).
-local function sem_flag(counts, ttl)
-  redis.call('hset', counts, 'q', 1)
+-- which the counts then live), and caches stored (see sem_capacity).
+local function sem_flag(counts, ttl, stored)
+  redis.call('hset', counts, 'q', 1, 'c', stored)
   sem_keep(counts, ttl)
 end
 
@@ -1528,20 +1610,23 @@ local function sem_hand_on(holds, counts, queue, waiters, now, used, capacity, h
   return got, blocked, used, grants, empty
 end
 
--- sem_settle records sem_hand_on's grants and the permits held (used) in
--- the counts, when there are grants or dirty says that the count changed,
+-- sem_settle records sem_hand_on's grants, the permits held (used) and
+-- the capacity key's value (stored, cached: see sem_capacity) in the
+-- counts, when there are grants or dirty says that the count changed,
 -- and keeps both keys for the hand-off's lease. alone says that the
 -- grants are the only holds: the keys then live exactly that long (the
 -- 'q' flag too: once it is gone with its key, nothing is held, and the
 -- waiters' next refresh makes the full attempt); else at least that long.
-local function sem_settle(holds, counts, grants, used, dirty, alone, handoff)
+local function sem_settle(holds, counts, grants, used, stored, dirty, alone, handoff)
   if #grants == 0 and not dirty then
     return
   end
-  grants[#grants + 1] = '*'
-  grants[#grants + 1] = used
+  local granted = #grants > 0
+  for _, v in ipairs({'*', used, 'c', stored}) do
+    grants[#grants + 1] = v
+  end
   redis.call('hset', counts, unpack(grants))
-  if #grants == 2 then
+  if not granted then
     return
   end
   if alone then
