@@ -11,8 +11,14 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // herdRWLibs: writers of lockgen's read-write lock against the peers'
@@ -68,6 +74,174 @@ func TestHerdKinds(t *testing.T) {
 			t.Logf("%s: %+v", lib.name, s)
 			if s.evalsha > 2.5 {
 				t.Errorf("%s: %.2f scripts per acquisition with 8 clients, want <= 2.5", lib.name, s.evalsha)
+			}
+		})
+	}
+}
+
+// mixedStats are one mixed herd run's figures: Redis's per acquisition,
+// the waits (a lock call's duration, in µs) of readers and writers, the
+// fewest and most acquisitions of one reader and of one writer, and the
+// writers' share of the acquisitions (%).
+type mixedStats struct {
+	evalsha, commands, rp50, rp99, wp50, wp99, writes float64
+	rMin, rMax, wMin, wMax                            float64
+}
+
+// mixedHerd runs one goroutine per locker (writer[i]: ls[i] takes the
+// write side, else the read side of the same read-write lock), each
+// looping lock, hold, unlock until the lock was taken n times in all,
+// and counts what Redis ran meanwhile. It fails when a writer held with
+// anyone else, or a reader with a writer.
+func mixedHerd(tb testing.TB, ls []locker, writer []bool, id string, n int, hold time.Duration) (mixedStats, error) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	before := commandStats(tb)
+	var (
+		taken, readersIn, writersIn atomic.Int64
+		mu                          sync.Mutex
+		waits                       [2][]time.Duration // readers, writers
+		per                         = make([]int, len(ls))
+		errs                        = make([]error, len(ls))
+		wg                          sync.WaitGroup
+	)
+	for i, l := range ls {
+		wg.Go(func() {
+			side := 0
+			if writer[i] {
+				side = 1
+			}
+			for ctx.Err() == nil {
+				start := time.Now()
+				if err := l.lock(ctx, id); err != nil {
+					if ctx.Err() == nil {
+						errs[i] = fmt.Errorf("locker %d: lock: %w", i, err)
+						stop()
+					}
+					return
+				}
+				wait := time.Since(start)
+				if writer[i] {
+					if writersIn.Add(1) != 1 || readersIn.Load() != 0 {
+						errs[i] = fmt.Errorf("locker %d: a writer held with others", i)
+						stop()
+					}
+				} else if readersIn.Add(1); writersIn.Load() != 0 {
+					errs[i] = fmt.Errorf("locker %d: a reader held with a writer", i)
+					stop()
+				}
+				if k := taken.Add(1); k <= int64(n) {
+					mu.Lock()
+					per[i]++
+					waits[side] = append(waits[side], wait)
+					mu.Unlock()
+					if k == int64(n) {
+						stop()
+					}
+				}
+				time.Sleep(hold)
+				if writer[i] {
+					writersIn.Add(-1)
+				} else {
+					readersIn.Add(-1)
+				}
+				if err := l.unlock(context.Background()); err != nil {
+					errs[i] = errors.Join(errs[i], fmt.Errorf("locker %d: unlock: %w", i, err))
+					stop()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var r herdResult
+	r.count(before, commandStats(tb))
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	s := mixedStats{evalsha: float64(r.evalsha) / float64(n), commands: float64(r.commands) / float64(n),
+		rMin: math.Inf(1), wMin: math.Inf(1)}
+	for side := range waits {
+		slices.Sort(waits[side])
+	}
+	s.rp50, s.rp99 = us(percentile(waits[0], 50)), us(percentile(waits[0], 99))
+	s.wp50, s.wp99 = us(percentile(waits[1], 50)), us(percentile(waits[1], 99))
+	s.writes = 100 * float64(len(waits[1])) / float64(n)
+	for i, c := range per {
+		if writer[i] {
+			s.wMin, s.wMax = math.Min(s.wMin, float64(c)), math.Max(s.wMax, float64(c))
+		} else {
+			s.rMin, s.rMax = math.Min(s.rMin, float64(c)), math.Max(s.rMax, float64(c))
+		}
+	}
+	return s, errors.Join(errs...)
+}
+
+// BenchmarkHerdRWMixed: N = 8, 32, 64 clients (each its own go-redis and
+// runtime client) on one read-write lock, one writer in 4, loop lock, a
+// 1ms hold, unlock, 1000 acquisitions per run; in the same rounds (rotated
+// order) N redislock clients (1ms retry) on an exclusive lock, the peers
+// having no read-write lock. Reported, medians over the rounds: scripts
+// and commands per acquisition, readers' and writers' waits p50/p99, the
+// writers' share of acquisitions, the fewest acquisitions of one writer
+// and of one reader (a starved writer shows as 0).
+func BenchmarkHerdRWMixed(b *testing.B) {
+	for _, n := range []int{8, 32, 64} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			flush(b)
+			writer := make([]bool, n)
+			var mixed []locker
+			for i := range n {
+				writer[i] = i%4 == 0
+				lib := lockgenRead
+				if writer[i] {
+					lib = lockgenWrite
+				}
+				mixed = append(mixed, openN(b, lib, 1)...)
+			}
+			peer := openN(b, redislockLinear, n)
+			for _, l := range append(slices.Clone(mixed), peer...) {
+				warmUp(b, l)
+			}
+			var runs []mixedStats
+			var peerRuns []herdStats
+			b.ResetTimer()
+			for round := range b.N {
+				for k := range 2 {
+					if (k+round)%2 == 0 {
+						s, err := mixedHerd(b, mixed, writer, fmt.Sprintf("mixed%d-%d", n, round), 1000, time.Millisecond)
+						if err != nil {
+							b.Fatal(err)
+						}
+						runs = append(runs, s)
+						continue
+					}
+					res, err := herd(b, peer, fmt.Sprintf("mixedpeer%d-%d", n, round), 1000, time.Millisecond)
+					if err != nil {
+						b.Fatal(err)
+					}
+					peerRuns = append(peerRuns, res.stats())
+				}
+			}
+			b.StopTimer()
+			med := func(f func(mixedStats) float64) float64 {
+				var xs []float64
+				for _, s := range runs {
+					xs = append(xs, f(s))
+				}
+				return median(xs)
+			}
+			cmds := med(func(s mixedStats) float64 { return s.commands })
+			b.ReportMetric(med(func(s mixedStats) float64 { return s.evalsha }), "rw-evalsha/acq")
+			b.ReportMetric(cmds, "rw-cmds/acq")
+			b.Logf("N=%d rw 1 writer in 4: evalsha/acq %5.2f  cmds/acq %6.2f  reader wait p50 %5.0fµs p99 %6.0fµs  writer wait p50 %5.0fµs p99 %6.0fµs  writes %4.1f%%  per writer min %3.0f max %3.0f  per reader min %3.0f max %3.0f  (median of %d)",
+				n, med(func(s mixedStats) float64 { return s.evalsha }), cmds,
+				med(func(s mixedStats) float64 { return s.rp50 }), med(func(s mixedStats) float64 { return s.rp99 }),
+				med(func(s mixedStats) float64 { return s.wp50 }), med(func(s mixedStats) float64 { return s.wp99 }),
+				med(func(s mixedStats) float64 { return s.writes }),
+				med(func(s mixedStats) float64 { return s.wMin }), med(func(s mixedStats) float64 { return s.wMax }),
+				med(func(s mixedStats) float64 { return s.rMin }), med(func(s mixedStats) float64 { return s.rMax }), len(runs))
+			reportHerd(b, fmt.Sprintf("N=%d", n), []string{redislockLinear.name}, [][]herdStats{peerRuns}, false)
+			if med(func(s mixedStats) float64 { return s.wMin }) == 0 {
+				b.Errorf("lockgen: a writer never acquired (median over the rounds)")
 			}
 		})
 	}

@@ -351,3 +351,74 @@ func TestSemaphorePeers(t *testing.T) {
 		t.Errorf("%d round trips for 10 Acquire+Release, want 20", got)
 	}
 }
+
+// TestSemaphoreWakeupTrips counts what BenchmarkSemaphoreWakeup's waiter
+// sends (a go-redis hook on its client): in each of 50 rounds, one
+// EVALSHA before the release (the attempt that registers it) and nothing
+// from the release until its Acquire returns: the release hands it the
+// permit and its message is taken at its word, without a confirming
+// attempt. So a wake-up costs the release's round trip and the message's
+// delivery, no more.
+func TestSemaphoreWakeupTrips(t *testing.T) {
+	ctx := context.Background()
+	var hooks []*roundTrips
+	var sems []*lockrt.Semaphore
+	for range 2 {
+		rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
+		defer rdb.Close()
+		h := &roundTrips{}
+		rdb.AddHook(h)
+		hooks = append(hooks, h)
+		c := lockrt.New(rdb)
+		defer c.Close()
+		if err := benchsems.Preload(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		sems = append(sems, benchsems.NewSemaphores(c).Single("wakeup-trips"))
+	}
+	const rounds = 50
+	var before, after int64
+	for i := range rounds {
+		held, err := sems[0].Acquire(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *lockrt.Permit, 1)
+		go func() {
+			p, err := sems[1].Acquire(ctx, 1)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- p
+		}()
+		// Registered (and, after the first round, subscribed already).
+		for deadline := time.Now().Add(5 * time.Second); hooks[1].trips.Load() == 0; time.Sleep(100 * time.Microsecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the waiter sent nothing within 5s")
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+		b := hooks[1].trips.Swap(0)
+		if i > 0 {
+			before += b
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p := <-got
+		if i > 0 {
+			after += hooks[1].trips.Swap(0)
+		}
+		if p == nil {
+			t.FailNow()
+		}
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hooks[1].trips.Store(0)
+	}
+	t.Logf("%d wake-ups: the waiter sent %.2f round trips per round before the release, %.2f after it", rounds-1, float64(before)/(rounds-1), float64(after)/(rounds-1))
+	if before != rounds-1 || after != 0 {
+		t.Errorf("the waiter sent %d round trips before %d releases and %d after them, want 1 per round before and 0 after", before, rounds-1, after)
+	}
+}
