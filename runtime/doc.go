@@ -80,7 +80,9 @@
 // Releases complete although the caller's context was cancelled: Unlock
 // (every kind, multi-locks, RedLocks), a permit's Release, Ack and Nack,
 // CountDown, and a fair-lock waiter leaving its queue run under the
-// caller's values only, bounded by ReleaseTimeout (5s). The hold leaves
+// caller's values only, bounded by ReleaseTimeout (5s; releases starting
+// within 50 ms of each other share one deadline, so up to 50 ms more:
+// TestReleaseContext). The hold leaves
 // the watchdog first, so when Redis cannot be reached the release returns
 // an error matching ErrNotReleased and wrapping the Redis error, and the
 // lock (the permits) expire at the end of the lease.

@@ -481,6 +481,7 @@ type Lease struct {
 	owner string
 	token int64 // fenced locks: the hold's fencing token
 	taken time.Time
+	wd    held // the watchdog's entry of the hold, when this lease made it (spareHeld)
 }
 
 // newLease makes the lease of owner's hold of l, taken at start, and
@@ -499,12 +500,11 @@ func (l *Lock) newLeaseFirst(parent context.Context, owner string, o acquireOpti
 	if first > 0 && first < o.lease {
 		so.lease = first
 	}
-	le.start(context.WithValue(parent, ownerKey{}, owner), so, start, l.def.Renew, ErrLockLost)
+	le.own.withOwner(owner) // as context.WithValue(parent, ownerKey{}, owner)
+	le.start(parent, so, start, l.def.Renew, ErrLockLost)
 	le.lease = o.lease
 	if l.def.Renew {
-		r := l.renewal(owner, o.lease)
-		r.First = first
-		if err := l.c.wd.add(le.held(), r, le, start); err != nil {
+		if err := l.c.wd.add(le.held(), l.renewal(le, first), le, start); err != nil {
 			le.abandon(err)
 			_, _ = l.release(parent, owner, o.lease)
 			return nil, err
@@ -545,16 +545,18 @@ func (l *Lock) evalRelease(ctx context.Context, owner string, lease time.Duratio
 // held identifies the lease's hold for the watchdog.
 func (le *Lease) held() heldKey { return heldKey{le.lock.key, le.lock.mode + le.owner} }
 
-// renewal says how the watchdog renews owner's hold of l with lease.
-func (l *Lock) renewal(owner string, lease time.Duration) renewal {
-	return renewal{
-		Object: l.def.Name,
-		Script: l.def.Scripts.Renew,
-		Keys:   l.scriptKeys(),
-		Args:   l.args(lease.Milliseconds(), owner),
-		Lease:  lease,
-	}
+// renewal says how the watchdog renews le's hold of l (first: see
+// renewal.First).
+func (l *Lock) renewal(le *Lease, first time.Duration) renewal {
+	return renewal{Object: l.def.Name, Script: l.def.Scripts.Renew, Keys: l.scriptKeys(), ArgsOf: le, Lease: le.lease, First: first}
 }
+
+// renewArgs returns the ARGV of the lease's renewal, made at its first
+// renewal (renewal.ArgsOf).
+func (le *Lease) renewArgs() []any { return le.lock.args(le.lease.Milliseconds(), le.owner) }
+
+// spareHeld lends the watchdog the room for its entry of the lease's hold.
+func (le *Lease) spareHeld() *held { return &le.wd }
 
 // Context returns the lease's context: it carries the values of the
 // context given to Lock and the owner, and ends when the hold ends (see

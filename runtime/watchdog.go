@@ -37,9 +37,11 @@ const maxPipeline = 256
 // instead of stalling the Redis (and its other clients) with one huge
 // pipeline, and catches up at full speed when it fell behind.
 //
-// Each hold also has a local expiry timer, reset on every successful
+// Each hold also has a local expiry, moved on by every successful
 // renewal: if Redis cannot be reached until the lease would have run out,
-// the holders learn it then, before anyone else can take the lock.
+// the holders learn it then, before anyone else can take the lock. The
+// expiries are kept in a heap of their own, served by one timer per
+// watchdog (a hold costs no timer).
 type watchdog struct {
 	// renew runs one pipeline's renewals, sent at sent, and sets each
 	// one's outcome.
@@ -48,13 +50,18 @@ type watchdog struct {
 	mu      sync.Mutex
 	entries map[heldKey]*held
 	queue   dueHeap[*held] // the entries not being renewed right now, by next
-	closed  bool
-	running bool      // run's goroutine is alive
-	armed   time.Time // when run's timer fires; zero while idle
-	wake    chan struct{}
-	done    chan struct{}
-	wg      sync.WaitGroup
-	observe func(context.Context, Event) // the client's observers (nil: none)
+	// expiries holds every entry by its local expiry; expTimer (made
+	// on the first add) fires at expArmed, the earliest as it was then.
+	expiries dueHeap[*expiry]
+	expTimer *time.Timer
+	expArmed time.Time
+	closed   bool
+	running  bool      // run's goroutine is alive
+	armed    time.Time // when run's timer fires; zero while idle
+	wake     chan struct{}
+	done     chan struct{}
+	wg       sync.WaitGroup
+	observe  func(context.Context, Event) // the client's observers (nil: none)
 }
 
 // heldKey identifies one hold in Redis: a key and the owner holding it
@@ -69,6 +76,9 @@ type renewal struct {
 	Script *impl.Script
 	Keys   []string
 	Args   []any
+	// ArgsOf, when Args is nil, makes Args at the first renewal: an
+	// uncontended Lock+Unlock never renewed does not build them.
+	ArgsOf interface{ renewArgs() []any }
 	Lease  time.Duration
 	// Valid is how long after a renewal was sent the hold counts as held
 	// (0: Lease). A RedLock trusts its lease less the clock drift.
@@ -112,11 +122,11 @@ const (
 type held struct {
 	k       heldKey
 	renew   renewal
-	holders []holder    // each once; usually one: in one, no allocation
-	one     [1]holder   // holders' first array
-	next    time.Time   // next renewal
-	index   int         // in the due queue; -1 while being renewed
-	expiry  *time.Timer // fires when the lease would have run out unrenewed
+	holders []holder  // each once; usually one: in one, no allocation
+	one     [1]holder // holders' first array
+	next    time.Time // next renewal
+	index   int       // in the due queue; -1 while being renewed
+	exp     expiry    // when the lease would have run out unrenewed
 
 	outcome outcome // of its last renewal, set by watchdog.renew
 }
@@ -134,6 +144,58 @@ func extendAll(h *held, until time.Time) bool {
 
 func (h *held) due() time.Time { return h.next }
 func (h *held) setIndex(i int) { h.index = i }
+
+// expiry is a held's entry in the watchdog's expiry heap.
+type expiry struct {
+	h     *held
+	at    time.Time
+	index int // in w.expiries; -1 when not there
+}
+
+func (e *expiry) due() time.Time { return e.at }
+func (e *expiry) setIndex(i int) { e.index = i }
+
+// spareHeld is a holder with room for the watchdog's entry of its hold (a
+// Lease): a hold's first holder lends it, saving an allocation.
+type spareHeld interface{ spareHeld() *held }
+
+// setExpiry moves h's local expiry to at and arms the expiry timer when
+// that is earlier than it fires; w.mu is held.
+func (w *watchdog) setExpiry(h *held, at time.Time) {
+	h.exp.h, h.exp.at = h, at
+	if h.exp.index >= 0 {
+		heap.Fix(&w.expiries, h.exp.index)
+	} else {
+		heap.Push(&w.expiries, &h.exp)
+	}
+	if w.expTimer == nil {
+		w.expTimer = time.AfterFunc(time.Until(at), w.expire)
+		w.expArmed = at
+	} else if w.expArmed.IsZero() || at.Before(w.expArmed) {
+		w.expTimer.Reset(time.Until(at))
+		w.expArmed = at
+	}
+}
+
+// expire runs on the expiry timer: every hold whose local expiry passed
+// is lost (ErrLockLost), and the timer is armed for the next expiry.
+func (w *watchdog) expire() {
+	w.mu.Lock()
+	now := time.Now()
+	var gone []*held
+	for len(w.expiries) > 0 && !w.expiries[0].at.After(now) {
+		gone = append(gone, heap.Pop(&w.expiries).(*expiry).h)
+	}
+	w.expArmed = time.Time{}
+	if len(w.expiries) > 0 && !w.closed {
+		w.expArmed = w.expiries[0].at
+		w.expTimer.Reset(time.Until(w.expArmed))
+	}
+	w.mu.Unlock()
+	for _, h := range gone {
+		w.lose(h, ErrLockLost)
+	}
+}
 
 // newWatchdog returns the watchdog of c: its renewals run in c's Redis.
 func newWatchdog(c *Client) *watchdog {
@@ -216,7 +278,13 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 	}
 	h := w.entries[k]
 	if h == nil {
-		h = &held{k: k, renew: r, index: -1}
+		if s, ok := hd.(spareHeld); ok {
+			h = s.spareHeld()
+			*h = held{k: k, renew: r, index: -1}
+		} else {
+			h = &held{k: k, renew: r, index: -1}
+		}
+		h.exp.index = -1
 		h.holders = h.one[:0]
 		w.entries[k] = h
 		every, valid := renewEvery(r.Lease), r.valid()
@@ -224,10 +292,10 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 			every, valid = renewEvery(r.First), r.First
 		}
 		h.next = start.Add(every)
-		h.expiry = time.AfterFunc(time.Until(start.Add(valid)), func() { w.lose(h, ErrLockLost) })
+		w.setExpiry(h, start.Add(valid))
 		heap.Push(&w.queue, h)
 	} else {
-		h.expiry.Reset(time.Until(start.Add(h.renew.valid())))
+		w.setExpiry(h, start.Add(h.renew.valid()))
 		for _, hd := range h.holders {
 			hd.extend(start.Add(h.renew.valid()))
 		}
@@ -277,7 +345,9 @@ func (w *watchdog) remove(k heldKey, hd holder) {
 
 // forget drops h; w.mu is held.
 func (w *watchdog) forget(h *held) {
-	h.expiry.Stop()
+	if h.exp.index >= 0 {
+		heap.Remove(&w.expiries, h.exp.index)
+	}
 	delete(w.entries, h.k)
 	if h.index >= 0 {
 		heap.Remove(&w.queue, h.index)
@@ -312,10 +382,13 @@ func (w *watchdog) close() {
 	all := w.entries
 	w.entries = map[heldKey]*held{}
 	w.queue = nil
+	w.expiries = nil
+	if w.expTimer != nil {
+		w.expTimer.Stop()
+	}
 	w.mu.Unlock()
 	w.wg.Wait()
 	for _, h := range all {
-		h.expiry.Stop()
 		for _, hd := range h.holders {
 			hd.cancel(ErrClosed)
 		}
@@ -389,6 +462,9 @@ func (w *watchdog) renewDue() (took time.Duration, more, late bool) {
 	w.mu.Lock()
 	for len(w.queue) > 0 && len(batch) < maxPipeline && due(w.queue[0]) {
 		h := heap.Pop(&w.queue).(*held)
+		if h.renew.Args == nil && h.renew.ArgsOf != nil {
+			h.renew.Args = h.renew.ArgsOf.renewArgs()
+		}
 		batch = append(batch, h)
 		if iv := renewEvery(h.renew.Lease); timeout == 0 || iv < timeout {
 			timeout = iv
@@ -421,7 +497,7 @@ func (w *watchdog) renewDue() (took time.Duration, more, late bool) {
 				continue
 			}
 			h.next = now.Add(iv)
-			h.expiry.Reset(time.Until(until))
+			w.setExpiry(h, until)
 		case again:
 			// Redis unreachable or failing: retry a fraction of the
 			// interval later; the expiry timer ends the hold if this

@@ -43,6 +43,34 @@ func TestUncontended(t *testing.T) {
 	}
 }
 
+// lockgenAllocsBudget is the most allocations an uncontended Lock+Unlock
+// of lockgen may make: bsm/redislock's 34 at issue 11 (lockgen makes 32).
+const lockgenAllocsBudget = 34
+
+// TestUncontendedAllocs counts the allocations of one uncontended
+// Lock+Unlock (testing.AllocsPerRun, against a real Redis) and fails when
+// lockgen makes more than lockgenAllocsBudget or than redislock in the
+// same run.
+func TestUncontendedAllocs(t *testing.T) {
+	allocs := map[string]float64{}
+	for _, lib := range []lib{lockgenReentrant, lockgenSimple, redislockDefault} {
+		op := uncontended(t, lib, newRedis(t))
+		i := 0
+		allocs[lib.name] = testing.AllocsPerRun(500, func() {
+			if err := op(i); err != nil {
+				t.Fatal(err)
+			}
+			i++
+		})
+		t.Logf("%s: %.0f allocations per uncontended Lock+Unlock", lib.name, allocs[lib.name])
+	}
+	for _, name := range []string{lockgenReentrant.name, lockgenSimple.name} {
+		if a := allocs[name]; a > lockgenAllocsBudget || a > allocs[redislockDefault.name] {
+			t.Errorf("%s: %.0f allocations per uncontended Lock+Unlock, want at most %d and at most redislock's %.0f", name, a, lockgenAllocsBudget, allocs[redislockDefault.name])
+		}
+	}
+}
+
 // TestHandoff runs each library's BenchmarkHandoff for a few hand-offs.
 func TestHandoff(t *testing.T) {
 	const n = 16
