@@ -502,21 +502,15 @@ func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			wg.Wait()
-			perSecond := float64(scripts) / (waiters * window.Seconds())
-			perCall := float64(all) / float64(scripts)
-			t.Logf("%s: %d waiters for %v: %d scripts, %d commands: %.1f refreshes per waiting second (at most %.1f), %.2f commands each",
-				obj.name, waiters, window, scripts, all, perSecond, 3/ttl.Seconds(), perCall)
-			if scripts == 0 {
-				t.Fatal("no refresh while waiting")
+			// A semaphore waiter's refresh makes the full attempt while
+			// any registered waiter is past its deadline: on a loaded
+			// machine one late waiter turns the others' next refresh
+			// into a full attempt (7.78 seen once under -race, load 5).
+			slack := 0.5
+			if obj.name == "semaphore" {
+				slack = 1
 			}
-			if perSecond > 3/ttl.Seconds()*1.1 {
-				t.Errorf("%.1f scripts per waiting second, want at most one per WaiterTTL/3", perSecond)
-			}
-			// +0.5: a refresh late enough on a loaded machine that the
-			// entry expired makes the full attempt once.
-			if perCall > want[obj.name]+0.5 {
-				t.Errorf("%.2f commands per refresh, want %.0f", perCall, want[obj.name])
-			}
+			checkRefreshCost(t, obj.name, waiters, window, ttl, scripts, all, want[obj.name], slack)
 		})
 	}
 }
@@ -540,56 +534,11 @@ func TestShardedPubSubRWSemaphore(t *testing.T) {
 					obj = o
 				}
 			}
-			var clients []*lockrt.Client
-			for range 2 {
-				clients = append(clients, newClientWith(t, b, lockrt.WithShardedPubSub(true)))
+			cycle := func() func() error {
+				cl := newClientWith(t, b, lockrt.WithShardedPubSub(true))
+				return func() error { return obj.wait(ctx, cl) }
 			}
-			var bus []int64
-			for _, n := range nodes {
-				if err := n.ConfigResetStat(ctx).Err(); err != nil {
-					t.Fatal(err)
-				}
-				bus = append(bus, busPublishSent(t, n))
-			}
-			const cycles = 300
-			left := make(chan struct{}, cycles)
-			for range cycles {
-				left <- struct{}{}
-			}
-			close(left)
-			errs := make(chan error, len(clients))
-			for _, cl := range clients {
-				go func() {
-					for range left {
-						if err := obj.wait(ctx, cl); err != nil {
-							errs <- err
-							return
-						}
-					}
-					errs <- nil
-				}()
-			}
-			for range clients {
-				if err := <-errs; err != nil {
-					t.Fatal(err)
-				}
-			}
-			var spublish int64
-			for i, n := range nodes {
-				calls := cmdCalls(t, n)
-				spublish += calls["spublish"]
-				t.Logf("node %d: spublish %d, ssubscribe %d, publish %d, subscribe %d; bus publish sent %d -> %d",
-					i, calls["spublish"], calls["ssubscribe"], calls["publish"], calls["subscribe"], bus[i], busPublishSent(t, n))
-				if calls["publish"] != 0 || calls["subscribe"] != 0 {
-					t.Errorf("node %d: classic pub/sub used: %d PUBLISH, %d SUBSCRIBE", i, calls["publish"], calls["subscribe"])
-				}
-				if got := busPublishSent(t, n); got != bus[i] {
-					t.Errorf("node %d: cluster_stats_messages_publish_sent moved from %d to %d", i, bus[i], got)
-				}
-			}
-			if spublish == 0 {
-				t.Errorf("no SPUBLISH in %d cycles of two clients", cycles)
-			}
+			assertShardedPubSubOnly(t, nodes, 300, cycle(), cycle())
 		})
 	}
 }
