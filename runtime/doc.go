@@ -344,7 +344,8 @@
 // while held, by a watchdog: one per client (one per RedLock quorum), one
 // goroutine while anything is held. Holds due about the same time (within
 // a quarter of the interval) are renewed together, in pipelines of at most
-// 256 commands (per node on a cluster), one at a time, with a pause as
+// 64 commands (per node on a cluster; about one 16 KB read of Redis, some
+// 0.3 ms of its time), one at a time, with a pause as
 // long as the last one took between them while the next are not late yet:
 // a client holding 50 000 locks spreads their renewals over the interval,
 // so that the other clients of its Redis never wait behind a huge

@@ -19,12 +19,15 @@ import (
 func renewEvery(lease time.Duration) time.Duration { return lease / 3 }
 
 // maxPipeline bounds the commands of one renewal pipeline (per node on a
-// cluster or a RedLock quorum). Redis runs a client's pipeline in chunks
-// of its read buffer between the other clients' commands, and its replies
-// go out at once; a few hundred renewals take about a millisecond of
-// Redis time, so another client's command waits at most about that long
-// for them. Measured by BenchmarkWatchdog in scripts/bench.
-const maxPipeline = 256
+// cluster or a RedLock quorum). Redis reads a client's pipeline 16 KB at a
+// time and runs each such chunk between the other clients' commands; one
+// renewal is about 250 bytes and 5 µs of Redis time, so a chunk holds
+// about 66 of them, 0.3 ms (BenchmarkWatchdog in scripts/bench measures
+// both). 64 renewals fit one chunk: a whole pipeline is one stretch of at
+// most about 0.3 ms during which another client's command waits, far
+// under the 2 ms bound, and the client never has more than 64 replies in
+// flight.
+const maxPipeline = 64
 
 // watchdog renews every renewable hold of one client (or of one RedLock
 // quorum): one goroutine, running while something is held, woken at the

@@ -109,23 +109,63 @@ type watchdogResult struct {
 	maxCmds         int             // commands in the largest one
 	renewed         int             // commands in all of them
 	redisTime       time.Duration   // Redis' time running them (commandstats usec of evalsha)
+	calls           int64           // EVALSHA calls Redis ran meanwhile
+	inBytes         int64           // bytes Redis read meanwhile (INFO stats total_net_input_bytes)
 }
 
-// evalshaTime returns the time Redis spent running EVALSHA so far.
-func evalshaTime(tb testing.TB) time.Duration {
-	for line := range strings.Lines(info(tb, "commandstats")) {
-		// cmdstat_evalsha:calls=12,usec=345,...
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
-			_, usec, _ := strings.Cut(rest, "usec=")
-			usec, _, _ = strings.Cut(usec, ",")
-			n, err := strconv.ParseInt(usec, 10, 64)
+// queryChunk is how much of a client's query buffer Redis 7 reads and
+// runs at once (PROTO_IOBUF_LEN) before it serves the other clients: a
+// pipeline is run in chunks of this many bytes.
+const queryChunk = 16 * 1024
+
+// chunkTime is the Redis time one query chunk of r's renewals costs: the
+// renewals one chunk holds (queryChunk over the bytes of one renewal, or
+// the largest pipeline when smaller) times Redis' time per renewal. That
+// is about the longest another client's command waits for them.
+func (r watchdogResult) chunkTime() (perRenewal time.Duration, bytes float64, chunk time.Duration) {
+	if r.calls == 0 || r.renewed == 0 {
+		return 0, 0, 0
+	}
+	perRenewal = r.redisTime / time.Duration(r.calls)
+	bytes = float64(r.inBytes) / float64(r.renewed)
+	n := min(float64(queryChunk)/bytes, float64(r.maxCmds))
+	return perRenewal, bytes, time.Duration(n * float64(perRenewal))
+}
+
+// statInt returns the integer field name of INFO section.
+func statInt(tb testing.TB, section, name string) int64 {
+	for line := range strings.Lines(info(tb, section)) {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil {
 				tb.Fatal(err)
 			}
-			return time.Duration(n) * time.Microsecond
+			return n
 		}
 	}
+	tb.Fatalf("INFO %s lacks %s", section, name)
 	return 0
+}
+
+// evalshaTime returns the time Redis spent running EVALSHA so far, and
+// its calls.
+func evalshaTime(tb testing.TB) (time.Duration, int64) {
+	for line := range strings.Lines(info(tb, "commandstats")) {
+		// cmdstat_evalsha:calls=12,usec=345,...
+		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
+			field := func(name string) int64 {
+				_, v, _ := strings.Cut(rest, name+"=")
+				v, _, _ = strings.Cut(v, ",")
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				return n
+			}
+			return time.Duration(field("usec")) * time.Microsecond, field("calls")
+		}
+	}
+	return 0, 0
 }
 
 // renewer holds many locks in the benchmark's Redis and renews them.
@@ -256,9 +296,13 @@ func watchdogRun(tb testing.TB, r renewer, held int, window time.Duration) watch
 	if !out.Scan() || out.Text() != "ready" {
 		tb.Fatalf("pinger: %v", out.Err())
 	}
-	from, spent := time.Now().UnixNano(), evalshaTime(tb)
+	from := time.Now().UnixNano()
+	spent, calls := evalshaTime(tb)
+	inBytes := statInt(tb, "stats", "total_net_input_bytes")
 	time.Sleep(window)
-	spent = evalshaTime(tb) - spent
+	inBytes = statInt(tb, "stats", "total_net_input_bytes") - inBytes
+	spentEnd, callsEnd := evalshaTime(tb)
+	spent, calls = spentEnd-spent, callsEnd-calls
 	stdin.Close()
 	type ping struct{ start, end int64 }
 	var pings []ping
@@ -280,7 +324,7 @@ func watchdogRun(tb testing.TB, r renewer, held int, window time.Duration) watch
 		}
 	}
 	rec.mu.Unlock()
-	res := watchdogResult{redisTime: spent}
+	res := watchdogResult{redisTime: spent, calls: calls, inBytes: inBytes}
 	for _, p := range pipes {
 		res.pipes++
 		res.renewed += p.cmds
@@ -318,9 +362,17 @@ func median(xs []float64) float64 {
 // (<renewer>-max-µs, <renewer>-p99-µs), the p99 of the pings overlapping
 // none (idle-p99-µs), the time Redis spent running one pipeline's
 // scripts (<renewer>-redis-µs/pipe, from INFO commandstats: how long a
-// pipeline can keep Redis from serving anyone else), lockgen's renewal pipelines per window and its
-// largest one's commands. Run it with -benchtime 1x: one iteration is the
-// 6 windows (b.N is not used otherwise).
+// pipeline can keep Redis from serving anyone else), Redis' time per
+// renewal (<renewer>-redis-µs/renewal), the bytes of one renewal as Redis
+// read them (renewal-bytes, INFO stats), the Redis time of one 16 KB
+// query chunk of renewals (<renewer>-redis-µs/chunk: Redis runs a client's
+// pipeline a chunk at a time between other clients' commands, so this
+// bounds what the renewals alone make another command wait), lockgen's
+// renewal pipelines per window and its largest one's commands. Run it
+// with -benchtime 1x: one iteration is the 6 windows (b.N is not used
+// otherwise):
+//
+//	go test -run '^$' -bench BenchmarkWatchdog -benchtime 1x
 func BenchmarkWatchdog(b *testing.B) {
 	const window, rounds = 4500 * time.Millisecond, 3
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -329,7 +381,8 @@ func BenchmarkWatchdog(b *testing.B) {
 			for b.Loop() {
 				maxes, p99s := map[string][]float64{}, map[string][]float64{}
 				var idle, pipes, largest []float64
-				perPipe := map[string][]float64{}
+				perPipe, perCall, perChunk := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+				var renewalBytes []float64
 				for range rounds {
 					for _, r := range []renewer{lockgenRenewer, onePipeRenewer} {
 						res := watchdogRun(b, r, held, window)
@@ -340,6 +393,10 @@ func BenchmarkWatchdog(b *testing.B) {
 						idle = append(idle, us(percentile(res.outside, 99)))
 						if res.pipes > 0 {
 							perPipe[r.name] = append(perPipe[r.name], us(res.redisTime)/float64(res.pipes))
+							perRenewal, bytes, chunk := res.chunkTime()
+							perCall[r.name] = append(perCall[r.name], us(perRenewal))
+							perChunk[r.name] = append(perChunk[r.name], us(chunk))
+							renewalBytes = append(renewalBytes, bytes)
 						}
 						if r.name == "lockgen" {
 							pipes = append(pipes, float64(res.pipes))
@@ -351,8 +408,11 @@ func BenchmarkWatchdog(b *testing.B) {
 					b.ReportMetric(median(maxes[name]), name+"-max-µs")
 					b.ReportMetric(median(p99s[name]), name+"-p99-µs")
 					b.ReportMetric(median(perPipe[name]), name+"-redis-µs/pipe")
+					b.ReportMetric(median(perCall[name]), name+"-redis-µs/renewal")
+					b.ReportMetric(median(perChunk[name]), name+"-redis-µs/chunk")
 				}
 				b.ReportMetric(median(idle), "idle-p99-µs")
+				b.ReportMetric(median(renewalBytes), "renewal-bytes")
 				b.ReportMetric(median(pipes), "lockgen-pipes")
 				b.ReportMetric(median(largest), "lockgen-max-pipe-cmds")
 			}
@@ -368,7 +428,7 @@ func TestWatchdogPing(t *testing.T) {
 	if res.renewed < 1000 {
 		t.Fatalf("%d renewals of 1000 held locks in 2 rounds", res.renewed)
 	}
-	if res.maxCmds > 256 {
+	if res.maxCmds > 64 { // the runtime's maxPipeline
 		t.Fatalf("a renewal pipeline carried %d commands", res.maxCmds)
 	}
 	if len(res.during)+len(res.outside) == 0 {
