@@ -410,7 +410,6 @@ func TestShardedPubSubLockMigration(t *testing.T) {
 	d.WaiterTTL = time.Minute // no refresh wakes a waiter during the test
 	holder := newClientWith(t, b, lockrt.WithShardedPubSub(true))
 	k, slot := keyOn(t, c, holder.Redis(), 0)
-	pattern := k + ":ch*"
 	le, err := holder.Lock(d, k).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -427,22 +426,35 @@ func TestShardedPubSubLockMigration(t *testing.T) {
 			done <- err
 		}()
 	}
+	migrateWhileWaiting(t, c, nodes, holder.Redis(), k, slot, func() error { return le.Unlock(ctx) }, done, waiters)
+}
+
+// migrateWhileWaiting: waiters wait for the object k (its channels on
+// nodes[0], their results to come on done), held by a client on rdb until
+// release; k's slot migrates to nodes[1]. Every waiter's channel is
+// subscribed again on the new owner and none is left on the old one, the
+// registry (read on the new owner) still holds them, none returns before
+// the release, and after it every waiter gets the object within 10s.
+func migrateWhileWaiting(t *testing.T, c *redistest.Cluster, nodes []*redis.Client, rdb redis.UniversalClient, k string, slot int,
+	release func() error, done <-chan error, waiters int) {
+	t.Helper()
+	pattern := k + ":ch*"
 	waitShardChannels(t, nodes[0], pattern, waiters)
-	waitRegistered(t, holder.Redis(), k, waiters)
-	if err := c.MigrateSlot(ctx, slot, 1); err != nil {
+	waitRegistered(t, rdb, k, int64(waiters))
+	if err := c.MigrateSlot(context.Background(), slot, 1); err != nil {
 		t.Fatal(err)
 	}
 	waitShardChannels(t, nodes[1], pattern, waiters)
 	if n := shardChannels(t, nodes[0], pattern); n != 0 {
 		t.Errorf("%d channels still subscribed on the old owner", n)
 	}
-	waitRegistered(t, holder.Redis(), k, waiters)
+	waitRegistered(t, rdb, k, int64(waiters))
 	select {
 	case err := <-done:
-		t.Fatalf("a waiter returned while the lock was held: %v", err)
+		t.Fatalf("a waiter returned while the object was held: %v", err)
 	default:
 	}
-	if err := le.Unlock(ctx); err != nil {
+	if err := release(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.After(10 * time.Second)
@@ -453,7 +465,7 @@ func TestShardedPubSubLockMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 		case <-deadline:
-			t.Fatalf("%d of %d waiters acquired within 10s of the release after the migration", i, waiters)
+			t.Fatalf("%d of %d waiters got it within 10s of the release after the migration", i, waiters)
 		}
 	}
 }

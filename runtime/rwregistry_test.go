@@ -563,7 +563,6 @@ func TestShardedPubSubRWSemaphoreMigration(t *testing.T) {
 			holder := newClientWith(t, b, lockrt.WithShardedPubSub(true))
 			k, slot := keyOn(t, c, holder.Redis(), 0)
 			obj := rwSemObjects(t, k, time.Minute)[i]
-			pattern := k + ":ch*"
 			release := obj.hold(ctx, holder)
 			const waiters = 3
 			done := make(chan error, waiters)
@@ -571,35 +570,7 @@ func TestShardedPubSubRWSemaphoreMigration(t *testing.T) {
 				cl := newClientWith(t, b, lockrt.WithShardedPubSub(true))
 				go func() { done <- obj.wait(ctx, cl) }()
 			}
-			waitShardChannels(t, nodes[0], pattern, waiters)
-			waitRegistered(t, holder.Redis(), k, waiters)
-			if err := c.MigrateSlot(ctx, slot, 1); err != nil {
-				t.Fatal(err)
-			}
-			waitShardChannels(t, nodes[1], pattern, waiters)
-			if n := shardChannels(t, nodes[0], pattern); n != 0 {
-				t.Errorf("%d channels still subscribed on the old owner", n)
-			}
-			waitRegistered(t, holder.Redis(), k, waiters)
-			select {
-			case err := <-done:
-				t.Fatalf("a waiter returned while the object was held: %v", err)
-			default:
-			}
-			if err := release(); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.After(10 * time.Second)
-			for i := range waiters {
-				select {
-				case err := <-done:
-					if err != nil {
-						t.Fatal(err)
-					}
-				case <-deadline:
-					t.Fatalf("%d of %d waiters got it within 10s of the release after the migration", i, waiters)
-				}
-			}
+			migrateWhileWaiting(t, c, nodes, holder.Redis(), k, slot, release, done, waiters)
 		})
 	}
 }
