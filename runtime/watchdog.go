@@ -59,9 +59,9 @@ type watchdog struct {
 	expTimer *time.Timer
 	expArmed time.Time
 	closed   bool
-	running  bool      // run's goroutine is alive
-	armed    time.Time // when run's timer fires; zero while idle
-	wake     chan struct{}
+	running  bool        // run's goroutine is alive
+	armed    time.Time   // when run's timer fires; zero while idle
+	timer    *time.Timer // run's, while it sleeps until armed (nil: it is not asleep)
 	done     chan struct{}
 	wg       sync.WaitGroup
 	observe  func(context.Context, Event) // the client's observers (nil: none)
@@ -235,7 +235,6 @@ func newWatchdogFunc(renew func(ctx context.Context, batch []*held, sent time.Ti
 	return &watchdog{
 		renew:   renew,
 		entries: map[heldKey]*held{},
-		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
 }
@@ -319,14 +318,12 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 		go w.run()
 		return nil
 	}
-	// Wake run only when its timer would fire too late: a Lock must not
-	// cost a goroutine switch.
-	if w.armed.IsZero() || h.next.Before(w.armed) {
+	// Move run's timer when it would fire too late: neither a Lock nor a
+	// hand-off (due within a third of HandoffLease) costs a goroutine
+	// switch. While run is awake it picks the hold up before it sleeps.
+	if w.timer != nil && (w.armed.IsZero() || h.next.Before(w.armed)) {
 		w.armed = h.next
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+		w.timer.Reset(time.Until(h.next))
 	}
 	return nil
 }
@@ -409,6 +406,7 @@ func (w *watchdog) run() {
 		if len(w.entries) == 0 || w.closed {
 			w.running = false
 			w.armed = time.Time{}
+			w.timer = nil
 			w.mu.Unlock()
 			return
 		}
@@ -417,20 +415,21 @@ func (w *watchdog) run() {
 			earliest = w.queue[0].next
 		}
 		w.armed = earliest
-		w.mu.Unlock()
 		wait := time.Hour
 		if !earliest.IsZero() {
 			wait = time.Until(earliest)
 		}
-		timer.Reset(wait)
+		timer.Reset(wait) // under w.mu: add moves it when it must fire sooner
+		w.timer = timer
+		w.mu.Unlock()
 		select {
 		case <-w.done:
 			return
-		case <-w.wake:
-			timer.Stop()
-			continue
 		case <-timer.C:
 		}
+		w.mu.Lock()
+		w.timer = nil // awake: the renewals below and the next sleep see every add
+		w.mu.Unlock()
 		// Renew what is due, one bounded pipeline at a time; while the
 		// next ones are not late yet, pause as long as the last one took
 		// between them, spreading a large round over the early window.
