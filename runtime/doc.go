@@ -283,21 +283,32 @@
 // longest-waiting live one, not all, and the undoing of a failed attempt
 // wakes nobody (its owner tries again itself). A RedLock cannot be handed
 // over atomically across nodes, so a release wakes rather than hands
-// over: the woken waiter tries the quorum, and may lose to a running
-// client that barges in (it registers again; the lock's next release
-// wakes the next waiter). A waiter granted a node leaves that node's
+// over, but it reserves the node for the waiter it woke: the key holds
+// "r <waiter>" for HandoffLease (or until that waiter tries or gives
+// up), which only that waiter's attempt takes, so that a running client
+// (the releaser's next Lock included) is refused there and registers,
+// and the nodes of one release all favour their longest waiter instead
+// of the woken waiter and the releaser splitting them. A woken waiter
+// can still lose (the nodes' queues may order two waiters that
+// registered at once differently): it registers again and the lock's
+// next release wakes the next waiter. A waiter that dies after its
+// wake-up keeps those nodes from everyone for at most HandoffLease. A
+// waiter granted a node leaves that node's
 // registry in the same call; one that wins leaves the registries of the
 // nodes that refused it, and one that gives up leaves every node's,
-// passing a wake-up it was sent on. Waiters refresh their entries as lock
-// waiters do (RegistryTTL/3, or RedLockDef's WaiterTTL). Counted on 3
-// nodes (TestRedLockWaitCost, INFO commandstats summed over the nodes,
-// separate clients): no PUBLISH and 6 scripts per uncontended
-// Lock+Unlock, and about 11 to 13 scripts per acquisition (4 per node:
-// the winner's attempt, the release, the loser's attempt, and the
-// undoing when the releaser and the woken waiter split the nodes) with 4,
-// 8 or 32 waiting processes, without refreshes: flat in the waiters
-// (without the registry every release published on every node and woke
-// every waiter: 8.5, 14.4 and 21.3 with 2, 4 and 8). Use RedLock for its
+// passing a wake-up (and the node's reservation) it was sent on. Waiters
+// refresh their entries as lock waiters do (RegistryTTL/3, or
+// RedLockDef's WaiterTTL). Counted on 3 nodes (TestRedLockWaitCost, INFO
+// commandstats summed over the nodes, separate clients, the attempts
+// counted by the runtime): no PUBLISH and 6 scripts per uncontended
+// Lock+Unlock, and about 9 to 11 scripts per acquisition with 2 to 32
+// waiting processes, without refreshes: flat in the waiters, about 2.1
+// to 2.5 attempts, 0.2 wasted wake-ups (a woken waiter that took no
+// majority) and 0.2 grace waits per acquisition (before the reservation:
+// 12.6 and 14 scripts, 2.8 and 3.3 attempts, 0.8 and 1.1 wasted wake-ups,
+// 0.7 and 1 grace waits of 3-4ms at 8 and 32; without the registry every
+// release published on every node and woke every waiter: 8.5, 14.4 and
+// 21.3 scripts with 2, 4 and 8). Use RedLock for its
 // independence from any one deployment, not for contended throughput.
 //
 // Renewal by quorum: the quorum's watchdog (the same code as a client's,
@@ -427,7 +438,8 @@
 // lock keeps the flag as the field "q" of its hash, read in the same HMGET
 // as the holder, and a semaphore as the field "q" of key:counts, read
 // with the permits held. A RedLock node's value is the attempt's value
-// alone: its release checks whether key:queue exists (one EXISTS). A lock handed
+// alone (or "r <waiter>" while reserved for a woken waiter): its release
+// checks whether key:queue exists (one EXISTS). A lock handed
 // to a waiter gets the value its holder would have (" w" appended when
 // more wait) and a lease of HandoffLease (RegistryTTL, one second) until
 // the new holder's first renewal (due a third of that after its last

@@ -49,6 +49,12 @@ func (c *Client) Semaphore(def *SemaphoreDef, key string) *Semaphore { return c.
 func (c *Client) Latch(def *LatchDef, key string) *Latch             { return c.newLatch(def, key) }
 func (c *Client) Limiter(def *LimiterDef, key string) *Limiter       { return c.newLimiter(def, key) }
 func (q *Quorum) RedLock(def *RedLockDef, key string) *RedLock       { return q.newRedLock(def, key) }
+
+// RedCounts counts what the RedLock waits of the quorums given it do.
+type RedCounts = redCounts
+
+// CountInto makes q's RedLock waits count into c.
+func (q *Quorum) CountInto(c *RedCounts) { q.counts = c }
 func (c *Client) Preload(ctx context.Context, scripts ...*Script) error {
 	return c.preload(ctx, scripts...)
 }

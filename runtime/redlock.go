@@ -37,6 +37,20 @@ type Quorum struct {
 
 	wdOnce sync.Once
 	wd     *watchdog // renews the quorum's RedLocks
+
+	counts *redCounts // what the waits do, for tests (nil: not counted)
+}
+
+// redCounts counts what the RedLock waits of the quorums that share it
+// do, for tests (set through export_test): attempts by kind, how they
+// ended, and the grace waits for a majority of wake-ups.
+type redCounts struct {
+	First, Woken, Refresh atomic.Int64 // attempts: a Lock's first, a woken waiter's, on the fallback timer
+	Won                   atomic.Int64 // attempts that took a majority
+	Split                 atomic.Int64 // attempts that took some nodes, not a majority
+	WastedWake            atomic.Int64 // woken waiters' attempts that took no majority
+	Grace                 atomic.Int64 // waits for wake-ups from a majority that ran out and tried anyway
+	GraceNanos            atomic.Int64 // the time those grace waits took
 }
 
 // nodeState tracks whether a node is down.
@@ -189,6 +203,7 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 	seen := make([]bool, len(srcs))
 	woken := 0
 	var notBefore time.Time // of the next attempt: after the split's pause or the grace
+	var graceFrom time.Time // when the grace wait began
 	if next.split {
 		notBefore = time.Now().Add(next.wait)
 	}
@@ -200,7 +215,8 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 			}
 		}
 		if !next.split && woken > 0 && woken < need && notBefore.IsZero() {
-			notBefore = time.Now().Add(min(2*next.took+time.Millisecond, 20*time.Millisecond))
+			graceFrom = time.Now()
+			notBefore = graceFrom.Add(min(2*next.took+time.Millisecond, 20*time.Millisecond))
 		}
 		if rest := time.Until(notBefore); rest > 0 && (next.split || woken < need) {
 			return false, rest, nil
@@ -212,8 +228,12 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 		if woken > 0 {
 			flag = "1"
 		}
+		if c := r.q.counts; c != nil && !graceFrom.IsZero() && woken < need {
+			c.Grace.Add(1)
+			c.GraceNanos.Add(int64(time.Since(graceFrom)))
+		}
 		clear(seen)
-		woken, notBefore = 0, time.Time{}
+		woken, notBefore, graceFrom = 0, time.Time{}, time.Time{}
 		var err error
 		le, next, _, err = r.attempt(ctx, o, members, reg, flag)
 		if le != nil || err != nil {
@@ -351,6 +371,19 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []strin
 		}
 	}
 	validity := lease - time.Since(start) - drift(lease)
+	if r.q.counts != nil {
+		c := r.q.counts
+		map[string]*atomic.Int64{"0": &c.First, "1": &c.Woken, "2": &c.Refresh}[flag].Add(1)
+		switch {
+		case len(grants) >= majority && validity > 0:
+			c.Won.Add(1)
+		case flag == "1":
+			c.WastedWake.Add(1)
+		}
+		if len(grants) > 0 && len(grants) < majority {
+			c.Split.Add(1)
+		}
+	}
 	if len(grants) >= majority && validity > 0 {
 		won = r.newLease(ctx, value, o, start, inflight)
 		settle()
@@ -408,7 +441,7 @@ const (
 // releaseCmd runs redlock_release on node c for value (a hold's value, or
 // with redLeave a waiter's member) in mode.
 func (r *RedLock) releaseCmd(ctx context.Context, c *Client, value, mode string) *redis.Cmd {
-	return c.eval(ctx, r.def.Scripts.Release, r.keys, value, r.def.Lease.Milliseconds(), r.channel(), c.publishCmd(), mode)
+	return c.eval(ctx, r.def.Scripts.Release, r.keys, value, HandoffLease.Milliseconds(), r.channel(), c.publishCmd(), mode)
 }
 
 // release compare-and-deletes value on the given nodes, each of which
@@ -841,7 +874,8 @@ func (le *RedLockLease) ValidUntil() time.Time {
 
 // Unlock releases the lock on every node (compare-and-delete; the nodes
 // that do not answer let it expire after the lease); each node where a
-// waiter is registered wakes its longest-waiting one.
+// waiter is registered wakes its longest-waiting one and reserves the
+// node for it (see "RedLock" in the package documentation).
 // Like Lease.Unlock, it completes although ctx was cancelled (each node
 // is given the per-node timeout). It returns ErrNotHeld when the lease was
 // already unlocked or no node still held it, ErrLockLost when the lease

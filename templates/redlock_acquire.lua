@@ -1,6 +1,7 @@
 -- redlock_acquire: take a RedLock on one node (SET NX PX, with a value
 -- new to each attempt); a waiter that cannot take it registers in the
--- node's waiter registry in the same call.
+-- node's waiter registry in the same call. A node that a release reserved
+-- for the waiter it woke (value "r <waiter>") is that waiter's to take.
 -- KEYS[1] lock: the lock key (value: the attempt's value)
 -- KEYS[2] queue: the waiter registry's wait queue
 -- KEYS[3] waiters: the waiter registry's deadlines
@@ -16,7 +17,8 @@
 --   another value holds the node and the waiter is still registered, it
 --   only extends its entry (refresh in registry), otherwise it attempts
 -- reply: {int, int}
---   {1, 1} when granted; {0, pttl} when another value holds the lock.
+--   {1, 1} when granted; {0, pttl} when another value holds the lock or
+--   it is reserved for another waiter.
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local lease, value, waiter = tonumber(ARGV[1]), ARGV[2], ARGV[3]
@@ -28,7 +30,11 @@ if ARGV[5] == '2' then
     return {0, pttl}
   end
 end
-if redis.call('set', lock, value, 'NX', 'PX', lease) then
+local granted = redis.call('set', lock, value, 'NX', 'PX', lease)
+if not granted and waiter ~= '' and redis.call('get', lock) == 'r ' .. waiter then
+  granted = redis.call('set', lock, value, 'PX', lease)
+end
+if granted then
   if ARGV[5] ~= '0' then
     unregister(queue, waiters, waiter)
   end

@@ -237,15 +237,17 @@ return 1
 
 // redlockAcquireScript: take a RedLock on one node (SET NX PX, with a value
 // new to each attempt); a waiter that cannot take it registers in the
-// node's waiter registry in the same call.
+// node's waiter registry in the same call. A node that a release reserved
+// for the waiter it woke (value "r <waiter>") is that waiter's to take.
 // (lockgen's Lua script redlock_acquire; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
 var redlockAcquireScript = lockimpl.Script{
 	Name: "redlock_acquire",
-	SHA1: "2b0d0cff7927e4e862878c9f2e102ed45ad3a680",
+	SHA1: "c830c81ea8e7d12b6f11f72f2e46e26d712a2a68",
 	Source: `-- redlock_acquire: take a RedLock on one node (SET NX PX, with a value
 -- new to each attempt); a waiter that cannot take it registers in the
--- node's waiter registry in the same call.
+-- node's waiter registry in the same call. A node that a release reserved
+-- for the waiter it woke (value "r <waiter>") is that waiter's to take.
 -- KEYS[1] lock: the lock key (value: the attempt's value)
 -- KEYS[2] queue: the waiter registry's wait queue
 -- KEYS[3] waiters: the waiter registry's deadlines
@@ -261,7 +263,8 @@ var redlockAcquireScript = lockimpl.Script{
 --   another value holds the node and the waiter is still registered, it
 --   only extends its entry (refresh in registry), otherwise it attempts
 -- reply: {int, int}
---   {1, 1} when granted; {0, pttl} when another value holds the lock.
+--   {1, 1} when granted; {0, pttl} when another value holds the lock or
+--   it is reserved for another waiter.
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
 -- members in arrival order, and waiters, a zset of the same members scored
@@ -418,7 +421,11 @@ if ARGV[5] == '2' then
     return {0, pttl}
   end
 end
-if redis.call('set', lock, value, 'NX', 'PX', lease) then
+local granted = redis.call('set', lock, value, 'NX', 'PX', lease)
+if not granted and waiter ~= '' and redis.call('get', lock) == 'r ' .. waiter then
+  granted = redis.call('set', lock, value, 'PX', lease)
+end
+if granted then
   if ARGV[5] ~= '0' then
     unregister(queue, waiters, waiter)
   end
@@ -432,31 +439,36 @@ return {0, redis.call('pttl', lock)}
 }
 
 // redlockReleaseScript: compare-and-delete a RedLock's value on one node; when
-// waiters are registered there, wake the longest-waiting live one (a
-// RedLock cannot be handed over atomically across nodes: the woken waiter
-// tries the quorum). A waiter that gives up leaves through it too.
+// waiters are registered there, wake the longest-waiting live one and
+// reserve the node for it (a RedLock cannot be handed over atomically
+// across nodes: the woken waiter tries the quorum, and the reservation
+// keeps the node from a newcomer, the releaser's next Lock included,
+// meanwhile). A waiter that gives up leaves through it too.
 // (lockgen's Lua script redlock_release; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
 var redlockReleaseScript = lockimpl.Script{
 	Name: "redlock_release",
-	SHA1: "d5adbebac87829f7ff54c9685e9ad748c42a58f2",
+	SHA1: "82e1d797bba3d3bf019b62fe2d19189921c12290",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node; when
--- waiters are registered there, wake the longest-waiting live one (a
--- RedLock cannot be handed over atomically across nodes: the woken waiter
--- tries the quorum). A waiter that gives up leaves through it too.
+-- waiters are registered there, wake the longest-waiting live one and
+-- reserve the node for it (a RedLock cannot be handed over atomically
+-- across nodes: the woken waiter tries the quorum, and the reservation
+-- keeps the node from a newcomer, the releaser's next Lock included,
+-- meanwhile). A waiter that gives up leaves through it too.
 -- KEYS[1] lock: the lock key (value: the attempt's value)
 -- KEYS[2] queue: the waiter registry's wait queue
 -- KEYS[3] waiters: the waiter registry's deadlines
 -- ARGV[1] value: the attempt's value, or the waiter's member when leaving
--- ARGV[2] lease_ms: the lease in milliseconds (unused)
+-- ARGV[2] reserve_ms: how long the node stays reserved for the waiter
+--   woken (the lock key holds "r <waiter>" until it tries)
 -- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
 --   prefix:<clientID>)
 -- ARGV[4] publish: the publish command (publish or spublish)
 -- ARGV[5] mode: '0' a release; '2' the undoing of a failed attempt,
 --   which wakes nobody (its owner tries again itself); '1' when ARGV[1] is
 --   a waiter that gives up: it leaves the registry, and when it was no
---   longer registered (a release woke it) and the node is free, its
---   wake-up goes to the next waiter
+--   longer registered (a release woke it) and the node is free or
+--   reserved for it, its wake-up and reservation go to the next waiter
 -- reply: int
 --   -1 when the value is not there (always when leaving), 0 when
 --   released. Only a release on a node with a registered waiter
@@ -609,21 +621,26 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
 end
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 
--- wake tells the longest-waiting live waiter, if any, that the node is free.
+-- wake reserves the free node for the longest-waiting live waiter, if
+-- any, and tells it; with none it deletes the lock key.
 local function wake()
-  if redis.call('exists', queue) == 0 then
+  local next = false
+  if redis.call('exists', queue) == 1 then
+    next = pop(queue, waiters, now_ms())
+  end
+  if not next then
+    redis.call('del', lock)
     return
   end
-  local next = pop(queue, waiters, now_ms())
-  if next then
-    notify(ARGV[4], ARGV[3], next, next)
-  end
+  redis.call('set', lock, 'r ' .. next, 'PX', ARGV[2])
+  notify(ARGV[4], ARGV[3], next, next)
 end
 
 if ARGV[5] == '1' then
   local registered = redis.call('zscore', waiters, ARGV[1])
   unregister(queue, waiters, ARGV[1])
-  if not registered and redis.call('exists', lock) == 0 then
+  local v = redis.call('get', lock)
+  if not registered and (not v or v == 'r ' .. ARGV[1]) then
     wake()
   end
   return -1
@@ -631,9 +648,10 @@ end
 if redis.call('get', lock) ~= ARGV[1] then
   return -1
 end
-redis.call('del', lock)
 if ARGV[5] == '0' then
   wake()
+else
+  redis.call('del', lock)
 end
 return 0
 `,
