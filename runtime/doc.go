@@ -292,7 +292,10 @@
 // can still lose (the nodes' queues may order two waiters that
 // registered at once differently): it registers again and the lock's
 // next release wakes the next waiter. A waiter that dies after its
-// wake-up keeps those nodes from everyone for at most HandoffLease. A
+// wake-up keeps those nodes from newcomers for at most HandoffLease (a
+// newcomer refused there retries when the reservation ends); the other
+// waiters registered there were not woken and find the nodes at their
+// fallback timer, as they would a node freed without a wake-up. A
 // waiter granted a node leaves that node's
 // registry in the same call; one that wins leaves the registries of the
 // nodes that refused it, and one that gives up leaves every node's,
