@@ -16,10 +16,14 @@
 --   {1, holds} when taken, re-entered, or found handed to this waiter by a
 --   release (its lease is then extended to the full lease); {0, pttl} when
 --   another owner holds it.
+local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local waiting = ARGV[4] == '1' or ARGV[4] == '2'
+-- The uncontended fast path runs before the registry's functions are defined.
+if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
+  return {1, 1}
+end
 -- #include registry
-local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -28,9 +32,6 @@ if ARGV[4] == '2' then
   end
 end
 
-if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
-  return {1, 1}
-end
 local value = redis.call('get', lock)
 if not value then
   local v = owner .. ' 1'

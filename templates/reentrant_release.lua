@@ -20,14 +20,23 @@
 --   message "<waiter>[ <token>]" on its client's channel; a waiter
 --   registered as "<owner> <detail>" (a multi-lock) is woken to try again
 --   instead, and the key deleted.
+local lock, owner = KEYS[1], ARGV[1]
+local value
+-- The uncontended fast path runs before the registry's functions are defined.
+if ARGV[6] ~= '1' then
+  value = redis.call('get', lock)
+  if value == owner .. ' 1' then
+    redis.call('del', lock)
+    return 0
+  end
+end
 -- #include registry
-local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner = ARGV[1]
+local queue, waiters, fence = KEYS[2], KEYS[3], KEYS[4]
 
 if ARGV[6] == '1' then
   unregister(queue, waiters, owner)
+  value = redis.call('get', lock)
 end
-local value = redis.call('get', lock)
 if not value then
   return -1
 end

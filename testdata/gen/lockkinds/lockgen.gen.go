@@ -1135,7 +1135,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "a6699cf0dbbfedcfe43742a949b448c733f2c9c5",
+	SHA1: "49727ec014130eaf5be905705393172a446b760d",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -1158,6 +1158,16 @@ var reentrantReleaseScript = lockimpl.Script{
 --   message "<waiter>[ <token>]" on its client's channel; a waiter
 --   registered as "<owner> <detail>" (a multi-lock) is woken to try again
 --   instead, and the key deleted.
+local lock, owner = KEYS[1], ARGV[1]
+local value
+-- The uncontended fast path runs before the registry's functions are defined.
+if ARGV[6] ~= '1' then
+  value = redis.call('get', lock)
+  if value == owner .. ' 1' then
+    redis.call('del', lock)
+    return 0
+  end
+end
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
 -- members in arrival order, and waiters, a zset of the same members scored
@@ -1304,13 +1314,12 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner = ARGV[1]
+local queue, waiters, fence = KEYS[2], KEYS[3], KEYS[4]
 
 if ARGV[6] == '1' then
   unregister(queue, waiters, owner)
+  value = redis.call('get', lock)
 end
-local value = redis.call('get', lock)
 if not value then
   return -1
 end

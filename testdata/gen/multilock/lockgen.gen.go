@@ -731,7 +731,7 @@ return codes
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "25447d11d2345e2ea38b2e4da609fff4952ac56e",
+	SHA1: "9db02c9eabf3a93b1ebd8dd1830a67d7f1ee6b70",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -750,6 +750,12 @@ var reentrantAcquireScript = lockimpl.Script{
 --   {1, holds} when taken, re-entered, or found handed to this waiter by a
 --   release (its lease is then extended to the full lease); {0, pttl} when
 --   another owner holds it.
+local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local waiting = ARGV[4] == '1' or ARGV[4] == '2'
+-- The uncontended fast path runs before the registry's functions are defined.
+if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
+  return {1, 1}
+end
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
 -- members in arrival order, and waiters, a zset of the same members scored
@@ -896,9 +902,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -907,9 +911,6 @@ if ARGV[4] == '2' then
   end
 end
 
-if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
-  return {1, 1}
-end
 local value = redis.call('get', lock)
 if not value then
   local v = owner .. ' 1'
@@ -948,7 +949,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "a6699cf0dbbfedcfe43742a949b448c733f2c9c5",
+	SHA1: "49727ec014130eaf5be905705393172a446b760d",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -971,6 +972,16 @@ var reentrantReleaseScript = lockimpl.Script{
 --   message "<waiter>[ <token>]" on its client's channel; a waiter
 --   registered as "<owner> <detail>" (a multi-lock) is woken to try again
 --   instead, and the key deleted.
+local lock, owner = KEYS[1], ARGV[1]
+local value
+-- The uncontended fast path runs before the registry's functions are defined.
+if ARGV[6] ~= '1' then
+  value = redis.call('get', lock)
+  if value == owner .. ' 1' then
+    redis.call('del', lock)
+    return 0
+  end
+end
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
 -- members in arrival order, and waiters, a zset of the same members scored
@@ -1117,13 +1128,12 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner = ARGV[1]
+local queue, waiters, fence = KEYS[2], KEYS[3], KEYS[4]
 
 if ARGV[6] == '1' then
   unregister(queue, waiters, owner)
+  value = redis.call('get', lock)
 end
-local value = redis.call('get', lock)
 if not value then
   return -1
 end
