@@ -40,9 +40,12 @@ func newClientWith(t testing.TB, b backend, opts ...lockrt.Option) *lockrt.Clien
 }
 
 // nodeClients returns a client per node of c, closed at the end.
-func nodeClients(t *testing.T, c *redistest.Cluster) []*redis.Client {
-	out := make([]*redis.Client, len(c.Nodes))
-	for i, n := range c.Nodes {
+func nodeClients(t *testing.T, c *redistest.Cluster) []*redis.Client { return clientsOf(c.Nodes) }
+
+// clientsOf returns a client per node, closed at the end.
+func clientsOf(nodes []*redistest.Node) []*redis.Client {
+	out := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
 		out[i] = n.Client()
 	}
 	return out

@@ -426,10 +426,7 @@ func TestRedLockWaitCost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.Independent(t, 3)
-	admins := make([]*redis.Client, len(nodes))
-	for i, n := range nodes {
-		admins[i] = n.Client()
-	}
+	admins := clientsOf(nodes)
 	d := redDef(t, 5*time.Second, true, time.Minute)
 	k := key(t)
 	l := quorum(t, nodes).RedLock(d, k)
@@ -547,10 +544,7 @@ func TestRedLockWaitEndsOnClose(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.Independent(t, 3)
-	admins := make([]*redis.Client, len(nodes))
-	for i, n := range nodes {
-		admins[i] = n.Client()
-	}
+	admins := clientsOf(nodes)
 	d := redDef(t, 30*time.Second, true, time.Minute)
 	k := key(t)
 	le, err := quorum(t, nodes).RedLock(d, k).Lock(ctx)
