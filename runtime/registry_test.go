@@ -268,6 +268,17 @@ func TestClosedWaiterDoesNotStrand(t *testing.T) {
 	})
 }
 
+// refreshWindow waits until waiters owners are registered on k, then
+// counts the scripts and all the commands n runs for window: what the
+// waiters' refreshes cost while the lock stays held.
+func refreshWindow(t testing.TB, n *redistest.Node, k string, waiters int64, window time.Duration) (scripts, all int64) {
+	waitRegistered(t, n.Client(), k, waiters)
+	nodes := []*redis.Client{n.Client()}
+	resetStats(t, nodes)
+	time.Sleep(window)
+	return commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval"), allCalls(t, nodes)
+}
+
 // waitRegistered waits until k's waiter registry holds at least n members.
 func waitRegistered(t testing.TB, rdb redis.UniversalClient, k string, n int64) {
 	t.Helper()
@@ -347,12 +358,7 @@ func TestWaiterRefreshCost(t *testing.T) {
 					le.Unlock(ctx)
 				})
 			}
-			waitRegistered(t, n.Client(), k, waiters)
-			nodes := []*redis.Client{n.Client()}
-			resetStats(t, nodes)
-			time.Sleep(window)
-			scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
-			all := allCalls(t, nodes)
+			scripts, all := refreshWindow(t, n, k, waiters, window)
 			if err := le.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -492,12 +492,7 @@ func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
 					}
 				})
 			}
-			waitRegistered(t, n.Client(), k, waiters)
-			nodes := []*redis.Client{n.Client()}
-			resetStats(t, nodes)
-			time.Sleep(window)
-			scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
-			all := allCalls(t, nodes)
+			scripts, all := refreshWindow(t, n, k, waiters, window)
 			if err := release(); err != nil {
 				t.Fatal(err)
 			}
