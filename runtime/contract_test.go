@@ -31,7 +31,8 @@ type contractHook struct {
 type scriptCall struct {
 	name        string
 	keys, args  int
-	cmd         *redis.Cmd // read once every call is done
+	reply       any   // the call's reply and error, taken in the hook: the
+	err         error // go-redis sets the error again after the hooks return
 	description string
 }
 
@@ -49,7 +50,7 @@ func (h *contractHook) DialHook(next redis.DialHook) redis.DialHook { return nex
 func (h *contractHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		h.record(cmd)
+		h.record(cmd, err)
 		return err
 	}
 }
@@ -57,13 +58,13 @@ func (h *contractHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, cmd := range cmds {
-			h.record(cmd)
+			h.record(cmd, cmd.Err())
 		}
 		return err
 	}
 }
 
-func (h *contractHook) record(cmd redis.Cmder) {
+func (h *contractHook) record(cmd redis.Cmder, callErr error) {
 	args := cmd.Args()
 	if len(args) < 3 || (cmd.Name() != "evalsha" && cmd.Name() != "eval") {
 		return
@@ -78,7 +79,12 @@ func (h *contractHook) record(cmd redis.Cmder) {
 		return
 	}
 	c := scriptCall{name: name, keys: nkeys, args: len(args) - 3 - nkeys, description: fmt.Sprint(args[3:])}
-	c.cmd, _ = cmd.(*redis.Cmd)
+	if rc, ok := cmd.(*redis.Cmd); ok {
+		c.reply, c.err = rc.Val(), rc.Err()
+	}
+	if c.err == nil {
+		c.err = callErr
+	}
 	h.mu.Lock()
 	h.calls = append(h.calls, c)
 	h.mu.Unlock()
@@ -279,7 +285,7 @@ func TestScriptContracts(t *testing.T) {
 		if err := contract.CheckCall(call.keys, call.args); err != nil {
 			t.Errorf("%v (KEYS and ARGV %s)", err, call.description)
 		}
-		reply, err := call.cmd.Result()
+		reply, err := call.reply, call.err
 		switch {
 		case errors.Is(err, redis.Nil):
 			reply = nil
