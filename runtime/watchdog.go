@@ -30,7 +30,8 @@ func renewEvery(lease time.Duration) time.Duration { return lease / 3 }
 const maxPipeline = 64
 
 // watchdog renews every renewable hold of one client (or of one RedLock
-// quorum): one goroutine, running while something is held, woken at the
+// quorum): one goroutine, running while something is held (and
+// watchdogLinger after), woken at the
 // earliest renewal due. A hold is renewed every renewEvery(lease),
 // up to a quarter of that early so that holds due about the same time
 // share pipelines. The holds due are sent in pipelines of at most
@@ -60,6 +61,7 @@ type watchdog struct {
 	expArmed time.Time
 	closed   bool
 	running  bool        // run's goroutine is alive
+	starts   int         // run's goroutines started (for tests)
 	armed    time.Time   // when run's timer fires; zero while idle
 	timer    *time.Timer // run's, while it sleeps until armed (nil: it is not asleep)
 	done     chan struct{}
@@ -315,6 +317,7 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 		w.running = true
 		w.armed = h.next
 		w.wg.Add(1)
+		w.starts++
 		go w.run()
 		return nil
 	}
@@ -395,15 +398,25 @@ func (w *watchdog) close() {
 	}
 }
 
-// run renews the holds as they come due; it returns when nothing is held
-// (add starts it again) or the watchdog is closed.
+// watchdogLinger is how long run stays when nothing is held before it
+// returns: a client that takes and releases locks one after the other
+// (a Lock's release leaves the watchdog before the next Lock joins it)
+// keeps one sleeping goroutine instead of starting one per Lock, which
+// cost a goroutine, a timer and the wake-up of another thread each time
+// (TestWatchdogLingers).
+const watchdogLinger = time.Second
+
+// run renews the holds as they come due; it returns when nothing has been
+// held for watchdogLinger (add starts it again) or the watchdog is
+// closed.
 func (w *watchdog) run() {
 	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	lingered := false // the last sleep began with nothing held
 	for {
 		w.mu.Lock()
-		if len(w.entries) == 0 || w.closed {
+		if w.closed || (len(w.entries) == 0 && lingered) {
 			w.running = false
 			w.armed = time.Time{}
 			w.timer = nil
@@ -413,6 +426,10 @@ func (w *watchdog) run() {
 		var earliest time.Time
 		if len(w.queue) > 0 {
 			earliest = w.queue[0].next
+		}
+		lingered = len(w.entries) == 0
+		if lingered {
+			earliest = time.Now().Add(watchdogLinger)
 		}
 		w.armed = earliest
 		wait := time.Hour
