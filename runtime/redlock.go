@@ -169,9 +169,14 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 	reg := time.Duration(0)
 	if wait != 0 {
 		reg = r.registryTTL()
+		// A member leads with the wait's ticket, its first attempt's time,
+		// the same on every node: a release wakes the smallest ticket among
+		// the first waiters of its node's queue, so nodes that queued two
+		// waiters in different orders still wake the same one.
+		ticket := fmt.Sprintf("%016d@", time.Now().UnixMicro())
 		members = make([]string, len(r.q.nodes))
 		for i, c := range r.q.nodes {
-			members[i] = c.newOwner()
+			members[i] = ticket + c.newOwner()
 		}
 	}
 	le, next, live, err := r.attempt(ctx, o, members, reg, "0")

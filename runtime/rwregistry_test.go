@@ -453,6 +453,45 @@ func rwSemObjects(t *testing.T, k string, waiterTTL time.Duration) []contended {
 	}
 }
 
+// readBehindWriter is a read-write lock whose readers wait behind a
+// waiting writer while another reader holds: hold takes the read side and
+// has a writer of the same client queue (its entry lasts a minute, so it
+// does not refresh in a test's window); its release lets the writer in
+// and out.
+func readBehindWriter(t *testing.T, n *redistest.Node, k string, waiterTTL time.Duration) contended {
+	rw := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
+	rw.WaiterTTL = waiterTTL
+	writerDef := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
+	writerDef.WaiterTTL = time.Minute
+	return contended{"rw-read-behind-writer", func(ctx context.Context, c *lockrt.Client) func() error {
+		le, err := c.RWLock(rw, k).Read().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrote := make(chan error, 1)
+		go func() {
+			w, err := c.RWLock(writerDef, k).Write().Lock(ctx)
+			if err == nil {
+				err = w.Unlock(ctx)
+			}
+			wrote <- err
+		}()
+		waitRegistered(t, n.Client(), k, 1)
+		return func() error {
+			if err := le.Unlock(ctx); err != nil {
+				return err
+			}
+			return <-wrote
+		}
+	}, func(ctx context.Context, c *lockrt.Client) error {
+		le, err := c.RWLock(rw, k).Read().Lock(ctx)
+		if err == nil {
+			err = le.Unlock(ctx)
+		}
+		return err
+	}}
+}
+
 // TestRWSemaphoreWaiterRefreshCost: TestWaiterRefreshCost for read-write
 // lock and semaphore waiters, counted by INFO commandstats. While another
 // owner writes, a waiting writer or reader refreshes its entry with one
@@ -462,19 +501,28 @@ func rwSemObjects(t *testing.T, k string, waiterTTL time.Duration) []contended {
 // refresh (for one permit) also reads the registry's oldest deadline (so
 // that a dead waiter ahead is passed over by the full attempt): 7. A full
 // attempt costs 8 or more.
+//
+// Readers queued behind a waiting writer while another reader holds
+// ("rw-read-behind-writer") refresh with 9: the write hold's ZSCORE finds
+// none, so the refresh checks that the queue's head is a live writer
+// (LINDEX, ZSCORE) and reads the earliest hold's deadline (ZRANGE); they
+// made the full attempt before, 11 commands.
 func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
 	t.Parallel()
 	const waiters, window = 4, 2 * time.Second
 	const ttl = 600 * time.Millisecond // a refresh every 200ms
-	want := map[string]float64{"rw-write": 6, "rw-read": 6, "semaphore": 7}
-	for i := range rwSemObjects(t, "", ttl) {
-		t.Run(rwSemObjects(t, "", ttl)[i].name, func(t *testing.T) {
+	want := map[string]float64{"rw-write": 6, "rw-read": 6, "semaphore": 7, "rw-read-behind-writer": 9}
+	objects := func(t *testing.T, n *redistest.Node, k string) []contended {
+		return append(rwSemObjects(t, k, ttl), readBehindWriter(t, n, k, ttl))
+	}
+	for i := range objects(t, nil, "") {
+		t.Run(objects(t, nil, "")[i].name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			n := redistest.Single(t)
 			k := key(t)
-			obj := rwSemObjects(t, k, ttl)[i]
+			obj := objects(t, n, k)[i]
 			holder := lockrt.New(n.Client())
 			defer holder.Close()
 			release := obj.hold(ctx, holder)
@@ -492,7 +540,11 @@ func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
 					}
 				})
 			}
-			scripts, all := refreshWindow(t, n, k, waiters, window)
+			registered := int64(waiters)
+			if obj.name == "rw-read-behind-writer" {
+				registered++ // the writer ahead
+			}
+			scripts, all := refreshWindow(t, n, k, registered, window)
 			if err := release(); err != nil {
 				t.Fatal(err)
 			}

@@ -16,10 +16,21 @@
 --   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
 --   token) or found handed to this waiter; {0, pttl} when another owner
 --   holds it.
--- #include registry
-local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lock, fence = KEYS[1], KEYS[4]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+local waiting = ARGV[4] == '1' or ARGV[4] == '2'
+local value
+-- The uncontended fast path runs before the registry's functions are defined.
+if not waiting then
+  value = redis.call('get', lock)
+  if not value then
+    local token = redis.call('incr', fence)
+    redis.call('set', lock, owner .. ' 1 ' .. token, 'PX', lease)
+    return {1, 1, token}
+  end
+end
+-- #include registry
+local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -28,7 +39,9 @@ if ARGV[4] == '2' then
   end
 end
 
-local value = redis.call('get', lock)
+if waiting then
+  value = redis.call('get', lock)
+end
 if not value then
   local token = redis.call('incr', fence)
   local v = owner .. ' 1 ' .. token

@@ -8,8 +8,10 @@
 -- ARGV[1] lease_ms: the lease in milliseconds
 -- ARGV[2] value: the attempt's value
 -- ARGV[3] waiter: the waiter's member in this node's registry
---   ("<clientID>:<n>" of the node's client, the same over the attempts of
---   one wait; '' when it does not register)
+--   ("<ticket>@<clientID>:<n>": the wait's first attempt in Unix
+--   microseconds, 16 digits, the same on every node, and an owner of the
+--   node's client; the same over the attempts of one wait; '' when it
+--   does not register)
 -- ARGV[4] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
 -- ARGV[5] registered: '0' for a first attempt, '1' for a waiter's attempt

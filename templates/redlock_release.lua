@@ -1,6 +1,6 @@
 -- redlock_release: compare-and-delete a RedLock's value on one node; when
--- waiters are registered there, wake the longest-waiting live one and
--- reserve the node for it (a RedLock cannot be handed over atomically
+-- waiters are registered there, wake the live one whose wait began first
+-- (the same on every node) and reserve the node for it (a RedLock cannot be handed over atomically
 -- across nodes: the woken waiter tries the quorum, and the reservation
 -- keeps the node from a newcomer, the releaser's next Lock included,
 -- meanwhile). A waiter that gives up leaves through it too.
@@ -25,19 +25,52 @@
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 
--- wake reserves the free node for the longest-waiting live waiter, if
--- any, and tells it; with none it deletes the lock key.
+-- window is how many members at the head of the queue pop_first
+-- compares: members that registered at about the same time can be
+-- queued in different orders on different nodes, and within the window
+-- every node picks the same one.
+local window = 32
+
+-- pop_first takes the live member with the smallest ticket among the
+-- first window members of the queue out of the registry and returns it,
+-- or nil. A member is "<ticket>@<owner>", the ticket (its wait's first
+-- attempt, 16 digits) the same on every node: every node then wakes the
+-- same waiter, and none splits the quorum between two. Members compare
+-- as strings: the fixed-width ticket decides.
+local function pop_first(now)
+  purge(queue, waiters, now)
+  while true do
+    local best = nil
+    for _, m in ipairs(redis.call('lrange', queue, 0, window - 1)) do
+      if not best or m < best then
+        best = m
+      end
+    end
+    if not best then
+      return nil
+    end
+    redis.call('lrem', queue, 1, best)
+    if redis.call('zrem', waiters, best) == 1 then
+      return best
+    end
+  end
+end
+
+-- wake reserves the free node for the live waiter of the smallest ticket
+-- (pop_first), if any, and tells it on its client's channel; with none
+-- it deletes the lock key.
 local function wake()
   local next = false
   if redis.call('exists', queue) == 1 then
-    next = pop(queue, waiters, now_ms())
+    next = pop_first(now_ms())
   end
   if not next then
     redis.call('del', lock)
     return
   end
   redis.call('set', lock, 'r ' .. next, 'PX', ARGV[2])
-  notify(ARGV[4], ARGV[3], next, next)
+  local client = string.match(next, '^[^@]*@(.*):[^:]*$')
+  redis.call(ARGV[4], ARGV[3] .. ':' .. client, next)
 end
 
 if ARGV[5] == '1' then

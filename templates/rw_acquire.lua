@@ -19,8 +19,9 @@
 --   register)
 -- ARGV[4] registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it is registered and only refreshes its entry while
---   a live hold blocks it (a writer: any hold; a reader: the write hold),
---   else '0'
+--   a live hold blocks it (a writer: any hold; a reader: the write hold,
+--   or any hold while a live writer waits at the head of the queue), else
+--   '0'
 -- ARGV[5] prefix: the wake-up channel prefix
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds
@@ -45,14 +46,21 @@ local now = now_ms()
 
 if ARGV[4] == '2' then
   -- A refresh: while a live hold blocks the waiter and it is registered
-  -- (not handed the lock), only its deadline moves. A reader waiting
-  -- behind waiting writers while readers hold makes the full attempt,
-  -- which passes over a dead writer.
+  -- (not handed the lock), only its deadline moves. A reader is blocked
+  -- by the write hold, or, while readers hold, by a live writer waiting
+  -- at the head of the queue (until the earliest hold runs out); with a
+  -- dead writer there, it makes the full attempt, which passes over it.
   local ends
   if side == 'w' then
     ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
   else
     ends = redis.call('zscore', deadlines, 'w')
+    if not ends then
+      local head = redis.call('lindex', queue, 0)
+      if head and string.sub(head, -2) == ' w' and (tonumber(redis.call('zscore', waiters, head)) or 0) > now then
+        ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
+      end
+    end
   end
   ends = tonumber(ends)
   if ends and ends > now and touch(waiters, member, ttl, now) then

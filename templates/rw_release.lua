@@ -70,7 +70,13 @@ if flagged and holds <= 0 then
     others = writer ~= false or redis.call('zcard', deadlines) > 0
   end
   local _, wrote
-  _, wrote, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer or nil, others)
+  -- A reader's release that leaves holds behind can hand nothing on:
+  -- while readers hold, the head of the queue is a writer (a reader comes
+  -- to queue only behind one), and a dead writer there is passed over by
+  -- the last hold's release or a waiter's attempt.
+  if side == 'w' or not others then
+    _, wrote, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer or nil, others)
+  end
   if wrote then
     gone = false
   end

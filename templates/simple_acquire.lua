@@ -17,10 +17,14 @@
 --   lease is then extended to the full lease); {0, pttl} when another
 --   owner holds it; {-1, pttl} when this owner already holds it (a simple
 --   lock is not reentrant).
+local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local waiting = ARGV[4] == '1' or ARGV[4] == '2'
+-- The uncontended fast path runs before the registry's functions are defined.
+if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
+  return {1, 1}
+end
 -- #include registry
-local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]) or 0, ARGV[4] == '1' or ARGV[4] == '2'
+local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3]) or 0
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -29,9 +33,6 @@ if ARGV[4] == '2' then
   end
 end
 
-if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
-  return {1, 1}
-end
 local value = redis.call('get', lock)
 if not value then
   local v = owner

@@ -16,17 +16,24 @@
 --   waiter gets the lock ("<waiter>[ w]", with the hand-off lease) and a
 --   message "<waiter>" on its client's channel (a multi-lock waiter,
 --   "<owner> <detail>", is woken to try again and the key deleted).
--- #include registry
-local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local owner = ARGV[1]
-
-if ARGV[6] == '1' then
-  unregister(queue, waiters, owner)
-end
-local value = redis.call('get', lock)
+local lock, owner, leaving = KEYS[1], ARGV[1], ARGV[6] == '1'
+-- The uncontended fast path runs before the registry's functions are
+-- defined: a leaving owner unregisters first.
+local value = not leaving and redis.call('get', lock)
 if value == owner then
   redis.call('del', lock)
   return 0
+end
+-- #include registry
+local queue, waiters = KEYS[2], KEYS[3]
+
+if leaving then
+  unregister(queue, waiters, owner)
+  value = redis.call('get', lock)
+  if value == owner then
+    redis.call('del', lock)
+    return 0
+  end
 end
 if value ~= owner .. ' w' then
   return -1

@@ -275,7 +275,7 @@ var queueScripts = lockimpl.QueueScripts{
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "34ecbe413ecc6768462fa66ab980a5aeed87ebd3",
+	SHA1: "4b92305b6230c6ef6820fcc10b8ec35112829732",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -294,6 +294,19 @@ var fencedAcquireScript = lockimpl.Script{
 --   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
 --   token) or found handed to this waiter; {0, pttl} when another owner
 --   holds it.
+local lock, fence = KEYS[1], KEYS[4]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local waiting = ARGV[4] == '1' or ARGV[4] == '2'
+local value
+-- The uncontended fast path runs before the registry's functions are defined.
+if not waiting then
+  value = redis.call('get', lock)
+  if not value then
+    local token = redis.call('incr', fence)
+    redis.call('set', lock, owner .. ' 1 ' .. token, 'PX', lease)
+    return {1, 1, token}
+  end
+end
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
 -- members in arrival order, and waiters, a zset of the same members scored
@@ -440,9 +453,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -451,7 +462,9 @@ if ARGV[4] == '2' then
   end
 end
 
-local value = redis.call('get', lock)
+if waiting then
+  value = redis.call('get', lock)
+end
 if not value then
   local token = redis.call('incr', fence)
   local v = owner .. ' 1 ' .. token
@@ -2469,7 +2482,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "8141433e38320713016932c446db2b5d564daa28",
+	SHA1: "a8d4c464538d90ee20c0e0c49733609b1d3b1ead",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -2491,8 +2504,9 @@ var rwAcquireScript = lockimpl.Script{
 --   register)
 -- ARGV[4] registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it is registered and only refreshes its entry while
---   a live hold blocks it (a writer: any hold; a reader: the write hold),
---   else '0'
+--   a live hold blocks it (a writer: any hold; a reader: the write hold,
+--   or any hold while a live writer waits at the head of the queue), else
+--   '0'
 -- ARGV[5] prefix: the wake-up channel prefix
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds
@@ -2756,14 +2770,21 @@ local now = now_ms()
 
 if ARGV[4] == '2' then
   -- A refresh: while a live hold blocks the waiter and it is registered
-  -- (not handed the lock), only its deadline moves. A reader waiting
-  -- behind waiting writers while readers hold makes the full attempt,
-  -- which passes over a dead writer.
+  -- (not handed the lock), only its deadline moves. A reader is blocked
+  -- by the write hold, or, while readers hold, by a live writer waiting
+  -- at the head of the queue (until the earliest hold runs out); with a
+  -- dead writer there, it makes the full attempt, which passes over it.
   local ends
   if side == 'w' then
     ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
   else
     ends = redis.call('zscore', deadlines, 'w')
+    if not ends then
+      local head = redis.call('lindex', queue, 0)
+      if head and string.sub(head, -2) == ' w' and (tonumber(redis.call('zscore', waiters, head)) or 0) > now then
+        ends = redis.call('zrange', deadlines, 0, 0, 'withscores')[2]
+      end
+    end
   end
   ends = tonumber(ends)
   if ends and ends > now and touch(waiters, member, ttl, now) then
@@ -3047,7 +3068,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "ea7ad77c2e1136cd6cf57f0784a875648b13b44d",
+	SHA1: "5a7a806d9dbff3df3d217bc79daed088efa5455e",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -3359,7 +3380,13 @@ if flagged and holds <= 0 then
     others = writer ~= false or redis.call('zcard', deadlines) > 0
   end
   local _, wrote
-  _, wrote, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer or nil, others)
+  -- A reader's release that leaves holds behind can hand nothing on:
+  -- while readers hold, the head of the queue is a writer (a reader comes
+  -- to queue only behind one), and a dead writer there is passed over by
+  -- the last hold's release or a waiter's attempt.
+  if side == 'w' or not others then
+    _, wrote, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer or nil, others)
+  end
   if wrote then
     gone = false
   end

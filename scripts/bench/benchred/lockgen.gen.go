@@ -241,7 +241,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var redlockAcquireScript = lockimpl.Script{
 	Name: "redlock_acquire",
-	SHA1: "c830c81ea8e7d12b6f11f72f2e46e26d712a2a68",
+	SHA1: "065f48c85f8d64aaf00a0f3c3feca45ad6ed05b0",
 	Source: `-- redlock_acquire: take a RedLock on one node (SET NX PX, with a value
 -- new to each attempt); a waiter that cannot take it registers in the
 -- node's waiter registry in the same call. A node that a release reserved
@@ -252,8 +252,10 @@ var redlockAcquireScript = lockimpl.Script{
 -- ARGV[1] lease_ms: the lease in milliseconds
 -- ARGV[2] value: the attempt's value
 -- ARGV[3] waiter: the waiter's member in this node's registry
---   ("<clientID>:<n>" of the node's client, the same over the attempts of
---   one wait; '' when it does not register)
+--   ("<ticket>@<clientID>:<n>": the wait's first attempt in Unix
+--   microseconds, 16 digits, the same on every node, and an owner of the
+--   node's client; the same over the attempts of one wait; '' when it
+--   does not register)
 -- ARGV[4] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
 -- ARGV[5] registered: '0' for a first attempt, '1' for a waiter's attempt
@@ -437,8 +439,8 @@ return {0, redis.call('pttl', lock)}
 }
 
 // redlockReleaseScript: compare-and-delete a RedLock's value on one node; when
-// waiters are registered there, wake the longest-waiting live one and
-// reserve the node for it (a RedLock cannot be handed over atomically
+// waiters are registered there, wake the live one whose wait began first
+// (the same on every node) and reserve the node for it (a RedLock cannot be handed over atomically
 // across nodes: the woken waiter tries the quorum, and the reservation
 // keeps the node from a newcomer, the releaser's next Lock included,
 // meanwhile). A waiter that gives up leaves through it too.
@@ -446,10 +448,10 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var redlockReleaseScript = lockimpl.Script{
 	Name: "redlock_release",
-	SHA1: "82e1d797bba3d3bf019b62fe2d19189921c12290",
+	SHA1: "801798da7830ff387ca90983cc66076404c31dfe",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node; when
--- waiters are registered there, wake the longest-waiting live one and
--- reserve the node for it (a RedLock cannot be handed over atomically
+-- waiters are registered there, wake the live one whose wait began first
+-- (the same on every node) and reserve the node for it (a RedLock cannot be handed over atomically
 -- across nodes: the woken waiter tries the quorum, and the reservation
 -- keeps the node from a newcomer, the releaser's next Lock included,
 -- meanwhile). A waiter that gives up leaves through it too.
@@ -619,19 +621,52 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
 end
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 
--- wake reserves the free node for the longest-waiting live waiter, if
--- any, and tells it; with none it deletes the lock key.
+-- window is how many members at the head of the queue pop_first
+-- compares: members that registered at about the same time can be
+-- queued in different orders on different nodes, and within the window
+-- every node picks the same one.
+local window = 32
+
+-- pop_first takes the live member with the smallest ticket among the
+-- first window members of the queue out of the registry and returns it,
+-- or nil. A member is "<ticket>@<owner>", the ticket (its wait's first
+-- attempt, 16 digits) the same on every node: every node then wakes the
+-- same waiter, and none splits the quorum between two. Members compare
+-- as strings: the fixed-width ticket decides.
+local function pop_first(now)
+  purge(queue, waiters, now)
+  while true do
+    local best = nil
+    for _, m in ipairs(redis.call('lrange', queue, 0, window - 1)) do
+      if not best or m < best then
+        best = m
+      end
+    end
+    if not best then
+      return nil
+    end
+    redis.call('lrem', queue, 1, best)
+    if redis.call('zrem', waiters, best) == 1 then
+      return best
+    end
+  end
+end
+
+-- wake reserves the free node for the live waiter of the smallest ticket
+-- (pop_first), if any, and tells it on its client's channel; with none
+-- it deletes the lock key.
 local function wake()
   local next = false
   if redis.call('exists', queue) == 1 then
-    next = pop(queue, waiters, now_ms())
+    next = pop_first(now_ms())
   end
   if not next then
     redis.call('del', lock)
     return
   end
   redis.call('set', lock, 'r ' .. next, 'PX', ARGV[2])
-  notify(ARGV[4], ARGV[3], next, next)
+  local client = string.match(next, '^[^@]*@(.*):[^:]*$')
+  redis.call(ARGV[4], ARGV[3] .. ':' .. client, next)
 end
 
 if ARGV[5] == '1' then

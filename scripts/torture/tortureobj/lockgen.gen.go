@@ -176,7 +176,7 @@ var queueScripts = lockimpl.QueueScripts{
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "34ecbe413ecc6768462fa66ab980a5aeed87ebd3",
+	SHA1: "4b92305b6230c6ef6820fcc10b8ec35112829732",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -195,6 +195,19 @@ var fencedAcquireScript = lockimpl.Script{
 --   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
 --   token) or found handed to this waiter; {0, pttl} when another owner
 --   holds it.
+local lock, fence = KEYS[1], KEYS[4]
+local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local waiting = ARGV[4] == '1' or ARGV[4] == '2'
+local value
+-- The uncontended fast path runs before the registry's functions are defined.
+if not waiting then
+  value = redis.call('get', lock)
+  if not value then
+    local token = redis.call('incr', fence)
+    redis.call('set', lock, owner .. ' 1 ' .. token, 'PX', lease)
+    return {1, 1, token}
+  end
+end
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
 -- members in arrival order, and waiters, a zset of the same members scored
@@ -341,9 +354,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local lock, queue, waiters, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -352,7 +363,9 @@ if ARGV[4] == '2' then
   end
 end
 
-local value = redis.call('get', lock)
+if waiting then
+  value = redis.call('get', lock)
+end
 if not value then
   local token = redis.call('incr', fence)
   local v = owner .. ' 1 ' .. token

@@ -1177,7 +1177,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
-	SHA1: "8f5012e8d2189efae706b9f08afbcdc5c6b39fcf",
+	SHA1: "2aae2c0a8894c23b3cc5b8f42bc21b21e915bfc3",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
@@ -1197,6 +1197,12 @@ var simpleAcquireScript = lockimpl.Script{
 --   lease is then extended to the full lease); {0, pttl} when another
 --   owner holds it; {-1, pttl} when this owner already holds it (a simple
 --   lock is not reentrant).
+local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local waiting = ARGV[4] == '1' or ARGV[4] == '2'
+-- The uncontended fast path runs before the registry's functions are defined.
+if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
+  return {1, 1}
+end
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
 -- members in arrival order, and waiters, a zset of the same members scored
@@ -1343,9 +1349,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]) or 0, ARGV[4] == '1' or ARGV[4] == '2'
+local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3]) or 0
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -1354,9 +1358,6 @@ if ARGV[4] == '2' then
   end
 end
 
-if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
-  return {1, 1}
-end
 local value = redis.call('get', lock)
 if not value then
   local v = owner
@@ -1392,7 +1393,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
-	SHA1: "cacccfe2afe1795f16b2e70621292aa498712055",
+	SHA1: "08c77b8c7b99c2f0c4d0b8bc900aa04490f214cb",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
 -- are registered, hand it to the longest-waiting live one instead.
 -- KEYS[1] lock: the lock key (value: owner id[ w])
@@ -1411,6 +1412,14 @@ var simpleReleaseScript = lockimpl.Script{
 --   waiter gets the lock ("<waiter>[ w]", with the hand-off lease) and a
 --   message "<waiter>" on its client's channel (a multi-lock waiter,
 --   "<owner> <detail>", is woken to try again and the key deleted).
+local lock, owner, leaving = KEYS[1], ARGV[1], ARGV[6] == '1'
+-- The uncontended fast path runs before the registry's functions are
+-- defined: a leaving owner unregisters first.
+local value = not leaving and redis.call('get', lock)
+if value == owner then
+  redis.call('del', lock)
+  return 0
+end
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
 -- members in arrival order, and waiters, a zset of the same members scored
@@ -1557,16 +1566,15 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local owner = ARGV[1]
+local queue, waiters = KEYS[2], KEYS[3]
 
-if ARGV[6] == '1' then
+if leaving then
   unregister(queue, waiters, owner)
-end
-local value = redis.call('get', lock)
-if value == owner then
-  redis.call('del', lock)
-  return 0
+  value = redis.call('get', lock)
+  if value == owner then
+    redis.call('del', lock)
+    return 0
+  end
 end
 if value ~= owner .. ' w' then
   return -1
