@@ -310,17 +310,15 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		cmd, wait = l.evalAcquire(uctx, l.scriptKeys(), l.args(args...)...)
 	}
 	// The replies, as the acquire scripts' headers state them:
-	//	reentrant_acquire reply: {int, int}
-	//	simple_acquire reply: {int, int}
+	//	reentrant_acquire reply: int | {int, int}
+	//	simple_acquire reply: int | {int, int}
 	//	fair_acquire reply: {int, int}
 	//	rw_acquire reply: {int, int}
 	//	fenced_acquire reply: {int, int, int} | {int, int}
-	res, err := cmd.Int64Slice()
+	var buf [3]int64
+	res, err := acquireReply(cmd, &buf)
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
-	}
-	if len(res) != 2 && len(res) != 3 {
-		return nil, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", l.key, res)
 	}
 	if o.fresh && res[0] == -1 {
 		// A simple lock this new owner holds already: an earlier run of
@@ -356,6 +354,33 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		return nil, 0, ErrUpgrade
 	}
 	return nil, time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// acquireReply decodes an acquire script's reply into buf: a table of 2
+// or 3 integers as it is, or the integer n of an uncontended fast path as
+// {1, n} (taken, n holds).
+func acquireReply(cmd *redis.Cmd, buf *[3]int64) ([]int64, error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return nil, err
+	}
+	switch v := v.(type) {
+	case int64:
+		buf[0], buf[1] = 1, v
+		return buf[:2], nil
+	case []any:
+		if len(v) == 2 || len(v) == 3 {
+			for i, e := range v {
+				n, ok := e.(int64)
+				if !ok {
+					return nil, fmt.Errorf("unexpected reply %v", v)
+				}
+				buf[i] = n
+			}
+			return buf[:len(v)], nil
+		}
+	}
+	return nil, fmt.Errorf("unexpected reply %v", v)
 }
 
 // dropDuplicateHolds gives back the holds beyond the first that a new

@@ -12,15 +12,17 @@
 --   waiter), '2' when it is registered and only refreshes its entry unless
 --   the lock is free or was handed to it (see refresh in registry), else
 --   '0'
--- reply: {int, int}
---   {1, holds} when taken, re-entered, or found handed to this waiter by a
---   release (its lease is then extended to the full lease); {0, pttl} when
---   another owner holds it.
+-- reply: int | {int, int}
+--   1 when the free lock was taken by the fast path (one hold; an integer
+--   reply costs Redis and the client less than a table); {1, holds} when
+--   taken, re-entered, or found handed to this waiter by a release (its
+--   lease is then extended to the full lease); {0, pttl} when another
+--   owner holds it.
 local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
 if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
-  return {1, 1}
+  return 1
 end
 -- #include registry
 local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])

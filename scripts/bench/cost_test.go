@@ -7,9 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestHandoffCost logs, for each library of BenchmarkHandoff, what one
@@ -86,8 +89,16 @@ func selfCPU(tb testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// infoClient asks node for INFO, one client for the whole run (a client
+// per call left hundreds of idle clients behind in a benchmark's rounds).
+var (
+	infoOnce   sync.Once
+	infoClient *redis.Client
+)
+
 func info(tb testing.TB, section string) string {
-	s, err := newRedis(tb).Info(context.Background(), section).Result()
+	infoOnce.Do(func() { infoClient = redis.NewClient(&redis.Options{Addr: node.Addr}) })
+	s, err := infoClient.Info(context.Background(), section).Result()
 	if err != nil {
 		tb.Fatal(err)
 	}

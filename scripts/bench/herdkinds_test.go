@@ -203,25 +203,21 @@ func BenchmarkHerdRWMixed(b *testing.B) {
 			}
 			var runs []mixedStats
 			var peerRuns []herdStats
-			b.ResetTimer()
-			for round := range b.N {
-				for k := range 2 {
-					if (k+round)%2 == 0 {
-						s, err := mixedHerd(b, mixed, writer, fmt.Sprintf("mixed%d-%d", n, round), 1000, time.Millisecond)
-						if err != nil {
-							b.Fatal(err)
-						}
-						runs = append(runs, s)
-						continue
-					}
-					res, err := herd(b, peer, fmt.Sprintf("mixedpeer%d-%d", n, round), 1000, time.Millisecond)
+			rotatedRounds(b, 2, func(i, round int) {
+				if i == 0 {
+					s, err := mixedHerd(b, mixed, writer, fmt.Sprintf("mixed%d-%d", n, round), 1000, time.Millisecond)
 					if err != nil {
 						b.Fatal(err)
 					}
-					peerRuns = append(peerRuns, res.stats())
+					runs = append(runs, s)
+					return
 				}
-			}
-			b.StopTimer()
+				res, err := herd(b, peer, fmt.Sprintf("mixedpeer%d-%d", n, round), 1000, time.Millisecond)
+				if err != nil {
+					b.Fatal(err)
+				}
+				peerRuns = append(peerRuns, res.stats())
+			})
 			med := func(f func(mixedStats) float64) float64 {
 				var xs []float64
 				for _, s := range runs {

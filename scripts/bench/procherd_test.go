@@ -339,16 +339,13 @@ func benchProcHerd(b *testing.B, target procTarget, libs []string, what string) 
 	for _, n := range []int{8, 32, 64} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			runs := make([][]herdStats, len(libs))
-			for round := range b.N {
-				for k := range libs {
-					i := (k + round) % len(libs)
-					res, err := procHerd(b, target, libs[i], n, fmt.Sprintf("pherd%d-%d-%s", n, round, libs[i]), 1000, time.Millisecond)
-					if err != nil {
-						b.Fatal(err)
-					}
-					runs[i] = append(runs[i], res.stats())
+			rotatedRounds(b, len(libs), func(i, round int) {
+				res, err := procHerd(b, target, libs[i], n, fmt.Sprintf("pherd%d-%d-%s", n, round, libs[i]), 1000, time.Millisecond)
+				if err != nil {
+					b.Fatal(err)
 				}
-			}
+				runs[i] = append(runs[i], res.stats())
+			})
 			reportHerd(b, what+" N="+strconv.Itoa(n), libs, runs, len(target.addrs) > 1)
 		})
 	}

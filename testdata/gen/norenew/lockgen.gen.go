@@ -682,7 +682,7 @@ return codes
 // its KEYS, ARGV and reply.)
 var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
-	SHA1: "2aae2c0a8894c23b3cc5b8f42bc21b21e915bfc3",
+	SHA1: "7fc4588c6ce61f0864e67e600ce72f5ce40016cd",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
@@ -697,16 +697,17 @@ var simpleAcquireScript = lockimpl.Script{
 -- ARGV[4]? registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it only refreshes its entry unless the lock is free
 --   or was handed to it (refresh in registry)
--- reply: {int, int}
---   {1, 1} when taken, or found handed to this waiter by a release (its
---   lease is then extended to the full lease); {0, pttl} when another
---   owner holds it; {-1, pttl} when this owner already holds it (a simple
---   lock is not reentrant).
+-- reply: int | {int, int}
+--   1 when the free lock was taken by the fast path (an integer reply costs
+--   Redis and the client less than a table); {1, 1} when taken, or found
+--   handed to this waiter by a release (its lease is then extended to the
+--   full lease); {0, pttl} when another owner holds it; {-1, pttl} when
+--   this owner already holds it (a simple lock is not reentrant).
 local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
 if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
-  return {1, 1}
+  return 1
 end
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of

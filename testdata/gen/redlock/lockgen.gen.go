@@ -1197,7 +1197,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "9db02c9eabf3a93b1ebd8dd1830a67d7f1ee6b70",
+	SHA1: "2ff4750535188a3e41fb58c2b8bd9d09d9435c78",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -1212,15 +1212,17 @@ var reentrantAcquireScript = lockimpl.Script{
 --   waiter), '2' when it is registered and only refreshes its entry unless
 --   the lock is free or was handed to it (see refresh in registry), else
 --   '0'
--- reply: {int, int}
---   {1, holds} when taken, re-entered, or found handed to this waiter by a
---   release (its lease is then extended to the full lease); {0, pttl} when
---   another owner holds it.
+-- reply: int | {int, int}
+--   1 when the free lock was taken by the fast path (one hold; an integer
+--   reply costs Redis and the client less than a table); {1, holds} when
+--   taken, re-entered, or found handed to this waiter by a release (its
+--   lease is then extended to the full lease); {0, pttl} when another
+--   owner holds it.
 local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
 if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
-  return {1, 1}
+  return 1
 end
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
