@@ -17,6 +17,14 @@
 //	lockgen_queue_items_total{object, event="enqueued|delivered|acked|nacked|dead"}
 //	lockgen_delivery_lateness_seconds{object}                 how late the delay timer made delayed items ready (histogram)
 //	lockgen_limiter_requests_total{object, decision="allowed|denied"}
+//	lockgen_timer_retries_total{object}                        runs of a queue's delay timer that failed and were retried
+//	lockgen_pubsub_lost_total{server}                          pub/sub connections that failed (server: a cluster node under sharded pub/sub, else "")
+//	lockgen_pubsub_resubscribed_total                          channels subscribed again after their connection failed
+//
+// The last three are the faults an operator wants to see: waiters keep
+// their fallback timers while a connection is down, and the delay timer
+// retries, so nothing is lost, but a rising count means Redis was
+// unreachable, failed over, or killed connections.
 //
 // It is a module of its own, so that the runtime depends on go-redis
 // alone.
@@ -41,6 +49,9 @@ type Observer struct {
 	queue     *prometheus.CounterVec
 	lateness  *prometheus.HistogramVec
 	decisions *prometheus.CounterVec
+	retries   *prometheus.CounterVec
+	lostSubs  *prometheus.CounterVec
+	resubs    prometheus.Counter
 }
 
 var _ runtime.Observer = (*Observer)(nil)
@@ -77,8 +88,17 @@ func New(reg prometheus.Registerer) *Observer {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockgen_limiter_requests_total", Help: "Requests a limiter decided on, by decision.",
 		}, []string{"object", "decision"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockgen_timer_retries_total", Help: "Runs of a queue's delay timer that failed (Redis unreachable, a failover) and were retried.",
+		}, []string{"object"}),
+		lostSubs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockgen_pubsub_lost_total", Help: "Pub/sub connections that failed (an outage, CLIENT KILL, a failover); their channels are subscribed again. server is the cluster node under sharded pub/sub, else empty.",
+		}, []string{"server"}),
+		resubs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lockgen_pubsub_resubscribed_total", Help: "Channels subscribed again after their pub/sub connection failed.",
+		}),
 	}
-	reg.MustRegister(o.ops, o.wait, o.hold, o.lost, o.renewals, o.reloads, o.queue, o.lateness, o.decisions)
+	reg.MustRegister(o.ops, o.wait, o.hold, o.lost, o.renewals, o.reloads, o.queue, o.lateness, o.decisions, o.retries, o.lostSubs, o.resubs)
 	return o
 }
 
@@ -116,5 +136,11 @@ func (o *Observer) Event(_ context.Context, e runtime.Event) {
 		o.lateness.WithLabelValues(e.Object).Observe(e.Duration.Seconds())
 	case runtime.EventAllowed, runtime.EventDenied:
 		o.decisions.WithLabelValues(e.Object, string(e.Kind)).Add(float64(max(e.N, 1)))
+	case runtime.EventTimerRetry:
+		o.retries.WithLabelValues(e.Object).Inc()
+	case runtime.EventPubSubLost:
+		o.lostSubs.WithLabelValues(e.Key).Inc()
+	case runtime.EventResubscribed:
+		o.resubs.Inc()
 	}
 }

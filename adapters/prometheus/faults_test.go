@@ -1,0 +1,141 @@
+package prometheus_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	lockprom "github.com/lockgen/lockgen/adapters/prometheus"
+	"github.com/lockgen/lockgen/examples/ops/shopops"
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
+)
+
+// TestFaultMetrics: a pub/sub connection killed under a served queue
+// (CLIENT KILL TYPE pubsub on a node of the test's own) counts one lost
+// connection and one channel subscribed again; a run of the delay timer
+// that fails (the delayed set made a string: WRONGTYPE) counts timer
+// retries under the queue's spec name, and the timer recovers once the
+// key is fixed: an item offered with a delay reaches the waiting Take.
+func TestFaultMetrics(t *testing.T) {
+	rdb := redistest.Single(t).Client()
+	reg := prometheus.NewPedanticRegistry()
+	rt := lockrt.New(rdb, lockrt.WithObserver(lockprom.New(reg)))
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	email := shopops.NewQueues(rt).Email("acme")
+	k := email.Key()
+	taken := make(chan string, 1)
+	go func() { // a waiting Take keeps the queue's channel subscribed
+		d, err := email.TryTake(ctx, 50*time.Second)
+		if err != nil {
+			taken <- err.Error()
+			return
+		}
+		d.Ack(ctx)
+		taken <- d.Value
+	}()
+	waitUntil := func(what string, f func() bool) {
+		t.Helper()
+		for end := time.Now().Add(15 * time.Second); !f(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("timed out waiting until %s", what)
+			}
+		}
+	}
+	subscribed := func() bool {
+		n, err := rdb.PubSubNumSub(ctx, k+":ch").Result()
+		return err == nil && n[k+":ch"] == 1
+	}
+	waitUntil("the queue's channel is subscribed", subscribed)
+	if err := rdb.Do(ctx, "client", "kill", "type", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("the channel is subscribed again", subscribed)
+	waitUntil("the resubscription is counted", func() bool {
+		return testutil.CollectAndCount(reg, "lockgen_pubsub_resubscribed_total") == 1 && sum(t, reg, "lockgen_pubsub_resubscribed_total") >= 1
+	})
+	expected := `
+# HELP lockgen_pubsub_lost_total Pub/sub connections that failed (an outage, CLIENT KILL, a failover); their channels are subscribed again. server is the cluster node under sharded pub/sub, else empty.
+# TYPE lockgen_pubsub_lost_total counter
+lockgen_pubsub_lost_total{server=""} 1
+# HELP lockgen_pubsub_resubscribed_total Channels subscribed again after their pub/sub connection failed.
+# TYPE lockgen_pubsub_resubscribed_total counter
+lockgen_pubsub_resubscribed_total 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), "lockgen_pubsub_lost_total", "lockgen_pubsub_resubscribed_total"); err != nil {
+		t.Error(err)
+	}
+
+	// A failing move: the delayed set is a string; a message on the
+	// channel makes the timer run the move.
+	if err := rdb.Set(ctx, k+":delayed", "not a sorted set", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Publish(ctx, k+":ch", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("a timer retry is counted", func() bool { return sum(t, reg, "lockgen_timer_retries_total") >= 1 })
+	if n := testutil.CollectAndCount(reg, "lockgen_timer_retries_total"); n != 1 {
+		t.Errorf("lockgen_timer_retries_total has %d series, want 1 (object=Email)", n)
+	}
+	if v := labelled(t, reg, "lockgen_timer_retries_total", "object", "Email"); v < 1 {
+		t.Errorf("lockgen_timer_retries_total{object=\"Email\"} = %v, want at least 1", v)
+	}
+	rdb.Del(ctx, k+":delayed")
+	if err := email.OfferIn(ctx, "late@example.com", 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if v := <-taken; v != "late@example.com" {
+		t.Errorf("the waiting Take got %q; want the delayed item moved by the recovered timer", v)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %+v", err, problems)
+	}
+}
+
+// sum returns the sum of the counter name's series in reg.
+func sum(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+// labelled returns the counter name's value whose label is value.
+func labelled(t *testing.T, reg prometheus.Gatherer, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
