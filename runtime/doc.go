@@ -886,8 +886,12 @@
 // delay timer (EventTimerRetry: object, key, the wait before the retry,
 // the error) and failed pub/sub connections (EventPubSubLost: how many
 // channels are subscribed again, the error, once per failure rather than
-// per reconnection attempt); at Info scripts sent again after NOSCRIPT;
-// at Debug each channel subscribed again (EventResubscribed).
+// per reconnection attempt); at Info scripts sent again after NOSCRIPT
+// and waits ended by their fallback timer rather than a wake-up
+// (EventWaitFallback: a holder's lease ran out unreleased, a wake-up was
+// lost, or Redis came back after an outage; the message path costs
+// nothing for it; TestWaitFallbackEvent, on one node and a cluster); at
+// Debug each channel subscribed again (EventResubscribed).
 // TestLoggerResubscribeAndTimerRetry provokes both with CLIENT KILL TYPE
 // pubsub and a WRONGTYPE delayed set. Event.Key, set for these, holds
 // param values: it is for logs, never a metric label.

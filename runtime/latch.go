@@ -128,7 +128,7 @@ func (l *Latch) Await(ctx context.Context) error {
 	// again, so that the last count-down, if it comes after the check,
 	// wakes us; the fallback timer backs off from 1s to 30s.
 	backoff := time.Second
-	err := l.c.waitFor(ctx, -1, l.channel(), "", false, 0, func(string) (bool, time.Duration, error) {
+	err := l.c.waitFor(ctx, -1, waitObject{}, l.channel(), "", false, 0, func(string) (bool, time.Duration, error) {
 		sleep := backoff
 		backoff = min(2*backoff, 30*time.Second)
 		open, err := l.open(ctx)

@@ -184,7 +184,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	err = l.c.waitFor(ctx, wait, l.waitChannel(), owner, true, refresh(ttl, reg), func(msg string) (bool, time.Duration, error) {
+	err = l.c.waitFor(ctx, wait, waitObject{l.def.Name, l.key}, l.waitChannel(), owner, true, refresh(ttl, reg), func(msg string) (bool, time.Duration, error) {
 		var err error
 		if msg != "" {
 			if le, err = l.handed(ctx, owner, o, msg, &trust); le != nil || err != nil {

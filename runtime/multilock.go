@@ -206,7 +206,7 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 		}
 		at, moved := blocked, false
 		var tryErr error
-		err = c.waitFor(ctx, w, m.locks[at].waitChannel(), owner, registered, sleep, func(string) (bool, time.Duration, error) {
+		err = c.waitFor(ctx, w, waitObject{m.locks[at].def.Name, m.locks[at].key}, m.locks[at].waitChannel(), owner, registered, sleep, func(string) (bool, time.Duration, error) {
 			var b int
 			ml, b, ttl, tryErr = m.attempt(ctx, owner, os, reg, at+1)
 			switch {

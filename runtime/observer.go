@@ -128,6 +128,16 @@ const (
 	// EventResubscribed: one channel of a failed pub/sub connection (Key)
 	// is being subscribed again; its waiters are woken once it is.
 	EventResubscribed EventKind = "resubscribed"
+	// EventWaitFallback: a wait ended by its fallback timer, not by a
+	// wake-up message: the attempt its timer made took the lock or the
+	// permits. A release hands a lock to its waiter and tells it, so this
+	// means the holder's lease ran out unreleased (a crashed or paused
+	// holder, a release that never reached Redis), a wake-up was lost (a
+	// pub/sub connection down), or Redis was unreachable and the wait's
+	// retries found it back. Object and Key are the lock's (a multi-lock's
+	// lock waited on, a RedLock's), Duration the wait. Rare and cheap: it
+	// costs nothing on the message path.
+	EventWaitFallback EventKind = "wait-fallback"
 	// EventAllowed, EventDenied: a limiter allowed or denied N requests.
 	EventAllowed EventKind = "allowed"
 	EventDenied  EventKind = "denied"
@@ -324,5 +334,7 @@ func (o logObserver) Event(ctx context.Context, e Event) {
 		o.l.WarnContext(ctx, "lockgen: pub/sub connection lost; subscribing its channels again", args...)
 	case EventResubscribed:
 		o.l.DebugContext(ctx, "lockgen: subscribing again", "channel", e.Key)
+	case EventWaitFallback:
+		o.l.InfoContext(ctx, "lockgen: a wait ended by its fallback timer, not a wake-up (a holder's lease ran out unreleased, a lost wake-up, or Redis back after an outage)", "object", e.Object, "key", e.Key, "wait", e.Duration)
 	}
 }

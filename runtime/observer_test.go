@@ -70,6 +70,19 @@ func (r *recorder) count(kind lockrt.EventKind) int {
 	return n
 }
 
+// all returns the events of kind recorded.
+func (r *recorder) all(kind lockrt.EventKind) []lockrt.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []lockrt.Event
+	for _, e := range r.events {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func (r *recorder) find(kind lockrt.EventKind) (lockrt.Event, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -510,5 +523,90 @@ func TestLoggerResubscribeAndTimerRetry(t *testing.T) {
 	}
 	if v := <-taken; v != "late" {
 		t.Errorf("the waiting Take got %q; want the delayed item moved by the recovered timer", v)
+	}
+}
+
+// TestWaitFallbackEvent: a wait that a release ends (the wake-up message)
+// reports no EventWaitFallback; one whose holder's lease runs out
+// unreleased (a holder that stopped: a lease of 400ms, not renewed, never
+// unlocked) ends by the waiter's fallback timer, and reports
+// EventWaitFallback with the lock's object, key and wait, also to
+// WithLogger at Info. A semaphore's wait does the same. On one node and
+// on the 3-primary cluster.
+func TestWaitFallbackEvent(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			rdb := b.new()
+			defer rdb.Close()
+			rec := &recorder{}
+			var logs bytes.Buffer
+			var logMu sync.Mutex
+			logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			c := lockrt.New(rdb, lockrt.WithObserver(rec), lockrt.WithLogger(logger))
+			defer c.Close()
+			other := newClient(t, b)
+			ctx := withTimeout(t, 30*time.Second)
+
+			d := def(t, lockrt.Reentrant, 400*time.Millisecond, false, 10*time.Second)
+			d.Name = "Order"
+			k := key(t, "order")
+			held, err := other.Lock(d, k).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.AfterFunc(100*time.Millisecond, func() { held.Unlock(context.Background()) })
+			le, err := c.Lock(d, k).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			le.Unlock(ctx)
+			if n := rec.count(lockrt.EventWaitFallback); n != 0 {
+				t.Fatalf("a wait ended by a release reported %d EventWaitFallback, want 0", n)
+			}
+
+			if _, err := other.Lock(d, k).Lock(ctx); err != nil { // never unlocked
+				t.Fatal(err)
+			}
+			start := time.Now()
+			le, err = c.Lock(d, k).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waited := time.Since(start)
+			le.Unlock(ctx)
+			e, ok := rec.find(lockrt.EventWaitFallback)
+			if !ok || e.Object != "Order" || e.Key != k || e.Duration <= 0 || e.Duration > waited {
+				t.Errorf("EventWaitFallback %+v, %v: want object Order, key %s and the wait (at most %v)", e, ok, k, waited)
+			}
+			if n := rec.count(lockrt.EventWaitFallback); n != 1 {
+				t.Errorf("%d EventWaitFallback, want 1", n)
+			}
+			logMu.Lock()
+			logged := logs.String()
+			logMu.Unlock()
+			if !strings.Contains(logged, "level=INFO") || !strings.Contains(logged, "fallback timer") || !strings.Contains(logged, "object=Order") {
+				t.Errorf("the fallback wait is not logged at Info with its object:\n%s", logged)
+			}
+
+			// A semaphore whose holder's permit runs out unreleased.
+			sd := semDef(t, 1, 400*time.Millisecond, false, 10*time.Second)
+			sd.Name = "Export"
+			sk := key(t, "export")
+			if _, err := other.Semaphore(sd, sk).Acquire(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			p, err := c.Semaphore(sd, sk).Acquire(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Release(ctx)
+			found := false
+			for _, e := range rec.all(lockrt.EventWaitFallback) {
+				found = found || (e.Object == "Export" && e.Key == sk)
+			}
+			if !found {
+				t.Errorf("no EventWaitFallback for the semaphore Export (%s): %+v", sk, rec.all(lockrt.EventWaitFallback))
+			}
+		})
 	}
 }

@@ -191,7 +191,7 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	err = s.c.waitFor(ctx, wait, s.waitChannel(), owner, true, refresh(next, reg), func(msg string) (bool, time.Duration, error) {
+	err = s.c.waitFor(ctx, wait, waitObject{s.def.Name, s.key}, s.waitChannel(), owner, true, refresh(next, reg), func(msg string) (bool, time.Duration, error) {
 		var err error
 		if msg == owner && trust.fresh(o.lease) && (s.def.Renew || o.lease <= HandoffLease) {
 			// A release handed this waiter its permits, with the hand-off

@@ -51,7 +51,9 @@ func checkWait(wait time.Duration) error {
 // first try; otherwise it tries again once subscribed.
 //
 // A waiter that leaves empty-handed passes a wake-up it did not use on to
-// the next waiter of this client.
+// the next waiter of this client. A wait whose successful try followed
+// the fallback timer (or a retry's backoff), not a wake-up, is reported
+// as EventWaitFallback for obj.
 //
 // A transient error of try (Redis unreachable, loading, failing over: see
 // transient) does not end the wait: waitFor tries again after a backoff
@@ -60,11 +62,16 @@ func checkWait(wait time.Duration) error {
 //
 // It returns try's other errors, ErrNotObtained when the wait ran out
 // (also matching ctx's error when ctx ended it), or ErrClosed.
-func (c *Client) waitFor(ctx context.Context, wait time.Duration, channel, owner string, registered bool, sleep time.Duration,
+func (c *Client) waitFor(ctx context.Context, wait time.Duration, obj waitObject, channel, owner string, registered bool, sleep time.Duration,
 	try func(msg string) (ok bool, sleep time.Duration, err error)) error {
-	return waitOn(ctx, wait, []waitSource{{c: c, channel: channel, owner: owner}}, registered, sleep,
+	return waitOn(ctx, wait, obj, []waitSource{{c: c, channel: channel, owner: owner}}, registered, sleep,
 		func(msgs []string) (bool, time.Duration, error) { return try(msgs[0]) })
 }
+
+// waitObject names what a wait waits for in its EventWaitFallback: the
+// spec's object name and the key ("" name: no event, e.g. a latch, whose
+// timer is its only wake-up besides the message).
+type waitObject struct{ name, key string }
 
 // waitSource is one channel a wait listens on: channel on c's hub, whose
 // messages naming owner are for this waiter.
@@ -81,8 +88,9 @@ type waitSource struct {
 // none). registered skips the first try only when every source was
 // subscribed already; the wait ends with ErrClosed when any source's
 // client is closed. It is waitFor in every other respect.
-func waitOn(ctx context.Context, wait time.Duration, srcs []waitSource, registered bool, sleep time.Duration,
+func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []waitSource, registered bool, sleep time.Duration,
 	try func(msgs []string) (ok bool, sleep time.Duration, err error)) error {
+	start := time.Now()
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if wait > 0 {
 		wctx, cancel = context.WithTimeout(ctx, wait)
@@ -112,6 +120,7 @@ func waitOn(ctx context.Context, wait time.Duration, srcs []waitSource, register
 	defer timer.Stop()
 	var lastErr error
 	msgs := make([]string, len(srcs))
+	byTimer := false // the next try follows the fallback timer, not a message
 	for retries := 0; ; {
 		for _, s := range srcs {
 			if s.c.hub.isClosed() { // a closed hub wakes its waiters
@@ -122,6 +131,9 @@ func waitOn(ctx context.Context, wait time.Duration, srcs []waitSource, register
 			ok, sleep, err = try(msgs)
 			switch {
 			case ok:
+				if byTimer && obj.name != "" {
+					srcs[0].c.observe(ctx, Event{Kind: EventWaitFallback, Object: obj.name, Key: obj.key, Duration: time.Since(start)})
+				}
 				return nil
 			case err != nil && !transient(err):
 				return err
@@ -136,10 +148,12 @@ func waitOn(ctx context.Context, wait time.Duration, srcs []waitSource, register
 		timer.Reset(sleep)
 		select {
 		case <-signal:
+			byTimer = false
 			for i, s := range srcs {
 				msgs[i] = s.c.hub.message(ws[i])
 			}
 		case <-timer.C:
+			byTimer = true
 			clear(msgs)
 		case <-srcs[0].c.hub.closedCh():
 			return ErrClosed

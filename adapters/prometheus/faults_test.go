@@ -20,7 +20,10 @@ import (
 // connection and one channel subscribed again; a run of the delay timer
 // that fails (the delayed set made a string: WRONGTYPE) counts timer
 // retries under the queue's spec name, and the timer recovers once the
-// key is fixed: an item offered with a delay reaches the waiting Take.
+// key is fixed: an item offered with a delay reaches the waiting Take. A
+// lock whose key vanishes under a waiter without a release (as when its
+// holder stopped and the lease ran out) is taken by the waiter's fallback
+// timer: one wait fallback for Order.
 func TestFaultMetrics(t *testing.T) {
 	rdb := redistest.Single(t).Client()
 	reg := prometheus.NewPedanticRegistry()
@@ -94,6 +97,28 @@ lockgen_pubsub_resubscribed_total 1
 	}
 	if v := <-taken; v != "late@example.com" {
 		t.Errorf("the waiting Take got %q; want the delayed item moved by the recovered timer", v)
+	}
+	// A holder on another client that never releases; its key is deleted
+	// behind the waiter's back, so no release wakes it.
+	held := shopops.NewLocks(lockrt.New(rdb)).Order(5)
+	if _, err := held.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		le, err := shopops.NewLocks(rt).Order(5).Lock(ctx)
+		if err == nil {
+			err = le.Unlock(ctx)
+		}
+		got <- err
+	}()
+	waitUntil("the waiter is queued", func() bool { return rdb.Exists(ctx, held.Key()+":queue").Val() == 1 })
+	rdb.Del(ctx, held.Key())
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if v := labelled(t, reg, "lockgen_wait_fallbacks_total", "object", "Order"); v != 1 {
+		t.Errorf("lockgen_wait_fallbacks_total{object=\"Order\"} = %v, want 1", v)
 	}
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)

@@ -20,11 +20,13 @@
 //	lockgen_timer_retries_total{object}                        runs of a queue's delay timer that failed and were retried
 //	lockgen_pubsub_lost_total{server}                          pub/sub connections that failed (server: a cluster node under sharded pub/sub, else "")
 //	lockgen_pubsub_resubscribed_total                          channels subscribed again after their connection failed
+//	lockgen_wait_fallbacks_total{object}                       waits ended by their fallback timer, not a wake-up
 //
-// The last three are the faults an operator wants to see: waiters keep
+// The last four are the faults an operator wants to see: waiters keep
 // their fallback timers while a connection is down, and the delay timer
 // retries, so nothing is lost, but a rising count means Redis was
-// unreachable, failed over, or killed connections.
+// unreachable, failed over, or killed connections, or (the fallbacks)
+// that holders stop without releasing: their leases run out.
 //
 // It is a module of its own, so that the runtime depends on go-redis
 // alone.
@@ -52,6 +54,7 @@ type Observer struct {
 	retries   *prometheus.CounterVec
 	lostSubs  *prometheus.CounterVec
 	resubs    prometheus.Counter
+	fallbacks *prometheus.CounterVec
 }
 
 var _ runtime.Observer = (*Observer)(nil)
@@ -97,8 +100,11 @@ func New(reg prometheus.Registerer) *Observer {
 		resubs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lockgen_pubsub_resubscribed_total", Help: "Channels subscribed again after their pub/sub connection failed.",
 		}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockgen_wait_fallbacks_total", Help: "Waits for a lock or permits ended by their fallback timer, not a wake-up: a holder's lease ran out unreleased, a wake-up was lost, or Redis came back after an outage.",
+		}, []string{"object"}),
 	}
-	reg.MustRegister(o.ops, o.wait, o.hold, o.lost, o.renewals, o.reloads, o.queue, o.lateness, o.decisions, o.retries, o.lostSubs, o.resubs)
+	reg.MustRegister(o.ops, o.wait, o.hold, o.lost, o.renewals, o.reloads, o.queue, o.lateness, o.decisions, o.retries, o.lostSubs, o.resubs, o.fallbacks)
 	return o
 }
 
@@ -142,5 +148,7 @@ func (o *Observer) Event(_ context.Context, e runtime.Event) {
 		o.lostSubs.WithLabelValues(e.Key).Inc()
 	case runtime.EventResubscribed:
 		o.resubs.Inc()
+	case runtime.EventWaitFallback:
+		o.fallbacks.WithLabelValues(e.Object).Inc()
 	}
 }
