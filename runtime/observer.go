@@ -134,9 +134,12 @@ const (
 	// means the holder's lease ran out unreleased (a crashed or paused
 	// holder, a release that never reached Redis), a wake-up was lost (a
 	// pub/sub connection down), or Redis was unreachable and the wait's
-	// retries found it back. Object and Key are the lock's (a multi-lock's
-	// lock waited on, a RedLock's), Duration the wait. Rare and cheap: it
-	// costs nothing on the message path.
+	// retries found it back. Object and Key are the lock's (a
+	// multi-lock's: the lock it waited on), Duration the wait. Locks,
+	// multi-locks and semaphores report it; a RedLock does not (its
+	// waiters also use the timer for a grace after the first node's
+	// wake-up and for the pause after a split). Rare and cheap: it costs
+	// nothing on the message path.
 	EventWaitFallback EventKind = "wait-fallback"
 	// EventAllowed, EventDenied: a limiter allowed or denied N requests.
 	EventAllowed EventKind = "allowed"

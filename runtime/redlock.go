@@ -212,7 +212,9 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 	if next.split {
 		notBefore = time.Now().Add(next.wait)
 	}
-	err = waitOn(ctx, wait, waitObject{r.def.Name, r.key}, srcs, true, redSleep(next, reg), func(msgs []string) (bool, time.Duration, error) {
+	// No EventWaitFallback (waitObject{}): the grace and the split's pause
+	// use the timer too.
+	err = waitOn(ctx, wait, waitObject{}, srcs, true, redSleep(next, reg), func(msgs []string) (bool, time.Duration, error) {
 		for j, m := range msgs {
 			if m != "" && !seen[j] {
 				seen[j] = true

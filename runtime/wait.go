@@ -69,8 +69,8 @@ func (c *Client) waitFor(ctx context.Context, wait time.Duration, obj waitObject
 }
 
 // waitObject names what a wait waits for in its EventWaitFallback: the
-// spec's object name and the key ("" name: no event, e.g. a latch, whose
-// timer is its only wake-up besides the message).
+// spec's object name and the key ("" name: no event; a latch's and a
+// RedLock's waits use the timer for more than the fallback).
 type waitObject struct{ name, key string }
 
 // waitSource is one channel a wait listens on: channel on c's hub, whose
@@ -120,7 +120,7 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 	defer timer.Stop()
 	var lastErr error
 	msgs := make([]string, len(srcs))
-	byTimer := false // the next try follows the fallback timer, not a message
+	byTimer := false // the next try follows the timer, not a wake-up
 	for retries := 0; ; {
 		for _, s := range srcs {
 			if s.c.hub.isClosed() { // a closed hub wakes its waiters
