@@ -62,6 +62,7 @@ type watchdog struct {
 	closed   bool
 	running  bool        // run's goroutine is alive
 	starts   int         // run's goroutines started (for tests)
+	idle     time.Time   // when the last hold went (entries became empty)
 	armed    time.Time   // when run's timer fires; zero while idle
 	timer    *time.Timer // run's, while it sleeps until armed (nil: it is not asleep)
 	done     chan struct{}
@@ -355,6 +356,9 @@ func (w *watchdog) forget(h *held) {
 	if h.index >= 0 {
 		heap.Remove(&w.queue, h.index)
 	}
+	if len(w.entries) == 0 {
+		w.idle = time.Now()
+	}
 }
 
 // lose cancels every holder of h with cause and forgets h, unless h is no
@@ -406,30 +410,33 @@ func (w *watchdog) close() {
 // (TestWatchdogLingers).
 const watchdogLinger = time.Second
 
-// run renews the holds as they come due; it returns when nothing has been
-// held for watchdogLinger (add starts it again) or the watchdog is
-// closed.
+// run renews the holds as they come due; it returns when it wakes and
+// nothing has been held for watchdogLinger (add starts it again), or the
+// watchdog is closed. A release does not move its timer (that would cost
+// every last Unlock a timer change): a goroutine asleep until a released
+// hold's renewal returns when it wakes then, at least watchdogLinger
+// after the last release.
 func (w *watchdog) run() {
 	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	lingered := false // the last sleep began with nothing held
 	for {
 		w.mu.Lock()
-		if w.closed || (len(w.entries) == 0 && lingered) {
+		var earliest time.Time
+		if len(w.entries) == 0 {
+			if w.idle.IsZero() {
+				w.idle = time.Now()
+			}
+			earliest = w.idle.Add(watchdogLinger)
+		} else if len(w.queue) > 0 {
+			earliest = w.queue[0].next
+		}
+		if w.closed || (len(w.entries) == 0 && !time.Now().Before(earliest)) {
 			w.running = false
 			w.armed = time.Time{}
 			w.timer = nil
 			w.mu.Unlock()
 			return
-		}
-		var earliest time.Time
-		if len(w.queue) > 0 {
-			earliest = w.queue[0].next
-		}
-		lingered = len(w.entries) == 0
-		if lingered {
-			earliest = time.Now().Add(watchdogLinger)
 		}
 		w.armed = earliest
 		wait := time.Hour
