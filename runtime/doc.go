@@ -372,9 +372,10 @@
 // A lock whose spec says renew: true (the default), a renewable
 // semaphore permit and a renewable RedLock are renewed every lease/3
 // while held, by a watchdog: one per client (one per RedLock quorum), one
-// goroutine while anything is held and for a second after the last
-// release (so a client that locks and unlocks in turn does not start one
-// per Lock: TestWatchdogLingers). Holds due about the same time (within
+// goroutine while anything is held and for at least a second after the
+// last release (until its timer next fires: a release does not move it),
+// so a client that locks and unlocks in turn does not start one per Lock
+// (TestWatchdogLingers). Holds due about the same time (within
 // a quarter of the interval) are renewed together, in pipelines of at most
 // 64 commands (per node on a cluster; about one 16 KB read of Redis, some
 // 0.3 ms of its time), one at a time, with a pause as
