@@ -100,7 +100,9 @@ lockgen_pubsub_resubscribed_total 1
 	}
 	// A holder on another client that never releases; its key is deleted
 	// behind the waiter's back, so no release wakes it.
-	held := shopops.NewLocks(lockrt.New(rdb)).Order(5)
+	holder := lockrt.New(rdb)
+	defer holder.Close()
+	held := shopops.NewLocks(holder).Order(5)
 	if _, err := held.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
