@@ -1,0 +1,84 @@
+package otel_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	lockotel "github.com/lockgen/lockgen/adapters/otel"
+	"github.com/lockgen/lockgen/examples/ops/shopops"
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
+)
+
+// TestWaitFallbackSpanEvent: a Lock whose holder's key vanishes without a
+// release (as when the holder stopped and its lease ran out) is taken by
+// the waiter's fallback timer, and its span carries a
+// "lockgen.wait-fallback" event with the object and the wait; a Lock
+// woken by a release carries none.
+func TestWaitFallbackSpanEvent(t *testing.T) {
+	rdb := redistest.Single(t).Client()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	rt := lockrt.New(rdb, lockrt.WithObserver(lockotel.New(tp)))
+	defer rt.Close()
+	other := lockrt.New(rdb)
+	defer other.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	lockAfter := func(id int64, free func(*lockrt.Lease, string)) {
+		t.Helper()
+		held := shopops.NewLocks(other).Order(id)
+		le, err := held.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			mine, err := shopops.NewLocks(rt).Order(id).Lock(ctx)
+			if err == nil {
+				err = mine.Unlock(ctx)
+			}
+			got <- err
+		}()
+		// Queued and subscribed, and past its attempt once subscribed.
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			chans, err := rdb.PubSubChannels(ctx, held.Key()+"*").Result()
+			if rdb.Exists(ctx, held.Key()+":queue").Val() == 1 && err == nil && len(chans) > 0 {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatal("timed out waiting until the waiter is queued and subscribed")
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+		free(le, held.Key())
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+	}
+	lockAfter(1, func(le *lockrt.Lease, _ string) { le.Unlock(ctx) })
+	lockAfter(2, func(_ *lockrt.Lease, key string) { rdb.Del(ctx, key) })
+
+	fallbacks := map[string]int{}
+	for _, s := range rec.Ended() {
+		for _, e := range s.Events() {
+			if e.Name != "lockgen.wait-fallback" {
+				continue
+			}
+			for _, kv := range e.Attributes {
+				if kv.Key == "lockgen.object" {
+					fallbacks[s.Name()+" "+kv.Value.AsString()]++
+				}
+			}
+		}
+	}
+	if len(fallbacks) != 1 || fallbacks["lockgen.Lock Order"] != 1 {
+		t.Errorf("wait-fallback span events by span and object: %v; want one, on the second Lock's span (lockgen.Lock, object Order)", fallbacks)
+	}
+}
