@@ -601,3 +601,63 @@ func TestRedLockWaitEndsOnClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRedLockForceUnlockWakesWaiters: ForceUnlock wakes a RedLock's
+// waiter on the channel it listens on. A waiter's member leads with its
+// wait's ticket ("<ticket>@<clientID>:<n>"); every node must publish its
+// "all" to prefix:<clientID>, the channel the waiter's client subscribed
+// there (PUBSUB NUMSUB 1), not to a name with the ticket in it, which
+// nobody hears (the waiter would wait for its fallback timer); and the
+// waiter takes the lock.
+func TestRedLockForceUnlockWakesWaiters(t *testing.T) {
+	t.Parallel()
+	ctx := withTimeout(t, 30*time.Second)
+	nodes := redistest.Independent(t, 3)
+	d := redDef(t, 30*time.Second, true, time.Minute)
+	k := key(t)
+	holder := quorum(t, nodes).RedLock(d, k)
+	waiter := quorum(t, nodes).RedLock(d, k)
+	if _, err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	watch := make([]*redis.PubSub, len(nodes))
+	for i, n := range nodes {
+		watch[i] = n.Client().PSubscribe(ctx, k+":ch:*")
+		defer watch[i].Close()
+		if _, err := watch[i].Receive(ctx); err != nil { // the subscription's confirmation
+			t.Fatal(err)
+		}
+	}
+	got := make(chan error, 1)
+	go func() {
+		le, err := waiter.Lock(ctx)
+		if err == nil {
+			err = le.Unlock(ctx)
+		}
+		got <- err
+	}()
+	eventually(t, 10*time.Second, func() bool {
+		for _, n := range nodes {
+			if n.Client().LLen(ctx, k+":queue").Val() != 1 {
+				return false
+			}
+		}
+		return true
+	}, "the waiter is not queued on every node")
+	if n, err := holder.ForceUnlock(ctx); err != nil || n != len(nodes) {
+		t.Fatalf("ForceUnlock = %d, %v; want the %d nodes", n, err, len(nodes))
+	}
+	for i, n := range nodes {
+		msg, err := watch[i].ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listeners := n.Client().PubSubNumSub(ctx, msg.Channel).Val()[msg.Channel]
+		if msg.Payload != "all" || listeners != 1 {
+			t.Errorf("node %d published %q on %s, which %d clients listen on; want \"all\" on the waiter's client's channel (1)", i, msg.Payload, msg.Channel, listeners)
+		}
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}

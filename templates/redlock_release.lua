@@ -69,8 +69,7 @@ local function wake()
     return
   end
   redis.call('set', lock, 'r ' .. next, 'PX', ARGV[2])
-  local client = string.match(next, '^[^@]*@(.*):[^:]*$')
-  redis.call(ARGV[4], ARGV[3] .. ':' .. client, next)
+  notify(ARGV[4], ARGV[3], next, next)
 end
 
 if ARGV[5] == '1' then

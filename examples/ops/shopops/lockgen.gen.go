@@ -275,7 +275,7 @@ var queueScripts = lockimpl.QueueScripts{
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "4b92305b6230c6ef6820fcc10b8ec35112829732",
+	SHA1: "d6c58dcfc46365426e167840f338700ddb56d800",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -401,10 +401,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -412,7 +419,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -503,7 +510,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "818a307faa18be5468c9f73b49a89b5fdf88c797",
+	SHA1: "bb40c05444951560731bcafca32ff2e106a368bc",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -613,10 +620,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -624,7 +638,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -876,7 +890,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "6cb775fa0a54c3e5dd9665c2a2b10a89d723a257",
+	SHA1: "a05d8ada5fbf5c77ddf152ffe73f24f1da7f853d",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -993,10 +1007,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -1004,7 +1025,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -1116,7 +1137,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "ba4191f11d6eca927efddc1af21683a2215a3ca4",
+	SHA1: "243c9268c19624780bed9f163cf4ff2c1862b75e",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -1226,10 +1247,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -1237,7 +1265,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -2020,7 +2048,7 @@ return out
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "2ff4750535188a3e41fb58c2b8bd9d09d9435c78",
+	SHA1: "73b62c1b6eec2ef37df66f2b10d440e1dee2fafc",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -2141,10 +2169,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -2152,7 +2187,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -2240,7 +2275,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "49727ec014130eaf5be905705393172a446b760d",
+	SHA1: "fc0d97a75a1f66b092b2fddd94b8264ce82da8ee",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -2367,10 +2402,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -2378,7 +2420,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -2484,7 +2526,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "a8d4c464538d90ee20c0e0c49733609b1d3b1ead",
+	SHA1: "d5a9e26d63a391ee7eac3fd494a0daf8cb594e5b",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -2614,10 +2656,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -2625,7 +2674,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -2891,7 +2940,7 @@ return {0, first - now}
 // its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
-	SHA1: "fcb7aa06fa62a67e3d92ae01456c26769046322a",
+	SHA1: "8404e7ff5ff5a62984e807bc10ac02e742157b5a",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -3004,10 +3053,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -3015,7 +3071,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -3070,7 +3126,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "5a7a806d9dbff3df3d217bc79daed088efa5455e",
+	SHA1: "bee1bcd38a0c8a10ffb630781916fe71c1b9b528",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -3191,10 +3247,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -3202,7 +3265,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -3467,7 +3530,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "be6bb78dabd83c75f57e41ff3497458a4dd3577b",
+	SHA1: "19698a11273a312530d8d26199ac0364ee793768",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -3597,10 +3660,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -3608,7 +3678,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -3910,7 +3980,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "d2901a646abee34e059258f265a1170d7ff4599d",
+	SHA1: "758582f648ce01b758554ea2d85e9a4d37f834fe",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -4028,10 +4098,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -4039,7 +4116,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -4292,7 +4369,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "fd8e915470b938518223bfd6a08e23a6921ce887",
+	SHA1: "255866db39fc7a96a9bfd0aa6b4196f6bb06f647",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -4411,10 +4488,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -4422,7 +4506,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -4702,7 +4786,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "e0b389cb10723698dcaf5459108512edad27ce89",
+	SHA1: "72bd5a3a10d1a987a170552ffde735661bfc4818",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -4807,10 +4891,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -4818,7 +4909,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')

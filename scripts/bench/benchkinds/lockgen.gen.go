@@ -116,7 +116,7 @@ var readwriteLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var fairAcquireScript = lockimpl.Script{
 	Name: "fair_acquire",
-	SHA1: "bb72ebfc0b090691a9f98f0899391b97eafc913f",
+	SHA1: "f58842b409f33763882333bab5186fceeb532edc",
 	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
 -- caller that cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock hash (field: owner, value: hold count)
@@ -230,10 +230,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -241,7 +248,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -339,7 +346,7 @@ return {0, pttl}
 // its KEYS, ARGV and reply.)
 var fairForceUnlockScript = lockimpl.Script{
 	Name: "fair_force_unlock",
-	SHA1: "b5ee5237217938115473bffecff5c6049817e9d7",
+	SHA1: "c72f3c9d03e7e47b8acc58a91fcf764d648d93c7",
 	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
 -- the first live waiter.
 -- KEYS[1] lock: the lock hash
@@ -444,10 +451,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -455,7 +469,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -517,7 +531,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var fairReleaseScript = lockimpl.Script{
 	Name: "fair_release",
-	SHA1: "cff8f5bb6a2d45e1df4302d34faff1dd83731449",
+	SHA1: "4627312219b36f9661181a7daea4a29ba058c551",
 	Source: `-- fair_release: give up one hold of a fair lock; the last hold hands the
 -- lock to the first live waiter, if any.
 -- KEYS[1] lock: the lock hash
@@ -628,10 +642,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -639,7 +660,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -737,7 +758,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "4b92305b6230c6ef6820fcc10b8ec35112829732",
+	SHA1: "d6c58dcfc46365426e167840f338700ddb56d800",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -863,10 +884,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -874,7 +902,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -965,7 +993,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "818a307faa18be5468c9f73b49a89b5fdf88c797",
+	SHA1: "bb40c05444951560731bcafca32ff2e106a368bc",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -1075,10 +1103,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -1086,7 +1121,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -1147,7 +1182,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "49727ec014130eaf5be905705393172a446b760d",
+	SHA1: "fc0d97a75a1f66b092b2fddd94b8264ce82da8ee",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -1274,10 +1309,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -1285,7 +1327,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -1391,7 +1433,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "a8d4c464538d90ee20c0e0c49733609b1d3b1ead",
+	SHA1: "d5a9e26d63a391ee7eac3fd494a0daf8cb594e5b",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -1521,10 +1563,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -1532,7 +1581,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -1798,7 +1847,7 @@ return {0, first - now}
 // its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
-	SHA1: "fcb7aa06fa62a67e3d92ae01456c26769046322a",
+	SHA1: "8404e7ff5ff5a62984e807bc10ac02e742157b5a",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -1911,10 +1960,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -1922,7 +1978,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -1977,7 +2033,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "5a7a806d9dbff3df3d217bc79daed088efa5455e",
+	SHA1: "bee1bcd38a0c8a10ffb630781916fe71c1b9b528",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -2098,10 +2154,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -2109,7 +2172,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')

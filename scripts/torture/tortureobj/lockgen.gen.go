@@ -176,7 +176,7 @@ var queueScripts = lockimpl.QueueScripts{
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "4b92305b6230c6ef6820fcc10b8ec35112829732",
+	SHA1: "d6c58dcfc46365426e167840f338700ddb56d800",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -302,10 +302,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -313,7 +320,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -404,7 +411,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "818a307faa18be5468c9f73b49a89b5fdf88c797",
+	SHA1: "bb40c05444951560731bcafca32ff2e106a368bc",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -514,10 +521,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -525,7 +539,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -586,7 +600,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "6cb775fa0a54c3e5dd9665c2a2b10a89d723a257",
+	SHA1: "a05d8ada5fbf5c77ddf152ffe73f24f1da7f853d",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -703,10 +717,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -714,7 +735,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -826,7 +847,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "ba4191f11d6eca927efddc1af21683a2215a3ca4",
+	SHA1: "243c9268c19624780bed9f163cf4ff2c1862b75e",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -936,10 +957,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -947,7 +975,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -1730,7 +1758,7 @@ return out
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "2ff4750535188a3e41fb58c2b8bd9d09d9435c78",
+	SHA1: "73b62c1b6eec2ef37df66f2b10d440e1dee2fafc",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -1851,10 +1879,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -1862,7 +1897,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -1950,7 +1985,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "49727ec014130eaf5be905705393172a446b760d",
+	SHA1: "fc0d97a75a1f66b092b2fddd94b8264ce82da8ee",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -2077,10 +2112,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -2088,7 +2130,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -2191,7 +2233,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "be6bb78dabd83c75f57e41ff3497458a4dd3577b",
+	SHA1: "19698a11273a312530d8d26199ac0364ee793768",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -2321,10 +2363,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -2332,7 +2381,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -2634,7 +2683,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "d2901a646abee34e059258f265a1170d7ff4599d",
+	SHA1: "758582f648ce01b758554ea2d85e9a4d37f834fe",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -2752,10 +2801,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -2763,7 +2819,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -3016,7 +3072,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "fd8e915470b938518223bfd6a08e23a6921ce887",
+	SHA1: "255866db39fc7a96a9bfd0aa6b4196f6bb06f647",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -3135,10 +3191,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -3146,7 +3209,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -3426,7 +3489,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "e0b389cb10723698dcaf5459108512edad27ce89",
+	SHA1: "72bd5a3a10d1a987a170552ffde735661bfc4818",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -3531,10 +3594,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -3542,7 +3612,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')

@@ -117,7 +117,7 @@ var readwriteLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var fairAcquireScript = lockimpl.Script{
 	Name: "fair_acquire",
-	SHA1: "bb72ebfc0b090691a9f98f0899391b97eafc913f",
+	SHA1: "f58842b409f33763882333bab5186fceeb532edc",
 	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
 -- caller that cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock hash (field: owner, value: hold count)
@@ -231,10 +231,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -242,7 +249,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -340,7 +347,7 @@ return {0, pttl}
 // its KEYS, ARGV and reply.)
 var fairForceUnlockScript = lockimpl.Script{
 	Name: "fair_force_unlock",
-	SHA1: "b5ee5237217938115473bffecff5c6049817e9d7",
+	SHA1: "c72f3c9d03e7e47b8acc58a91fcf764d648d93c7",
 	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
 -- the first live waiter.
 -- KEYS[1] lock: the lock hash
@@ -445,10 +452,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -456,7 +470,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -518,7 +532,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var fairReleaseScript = lockimpl.Script{
 	Name: "fair_release",
-	SHA1: "cff8f5bb6a2d45e1df4302d34faff1dd83731449",
+	SHA1: "4627312219b36f9661181a7daea4a29ba058c551",
 	Source: `-- fair_release: give up one hold of a fair lock; the last hold hands the
 -- lock to the first live waiter, if any.
 -- KEYS[1] lock: the lock hash
@@ -629,10 +643,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -640,7 +661,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -738,7 +759,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "4b92305b6230c6ef6820fcc10b8ec35112829732",
+	SHA1: "d6c58dcfc46365426e167840f338700ddb56d800",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -864,10 +885,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -875,7 +903,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -966,7 +994,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "818a307faa18be5468c9f73b49a89b5fdf88c797",
+	SHA1: "bb40c05444951560731bcafca32ff2e106a368bc",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -1076,10 +1104,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -1087,7 +1122,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -1148,7 +1183,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "49727ec014130eaf5be905705393172a446b760d",
+	SHA1: "fc0d97a75a1f66b092b2fddd94b8264ce82da8ee",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -1275,10 +1310,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -1286,7 +1328,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -1392,7 +1434,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "a8d4c464538d90ee20c0e0c49733609b1d3b1ead",
+	SHA1: "d5a9e26d63a391ee7eac3fd494a0daf8cb594e5b",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -1522,10 +1564,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -1533,7 +1582,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -1799,7 +1848,7 @@ return {0, first - now}
 // its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
-	SHA1: "fcb7aa06fa62a67e3d92ae01456c26769046322a",
+	SHA1: "8404e7ff5ff5a62984e807bc10ac02e742157b5a",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -1912,10 +1961,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -1923,7 +1979,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -1978,7 +2034,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "5a7a806d9dbff3df3d217bc79daed088efa5455e",
+	SHA1: "bee1bcd38a0c8a10ffb630781916fe71c1b9b528",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -2099,10 +2155,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -2110,7 +2173,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')

@@ -59,7 +59,7 @@ var redlockLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "818a307faa18be5468c9f73b49a89b5fdf88c797",
+	SHA1: "bb40c05444951560731bcafca32ff2e106a368bc",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -169,10 +169,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -180,7 +187,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -243,7 +250,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var redlockAcquireScript = lockimpl.Script{
 	Name: "redlock_acquire",
-	SHA1: "065f48c85f8d64aaf00a0f3c3feca45ad6ed05b0",
+	SHA1: "8f8a0ef2eb29f39b1e115992fdb6686e9e094175",
 	Source: `-- redlock_acquire: take a RedLock on one node (SET NX PX, with a value
 -- new to each attempt); a waiter that cannot take it registers in the
 -- node's waiter registry in the same call. A node that a release reserved
@@ -361,10 +368,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -372,7 +386,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -450,7 +464,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var redlockReleaseScript = lockimpl.Script{
 	Name: "redlock_release",
-	SHA1: "801798da7830ff387ca90983cc66076404c31dfe",
+	SHA1: "fb4f162ec394ac0d309a624fa0f400337b892373",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node; when
 -- waiters are registered there, wake the live one whose wait began first
 -- (the same on every node) and reserve the node for it (a RedLock cannot be handed over atomically
@@ -569,10 +583,17 @@ local function owner_of(member)
   return owner, detail
 end
 
+-- client_of returns the client id of a member: its owner is
+-- "<clientID>:<n>", or, a RedLock waiter's, "<ticket>@<clientID>:<n>".
+local function client_of(member)
+  local client = string.match(owner_of(member), '^(.*):[^:]*$')
+  return string.match(client, '@(.*)$') or client
+end
+
 -- notify publishes payload to the client of owner: the channel
 -- prefix:<clientID>, with publish (or spublish).
 local function notify(publish, prefix, owner, payload)
-  redis.call(publish, prefix .. ':' .. string.match(owner, '^(.*):[^:]*$'), payload)
+  redis.call(publish, prefix .. ':' .. client_of(owner), payload)
 end
 
 -- notify_all publishes "all" once to every client with a live member.
@@ -580,7 +601,7 @@ local function notify_all(publish, prefix, queue, waiters, now)
   purge(queue, waiters, now)
   local seen = {}
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
-    local client = string.match(owner_of(m), '^(.*):[^:]*$')
+    local client = client_of(m)
     if not seen[client] then
       seen[client] = true
       redis.call(publish, prefix .. ':' .. client, 'all')
@@ -667,8 +688,7 @@ local function wake()
     return
   end
   redis.call('set', lock, 'r ' .. next, 'PX', ARGV[2])
-  local client = string.match(next, '^[^@]*@(.*):[^:]*$')
-  redis.call(ARGV[4], ARGV[3] .. ':' .. client, next)
+  notify(ARGV[4], ARGV[3], next, next)
 end
 
 if ARGV[5] == '1' then
