@@ -30,11 +30,10 @@ func renewEvery(lease time.Duration) time.Duration { return lease / 3 }
 const maxPipeline = 64
 
 // watchdog renews every renewable hold of one client (or of one RedLock
-// quorum): one goroutine, running while something is held (and
-// watchdogLinger after), woken at the
-// earliest renewal due. A hold is renewed every renewEvery(lease),
-// up to a quarter of that early so that holds due about the same time
-// share pipelines. The holds due are sent in pipelines of at most
+// quorum): one goroutine, running while something is held and at least
+// watchdogLinger after, woken at the earliest renewal due. A hold is
+// renewed every renewEvery(lease), up to a quarter of that early so that
+// holds due about the same time share pipelines. The holds due are sent in pipelines of at most
 // maxPipeline commands, one at a time; while the holds due next are not
 // late yet, each pipeline is followed by a pause as long as it took. So a
 // client holding 50 000 locks spreads their renewals over the interval
@@ -423,10 +422,7 @@ func (w *watchdog) run() {
 	for {
 		w.mu.Lock()
 		var earliest time.Time
-		if len(w.entries) == 0 {
-			if w.idle.IsZero() {
-				w.idle = time.Now()
-			}
+		if len(w.entries) == 0 { // forget noted when the last hold went
 			earliest = w.idle.Add(watchdogLinger)
 		} else if len(w.queue) > 0 {
 			earliest = w.queue[0].next

@@ -30,10 +30,10 @@ local queue, waiters = KEYS[2], KEYS[3]
 if leaving then
   unregister(queue, waiters, owner)
   value = redis.call('get', lock)
-  if value == owner then
-    redis.call('del', lock)
-    return 0
-  end
+end
+if value == owner then -- a leaving owner handed the lock, no waiter left
+  redis.call('del', lock)
+  return 0
 end
 if value ~= owner .. ' w' then
   return -1

@@ -47,18 +47,38 @@ func TestHandoffCost(t *testing.T) {
 // commands included), from INFO commandstats.
 func commandStats(tb testing.TB) map[string]int64 {
 	stats := map[string]int64{}
+	for name, c := range commandTable(tb) {
+		stats[name] = c.calls
+	}
+	return stats
+}
+
+// cmdStat is one command's line of INFO commandstats.
+type cmdStat struct {
+	calls int64
+	usec  float64 // the µs Redis spent in it (a script's: with the commands it called)
+}
+
+// commandTable returns node's INFO commandstats by command name.
+func commandTable(tb testing.TB) map[string]cmdStat {
+	stats := map[string]cmdStat{}
 	for line := range strings.Lines(info(tb, "commandstats")) {
-		// cmdstat_evalsha:calls=12,usec=...
-		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
+		// cmdstat_evalsha:calls=12,usec=345,usec_per_call=...
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
 		if !ok {
 			continue
 		}
-		calls, _, _ := strings.Cut(rest, ",")
+		calls, rest, _ := strings.Cut(rest, ",")
 		n, err := strconv.ParseInt(calls, 10, 64)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		stats[name] = n
+		usec, _, _ := strings.Cut(strings.TrimPrefix(rest, "usec="), ",")
+		u, err := strconv.ParseFloat(usec, 64)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		stats[name] = cmdStat{calls: n, usec: u}
 	}
 	return stats
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -94,11 +92,11 @@ func BenchmarkScriptRedisTime(b *testing.B) {
 					b.Fatalf("%s: the lock was not taken: %v", v.name, got)
 				}
 			}
-			calls, usec := evalshaStats(b, rdb)
-			if calls != 20000 {
-				b.Fatalf("%s: %v EVALSHA calls, want 20000", v.name, calls)
+			st := commandTable(b)["evalsha"]
+			if st.calls != 20000 {
+				b.Fatalf("%s: %d EVALSHA calls, want 20000", v.name, st.calls)
 			}
-			us[i] = append(us[i], usec/calls*2)
+			us[i] = append(us[i], st.usec/float64(st.calls)*2)
 		}
 	}
 	for i, v := range variants {
@@ -113,29 +111,3 @@ if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[3]) then return redis.st
 local offset = tonumber(ARGV[2])
 if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset) then return redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[3]) end
 `
-
-// evalshaStats returns the EVALSHA calls and their µs in INFO
-// commandstats.
-func evalshaStats(tb testing.TB, rdb *redis.Client) (calls, usec float64) {
-	s, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for line := range strings.Lines(s) {
-		v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:")
-		if !ok {
-			continue
-		}
-		for f := range strings.SplitSeq(v, ",") {
-			k, val, _ := strings.Cut(f, "=")
-			x, _ := strconv.ParseFloat(val, 64)
-			switch k {
-			case "calls":
-				calls = x
-			case "usec":
-				usec = x
-			}
-		}
-	}
-	return calls, usec
-}

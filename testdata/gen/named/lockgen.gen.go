@@ -1438,7 +1438,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
-	SHA1: "f482313fa73d70c4fa322423801ba1dc84bf4d79",
+	SHA1: "9e053503495c1aabaa81cb88c1f73fde2a11a0b8",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
 -- are registered, hand it to the longest-waiting live one instead.
 -- KEYS[1] lock: the lock key (value: owner id[ w])
@@ -1623,10 +1623,10 @@ local queue, waiters = KEYS[2], KEYS[3]
 if leaving then
   unregister(queue, waiters, owner)
   value = redis.call('get', lock)
-  if value == owner then
-    redis.call('del', lock)
-    return 0
-  end
+end
+if value == owner then -- a leaving owner handed the lock, no waiter left
+  redis.call('del', lock)
+  return 0
 end
 if value ~= owner .. ' w' then
   return -1
