@@ -175,6 +175,21 @@ func mixedHerd(tb testing.TB, ls []locker, writer []bool, id string, n int, hold
 	return s, errors.Join(errs...)
 }
 
+// openMixed opens n lockers on one read-write lock, each its own client,
+// one writer in four (writer[i]) and the others readers.
+func openMixed(tb testing.TB, n int) (ls []locker, writer []bool) {
+	writer = make([]bool, n)
+	for i := range n {
+		writer[i] = i%4 == 0
+		lib := lockgenRead
+		if writer[i] {
+			lib = lockgenWrite
+		}
+		ls = append(ls, openN(tb, lib, 1)...)
+	}
+	return ls, writer
+}
+
 // BenchmarkHerdRWMixed: N = 8, 32, 64 clients (each its own go-redis and
 // runtime client) on one read-write lock, one writer in 4, loop lock, a
 // 1ms hold, unlock, 1000 acquisitions per run; in the same rounds (rotated
@@ -187,16 +202,7 @@ func BenchmarkHerdRWMixed(b *testing.B) {
 	for _, n := range []int{8, 32, 64} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			flush(b)
-			writer := make([]bool, n)
-			var mixed []locker
-			for i := range n {
-				writer[i] = i%4 == 0
-				lib := lockgenRead
-				if writer[i] {
-					lib = lockgenWrite
-				}
-				mixed = append(mixed, openN(b, lib, 1)...)
-			}
+			mixed, writer := openMixed(b, n)
 			peer := openN(b, redislockLinear, n)
 			for _, l := range append(slices.Clone(mixed), peer...) {
 				warmUp(b, l)
@@ -251,17 +257,7 @@ func BenchmarkHerdRWMixed(b *testing.B) {
 // back; writers alone cost about 20), writers take a quarter of the
 // acquisitions and every writer is served.
 func TestHerdRWMixedCounts(t *testing.T) {
-	const n = 8
-	writer := make([]bool, n)
-	var ls []locker
-	for i := range n {
-		writer[i] = i%4 == 0
-		lib := lockgenRead
-		if writer[i] {
-			lib = lockgenWrite
-		}
-		ls = append(ls, openN(t, lib, 1)...)
-	}
+	ls, writer := openMixed(t, 8)
 	for _, l := range ls {
 		warmUp(t, l)
 	}
