@@ -19,8 +19,8 @@
 --   waiter (its hand-off ran out, or was lost), never taken past it.
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+local lease, owner = ARGV[1], ARGV[2]
+local ttl, waiting = ARGV[3], ARGV[4] == '1' or ARGV[4] == '2'
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -58,11 +58,11 @@ if pttl == -2 then
   end
   unregister(queue, waiters, head)
   redis.call('hset', lock, head, 1)
-  redis.call('pexpire', lock, tonumber(ARGV[7]))
+  redis.call('pexpire', lock, ARGV[7])
   notify(ARGV[6], ARGV[5], head, head)
   pttl = tonumber(ARGV[7])
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, owner, ttl, now or now_ms())
 end
 return {0, pttl}

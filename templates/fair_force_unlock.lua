@@ -17,7 +17,7 @@ end
 local next = pop(queue, waiters, now_ms())
 if next then
   redis.call('hset', lock, next, 1)
-  redis.call('pexpire', lock, tonumber(ARGV[3]))
+  redis.call('pexpire', lock, ARGV[3])
   notify(ARGV[2], ARGV[1], next, next)
 end
 return 1

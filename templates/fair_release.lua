@@ -27,14 +27,14 @@ if not holds then
 end
 if holds > 1 then
   redis.call('hincrby', lock, owner, -1)
-  redis.call('pexpire', lock, tonumber(ARGV[2]))
+  redis.call('pexpire', lock, ARGV[2])
   return holds - 1
 end
 redis.call('del', lock)
 local next = pop(queue, waiters, now_ms())
 if next then
   redis.call('hset', lock, next, 1)
-  redis.call('pexpire', lock, tonumber(ARGV[5]))
+  redis.call('pexpire', lock, ARGV[5])
   notify(ARGV[4], ARGV[3], next, next)
 end
 return 0

@@ -9,7 +9,7 @@
 local lock = KEYS[1]
 
 if redis.call('hexists', lock, ARGV[2]) == 1 then
-  redis.call('pexpire', lock, tonumber(ARGV[1]))
+  redis.call('pexpire', lock, ARGV[1])
   return 1
 end
 return 0

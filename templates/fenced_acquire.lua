@@ -17,7 +17,7 @@
 --   token) or found handed to this waiter; {0, pttl} when another owner
 --   holds it.
 local lock, fence = KEYS[1], KEYS[4]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local lease, owner = ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 local value
 -- The uncontended fast path runs before the registry's functions are defined.
@@ -30,7 +30,7 @@ if not waiting then
   end
 end
 -- #include registry
-local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -65,7 +65,7 @@ if holder == owner then
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds, token}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, owner, ttl, now_ms())
   if string.sub(rest, -2) ~= ' w' then
     redis.call('set', lock, value .. ' w', 'KEEPTTL')

@@ -10,7 +10,7 @@
 local count = tonumber(redis.call('get', KEYS[1]))
 if count == nil then
   count = tonumber(ARGV[1])
-  redis.call('set', KEYS[1], count, 'px', tonumber(ARGV[2]))
+  redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
 end
 if count <= 0 then
   return 0

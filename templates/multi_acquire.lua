@@ -21,7 +21,7 @@
 --   simple lock i is already held by this owner. No lock is written unless
 --   all are taken.
 -- #include registry
-local owner, ttl = ARGV[1], tonumber(ARGV[2])
+local owner, ttl = ARGV[1], ARGV[2]
 local waiting, at = ARGV[3] == '1', tonumber(string.match(ARGV[3], '^2:(%d+)$'))
 local member = owner .. ' m'
 local n = #KEYS / 3
@@ -44,7 +44,7 @@ for i = 1, n do
     if holder == owner then
       return {-1, redis.call('pttl', lock), i}
     end
-    if ttl > 0 then
+    if ttl ~= '0' then
       for j = 1, n do
         if j ~= i then
           unregister(KEYS[3 * j - 1], KEYS[3 * j], member)
@@ -61,7 +61,7 @@ end
 
 for i = 1, n do
   local lock, queue = KEYS[3 * i - 2], KEYS[3 * i - 1]
-  local lease = tonumber(ARGV[2 * i + 3])
+  local lease = ARGV[2 * i + 3]
   if waiting then
     unregister(queue, KEYS[3 * i], member)
   end

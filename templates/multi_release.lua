@@ -19,7 +19,7 @@ local codes = {}
 
 for i = 1, #KEYS / 3 do
   local lock, queue, waiters = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  local kind, lease = ARGV[4 * i - 1], tonumber(ARGV[4 * i])
+  local kind, lease = ARGV[4 * i - 1], ARGV[4 * i]
   local value = redis.call('get', lock) or ''
   local code, waited = -1, string.sub(value, -2) == ' w'
   if kind == 'simple' then
@@ -37,7 +37,7 @@ for i = 1, #KEYS / 3 do
   end
   if code == 0 then
     if waited then
-      hand_on(lock, queue, waiters, nil, kind ~= 'simple', tonumber(ARGV[4 * i + 2]), ARGV[4 * i + 1], publish)
+      hand_on(lock, queue, waiters, nil, kind ~= 'simple', ARGV[4 * i + 2], ARGV[4 * i + 1], publish)
     else
       redis.call('del', lock)
     end

@@ -23,8 +23,8 @@
 --   it is reserved for another waiter.
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local lease, value, waiter = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local ttl = tonumber(ARGV[4])
+local lease, value, waiter = ARGV[1], ARGV[2], ARGV[3]
+local ttl = ARGV[4]
 
 if ARGV[5] == '2' then
   local pttl = refresh(lock, queue, waiters, waiter, ttl)
@@ -42,7 +42,7 @@ if granted then
   end
   return {1, 1}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, waiter, ttl, now_ms())
 end
 return {0, redis.call('pttl', lock)}

@@ -18,14 +18,14 @@
 --   taken, re-entered, or found handed to this waiter by a release (its
 --   lease is then extended to the full lease); {0, pttl} when another
 --   owner holds it.
-local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
 if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
   return 1
 end
 -- #include registry
-local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -56,7 +56,7 @@ if holder == owner then
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, owner, ttl, now_ms())
   if string.sub(rest, -2) ~= ' w' then
     redis.call('set', lock, value .. ' w', 'KEEPTTL')

@@ -46,12 +46,12 @@ if holder ~= owner then
 end
 holds = tonumber(holds) - 1
 if holds > 0 then
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', tonumber(ARGV[2]))
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
   return holds
 end
 if string.sub(rest, -2) ~= ' w' then
   redis.call('del', lock)
   return 0
 end
-hand_on(lock, queue, waiters, fence, true, tonumber(ARGV[5]), ARGV[3], ARGV[4])
+hand_on(lock, queue, waiters, fence, true, ARGV[5], ARGV[3], ARGV[4])
 return 0

@@ -12,7 +12,7 @@ local prefix = ARGV[2] .. ' '
 
 local value = redis.call('get', lock)
 if value and string.sub(value, 1, #prefix) == prefix then
-  redis.call('pexpire', lock, tonumber(ARGV[1]))
+  redis.call('pexpire', lock, ARGV[1])
   return 1
 end
 return 0

@@ -36,7 +36,7 @@
 -- #include registry
 -- #include rw
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local lease, owner, ttl, waiting = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4] ~= '0'
+local lease, owner, ttl, waiting = ARGV[1], ARGV[2], ARGV[3], ARGV[4] ~= '0'
 local side = ARGV[8]
 if side ~= 'r' and side ~= 'w' then
   return redis.error_reply('lockgen: the side of a read-write lock is r or w, not ' .. tostring(side))
@@ -146,7 +146,7 @@ if not ahead and not blocked then
   return {1, take()}
 end
 
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, member, ttl, now)
   if not flagged then
     redis.call('hset', lock, 'q', 1)

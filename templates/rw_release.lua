@@ -86,8 +86,8 @@ if flagged and holds <= 0 then
       redis.call('hdel', lock, 'writer', 'writes')
       redis.call('zrem', deadlines, 'w')
     end
-    redis.call('pexpire', lock, tonumber(ARGV[5]))
-    redis.call('pexpire', deadlines, tonumber(ARGV[5]))
+    redis.call('pexpire', lock, ARGV[5])
+    redis.call('pexpire', deadlines, ARGV[5])
     return holds
   end
 end

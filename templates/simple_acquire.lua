@@ -18,14 +18,14 @@
 --   handed to this waiter by a release (its lease is then extended to the
 --   full lease); {0, pttl} when another owner holds it; {-1, pttl} when
 --   this owner already holds it (a simple lock is not reentrant).
-local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
 if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
   return 1
 end
 -- #include registry
-local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3]) or 0
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or '0'
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -53,7 +53,7 @@ if string.match(value, '^%S+') == owner then
   end
   return {-1, redis.call('pttl', lock)}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, owner, ttl, now_ms())
   if string.sub(value, -2) ~= ' w' then
     redis.call('set', lock, value .. ' w', 'KEEPTTL')

@@ -38,5 +38,5 @@ end
 if value ~= owner .. ' w' then
   return -1
 end
-hand_on(lock, queue, waiters, nil, false, tonumber(ARGV[5]), ARGV[3], ARGV[4])
+hand_on(lock, queue, waiters, nil, false, ARGV[5], ARGV[3], ARGV[4])
 return 0

@@ -10,7 +10,7 @@ local lock = KEYS[1]
 local value = redis.call('get', lock)
 
 if value == ARGV[2] or value == ARGV[2] .. ' w' then
-  redis.call('pexpire', lock, tonumber(ARGV[1]))
+  redis.call('pexpire', lock, ARGV[1])
   return 1
 end
 return 0

@@ -116,7 +116,7 @@ var readwriteLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var fairAcquireScript = lockimpl.Script{
 	Name: "fair_acquire",
-	SHA1: "f58842b409f33763882333bab5186fceeb532edc",
+	SHA1: "9543d75f5b11e0f20cc0702ab9a9946c6733b6cf",
 	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
 -- caller that cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock hash (field: owner, value: hold count)
@@ -141,7 +141,10 @@ var fairAcquireScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -290,8 +293,8 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   notify(publish, prefix, waiter, payload)
 end
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local ttl, waiting = tonumber(ARGV[3]), ARGV[4] == '1' or ARGV[4] == '2'
+local lease, owner = ARGV[1], ARGV[2]
+local ttl, waiting = ARGV[3], ARGV[4] == '1' or ARGV[4] == '2'
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -329,11 +332,11 @@ if pttl == -2 then
   end
   unregister(queue, waiters, head)
   redis.call('hset', lock, head, 1)
-  redis.call('pexpire', lock, tonumber(ARGV[7]))
+  redis.call('pexpire', lock, ARGV[7])
   notify(ARGV[6], ARGV[5], head, head)
   pttl = tonumber(ARGV[7])
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, owner, ttl, now or now_ms())
 end
 return {0, pttl}
@@ -346,7 +349,7 @@ return {0, pttl}
 // its KEYS, ARGV and reply.)
 var fairForceUnlockScript = lockimpl.Script{
 	Name: "fair_force_unlock",
-	SHA1: "c72f3c9d03e7e47b8acc58a91fcf764d648d93c7",
+	SHA1: "24b897d5b056740478ee7ec1e319877bf6bbe0d0",
 	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
 -- the first live waiter.
 -- KEYS[1] lock: the lock hash
@@ -362,7 +365,10 @@ var fairForceUnlockScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -518,7 +524,7 @@ end
 local next = pop(queue, waiters, now_ms())
 if next then
   redis.call('hset', lock, next, 1)
-  redis.call('pexpire', lock, tonumber(ARGV[3]))
+  redis.call('pexpire', lock, ARGV[3])
   notify(ARGV[2], ARGV[1], next, next)
 end
 return 1
@@ -531,7 +537,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var fairReleaseScript = lockimpl.Script{
 	Name: "fair_release",
-	SHA1: "4627312219b36f9661181a7daea4a29ba058c551",
+	SHA1: "711be2276555401007b3db167982107e13e63373",
 	Source: `-- fair_release: give up one hold of a fair lock; the last hold hands the
 -- lock to the first live waiter, if any.
 -- KEYS[1] lock: the lock hash
@@ -553,7 +559,10 @@ var fairReleaseScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -713,14 +722,14 @@ if not holds then
 end
 if holds > 1 then
   redis.call('hincrby', lock, owner, -1)
-  redis.call('pexpire', lock, tonumber(ARGV[2]))
+  redis.call('pexpire', lock, ARGV[2])
   return holds - 1
 end
 redis.call('del', lock)
 local next = pop(queue, waiters, now_ms())
 if next then
   redis.call('hset', lock, next, 1)
-  redis.call('pexpire', lock, tonumber(ARGV[5]))
+  redis.call('pexpire', lock, ARGV[5])
   notify(ARGV[4], ARGV[3], next, next)
 end
 return 0
@@ -732,7 +741,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var fairRenewScript = lockimpl.Script{
 	Name: "fair_renew",
-	SHA1: "5ccf28212c2600f571a21c6c4e9ac39498ebf4e8",
+	SHA1: "cf6eeb2bd6a4596407b75c985f7f8c5b318971a9",
 	Source: `-- fair_renew: extend the lease of a held fair lock.
 -- KEYS[1] lock: the lock hash (field: owner, value: hold count)
 -- KEYS[2] queue: the waiter registry's wait queue (unused)
@@ -744,7 +753,7 @@ var fairRenewScript = lockimpl.Script{
 local lock = KEYS[1]
 
 if redis.call('hexists', lock, ARGV[2]) == 1 then
-  redis.call('pexpire', lock, tonumber(ARGV[1]))
+  redis.call('pexpire', lock, ARGV[1])
   return 1
 end
 return 0
@@ -758,7 +767,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "d6c58dcfc46365426e167840f338700ddb56d800",
+	SHA1: "26f576388f828b13babbb3782631454d39e8f882",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -778,7 +787,7 @@ var fencedAcquireScript = lockimpl.Script{
 --   token) or found handed to this waiter; {0, pttl} when another owner
 --   holds it.
 local lock, fence = KEYS[1], KEYS[4]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local lease, owner = ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 local value
 -- The uncontended fast path runs before the registry's functions are defined.
@@ -795,7 +804,10 @@ end
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -943,7 +955,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -978,7 +990,7 @@ if holder == owner then
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds, token}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, owner, ttl, now_ms())
   if string.sub(rest, -2) ~= ' w' then
     redis.call('set', lock, value .. ' w', 'KEEPTTL')
@@ -993,7 +1005,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "bb40c05444951560731bcafca32ff2e106a368bc",
+	SHA1: "d358016ff0ff738f77ee6937a9bc94fa437aa65f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -1014,7 +1026,10 @@ var forceUnlockScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -1182,7 +1197,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "fc0d97a75a1f66b092b2fddd94b8264ce82da8ee",
+	SHA1: "276102d8de7bda5cf1eae766c81e7a00a07ab8fa",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -1220,7 +1235,10 @@ end
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -1383,14 +1401,14 @@ if holder ~= owner then
 end
 holds = tonumber(holds) - 1
 if holds > 0 then
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', tonumber(ARGV[2]))
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
   return holds
 end
 if string.sub(rest, -2) ~= ' w' then
   redis.call('del', lock)
   return 0
 end
-hand_on(lock, queue, waiters, fence, true, tonumber(ARGV[5]), ARGV[3], ARGV[4])
+hand_on(lock, queue, waiters, fence, true, ARGV[5], ARGV[3], ARGV[4])
 return 0
 `,
 }
@@ -1400,7 +1418,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
-	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
+	SHA1: "9560553a3b0365ce342bfeb47fca905b63d05fb2",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
 -- KEYS[1] lock: "<owner> <holds>[ <token>]"
 -- KEYS[2] queue: the waiter registry's wait queue (unused)
@@ -1415,7 +1433,7 @@ local prefix = ARGV[2] .. ' '
 
 local value = redis.call('get', lock)
 if value and string.sub(value, 1, #prefix) == prefix then
-  redis.call('pexpire', lock, tonumber(ARGV[1]))
+  redis.call('pexpire', lock, ARGV[1])
   return 1
 end
 return 0
@@ -1433,7 +1451,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "d5a9e26d63a391ee7eac3fd494a0daf8cb594e5b",
+	SHA1: "c61d5d428dd12abe1e39a8ade365e6cd364b57b2",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -1474,7 +1492,10 @@ var rwAcquireScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -1718,7 +1739,7 @@ local function rw_hand_on(lock, deadlines, queue, waiters, now, handoff, prefix,
   return got, wrote, handed, ahead, empty
 end
 local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local lease, owner, ttl, waiting = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4] ~= '0'
+local lease, owner, ttl, waiting = ARGV[1], ARGV[2], ARGV[3], ARGV[4] ~= '0'
 local side = ARGV[8]
 if side ~= 'r' and side ~= 'w' then
   return redis.error_reply('lockgen: the side of a read-write lock is r or w, not ' .. tostring(side))
@@ -1828,7 +1849,7 @@ if not ahead and not blocked then
   return {1, take()}
 end
 
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, member, ttl, now)
   if not flagged then
     redis.call('hset', lock, 'q', 1)
@@ -1847,7 +1868,7 @@ return {0, first - now}
 // its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
-	SHA1: "8404e7ff5ff5a62984e807bc10ac02e742157b5a",
+	SHA1: "5d0ce67d156b8c9e06a150a387eafa50f8558847",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -1871,7 +1892,10 @@ var rwForceUnlockScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -2033,7 +2057,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "bee1bcd38a0c8a10ffb630781916fe71c1b9b528",
+	SHA1: "ae3974346c4b86b4ef96f2e6b38d0b64516c74bc",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -2065,7 +2089,10 @@ var rwReleaseScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -2368,8 +2395,8 @@ if flagged and holds <= 0 then
       redis.call('hdel', lock, 'writer', 'writes')
       redis.call('zrem', deadlines, 'w')
     end
-    redis.call('pexpire', lock, tonumber(ARGV[5]))
-    redis.call('pexpire', deadlines, tonumber(ARGV[5]))
+    redis.call('pexpire', lock, ARGV[5])
+    redis.call('pexpire', deadlines, ARGV[5])
     return holds
   end
 end

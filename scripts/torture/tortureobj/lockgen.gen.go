@@ -176,7 +176,7 @@ var queueScripts = lockimpl.QueueScripts{
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "d6c58dcfc46365426e167840f338700ddb56d800",
+	SHA1: "26f576388f828b13babbb3782631454d39e8f882",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -196,7 +196,7 @@ var fencedAcquireScript = lockimpl.Script{
 --   token) or found handed to this waiter; {0, pttl} when another owner
 --   holds it.
 local lock, fence = KEYS[1], KEYS[4]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local lease, owner = ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 local value
 -- The uncontended fast path runs before the registry's functions are defined.
@@ -213,7 +213,10 @@ end
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -361,7 +364,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -396,7 +399,7 @@ if holder == owner then
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds, token}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, owner, ttl, now_ms())
   if string.sub(rest, -2) ~= ' w' then
     redis.call('set', lock, value .. ' w', 'KEEPTTL')
@@ -411,7 +414,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "bb40c05444951560731bcafca32ff2e106a368bc",
+	SHA1: "d358016ff0ff738f77ee6937a9bc94fa437aa65f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -432,7 +435,10 @@ var forceUnlockScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -600,7 +606,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "a05d8ada5fbf5c77ddf152ffe73f24f1da7f853d",
+	SHA1: "5673e23abd68b92f5a94b8289f588e1af9776984",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -628,7 +634,10 @@ var multiAcquireScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -776,7 +785,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local owner, ttl = ARGV[1], tonumber(ARGV[2])
+local owner, ttl = ARGV[1], ARGV[2]
 local waiting, at = ARGV[3] == '1', tonumber(string.match(ARGV[3], '^2:(%d+)$'))
 local member = owner .. ' m'
 local n = #KEYS / 3
@@ -799,7 +808,7 @@ for i = 1, n do
     if holder == owner then
       return {-1, redis.call('pttl', lock), i}
     end
-    if ttl > 0 then
+    if ttl ~= '0' then
       for j = 1, n do
         if j ~= i then
           unregister(KEYS[3 * j - 1], KEYS[3 * j], member)
@@ -816,7 +825,7 @@ end
 
 for i = 1, n do
   local lock, queue = KEYS[3 * i - 2], KEYS[3 * i - 1]
-  local lease = tonumber(ARGV[2 * i + 3])
+  local lease = ARGV[2 * i + 3]
   if waiting then
     unregister(queue, KEYS[3 * i], member)
   end
@@ -847,7 +856,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "243c9268c19624780bed9f163cf4ff2c1862b75e",
+	SHA1: "f745229677c5cd133d797078b7d3d36ad2ab51d0",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -868,7 +877,10 @@ var multiReleaseScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -1021,7 +1033,7 @@ local codes = {}
 
 for i = 1, #KEYS / 3 do
   local lock, queue, waiters = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  local kind, lease = ARGV[4 * i - 1], tonumber(ARGV[4 * i])
+  local kind, lease = ARGV[4 * i - 1], ARGV[4 * i]
   local value = redis.call('get', lock) or ''
   local code, waited = -1, string.sub(value, -2) == ' w'
   if kind == 'simple' then
@@ -1039,7 +1051,7 @@ for i = 1, #KEYS / 3 do
   end
   if code == 0 then
     if waited then
-      hand_on(lock, queue, waiters, nil, kind ~= 'simple', tonumber(ARGV[4 * i + 2]), ARGV[4 * i + 1], publish)
+      hand_on(lock, queue, waiters, nil, kind ~= 'simple', ARGV[4 * i + 2], ARGV[4 * i + 1], publish)
     else
       redis.call('del', lock)
     end
@@ -1758,7 +1770,7 @@ return out
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "73b62c1b6eec2ef37df66f2b10d440e1dee2fafc",
+	SHA1: "f961df410feab78c2a8f860f83cb02874e246a1f",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -1779,7 +1791,7 @@ var reentrantAcquireScript = lockimpl.Script{
 --   taken, re-entered, or found handed to this waiter by a release (its
 --   lease is then extended to the full lease); {0, pttl} when another
 --   owner holds it.
-local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
 if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
@@ -1790,7 +1802,10 @@ end
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -1938,7 +1953,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -1969,7 +1984,7 @@ if holder == owner then
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, owner, ttl, now_ms())
   if string.sub(rest, -2) ~= ' w' then
     redis.call('set', lock, value .. ' w', 'KEEPTTL')
@@ -1985,7 +2000,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "fc0d97a75a1f66b092b2fddd94b8264ce82da8ee",
+	SHA1: "276102d8de7bda5cf1eae766c81e7a00a07ab8fa",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -2023,7 +2038,10 @@ end
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -2186,14 +2204,14 @@ if holder ~= owner then
 end
 holds = tonumber(holds) - 1
 if holds > 0 then
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', tonumber(ARGV[2]))
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
   return holds
 end
 if string.sub(rest, -2) ~= ' w' then
   redis.call('del', lock)
   return 0
 end
-hand_on(lock, queue, waiters, fence, true, tonumber(ARGV[5]), ARGV[3], ARGV[4])
+hand_on(lock, queue, waiters, fence, true, ARGV[5], ARGV[3], ARGV[4])
 return 0
 `,
 }
@@ -2203,7 +2221,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
-	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
+	SHA1: "9560553a3b0365ce342bfeb47fca905b63d05fb2",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
 -- KEYS[1] lock: "<owner> <holds>[ <token>]"
 -- KEYS[2] queue: the waiter registry's wait queue (unused)
@@ -2218,7 +2236,7 @@ local prefix = ARGV[2] .. ' '
 
 local value = redis.call('get', lock)
 if value and string.sub(value, 1, #prefix) == prefix then
-  redis.call('pexpire', lock, tonumber(ARGV[1]))
+  redis.call('pexpire', lock, ARGV[1])
   return 1
 end
 return 0
@@ -2233,7 +2251,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "19698a11273a312530d8d26199ac0364ee793768",
+	SHA1: "e3fecf5ba00158c48d23479d0e32ea3815a9c89c",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -2274,7 +2292,10 @@ var semaphoreAcquireScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -2683,7 +2704,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "758582f648ce01b758554ea2d85e9a4d37f834fe",
+	SHA1: "0223cab97b1e8897ee7a9c63d92328b76114fcca",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -2712,7 +2733,10 @@ var semaphoreCapacityScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -3072,7 +3096,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "255866db39fc7a96a9bfd0aa6b4196f6bb06f647",
+	SHA1: "3107c17d7488945d842279b8763342bccbb44607",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -3102,7 +3126,10 @@ var semaphoreReleaseScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -3489,7 +3516,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "72bd5a3a10d1a987a170552ffde735661bfc4818",
+	SHA1: "998f8227ee50383e10e5a119e0ff2aa9a4683f3e",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -3505,7 +3532,10 @@ var semaphoreStateScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none

@@ -60,7 +60,7 @@ var reentrantLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "bb40c05444951560731bcafca32ff2e106a368bc",
+	SHA1: "d358016ff0ff738f77ee6937a9bc94fa437aa65f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -81,7 +81,10 @@ var forceUnlockScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -249,7 +252,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "a05d8ada5fbf5c77ddf152ffe73f24f1da7f853d",
+	SHA1: "5673e23abd68b92f5a94b8289f588e1af9776984",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -277,7 +280,10 @@ var multiAcquireScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -425,7 +431,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local owner, ttl = ARGV[1], tonumber(ARGV[2])
+local owner, ttl = ARGV[1], ARGV[2]
 local waiting, at = ARGV[3] == '1', tonumber(string.match(ARGV[3], '^2:(%d+)$'))
 local member = owner .. ' m'
 local n = #KEYS / 3
@@ -448,7 +454,7 @@ for i = 1, n do
     if holder == owner then
       return {-1, redis.call('pttl', lock), i}
     end
-    if ttl > 0 then
+    if ttl ~= '0' then
       for j = 1, n do
         if j ~= i then
           unregister(KEYS[3 * j - 1], KEYS[3 * j], member)
@@ -465,7 +471,7 @@ end
 
 for i = 1, n do
   local lock, queue = KEYS[3 * i - 2], KEYS[3 * i - 1]
-  local lease = tonumber(ARGV[2 * i + 3])
+  local lease = ARGV[2 * i + 3]
   if waiting then
     unregister(queue, KEYS[3 * i], member)
   end
@@ -496,7 +502,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "243c9268c19624780bed9f163cf4ff2c1862b75e",
+	SHA1: "f745229677c5cd133d797078b7d3d36ad2ab51d0",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -517,7 +523,10 @@ var multiReleaseScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -670,7 +679,7 @@ local codes = {}
 
 for i = 1, #KEYS / 3 do
   local lock, queue, waiters = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  local kind, lease = ARGV[4 * i - 1], tonumber(ARGV[4 * i])
+  local kind, lease = ARGV[4 * i - 1], ARGV[4 * i]
   local value = redis.call('get', lock) or ''
   local code, waited = -1, string.sub(value, -2) == ' w'
   if kind == 'simple' then
@@ -688,7 +697,7 @@ for i = 1, #KEYS / 3 do
   end
   if code == 0 then
     if waited then
-      hand_on(lock, queue, waiters, nil, kind ~= 'simple', tonumber(ARGV[4 * i + 2]), ARGV[4 * i + 1], publish)
+      hand_on(lock, queue, waiters, nil, kind ~= 'simple', ARGV[4 * i + 2], ARGV[4 * i + 1], publish)
     else
       redis.call('del', lock)
     end
@@ -705,7 +714,7 @@ return codes
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "73b62c1b6eec2ef37df66f2b10d440e1dee2fafc",
+	SHA1: "f961df410feab78c2a8f860f83cb02874e246a1f",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -726,7 +735,7 @@ var reentrantAcquireScript = lockimpl.Script{
 --   taken, re-entered, or found handed to this waiter by a release (its
 --   lease is then extended to the full lease); {0, pttl} when another
 --   owner holds it.
-local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
 if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
@@ -737,7 +746,10 @@ end
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -885,7 +897,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3])
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -916,7 +928,7 @@ if holder == owner then
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, owner, ttl, now_ms())
   if string.sub(rest, -2) ~= ' w' then
     redis.call('set', lock, value .. ' w', 'KEEPTTL')
@@ -932,7 +944,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "fc0d97a75a1f66b092b2fddd94b8264ce82da8ee",
+	SHA1: "276102d8de7bda5cf1eae766c81e7a00a07ab8fa",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
@@ -970,7 +982,10 @@ end
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -1133,14 +1148,14 @@ if holder ~= owner then
 end
 holds = tonumber(holds) - 1
 if holds > 0 then
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', tonumber(ARGV[2]))
+  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
   return holds
 end
 if string.sub(rest, -2) ~= ' w' then
   redis.call('del', lock)
   return 0
 end
-hand_on(lock, queue, waiters, fence, true, tonumber(ARGV[5]), ARGV[3], ARGV[4])
+hand_on(lock, queue, waiters, fence, true, ARGV[5], ARGV[3], ARGV[4])
 return 0
 `,
 }
@@ -1150,7 +1165,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
-	SHA1: "80e52e097343a9ef098c80a273e3276a1496e515",
+	SHA1: "9560553a3b0365ce342bfeb47fca905b63d05fb2",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
 -- KEYS[1] lock: "<owner> <holds>[ <token>]"
 -- KEYS[2] queue: the waiter registry's wait queue (unused)
@@ -1165,7 +1180,7 @@ local prefix = ARGV[2] .. ' '
 
 local value = redis.call('get', lock)
 if value and string.sub(value, 1, #prefix) == prefix then
-  redis.call('pexpire', lock, tonumber(ARGV[1]))
+  redis.call('pexpire', lock, ARGV[1])
   return 1
 end
 return 0

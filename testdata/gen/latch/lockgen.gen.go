@@ -72,7 +72,7 @@ var latchScripts = lockimpl.LatchScripts{
 // its KEYS, ARGV and reply.)
 var latchCountDownScript = lockimpl.Script{
 	Name: "latch_count_down",
-	SHA1: "32a61c306f40fd3cde723fed4269d9742ecd1603",
+	SHA1: "6c6271bc886012eeb9bea15e58c8a7c832ca5c04",
 	Source: `-- latch_count_down: count a latch down by one; the last count-down opens it
 -- and wakes every waiter.
 -- KEYS[1] count: the latch's count
@@ -85,7 +85,7 @@ var latchCountDownScript = lockimpl.Script{
 local count = tonumber(redis.call('get', KEYS[1]))
 if count == nil then
   count = tonumber(ARGV[1])
-  redis.call('set', KEYS[1], count, 'px', tonumber(ARGV[2]))
+  redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
 end
 if count <= 0 then
   return 0

@@ -59,7 +59,7 @@ var redlockLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "bb40c05444951560731bcafca32ff2e106a368bc",
+	SHA1: "d358016ff0ff738f77ee6937a9bc94fa437aa65f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -80,7 +80,10 @@ var forceUnlockScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -250,7 +253,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var redlockAcquireScript = lockimpl.Script{
 	Name: "redlock_acquire",
-	SHA1: "8f8a0ef2eb29f39b1e115992fdb6686e9e094175",
+	SHA1: "cec8a5b3d7b48dad439e0504dd470179010b3955",
 	Source: `-- redlock_acquire: take a RedLock on one node (SET NX PX, with a value
 -- new to each attempt); a waiter that cannot take it registers in the
 -- node's waiter registry in the same call. A node that a release reserved
@@ -279,7 +282,10 @@ var redlockAcquireScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -428,8 +434,8 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   notify(publish, prefix, waiter, payload)
 end
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local lease, value, waiter = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local ttl = tonumber(ARGV[4])
+local lease, value, waiter = ARGV[1], ARGV[2], ARGV[3]
+local ttl = ARGV[4]
 
 if ARGV[5] == '2' then
   local pttl = refresh(lock, queue, waiters, waiter, ttl)
@@ -447,7 +453,7 @@ if granted then
   end
   return {1, 1}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, waiter, ttl, now_ms())
 end
 return {0, redis.call('pttl', lock)}
@@ -464,7 +470,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var redlockReleaseScript = lockimpl.Script{
 	Name: "redlock_release",
-	SHA1: "fb4f162ec394ac0d309a624fa0f400337b892373",
+	SHA1: "dd40f874ab13dd5ee822f4259281b795dfd62451",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node; when
 -- waiters are registered there, wake the live one whose wait began first
 -- (the same on every node) and reserve the node for it (a RedLock cannot be handed over atomically
@@ -494,7 +500,10 @@ var redlockReleaseScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -717,7 +726,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var simpleRenewScript = lockimpl.Script{
 	Name: "simple_renew",
-	SHA1: "34d9d8cf1607aadf259d90d519271252a13996a1",
+	SHA1: "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
 -- KEYS[1] lock: the lock key (value: owner id[ w])
 -- KEYS[2] queue: the waiter registry's wait queue (unused)
@@ -730,7 +739,7 @@ local lock = KEYS[1]
 local value = redis.call('get', lock)
 
 if value == ARGV[2] or value == ARGV[2] .. ' w' then
-  redis.call('pexpire', lock, tonumber(ARGV[1]))
+  redis.call('pexpire', lock, ARGV[1])
   return 1
 end
 return 0

@@ -59,7 +59,7 @@ var simpleLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "bb40c05444951560731bcafca32ff2e106a368bc",
+	SHA1: "d358016ff0ff738f77ee6937a9bc94fa437aa65f",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -80,7 +80,10 @@ var forceUnlockScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -248,7 +251,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "a05d8ada5fbf5c77ddf152ffe73f24f1da7f853d",
+	SHA1: "5673e23abd68b92f5a94b8289f588e1af9776984",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -276,7 +279,10 @@ var multiAcquireScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -424,7 +430,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local owner, ttl = ARGV[1], tonumber(ARGV[2])
+local owner, ttl = ARGV[1], ARGV[2]
 local waiting, at = ARGV[3] == '1', tonumber(string.match(ARGV[3], '^2:(%d+)$'))
 local member = owner .. ' m'
 local n = #KEYS / 3
@@ -447,7 +453,7 @@ for i = 1, n do
     if holder == owner then
       return {-1, redis.call('pttl', lock), i}
     end
-    if ttl > 0 then
+    if ttl ~= '0' then
       for j = 1, n do
         if j ~= i then
           unregister(KEYS[3 * j - 1], KEYS[3 * j], member)
@@ -464,7 +470,7 @@ end
 
 for i = 1, n do
   local lock, queue = KEYS[3 * i - 2], KEYS[3 * i - 1]
-  local lease = tonumber(ARGV[2 * i + 3])
+  local lease = ARGV[2 * i + 3]
   if waiting then
     unregister(queue, KEYS[3 * i], member)
   end
@@ -495,7 +501,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "243c9268c19624780bed9f163cf4ff2c1862b75e",
+	SHA1: "f745229677c5cd133d797078b7d3d36ad2ab51d0",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -516,7 +522,10 @@ var multiReleaseScript = lockimpl.Script{
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -669,7 +678,7 @@ local codes = {}
 
 for i = 1, #KEYS / 3 do
   local lock, queue, waiters = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  local kind, lease = ARGV[4 * i - 1], tonumber(ARGV[4 * i])
+  local kind, lease = ARGV[4 * i - 1], ARGV[4 * i]
   local value = redis.call('get', lock) or ''
   local code, waited = -1, string.sub(value, -2) == ' w'
   if kind == 'simple' then
@@ -687,7 +696,7 @@ for i = 1, #KEYS / 3 do
   end
   if code == 0 then
     if waited then
-      hand_on(lock, queue, waiters, nil, kind ~= 'simple', tonumber(ARGV[4 * i + 2]), ARGV[4 * i + 1], publish)
+      hand_on(lock, queue, waiters, nil, kind ~= 'simple', ARGV[4 * i + 2], ARGV[4 * i + 1], publish)
     else
       redis.call('del', lock)
     end
@@ -704,7 +713,7 @@ return codes
 // its KEYS, ARGV and reply.)
 var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
-	SHA1: "193cc6d2676b5a1b31384ab86e2f6c5c44c05cce",
+	SHA1: "660353b0567e8ca79ab1a4682647c30f0310d8f6",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
@@ -725,7 +734,7 @@ var simpleAcquireScript = lockimpl.Script{
 --   handed to this waiter by a release (its lease is then extended to the
 --   full lease); {0, pttl} when another owner holds it; {-1, pttl} when
 --   this owner already holds it (a simple lock is not reentrant).
-local lock, lease, owner = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
 if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
@@ -736,7 +745,10 @@ end
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -884,7 +896,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local queue, waiters, ttl = KEYS[2], KEYS[3], tonumber(ARGV[3]) or 0
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or '0'
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -912,7 +924,7 @@ if string.match(value, '^%S+') == owner then
   end
   return {-1, redis.call('pttl', lock)}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, owner, ttl, now_ms())
   if string.sub(value, -2) ~= ' w' then
     redis.call('set', lock, value .. ' w', 'KEEPTTL')
@@ -928,7 +940,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
-	SHA1: "9e053503495c1aabaa81cb88c1f73fde2a11a0b8",
+	SHA1: "de6007c52c0c8e4735bcedc83eae0ea5ce87a428",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
 -- are registered, hand it to the longest-waiting live one instead.
 -- KEYS[1] lock: the lock key (value: owner id[ w])
@@ -960,7 +972,10 @@ end
 -- members in arrival order, and waiters, a zset of the same members scored
 -- by their deadline in server milliseconds. A member is "<owner>" or
 -- "<owner> <detail>"; an owner is "<clientID>:<n>". Its functions take the
--- keys as arguments.
+-- keys as arguments, and durations (ttl, handoff) as the ARGV strings the
+-- caller got them in: a Lua number passed to redis.call is formatted
+-- again, which costs Redis more than the rest of a fast path (see "Cost
+-- conventions" in templates/README.md).
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -1121,7 +1136,7 @@ end
 if value ~= owner .. ' w' then
   return -1
 end
-hand_on(lock, queue, waiters, nil, false, tonumber(ARGV[5]), ARGV[3], ARGV[4])
+hand_on(lock, queue, waiters, nil, false, ARGV[5], ARGV[3], ARGV[4])
 return 0
 `,
 }
@@ -1131,7 +1146,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var simpleRenewScript = lockimpl.Script{
 	Name: "simple_renew",
-	SHA1: "34d9d8cf1607aadf259d90d519271252a13996a1",
+	SHA1: "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 	Source: `-- simple_renew: extend the lease of a held non-reentrant lock.
 -- KEYS[1] lock: the lock key (value: owner id[ w])
 -- KEYS[2] queue: the waiter registry's wait queue (unused)
@@ -1144,7 +1159,7 @@ local lock = KEYS[1]
 local value = redis.call('get', lock)
 
 if value == ARGV[2] or value == ARGV[2] .. ' w' then
-  redis.call('pexpire', lock, tonumber(ARGV[1]))
+  redis.call('pexpire', lock, ARGV[1])
   return 1
 end
 return 0
