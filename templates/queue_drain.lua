@@ -10,7 +10,7 @@
 -- reply: {int, string...}
 --   {ready items left, body, body, ...}; an id whose body is gone is
 --   passed over.
-local taken = redis.call('lpop', KEYS[1], tonumber(ARGV[3]))
+local taken = redis.call('lpop', KEYS[1], ARGV[3])
 local out = {0}
 if taken then
   if ARGV[2] == 'r' then

@@ -36,8 +36,8 @@
 -- #include registry
 -- #include sem
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
-local owner, lease = ARGV[1], tonumber(ARGV[3])
-local ttl, waiting, handoff = tonumber(ARGV[5]), ARGV[6] ~= '0', tonumber(ARGV[9])
+local owner, lease = ARGV[1], ARGV[3]
+local ttl, waiting, handoff = ARGV[5], ARGV[6] ~= '0', ARGV[9]
 local member = owner .. ' ' .. ARGV[2]
 local now = now_ms()
 
@@ -111,7 +111,7 @@ if not ahead and n <= capacity and capacity - used >= n then
   sem_grant(holds, counts, owner, n, now, lease, used)
   return {1, capacity - used - n, n}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, member, ttl, now)
   if not flagged then
     sem_flag(counts, ttl, stored)

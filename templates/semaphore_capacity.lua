@@ -52,7 +52,7 @@ redis.call('hdel', counts, 'c') -- the scripts' cache of the key (see sem_capaci
 if redis.call('hget', counts, 'q') then
   local now = now_ms()
   local used, _, first = sem_used(holds, counts, now)
-  local handoff = tonumber(ARGV[6])
+  local handoff = ARGV[6]
   local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[4], ARGV[5], nil)
   sem_settle(holds, counts, grants, held, cache, false, not first, handoff)
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do

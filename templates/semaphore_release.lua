@@ -25,7 +25,7 @@
 -- #include registry
 -- #include sem
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
-local owner, handoff = ARGV[1], tonumber(ARGV[5])
+local owner, handoff = ARGV[1], ARGV[5]
 
 if ARGV[6] ~= '0' then
   unregister(queue, waiters, owner .. ' ' .. ARGV[6])

@@ -11,7 +11,7 @@
 --   present is never counted as free, even past its expiry, so it may be
 --   renewed.
 local holds, counts = KEYS[1], KEYS[2]
-local lease = tonumber(ARGV[1])
+local lease = ARGV[1]
 
 if redis.call('zscore', holds, ARGV[2]) == false then
   return 0
@@ -20,7 +20,7 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('zadd', holds, now + lease, ARGV[2])
 for _, k in ipairs({holds, counts}) do
-  if redis.call('pttl', k) < lease then
+  if redis.call('pttl', k) < tonumber(lease) then
     redis.call('pexpire', k, lease)
   end
 end

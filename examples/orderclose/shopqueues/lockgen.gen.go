@@ -156,7 +156,7 @@ return out
 // its KEYS, ARGV and reply.)
 var queueDrainScript = lockimpl.Script{
 	Name: "queue_drain",
-	SHA1: "9a3e4529d34a72e080b8cb9d239f3b67f03b764c",
+	SHA1: "d8dcbbe178c70e8326c2d11b08a146e31af61668",
 	Source: `-- queue_drain: take the first ready items out of a queue for good (at
 -- most once, also for a reliable queue: they are not put in flight).
 -- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
@@ -169,7 +169,7 @@ var queueDrainScript = lockimpl.Script{
 -- reply: {int, string...}
 --   {ready items left, body, body, ...}; an id whose body is gone is
 --   passed over.
-local taken = redis.call('lpop', KEYS[1], tonumber(ARGV[3]))
+local taken = redis.call('lpop', KEYS[1], ARGV[3])
 local out = {0}
 if taken then
   if ARGV[2] == 'r' then

@@ -82,7 +82,7 @@ var semaphoreScripts = lockimpl.SemaphoreScripts{
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "e3fecf5ba00158c48d23479d0e32ea3815a9c89c",
+	SHA1: "6c6c1d0b8b0df6e6644a077d394eb7cb560bed5a",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -287,9 +287,10 @@ end
 -- ARGV: none
 -- reply: none
 
--- sem_keep makes key live at least ms from now.
+-- sem_keep makes key live at least ms from now; ms may be the ARGV string
+-- it came in (see "Cost conventions" in templates/README.md).
 local function sem_keep(key, ms)
-  if redis.call('pttl', key) < ms then
+  if redis.call('pttl', key) < tonumber(ms) then
     redis.call('pexpire', key, ms)
   end
 end
@@ -438,8 +439,8 @@ local function sem_settle(holds, counts, grants, used, stored, dirty, alone, han
   end
 end
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
-local owner, lease = ARGV[1], tonumber(ARGV[3])
-local ttl, waiting, handoff = tonumber(ARGV[5]), ARGV[6] ~= '0', tonumber(ARGV[9])
+local owner, lease = ARGV[1], ARGV[3]
+local ttl, waiting, handoff = ARGV[5], ARGV[6] ~= '0', ARGV[9]
 local member = owner .. ' ' .. ARGV[2]
 local now = now_ms()
 
@@ -513,7 +514,7 @@ if not ahead and n <= capacity and capacity - used >= n then
   sem_grant(holds, counts, owner, n, now, lease, used)
   return {1, capacity - used - n, n}
 end
-if ttl > 0 then
+if ttl ~= '0' then
   register(queue, waiters, member, ttl, now)
   if not flagged then
     sem_flag(counts, ttl, stored)
@@ -535,7 +536,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "0223cab97b1e8897ee7a9c63d92328b76114fcca",
+	SHA1: "61273e430819fa6a42f678c467d210bb1ab616f9",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -728,9 +729,10 @@ end
 -- ARGV: none
 -- reply: none
 
--- sem_keep makes key live at least ms from now.
+-- sem_keep makes key live at least ms from now; ms may be the ARGV string
+-- it came in (see "Cost conventions" in templates/README.md).
 local function sem_keep(key, ms)
-  if redis.call('pttl', key) < ms then
+  if redis.call('pttl', key) < tonumber(ms) then
     redis.call('pexpire', key, ms)
   end
 end
@@ -907,7 +909,7 @@ redis.call('hdel', counts, 'c') -- the scripts' cache of the key (see sem_capaci
 if redis.call('hget', counts, 'q') then
   local now = now_ms()
   local used, _, first = sem_used(holds, counts, now)
-  local handoff = tonumber(ARGV[6])
+  local handoff = ARGV[6]
   local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[4], ARGV[5], nil)
   sem_settle(holds, counts, grants, held, cache, false, not first, handoff)
   for _, m in ipairs(redis.call('lrange', queue, 0, -1)) do
@@ -927,7 +929,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "3107c17d7488945d842279b8763342bccbb44607",
+	SHA1: "aa488d3835333a737334e18dff7974def46f671e",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -1121,9 +1123,10 @@ end
 -- ARGV: none
 -- reply: none
 
--- sem_keep makes key live at least ms from now.
+-- sem_keep makes key live at least ms from now; ms may be the ARGV string
+-- it came in (see "Cost conventions" in templates/README.md).
 local function sem_keep(key, ms)
-  if redis.call('pttl', key) < ms then
+  if redis.call('pttl', key) < tonumber(ms) then
     redis.call('pexpire', key, ms)
   end
 end
@@ -1272,7 +1275,7 @@ local function sem_settle(holds, counts, grants, used, stored, dirty, alone, han
   end
 end
 local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
-local owner, handoff = ARGV[1], tonumber(ARGV[5])
+local owner, handoff = ARGV[1], ARGV[5]
 
 if ARGV[6] ~= '0' then
   unregister(queue, waiters, owner .. ' ' .. ARGV[6])
@@ -1310,7 +1313,7 @@ return n
 // its KEYS, ARGV and reply.)
 var semaphoreRenewScript = lockimpl.Script{
 	Name: "semaphore_renew",
-	SHA1: "78ad945c9faedb33831cd64b816a01d6ab71b45e",
+	SHA1: "52cad92a4a1042d182c0f8bc257d99576cb700d6",
 	Source: `-- semaphore_renew: extend the lease of one hold of a semaphore.
 -- KEYS[1] holds: the holds (see semaphore_acquire)
 -- KEYS[2] counts: the counts (see semaphore_acquire)
@@ -1324,7 +1327,7 @@ var semaphoreRenewScript = lockimpl.Script{
 --   present is never counted as free, even past its expiry, so it may be
 --   renewed.
 local holds, counts = KEYS[1], KEYS[2]
-local lease = tonumber(ARGV[1])
+local lease = ARGV[1]
 
 if redis.call('zscore', holds, ARGV[2]) == false then
   return 0
@@ -1333,7 +1336,7 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('zadd', holds, now + lease, ARGV[2])
 for _, k in ipairs({holds, counts}) do
-  if redis.call('pttl', k) < lease then
+  if redis.call('pttl', k) < tonumber(lease) then
     redis.call('pexpire', k, lease)
   end
 end
@@ -1347,7 +1350,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "998f8227ee50383e10e5a119e0ff2aa9a4683f3e",
+	SHA1: "54de38ae64ad68fbdafacec25e40a76a63c118a7",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -1527,9 +1530,10 @@ end
 -- ARGV: none
 -- reply: none
 
--- sem_keep makes key live at least ms from now.
+-- sem_keep makes key live at least ms from now; ms may be the ARGV string
+-- it came in (see "Cost conventions" in templates/README.md).
 local function sem_keep(key, ms)
-  if redis.call('pttl', key) < ms then
+  if redis.call('pttl', key) < tonumber(ms) then
     redis.call('pexpire', key, ms)
   end
 end
