@@ -16,7 +16,9 @@ import (
 // (INFO commandstats' usec for EVALSHA, which includes the commands the
 // scripts call), for lockgen's scripts, redislock's, and script shapes
 // that differ from each other in one thing: a table or an integer reply,
-// three declared keys or one, the value built in Lua or passed in. Each
+// the lease passed to SET as the number tonumber made of it or as the
+// ARGV string (Redis formats a Lua number again), three declared keys or
+// one, the value built in Lua or passed in. Each
 // variant runs pipelined (the round trips and the client are not
 // measured), 10 000 cycles a round, the variants in a rotated order, medians
 // over the rounds (run it with -benchtime 11x):
@@ -40,6 +42,7 @@ func BenchmarkScriptRedisTime(b *testing.B) {
 	const (
 		fastTable = "if redis.call('set', KEYS[1], ARGV[2] .. ' 1', 'NX', 'PX', tonumber(ARGV[1])) then return {1, 1} end return {0, 0}"
 		fastInt   = "if redis.call('set', KEYS[1], ARGV[2] .. ' 1', 'NX', 'PX', tonumber(ARGV[1])) then return 1 end return 0"
+		fastStr   = "if redis.call('set', KEYS[1], ARGV[2] .. ' 1', 'NX', 'PX', ARGV[1]) then return 1 end return 0"
 		fastRel   = "if ARGV[6] ~= '1' then local v = redis.call('get', KEYS[1]) if v == ARGV[1] .. ' 1' then redis.call('del', KEYS[1]) return 0 end end return -1"
 		plainAcq  = "if redis.call('set', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[1]) then return 1 end return 0"
 		plainRel  = "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) return 0 end return -1"
@@ -57,6 +60,8 @@ func BenchmarkScriptRedisTime(b *testing.B) {
 		{"fast-path-table-reply", fastTable, fastRel, 3, lgAcquire, lgRelease},
 		{"fast-path-int-reply", fastInt, fastRel, 3, lgAcquire, lgRelease},
 		{"fast-path-int-reply-1-key", fastInt, fastRel, 1, lgAcquire, lgRelease},
+		{"fast-path-int-reply-lease-string", fastStr, fastRel, 3, lgAcquire, lgRelease},
+		{"fast-path-int-reply-lease-string-1-key", fastStr, fastRel, 1, lgAcquire, lgRelease},
 		{"plain-value-1-key-1-arg", plainAcq, plainRel, 1, lgAcquire, []any{owner}},
 	}
 	shas := make([][2]string, len(variants))
