@@ -84,9 +84,21 @@ func commandTable(tb testing.TB) map[string]cmdStat {
 }
 
 // redisCPU returns the CPU time redis-server has used.
-func redisCPU(tb testing.TB) time.Duration {
+func redisCPU(tb testing.TB) time.Duration { return parseCPU(tb, info(tb, "cpu")) }
+
+// nodeCPU returns the CPU time the redis-server of rdb has used.
+func nodeCPU(tb testing.TB, rdb *redis.Client) time.Duration {
+	s, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return parseCPU(tb, s)
+}
+
+// parseCPU returns the CPU time (user + system) an INFO cpu reply states.
+func parseCPU(tb testing.TB, infoCPU string) time.Duration {
 	var total time.Duration
-	for line := range strings.Lines(info(tb, "cpu")) {
+	for line := range strings.Lines(infoCPU) {
 		for _, field := range []string{"used_cpu_sys:", "used_cpu_user:"} {
 			if v, ok := strings.CutPrefix(line, field); ok {
 				s, err := strconv.ParseFloat(strings.TrimSpace(v), 64)

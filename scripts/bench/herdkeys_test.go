@@ -17,6 +17,9 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/bench/benchlocks"
 )
 
 // keysShape is the load of BenchmarkHerdKeys: services with many keyed
@@ -66,11 +69,10 @@ func subscribedChannels(tb testing.TB, rdb *redis.Client) int {
 	return n
 }
 
-// runKeys runs shape once with lockers from open (lockers[c][g]: client
+// runKeys runs shape once on target with lockers (lockers[c][g]: client
 // c's g-th), ids prefixed by id.
-func runKeys(tb testing.TB, shape keysShape, lockers [][]locker, id string) keysResult {
+func runKeys(tb testing.TB, target procTarget, shape keysShape, lockers [][]locker, id string) keysResult {
 	ctx := context.Background()
-	probe := newRedis(tb)
 	var peakCh, peakGor atomic.Int64
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
@@ -79,7 +81,7 @@ func runKeys(tb testing.TB, shape keysShape, lockers [][]locker, id string) keys
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if c := int64(subscribedChannels(tb, probe)); c > peakCh.Load() {
+			if c := int64(target.channels()); c > peakCh.Load() {
 				peakCh.Store(c)
 			}
 			if g := int64(goruntime.NumGoroutine()); g > peakGor.Load() {
@@ -92,7 +94,7 @@ func runKeys(tb testing.TB, shape keysShape, lockers [][]locker, id string) keys
 			}
 		}
 	}()
-	before, cpu0, self0 := commandStats(tb), redisCPU(tb), selfCPU(tb)
+	before, cpu0, self0 := target.stats(), target.cpu(), selfCPU(tb)
 	var (
 		mu    sync.Mutex
 		waits []time.Duration
@@ -132,11 +134,11 @@ func runKeys(tb testing.TB, shape keysShape, lockers [][]locker, id string) keys
 	// not to the next library's.
 	drained := false
 	for deadline := time.Now().Add(5 * time.Second); !drained && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		drained = subscribedChannels(tb, probe) == 0
+		drained = target.channels() == 0
 	}
 	close(stop)
 	<-sampled
-	after, cpu1, self1 := commandStats(tb), redisCPU(tb), selfCPU(tb)
+	after, cpu1, self1 := target.stats(), target.cpu(), selfCPU(tb)
 	if err, _ := fail.Load().(error); err != nil {
 		tb.Fatal(err)
 	}
@@ -147,11 +149,14 @@ func runKeys(tb testing.TB, shape keysShape, lockers [][]locker, id string) keys
 	var all int64
 	for name, n := range after {
 		d := n - before[name]
-		if name == "info" {
+		if name == "info" || name == "cluster|info" {
 			continue // the probe's and the counters' own
 		}
-		all += d
 		res.perAcq[name] = float64(d) / float64(len(waits))
+		if name == busPublish {
+			continue // cluster-bus messages, not commands
+		}
+		all += d
 	}
 	res.perAcq["all"] = float64(all) / float64(len(waits))
 	slices.Sort(waits)
@@ -161,19 +166,53 @@ func runKeys(tb testing.TB, shape keysShape, lockers [][]locker, id string) keys
 
 // keysLibs opens shape's lockers for lockgen (each client one runtime
 // client whose lockers share it: one service replica) and redislock
-// (each client one go-redis client, retrying every millisecond).
-func keysLibs(tb testing.TB, shape keysShape) (names []string, lockers [][][]locker) {
+// (each client one go-redis client, retrying every millisecond), over
+// target (on a cluster, each client a cluster client).
+func keysLibs(tb testing.TB, shape keysShape, target procTarget) (names []string, lockers [][][]locker) {
 	lg := make([][]locker, shape.clients)
 	rl := make([][]locker, shape.clients)
+	retry := func() redislock.RetryStrategy { return redislock.LinearBackoff(time.Millisecond) }
 	for c := range shape.clients {
-		lg[c] = lockgenShared.group(tb, shape.lockers)
-		rdb := newRedis(tb)
+		var rdb redis.Scripter
+		if len(target.addrs) == 1 {
+			lg[c] = lockgenShared.group(tb, shape.lockers)
+			rdb = newRedis(tb)
+		} else {
+			lg[c] = clusterGroup(tb, target.addrs, shape.lockers)
+			cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: target.addrs})
+			tb.Cleanup(func() { cc.Close() })
+			rdb = cc
+		}
 		rc := redislock.New(rdb)
 		for range shape.lockers {
-			rl[c] = append(rl[c], &redislockLocker{c: rc, retry: func() redislock.RetryStrategy { return redislock.LinearBackoff(time.Millisecond) }})
+			rl[c] = append(rl[c], &redislockLocker{c: rc, retry: retry})
 		}
 	}
 	return []string{"lockgen", "redislock"}, [][][]locker{lg, rl}
+}
+
+// clusterGroup returns n lockgen lockers sharing one runtime client over
+// a new cluster client of addrs.
+func clusterGroup(tb testing.TB, addrs []string, n int) []locker {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	tb.Cleanup(func() { rdb.Close() })
+	c := lockrt.New(rdb)
+	tb.Cleanup(func() { c.Close() })
+	if err := benchlocks.Preload(context.Background(), c); err != nil {
+		tb.Fatal(err)
+	}
+	take := benchlocks.NewLocks(c).Resource
+	ls := make([]locker, n)
+	for i := range ls {
+		ls[i] = &lockgenLocker{take: take}
+	}
+	return ls
+}
+
+// subscribes sums a run's subscription commands per acquisition, classic
+// and sharded, subscribes and unsubscribes.
+func (r keysResult) subscribes() float64 {
+	return r.perAcq["subscribe"] + r.perAcq["ssubscribe"] + r.perAcq["unsubscribe"] + r.perAcq["sunsubscribe"]
 }
 
 // BenchmarkHerdKeys is the herd over many keyed objects: 8 clients x 16
@@ -183,52 +222,73 @@ func keysLibs(tb testing.TB, shape keysShape) (names []string, lockers [][][]loc
 // the Redis commands (all, EVALSHA, and lockgen's subscription traffic:
 // SUBSCRIBE/SSUBSCRIBE and their unsubscribes), redis-server's and this
 // process's CPU time, the Lock call's p50/p99, the most pub/sub channels
-// subscribed at once and the process's most goroutines: what waiting on many keys costs, and whether it grows with
-// the keys. A run ends when no channel is subscribed any more, so that a
-// lockgen client's lingering channels are counted in its own run.
+// subscribed at once and the process's most goroutines: what waiting on
+// many keys costs, and whether it grows with the keys. A run ends when no
+// channel is subscribed any more, so that a lockgen client's lingering
+// channels are counted in its own run.
 //
-//	go test -v -run '^$' -bench HerdKeys -benchtime 3x
+//	go test -v -run '^$' -bench 'HerdKeys$' -benchtime 3x
 func BenchmarkHerdKeys(b *testing.B) {
 	for _, keys := range []int{1000, 10000} {
 		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) {
 			flush(b)
-			shape := keysShape{clients: 8, lockers: 16, keys: keys, perLocker: 40, hold: time.Millisecond}
-			names, lockers := keysLibs(b, shape)
-			runs := make([][]keysResult, len(names))
-			rotatedRounds(b, len(names), func(i, round int) {
-				runs[i] = append(runs[i], runKeys(b, shape, lockers[i], fmt.Sprintf("k%d-%s-%d", keys, names[i], round)))
-			})
-			for i, name := range names {
-				med := func(f func(keysResult) float64) float64 {
-					var xs []float64
-					for _, r := range runs[i] {
-						xs = append(xs, f(r))
-					}
-					return median(xs)
-				}
-				all := med(func(r keysResult) float64 { return r.perAcq["all"] })
-				evalsha := med(func(r keysResult) float64 { return r.perAcq["evalsha"] })
-				subs := med(func(r keysResult) float64 {
-					return r.perAcq["subscribe"] + r.perAcq["ssubscribe"] + r.perAcq["unsubscribe"] + r.perAcq["sunsubscribe"]
-				})
-				pub := med(func(r keysResult) float64 { return r.perAcq["publish"] + r.perAcq["spublish"] })
-				p50 := med(func(r keysResult) float64 { return float64(r.waitP50) / float64(time.Microsecond) })
-				p99 := med(func(r keysResult) float64 { return float64(r.waitP99) / float64(time.Microsecond) })
-				ch := med(func(r keysResult) float64 { return float64(r.peakChannels) })
-				gor := med(func(r keysResult) float64 { return float64(r.peakGor) })
-				cpu := med(func(r keysResult) float64 { return float64(r.redisCPU) / float64(time.Microsecond) })
-				ccpu := med(func(r keysResult) float64 { return float64(r.clientCPU) / float64(time.Microsecond) })
-				b.ReportMetric(all, name+"-cmds/acq")
-				b.ReportMetric(evalsha, name+"-evalsha/acq")
-				b.ReportMetric(subs, name+"-subscribes/acq")
-				b.ReportMetric(p99, name+"-lock-p99-µs")
-				b.ReportMetric(ch, name+"-peak-channels")
-				b.ReportMetric(cpu, name+"-redis-cpu-µs/acq")
-				b.ReportMetric(ccpu, name+"-client-cpu-µs/acq")
-				b.Logf("keys=%d %-9s cmds/acq %6.2f  evalsha/acq %5.2f  (un)subscribes/acq %.3f  publish/acq %.3f  CPU µs/acq Redis %5.1f clients %5.1f  Lock p50 %6.0fµs p99 %7.0fµs  peak channels %4.0f  peak goroutines %5.0f  (median of %d, %d acquisitions each)",
-					keys, name, all, evalsha, subs, pub, cpu, ccpu, p50, p99, ch, gor, len(runs[i]), runs[i][0].acquisitions)
-			}
+			benchKeys(b, singleTarget(b), keys, "")
 		})
+	}
+}
+
+// BenchmarkHerdKeysCluster is BenchmarkHerdKeys on a 3-primary cluster,
+// every client a cluster client: lockgen waits with SSUBSCRIBE on the
+// shard of each key's slot, and the cluster bus's publish messages are
+// counted too.
+//
+//	go test -v -run '^$' -bench HerdKeysCluster -benchtime 3x
+func BenchmarkHerdKeysCluster(b *testing.B) {
+	_, nodes := startBenchCluster(b)
+	for _, keys := range []int{1000, 10000} {
+		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) {
+			benchKeys(b, clusterTarget(b, nodes), keys, "cluster ")
+		})
+	}
+}
+
+// benchKeys runs and reports BenchmarkHerdKeys' rounds on target, what
+// prefixing its log lines.
+func benchKeys(b *testing.B, target procTarget, keys int, what string) {
+	shape := keysShape{clients: 8, lockers: 16, keys: keys, perLocker: 40, hold: time.Millisecond}
+	names, lockers := keysLibs(b, shape, target)
+	runs := make([][]keysResult, len(names))
+	rotatedRounds(b, len(names), func(i, round int) {
+		runs[i] = append(runs[i], runKeys(b, target, shape, lockers[i], fmt.Sprintf("%sk%d-%s-%d", strings.TrimSpace(what), keys, names[i], round)))
+	})
+	for i, name := range names {
+		med := func(f func(keysResult) float64) float64 {
+			var xs []float64
+			for _, r := range runs[i] {
+				xs = append(xs, f(r))
+			}
+			return median(xs)
+		}
+		all := med(func(r keysResult) float64 { return r.perAcq["all"] })
+		evalsha := med(func(r keysResult) float64 { return r.perAcq["evalsha"] })
+		subs := med(keysResult.subscribes)
+		pub := med(func(r keysResult) float64 { return r.perAcq["publish"] + r.perAcq["spublish"] })
+		bus := med(func(r keysResult) float64 { return r.perAcq[busPublish] })
+		p50 := med(func(r keysResult) float64 { return float64(r.waitP50) / float64(time.Microsecond) })
+		p99 := med(func(r keysResult) float64 { return float64(r.waitP99) / float64(time.Microsecond) })
+		ch := med(func(r keysResult) float64 { return float64(r.peakChannels) })
+		gor := med(func(r keysResult) float64 { return float64(r.peakGor) })
+		cpu := med(func(r keysResult) float64 { return float64(r.redisCPU) / float64(time.Microsecond) })
+		ccpu := med(func(r keysResult) float64 { return float64(r.clientCPU) / float64(time.Microsecond) })
+		b.ReportMetric(all, name+"-cmds/acq")
+		b.ReportMetric(evalsha, name+"-evalsha/acq")
+		b.ReportMetric(subs, name+"-subscribes/acq")
+		b.ReportMetric(p99, name+"-lock-p99-µs")
+		b.ReportMetric(ch, name+"-peak-channels")
+		b.ReportMetric(cpu, name+"-redis-cpu-µs/acq")
+		b.ReportMetric(ccpu, name+"-client-cpu-µs/acq")
+		b.Logf("%skeys=%d %-9s cmds/acq %6.2f  evalsha/acq %5.2f  (un)subscribes/acq %.3f  publish/acq %.3f  bus publish/acq %.3f  CPU µs/acq Redis %5.1f clients %5.1f  Lock p50 %6.0fµs p99 %7.0fµs  peak channels %4.0f  peak goroutines %5.0f  (median of %d, %d acquisitions each)",
+			what, keys, name, all, evalsha, subs, pub, bus, cpu, ccpu, p50, p99, ch, gor, len(runs[i]), runs[i][0].acquisitions)
 	}
 }
 
@@ -241,31 +301,59 @@ func BenchmarkHerdKeys(b *testing.B) {
 // keys leaves no subscription behind.
 func TestHerdKeysCounts(t *testing.T) {
 	flush(t)
+	res := keysCounts(t, singleTarget(t))
+	if p := res.perAcq["publish"]; p == 0 {
+		t.Error("no PUBLISH: no wait was woken, the run shows nothing about waiting")
+	}
+}
+
+// TestHerdKeysClusterCounts is TestHerdKeysCounts on a 3-primary cluster,
+// the keys' slots on every shard: the same bounds, and every wake-up is
+// an SPUBLISH (no classic PUBLISH, no cluster-bus publish message).
+func TestHerdKeysClusterCounts(t *testing.T) {
+	_, nodes := startBenchCluster(t)
+	res := keysCounts(t, clusterTarget(t, nodes))
+	if p := res.perAcq["spublish"]; p == 0 {
+		t.Error("no SPUBLISH: no wait was woken, the run shows nothing about waiting")
+	}
+	if p := res.perAcq["publish"]; p != 0 {
+		t.Errorf("%.3f classic PUBLISH per acquisition, want 0", p)
+	}
+	if p := res.perAcq[busPublish]; p != 0 {
+		t.Errorf("%.3f cluster-bus publish messages per acquisition, want 0", p)
+	}
+}
+
+// keysCounts runs TestHerdKeysCounts' shape for lockgen on target and
+// checks the bounds both tests share.
+func keysCounts(t *testing.T, target procTarget) keysResult {
 	shape := keysShape{clients: 4, lockers: 16, keys: 1000, perLocker: 25, hold: time.Millisecond}
 	lockers := make([][]locker, shape.clients)
 	for c := range lockers {
-		lockers[c] = lockgenShared.group(t, shape.lockers)
+		if len(target.addrs) == 1 {
+			lockers[c] = lockgenShared.group(t, shape.lockers)
+		} else {
+			lockers[c] = clusterGroup(t, target.addrs, shape.lockers)
+		}
 	}
-	res := runKeys(t, shape, lockers, "tk")
-	subs := res.perAcq["subscribe"] + res.perAcq["ssubscribe"] + res.perAcq["unsubscribe"] + res.perAcq["sunsubscribe"]
-	t.Logf("%d acquisitions: %.2f commands, %.2f EVALSHA, %.3f (un)subscribes per acquisition; peak channels %d",
-		res.acquisitions, res.perAcq["all"], res.perAcq["evalsha"], subs, res.peakChannels)
+	res := runKeys(t, target, shape, lockers, "tk")
 	names := slices.SortedFunc(maps.Keys(res.perAcq), func(a, b string) int { return cmp.Compare(res.perAcq[b], res.perAcq[a]) })
 	var per []string
 	for _, name := range names {
 		per = append(per, fmt.Sprintf("%s %.3f", name, res.perAcq[name]))
 	}
-	t.Logf("per acquisition: %s", strings.Join(per, ", "))
+	t.Logf("%d acquisitions; peak channels %d; per acquisition: %s", res.acquisitions, res.peakChannels, strings.Join(per, ", "))
 	if res.acquisitions != shape.clients*shape.lockers*shape.perLocker {
 		t.Errorf("%d acquisitions, want %d", res.acquisitions, shape.clients*shape.lockers*shape.perLocker)
 	}
 	if e := res.perAcq["evalsha"]; e > 2.5 {
 		t.Errorf("%.2f EVALSHA per acquisition, want at most 2.5", e)
 	}
-	if subs > 0.5 {
+	if subs := res.subscribes(); subs > 0.5 {
 		t.Errorf("%.3f (un)subscribes per acquisition, want at most 0.5", subs)
 	}
 	if !res.drained {
 		t.Error("channels still subscribed 5 s after the last unlock")
 	}
+	return res
 }

@@ -34,21 +34,46 @@ const herdChildEnv = "LOCKGEN_BENCH_HERD_CHILD"
 // procHerdLibs are the libraries a child can run on a single node, by name.
 var procHerdLibs = herdLibs
 
-// procTarget is the Redis deployment of a process herd: its addresses
-// (one for a single node) and how to read what it ran.
+// procTarget is the Redis deployment of a herd (of processes, or of
+// clients over many keys): its addresses (one for a single node) and how
+// to read what it ran.
 type procTarget struct {
-	addrs []string
-	stats func() map[string]int64
+	addrs    []string
+	stats    func() map[string]int64 // INFO commandstats calls by command (a cluster's summed, with busPublish)
+	channels func() int              // pub/sub channels with subscribers, classic and sharded
+	cpu      func() time.Duration    // redis-server CPU time (a cluster's summed)
 }
 
 // singleTarget is node, the benchmarks' redis-server.
 func singleTarget(tb testing.TB) procTarget {
-	return procTarget{[]string{node.Addr}, func() map[string]int64 { return commandStats(tb) }}
+	probe := newRedis(tb)
+	return procTarget{
+		addrs:    []string{node.Addr},
+		stats:    func() map[string]int64 { return commandStats(tb) },
+		channels: func() int { return subscribedChannels(tb, probe) },
+		cpu:      func() time.Duration { return redisCPU(tb) },
+	}
 }
 
 // clusterTarget is the cluster of nodes, counted over every node.
 func clusterTarget(tb testing.TB, nodes []*redis.Client) procTarget {
-	t := procTarget{stats: func() map[string]int64 { return clusterStats(tb, nodes) }}
+	t := procTarget{
+		stats: func() map[string]int64 { return clusterStats(tb, nodes) },
+		channels: func() int {
+			n := 0
+			for _, node := range nodes {
+				n += subscribedChannels(tb, node)
+			}
+			return n
+		},
+		cpu: func() time.Duration {
+			var d time.Duration
+			for _, node := range nodes {
+				d += nodeCPU(tb, node)
+			}
+			return d
+		},
+	}
 	for _, n := range nodes {
 		t.addrs = append(t.addrs, n.Options().Addr)
 	}
