@@ -10,9 +10,6 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
-
-	lockrt "github.com/lockgen/lockgen/runtime"
-	"github.com/lockgen/lockgen/scripts/bench/benchlocks"
 )
 
 // busPublish names, in a cluster's stats, the publish messages its nodes
@@ -61,12 +58,7 @@ type clusterHerdLib struct {
 // the default on a Redis 7 cluster) and redislock retrying every 1ms.
 var clusterHerdLibs = []clusterHerdLib{
 	{"lockgen", func(tb testing.TB, rdb *redis.ClusterClient) locker {
-		c := lockrt.New(rdb)
-		tb.Cleanup(func() { c.Close() })
-		if err := benchlocks.Preload(context.Background(), c); err != nil {
-			tb.Fatal(err)
-		}
-		return &lockgenLocker{take: benchlocks.NewLocks(c).Resource}
+		return &lockgenLocker{take: newLocks(tb, rdb).Resource}
 	}},
 	{"redislock", func(tb testing.TB, rdb *redis.ClusterClient) locker {
 		return &redislockLocker{c: redislock.New(rdb), retry: func() redislock.RetryStrategy { return redislock.LinearBackoff(time.Millisecond) }}

@@ -17,9 +17,6 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
-
-	lockrt "github.com/lockgen/lockgen/runtime"
-	"github.com/lockgen/lockgen/scripts/bench/benchlocks"
 )
 
 // keysShape is the load of BenchmarkHerdKeys: services with many keyed
@@ -196,12 +193,7 @@ func keysLibs(tb testing.TB, shape keysShape, target procTarget) (names []string
 func clusterGroup(tb testing.TB, addrs []string, n int) []locker {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	tb.Cleanup(func() { rdb.Close() })
-	c := lockrt.New(rdb)
-	tb.Cleanup(func() { c.Close() })
-	if err := benchlocks.Preload(context.Background(), c); err != nil {
-		tb.Fatal(err)
-	}
-	take := benchlocks.NewLocks(c).Resource
+	take := newLocks(tb, rdb).Resource
 	ls := make([]locker, n)
 	for i := range ls {
 		ls[i] = &lockgenLocker{take: take}

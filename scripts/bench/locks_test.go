@@ -88,9 +88,10 @@ func groupLockgen(which func(*benchlocks.Locks) func(string) *lockrt.Lock) func(
 	}
 }
 
-// newLocks returns the generated locks over a new runtime client of rdb,
-// their scripts preloaded; the client is closed when tb ends.
-func newLocks(tb testing.TB, rdb *redis.Client) *benchlocks.Locks {
+// newLocks returns the generated locks over a new runtime client of rdb
+// (a node's client or a cluster's), their scripts preloaded; the client
+// is closed when tb ends.
+func newLocks(tb testing.TB, rdb redis.UniversalClient) *benchlocks.Locks {
 	c := lockrt.New(rdb)
 	tb.Cleanup(func() { c.Close() })
 	if err := benchlocks.Preload(context.Background(), c); err != nil {
