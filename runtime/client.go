@@ -30,6 +30,9 @@ type Client struct {
 	// Arguments boxed once (see lockPrep): *LockDef -> *defArgs, and
 	// *impl.Script -> its SHA1.
 	defArgs, shas sync.Map
+	// The classic wake-up prefix of each namespace (see wakePrefix).
+	wakesMu sync.RWMutex
+	wakes   map[string]*classicPrefix
 
 	reloaded atomic.Int64 // when the slot map was last reloaded (Unix ns), see reloadOnConnError
 	fences   fences       // the last fencing token seen per fenced lock (fenced.go)

@@ -390,8 +390,9 @@
 //
 // A waiter costs little Redis traffic while it sleeps: it registers in
 // Redis (the waiter registry below) in the same script call as its failed
-// attempt, subscribes once per object and client to a channel of its
-// client, and sleeps until a release names it, refreshing its entry with
+// attempt, subscribes its client's wake-up channel unless that is
+// subscribed already (one per namespace, or per object on a cluster:
+// below), and sleeps until a release names it, refreshing its entry with
 // one small script every third of the registry TTL. A release publishes only
 // when someone is registered, and wakes exactly who can proceed, the
 // longest-waiting first: an exclusive lock (reentrant, simple, fenced,
@@ -493,27 +494,31 @@
 // resumes, and never holds alongside the waiter that took the lock after
 // the hand-off ran out (TestStoppedWaiter, with a holder counter).
 //
-// Wake-ups go to key:ch:<clientID>, the channel of the waiter's client
-// (it shares the key's hash tag, so scripts publish in their own slot;
-// with publish or spublish, whichever the client's hub uses). The
-// payload names the woken member's owner: "<owner>" (a fenced hand-off
-// adds " <token>"), which the hub routes to that waiter; "all" wakes
-// every waiter of the client on that object (operator calls such as a
-// semaphore's SetPermits).
-//
-// The channel is per object and client: a client subscribes it when one
-// of its goroutines starts waiting on the object (SUBSCRIBE, or SSUBSCRIBE
-// on the shard of its slot, and one more attempt once that is confirmed,
-// for a release that came meanwhile) and drops it a second after its last
-// waiter left. So a client holds as many channels as objects it waited on
-// within the last second: over 1 000 keys with 8 clients x 16 goroutines
-// and light contention, 0.15 subscribe or unsubscribe commands per
-// acquisition and at most 385 channels at once, none left after the
-// waits (scripts/bench BenchmarkHerdKeys and TestHerdKeysCounts, also on
-// a cluster). One channel per client would remove that traffic on a
-// single node; on a cluster, SPUBLISH from a script must stay in the
-// script's slot, so there a channel per object is the price of keeping
-// wake-ups off the cluster bus.
+// Wake-ups go to the waiter's client's channel, <prefix>:<clientID>. With
+// classic pub/sub (a single node, Sentinel, a cluster below Redis 7) the
+// prefix is the object's namespace's, <namespace>:wake: a client waits on
+// one channel per namespace, whatever the objects it waits on, subscribed
+// when its first waiter there starts and dropped a second after its last
+// one left. With sharded pub/sub (a Redis 7 cluster) it is the object's
+// own, key:ch, which shares the key's hash tag: a script's SPUBLISH must
+// stay in the slot of its keys, so there a client subscribes (SSUBSCRIBE
+// on the shard of the slot) one channel per object it waits on, and after
+// a fresh subscription makes one more attempt, for a release that came
+// before it was confirmed. The payload names the woken member's owner:
+// "<owner>" (a fenced hand-off adds " <token>"), which the hub routes to
+// that waiter; "all" wakes every waiter of the channel (operator calls
+// such as ForceUnlock or a semaphore's SetPermits; with classic pub/sub
+// that is every waiter of the client in the namespace, and those whose
+// object did not change try once and wait again). Over 1 000 keys, 8
+// clients x 16 goroutines and light contention, that is 0.15 subscribe
+// or unsubscribe commands per acquisition and up to 385 channels on a
+// cluster (per object), against about 0.006 and one channel per client
+// with classic pub/sub (scripts/bench BenchmarkHerdKeys,
+// TestHerdKeysCounts, TestHerdKeysClusterCounts). Runtimes before
+// 2026-11-26 woke classic waiters on key:ch:<clientID> too: while a
+// rolling deploy mixes the two, a wake-up from one to the other is lost,
+// and the waiter's next refresh (within RegistryTTL/3) finds the lock
+// handed to it and takes it, so such a hand-off is late, never lost.
 //
 // # Pub/sub: classic or sharded
 //
@@ -861,8 +866,10 @@
 // uncontended Acquire, Release, Available, Acquired, Drain,
 // TrySetPermits, and a CountDown. Await on an
 // open latch and Count are one GET. A lock waiter registers in its
-// failed attempt, adds a SUBSCRIBE (once per object and client, kept a
-// second after its last waiter), and takes a lock handed to it by the
+// failed attempt, adds a SUBSCRIBE when its client's wake-up channel is
+// not subscribed yet (one per namespace and client, one per object and
+// client with sharded pub/sub; kept a second after its last waiter), and
+// takes a lock handed to it by the
 // release without another call (a lock with a fixed lease longer than
 // HandoffLease, or a message that came late: one EVALSHA to confirm and
 // extend it); it runs the acquire script

@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/internal/keys"
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/scripts/redistest"
 )
@@ -265,7 +264,7 @@ func TestFenceResetHandOff(t *testing.T) {
 		got <- err
 	}()
 	waitRegistered(t, n.Client(), k, 1)
-	waitSubscribed(t, n.Client(), keys.Sub(k, "ch")+":"+c.ID())
+	waitSubscribed(t, n.Client(), lockrt.WakeChannel(c, k))
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/keys"
 )
 
 // hub multiplexes every wait of one client onto its pub/sub connections.
@@ -172,6 +175,59 @@ func (c *Client) publishCmd() string {
 		return "spublish"
 	}
 	return "publish"
+}
+
+// wakePrefix returns the channel prefix of the wake-ups of key's waiters:
+// a waiter on client id waits on wakePrefix(key) + ":" + id, and the
+// scripts publish to the prefix they are given plus the woken member's
+// client id. With sharded pub/sub it is the key's own channel, key:ch,
+// in the key's slot as SPUBLISH from a script must be. With classic
+// pub/sub it is the key's namespace's, <namespace>:wake, so that a client
+// waits on one channel per namespace however many objects it waits on,
+// and subscribes it once rather than once per object (see "Waiting" in
+// the package doc).
+func (c *Client) wakePrefix(key string) string {
+	if c.publishCmd() == "spublish" {
+		return keys.Sub(key, "ch")
+	}
+	return c.classicWake(key).name
+}
+
+// classicPrefix is a namespace's classic wake-up prefix, and it boxed.
+type classicPrefix struct {
+	name string
+	arg  any
+}
+
+// classicWake is wakePrefix with classic pub/sub: the key's namespace (up
+// to its first ':', which a namespace never contains) and ":wake", made
+// once per namespace and client.
+func (c *Client) classicWake(key string) *classicPrefix {
+	ns, _, _ := strings.Cut(key, ":")
+	c.wakesMu.RLock()
+	w := c.wakes[ns]
+	c.wakesMu.RUnlock()
+	if w != nil {
+		return w
+	}
+	w = &classicPrefix{name: classicWakeName(key)}
+	w.arg = w.name
+	c.wakesMu.Lock()
+	defer c.wakesMu.Unlock()
+	if c.wakes == nil {
+		c.wakes = map[string]*classicPrefix{}
+	}
+	if old := c.wakes[ns]; old != nil {
+		return old
+	}
+	c.wakes[ns] = w
+	return w
+}
+
+// classicWakeName returns key's classic wake-up prefix, <namespace>:wake.
+func classicWakeName(key string) string {
+	ns, _, _ := strings.Cut(key, ":")
+	return ns + ":wake"
 }
 
 // subscribe adds a reference to channel and waits until the subscription

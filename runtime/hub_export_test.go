@@ -4,6 +4,14 @@ package runtime
 // "publish" or "spublish".
 func PublishCmd(c *Client) string { return c.publishCmd() }
 
+// WakeChannel returns the channel c's waiters on key wait on: key:ch:<id>
+// with sharded pub/sub, <namespace>:wake:<id> with classic.
+func WakeChannel(c *Client, key string) string { return c.wakePrefix(key) + ":" + c.id }
+
+// ClassicWakePrefix is the prefix of the wake-up channels of key's waiters
+// with classic pub/sub.
+func ClassicWakePrefix(key string) string { return classicWakeName(key) }
+
 // WithShardedPubSub lets (or forbids) a client on a Redis 7 cluster choose
 // sharded pub/sub, whatever the default.
 func WithShardedPubSub(on bool) Option { return func(c *Client) { c.shardedPubSub = on } }

@@ -39,9 +39,10 @@ type Lock struct {
 // change between calls, built once per Lock with few allocations: its
 // keys, and the keys and channel boxed for a command's arguments.
 type lockPrep struct {
-	keys    []string // in k
-	boxed   []any    // in b: keys, then the channel prefix
-	channel string
+	keys    []string       // in k
+	boxed   []any          // in b: keys, then the sharded channel prefix
+	channel string         // the wake-up prefix with sharded pub/sub (key:ch)
+	wake    *classicPrefix // the wake-up prefix with classic pub/sub (<namespace>:wake)
 	*defArgs
 	k [4]string
 	b [5]any
@@ -90,7 +91,7 @@ func (l *Lock) prepare() *lockPrep {
 	for i, s := range suffixes {
 		names[i], all = all[:len(l.key)+len(s)], all[len(l.key)+len(s):]
 	}
-	p := &lockPrep{channel: names[3]}
+	p := &lockPrep{channel: names[3], wake: l.c.classicWake(l.key)}
 	p.keys, p.boxed = p.k[:n], p.b[:n+1]
 	p.keys[0] = l.key
 	copy(p.keys[1:], names[:n-1])
@@ -113,11 +114,27 @@ func (l *Lock) Key() string { return l.key }
 // Name returns the lock's name in the spec.
 func (l *Lock) Name() string { return l.def.Name }
 
+// channel is the prefix of the wake-up channels of l's waiters (see
+// wakePrefix).
 func (l *Lock) channel() string {
-	if l.prep != nil {
+	if l.prep == nil {
+		return l.c.wakePrefix(l.key)
+	}
+	if l.c.publishCmd() == "spublish" {
 		return l.prep.channel
 	}
-	return keys.Sub(l.key, "ch")
+	return l.prep.wake.name
+}
+
+// channelArg is channel, boxed (without an allocation for a prepared lock).
+func (l *Lock) channelArg() any {
+	if l.prep == nil {
+		return l.channel()
+	}
+	if l.c.publishCmd() == "spublish" {
+		return l.prep.boxed[len(l.prep.keys)]
+	}
+	return l.prep.wake.arg
 }
 
 // waitChannel is the channel l's waiters on this client wait on: every
@@ -298,7 +315,7 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 			r = reg.Milliseconds()
 		}
 		if l.def.Kind == impl.Fair { // it may hand a free lock to the first waiter
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, p.boxed[n], l.c.publishArg(), handoffArg)
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, l.channelArg(), l.c.publishArg(), handoffArg)
 		} else {
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f)
 		}
@@ -564,7 +581,7 @@ func (l *Lock) evalRelease(ctx context.Context, owner string, lease time.Duratio
 		flag = flag1
 	}
 	n := len(p.keys)
-	return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], owner, l.leaseArg(lease), p.boxed[n], l.c.publishArg(), handoffArg, flag)
+	return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], owner, l.leaseArg(lease), l.channelArg(), l.c.publishArg(), handoffArg, flag)
 }
 
 // held identifies the lease's hold for the watchdog.

@@ -99,7 +99,9 @@ func (r *RedLock) Key() string { return r.key }
 // Name returns the lock's name in the spec.
 func (r *RedLock) Name() string { return r.def.Name }
 
-func (r *RedLock) channel() string { return keys.Sub(r.key, "ch") }
+// channel is the prefix of the wake-up channels of r's waiters on the
+// node of c (see wakePrefix).
+func (r *RedLock) channel(c *Client) string { return c.wakePrefix(r.key) }
 
 // drift is the clock drift allowed for over a lease: the lease is trusted
 // for this much less than its TTL on the nodes.
@@ -197,7 +199,7 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 	srcs := make([]waitSource, len(live))
 	for j, i := range live {
 		c := r.q.nodes[i]
-		srcs[j] = waitSource{c: c, channel: r.channel() + ":" + c.id, owner: members[i]}
+		srcs[j] = waitSource{c: c, channel: r.channel(c) + ":" + c.id, owner: members[i]}
 	}
 	// A release reaches the nodes one after the other as they answer:
 	// trying at the first message would find the others still held.
@@ -448,7 +450,7 @@ const (
 // releaseCmd runs redlock_release on node c for value (a hold's value, or
 // with redLeave a waiter's member) in mode.
 func (r *RedLock) releaseCmd(ctx context.Context, c *Client, value, mode string) *redis.Cmd {
-	return c.eval(ctx, r.def.Scripts.Release, r.keys, value, HandoffLease.Milliseconds(), r.channel(), c.publishCmd(), mode)
+	return c.eval(ctx, r.def.Scripts.Release, r.keys, value, HandoffLease.Milliseconds(), r.channel(c), c.publishCmd(), mode)
 }
 
 // release compare-and-deletes value on the given nodes, each of which
@@ -508,7 +510,7 @@ func (r *RedLock) releaseOn(i int, value, mode string) {
 // nodes that did not answer, joined.
 func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
 	replies, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
-		return c.eval(ctx, r.def.Scripts.ForceUnlock, r.keys, r.channel(), c.publishCmd())
+		return c.eval(ctx, r.def.Scripts.ForceUnlock, r.keys, r.channel(c), c.publishCmd())
 	}, nil, nil)
 	settle()
 	deleted := 0

@@ -622,7 +622,7 @@ func TestRedLockForceUnlockWakesWaiters(t *testing.T) {
 	}
 	watch := make([]*redis.PubSub, len(nodes))
 	for i, n := range nodes {
-		watch[i] = n.Client().PSubscribe(ctx, k+":ch:*")
+		watch[i] = n.Client().PSubscribe(ctx, lockrt.ClassicWakePrefix(k)+":*") // independent nodes: classic pub/sub
 		defer watch[i].Close()
 		if _, err := watch[i].Receive(ctx); err != nil { // the subscription's confirmation
 			t.Fatal(err)

@@ -761,7 +761,7 @@ func TestCarriedOwnerStaleMessage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := single.Client().Publish(ctx, keys.Sub(k, "ch")+":"+waiter.ID(), owner).Err(); err != nil {
+			if err := single.Client().Publish(ctx, lockrt.WakeChannel(waiter, k), owner).Err(); err != nil {
 				t.Fatal(err)
 			}
 			select {

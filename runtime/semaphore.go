@@ -79,7 +79,7 @@ func (s *Semaphore) Name() string { return s.def.Name }
 
 func (s *Semaphore) counts() string   { return keys.Sub(s.key, "counts") }
 func (s *Semaphore) capacity() string { return keys.Sub(s.key, "capacity") }
-func (s *Semaphore) channel() string  { return keys.Sub(s.key, "ch") }
+func (s *Semaphore) channel() string  { return s.c.wakePrefix(s.key) }
 
 // waitChannel is the channel s's waiters on this client wait on: releases
 // name the waiters they hand permits to on their client's channel (see

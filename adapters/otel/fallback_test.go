@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +49,8 @@ func TestWaitFallbackSpanEvent(t *testing.T) {
 		}()
 		// Queued and subscribed, and past its attempt once subscribed.
 		for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			chans, err := rdb.PubSubChannels(ctx, held.Key()+"*").Result()
+			ns, _, _ := strings.Cut(held.Key(), ":") // a waiter's wake-up channel: <namespace>:wake:<clientID>
+			chans, err := rdb.PubSubChannels(ctx, ns+":wake:*").Result()
 			if rdb.Exists(ctx, held.Key()+":queue").Val() == 1 && err == nil && len(chans) > 0 {
 				break
 			}
