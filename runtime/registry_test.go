@@ -785,3 +785,82 @@ func TestCarriedOwnerStaleMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedChannelCarriedOwner: with classic pub/sub a client's waiters
+// share one wake-up channel per namespace, and a message names an owner,
+// not an object. One owner, carried from an earlier lease, waits on two
+// locks of the namespace at once (two goroutines, one context): the
+// release of the first hands it to that owner, and the message may reach
+// either wait (here the one on the second lock, which joined first).
+// Neither wait takes a lock Redis did not hand it: the wait on the second
+// lock confirms the message with an attempt and keeps waiting while its
+// holder holds it, the wait on the first takes it (at the latest at its
+// next refresh), and the second gets its lock once that is released.
+func TestSharedChannelCarriedOwner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := processDef(lockrt.Reentrant)
+	k1, k2, k0 := key(t, "one"), key(t, "two"), key(t, "zero")
+	waiter, holder := newClient(t, backends()[0]), newClient(t, backends()[0])
+	if lockrt.WakeChannel(waiter, k1) != lockrt.WakeChannel(waiter, k2) {
+		t.Fatalf("%s and %s: two wake-up channels, want one shared", lockrt.WakeChannel(waiter, k1), lockrt.WakeChannel(waiter, k2))
+	}
+	first, err := waiter.Lock(d, k0).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := context.WithoutCancel(first.Context())
+	held := make([]*lockrt.Lease, 2)
+	for i, k := range []string{k1, k2} {
+		if held[i], err = holder.Lock(d, k).Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The wait on the second lock joins the channel first, so the hub
+	// gives the owner's message to it (the first waiter of that owner).
+	got := []chan *lockrt.Lease{make(chan *lockrt.Lease, 1), make(chan *lockrt.Lease, 1)}
+	for _, i := range []int{1, 0} {
+		k := []string{k1, k2}[i]
+		go func() {
+			le, err := waiter.Lock(d, k).Lock(owned)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] <- le
+		}()
+		waitRegistered(t, single.Client(), k, 1)
+	}
+	time.Sleep(50 * time.Millisecond) // both joined the shared channel
+	if err := held[0].Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case le := <-got[0]:
+		if le == nil || le.Context().Err() != nil {
+			t.Fatal("the wait on the released lock did not get a live lease")
+		}
+		_ = le.Unlock(ctx)
+	case le := <-got[1]:
+		t.Fatalf("the wait on the lock still held returned (a lease: %t): it took a hand-off of the other lock", le != nil)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wait on the released lock did not get it within 5s")
+	}
+	select {
+	case le := <-got[1]:
+		t.Fatalf("the wait on the lock still held returned (a lease: %t) while its holder holds it", le != nil)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := held[1].Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case le := <-got[1]:
+		if le == nil || le.Context().Err() != nil {
+			t.Fatal("the second wait did not get a live lease after its lock's release")
+		}
+		_ = le.Unlock(ctx)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second wait did not get its lock within 5s of the release")
+	}
+	_ = first.Unlock(ctx)
+}
