@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,41 +34,11 @@ func (a clusterCounts) minus(b clusterCounts) clusterCounts {
 
 // readClusterCounts sums the counters of every node of c.
 func readClusterCounts(tb testing.TB, nodes []*redis.Client) clusterCounts {
-	ctx := context.Background()
-	var out clusterCounts
-	for _, n := range nodes {
-		stats, err := n.Info(ctx, "commandstats").Result()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for line := range strings.SplitSeq(stats, "\r\n") {
-			name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
-			if !ok {
-				continue
-			}
-			calls, _ := strconv.ParseInt(rest[:strings.IndexByte(rest+",", ',')], 10, 64)
-			out.cmds += calls
-			switch name {
-			case "publish":
-				out.publish += calls
-			case "spublish":
-				out.spublish += calls
-			case "subscribe":
-				out.subscribe += calls
-			case "ssubscribe":
-				out.ssubscribe += calls
-			}
-		}
-		ci, err := n.ClusterInfo(ctx).Result()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for line := range strings.SplitSeq(ci, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "cluster_stats_messages_publish_sent:"); ok {
-				sent, _ := strconv.ParseInt(v, 10, 64)
-				out.busPublish += sent
-			}
-		}
+	stats := nodesStats(tb, nodes)
+	out := clusterCounts{publish: stats["publish"], spublish: stats["spublish"], subscribe: stats["subscribe"],
+		ssubscribe: stats["ssubscribe"], busPublish: busPublishSent(tb, nodes)}
+	for _, n := range stats {
+		out.cmds += n
 	}
 	return out
 }

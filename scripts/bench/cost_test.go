@@ -61,8 +61,13 @@ type cmdStat struct {
 
 // commandTable returns node's INFO commandstats by command name.
 func commandTable(tb testing.TB) map[string]cmdStat {
+	return parseCommandStats(tb, info(tb, "commandstats"))
+}
+
+// parseCommandStats returns an INFO commandstats reply by command name.
+func parseCommandStats(tb testing.TB, infoStats string) map[string]cmdStat {
 	stats := map[string]cmdStat{}
-	for line := range strings.Lines(info(tb, "commandstats")) {
+	for line := range strings.Lines(infoStats) {
 		// cmdstat_evalsha:calls=12,usec=345,usec_per_call=...
 		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
 		if !ok {

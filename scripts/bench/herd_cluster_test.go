@@ -19,9 +19,8 @@ const busPublish = "bus_publish"
 // clusterStats sums INFO commandstats over nodes, and the cluster bus's
 // publish messages as busPublish.
 func clusterStats(tb testing.TB, nodes []*redis.Client) map[string]int64 {
-	c := readClusterCounts(tb, nodes) // the bus counter
 	out := nodesStats(tb, nodes)
-	out[busPublish] = c.busPublish
+	out[busPublish] = busPublishSent(tb, nodes)
 	return out
 }
 
@@ -33,17 +32,33 @@ func nodesStats(tb testing.TB, nodes []*redis.Client) map[string]int64 {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		for line := range strings.Lines(info) {
-			name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
-			if !ok {
-				continue
-			}
-			calls, _, _ := strings.Cut(rest, ",")
-			v, _ := strconv.ParseInt(calls, 10, 64)
-			out[name] += v
+		for name, c := range parseCommandStats(tb, info) {
+			out[name] += c.calls
 		}
 	}
 	return out
+}
+
+// busPublishSent sums the publish messages nodes sent on the cluster bus
+// (CLUSTER INFO cluster_stats_messages_publish_sent).
+func busPublishSent(tb testing.TB, nodes []*redis.Client) int64 {
+	var sent int64
+	for _, n := range nodes {
+		ci, err := n.ClusterInfo(context.Background()).Result()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for line := range strings.Lines(ci) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cluster_stats_messages_publish_sent:"); ok {
+				k, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				sent += k
+			}
+		}
+	}
+	return sent
 }
 
 // clusterHerdLib is one library of BenchmarkHerdCluster: open returns a
