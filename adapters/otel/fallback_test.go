@@ -6,13 +6,8 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	lockotel "github.com/lockgen/lockgen/adapters/otel"
 	"github.com/lockgen/lockgen/examples/ops/shopops"
 	lockrt "github.com/lockgen/lockgen/runtime"
-	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 // TestWaitFallbackSpanEvent: a Lock whose holder's key vanishes without a
@@ -21,14 +16,9 @@ import (
 // "lockgen.wait-fallback" event with the object and the wait; a Lock
 // woken by a release carries none.
 func TestWaitFallbackSpanEvent(t *testing.T) {
-	rdb := redistest.Single(t).Client()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
-	rt := lockrt.New(rdb, lockrt.WithObserver(lockotel.New(tp)))
-	defer rt.Close()
-	other := lockrt.New(rdb)
-	defer other.Close()
+	e := newEnv(t)
+	rdb, rec := e.rdb, e.rec
+	rt, other := e.client(t, true), e.client(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

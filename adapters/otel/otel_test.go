@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/redis/go-redis/v9"
+
 	lockotel "github.com/lockgen/lockgen/adapters/otel"
 	"github.com/lockgen/lockgen/examples/ops/shopops"
 	lockrt "github.com/lockgen/lockgen/runtime"
@@ -30,18 +32,42 @@ func attr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
 	return attribute.Value{}, false
 }
 
+// env is a test's Redis (a server of its own) and span recorder: tp
+// records every span into rec.
+type env struct {
+	rdb *redis.Client
+	rec *tracetest.SpanRecorder
+	tp  *sdktrace.TracerProvider
+}
+
+// newEnv starts t's env, shut down when t ends.
+func newEnv(t *testing.T) env {
+	e := env{rdb: redistest.Single(t).Client(), rec: tracetest.NewSpanRecorder()}
+	e.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(e.rec))
+	t.Cleanup(func() { e.tp.Shutdown(context.Background()) })
+	return e
+}
+
+// client returns a runtime client over e's Redis, observed by the
+// adapter over e.tp with opts (traced), or by nothing; closed when t ends.
+func (e env) client(t *testing.T, traced bool, opts ...lockotel.Option) *lockrt.Client {
+	var c *lockrt.Client
+	if traced {
+		c = lockrt.New(e.rdb, lockrt.WithObserver(lockotel.New(e.tp, opts...)))
+	} else {
+		c = lockrt.New(e.rdb)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // TestSpans drives the generated objects of examples/ops over a real
 // Redis with the adapter installed and reads the spans back from
 // OpenTelemetry's tracetest.SpanRecorder.
 func TestSpans(t *testing.T) {
-	rdb := redistest.Single(t).Client()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
-	rt := lockrt.New(rdb, lockrt.WithObserver(lockotel.New(tp)))
-	defer rt.Close()
-	other := lockrt.New(rdb)
-	defer other.Close()
+	e := newEnv(t)
+	rec, tp := e.rec, e.tp
+	rt, other := e.client(t, true), e.client(t, false)
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "request")
 	held, err := shopops.NewLocks(other).Order(1).Lock(ctx)
@@ -141,15 +167,11 @@ func TestSpans(t *testing.T) {
 // Offer without a span (a no-op tracer provider) stores the item in the
 // version-1 envelope, byte for byte as without the adapter.
 func TestTraceLinks(t *testing.T) {
-	rdb := redistest.Single(t).Client()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
+	e := newEnv(t)
+	rdb, rec, tp := e.rdb, e.rec, e.tp
 	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-	producer := lockrt.New(rdb, lockrt.WithObserver(lockotel.New(tp, lockotel.WithPropagator(prop))))
-	defer producer.Close()
-	consumer := lockrt.New(rdb, lockrt.WithObserver(lockotel.New(tp, lockotel.WithPropagator(prop))))
-	defer consumer.Close()
+	producer := e.client(t, true, lockotel.WithPropagator(prop))
+	consumer := e.client(t, true, lockotel.WithPropagator(prop))
 
 	member, _ := baggage.NewMember("tenant", "acme")
 	bag, _ := baggage.New(member)
