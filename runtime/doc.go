@@ -516,11 +516,11 @@
 // it with an attempt, so a message that reaches another wait of the same
 // carried owner on a shared channel costs that wait one attempt and its
 // own waiter its next refresh, never a hold. Over 1 000 keys, 8
-// clients x 16 goroutines and light contention, that is 0.15 subscribe
-// or unsubscribe commands per acquisition and up to 385 channels on a
-// cluster (per object), against about 0.006 and one channel per client
-// with classic pub/sub (scripts/bench BenchmarkHerdKeys,
-// TestHerdKeysCounts, TestHerdKeysClusterCounts). Runtimes before
+// clients x 16 goroutines and light contention, a cluster's per-object
+// channels cost 0.15 subscribe or unsubscribe commands per acquisition
+// and up to 379 channels at once; classic pub/sub 0.003 and one channel
+// per client (scripts/bench BenchmarkHerdKeys and BenchmarkHerdKeysCluster;
+// TestHerdKeysCounts and TestHerdKeysClusterCounts assert the bounds). Runtimes before
 // 2026-11-26 woke classic waiters on key:ch:<clientID> too: while a
 // rolling deploy mixes the two, a wake-up from one to the other is lost,
 // and the waiter's next refresh (within RegistryTTL/3) finds the lock
