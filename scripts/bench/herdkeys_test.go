@@ -310,7 +310,8 @@ func TestHerdKeysCounts(t *testing.T) {
 }
 
 // TestHerdKeysClusterCounts is TestHerdKeysCounts on a 3-primary cluster,
-// the keys' slots on every shard: every wake-up is an SPUBLISH (no
+// the keys' slots on every shard (each shard ran SPUBLISH): every
+// wake-up is an SPUBLISH (no
 // classic PUBLISH, no cluster-bus publish message), on a channel per
 // object (SPUBLISH from a script stays in its keys' slot), at most 0.5
 // (un)subscribes per acquisition (a wait subscribes its key's channel
@@ -329,6 +330,11 @@ func TestHerdKeysClusterCounts(t *testing.T) {
 	}
 	if subs := res.subscribes(); subs > 0.5 {
 		t.Errorf("%.3f (un)subscribes per acquisition, want at most 0.5", subs)
+	}
+	for i, n := range nodes { // the cluster is the test's own: its counts are this run's
+		if c := nodesStats(t, []*redis.Client{n})["spublish"]; c == 0 {
+			t.Errorf("node %d ran no SPUBLISH: the keys' wake-ups did not reach every shard", i)
+		}
 	}
 }
 
