@@ -58,17 +58,7 @@ func (r *recorder) kinds(object string) []string {
 }
 
 // count returns how many events of kind were recorded.
-func (r *recorder) count(kind lockrt.EventKind) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.events {
-		if e.Kind == kind {
-			n++
-		}
-	}
-	return n
-}
+func (r *recorder) count(kind lockrt.EventKind) int { return len(r.all(kind)) }
 
 // all returns the events of kind recorded.
 func (r *recorder) all(kind lockrt.EventKind) []lockrt.Event {
