@@ -126,15 +126,14 @@ func (l *Lock) channel() string {
 	return l.prep.wake.name
 }
 
-// channelArg is channel, boxed (without an allocation for a prepared lock).
-func (l *Lock) channelArg() any {
-	if l.prep == nil {
-		return l.channel()
-	}
+// wakeArgs returns the wake-up channel prefix and the publish command of
+// a prepared lock's scripts, boxed once, from one decision (see
+// wakePrefix).
+func (l *Lock) wakeArgs() (prefix, publish any) {
 	if l.c.publishCmd() == "spublish" {
-		return l.prep.boxed[len(l.prep.keys)]
+		return l.prep.boxed[len(l.prep.keys)], spublishArg
 	}
-	return l.prep.wake.arg
+	return l.prep.wake.arg, publishArg
 }
 
 // waitChannel is the channel l's waiters on this client wait on: every
@@ -315,7 +314,8 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 			r = reg.Milliseconds()
 		}
 		if l.def.Kind == impl.Fair { // it may hand a free lock to the first waiter
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, l.channelArg(), l.c.publishArg(), handoffArg)
+			prefix, publish := l.wakeArgs()
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg)
 		} else {
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f)
 		}
@@ -581,7 +581,8 @@ func (l *Lock) evalRelease(ctx context.Context, owner string, lease time.Duratio
 		flag = flag1
 	}
 	n := len(p.keys)
-	return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], owner, l.leaseArg(lease), l.channelArg(), l.c.publishArg(), handoffArg, flag)
+	prefix, publish := l.wakeArgs()
+	return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], owner, l.leaseArg(lease), prefix, publish, handoffArg, flag)
 }
 
 // held identifies the lease's hold for the watchdog.
