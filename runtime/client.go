@@ -99,7 +99,9 @@ func (c *Client) Close() error {
 
 // newOwner returns a fresh owner id: the client id and a sequence number.
 func (c *Client) newOwner() string {
-	return c.id + ":" + strconv.FormatUint(c.seq.Add(1), 10)
+	var buf [64]byte
+	b := append(append(buf[:0], c.id...), ':')
+	return string(strconv.AppendUint(b, c.seq.Add(1), 10)) // one allocation
 }
 
 type ownerKey struct{}
@@ -116,7 +118,12 @@ func (c *Client) ownerFrom(ctx context.Context) string {
 // Lock returns the lock with the given definition (emitted by lockgen) and
 // key. It does not contact Redis.
 func (c *Client) newLock(def *impl.LockDef, key string) *Lock {
-	l := &Lock{c: c, def: def, key: key}
-	l.prep = l.prepare()
-	return l
+	switch def.Kind {
+	case impl.Reentrant, impl.Simple, impl.Fair, impl.Fenced:
+		pl := &preparedLock{Lock: Lock{c: c, def: def, key: key}} // one allocation
+		pl.prep = &pl.p
+		pl.prepare(&pl.p)
+		return &pl.Lock
+	}
+	return &Lock{c: c, def: def, key: key}
 }

@@ -68,16 +68,18 @@ func (l *Lock) leaseArg(lease time.Duration) any {
 	return lease.Milliseconds()
 }
 
-// prepare builds l's lockPrep for the kinds whose keys are the lock, its
-// waiter registry and (fenced) its fence counter; nil for the others.
-func (l *Lock) prepare() *lockPrep {
+// preparedLock is a Lock with its lockPrep, allocated together.
+type preparedLock struct {
+	Lock
+	p lockPrep
+}
+
+// prepare builds p, the lockPrep of l, a lock of a kind whose keys are
+// the lock, its waiter registry and (fenced) its fence counter.
+func (l *Lock) prepare(p *lockPrep) {
 	n := 3
-	switch l.def.Kind {
-	case impl.Fenced:
+	if l.def.Kind == impl.Fenced {
 		n = 4
-	case impl.Reentrant, impl.Simple, impl.Fair:
-	default:
-		return nil
 	}
 	// One string for every derived name (they are slices of it).
 	suffixes := [...]string{":queue", ":waiters", ":fence", ":ch"}
@@ -91,7 +93,7 @@ func (l *Lock) prepare() *lockPrep {
 	for i, s := range suffixes {
 		names[i], all = all[:len(l.key)+len(s)], all[len(l.key)+len(s):]
 	}
-	p := &lockPrep{channel: names[3], wake: l.c.classicWake(l.key)}
+	p.channel, p.wake = names[3], l.c.classicWake(l.key)
 	p.keys, p.boxed = p.k[:n], p.b[:n+1]
 	p.keys[0] = l.key
 	copy(p.keys[1:], names[:n-1])
@@ -105,7 +107,6 @@ func (l *Lock) prepare() *lockPrep {
 		p.defArgs = &defArgs{lease: l.def.Lease.Milliseconds(), reg: l.registryTTL().Milliseconds(), leaseD: l.def.Lease, regD: l.registryTTL()}
 		l.c.defArgs.Store(l.def, p.defArgs)
 	}
-	return p
 }
 
 // Key returns the Redis key of the lock.
@@ -182,18 +183,23 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration, opts ...AcquireO
 
 // acquire takes the lock; wait < 0 means as long as ctx allows.
 func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions) (le *Lease, err error) {
-	ctx, end := l.c.start(ctx, OpLock, l.def.Name)
-	defer func(t time.Time) { l.c.acquired(ctx, end, l.def.Name, t, err) }(time.Now())
-	_, carried := ctx.Value(ownerKey{}).(string)
+	if len(l.c.observers) > 0 { // an unobserved Lock reads the clock once
+		var end func(error)
+		ctx, end = l.c.start(ctx, OpLock, l.def.Name)
+		defer func(t time.Time) { l.c.acquired(ctx, end, l.def.Name, t, err) }(time.Now())
+	}
+	owner, carried := ctx.Value(ownerKey{}).(string)
 	o.fresh = !carried
-	owner := l.c.ownerFrom(ctx)
+	if !carried {
+		owner = l.c.newOwner()
+	}
 	reg := time.Duration(0) // no registry entry for a try that does not wait
 	if wait != 0 {
 		reg = l.registryTTL()
 	}
 	var trust handoffTrust
 	trust.sending()
-	le, ttl, err := l.attempt(ctx, owner, o, reg, false)
+	le, ttl, err := l.attempt(ctx, owner, o, reg, false, trust.sent)
 	if le != nil || failFast(err, wait) {
 		return le, err
 	}
@@ -208,7 +214,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 			}
 		}
 		prev := trust.sending()
-		le, ttl, err = l.attempt(ctx, owner, o, reg, true)
+		le, ttl, err = l.attempt(ctx, owner, o, reg, true, trust.sent)
 		trust.replied(prev)
 		return le != nil, refresh(ttl, reg), err
 	})
@@ -282,10 +288,11 @@ func (l *Lock) releaseArgs(owner string, lease time.Duration, leaving bool) []an
 // is still registered, the script only refreshes owner's entry (ZADD XX
 // and the keys' PEXPIRE: a waiter's periodic call is that small) and makes
 // the full attempt otherwise (a read-write lock's script: while a live
-// hold blocks it, see rw_acquire). It returns a lease when the lock was taken, or the
+// hold blocks it, see rw_acquire). start is the time the attempt is sent
+// (a lease taken counts from it). It returns a lease when the lock was taken, or the
 // holder's remaining TTL. It takes nothing when ctx has ended, and gives
 // back what it took when ctx ended meanwhile.
-func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg time.Duration, waiting bool) (*Lease, time.Duration, error) {
+func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg time.Duration, waiting bool, start time.Time) (*Lease, time.Duration, error) {
 	if err := l.c.checkOpen(); err != nil {
 		return nil, 0, err
 	}
@@ -296,11 +303,13 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	if waiting {
 		flag = "2" // refresh, or the full attempt when that is needed
 	}
-	start := time.Now()
 	// The attempt is not cut short by ctx: a script that ran in Redis
 	// while its reply was abandoned would hold the lock for a whole lease
 	// with nobody to release it. go-redis' read timeout bounds it.
-	uctx := context.WithoutCancel(ctx)
+	uctx := ctx
+	if ctx.Done() != nil {
+		uctx = context.WithoutCancel(ctx)
+	}
 	var cmd, wait *redis.Cmd
 	if p := l.prep; p != nil && l.def.Sync.Replicas == 0 {
 		// The usual case, with the arguments boxed once per Lock.
@@ -313,11 +322,14 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		} else if reg != 0 {
 			r = reg.Milliseconds()
 		}
-		if l.def.Kind == impl.Fair { // it may hand a free lock to the first waiter
+		switch {
+		case l.def.Kind == impl.Fair: // it may hand a free lock to the first waiter
 			prefix, publish := l.wakeArgs()
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg)
-		} else {
+		case waiting:
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f)
+		default: // a first attempt leaves the registered flag out
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r)
 		}
 	} else {
 		args := []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
@@ -333,7 +345,7 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	//	rw_acquire reply: {int, int}
 	//	fenced_acquire reply: {int, int, int} | {int, int}
 	var buf [3]int64
-	res, err := acquireReply(cmd, &buf)
+	res, fast, err := acquireReply(cmd, &buf)
 	if err != nil {
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
 	}
@@ -349,6 +361,7 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		if err != nil {
 			return nil, 0, err
 		}
+		le.fast = fast
 		if len(res) == 3 {
 			le.token = res[2]
 			if err := l.c.fences.check(l.key, res[1], res[2]); err != nil {
@@ -375,29 +388,29 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 
 // acquireReply decodes an acquire script's reply into buf: a table of 2
 // or 3 integers as it is, or the integer n of an uncontended fast path as
-// {1, n} (taken, n holds).
-func acquireReply(cmd *redis.Cmd, buf *[3]int64) ([]int64, error) {
+// {1, n} (taken, n holds), with fast true.
+func acquireReply(cmd *redis.Cmd, buf *[3]int64) (res []int64, fast bool, err error) {
 	v, err := cmd.Result()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch v := v.(type) {
 	case int64:
 		buf[0], buf[1] = 1, v
-		return buf[:2], nil
+		return buf[:2], true, nil
 	case []any:
 		if len(v) == 2 || len(v) == 3 {
 			for i, e := range v {
 				n, ok := e.(int64)
 				if !ok {
-					return nil, fmt.Errorf("unexpected reply %v", v)
+					return nil, false, fmt.Errorf("unexpected reply %v", v)
 				}
 				buf[i] = n
 			}
-			return buf[:len(v)], nil
+			return buf[:len(v)], false, nil
 		}
 	}
-	return nil, fmt.Errorf("unexpected reply %v", v)
+	return nil, false, fmt.Errorf("unexpected reply %v", v)
 }
 
 // dropDuplicateHolds gives back the holds beyond the first that a new
@@ -522,6 +535,7 @@ type Lease struct {
 	lock  *Lock
 	owner string
 	token int64 // fenced locks: the hold's fencing token
+	fast  bool  // taken by the acquire's fast path (see releaseHold)
 	taken time.Time
 	wd    held // the watchdog's entry of the hold, when this lease made it (spareHeld)
 }
@@ -564,8 +578,28 @@ func (l *Lock) newLeaseFirst(parent context.Context, owner string, o acquireOpti
 //	fair_release reply: int
 //	rw_release reply: int
 func (l *Lock) release(ctx context.Context, owner string, lease time.Duration) (int, error) {
+	return l.releaseHold(ctx, owner, lease, false)
+}
+
+// handOnDue is the release scripts' reply to a call with the lock's key
+// alone when the release would hand the lock to a waiter: nothing
+// changed, and the release is sent again with the registry's keys.
+const handOnDue = -3
+
+// releaseHold is release for a hold taken by the acquire's fast path
+// when fast: the script is sent with the lock's key, owner and lease
+// alone, the common uncontended case (the registry's keys, the wake-up
+// prefix, the publish command and the hand-off lease travel only when a
+// waiter is due the lock: a second call then, handOnDue).
+func (l *Lock) releaseHold(ctx context.Context, owner string, lease time.Duration, fast bool) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
+	if p := l.prep; fast && p != nil && (l.def.Kind == impl.Reentrant || l.def.Kind == impl.Simple) {
+		n, err := l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], owner, l.leaseArg(lease)).Int()
+		if err != nil || n != handOnDue {
+			return n, err
+		}
+	}
 	return l.evalRelease(ctx, owner, lease, false).Int()
 }
 
@@ -654,8 +688,10 @@ func (le *Lease) Unlock(ctx context.Context) error {
 	if l.def.Renew {
 		l.c.wd.remove(le.held(), le)
 	}
-	n, err := l.release(ctx, le.owner, le.lease)
-	l.c.observe(ctx, Event{Kind: EventReleased, Object: l.def.Name, Duration: time.Since(le.taken)})
+	n, err := l.releaseHold(ctx, le.owner, le.lease, le.fast)
+	if len(l.c.observers) > 0 {
+		l.c.observe(ctx, Event{Kind: EventReleased, Object: l.def.Name, Duration: time.Since(le.taken)})
+	}
 	return releaseResult(l.key, lost, n, err, ErrLockLost, ErrNotHeld)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"time"
 
 	"github.com/lockgen/lockgen/internal/keys"
 )
@@ -89,7 +90,7 @@ func (le *Lease) Downgrade(ctx context.Context) (*Lease, error) {
 		return nil, fmt.Errorf("%w: Downgrade of a lease that is not a write lease of a read-write lock", ErrInvalidArgument)
 	}
 	read := &Lock{c: l.c, def: l.def, key: l.key, mode: "r"}
-	r, _, err := read.attempt(context.WithValue(ctx, ownerKey{}, le.owner), le.owner, acquireOptions{lease: le.lease}, 0, false)
+	r, _, err := read.attempt(context.WithValue(ctx, ownerKey{}, le.owner), le.owner, acquireOptions{lease: le.lease}, 0, false, time.Now())
 	if err != nil {
 		return nil, err
 	}

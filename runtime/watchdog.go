@@ -61,7 +61,7 @@ type watchdog struct {
 	closed   bool
 	running  bool        // run's goroutine is alive
 	starts   int         // run's goroutines started (for tests)
-	idle     time.Time   // when the last hold went (entries became empty)
+	idle     time.Time   // when run found nothing held; zero since the last hold went
 	armed    time.Time   // when run's timer fires; zero while idle
 	timer    *time.Timer // run's, while it sleeps until armed (nil: it is not asleep)
 	done     chan struct{}
@@ -356,7 +356,7 @@ func (w *watchdog) forget(h *held) {
 		heap.Remove(&w.queue, h.index)
 	}
 	if len(w.entries) == 0 {
-		w.idle = time.Now()
+		w.idle = time.Time{} // run stamps it: a release reads no clock
 	}
 }
 
@@ -410,11 +410,12 @@ func (w *watchdog) close() {
 const watchdogLinger = time.Second
 
 // run renews the holds as they come due; it returns when it wakes and
-// nothing has been held for watchdogLinger (add starts it again), or the
-// watchdog is closed. A release does not move its timer (that would cost
-// every last Unlock a timer change): a goroutine asleep until a released
-// hold's renewal returns when it wakes then, at least watchdogLinger
-// after the last release.
+// nothing has been held since it found nothing held, watchdogLinger
+// before (add starts it again), or the watchdog is closed. A release
+// neither moves its timer nor reads the clock (that would cost every last
+// Unlock a timer change or a clock reading): a goroutine asleep until a
+// released hold's renewal wakes then, finds nothing held and lingers,
+// returning at least watchdogLinger after the last release.
 func (w *watchdog) run() {
 	defer w.wg.Done()
 	timer := time.NewTimer(time.Hour)
@@ -422,7 +423,10 @@ func (w *watchdog) run() {
 	for {
 		w.mu.Lock()
 		var earliest time.Time
-		if len(w.entries) == 0 { // forget noted when the last hold went
+		if len(w.entries) == 0 { // the linger starts when run sees nothing held
+			if w.idle.IsZero() {
+				w.idle = time.Now()
+			}
 			earliest = w.idle.Add(watchdogLinger)
 		} else if len(w.queue) > 0 {
 			earliest = w.queue[0].next

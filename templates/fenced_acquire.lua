@@ -10,8 +10,9 @@
 -- ARGV[2] owner: the owner id
 -- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
--- ARGV[4] registered: '1' when the owner is registered already, '2' to
---   refresh its entry unless the lock is free or was handed to it
+-- ARGV[4]? registered: '1' when the owner is registered already, '2' to
+--   refresh its entry unless the lock is free or was handed to it; '0' or
+--   absent otherwise (a first attempt leaves it out)
 -- reply: {int, int, int} | {int, int}
 --   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
 --   token) or found handed to this waiter; {0, pttl} when another owner

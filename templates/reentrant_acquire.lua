@@ -8,10 +8,10 @@
 -- ARGV[2] owner: the owner id
 -- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
--- ARGV[4] registered: '1' when the owner is registered already (a woken
+-- ARGV[4]? registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it is registered and only refreshes its entry unless
 --   the lock is free or was handed to it (see refresh in registry), else
---   '0'
+--   '0' or absent (a first attempt leaves it out: one argument less)
 -- reply: int | {int, int}
 --   1 when the free lock was taken by the fast path (one hold; an integer
 --   reply costs Redis and the client less than a table); {1, holds} when

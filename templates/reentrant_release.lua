@@ -1,17 +1,20 @@
 -- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
--- KEYS[2] queue: the waiter registry's wait queue
--- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
+--   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
+--   then the reply is -3 when the release would hand the lock on)
+-- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter
 -- ARGV[1] owner: the owner id
 -- ARGV[2] lease_ms: the lease in milliseconds
--- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+-- ARGV[3]? prefix: the wake-up channel prefix (a client's channel is
 --   prefix:<clientID>)
--- ARGV[4] publish: the publish command (publish or spublish)
--- ARGV[5] handoff_ms: the lease of a hand-off in milliseconds
--- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
---   registry, and hands on a lock it was handed but did not use)
+-- ARGV[4]? publish: the publish command (publish or spublish)
+-- ARGV[5]? handoff_ms: the lease of a hand-off in milliseconds
+-- ARGV[6]? leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a lock it was handed but did not use); '0' or
+--   absent otherwise
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
 --   held (the lease is restarted), or 0 when released. A release without
@@ -19,7 +22,9 @@
 --   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
 --   message "<waiter>[ <token>]" on its client's channel; a waiter
 --   registered as "<owner> <detail>" (a multi-lock) is woken to try again
---   instead, and the key deleted.
+--   instead, and the key deleted. -3, nothing changed, when that hand-off
+--   is due and the call left the registry's keys out: call again with
+--   them.
 local lock, owner = KEYS[1], ARGV[1]
 local value
 -- The uncontended fast path runs before the registry's functions are defined.
@@ -52,6 +57,9 @@ end
 if string.sub(rest, -2) ~= ' w' then
   redis.call('del', lock)
   return 0
+end
+if not queue then
+  return -3
 end
 hand_on(lock, queue, waiters, fence, true, ARGV[5], ARGV[3], ARGV[4])
 return 0

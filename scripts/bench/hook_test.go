@@ -12,6 +12,7 @@ import (
 // and the round trips they take: a pipeline is one round trip.
 type roundTrips struct {
 	trips, cmds atomic.Int64
+	args        atomic.Int64 // the arguments of the commands, their names included
 }
 
 func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook {
@@ -22,6 +23,7 @@ func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.trips.Add(1)
 		h.cmds.Add(1)
+		h.args.Add(int64(len(cmd.Args())))
 		return next(ctx, cmd)
 	}
 }
@@ -30,6 +32,9 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		h.trips.Add(1)
 		h.cmds.Add(int64(len(cmds)))
+		for _, c := range cmds {
+			h.args.Add(int64(len(c.Args())))
+		}
 		return next(ctx, cmds)
 	}
 }

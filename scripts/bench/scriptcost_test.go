@@ -37,6 +37,10 @@ func BenchmarkScriptRedisTime(b *testing.B) {
 	const owner = "0123456789abcdef0123456789abcdef:17" // a runtime client's owner id
 	lgAcquire := []any{30000, owner, 0, "0"}
 	lgRelease := []any{owner, 30000, "bench:{k}:ch", "publish", 1000, "0"}
+	// What the runtime sends since the fast release: no registered flag on
+	// a first attempt, and a fast-path hold released with the lock's key,
+	// owner and lease alone.
+	lgFirst, lgFastRelease := []any{30000, owner, 0}, []any{owner, 30000}
 	// The fast paths of lockgen's reentrant scripts as they were before the
 	// integer reply, and with one change each.
 	const (
@@ -52,17 +56,20 @@ func BenchmarkScriptRedisTime(b *testing.B) {
 		acquire, release     string
 		keys                 int
 		acquireArgs, relArgs []any
+		relKeys              int // the release's KEYS (0: keys)
 	}{
 		{"redislock", redislockObtain, `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`,
-			1, []any{"abcdefghijklmnopqrstuv", 22, 30000}, []any{"abcdefghijklmnopqrstuv"}},
-		{"lockgen", source("reentrant_acquire"), source("reentrant_release"), 3, lgAcquire, lgRelease},
-		{"lockgen-simple", source("simple_acquire"), source("simple_release"), 3, lgAcquire, lgRelease},
-		{"fast-path-table-reply", fastTable, fastRel, 3, lgAcquire, lgRelease},
-		{"fast-path-int-reply", fastInt, fastRel, 3, lgAcquire, lgRelease},
-		{"fast-path-int-reply-1-key", fastInt, fastRel, 1, lgAcquire, lgRelease},
-		{"fast-path-int-reply-lease-string", fastStr, fastRel, 3, lgAcquire, lgRelease},
-		{"fast-path-int-reply-lease-string-1-key", fastStr, fastRel, 1, lgAcquire, lgRelease},
-		{"plain-value-1-key-1-arg", plainAcq, plainRel, 1, lgAcquire, []any{owner}},
+			1, []any{"abcdefghijklmnopqrstuv", 22, 30000}, []any{"abcdefghijklmnopqrstuv"}, 0},
+		{"lockgen", source("reentrant_acquire"), source("reentrant_release"), 3, lgFirst, lgFastRelease, 1},
+		{"lockgen-simple", source("simple_acquire"), source("simple_release"), 3, lgFirst, lgFastRelease, 1},
+		{"lockgen-full-width", source("reentrant_acquire"), source("reentrant_release"), 3, lgAcquire, lgRelease, 0},
+		{"lockgen-simple-full-width", source("simple_acquire"), source("simple_release"), 3, lgAcquire, lgRelease, 0},
+		{"fast-path-table-reply", fastTable, fastRel, 3, lgAcquire, lgRelease, 0},
+		{"fast-path-int-reply", fastInt, fastRel, 3, lgAcquire, lgRelease, 0},
+		{"fast-path-int-reply-1-key", fastInt, fastRel, 1, lgAcquire, lgRelease, 0},
+		{"fast-path-int-reply-lease-string", fastStr, fastRel, 3, lgAcquire, lgRelease, 0},
+		{"fast-path-int-reply-lease-string-1-key", fastStr, fastRel, 1, lgAcquire, lgRelease, 0},
+		{"plain-value-1-key-1-arg", plainAcq, plainRel, 1, lgAcquire, []any{owner}, 0},
 	}
 	shas := make([][2]string, len(variants))
 	for i, v := range variants {
@@ -87,7 +94,11 @@ func BenchmarkScriptRedisTime(b *testing.B) {
 				p := rdb.Pipeline()
 				for range 250 {
 					p.EvalSha(ctx, shas[i][0], keys[:v.keys], v.acquireArgs...)
-					p.EvalSha(ctx, shas[i][1], keys[:v.keys], v.relArgs...)
+					rk := v.keys
+					if v.relKeys > 0 {
+						rk = v.relKeys
+					}
+					p.EvalSha(ctx, shas[i][1], keys[:rk], v.relArgs...)
 				}
 				cmds, err := p.Exec(ctx)
 				if err != nil {

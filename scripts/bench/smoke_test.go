@@ -5,10 +5,20 @@ import (
 	"time"
 )
 
+// uncontendedArgs is the most arguments (the command's name and the
+// script's SHA included) lockgen's uncontended Lock+Unlock may send: the
+// acquire with the lock's and its registry's keys, lease, owner and
+// registry TTL (9), and the release of a hold the fast path took with the
+// lock's key, owner and lease (6). It was 22 before the flags went and
+// the fast release came (the registry's keys, the wake-up prefix, the
+// publish command and the hand-off lease on every release).
+const uncontendedArgs = 15
+
 // TestUncontended runs each library's BenchmarkUncontended operation a few
-// times, and checks that lockgen's takes two round trips and at most 5
+// times, and checks that lockgen's takes two round trips, at most 5
 // Redis commands (scripts' included), none of them a PUBLISH or SPUBLISH
-// (issue 11: no publish when nobody waits).
+// (issue 11: no publish when nobody waits), and at most uncontendedArgs
+// arguments.
 func TestUncontended(t *testing.T) {
 	const n = 20
 	for _, lib := range uncontendedLibs {
@@ -17,8 +27,12 @@ func TestUncontended(t *testing.T) {
 			hook := &roundTrips{}
 			rdb.AddHook(hook)
 			op := uncontended(t, lib, rdb)
+			if err := op(n); err != nil { // the connection's handshake is not counted
+				t.Fatal(err)
+			}
 			count := commandCounter(t)
 			hook.trips.Store(0)
+			hook.args.Store(0)
 			stats0 := commandStats(t)
 			before := count()
 			for i := range n {
@@ -30,10 +44,14 @@ func TestUncontended(t *testing.T) {
 			stats1 := commandStats(t)
 			pubs := stats1["publish"] - stats0["publish"] + stats1["spublish"] - stats0["spublish"]
 			trips := float64(hook.trips.Load()) / n
-			t.Logf("%s per Lock+Unlock: %.1f round trips, %.1f commands run by Redis (in scripts too); %d publishes in %d", lib.name, trips, cmds, pubs, n)
+			args := float64(hook.args.Load()) / n
+			t.Logf("%s per Lock+Unlock: %.1f round trips sending %.1f arguments, %.1f commands run by Redis (in scripts too); %d publishes in %d", lib.name, trips, args, cmds, pubs, n)
 			if lib.name == lockgenReentrant.name || lib.name == lockgenSimple.name {
 				if trips != 2 {
 					t.Errorf("%.2f round trips per uncontended Lock+Unlock, want 2", trips)
+				}
+				if args > uncontendedArgs {
+					t.Errorf("%.1f arguments sent per uncontended Lock+Unlock, want at most %d", args, uncontendedArgs)
 				}
 				if cmds > 5 || pubs != 0 {
 					t.Errorf("%.2f Redis commands and %d publishes per uncontended Lock+Unlock, want at most 5 and none", cmds, pubs)

@@ -760,7 +760,7 @@ return codes
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "f961df410feab78c2a8f860f83cb02874e246a1f",
+	SHA1: "67f61523a157de13ee31820408659074dab7376d",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -771,10 +771,10 @@ var reentrantAcquireScript = lockimpl.Script{
 -- ARGV[2] owner: the owner id
 -- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
--- ARGV[4] registered: '1' when the owner is registered already (a woken
+-- ARGV[4]? registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it is registered and only refreshes its entry unless
 --   the lock is free or was handed to it (see refresh in registry), else
---   '0'
+--   '0' or absent (a first attempt leaves it out: one argument less)
 -- reply: int | {int, int}
 --   1 when the free lock was taken by the fast path (one hold; an integer
 --   reply costs Redis and the client less than a table); {1, holds} when
@@ -990,21 +990,24 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "276102d8de7bda5cf1eae766c81e7a00a07ab8fa",
+	SHA1: "1f4d87b0acf3fc6ffdbb18e6a795bc7d909aeebb",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
--- KEYS[2] queue: the waiter registry's wait queue
--- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
+--   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
+--   then the reply is -3 when the release would hand the lock on)
+-- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter
 -- ARGV[1] owner: the owner id
 -- ARGV[2] lease_ms: the lease in milliseconds
--- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+-- ARGV[3]? prefix: the wake-up channel prefix (a client's channel is
 --   prefix:<clientID>)
--- ARGV[4] publish: the publish command (publish or spublish)
--- ARGV[5] handoff_ms: the lease of a hand-off in milliseconds
--- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
---   registry, and hands on a lock it was handed but did not use)
+-- ARGV[4]? publish: the publish command (publish or spublish)
+-- ARGV[5]? handoff_ms: the lease of a hand-off in milliseconds
+-- ARGV[6]? leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a lock it was handed but did not use); '0' or
+--   absent otherwise
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
 --   held (the lease is restarted), or 0 when released. A release without
@@ -1012,7 +1015,9 @@ var reentrantReleaseScript = lockimpl.Script{
 --   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
 --   message "<waiter>[ <token>]" on its client's channel; a waiter
 --   registered as "<owner> <detail>" (a multi-lock) is woken to try again
---   instead, and the key deleted.
+--   instead, and the key deleted. -3, nothing changed, when that hand-off
+--   is due and the call left the registry's keys out: call again with
+--   them.
 local lock, owner = KEYS[1], ARGV[1]
 local value
 -- The uncontended fast path runs before the registry's functions are defined.
@@ -1200,6 +1205,9 @@ end
 if string.sub(rest, -2) ~= ' w' then
   redis.call('del', lock)
   return 0
+end
+if not queue then
+  return -3
 end
 hand_on(lock, queue, waiters, fence, true, ARGV[5], ARGV[3], ARGV[4])
 return 0
@@ -1466,25 +1474,30 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
-	SHA1: "de6007c52c0c8e4735bcedc83eae0ea5ce87a428",
+	SHA1: "57ac5e7c875739b8f44d8520386c9d14f8ed12f4",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
 -- are registered, hand it to the longest-waiting live one instead.
 -- KEYS[1] lock: the lock key (value: owner id[ w])
--- KEYS[2] queue: the waiter registry's wait queue
--- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
+--   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
+--   then the reply is -3 when the release would hand the lock on)
+-- KEYS[3]? waiters: the waiter registry's deadlines
 -- ARGV[1] owner: the owner id
 -- ARGV[2] lease_ms: the lease in milliseconds (unused: a simple lock has
 --   one hold)
--- ARGV[3] prefix: the wake-up channel prefix
--- ARGV[4] publish: the publish command (publish or spublish)
--- ARGV[5] handoff_ms: the hand-off lease in milliseconds
--- ARGV[6] leaving: '1' when the owner gives up waiting
+-- ARGV[3]? prefix: the wake-up channel prefix
+-- ARGV[4]? publish: the publish command (publish or spublish)
+-- ARGV[5]? handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6]? leaving: '1' when the owner gives up waiting; '0' or absent
+--   otherwise
 -- reply: int
 --   -1 when the owner does not hold the lock, 0 when released. A release
 --   of a value without " w" only deletes the key; otherwise the first live
 --   waiter gets the lock ("<waiter>[ w]", with the hand-off lease) and a
 --   message "<waiter>" on its client's channel (a multi-lock waiter,
---   "<owner> <detail>", is woken to try again and the key deleted).
+--   "<owner> <detail>", is woken to try again and the key deleted). -3,
+--   nothing changed, when that hand-off is due and the call left the
+--   registry's keys out: call again with them.
 local lock, owner, leaving = KEYS[1], ARGV[1], ARGV[6] == '1'
 -- The uncontended fast path runs before the registry's functions are
 -- defined: a leaving owner unregisters first.
@@ -1661,6 +1674,9 @@ if value == owner then -- a leaving owner handed the lock, no waiter left
 end
 if value ~= owner .. ' w' then
   return -1
+end
+if not queue then
+  return -3
 end
 hand_on(lock, queue, waiters, nil, false, ARGV[5], ARGV[3], ARGV[4])
 return 0

@@ -768,7 +768,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "26f576388f828b13babbb3782631454d39e8f882",
+	SHA1: "719932acd47ab89d843700f80082d3b16746172e",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -781,8 +781,9 @@ var fencedAcquireScript = lockimpl.Script{
 -- ARGV[2] owner: the owner id
 -- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
 --   register)
--- ARGV[4] registered: '1' when the owner is registered already, '2' to
---   refresh its entry unless the lock is free or was handed to it
+-- ARGV[4]? registered: '1' when the owner is registered already, '2' to
+--   refresh its entry unless the lock is free or was handed to it; '0' or
+--   absent otherwise (a first attempt leaves it out)
 -- reply: {int, int, int} | {int, int}
 --   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
 --   token) or found handed to this waiter; {0, pttl} when another owner
@@ -1198,21 +1199,24 @@ return 1
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "276102d8de7bda5cf1eae766c81e7a00a07ab8fa",
+	SHA1: "1f4d87b0acf3fc6ffdbb18e6a795bc7d909aeebb",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
--- KEYS[2] queue: the waiter registry's wait queue
--- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
+--   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
+--   then the reply is -3 when the release would hand the lock on)
+-- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter
 -- ARGV[1] owner: the owner id
 -- ARGV[2] lease_ms: the lease in milliseconds
--- ARGV[3] prefix: the wake-up channel prefix (a client's channel is
+-- ARGV[3]? prefix: the wake-up channel prefix (a client's channel is
 --   prefix:<clientID>)
--- ARGV[4] publish: the publish command (publish or spublish)
--- ARGV[5] handoff_ms: the lease of a hand-off in milliseconds
--- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
---   registry, and hands on a lock it was handed but did not use)
+-- ARGV[4]? publish: the publish command (publish or spublish)
+-- ARGV[5]? handoff_ms: the lease of a hand-off in milliseconds
+-- ARGV[6]? leaving: '1' when the owner gives up waiting (it leaves the
+--   registry, and hands on a lock it was handed but did not use); '0' or
+--   absent otherwise
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
 --   held (the lease is restarted), or 0 when released. A release without
@@ -1220,7 +1224,9 @@ var reentrantReleaseScript = lockimpl.Script{
 --   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
 --   message "<waiter>[ <token>]" on its client's channel; a waiter
 --   registered as "<owner> <detail>" (a multi-lock) is woken to try again
---   instead, and the key deleted.
+--   instead, and the key deleted. -3, nothing changed, when that hand-off
+--   is due and the call left the registry's keys out: call again with
+--   them.
 local lock, owner = KEYS[1], ARGV[1]
 local value
 -- The uncontended fast path runs before the registry's functions are defined.
@@ -1408,6 +1414,9 @@ end
 if string.sub(rest, -2) ~= ' w' then
   redis.call('del', lock)
   return 0
+end
+if not queue then
+  return -3
 end
 hand_on(lock, queue, waiters, fence, true, ARGV[5], ARGV[3], ARGV[4])
 return 0
