@@ -240,6 +240,12 @@ type holdContext struct {
 	parentCancel bool
 	cause        error        // the cause of running out: ErrLockLost or ErrPermitLost
 	until        atomic.Int64 // the local deadline (mono)
+	// expires: nothing renews the hold, so a timer ends the context at
+	// its deadline; it is made with the inner context (before that, Err
+	// reads the deadline and nobody can wait on Done), and stopped when
+	// the context ends.
+	expires bool
+	timer   *time.Timer
 
 	mu        sync.Mutex
 	inner     context.Context // a cancel-cause context under parent, made on first need
@@ -284,6 +290,8 @@ func (c *holdContext) made() context.Context {
 		c.inner, c.endInner = context.WithCancelCause(p)
 		if c.ended {
 			c.endInner(c.endCause)
+		} else if c.expires {
+			c.timer = time.AfterFunc(time.Until(monoBase.Add(time.Duration(c.until.Load()))), c.check)
 		}
 	}
 	return c.inner
@@ -294,6 +302,9 @@ func (c *holdContext) made() context.Context {
 func (c *holdContext) end(cause error) {
 	c.mu.Lock()
 	if c.inner != nil {
+		if c.timer != nil {
+			c.timer.Stop()
+		}
 		c.mu.Unlock()
 		c.endInner(cause)
 		return
@@ -400,23 +411,21 @@ type hold struct {
 	ctx   *holdContext // &own
 	own   holdContext
 	lease time.Duration
-	timer *time.Timer // a hold nobody renews: ends ctx at its deadline
 
 	mu   sync.Mutex
 	gone bool // given up
 }
 
 // start sets the hold's context up: deadline start+lease, ended at that
-// deadline by a timer of its own unless the watchdog renews it (its
+// deadline by a timer of its own (made when something first waits on its
+// Done, see holdContext.expires) unless the watchdog renews it (its
 // expiry ends it then). A Lease's context carries its owner: call
 // h.own.withOwner first.
 func (h *hold) start(parent context.Context, o acquireOptions, start time.Time, renewed bool, cause error) {
 	h.lease = o.lease
 	h.ctx = &h.own
+	h.own.expires = !renewed
 	h.own.init(parent, o.parentCancel, start.Add(o.lease), cause)
-	if !renewed {
-		h.timer = time.AfterFunc(time.Until(start.Add(o.lease)), h.ctx.check)
-	}
 }
 
 // cancel ends the hold's context with cause; the watchdog calls it.
@@ -439,9 +448,6 @@ func (h *hold) giveUp() (lost, ok bool) {
 	}
 	h.gone = true
 	h.mu.Unlock()
-	if h.timer != nil {
-		h.timer.Stop()
-	}
 	lost = h.ctx.lostCause()
 	h.ctx.end(nil)
 	return lost, true
@@ -452,8 +458,5 @@ func (h *hold) abandon(cause error) {
 	h.mu.Lock()
 	h.gone = true
 	h.mu.Unlock()
-	if h.timer != nil {
-		h.timer.Stop()
-	}
 	h.ctx.end(cause)
 }
