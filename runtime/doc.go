@@ -515,7 +515,12 @@
 // carried owner never takes a hand-off message at its word but confirms
 // it with an attempt, so a message that reaches another wait of the same
 // carried owner on a shared channel costs that wait one attempt and its
-// own waiter its next refresh, never a hold. Over 1 000 keys, 8
+// own waiter its next refresh, never a hold. The hub finds a message's
+// waiter by its owner and takes a leaving waiter out of its channel's
+// queue without walking the queue, so a client with 10 000 waits on one
+// channel routes a message and a leave as cheaply as with 10
+// (BenchmarkSharedChannel: 0.6-0.75 µs at 10, 1 000 and 10 000 waiters,
+// against 0.4, 2.1 and 23.7 µs when the hub scanned the queue). Over 1 000 keys, 8
 // clients x 16 goroutines and light contention, a cluster's per-object
 // channels cost 0.15 subscribe or unsubscribe commands per acquisition
 // and up to 379 channels at once; classic pub/sub 0.003 and one channel

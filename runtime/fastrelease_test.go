@@ -118,14 +118,7 @@ func TestFastReleaseHandsOn(t *testing.T) {
 					t.Fatal(err)
 				}
 				waiter := newClient(t, b).Lock(d, k)
-				got := make(chan *lockrt.Lease, 1)
-				go func() {
-					wl, err := waiter.Lock(ctx)
-					if err != nil {
-						t.Error(err)
-					}
-					got <- wl
-				}()
+				got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(ctx) })
 				waitRegistered(t, rdb, k, 1)
 				if err := le.Unlock(ctx); err != nil {
 					t.Fatal(err)
@@ -145,14 +138,7 @@ func TestFastReleaseHandsOn(t *testing.T) {
 				}
 				// Now the holder waits, and the waiter's hold (handed) is
 				// released whole at once.
-				back := make(chan *lockrt.Lease, 1)
-				go func() {
-					bl, err := l.Lock(ctx)
-					if err != nil {
-						t.Error(err)
-					}
-					back <- bl
-				}()
+				back := inBackground(t, func() (*lockrt.Lease, error) { return l.Lock(ctx) })
 				waitRegistered(t, rdb, k, 1)
 				if err := wl.Unlock(ctx); err != nil {
 					t.Fatal(err)

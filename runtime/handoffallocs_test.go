@@ -38,14 +38,7 @@ func TestHandoffAllocs(t *testing.T) {
 	// handOn hands held, a lease of locks[from], to a waiter of the other
 	// client, and returns the waiter's lease and the allocations counted.
 	handOn := func(held *lockrt.Lease, from int) (*lockrt.Lease, float64) {
-		got := make(chan *lockrt.Lease, 1)
-		go func() {
-			le, err := locks[1-from].Lock(ctx)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- le
-		}()
+		got := inBackground(t, func() (*lockrt.Lease, error) { return locks[1-from].Lock(ctx) })
 		time.Sleep(50 * time.Millisecond) // the waiter registers, subscribes and sleeps
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)

@@ -75,8 +75,8 @@ type subscription struct {
 	refs    int
 	ready   chan struct{} // closed once the subscription is confirmed
 	isReady bool
-	conn    *psConn   // the connection it is subscribed on; nil while routed
-	waiters []*waiter // in arrival order
+	conn    *psConn    // the connection it is subscribed on; nil while routed
+	waiters waiterList // in arrival order
 	// unclaimed holds messages naming an owner that has not joined yet
 	// (waiters.go).
 	unclaimed map[string]string
@@ -459,7 +459,7 @@ func (h *hub) close() {
 	// Wake every goroutine waiting: one that waits on several clients'
 	// channels (waitOn) sees this one closed when it wakes.
 	for _, s := range h.subs {
-		for _, w := range s.waiters {
+		for w := range s.waiters.each {
 			if w.notify == nil {
 				w.wake()
 			}

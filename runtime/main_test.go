@@ -127,3 +127,18 @@ func key(t testing.TB, values ...string) string {
 	k := lockrt.KeyDef{Namespace: "test", Object: object, Literals: lits}
 	return k.Key(values...)
 }
+
+// inBackground runs take (a Lock, say) in a goroutine and returns the
+// channel its result comes on: the zero value after take's error was
+// reported.
+func inBackground[T any](t testing.TB, take func() (T, error)) <-chan T {
+	got := make(chan T, 1)
+	go func() {
+		v, err := take()
+		if err != nil {
+			t.Error(err)
+		}
+		got <- v
+	}()
+	return got
+}

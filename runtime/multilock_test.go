@@ -179,14 +179,7 @@ func TestMultiLockWakesOnRelease(t *testing.T) {
 		}
 		c := newClient(t, b)
 		m := lockrt.NewMultiLock(c.Lock(d, ka), c.Lock(d, kb))
-		got := make(chan *lockrt.MultiLease, 1)
-		go func() {
-			ml, err := m.Lock(ctx)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- ml
-		}()
+		got := inBackground(t, func() (*lockrt.MultiLease, error) { return m.Lock(ctx) })
 		time.Sleep(300 * time.Millisecond)
 		if m.Atomic() {
 			// The waiter holds nothing: take A before releasing B, so that

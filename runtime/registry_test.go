@@ -748,14 +748,7 @@ func TestCarriedOwnerStaleMessage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := make(chan *lockrt.Lease, 1)
-			go func() {
-				le, err := waiter.Lock(d, k).Lock(owned)
-				if err != nil {
-					t.Error(err)
-				}
-				got <- le
-			}()
+			got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(owned) })
 			waitRegistered(t, single.Client(), k, 1)
 			owner, err := single.Client().LIndex(ctx, keys.Sub(k, "queue"), 0).Result()
 			if err != nil {
@@ -818,16 +811,10 @@ func TestSharedChannelCarriedOwner(t *testing.T) {
 	}
 	// The wait on the second lock joins the channel first, so the hub
 	// gives the owner's message to it (the first waiter of that owner).
-	got := []chan *lockrt.Lease{make(chan *lockrt.Lease, 1), make(chan *lockrt.Lease, 1)}
+	var got [2]<-chan *lockrt.Lease
 	for _, i := range []int{1, 0} {
 		k := []string{k1, k2}[i]
-		go func() {
-			le, err := waiter.Lock(d, k).Lock(owned)
-			if err != nil {
-				t.Error(err)
-			}
-			got[i] <- le
-		}()
+		got[i] = inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(owned) })
 		waitRegistered(t, single.Client(), k, 1)
 	}
 	time.Sleep(50 * time.Millisecond) // both joined the shared channel

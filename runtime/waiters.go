@@ -92,6 +92,94 @@ type waiter struct {
 	signal chan struct{} // capacity 1: a pending wake-up (maybe shared, see joinAs)
 	notify func()        // a watch's: called instead of signalling
 	msg    string        // the last message naming owner, until taken
+
+	prev, next *waiter     // in its subscription's waiterList
+	list       *waiterList // the list it is in; nil once it left
+}
+
+// waiterList is a subscription's waiters in arrival order, indexed by
+// owner, so that joining, leaving and a message naming an owner cost the
+// same however many waiters share the channel (a client's waits on every
+// object of a namespace share one with classic pub/sub). h.mu guards it.
+type waiterList struct {
+	head, tail *waiter
+	// byOwner holds each owner's longest-waiting waiter. An owner carried
+	// in a context may wait on two objects of a namespace at once: twins
+	// counts the waiters whose owner had one already, and only while it
+	// is not 0 does a leave look for the next waiter of its owner.
+	byOwner map[string]*waiter
+	twins   int
+}
+
+// push appends w.
+func (l *waiterList) push(w *waiter) {
+	w.list, w.prev, w.next = l, l.tail, nil
+	if l.tail == nil {
+		l.head = w
+	} else {
+		l.tail.next = w
+	}
+	l.tail = w
+	if w.owner == "" {
+		return
+	}
+	if l.byOwner == nil {
+		l.byOwner = map[string]*waiter{}
+	}
+	if _, ok := l.byOwner[w.owner]; ok {
+		l.twins++
+	} else {
+		l.byOwner[w.owner] = w
+	}
+}
+
+// remove takes w out, when it is in l.
+func (l *waiterList) remove(w *waiter) {
+	if w.list != l {
+		return
+	}
+	if w.prev == nil {
+		l.head = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		l.tail = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	next := w.next
+	w.list, w.prev, w.next = nil, nil, nil
+	if w.owner == "" {
+		return
+	}
+	if l.byOwner[w.owner] != w { // a twin leaves
+		l.twins--
+		return
+	}
+	delete(l.byOwner, w.owner)
+	if l.twins == 0 {
+		return
+	}
+	for x := next; x != nil; x = x.next { // its owner's next waiter, if any
+		if x.owner == w.owner {
+			l.byOwner[w.owner] = x
+			l.twins--
+			return
+		}
+	}
+}
+
+// ofOwner returns the longest-waiting waiter of owner, or nil.
+func (l *waiterList) ofOwner(owner string) *waiter { return l.byOwner[owner] }
+
+// each yields the waiters in arrival order; yield must not change l.
+func (l *waiterList) each(yield func(*waiter) bool) {
+	for w := l.head; w != nil; w = w.next {
+		if !yield(w) {
+			return
+		}
+	}
 }
 
 // WakeAll is the message payload that wakes every waiter of a channel.
@@ -108,12 +196,10 @@ func (h *hub) deliver(s *subscription, payload string) {
 		h.wakeOne(s)
 		return
 	}
-	for _, w := range s.waiters {
-		if w.owner == owner {
-			w.msg = payload
-			w.wake()
-			return
-		}
+	if w := s.waiters.ofOwner(owner); w != nil {
+		w.msg = payload
+		w.wake()
+		return
 	}
 	if len(s.unclaimed) >= maxUnclaimed {
 		clear(s.unclaimed) // of waiters that left: their scripts handed on
@@ -142,7 +228,7 @@ func (h *hub) joinAs(s *subscription, owner string, signal chan struct{}) *waite
 	if h.closed { // closed since it subscribed: the wait sees it at once
 		w.wake()
 	}
-	s.waiters = append(s.waiters, w)
+	s.waiters.push(w)
 	h.mu.Unlock()
 	return w
 }
@@ -154,7 +240,7 @@ func (h *hub) joinAs(s *subscription, owner string, signal chan struct{}) *waite
 func (h *hub) watch(s *subscription, notify func()) *waiter {
 	w := &waiter{notify: notify}
 	h.mu.Lock()
-	s.waiters = append(s.waiters, w)
+	s.waiters.push(w)
 	h.mu.Unlock()
 	return w
 }
@@ -183,12 +269,7 @@ func (h *hub) ready(channel string) bool {
 func (h *hub) leave(s *subscription, w *waiter, used bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for i, x := range s.waiters {
-		if x == w {
-			s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
-			break
-		}
-	}
+	s.waiters.remove(w)
 	select {
 	case <-w.signal:
 		if !used && w.msg == "" {
@@ -200,7 +281,7 @@ func (h *hub) leave(s *subscription, w *waiter, used bool) {
 
 // broadcast wakes every waiter of s. h.mu must be held.
 func (h *hub) broadcast(s *subscription) {
-	for _, w := range s.waiters {
+	for w := range s.waiters.each {
 		w.wake()
 	}
 }
@@ -208,7 +289,7 @@ func (h *hub) broadcast(s *subscription) {
 // wakeOne wakes the first waiter of s without a pending wake-up. h.mu must
 // be held.
 func (h *hub) wakeOne(s *subscription) {
-	for _, w := range s.waiters {
+	for w := range s.waiters.each {
 		if w.wake() {
 			return
 		}
