@@ -20,7 +20,7 @@ import (
 // runs PING and every library in turns, 500 operations each, so that a
 // burst of load elsewhere hits them all alike. It reports the median over
 // the rounds of each one's µs/op, of lockgen's ratio to redislock in the
-// same round (issue 11: <= 1.0), and each library's Redis commands
+// same round (issue 11: <= 1.0; also lockgen-simple's and lockgen-calls'), and each library's Redis commands
 // (INFO stats) and allocations (runtime.MemStats, the whole process) per
 // operation. The row lockgen-calls sends the reentrant lock's two calls
 // as the runtime sends them (same scripts, keys and arguments) straight
@@ -77,7 +77,7 @@ func BenchmarkUncontendedInterleaved(b *testing.B) {
 	}
 	redislockAt := slices.Index(names, redislockDefault.name)
 	for i, name := range names {
-		if name == lockgenReentrant.name || name == lockgenSimple.name {
+		if name == lockgenReentrant.name || name == lockgenSimple.name || name == "lockgen-calls" {
 			var ratios []float64
 			for k := range us[i] {
 				ratios = append(ratios, us[i][k]/us[redislockAt][k])
