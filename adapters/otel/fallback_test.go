@@ -2,7 +2,6 @@ package otel_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,8 +38,7 @@ func TestWaitFallbackSpanEvent(t *testing.T) {
 		}()
 		// Queued and subscribed, and past its attempt once subscribed.
 		for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			ns, _, _ := strings.Cut(held.Key(), ":") // a waiter's wake-up channel: <namespace>:wake:<clientID>
-			chans, err := rdb.PubSubChannels(ctx, ns+":wake:*").Result()
+			chans, err := rdb.PubSubChannels(ctx, "*:"+rt.ID()).Result() // a waiter's wake-up channel: <prefix>:<clientID>
 			if rdb.Exists(ctx, held.Key()+":queue").Val() == 1 && err == nil && len(chans) > 0 {
 				break
 			}

@@ -117,8 +117,7 @@ lockgen_pubsub_resubscribed_total 1
 	// Queued, subscribed, and past the attempt it makes once subscribed:
 	// from then on only a wake-up or its timer makes it try again.
 	waitUntil("the waiter is queued and subscribed", func() bool {
-		ns, _, _ := strings.Cut(held.Key(), ":") // a waiter's wake-up channel: <namespace>:wake:<clientID>
-		chans, err := rdb.PubSubChannels(ctx, ns+":wake:*").Result()
+		chans, err := rdb.PubSubChannels(ctx, "*:"+rt.ID()).Result() // a waiter's wake-up channel: <prefix>:<clientID>
 		return rdb.Exists(ctx, held.Key()+":queue").Val() == 1 && err == nil && len(chans) > 0
 	})
 	time.Sleep(50 * time.Millisecond) // its refresh timer fires after 333ms
