@@ -307,7 +307,7 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	// while its reply was abandoned would hold the lock for a whole lease
 	// with nobody to release it. go-redis' read timeout bounds it.
 	uctx := ctx
-	if ctx.Done() != nil {
+	if ctx != context.Background() { // Background cannot be cancelled: no wrapper
 		uctx = context.WithoutCancel(ctx)
 	}
 	var cmd, wait *redis.Cmd
