@@ -12,7 +12,12 @@
 // lock's keys (the lock, then the waiter registry's queue and waiters,
 // then the keys of the kind: fenced its fence counter; readwrite has its
 // hold deadlines second, KEYS lock, holds, queue, waiters), and readwrite
-// scripts take the side ("r" or "w") as their last ARGV. The waiter
+// scripts take the side ("r" or "w") as their last ARGV. What only the
+// contended path reads is optional, left out where it cannot be needed: a
+// first attempt's registered flag, and the registry's keys and the
+// hand-off's arguments of the reentrant and simple release of a hold the
+// fast path took (which replies -3, changing nothing, when a waiter is
+// due the lock: the runtime calls it again whole). The waiter
 // registry is described in runtime's package doc, "Waiter registry"; its
 // code is registry.luainc, included by the scripts that use it (and the
 // read-write state's is rw.luainc). Every kind's waiter that gives up
