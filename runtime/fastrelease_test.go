@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -70,14 +71,8 @@ func TestFastReleaseHandsOn(t *testing.T) {
 				})
 				want := func(what string, keys ...int) {
 					t.Helper()
-					got := h.take()
-					if len(got) != len(keys) {
+					if got := h.take(); !slices.Equal(got, keys) {
 						t.Fatalf("%s: release calls with KEYS %v, want %v", what, got, keys)
-					}
-					for i := range got {
-						if got[i] != keys[i] {
-							t.Fatalf("%s: release calls with KEYS %v, want %v", what, got, keys)
-						}
 					}
 				}
 				l := holder.Lock(d, k)

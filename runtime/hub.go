@@ -210,7 +210,7 @@ func (c *Client) classicWake(key string) *classicPrefix {
 	if w != nil {
 		return w
 	}
-	w = &classicPrefix{name: classicWakeName(key)}
+	w = &classicPrefix{name: classicWakeName(ns)}
 	w.arg = w.name
 	c.wakesMu.Lock()
 	defer c.wakesMu.Unlock()
@@ -224,11 +224,8 @@ func (c *Client) classicWake(key string) *classicPrefix {
 	return w
 }
 
-// classicWakeName returns key's classic wake-up prefix, <namespace>:wake.
-func classicWakeName(key string) string {
-	ns, _, _ := strings.Cut(key, ":")
-	return ns + ":wake"
-}
+// classicWakeName returns namespace ns's classic wake-up prefix, <ns>:wake.
+func classicWakeName(ns string) string { return ns + ":wake" }
 
 // subscribe adds a reference to channel and waits until the subscription
 // is confirmed by the server, or at most confirmWait: a subscription that

@@ -1,5 +1,7 @@
 package runtime
 
+import "strings"
+
 // PublishCmd returns the command c's scripts publish wake-ups with:
 // "publish" or "spublish".
 func PublishCmd(c *Client) string { return c.publishCmd() }
@@ -10,7 +12,10 @@ func WakeChannel(c *Client, key string) string { return c.wakePrefix(key) + ":" 
 
 // ClassicWakePrefix is the prefix of the wake-up channels of key's waiters
 // with classic pub/sub.
-func ClassicWakePrefix(key string) string { return classicWakeName(key) }
+func ClassicWakePrefix(key string) string {
+	ns, _, _ := strings.Cut(key, ":")
+	return classicWakeName(ns)
+}
 
 // WithShardedPubSub lets (or forbids) a client on a Redis 7 cluster choose
 // sharded pub/sub, whatever the default.

@@ -594,7 +594,7 @@ const handOnDue = -3
 func (l *Lock) releaseHold(ctx context.Context, owner string, lease time.Duration, fast bool) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
-	if p := l.prep; fast && p != nil && (l.def.Kind == impl.Reentrant || l.def.Kind == impl.Simple) {
+	if p := l.prep; fast && p != nil { // only reentrant and simple acquires reply fast
 		n, err := l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], owner, l.leaseArg(lease)).Int()
 		if err != nil || n != handOnDue {
 			return n, err

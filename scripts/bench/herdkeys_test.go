@@ -132,10 +132,7 @@ func runKeys(tb testing.TB, target procTarget, shape keysShape, lockers [][]lock
 	// A lockgen client keeps a channel subscribed for a second after its
 	// last waiter (the hub's linger): its unsubscribes belong to this run,
 	// not to the next library's.
-	drained := false
-	for deadline := time.Now().Add(5 * time.Second); !drained && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		drained = target.channels() == 0
-	}
+	drained := waitDrained(target)
 	close(stop)
 	<-sampled
 	after, cpu1, self1 := target.stats(), target.cpu(), selfCPU(tb)
@@ -164,21 +161,46 @@ func runKeys(tb testing.TB, target procTarget, shape keysShape, lockers [][]lock
 	return res
 }
 
+// waitDrained waits up to 5 s until no pub/sub channel of target has a
+// subscriber, and reports whether none has.
+func waitDrained(target procTarget) bool {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if target.channels() == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// keysLockgen opens shape's lockgen lockers over target: each client one
+// runtime client (over a node's or a cluster's go-redis client) whose
+// lockers share it, as the goroutines of one service replica do.
+func keysLockgen(tb testing.TB, shape keysShape, target procTarget) [][]locker {
+	lg := make([][]locker, shape.clients)
+	for c := range lg {
+		if len(target.addrs) == 1 {
+			lg[c] = lockgenShared.group(tb, shape.lockers)
+		} else {
+			lg[c] = clusterGroup(tb, target.addrs, shape.lockers)
+		}
+	}
+	return lg
+}
+
 // keysLibs opens shape's lockers for lockgen (each client one runtime
 // client whose lockers share it: one service replica) and redislock
 // (each client one go-redis client, retrying every millisecond), over
 // target (on a cluster, each client a cluster client).
 func keysLibs(tb testing.TB, shape keysShape, target procTarget) (names []string, lockers [][][]locker) {
-	lg := make([][]locker, shape.clients)
 	rl := make([][]locker, shape.clients)
 	retry := func() redislock.RetryStrategy { return redislock.LinearBackoff(time.Millisecond) }
 	for c := range shape.clients {
 		var rdb redis.Scripter
 		if len(target.addrs) == 1 {
-			lg[c] = lockgenShared.group(tb, shape.lockers)
 			rdb = newRedis(tb)
 		} else {
-			lg[c] = clusterGroup(tb, target.addrs, shape.lockers)
 			cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: target.addrs})
 			tb.Cleanup(func() { cc.Close() })
 			rdb = cc
@@ -188,7 +210,7 @@ func keysLibs(tb testing.TB, shape keysShape, target procTarget) (names []string
 			rl[c] = append(rl[c], &redislockLocker{c: rc, retry: retry})
 		}
 	}
-	return []string{"lockgen", "redislock"}, [][][]locker{lg, rl}
+	return []string{"lockgen", "redislock"}, [][][]locker{keysLockgen(tb, shape, target), rl}
 }
 
 // clusterGroup returns n lockgen lockers sharing one runtime client over
@@ -342,19 +364,8 @@ func TestHerdKeysClusterCounts(t *testing.T) {
 // checks the bounds both tests share.
 func keysCounts(t *testing.T, target procTarget) keysResult {
 	shape := keysShape{clients: 4, lockers: 16, keys: 1000, perLocker: 25, hold: time.Millisecond}
-	lockers := make([][]locker, shape.clients)
-	for c := range lockers {
-		if len(target.addrs) == 1 {
-			lockers[c] = lockgenShared.group(t, shape.lockers)
-		} else {
-			lockers[c] = clusterGroup(t, target.addrs, shape.lockers)
-		}
-	}
-	// Channels that earlier tests' clients keep for a second after their
-	// last waiter are not this run's.
-	for deadline := time.Now().Add(5 * time.Second); target.channels() != 0 && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
+	lockers := keysLockgen(t, shape, target)
+	waitDrained(target) // earlier tests' clients keep channels a second after their last waiter
 	res := runKeys(t, target, shape, lockers, "tk")
 	names := slices.SortedFunc(maps.Keys(res.perAcq), func(a, b string) int { return cmp.Compare(res.perAcq[b], res.perAcq[a]) })
 	var per []string
