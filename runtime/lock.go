@@ -560,7 +560,11 @@ func (l *Lock) newLeaseFirst(parent context.Context, owner string, o acquireOpti
 	le.start(parent, so, start, l.def.Renew, ErrLockLost)
 	le.lease = o.lease
 	if l.def.Renew {
-		if err := l.c.wd.add(le.held(), l.renewal(le, first), le, start); err != nil {
+		add := l.c.wd.add
+		if o.fresh { // a new owner: no hold to share
+			add = l.c.wd.addNew
+		}
+		if err := add(le.held(), l.renewal(le, first), le, start); err != nil {
 			le.abandon(err)
 			_, _ = l.release(parent, owner, o.lease)
 			return nil, err

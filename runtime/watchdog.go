@@ -45,6 +45,11 @@ const maxPipeline = 64
 // the holders learn it then, before anyone else can take the lock. The
 // expiries are kept in a heap of their own, served by one timer per
 // watchdog (a hold costs no timer).
+//
+// A new owner's hold starts young (addNew): in a list, out of the map and
+// both heaps, with the expiry timer and run's timer armed no later than
+// it needs; run, expire, close and every re-entry (add) promote the young
+// holds first, so each finds every hold where it looks.
 type watchdog struct {
 	// renew runs one pipeline's renewals, sent at sent, and sets each
 	// one's outcome.
@@ -53,7 +58,13 @@ type watchdog struct {
 	mu      sync.Mutex
 	entries map[heldKey]*held
 	queue   dueHeap[*held] // the entries not being renewed right now, by next
-	// expiries holds every entry by its local expiry; expTimer (made
+	// young are the holds of new owners added since run last looked (see
+	// addNew): in neither entries nor the heaps, so that a Lock+Unlock
+	// that ends before then costs the watchdog a link and an unlink.
+	// youngNext is no later than their earliest renewal.
+	young     heldList
+	youngNext time.Time
+	// expiries holds every entry (not the young) by its local expiry; expTimer (made
 	// on the first add) fires at expArmed, the earliest as it was then.
 	expiries dueHeap[*expiry]
 	expTimer *time.Timer
@@ -134,6 +145,37 @@ type held struct {
 	exp     expiry    // when the lease would have run out unrenewed
 
 	outcome outcome // of its last renewal, set by watchdog.renew
+
+	// In w.young while young is set (see addNew).
+	young        bool
+	yprev, ynext *held
+}
+
+// heldList is an intrusive list of holds (watchdog.young).
+type heldList struct{ head, tail *held }
+
+func (l *heldList) push(h *held) {
+	h.yprev, h.ynext, h.young = l.tail, nil, true
+	if l.tail != nil {
+		l.tail.ynext = h
+	} else {
+		l.head = h
+	}
+	l.tail = h
+}
+
+func (l *heldList) unlink(h *held) {
+	if h.yprev != nil {
+		h.yprev.ynext = h.ynext
+	} else {
+		l.head = h.ynext
+	}
+	if h.ynext != nil {
+		h.ynext.yprev = h.yprev
+	} else {
+		l.tail = h.yprev
+	}
+	h.yprev, h.ynext, h.young = nil, nil, false
 }
 
 // extendAll extends every holder of h to until; false when one's deadline
@@ -173,6 +215,11 @@ func (w *watchdog) setExpiry(h *held, at time.Time) {
 	} else {
 		heap.Push(&w.expiries, &h.exp)
 	}
+	w.armExpiry(at)
+}
+
+// armExpiry makes the expiry timer fire at at or sooner; w.mu is held.
+func (w *watchdog) armExpiry(at time.Time) {
 	if w.expTimer == nil {
 		w.expTimer = time.AfterFunc(time.Until(at), w.expire)
 		w.expArmed = at
@@ -186,6 +233,7 @@ func (w *watchdog) setExpiry(h *held, at time.Time) {
 // is lost (ErrLockLost), and the timer is armed for the next expiry.
 func (w *watchdog) expire() {
 	w.mu.Lock()
+	w.promote()
 	now := time.Now()
 	var gone []*held
 	for len(w.expiries) > 0 && !w.expiries[0].at.After(now) {
@@ -280,23 +328,12 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 	if w.closed {
 		return ErrClosed
 	}
+	w.promote() // a re-entry finds its hold in entries
 	h := w.entries[k]
 	if h == nil {
-		if s, ok := hd.(spareHeld); ok {
-			h = s.spareHeld()
-			*h = held{k: k, renew: r, index: -1}
-		} else {
-			h = &held{k: k, renew: r, index: -1}
-		}
-		h.exp.index = -1
-		h.holders = h.one[:0]
+		h = w.newHeld(k, r, hd, start)
 		w.entries[k] = h
-		every, valid := renewEvery(r.Lease), r.valid()
-		if r.First > 0 && r.First < valid {
-			every, valid = renewEvery(r.First), r.First
-		}
-		h.next = start.Add(every)
-		w.setExpiry(h, start.Add(valid))
+		w.setExpiry(h, h.exp.at)
 		heap.Push(&w.queue, h)
 	} else {
 		w.setExpiry(h, start.Add(h.renew.valid()))
@@ -309,33 +346,107 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 				heap.Fix(&w.queue, h.index)
 			}
 		}
+		if !slices.Contains(h.holders, hd) {
+			h.holders = append(h.holders, hd)
+		}
 	}
-	if !slices.Contains(h.holders, hd) {
-		h.holders = append(h.holders, hd)
+	w.wake(h.next)
+	return nil
+}
+
+// addNew is add for the hold k of an owner made for this acquire, which
+// no other hold can share: it is kept in w.young, out of entries and the
+// heaps, until run next looks (promote). An uncontended Lock+Unlock so
+// costs the watchdog a link and an unlink, no map or heap operation.
+// Its local expiry arms the expiry timer all the same: expire promotes
+// the young holds before it looks.
+func (w *watchdog) addNew(k heldKey, r renewal, hd holder, start time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
 	}
+	h := w.newHeld(k, r, hd, start)
+	w.young.push(h)
+	if w.youngNext.IsZero() || h.next.Before(w.youngNext) {
+		w.youngNext = h.next
+	}
+	w.armExpiry(h.exp.at)
+	w.wake(h.next)
+	return nil
+}
+
+// newHeld returns the entry of hold k with its first holder hd, taken at
+// start, its next renewal and local expiry set; w.mu is held.
+func (w *watchdog) newHeld(k heldKey, r renewal, hd holder, start time.Time) *held {
+	var h *held
+	if s, ok := hd.(spareHeld); ok {
+		h = s.spareHeld()
+		*h = held{k: k, renew: r, index: -1}
+	} else {
+		h = &held{k: k, renew: r, index: -1}
+	}
+	h.exp.index = -1
+	h.one[0] = hd
+	h.holders = h.one[:1]
+	every, valid := renewEvery(r.Lease), r.valid()
+	if r.First > 0 && r.First < valid {
+		every, valid = renewEvery(r.First), r.First
+	}
+	h.next = start.Add(every)
+	h.exp.h, h.exp.at = h, start.Add(valid)
+	return h
+}
+
+// wake makes sure run renews a hold due at next in time: it starts run,
+// or moves its timer when it would fire too late (neither a Lock nor a
+// hand-off, due within a third of HandoffLease, costs a goroutine
+// switch; while run is awake it picks the hold up before it sleeps);
+// w.mu is held.
+func (w *watchdog) wake(next time.Time) {
 	if !w.running {
 		w.running = true
-		w.armed = h.next
+		w.armed = next
 		w.wg.Add(1)
 		w.starts++
 		go w.run()
-		return nil
+		return
 	}
-	// Move run's timer when it would fire too late: neither a Lock nor a
-	// hand-off (due within a third of HandoffLease) costs a goroutine
-	// switch. While run is awake it picks the hold up before it sleeps.
-	if w.timer != nil && (w.armed.IsZero() || h.next.Before(w.armed)) {
-		w.armed = h.next
-		w.timer.Reset(time.Until(h.next))
+	if w.timer != nil && (w.armed.IsZero() || next.Before(w.armed)) {
+		w.armed = next
+		w.timer.Reset(time.Until(next))
 	}
-	return nil
 }
+
+// promote moves the young holds into entries and the heaps; w.mu is
+// held.
+func (w *watchdog) promote() {
+	for h := w.young.head; h != nil; h = w.young.head {
+		w.young.unlink(h)
+		w.entries[h.k] = h
+		w.setExpiry(h, h.exp.at)
+		heap.Push(&w.queue, h)
+	}
+	w.youngNext = time.Time{}
+}
+
+// empty reports whether nothing is held; w.mu is held.
+func (w *watchdog) empty() bool { return len(w.entries) == 0 && w.young.head == nil }
 
 // remove unregisters a holder of k; the hold goes when its last holder
 // does.
 func (w *watchdog) remove(k heldKey, hd holder) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if s, ok := hd.(spareHeld); ok {
+		if h := s.spareHeld(); h.young { // its only holder is hd
+			w.young.unlink(h)
+			if w.empty() {
+				w.idle = time.Time{}
+			}
+			return
+		}
+	}
 	h := w.entries[k]
 	if h == nil {
 		return
@@ -355,7 +466,7 @@ func (w *watchdog) forget(h *held) {
 	if h.index >= 0 {
 		heap.Remove(&w.queue, h.index)
 	}
-	if len(w.entries) == 0 {
+	if w.empty() {
 		w.idle = time.Time{} // run stamps it: a release reads no clock
 	}
 }
@@ -385,6 +496,7 @@ func (w *watchdog) close() {
 	}
 	w.closed = true
 	close(w.done)
+	w.promote()
 	all := w.entries
 	w.entries = map[heldKey]*held{}
 	w.queue = nil
@@ -423,15 +535,20 @@ func (w *watchdog) run() {
 	for {
 		w.mu.Lock()
 		var earliest time.Time
-		if len(w.entries) == 0 { // the linger starts when run sees nothing held
+		if w.empty() { // the linger starts when run sees nothing held
 			if w.idle.IsZero() {
 				w.idle = time.Now()
 			}
 			earliest = w.idle.Add(watchdogLinger)
-		} else if len(w.queue) > 0 {
-			earliest = w.queue[0].next
+		} else {
+			if len(w.queue) > 0 {
+				earliest = w.queue[0].next
+			}
+			if y := w.youngNext; !y.IsZero() && (earliest.IsZero() || y.Before(earliest)) {
+				earliest = y
+			}
 		}
-		if w.closed || (len(w.entries) == 0 && !time.Now().Before(earliest)) {
+		if w.closed || (w.empty() && !time.Now().Before(earliest)) {
 			w.running = false
 			w.armed = time.Time{}
 			w.timer = nil
@@ -486,6 +603,7 @@ func (w *watchdog) renewDue() (took time.Duration, more, late bool) {
 	timeout := time.Duration(0)
 	due := func(h *held) bool { return h.next.Sub(now) <= renewEvery(h.renew.Lease)/4 }
 	w.mu.Lock()
+	w.promote()
 	for len(w.queue) > 0 && len(batch) < maxPipeline && due(w.queue[0]) {
 		h := heap.Pop(&w.queue).(*held)
 		if h.renew.Args == nil && h.renew.ArgsOf != nil {

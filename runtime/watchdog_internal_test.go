@@ -1,0 +1,151 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testHolder is a holder with room for its hold's entry, as a Lease.
+type testHolder struct {
+	mu       sync.Mutex
+	cause    error
+	ended    chan struct{}
+	deadline time.Time
+	wd       held
+}
+
+func newTestHolder() *testHolder { return &testHolder{ended: make(chan struct{})} }
+
+func (h *testHolder) cancel(cause error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cause == nil {
+		h.cause = cause
+		close(h.ended)
+	}
+}
+
+func (h *testHolder) extend(until time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deadline = until
+	return h.cause == nil
+}
+
+func (h *testHolder) spareHeld() *held { return &h.wd }
+
+// counts returns how many holds the watchdog keeps young, in entries, and
+// in each heap.
+func (w *watchdog) counts() (young, entries, queue, expiries int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for h := w.young.head; h != nil; h = h.ynext {
+		young++
+	}
+	return young, len(w.entries), len(w.queue), len(w.expiries)
+}
+
+// TestWatchdogYoung: a hold of a new owner (addNew) stays out of the
+// watchdog's map and heaps until its goroutine next looks, so that a
+// Lock+Unlock costs a link and an unlink; a re-entry (add of the same
+// hold) joins it; the goroutine promotes it before renewing it.
+func TestWatchdogYoung(t *testing.T) {
+	renewals := make(chan heldKey, 16)
+	w := newWatchdogFunc(func(_ context.Context, batch []*held, _ time.Time) {
+		for _, h := range batch {
+			h.outcome = renewed
+			renewals <- h.k
+		}
+	})
+	defer w.close()
+	r := renewal{Lease: time.Minute}
+	a, b := newTestHolder(), newTestHolder()
+	ka := heldKey{"lock:a", "o1"}
+	start := time.Now()
+	if err := w.addNew(ka, r, a, start); err != nil {
+		t.Fatal(err)
+	}
+	if y, e, q, x := w.counts(); y != 1 || e != 0 || q != 0 || x != 0 {
+		t.Fatalf("after addNew: %d young, %d entries, %d queued, %d expiries; want 1, 0, 0, 0", y, e, q, x)
+	}
+	w.remove(ka, a)
+	if y, e, q, x := w.counts(); y+e+q+x != 0 {
+		t.Fatalf("after its remove: %d young, %d entries, %d queued, %d expiries; want none", y, e, q, x)
+	}
+
+	// A re-entry finds the young hold and shares it.
+	if err := w.addNew(ka, r, a, start); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.add(ka, r, b, start); err != nil {
+		t.Fatal(err)
+	}
+	if y, e, q, x := w.counts(); y != 0 || e != 1 || q != 1 || x != 1 {
+		t.Fatalf("after a re-entry: %d young, %d entries, %d queued, %d expiries; want 0, 1, 1, 1", y, e, q, x)
+	}
+	if h := w.entries[ka]; len(h.holders) != 2 {
+		t.Fatalf("the re-entered hold has %d holders, want 2", len(h.holders))
+	}
+	w.remove(ka, a)
+	w.remove(ka, b)
+	if y, e, q, x := w.counts(); y+e+q+x != 0 {
+		t.Fatalf("after both removes: %d young, %d entries, %d queued, %d expiries; want none", y, e, q, x)
+	}
+
+	// A young hold still held when its renewal is due is renewed.
+	kc, c := heldKey{"lock:c", "o2"}, newTestHolder()
+	if err := w.addNew(kc, renewal{Lease: 90 * time.Millisecond}, c, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case k := <-renewals:
+		if k != kc {
+			t.Fatalf("renewed %v, want %v", k, kc)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a young hold was not renewed")
+	}
+	w.remove(kc, c)
+}
+
+// TestWatchdogYoungExpires: a young hold's local expiry ends its holder
+// with ErrLockLost although the watchdog's goroutine, stuck in another
+// hold's renewal, never looked at it: the expiry timer promotes the young
+// holds before it looks.
+func TestWatchdogYoungExpires(t *testing.T) {
+	stuck, unstick := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	w := newWatchdogFunc(func(_ context.Context, batch []*held, _ time.Time) {
+		once.Do(func() { close(stuck) })
+		<-unstick // Redis does not answer
+		for _, h := range batch {
+			h.outcome = again
+		}
+	})
+	defer w.close()
+	defer close(unstick)
+	long := newTestHolder()
+	if err := w.addNew(heldKey{"lock:long", "o1"}, renewal{Lease: 30 * time.Millisecond}, long, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	<-stuck // the goroutine is in long's renewal
+	young := newTestHolder()
+	start, lease := time.Now(), 200*time.Millisecond
+	if err := w.addNew(heldKey{"lock:young", "o2"}, renewal{Lease: lease}, young, start); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-young.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a young hold outlived its local expiry while the watchdog's goroutine was stuck")
+	}
+	if !errors.Is(young.cause, ErrLockLost) {
+		t.Fatalf("the young hold ended with %v, want ErrLockLost", young.cause)
+	}
+	if at := time.Since(start); at < lease {
+		t.Fatalf("the young hold ended %v after it was taken, before its lease of %v", at, lease)
+	}
+}
