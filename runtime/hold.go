@@ -30,7 +30,17 @@ const ReleaseTimeout = 5 * time.Second
 // five (a release runs on every Unlock): the releases that start within
 // one releaseSlot share a deadline, its Done channel and its timer.
 func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.(*releaseCtx); ok { // made by of already
+		return ctx, func() {}
+	}
 	return &releaseCtx{values: ctx, slot: currentReleaseSlot()}, func() {}
+}
+
+// of makes c the release context of ctx and returns it: a hold that is
+// released once keeps room for it, saving the release an allocation.
+func (c *releaseCtx) of(ctx context.Context) context.Context {
+	*c = releaseCtx{values: ctx, slot: currentReleaseSlot()}
+	return c
 }
 
 // releaseSlot is how close together releases must start to share their
@@ -195,6 +205,9 @@ func WithParentCancel() AcquireOption {
 
 // acquireOpts applies opts over the spec's lease.
 func acquireOpts(spec time.Duration, opts []AcquireOption) (acquireOptions, error) {
+	if len(opts) == 0 { // o does not escape to an option: no allocation
+		return acquireOptions{lease: spec}, nil
+	}
 	var o acquireOptions
 	for _, opt := range opts {
 		if opt != nil {

@@ -40,12 +40,12 @@ type Lock struct {
 // keys, and the keys and channel boxed for a command's arguments.
 type lockPrep struct {
 	keys    []string       // in k
-	boxed   []any          // in b: keys, then the sharded channel prefix
+	boxed   []any          // in b: keys
 	channel string         // the wake-up prefix with sharded pub/sub (key:ch)
 	wake    *classicPrefix // the wake-up prefix with classic pub/sub (<namespace>:wake)
 	*defArgs
 	k [4]string
-	b [5]any
+	b [4]any
 }
 
 // defArgs are a LockDef's arguments, boxed once per client.
@@ -94,13 +94,12 @@ func (l *Lock) prepare(p *lockPrep) {
 		names[i], all = all[:len(l.key)+len(s)], all[len(l.key)+len(s):]
 	}
 	p.channel, p.wake = names[3], l.c.classicWake(l.key)
-	p.keys, p.boxed = p.k[:n], p.b[:n+1]
+	p.keys, p.boxed = p.k[:n], p.b[:n]
 	p.keys[0] = l.key
 	copy(p.keys[1:], names[:n-1])
 	for i, k := range p.keys {
 		p.boxed[i] = k
 	}
-	p.boxed[n] = p.channel
 	if a, ok := l.c.defArgs.Load(l.def); ok && a.(*defArgs).leaseD == l.def.Lease && a.(*defArgs).regD == l.registryTTL() {
 		p.defArgs = a.(*defArgs)
 	} else {
@@ -128,11 +127,12 @@ func (l *Lock) channel() string {
 }
 
 // wakeArgs returns the wake-up channel prefix and the publish command of
-// a prepared lock's scripts, boxed once, from one decision (see
-// wakePrefix).
+// a prepared lock's scripts, boxed (the classic prefix once per namespace;
+// the sharded one, the lock's own, when a call needs it: most Locks are
+// never contended), from one decision (see wakePrefix).
 func (l *Lock) wakeArgs() (prefix, publish any) {
 	if l.c.publishCmd() == "spublish" {
-		return l.prep.boxed[len(l.prep.keys)], spublishArg
+		return l.prep.channel, spublishArg
 	}
 	return l.prep.wake.arg, publishArg
 }
@@ -537,7 +537,8 @@ type Lease struct {
 	token int64 // fenced locks: the hold's fencing token
 	fast  bool  // taken by the acquire's fast path (see releaseHold)
 	taken time.Time
-	wd    held // the watchdog's entry of the hold, when this lease made it (spareHeld)
+	wd    held       // the watchdog's entry of the hold, when this lease made it (spareHeld)
+	rel   releaseCtx // Unlock's release context (it runs once: see giveUp)
 }
 
 // newLease makes the lease of owner's hold of l, taken at start, and
@@ -692,7 +693,7 @@ func (le *Lease) Unlock(ctx context.Context) error {
 	if l.def.Renew {
 		l.c.wd.remove(le.held(), le)
 	}
-	n, err := l.releaseHold(ctx, le.owner, le.lease, le.fast)
+	n, err := l.releaseHold(le.rel.of(ctx), le.owner, le.lease, le.fast)
 	if len(l.c.observers) > 0 {
 		l.c.observe(ctx, Event{Kind: EventReleased, Object: l.def.Name, Duration: time.Since(le.taken)})
 	}
