@@ -27,11 +27,12 @@ import (
 // 1.07x redislock on one commit; this shape puts it within 0.01). It
 // reports the median over the rounds of each one's µs/op and of lockgen's
 // ratio to redislock in the same round (issue 11: <= 1.0; also
-// lockgen-simple's and lockgen-calls'). Before the rounds, a pass of 1 000
-// operations of each, one after the other, counts their Redis commands
+// lockgen-simple's and lockgen-calls'). Before the rounds, 5 passes of
+// 400 operations of each, one after the other, count their Redis commands
 // (INFO stats) and allocations (runtime.MemStats, the whole process) per
-// operation, and their CPU time: the benchmark process's (getrusage, user
-// + system: the client side) and redis-server's (INFO cpu). The row
+// operation, and their CPU time, medians of the passes: the benchmark
+// process's (getrusage, user + system: the client side) and
+// redis-server's (INFO cpu), noisier than the interleaved times. The row
 // lockgen-calls sends the reentrant lock's two calls as the runtime sends
 // them (same scripts, keys and arguments) straight through go-redis: what
 // those calls cost without the runtime, so that lockgen's row minus it is
@@ -58,27 +59,28 @@ func BenchmarkUncontendedInterleaved(b *testing.B) {
 		n++
 	}
 
-	// The counts, one library after the other.
-	const counted = 1000
+	// The counts, one library after the other: commands and allocations
+	// over every pass, CPU times as the median of the passes.
+	const passes, counted = 5, 400
 	count := commandCounter(b)
 	var ms runtime.MemStats
-	var counts []func() // reported after the rounds: b.Loop clears what is reported before
-	for i, name := range names {
-		runtime.ReadMemStats(&ms)
-		c0, a0 := count(), ms.Mallocs
-		s0, p0 := redisCPU(b), selfCPU(b)
-		for range counted {
-			run(i)
+	cmds, allocs := make([]int64, len(ops)), make([]uint64, len(ops))
+	clientCPU, serverCPU := make([][]float64, len(ops)), make([][]float64, len(ops))
+	for pass := range passes {
+		for k := range ops {
+			i := (pass + k) % len(ops) // each pass starts one further along
+			runtime.ReadMemStats(&ms)
+			c0, a0 := count(), ms.Mallocs
+			s0, p0 := redisCPU(b), selfCPU(b)
+			for range counted {
+				run(i)
+			}
+			clientCPU[i] = append(clientCPU[i], float64(selfCPU(b)-p0)/counted/float64(time.Microsecond))
+			serverCPU[i] = append(serverCPU[i], float64(redisCPU(b)-s0)/counted/float64(time.Microsecond))
+			runtime.ReadMemStats(&ms)
+			cmds[i] += count() - c0 - 1 // less the first count's INFO
+			allocs[i] += ms.Mallocs - a0
 		}
-		client, server := selfCPU(b)-p0, redisCPU(b)-s0
-		runtime.ReadMemStats(&ms)
-		cmds, allocs := count()-c0-1, ms.Mallocs-a0 // less the first count's INFO
-		counts = append(counts, func() {
-			b.ReportMetric(float64(cmds)/counted, name+"-cmds/op")
-			b.ReportMetric(float64(allocs)/counted, name+"-allocs/op")
-			b.ReportMetric(float64(client)/counted/float64(time.Microsecond), name+"-client-cpu-µs/op")
-			b.ReportMetric(float64(server)/counted/float64(time.Microsecond), name+"-redis-cpu-µs/op")
-		})
 	}
 
 	// The times, interleaved operation by operation.
@@ -113,7 +115,10 @@ func BenchmarkUncontendedInterleaved(b *testing.B) {
 			b.ReportMetric(median(ratios), name+"/redislock")
 		}
 		b.ReportMetric(median(us[i]), name+"-µs/op")
-		counts[i]()
+		b.ReportMetric(float64(cmds[i])/passes/counted, name+"-cmds/op")
+		b.ReportMetric(float64(allocs[i])/passes/counted, name+"-allocs/op")
+		b.ReportMetric(median(clientCPU[i]), name+"-client-cpu-µs/op")
+		b.ReportMetric(median(serverCPU[i]), name+"-redis-cpu-µs/op")
 	}
 }
 
