@@ -332,9 +332,7 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 	h := w.entries[k]
 	if h == nil {
 		h = w.newHeld(k, r, hd, start)
-		w.entries[k] = h
-		w.setExpiry(h, h.exp.at)
-		heap.Push(&w.queue, h)
+		w.keep(h)
 	} else {
 		w.setExpiry(h, start.Add(h.renew.valid()))
 		for _, hd := range h.holders {
@@ -423,11 +421,16 @@ func (w *watchdog) wake(next time.Time) {
 func (w *watchdog) promote() {
 	for h := w.young.head; h != nil; h = w.young.head {
 		w.young.unlink(h)
-		w.entries[h.k] = h
-		w.setExpiry(h, h.exp.at)
-		heap.Push(&w.queue, h)
+		w.keep(h)
 	}
 	w.youngNext = time.Time{}
+}
+
+// keep indexes h, new or young, in entries and both heaps; w.mu is held.
+func (w *watchdog) keep(h *held) {
+	w.entries[h.k] = h
+	w.setExpiry(h, h.exp.at)
+	heap.Push(&w.queue, h)
 }
 
 // empty reports whether nothing is held; w.mu is held.
