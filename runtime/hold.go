@@ -446,9 +446,20 @@ func (h *hold) cancel(cause error) { h.ctx.end(cause) }
 
 // extend moves the hold's local deadline to until; the watchdog calls it
 // after each renewal, with the renewal's start plus the lease. It reports
-// false when the hold's context had ended already (its deadline passed
-// before the renewal's reply came): the watchdog must then stop renewing.
-func (h *hold) extend(until time.Time) bool { return h.ctx.extend(until) }
+// false when the hold's context had ended already with the hold lost (its
+// deadline passed before the renewal's reply came): the watchdog must
+// then stop renewing. A hold given up while its renewal was in flight
+// (Unlock ends the context before it leaves the watchdog) is not lost:
+// true, and its release takes it out of the watchdog.
+func (h *hold) extend(until time.Time) bool {
+	if h.ctx.extend(until) {
+		return true
+	}
+	h.mu.Lock()
+	gone := h.gone
+	h.mu.Unlock()
+	return gone && !h.ctx.lostCause()
+}
 
 // giveUp marks the hold given up and ends its context. It reports whether
 // the hold was known to be lost (also by its local deadline), and ok false

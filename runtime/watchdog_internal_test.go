@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -147,5 +148,59 @@ func TestWatchdogYoungExpires(t *testing.T) {
 	}
 	if at := time.Since(start); at < lease {
 		t.Fatalf("the young hold ended %v after it was taken, before its lease of %v", at, lease)
+	}
+}
+
+// TestWatchdogRenewalRacingRelease: a renewal whose reply comes after its
+// hold was given up (Unlock ends the hold's context, then leaves the
+// watchdog) does not report the hold lost: no EventLeaseLost for a hold
+// released normally. It failed before hold.extend told a hold given up
+// from one whose deadline passed (a spurious lease-lost in TestObserver
+// under load).
+func TestWatchdogRenewalRacingRelease(t *testing.T) {
+	inRenew, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	w := newWatchdogFunc(func(_ context.Context, batch []*held, _ time.Time) {
+		once.Do(func() { close(inRenew) })
+		<-proceed
+		for _, h := range batch {
+			h.outcome = renewed
+		}
+	})
+	defer w.close()
+	var lostEvents atomic.Int64
+	w.observe = func(_ context.Context, e Event) {
+		if e.Kind == EventLeaseLost {
+			lostEvents.Add(1)
+		}
+	}
+	lease, start := 90*time.Millisecond, time.Now()
+	h := &hold{}
+	h.start(context.Background(), acquireOptions{lease: lease}, start, true, ErrLockLost)
+	k := heldKey{"lock:racing", "o1"}
+	if err := w.addNew(k, renewal{Object: "Racing", Lease: lease}, h, start); err != nil {
+		t.Fatal(err)
+	}
+	<-inRenew // its renewal is in flight
+	if lost, ok := h.giveUp(); lost || !ok {
+		t.Fatalf("giveUp: lost %v, ok %v; want a live hold given up", lost, ok)
+	}
+	close(proceed)
+	// The watchdog handles the reply before the release leaves it: wait
+	// until it did (the hold back in the queue, or dropped as lost).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, e, q, _ := w.counts()
+		if e == 0 || q == 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := lostEvents.Load(); n != 0 {
+		t.Fatalf("%d lease-lost events for a hold given up while its renewal was in flight, want 0", n)
+	}
+	w.remove(k, h)
+	if y, e, q, x := w.counts(); y+e+q+x != 0 {
+		t.Fatalf("after its remove: %d young, %d entries, %d queued, %d expiries; want none", y, e, q, x)
 	}
 }
