@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -110,6 +111,35 @@ func TestWatchdogYoung(t *testing.T) {
 		t.Fatal("a young hold was not renewed")
 	}
 	w.remove(kc, c)
+}
+
+// TestWatchdogPromoteChunks: young holds move into the watchdog's index at
+// most promoteChunk under one hold of its mutex, so that a client that
+// took many locks since the watchdog last looked does not stall its own
+// calls while they move; promote moves them all, a chunk at a time.
+func TestWatchdogPromoteChunks(t *testing.T) {
+	w := newWatchdogFunc(func(context.Context, []*held, time.Time) {})
+	defer w.close()
+	const n = 2*promoteChunk + 100
+	start := time.Now()
+	for i := range n {
+		k := heldKey{fmt.Sprintf("lock:%d", i), "o"}
+		if err := w.addNew(k, renewal{Lease: time.Minute}, newTestHolder(), start); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.mu.Lock()
+	done := w.promoteSome(promoteChunk)
+	w.mu.Unlock()
+	if y, e, q, x := w.counts(); done || y != n-promoteChunk || e != promoteChunk || q != promoteChunk || x != promoteChunk {
+		t.Fatalf("after one chunk: done %v, %d young, %d entries, %d queued, %d expiries; want false, %d young and %d in each index", done, y, e, q, x, n-promoteChunk, promoteChunk)
+	}
+	w.mu.Lock()
+	w.promote()
+	w.mu.Unlock()
+	if y, e, q, x := w.counts(); y != 0 || e != n || q != n || x != n {
+		t.Fatalf("after promote: %d young, %d entries, %d queued, %d expiries; want 0 and %d in each index", y, e, q, x, n)
+	}
 }
 
 // TestWatchdogYoungExpires: a young hold's local expiry ends its holder
