@@ -37,7 +37,8 @@ type Lock struct {
 
 // lockPrep is what every script call of a Lock passes that does not
 // change between calls, built once per Lock with few allocations: its
-// keys, and the keys and channel boxed for a command's arguments.
+// keys, the same boxed for a command's arguments, and its wake-up
+// prefixes.
 type lockPrep struct {
 	keys    []string       // in k
 	boxed   []any          // in b: keys
