@@ -26,6 +26,7 @@ type contractHook struct {
 	byDigest map[string]string // SHA1 or source -> script name
 	mu       sync.Mutex
 	calls    []scriptCall
+	taken    int // calls before this one were taken by keysSince
 }
 
 type scriptCall struct {
@@ -101,6 +102,22 @@ func (h *contractHook) count(name string) int {
 		}
 	}
 	return n
+}
+
+// keysSince returns the KEYS count of each run of the named script
+// recorded since the last keysSince, in order: an EVALSHA that Redis
+// answered NOSCRIPT did not run (the EVAL sent again after it did).
+func (h *contractHook) keysSince(name string) []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var keys []int
+	for _, c := range h.calls[h.taken:] {
+		if c.name == name && (c.err == nil || !strings.HasPrefix(c.err.Error(), "NOSCRIPT")) {
+			keys = append(keys, c.keys)
+		}
+	}
+	h.taken = len(h.calls)
+	return keys
 }
 
 // waitFor waits until the named script was called more than before times.

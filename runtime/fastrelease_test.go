@@ -3,49 +3,11 @@ package runtime_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	lockrt "github.com/lockgen/lockgen/runtime"
 )
-
-// releaseCalls records the KEYS count of each call of one script.
-type releaseCalls struct {
-	sha  string
-	mu   sync.Mutex
-	keys []int
-}
-
-func (h *releaseCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *releaseCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if a := cmd.Args(); len(a) > 2 && cmd.Name() == "evalsha" && a[1] == h.sha {
-			if n, ok := a[2].(int); ok {
-				h.mu.Lock()
-				h.keys = append(h.keys, n)
-				h.mu.Unlock()
-			}
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *releaseCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-// take returns the KEYS counts recorded since the last take.
-func (h *releaseCalls) take() []int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	k := h.keys
-	h.keys = nil
-	return k
-}
 
 // TestFastReleaseHandsOn: a hold the acquire's fast path took is released
 // with the lock's key alone (one call, KEYS 1), also when it was
@@ -61,7 +23,7 @@ func TestFastReleaseHandsOn(t *testing.T) {
 				ctx := context.Background()
 				d := def(t, kind, 30*time.Second, true, 10*time.Second)
 				k := key(t)
-				h := &releaseCalls{sha: d.Scripts.Release.SHA1}
+				h := newContractHook(t)
 				rdb := b.new()
 				rdb.AddHook(h)
 				holder := lockrt.New(rdb)
@@ -71,7 +33,7 @@ func TestFastReleaseHandsOn(t *testing.T) {
 				})
 				want := func(what string, keys ...int) {
 					t.Helper()
-					if got := h.take(); !slices.Equal(got, keys) {
+					if got := h.keysSince(d.Scripts.Release.Name); !slices.Equal(got, keys) {
 						t.Fatalf("%s: release calls with KEYS %v, want %v", what, got, keys)
 					}
 				}

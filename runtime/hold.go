@@ -30,14 +30,12 @@ const ReleaseTimeout = 5 * time.Second
 // five (a release runs on every Unlock): the releases that start within
 // one releaseSlot share a deadline, its Done channel and its timer.
 func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.(*releaseCtx); ok { // made by of already
-		return ctx, func() {}
-	}
 	return &releaseCtx{values: ctx, slot: currentReleaseSlot()}, func() {}
 }
 
-// of makes c the release context of ctx and returns it: a hold that is
-// released once keeps room for it, saving the release an allocation.
+// of makes c the release context of ctx, as releaseContext would, and
+// returns it: a hold that is released once keeps room for it, saving the
+// release an allocation.
 func (c *releaseCtx) of(ctx context.Context) context.Context {
 	*c = releaseCtx{values: ctx, slot: currentReleaseSlot()}
 	return c

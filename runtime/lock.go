@@ -584,7 +584,9 @@ func (l *Lock) newLeaseFirst(parent context.Context, owner string, o acquireOpti
 //	fair_release reply: int
 //	rw_release reply: int
 func (l *Lock) release(ctx context.Context, owner string, lease time.Duration) (int, error) {
-	return l.releaseHold(ctx, owner, lease, false)
+	rctx, cancel := releaseContext(ctx)
+	defer cancel()
+	return l.releaseHold(rctx, owner, lease, false)
 }
 
 // handOnDue is the release scripts' reply to a call with the lock's key
@@ -596,10 +598,9 @@ const handOnDue = -3
 // when fast: the script is sent with the lock's key, owner and lease
 // alone, the common uncontended case (the registry's keys, the wake-up
 // prefix, the publish command and the hand-off lease travel only when a
-// waiter is due the lock: a second call then, handOnDue).
+// waiter is due the lock: a second call then, handOnDue). ctx is a
+// release context already (releaseContext, or a Lease's rel).
 func (l *Lock) releaseHold(ctx context.Context, owner string, lease time.Duration, fast bool) (int, error) {
-	ctx, cancel := releaseContext(ctx)
-	defer cancel()
 	if p := l.prep; fast && p != nil { // only reentrant and simple acquires reply fast
 		n, err := l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], owner, l.leaseArg(lease)).Int()
 		if err != nil || n != handOnDue {

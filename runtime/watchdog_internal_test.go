@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -218,13 +219,13 @@ func TestWatchdogRenewalRacingRelease(t *testing.T) {
 	close(proceed)
 	// The watchdog handles the reply before the release leaves it: wait
 	// until it did (the hold back in the queue, or dropped as lost).
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, e, q, _ := w.counts()
-		if e == 0 || q == 1 || time.Now().After(deadline) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, e, q, _ := w.counts(); e == 0 || q == 1 {
 			break
 		}
-		time.Sleep(time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatal("the watchdog never handled the renewal's reply")
+		}
 	}
 	if n := lostEvents.Load(); n != 0 {
 		t.Fatalf("%d lease-lost events for a hold given up while its renewal was in flight, want 0", n)
@@ -233,4 +234,55 @@ func TestWatchdogRenewalRacingRelease(t *testing.T) {
 	if y, e, q, x := w.counts(); y+e+q+x != 0 {
 		t.Fatalf("after its remove: %d young, %d entries, %d queued, %d expiries; want none", y, e, q, x)
 	}
+}
+
+// BenchmarkWatchdogPromote: what moving young holds into the watchdog's
+// index costs under its mutex, for 50 000 holds taken since the watchdog
+// last looked: all at once, and promoteChunk at a time (the longest
+// chunk), as promote does.
+//
+//	go test -run '^$' -bench WatchdogPromote -benchtime 5x ./runtime/
+func BenchmarkWatchdogPromote(b *testing.B) {
+	const n = 50000
+	keys := make([]heldKey, n)
+	for i := range keys {
+		keys[i] = heldKey{fmt.Sprintf("lock:%d", i), "o"}
+	}
+	fill := func(w *watchdog) {
+		start := time.Now()
+		for _, k := range keys {
+			if err := w.addNew(k, renewal{Lease: time.Minute}, newTestHolder(), start); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var all, chunk time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		w := newWatchdogFunc(func(context.Context, []*held, time.Time) {})
+		fill(w)
+		b.StartTimer()
+		w.mu.Lock()
+		t := time.Now()
+		w.promoteSome(math.MaxInt)
+		all += time.Since(t)
+		w.mu.Unlock()
+		b.StopTimer()
+		w.close()
+		w = newWatchdogFunc(func(context.Context, []*held, time.Time) {})
+		fill(w)
+		var longest time.Duration
+		for done := false; !done; {
+			w.mu.Lock()
+			t := time.Now()
+			done = w.promoteSome(promoteChunk)
+			longest = max(longest, time.Since(t))
+			w.mu.Unlock()
+		}
+		chunk += longest
+		w.close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(all)/float64(b.N)/float64(time.Millisecond), "ms-all-at-once")
+	b.ReportMetric(float64(chunk)/float64(b.N)/float64(time.Microsecond), "µs-longest-chunk")
 }
