@@ -331,8 +331,9 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 				if err != nil {
 					return
 				}
-				// "<owner>" (simple) or "<owner> <holds>[ <token>]", and
-				// " w" when waiters are registered.
+				// "<owner>" (simple, or one hold) or "<owner> <holds>[
+				// <token>]", and " w" when waiters are registered (see
+				// hold_of in templates/registry.luainc).
 				parts := strings.Fields(val)
 				if len(parts) == 0 {
 					return
@@ -341,7 +342,9 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 				hd.Holds = 1
 				if kind != spec.Simple && kind != spec.RedLock {
 					if len(parts) > 1 {
-						hd.Holds, _ = strconv.Atoi(parts[1])
+						if n, err := strconv.Atoi(parts[1]); err == nil { // not " w"
+							hd.Holds = n
+						}
 					}
 					if len(parts) > 2 {
 						hd.Token, _ = strconv.ParseInt(parts[2], 10, 64)

@@ -476,8 +476,10 @@
 // counts them.
 //
 // A lock's value says whether anyone is registered: a reentrant or fenced
-// lock is "<owner> <holds>[ <token>]", a simple lock "<owner>", and a
-// waiter that registers appends " w" to it; a release whose value has no
+// lock is "<owner> <holds>[ <token>]" (a reentrant lock's single hold
+// "<owner>" alone, as the fast path writes it: no string to build on
+// either call), a simple lock "<owner>", and a waiter that registers
+// appends " w" to it; a release whose value has no
 // " w" only deletes the key (no registry read, no PUBLISH). A read-write
 // lock keeps the flag as the field "q" of its hash, read in the same HMGET
 // as the holder, and a semaphore as the field "q" of key:counts, read

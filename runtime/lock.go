@@ -329,6 +329,8 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg)
 		case waiting:
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f)
+		case reg == RegistryTTL: // the scripts' default: one argument less
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner)
 		default: // a first attempt leaves the registered flag out
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r)
 		}
@@ -491,13 +493,13 @@ func (l *Lock) holdCount(ctx context.Context, owner string) (int, error) {
 			v, _ = vs[1].(string)
 		}
 	default:
-		// "<owner>" (simple) or "<owner> <holds>[ <token>]", then
-		// possibly flags.
+		// "<owner>" (simple, or one hold) or "<owner> <holds>[ <token>]",
+		// then possibly " w" (see hold_of in templates/registry.luainc).
 		var val string
 		val, err = l.c.rdb.Get(ctx, l.key).Result()
 		if f := strings.Fields(val); len(f) > 0 && f[0] == owner {
 			v = "1"
-			if l.def.Kind != impl.Simple && len(f) > 1 {
+			if l.def.Kind != impl.Simple && len(f) > 1 && f[1] != "w" {
 				v = f[1]
 			}
 		}
@@ -595,14 +597,24 @@ func (l *Lock) release(ctx context.Context, owner string, lease time.Duration) (
 const handOnDue = -3
 
 // releaseHold is release for a hold taken by the acquire's fast path
-// when fast: the script is sent with the lock's key, owner and lease
-// alone, the common uncontended case (the registry's keys, the wake-up
+// when fast: the script is sent with the lock's key and owner alone (and
+// the lease, for a reentrant lock the watchdog does not renew), the
+// common uncontended case (the registry's keys, the wake-up
 // prefix, the publish command and the hand-off lease travel only when a
 // waiter is due the lock: a second call then, handOnDue). ctx is a
 // release context already (releaseContext, or a Lease's rel).
 func (l *Lock) releaseHold(ctx context.Context, owner string, lease time.Duration, fast bool) (int, error) {
 	if p := l.prep; fast && p != nil { // only reentrant and simple acquires reply fast
-		n, err := l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], owner, l.leaseArg(lease)).Int()
+		var cmd *redis.Cmd
+		if l.def.Renew || l.def.Kind == impl.Simple {
+			// No lease: a simple lock has one hold, and the watchdog
+			// renews a renewed lock's holds left (the script keeps the
+			// lock's TTL then).
+			cmd = l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], owner)
+		} else {
+			cmd = l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], owner, l.leaseArg(lease))
+		}
+		n, err := cmd.Int()
 		if err != nil || n != handOnDue {
 			return n, err
 		}

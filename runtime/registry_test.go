@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/keys"
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
@@ -850,4 +851,101 @@ func TestSharedChannelCarriedOwner(t *testing.T) {
 		t.Fatal("the second wait did not get its lock within 5s of the release")
 	}
 	_ = first.Unlock(ctx)
+}
+
+// TestScriptDefaults: the arguments an uncontended Lock+Unlock leaves out
+// have the meaning the runtime gives them. A first attempt of Lock sends
+// no registry TTL (the acquire scripts' registry_ttl, held here to
+// RegistryTTL in their source): a waiter it registers gets a deadline
+// RegistryTTL away, and the holder still reads as holding. A single hold is stored as the owner alone; a
+// re-entry counts two, and the release of one of a renewed lock's holds,
+// sent without a lease, keeps the lock's TTL. Every lock kind with a
+// registry, on one node.
+func TestScriptDefaults(t *testing.T) {
+	t.Parallel()
+	want := fmt.Sprintf("local registry_ttl = '%d'", lockrt.RegistryTTL.Milliseconds())
+	for _, name := range []string{"reentrant_acquire", "simple_acquire", "fenced_acquire"} {
+		if src := script(t, name).Source; !strings.Contains(src, want) {
+			t.Errorf("%s does not say %q", name, want)
+		}
+	}
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: single.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fenced} {
+		t.Run(kind.String(), func(t *testing.T) {
+			d := def(t, kind, 30*time.Second, true, 0)
+			k := key(t)
+			holder, waiter := newClient(t, backends()[0]), newClient(t, backends()[0])
+			le, err := lockimpl.NewLock(holder, d, k).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kind == lockrt.Reentrant {
+				if v := rdb.Get(ctx, k).Val(); strings.Contains(v, " ") {
+					t.Errorf("one hold stored as %q, want the owner alone", v)
+				}
+				// Re-entered, one hold released without a lease: two holds,
+				// then one, the TTL kept (not restarted to the lease).
+				rdb.PExpire(ctx, k, 20*time.Second)
+				inner, err := lockimpl.NewLock(holder, d, k).Lock(le.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f := strings.Fields(rdb.Get(ctx, k).Val()); len(f) != 2 || f[1] != "2" {
+					t.Errorf("re-entered: %q, want the owner and 2", f)
+				}
+				rdb.PExpire(ctx, k, 20*time.Second)
+				if err := le.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if ttl := rdb.PTTL(ctx, k).Val(); ttl > 20*time.Second {
+					t.Errorf("a hold released without a lease: TTL %v, want the 20s it had kept", ttl)
+				}
+				if n, err := inner.IsHeld(ctx); err != nil || !n {
+					t.Errorf("the hold left: IsHeld %v, %v", n, err)
+				}
+				if err := inner.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if le, err = lockimpl.NewLock(holder, d, k).Lock(ctx); err != nil { // one hold again
+					t.Fatal(err)
+				}
+			}
+			done := make(chan error, 1)
+			go func() {
+				l, err := lockimpl.NewLock(waiter, d, k).TryLock(ctx, 5*time.Second)
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				done <- err
+			}()
+			var entries []redis.Z
+			for start := time.Now(); len(entries) == 0; {
+				if time.Since(start) > 5*time.Second {
+					t.Fatal("no waiter registered within 5s")
+				}
+				time.Sleep(time.Millisecond)
+				entries = rdb.ZRangeWithScores(ctx, k+":waiters", 0, -1).Val()
+			}
+			now, err := rdb.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := time.Duration(int64(entries[0].Score)-now.UnixMilli()) * time.Millisecond
+			if left <= 0 || left > lockrt.RegistryTTL {
+				t.Errorf("the waiter's entry runs out in %v, want within RegistryTTL (%v)", left, lockrt.RegistryTTL)
+			}
+			// The value now says a waiter waits (" w"): still one hold.
+			if n, err := le.IsHeld(ctx); err != nil || !n {
+				t.Errorf("held, %q: IsHeld %v, %v", rdb.Get(ctx, k).Val(), n, err)
+			}
+			if err := le.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Errorf("the waiter: %v", err)
+			}
+		})
+	}
 }

@@ -8,8 +8,8 @@
 -- KEYS[4] fence: the fence counter (never expires)
 -- ARGV[1] lease_ms: the lease in milliseconds
 -- ARGV[2] owner: the owner id
--- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
---   register)
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0: do not
+--   register; absent: registry_ttl, the runtime's RegistryTTL)
 -- ARGV[4]? registered: '1' when the owner is registered already, '2' to
 --   refresh its entry unless the lock is free or was handed to it; '0' or
 --   absent otherwise (a first attempt leaves it out)
@@ -31,7 +31,7 @@ if not waiting then
   end
 end
 -- #include registry
-local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or registry_ttl
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -55,14 +55,14 @@ if not value then
   redis.call('set', lock, v, 'PX', lease)
   return {1, 1, token}
 end
-local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local holder, holds, rest = hold_of(value)
 local token = tonumber(string.match(rest, '^ (%d+)'))
 if holder == owner then
   if waiting then
     redis.call('pexpire', lock, lease)
-    return {1, tonumber(holds), token}
+    return {1, holds, token}
   end
-  holds = tonumber(holds) + 1
+  holds = holds + 1
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds, token}
 end

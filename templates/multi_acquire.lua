@@ -70,8 +70,8 @@ for i = 1, n do
   if ARGV[2 * i + 2] ~= 'simple' then
     local holds, rest = 1, ''
     if value then
-      holds, rest = string.match(value, '^%S+ (%d+)(.*)$')
-      holds = tonumber(holds) + 1
+      local _, h, r = hold_of(value)
+      holds, rest = h + 1, r
     end
     v = owner .. ' ' .. holds .. rest
   end

@@ -27,9 +27,9 @@ for i = 1, #KEYS / 3 do
       code = 0
     end
   else
-    local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+    local holder, holds, rest = hold_of(value)
     if holder == owner then
-      code = tonumber(holds) - 1
+      code = holds - 1
       if code > 0 then
         redis.call('set', lock, owner .. ' ' .. code .. rest, 'PX', lease)
       end

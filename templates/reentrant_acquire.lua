@@ -1,13 +1,15 @@
 -- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
---   waiters are registered, so that taking a free lock is one SET NX PX
+--   waiters are registered; a single hold is "<owner>" alone, so that
+--   taking a free lock is one SET NX PX and releasing it one comparison
+--   (see hold_of in registry)
 -- KEYS[2] queue: the waiter registry's wait queue
 -- KEYS[3] waiters: the waiter registry's deadlines
 -- ARGV[1] lease_ms: the lease in milliseconds
 -- ARGV[2] owner: the owner id
--- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
---   register)
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0: do not
+--   register; absent: registry_ttl, the runtime's RegistryTTL)
 -- ARGV[4]? registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it is registered and only refreshes its entry unless
 --   the lock is free or was handed to it (see refresh in registry), else
@@ -21,11 +23,11 @@
 local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
-if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
+if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
   return 1
 end
 -- #include registry
-local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or registry_ttl
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -36,23 +38,23 @@ end
 
 local value = redis.call('get', lock)
 if not value then
-  local v = owner .. ' 1'
+  local v = owner
   if waiting then
     unregister(queue, waiters, owner)
     if redis.call('exists', queue) == 1 then
-      v = v .. ' w'
+      v = v .. ' 1 w'
     end
   end
   redis.call('set', lock, v, 'PX', lease)
   return {1, 1}
 end
-local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local holder, holds, rest = hold_of(value)
 if holder == owner then
   if waiting then
     redis.call('pexpire', lock, lease)
-    return {1, tonumber(holds)}
+    return {1, holds}
   end
-  holds = tonumber(holds) + 1
+  holds = holds + 1
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds}
 end

@@ -1,13 +1,14 @@
 -- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
--- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
+-- KEYS[1] lock: "<owner> <holds>[ <token>][ w]", a single hold "<owner>"
 -- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
 --   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
 --   then the reply is -3 when the release would hand the lock on)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter
 -- ARGV[1] owner: the owner id
--- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[2]? lease_ms: the lease in milliseconds (absent: a hold left keeps
+--   the lock's TTL; for a hold the watchdog renews)
 -- ARGV[3]? prefix: the wake-up channel prefix (a client's channel is
 --   prefix:<clientID>)
 -- ARGV[4]? publish: the publish command (publish or spublish)
@@ -17,7 +18,7 @@
 --   absent otherwise
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
---   held (the lease is restarted), or 0 when released. A release without
+--   held (the lease is restarted, given lease_ms), or 0 when released. A release without
 --   " w" only deletes the key. Otherwise the first live waiter gets the
 --   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
 --   message "<waiter>[ <token>]" on its client's channel; a waiter
@@ -30,7 +31,7 @@ local value
 -- The uncontended fast path runs before the registry's functions are defined.
 if ARGV[6] ~= '1' then
   value = redis.call('get', lock)
-  if value == owner .. ' 1' then
+  if value == owner then
     redis.call('del', lock)
     return 0
   end
@@ -45,13 +46,17 @@ end
 if not value then
   return -1
 end
-local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local holder, holds, rest = hold_of(value)
 if holder ~= owner then
   return -1
 end
-holds = tonumber(holds) - 1
+holds = holds - 1
 if holds > 0 then
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
+  if ARGV[2] then
+    redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
+  else
+    redis.call('set', lock, owner .. ' ' .. holds .. rest, 'KEEPTTL')
+  end
   return holds
 end
 if string.sub(rest, -2) ~= ' w' then

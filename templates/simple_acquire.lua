@@ -7,8 +7,8 @@
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- ARGV[1] lease_ms: the lease in milliseconds
 -- ARGV[2] owner: the owner id
--- ARGV[3]? registry_ttl_ms: how long a registration lasts (0 or absent: do
---   not register)
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0: do not
+--   register; absent: registry_ttl, the runtime's RegistryTTL)
 -- ARGV[4]? registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it only refreshes its entry unless the lock is free
 --   or was handed to it (refresh in registry)
@@ -25,7 +25,7 @@ if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
   return 1
 end
 -- #include registry
-local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or '0'
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or registry_ttl
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)

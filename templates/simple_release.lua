@@ -2,12 +2,12 @@
 -- are registered, hand it to the longest-waiting live one instead.
 -- KEYS[1] lock: the lock key (value: owner id[ w])
 -- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
---   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
+--   took is released with the lock's key alone, KEYS[1], and ARGV[1]:
 --   then the reply is -3 when the release would hand the lock on)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- ARGV[1] owner: the owner id
--- ARGV[2] lease_ms: the lease in milliseconds (unused: a simple lock has
---   one hold)
+-- ARGV[2]? lease_ms: the lease in milliseconds (unused: a simple lock has
+--   one hold; the fast path's call leaves it out)
 -- ARGV[3]? prefix: the wake-up channel prefix
 -- ARGV[4]? publish: the publish command (publish or spublish)
 -- ARGV[5]? handoff_ms: the hand-off lease in milliseconds

@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/templates"
 )
 
@@ -125,9 +124,9 @@ func BenchmarkUncontendedInterleaved(b *testing.B) {
 // uncontendedCalls returns an operation that sends the two calls of an
 // uncontended Lock+Unlock of the benchmarks' reentrant lock as the
 // runtime sends them (reentrant_acquire with the lock's and its
-// registry's keys, lease, owner and registry TTL; reentrant_release of a
-// fast-path hold with the lock's key, owner and lease), without the
-// runtime, on keys of their own.
+// registry's keys, lease and owner; reentrant_release of a fast-path hold
+// with the lock's key and owner), without the runtime, on keys of their
+// own.
 func uncontendedCalls(tb testing.TB, rdb *redis.Client) func(int) error {
 	ctx := context.Background()
 	var sha [2]string
@@ -140,15 +139,15 @@ func uncontendedCalls(tb testing.TB, rdb *redis.Client) func(int) error {
 			tb.Fatal(err)
 		}
 	}
-	leaseMS, regMS := lease.Milliseconds(), lockrt.RegistryTTL.Milliseconds()
+	leaseMS := lease.Milliseconds()
 	const client = "0123456789abcdef0123456789abcdef:" // a runtime client's id
 	return func(i int) error {
 		k := "bench:{Resource:res:c" + strconv.Itoa(i%numKeys) + "}"
 		owner := client + strconv.Itoa(i)
-		if n, err := rdb.Do(ctx, "evalsha", sha[0], 3, k, k+":queue", k+":waiters", leaseMS, owner, regMS).Int(); err != nil || n != 1 {
+		if n, err := rdb.Do(ctx, "evalsha", sha[0], 3, k, k+":queue", k+":waiters", leaseMS, owner).Int(); err != nil || n != 1 {
 			return fmt.Errorf("lockgen-calls: acquire replied %d, %v", n, err)
 		}
-		if n, err := rdb.Do(ctx, "evalsha", sha[1], 1, k, owner, leaseMS).Int(); err != nil || n != 0 {
+		if n, err := rdb.Do(ctx, "evalsha", sha[1], 1, k, owner).Int(); err != nil || n != 0 {
 			return fmt.Errorf("lockgen-calls: release replied %d, %v", n, err)
 		}
 		return nil

@@ -275,7 +275,7 @@ var queueScripts = lockimpl.QueueScripts{
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "719932acd47ab89d843700f80082d3b16746172e",
+	SHA1: "b25c725c3a2f61fa6f8068df4b2fe0e118f3194d",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -286,8 +286,8 @@ var fencedAcquireScript = lockimpl.Script{
 -- KEYS[4] fence: the fence counter (never expires)
 -- ARGV[1] lease_ms: the lease in milliseconds
 -- ARGV[2] owner: the owner id
--- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
---   register)
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0: do not
+--   register; absent: registry_ttl, the runtime's RegistryTTL)
 -- ARGV[4]? registered: '1' when the owner is registered already, '2' to
 --   refresh its entry unless the lock is free or was handed to it; '0' or
 --   absent otherwise (a first attempt leaves it out)
@@ -320,6 +320,25 @@ end
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -464,7 +483,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or registry_ttl
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -488,14 +507,14 @@ if not value then
   redis.call('set', lock, v, 'PX', lease)
   return {1, 1, token}
 end
-local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local holder, holds, rest = hold_of(value)
 local token = tonumber(string.match(rest, '^ (%d+)'))
 if holder == owner then
   if waiting then
     redis.call('pexpire', lock, lease)
-    return {1, tonumber(holds), token}
+    return {1, holds, token}
   end
-  holds = tonumber(holds) + 1
+  holds = holds + 1
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds, token}
 end
@@ -514,7 +533,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "d358016ff0ff738f77ee6937a9bc94fa437aa65f",
+	SHA1: "50aa91a3dd9a7f8e0a9b0373d97a991ec4d0bcad",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -542,6 +561,25 @@ var forceUnlockScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -897,7 +935,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "5673e23abd68b92f5a94b8289f588e1af9776984",
+	SHA1: "cf27c7a8e8d03bc2a104895e2f3c54de99795b67",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -932,6 +970,25 @@ var multiAcquireScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1125,8 +1182,8 @@ for i = 1, n do
   if ARGV[2 * i + 2] ~= 'simple' then
     local holds, rest = 1, ''
     if value then
-      holds, rest = string.match(value, '^%S+ (%d+)(.*)$')
-      holds = tonumber(holds) + 1
+      local _, h, r = hold_of(value)
+      holds, rest = h + 1, r
     end
     v = owner .. ' ' .. holds .. rest
   end
@@ -1147,7 +1204,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "f745229677c5cd133d797078b7d3d36ad2ab51d0",
+	SHA1: "3a078d290b5b9d7cb9402cb757dec37e0bc76c3a",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -1175,6 +1232,25 @@ var multiReleaseScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1332,9 +1408,9 @@ for i = 1, #KEYS / 3 do
       code = 0
     end
   else
-    local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+    local holder, holds, rest = hold_of(value)
     if holder == owner then
-      code = tonumber(holds) - 1
+      code = holds - 1
       if code > 0 then
         redis.call('set', lock, owner .. ' ' .. code .. rest, 'PX', lease)
       end
@@ -2061,17 +2137,19 @@ return out
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "67f61523a157de13ee31820408659074dab7376d",
+	SHA1: "8fbfd7817e266b857363b0c01876ec7d3731fb2e",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
---   waiters are registered, so that taking a free lock is one SET NX PX
+--   waiters are registered; a single hold is "<owner>" alone, so that
+--   taking a free lock is one SET NX PX and releasing it one comparison
+--   (see hold_of in registry)
 -- KEYS[2] queue: the waiter registry's wait queue
 -- KEYS[3] waiters: the waiter registry's deadlines
 -- ARGV[1] lease_ms: the lease in milliseconds
 -- ARGV[2] owner: the owner id
--- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
---   register)
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0: do not
+--   register; absent: registry_ttl, the runtime's RegistryTTL)
 -- ARGV[4]? registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it is registered and only refreshes its entry unless
 --   the lock is free or was handed to it (see refresh in registry), else
@@ -2085,7 +2163,7 @@ var reentrantAcquireScript = lockimpl.Script{
 local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
-if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
+if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
   return 1
 end
 -- registry: the waiter registry (runtime's package doc, "Waiter
@@ -2100,6 +2178,25 @@ end
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -2244,7 +2341,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or registry_ttl
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -2255,23 +2352,23 @@ end
 
 local value = redis.call('get', lock)
 if not value then
-  local v = owner .. ' 1'
+  local v = owner
   if waiting then
     unregister(queue, waiters, owner)
     if redis.call('exists', queue) == 1 then
-      v = v .. ' w'
+      v = v .. ' 1 w'
     end
   end
   redis.call('set', lock, v, 'PX', lease)
   return {1, 1}
 end
-local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local holder, holds, rest = hold_of(value)
 if holder == owner then
   if waiting then
     redis.call('pexpire', lock, lease)
-    return {1, tonumber(holds)}
+    return {1, holds}
   end
-  holds = tonumber(holds) + 1
+  holds = holds + 1
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds}
 end
@@ -2291,17 +2388,18 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "1f4d87b0acf3fc6ffdbb18e6a795bc7d909aeebb",
+	SHA1: "67bc7d7c5dc4d566e926c71e2ba7aaa72ccfb255",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
--- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
+-- KEYS[1] lock: "<owner> <holds>[ <token>][ w]", a single hold "<owner>"
 -- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
 --   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
 --   then the reply is -3 when the release would hand the lock on)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter
 -- ARGV[1] owner: the owner id
--- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[2]? lease_ms: the lease in milliseconds (absent: a hold left keeps
+--   the lock's TTL; for a hold the watchdog renews)
 -- ARGV[3]? prefix: the wake-up channel prefix (a client's channel is
 --   prefix:<clientID>)
 -- ARGV[4]? publish: the publish command (publish or spublish)
@@ -2311,7 +2409,7 @@ var reentrantReleaseScript = lockimpl.Script{
 --   absent otherwise
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
---   held (the lease is restarted), or 0 when released. A release without
+--   held (the lease is restarted, given lease_ms), or 0 when released. A release without
 --   " w" only deletes the key. Otherwise the first live waiter gets the
 --   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
 --   message "<waiter>[ <token>]" on its client's channel; a waiter
@@ -2324,7 +2422,7 @@ local value
 -- The uncontended fast path runs before the registry's functions are defined.
 if ARGV[6] ~= '1' then
   value = redis.call('get', lock)
-  if value == owner .. ' 1' then
+  if value == owner then
     redis.call('del', lock)
     return 0
   end
@@ -2341,6 +2439,25 @@ end
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -2494,13 +2611,17 @@ end
 if not value then
   return -1
 end
-local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local holder, holds, rest = hold_of(value)
 if holder ~= owner then
   return -1
 end
-holds = tonumber(holds) - 1
+holds = holds - 1
 if holds > 0 then
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
+  if ARGV[2] then
+    redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
+  else
+    redis.call('set', lock, owner .. ' ' .. holds .. rest, 'KEEPTTL')
+  end
   return holds
 end
 if string.sub(rest, -2) ~= ' w' then
@@ -2520,9 +2641,9 @@ return 0
 // its KEYS, ARGV and reply.)
 var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
-	SHA1: "9560553a3b0365ce342bfeb47fca905b63d05fb2",
+	SHA1: "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
--- KEYS[1] lock: "<owner> <holds>[ <token>]"
+-- KEYS[1] lock: "<owner> <holds>[ <token>]", a single hold "<owner>"
 -- KEYS[2] queue: the waiter registry's wait queue (unused)
 -- KEYS[3] waiters: the waiter registry's deadlines (unused)
 -- KEYS[4]? fence: a fenced lock's fence counter (unused)
@@ -2534,7 +2655,7 @@ local lock = KEYS[1]
 local prefix = ARGV[2] .. ' '
 
 local value = redis.call('get', lock)
-if value and string.sub(value, 1, #prefix) == prefix then
+if value == ARGV[2] or value and string.sub(value, 1, #prefix) == prefix then
   redis.call('pexpire', lock, ARGV[1])
   return 1
 end
@@ -2553,7 +2674,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "c61d5d428dd12abe1e39a8ade365e6cd364b57b2",
+	SHA1: "c651ff0336f62f63cb9089d37f701efa7c465a91",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -2601,6 +2722,25 @@ var rwAcquireScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -2970,7 +3110,7 @@ return {0, first - now}
 // its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
-	SHA1: "5d0ce67d156b8c9e06a150a387eafa50f8558847",
+	SHA1: "1d87e647aa8faba504d0ccc2559919df3eccc161",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -3001,6 +3141,25 @@ var rwForceUnlockScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -3159,7 +3318,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "ae3974346c4b86b4ef96f2e6b38d0b64516c74bc",
+	SHA1: "990d32ca5ee5cd032a9bd03fa9522e27366e8b36",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -3198,6 +3357,25 @@ var rwReleaseScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -3566,7 +3744,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "6c6c1d0b8b0df6e6644a077d394eb7cb560bed5a",
+	SHA1: "5ac719898dd908a3abe6a701d7b04d4f5e19cb1c",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -3614,6 +3792,25 @@ var semaphoreAcquireScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -4020,7 +4217,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "61273e430819fa6a42f678c467d210bb1ab616f9",
+	SHA1: "df8b7b5219c3d6b6693e282f09536b225e38805f",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -4056,6 +4253,25 @@ var semaphoreCapacityScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -4413,7 +4629,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "aa488d3835333a737334e18dff7974def46f671e",
+	SHA1: "e8a76a5126c0f0c174fd6a74b63e096490db0997",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -4450,6 +4666,25 @@ var semaphoreReleaseScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -4834,7 +5069,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "54de38ae64ad68fbdafacec25e40a76a63c118a7",
+	SHA1: "0a3ff789a9d2def054aade40c31cb2cc64e12afd",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -4857,6 +5092,25 @@ var semaphoreStateScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()

@@ -117,7 +117,7 @@ var readwriteLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var fairAcquireScript = lockimpl.Script{
 	Name: "fair_acquire",
-	SHA1: "9543d75f5b11e0f20cc0702ab9a9946c6733b6cf",
+	SHA1: "172121b854bbd129d4301d987325f4ae72b27344",
 	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
 -- caller that cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock hash (field: owner, value: hold count)
@@ -149,6 +149,25 @@ var fairAcquireScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -350,7 +369,7 @@ return {0, pttl}
 // its KEYS, ARGV and reply.)
 var fairForceUnlockScript = lockimpl.Script{
 	Name: "fair_force_unlock",
-	SHA1: "24b897d5b056740478ee7ec1e319877bf6bbe0d0",
+	SHA1: "feff3f126109d2711ad6a5b462c0f7a2b1192bb3",
 	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
 -- the first live waiter.
 -- KEYS[1] lock: the lock hash
@@ -373,6 +392,25 @@ var fairForceUnlockScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -538,7 +576,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var fairReleaseScript = lockimpl.Script{
 	Name: "fair_release",
-	SHA1: "711be2276555401007b3db167982107e13e63373",
+	SHA1: "d548e52eb4ccfa66774d2e4c12331f64ff403aec",
 	Source: `-- fair_release: give up one hold of a fair lock; the last hold hands the
 -- lock to the first live waiter, if any.
 -- KEYS[1] lock: the lock hash
@@ -567,6 +605,25 @@ var fairReleaseScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -768,7 +825,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "719932acd47ab89d843700f80082d3b16746172e",
+	SHA1: "b25c725c3a2f61fa6f8068df4b2fe0e118f3194d",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -779,8 +836,8 @@ var fencedAcquireScript = lockimpl.Script{
 -- KEYS[4] fence: the fence counter (never expires)
 -- ARGV[1] lease_ms: the lease in milliseconds
 -- ARGV[2] owner: the owner id
--- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
---   register)
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0: do not
+--   register; absent: registry_ttl, the runtime's RegistryTTL)
 -- ARGV[4]? registered: '1' when the owner is registered already, '2' to
 --   refresh its entry unless the lock is free or was handed to it; '0' or
 --   absent otherwise (a first attempt leaves it out)
@@ -813,6 +870,25 @@ end
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -957,7 +1033,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or registry_ttl
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -981,14 +1057,14 @@ if not value then
   redis.call('set', lock, v, 'PX', lease)
   return {1, 1, token}
 end
-local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local holder, holds, rest = hold_of(value)
 local token = tonumber(string.match(rest, '^ (%d+)'))
 if holder == owner then
   if waiting then
     redis.call('pexpire', lock, lease)
-    return {1, tonumber(holds), token}
+    return {1, holds, token}
   end
-  holds = tonumber(holds) + 1
+  holds = holds + 1
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds, token}
 end
@@ -1007,7 +1083,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "d358016ff0ff738f77ee6937a9bc94fa437aa65f",
+	SHA1: "50aa91a3dd9a7f8e0a9b0373d97a991ec4d0bcad",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -1035,6 +1111,25 @@ var forceUnlockScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1199,17 +1294,18 @@ return 1
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "1f4d87b0acf3fc6ffdbb18e6a795bc7d909aeebb",
+	SHA1: "67bc7d7c5dc4d566e926c71e2ba7aaa72ccfb255",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
--- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
+-- KEYS[1] lock: "<owner> <holds>[ <token>][ w]", a single hold "<owner>"
 -- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
 --   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
 --   then the reply is -3 when the release would hand the lock on)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter
 -- ARGV[1] owner: the owner id
--- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[2]? lease_ms: the lease in milliseconds (absent: a hold left keeps
+--   the lock's TTL; for a hold the watchdog renews)
 -- ARGV[3]? prefix: the wake-up channel prefix (a client's channel is
 --   prefix:<clientID>)
 -- ARGV[4]? publish: the publish command (publish or spublish)
@@ -1219,7 +1315,7 @@ var reentrantReleaseScript = lockimpl.Script{
 --   absent otherwise
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
---   held (the lease is restarted), or 0 when released. A release without
+--   held (the lease is restarted, given lease_ms), or 0 when released. A release without
 --   " w" only deletes the key. Otherwise the first live waiter gets the
 --   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
 --   message "<waiter>[ <token>]" on its client's channel; a waiter
@@ -1232,7 +1328,7 @@ local value
 -- The uncontended fast path runs before the registry's functions are defined.
 if ARGV[6] ~= '1' then
   value = redis.call('get', lock)
-  if value == owner .. ' 1' then
+  if value == owner then
     redis.call('del', lock)
     return 0
   end
@@ -1249,6 +1345,25 @@ end
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1402,13 +1517,17 @@ end
 if not value then
   return -1
 end
-local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local holder, holds, rest = hold_of(value)
 if holder ~= owner then
   return -1
 end
-holds = tonumber(holds) - 1
+holds = holds - 1
 if holds > 0 then
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
+  if ARGV[2] then
+    redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
+  else
+    redis.call('set', lock, owner .. ' ' .. holds .. rest, 'KEEPTTL')
+  end
   return holds
 end
 if string.sub(rest, -2) ~= ' w' then
@@ -1428,9 +1547,9 @@ return 0
 // its KEYS, ARGV and reply.)
 var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
-	SHA1: "9560553a3b0365ce342bfeb47fca905b63d05fb2",
+	SHA1: "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
--- KEYS[1] lock: "<owner> <holds>[ <token>]"
+-- KEYS[1] lock: "<owner> <holds>[ <token>]", a single hold "<owner>"
 -- KEYS[2] queue: the waiter registry's wait queue (unused)
 -- KEYS[3] waiters: the waiter registry's deadlines (unused)
 -- KEYS[4]? fence: a fenced lock's fence counter (unused)
@@ -1442,7 +1561,7 @@ local lock = KEYS[1]
 local prefix = ARGV[2] .. ' '
 
 local value = redis.call('get', lock)
-if value and string.sub(value, 1, #prefix) == prefix then
+if value == ARGV[2] or value and string.sub(value, 1, #prefix) == prefix then
   redis.call('pexpire', lock, ARGV[1])
   return 1
 end
@@ -1461,7 +1580,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "c61d5d428dd12abe1e39a8ade365e6cd364b57b2",
+	SHA1: "c651ff0336f62f63cb9089d37f701efa7c465a91",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -1509,6 +1628,25 @@ var rwAcquireScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1878,7 +2016,7 @@ return {0, first - now}
 // its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
-	SHA1: "5d0ce67d156b8c9e06a150a387eafa50f8558847",
+	SHA1: "1d87e647aa8faba504d0ccc2559919df3eccc161",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -1909,6 +2047,25 @@ var rwForceUnlockScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -2067,7 +2224,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "ae3974346c4b86b4ef96f2e6b38d0b64516c74bc",
+	SHA1: "990d32ca5ee5cd032a9bd03fa9522e27366e8b36",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -2106,6 +2263,25 @@ var rwReleaseScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()

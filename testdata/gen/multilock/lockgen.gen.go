@@ -107,7 +107,7 @@ var simpleLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "d358016ff0ff738f77ee6937a9bc94fa437aa65f",
+	SHA1: "50aa91a3dd9a7f8e0a9b0373d97a991ec4d0bcad",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -135,6 +135,25 @@ var forceUnlockScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -299,7 +318,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "5673e23abd68b92f5a94b8289f588e1af9776984",
+	SHA1: "cf27c7a8e8d03bc2a104895e2f3c54de99795b67",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -334,6 +353,25 @@ var multiAcquireScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -527,8 +565,8 @@ for i = 1, n do
   if ARGV[2 * i + 2] ~= 'simple' then
     local holds, rest = 1, ''
     if value then
-      holds, rest = string.match(value, '^%S+ (%d+)(.*)$')
-      holds = tonumber(holds) + 1
+      local _, h, r = hold_of(value)
+      holds, rest = h + 1, r
     end
     v = owner .. ' ' .. holds .. rest
   end
@@ -549,7 +587,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "f745229677c5cd133d797078b7d3d36ad2ab51d0",
+	SHA1: "3a078d290b5b9d7cb9402cb757dec37e0bc76c3a",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -577,6 +615,25 @@ var multiReleaseScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -734,9 +791,9 @@ for i = 1, #KEYS / 3 do
       code = 0
     end
   else
-    local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+    local holder, holds, rest = hold_of(value)
     if holder == owner then
-      code = tonumber(holds) - 1
+      code = holds - 1
       if code > 0 then
         redis.call('set', lock, owner .. ' ' .. code .. rest, 'PX', lease)
       end
@@ -761,17 +818,19 @@ return codes
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "67f61523a157de13ee31820408659074dab7376d",
+	SHA1: "8fbfd7817e266b857363b0c01876ec7d3731fb2e",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
---   waiters are registered, so that taking a free lock is one SET NX PX
+--   waiters are registered; a single hold is "<owner>" alone, so that
+--   taking a free lock is one SET NX PX and releasing it one comparison
+--   (see hold_of in registry)
 -- KEYS[2] queue: the waiter registry's wait queue
 -- KEYS[3] waiters: the waiter registry's deadlines
 -- ARGV[1] lease_ms: the lease in milliseconds
 -- ARGV[2] owner: the owner id
--- ARGV[3] registry_ttl_ms: how long a registration lasts (0: do not
---   register)
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0: do not
+--   register; absent: registry_ttl, the runtime's RegistryTTL)
 -- ARGV[4]? registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it is registered and only refreshes its entry unless
 --   the lock is free or was handed to it (see refresh in registry), else
@@ -785,7 +844,7 @@ var reentrantAcquireScript = lockimpl.Script{
 local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
-if not waiting and redis.call('set', lock, owner .. ' 1', 'NX', 'PX', lease) then
+if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
   return 1
 end
 -- registry: the waiter registry (runtime's package doc, "Waiter
@@ -800,6 +859,25 @@ end
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -944,7 +1022,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3]
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or registry_ttl
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -955,23 +1033,23 @@ end
 
 local value = redis.call('get', lock)
 if not value then
-  local v = owner .. ' 1'
+  local v = owner
   if waiting then
     unregister(queue, waiters, owner)
     if redis.call('exists', queue) == 1 then
-      v = v .. ' w'
+      v = v .. ' 1 w'
     end
   end
   redis.call('set', lock, v, 'PX', lease)
   return {1, 1}
 end
-local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local holder, holds, rest = hold_of(value)
 if holder == owner then
   if waiting then
     redis.call('pexpire', lock, lease)
-    return {1, tonumber(holds)}
+    return {1, holds}
   end
-  holds = tonumber(holds) + 1
+  holds = holds + 1
   redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
   return {1, holds}
 end
@@ -991,17 +1069,18 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "1f4d87b0acf3fc6ffdbb18e6a795bc7d909aeebb",
+	SHA1: "67bc7d7c5dc4d566e926c71e2ba7aaa72ccfb255",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
--- KEYS[1] lock: "<owner> <holds>[ <token>][ w]"
+-- KEYS[1] lock: "<owner> <holds>[ <token>][ w]", a single hold "<owner>"
 -- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
 --   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
 --   then the reply is -3 when the release would hand the lock on)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter
 -- ARGV[1] owner: the owner id
--- ARGV[2] lease_ms: the lease in milliseconds
+-- ARGV[2]? lease_ms: the lease in milliseconds (absent: a hold left keeps
+--   the lock's TTL; for a hold the watchdog renews)
 -- ARGV[3]? prefix: the wake-up channel prefix (a client's channel is
 --   prefix:<clientID>)
 -- ARGV[4]? publish: the publish command (publish or spublish)
@@ -1011,7 +1090,7 @@ var reentrantReleaseScript = lockimpl.Script{
 --   absent otherwise
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
---   held (the lease is restarted), or 0 when released. A release without
+--   held (the lease is restarted, given lease_ms), or 0 when released. A release without
 --   " w" only deletes the key. Otherwise the first live waiter gets the
 --   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
 --   message "<waiter>[ <token>]" on its client's channel; a waiter
@@ -1024,7 +1103,7 @@ local value
 -- The uncontended fast path runs before the registry's functions are defined.
 if ARGV[6] ~= '1' then
   value = redis.call('get', lock)
-  if value == owner .. ' 1' then
+  if value == owner then
     redis.call('del', lock)
     return 0
   end
@@ -1041,6 +1120,25 @@ end
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1194,13 +1292,17 @@ end
 if not value then
   return -1
 end
-local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+local holder, holds, rest = hold_of(value)
 if holder ~= owner then
   return -1
 end
-holds = tonumber(holds) - 1
+holds = holds - 1
 if holds > 0 then
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
+  if ARGV[2] then
+    redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
+  else
+    redis.call('set', lock, owner .. ' ' .. holds .. rest, 'KEEPTTL')
+  end
   return holds
 end
 if string.sub(rest, -2) ~= ' w' then
@@ -1220,9 +1322,9 @@ return 0
 // its KEYS, ARGV and reply.)
 var reentrantRenewScript = lockimpl.Script{
 	Name: "reentrant_renew",
-	SHA1: "9560553a3b0365ce342bfeb47fca905b63d05fb2",
+	SHA1: "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	Source: `-- reentrant_renew: extend the lease of a held reentrant (or fenced) lock.
--- KEYS[1] lock: "<owner> <holds>[ <token>]"
+-- KEYS[1] lock: "<owner> <holds>[ <token>]", a single hold "<owner>"
 -- KEYS[2] queue: the waiter registry's wait queue (unused)
 -- KEYS[3] waiters: the waiter registry's deadlines (unused)
 -- KEYS[4]? fence: a fenced lock's fence counter (unused)
@@ -1234,7 +1336,7 @@ local lock = KEYS[1]
 local prefix = ARGV[2] .. ' '
 
 local value = redis.call('get', lock)
-if value and string.sub(value, 1, #prefix) == prefix then
+if value == ARGV[2] or value and string.sub(value, 1, #prefix) == prefix then
   redis.call('pexpire', lock, ARGV[1])
   return 1
 end
@@ -1248,7 +1350,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
-	SHA1: "660353b0567e8ca79ab1a4682647c30f0310d8f6",
+	SHA1: "e41ce2acb7d88da21d673fe118dc0803cc36189e",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
@@ -1258,8 +1360,8 @@ var simpleAcquireScript = lockimpl.Script{
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- ARGV[1] lease_ms: the lease in milliseconds
 -- ARGV[2] owner: the owner id
--- ARGV[3]? registry_ttl_ms: how long a registration lasts (0 or absent: do
---   not register)
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0: do not
+--   register; absent: registry_ttl, the runtime's RegistryTTL)
 -- ARGV[4]? registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it only refreshes its entry unless the lock is free
 --   or was handed to it (refresh in registry)
@@ -1287,6 +1389,25 @@ end
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1431,7 +1552,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or '0'
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or registry_ttl
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -1475,17 +1596,17 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
-	SHA1: "57ac5e7c875739b8f44d8520386c9d14f8ed12f4",
+	SHA1: "8bf6869cf4342889a748b9492c2cac523930e50f",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
 -- are registered, hand it to the longest-waiting live one instead.
 -- KEYS[1] lock: the lock key (value: owner id[ w])
 -- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
---   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
+--   took is released with the lock's key alone, KEYS[1], and ARGV[1]:
 --   then the reply is -3 when the release would hand the lock on)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- ARGV[1] owner: the owner id
--- ARGV[2] lease_ms: the lease in milliseconds (unused: a simple lock has
---   one hold)
+-- ARGV[2]? lease_ms: the lease in milliseconds (unused: a simple lock has
+--   one hold; the fast path's call leaves it out)
 -- ARGV[3]? prefix: the wake-up channel prefix
 -- ARGV[4]? publish: the publish command (publish or spublish)
 -- ARGV[5]? handoff_ms: the hand-off lease in milliseconds
@@ -1519,6 +1640,25 @@ end
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()

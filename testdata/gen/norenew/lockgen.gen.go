@@ -58,7 +58,7 @@ var simpleLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "d358016ff0ff738f77ee6937a9bc94fa437aa65f",
+	SHA1: "50aa91a3dd9a7f8e0a9b0373d97a991ec4d0bcad",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -86,6 +86,25 @@ var forceUnlockScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -250,7 +269,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "5673e23abd68b92f5a94b8289f588e1af9776984",
+	SHA1: "cf27c7a8e8d03bc2a104895e2f3c54de99795b67",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -285,6 +304,25 @@ var multiAcquireScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -478,8 +516,8 @@ for i = 1, n do
   if ARGV[2 * i + 2] ~= 'simple' then
     local holds, rest = 1, ''
     if value then
-      holds, rest = string.match(value, '^%S+ (%d+)(.*)$')
-      holds = tonumber(holds) + 1
+      local _, h, r = hold_of(value)
+      holds, rest = h + 1, r
     end
     v = owner .. ' ' .. holds .. rest
   end
@@ -500,7 +538,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "f745229677c5cd133d797078b7d3d36ad2ab51d0",
+	SHA1: "3a078d290b5b9d7cb9402cb757dec37e0bc76c3a",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -528,6 +566,25 @@ var multiReleaseScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -685,9 +742,9 @@ for i = 1, #KEYS / 3 do
       code = 0
     end
   else
-    local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+    local holder, holds, rest = hold_of(value)
     if holder == owner then
-      code = tonumber(holds) - 1
+      code = holds - 1
       if code > 0 then
         redis.call('set', lock, owner .. ' ' .. code .. rest, 'PX', lease)
       end
@@ -712,7 +769,7 @@ return codes
 // its KEYS, ARGV and reply.)
 var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
-	SHA1: "660353b0567e8ca79ab1a4682647c30f0310d8f6",
+	SHA1: "e41ce2acb7d88da21d673fe118dc0803cc36189e",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
@@ -722,8 +779,8 @@ var simpleAcquireScript = lockimpl.Script{
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- ARGV[1] lease_ms: the lease in milliseconds
 -- ARGV[2] owner: the owner id
--- ARGV[3]? registry_ttl_ms: how long a registration lasts (0 or absent: do
---   not register)
+-- ARGV[3]? registry_ttl_ms: how long a registration lasts (0: do not
+--   register; absent: registry_ttl, the runtime's RegistryTTL)
 -- ARGV[4]? registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it only refreshes its entry unless the lock is free
 --   or was handed to it (refresh in registry)
@@ -751,6 +808,25 @@ end
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -895,7 +971,7 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   redis.call('set', lock, v, 'PX', handoff)
   notify(publish, prefix, waiter, payload)
 end
-local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or '0'
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or registry_ttl
 
 if ARGV[4] == '2' then
   local pttl = refresh(lock, queue, waiters, owner, ttl)
@@ -939,17 +1015,17 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
-	SHA1: "57ac5e7c875739b8f44d8520386c9d14f8ed12f4",
+	SHA1: "8bf6869cf4342889a748b9492c2cac523930e50f",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
 -- are registered, hand it to the longest-waiting live one instead.
 -- KEYS[1] lock: the lock key (value: owner id[ w])
 -- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
---   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
+--   took is released with the lock's key alone, KEYS[1], and ARGV[1]:
 --   then the reply is -3 when the release would hand the lock on)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- ARGV[1] owner: the owner id
--- ARGV[2] lease_ms: the lease in milliseconds (unused: a simple lock has
---   one hold)
+-- ARGV[2]? lease_ms: the lease in milliseconds (unused: a simple lock has
+--   one hold; the fast path's call leaves it out)
 -- ARGV[3]? prefix: the wake-up channel prefix
 -- ARGV[4]? publish: the publish command (publish or spublish)
 -- ARGV[5]? handoff_ms: the hand-off lease in milliseconds
@@ -983,6 +1059,25 @@ end
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()

@@ -59,7 +59,7 @@ var redlockLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "d358016ff0ff738f77ee6937a9bc94fa437aa65f",
+	SHA1: "50aa91a3dd9a7f8e0a9b0373d97a991ec4d0bcad",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -87,6 +87,25 @@ var forceUnlockScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -253,7 +272,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var redlockAcquireScript = lockimpl.Script{
 	Name: "redlock_acquire",
-	SHA1: "cec8a5b3d7b48dad439e0504dd470179010b3955",
+	SHA1: "1f7b6c5640126274e4b8f24df7e7f12854238481",
 	Source: `-- redlock_acquire: take a RedLock on one node (SET NX PX, with a value
 -- new to each attempt); a waiter that cannot take it registers in the
 -- node's waiter registry in the same call. A node that a release reserved
@@ -289,6 +308,25 @@ var redlockAcquireScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -470,7 +508,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var redlockReleaseScript = lockimpl.Script{
 	Name: "redlock_release",
-	SHA1: "dd40f874ab13dd5ee822f4259281b795dfd62451",
+	SHA1: "1ec217e7e7c1460c40adf9bdcd6548c6a4c14f64",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node; when
 -- waiters are registered there, wake the live one whose wait began first
 -- (the same on every node) and reserve the node for it (a RedLock cannot be handed over atomically
@@ -507,6 +545,25 @@ var redlockReleaseScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()

@@ -100,7 +100,7 @@ var semaphoreScripts = lockimpl.SemaphoreScripts{
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "6c6c1d0b8b0df6e6644a077d394eb7cb560bed5a",
+	SHA1: "5ac719898dd908a3abe6a701d7b04d4f5e19cb1c",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -148,6 +148,25 @@ var semaphoreAcquireScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -554,7 +573,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "61273e430819fa6a42f678c467d210bb1ab616f9",
+	SHA1: "df8b7b5219c3d6b6693e282f09536b225e38805f",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -590,6 +609,25 @@ var semaphoreCapacityScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -947,7 +985,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "aa488d3835333a737334e18dff7974def46f671e",
+	SHA1: "e8a76a5126c0f0c174fd6a74b63e096490db0997",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -984,6 +1022,25 @@ var semaphoreReleaseScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
@@ -1368,7 +1425,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "54de38ae64ad68fbdafacec25e40a76a63c118a7",
+	SHA1: "0a3ff789a9d2def054aade40c31cb2cc64e12afd",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -1391,6 +1448,25 @@ var semaphoreStateScript = lockimpl.Script{
 -- KEYS: none
 -- ARGV: none
 -- reply: none
+
+-- registry_ttl is the registration TTL of a caller that leaves its
+-- registry_ttl_ms argument out (the usual one: one argument less on every
+-- first attempt): the runtime's RegistryTTL in milliseconds, which the
+-- runtime's tests hold it to.
+local registry_ttl = '1000'
+
+-- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
+-- with " w" appended while waiters are registered: its owner, its holds
+-- (a number; one when left out, as the fast paths write a single hold)
+-- and the rest after them. A fenced lock's value always has its holds.
+local function hold_of(value)
+  local holder, holds, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if holder then
+    return holder, tonumber(holds), rest
+  end
+  holder, rest = string.match(value, '^(%S+)(.*)$')
+  return holder, 1, rest
+end
 
 -- now_ms returns the server's clock in milliseconds.
 local function now_ms()
