@@ -387,17 +387,18 @@
 // the lease it was taken with; its lease context ends at that lease's end.
 //
 // Registering a hold costs the Lock little: the hold of an owner made for
-// that Lock (not a re-entry) is linked into a list of young holds, and
-// Unlock unlinks it; only holds still held when the watchdog's goroutine
-// next looks (at the earliest renewal due), or when a re-entry or a local
-// expiry needs them indexed, move into its map and heaps, 256 at a time
-// so that a client that took 50 000 locks meanwhile does not stall its
-// own calls while they move (TestWatchdogYoung, TestWatchdogYoungExpires,
-// TestWatchdogPromoteChunks; BenchmarkWatchdogPromote: 21-25 ms all at
-// once, the longest chunk 1.2-1.6 ms). In BenchmarkUncontendedInterleaved
-// (one client, one node) the default lock's Lock+Unlock takes 0.6-1.0%
-// longer than the simple lock's, which no watchdog renews
-// (scripts/bench/README.md, third session of 2026-11-26).
+// that Lock (not a re-entry) is linked into a list of young holds by a
+// node its Lease keeps, and Unlock unlinks it; only holds still held when
+// the watchdog's goroutine next looks (at the earliest renewal due), or
+// when a re-entry or a local expiry needs them indexed, get an entry and
+// move into its map and heaps, 256 at a time so that a client that took
+// 50 000 locks meanwhile does not stall its own calls while they move
+// (TestWatchdogYoung, TestWatchdogYoungExpires, TestWatchdogPromoteChunks;
+// BenchmarkWatchdogPromote). A Lease so fits a 288-byte allocation
+// (TestLeaseSize; 560 bytes with the entry in it). In
+// BenchmarkUncontendedInterleaved (one client, one node) the default
+// lock's Lock+Unlock takes 0.993-0.998x redislock's time
+// (scripts/bench/README.md, fourth session of 2026-11-26).
 //
 // # Waiting
 //

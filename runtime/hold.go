@@ -243,26 +243,29 @@ func mono(t time.Time) int64 { return int64(t.Sub(monoBase)) }
 // and the end of the hold are kept in its own fields; the inner context,
 // once made, is ended at once with the cause it ended with.
 type holdContext struct {
-	parent   context.Context // the acquire's context: values (and cancellation with parentCancel)
-	owner    string          // the Value of ownerKey{} when hasOwner
+	parent context.Context // the acquire's context: values (and cancellation with parentCancel)
+	owner  string          // the Value of ownerKey{} when hasOwner
+	cause  error           // the cause of running out: ErrLockLost or ErrPermitLost
+	until  atomic.Int64    // the local deadline (mono)
+	timer  *time.Timer     // see expires
+
+	mu       sync.Mutex
+	inner    context.Context // a cancel-cause context under parent, made on first need
+	endInner context.CancelCauseFunc
+	endCause error // with this cause (nil: context.Canceled)
+
+	// The flags, together (a Lease is allocated in every Lock: see
+	// TestLeaseSize).
 	hasOwner bool
 	// parentCancel: the parent's cancellation ends the hold
 	// (WithParentCancel); the inner context is made at once then.
 	parentCancel bool
-	cause        error        // the cause of running out: ErrLockLost or ErrPermitLost
-	until        atomic.Int64 // the local deadline (mono)
 	// expires: nothing renews the hold, so a timer ends the context at
 	// its deadline; it is made with the inner context (before that, Err
 	// reads the deadline and nobody can wait on Done), and stopped when
 	// the context ends.
-	expires bool
-	timer   *time.Timer
-
-	mu        sync.Mutex
-	inner     context.Context // a cancel-cause context under parent, made on first need
-	endInner  context.CancelCauseFunc
-	ended     bool  // ended before inner was made
-	endCause  error // with this cause (nil: context.Canceled)
+	expires   bool
+	ended     bool // ended before inner was made (under mu)
 	endedFast atomic.Bool
 }
 

@@ -540,7 +540,7 @@ type Lease struct {
 	token int64 // fenced locks: the hold's fencing token
 	fast  bool  // taken by the acquire's fast path (see releaseHold)
 	taken time.Time
-	wd    held       // the watchdog's entry of the hold, when this lease made it (spareHeld)
+	young youngHold  // the watchdog's node of the hold while young, when this lease made it
 	rel   releaseCtx // Unlock's release context (it runs once: see giveUp)
 }
 
@@ -564,11 +564,13 @@ func (l *Lock) newLeaseFirst(parent context.Context, owner string, o acquireOpti
 	le.start(parent, so, start, l.def.Renew, ErrLockLost)
 	le.lease = o.lease
 	if l.def.Renew {
-		add := l.c.wd.add
+		var err error
 		if o.fresh { // a new owner: no hold to share
-			add = l.c.wd.addNew
+			err = l.c.wd.addNew(l.renewal(le, first), le, start)
+		} else {
+			err = l.c.wd.add(le.held(), l.renewal(le, first), le, start)
 		}
-		if err := add(le.held(), l.renewal(le, first), le, start); err != nil {
+		if err != nil {
 			le.abandon(err)
 			_, _ = l.release(parent, owner, o.lease)
 			return nil, err
@@ -651,8 +653,14 @@ func (l *Lock) renewal(le *Lease, first time.Duration) renewal {
 // renewal (renewal.ArgsOf).
 func (le *Lease) renewArgs() []any { return le.lock.args(le.lease.Milliseconds(), le.owner) }
 
-// spareHeld lends the watchdog the room for its entry of the lease's hold.
-func (le *Lease) spareHeld() *held { return &le.wd }
+// youngNode is the watchdog's node of the lease's hold while young.
+func (le *Lease) youngNode() *youngHold { return &le.young }
+
+// promoted says, for the watchdog's entry of the lease's hold made when it
+// stops being young, its key, how it is renewed and when it was taken.
+func (le *Lease) promoted() (heldKey, renewal, time.Time) {
+	return le.held(), le.lock.renewal(le, 0), le.taken
+}
 
 // Context returns the lease's context: it carries the values of the
 // context given to Lock and the owner, and ends when the hold ends (see

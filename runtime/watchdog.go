@@ -47,11 +47,12 @@ const maxPipeline = 64
 // expiries are kept in a heap of their own, served by one timer per
 // watchdog (a hold costs no timer).
 //
-// A new owner's hold starts young (addNew): in a list, out of the map and
-// both heaps, with the expiry timer and run's timer armed no later than
-// it needs; run, expire, close and every re-entry (add) promote the young
-// holds first, so each finds every hold where it looks (a chunk at a
-// time: see promoteChunk).
+// A new owner's hold starts young (addNew): a node its holder keeps,
+// linked in a list, out of the map and both heaps and without an entry of
+// its own, with the expiry timer and run's timer armed no later than it
+// needs; run, expire, close and every re-entry (add) promote the young
+// holds first (making their entries), so each finds every hold where it
+// looks (a chunk at a time: see promoteChunk).
 type watchdog struct {
 	// renew runs one pipeline's renewals, sent at sent, and sets each
 	// one's outcome.
@@ -61,10 +62,10 @@ type watchdog struct {
 	entries map[heldKey]*held
 	queue   dueHeap[*held] // the entries not being renewed right now, by next
 	// young are the holds of new owners added since run last looked (see
-	// addNew): in neither entries nor the heaps, so that a Lock+Unlock
-	// that ends before then costs the watchdog a link and an unlink.
-	// youngNext is no later than their earliest renewal.
-	young     heldList
+	// addNew): in neither entries nor the heaps, and without an entry, so
+	// that a Lock+Unlock that ends before then costs the watchdog a link
+	// and an unlink. youngNext is no later than their earliest renewal.
+	young     youngList
 	youngNext time.Time
 	// expiries holds every entry (not the young) by its local expiry; expTimer (made
 	// on the first add) fires at expArmed, the earliest as it was then.
@@ -147,37 +148,52 @@ type held struct {
 	exp     expiry    // when the lease would have run out unrenewed
 
 	outcome outcome // of its last renewal, set by watchdog.renew
-
-	// In w.young while young is set (see addNew).
-	young        bool
-	yprev, ynext *held
 }
 
-// heldList is an intrusive list of holds (watchdog.young).
-type heldList struct{ head, tail *held }
+// youngHold is a new owner's hold while it is young (see addNew): a node
+// of w.young that its holder keeps, so that a hold released before the
+// watchdog looks costs no entry (a held, 272 bytes). Promotion makes the
+// entry from what the holder says then.
+type youngHold struct {
+	prev, next *youngHold
+	hd         youngHolder   // while linked; nil otherwise
+	first      time.Duration // renewal.First of the hold
+}
 
-func (l *heldList) push(h *held) {
-	h.yprev, h.ynext, h.young = l.tail, nil, true
+// youngHolder is a holder whose hold can start young (a Lease): it keeps
+// the node, and tells at promotion the hold's key, how it is renewed
+// (renewal.First aside, kept in the node) and when it was taken.
+type youngHolder interface {
+	holder
+	youngNode() *youngHold
+	promoted() (heldKey, renewal, time.Time)
+}
+
+// youngList is an intrusive list of young holds (watchdog.young).
+type youngList struct{ head, tail *youngHold }
+
+func (l *youngList) push(y *youngHold, hd youngHolder) {
+	y.prev, y.next, y.hd = l.tail, nil, hd
 	if l.tail != nil {
-		l.tail.ynext = h
+		l.tail.next = y
 	} else {
-		l.head = h
+		l.head = y
 	}
-	l.tail = h
+	l.tail = y
 }
 
-func (l *heldList) unlink(h *held) {
-	if h.yprev != nil {
-		h.yprev.ynext = h.ynext
+func (l *youngList) unlink(y *youngHold) {
+	if y.prev != nil {
+		y.prev.next = y.next
 	} else {
-		l.head = h.ynext
+		l.head = y.next
 	}
-	if h.ynext != nil {
-		h.ynext.yprev = h.yprev
+	if y.next != nil {
+		y.next.prev = y.prev
 	} else {
-		l.tail = h.yprev
+		l.tail = y.prev
 	}
-	h.yprev, h.ynext, h.young = nil, nil, false
+	y.prev, y.next, y.hd = nil, nil, nil
 }
 
 // extendAll extends every holder of h to until; false when one's deadline
@@ -203,10 +219,6 @@ type expiry struct {
 
 func (e *expiry) due() time.Time { return e.at }
 func (e *expiry) setIndex(i int) { e.index = i }
-
-// spareHeld is a holder with room for the watchdog's entry of its hold (a
-// Lease): a hold's first holder lends it, saving an allocation.
-type spareHeld interface{ spareHeld() *held }
 
 // setExpiry moves h's local expiry to at and arms the expiry timer when
 // that is earlier than it fires; w.mu is held.
@@ -333,7 +345,7 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 	}
 	h := w.entries[k]
 	if h == nil {
-		h = w.newHeld(k, r, hd, start)
+		h = newHeld(k, r, hd, start)
 		w.keep(h)
 	} else {
 		w.setExpiry(h, start.Add(h.renew.valid()))
@@ -354,47 +366,50 @@ func (w *watchdog) add(k heldKey, r renewal, hd holder, start time.Time) error {
 	return nil
 }
 
-// addNew is add for the hold k of an owner made for this acquire, which
-// no other hold can share: it is kept in w.young, out of entries and the
-// heaps, until run next looks (promote). An uncontended Lock+Unlock so
-// costs the watchdog a link and an unlink, no map or heap operation.
-// Its local expiry arms the expiry timer all the same: expire promotes
-// the young holds before it looks.
-func (w *watchdog) addNew(k heldKey, r renewal, hd holder, start time.Time) error {
+// addNew is add for the hold of an owner made for this acquire, which no
+// other hold can share, renewed as r says and taken at start: it is kept
+// in w.young, in the node hd keeps, out of entries and the heaps, until
+// run next looks (promote). An uncontended Lock+Unlock so costs the
+// watchdog a link and an unlink, no entry, map or heap operation. Its
+// local expiry arms the expiry timer all the same: expire promotes the
+// young holds before it looks.
+func (w *watchdog) addNew(r renewal, hd youngHolder, start time.Time) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return ErrClosed
 	}
-	h := w.newHeld(k, r, hd, start)
-	w.young.push(h)
-	if w.youngNext.IsZero() || h.next.Before(w.youngNext) {
-		w.youngNext = h.next
+	y := hd.youngNode()
+	y.first = r.First
+	w.young.push(y, hd)
+	next, exp := schedule(r, start)
+	if w.youngNext.IsZero() || next.Before(w.youngNext) {
+		w.youngNext = next
 	}
-	w.armExpiry(h.exp.at)
-	w.wake(h.next)
+	w.armExpiry(exp)
+	w.wake(next)
 	return nil
 }
 
-// newHeld returns the entry of hold k with its first holder hd, taken at
-// start, its next renewal and local expiry set; w.mu is held.
-func (w *watchdog) newHeld(k heldKey, r renewal, hd holder, start time.Time) *held {
-	var h *held
-	if s, ok := hd.(spareHeld); ok {
-		h = s.spareHeld()
-		*h = held{k: k, renew: r, index: -1}
-	} else {
-		h = &held{k: k, renew: r, index: -1}
-	}
-	h.exp.index = -1
-	h.one[0] = hd
-	h.holders = h.one[:1]
+// schedule returns the first renewal and the local expiry of a hold
+// renewed as r says, taken at start.
+func schedule(r renewal, start time.Time) (next, exp time.Time) {
 	every, valid := renewEvery(r.Lease), r.valid()
 	if r.First > 0 && r.First < valid {
 		every, valid = renewEvery(r.First), r.First
 	}
-	h.next = start.Add(every)
-	h.exp.h, h.exp.at = h, start.Add(valid)
+	return start.Add(every), start.Add(valid)
+}
+
+// newHeld returns the entry of hold k with its first holder hd, taken at
+// start, its next renewal and local expiry set.
+func newHeld(k heldKey, r renewal, hd holder, start time.Time) *held {
+	h := &held{k: k, renew: r, index: -1}
+	h.exp.index = -1
+	h.one[0] = hd
+	h.holders = h.one[:1]
+	h.next, h.exp.at = schedule(r, start)
+	h.exp.h = h
 	return h
 }
 
@@ -440,9 +455,12 @@ func (w *watchdog) promote() {
 // promoteSome moves up to n young holds, the oldest first, into entries
 // and the heaps, and reports whether none is left; w.mu is held.
 func (w *watchdog) promoteSome(n int) bool {
-	for h := w.young.head; h != nil && n > 0; h, n = w.young.head, n-1 {
-		w.young.unlink(h)
-		w.keep(h)
+	for y := w.young.head; y != nil && n > 0; y, n = w.young.head, n-1 {
+		hd, first := y.hd, y.first
+		w.young.unlink(y)
+		k, r, start := hd.promoted()
+		r.First = first
+		w.keep(newHeld(k, r, hd, start))
 	}
 	if w.young.head != nil {
 		return false
@@ -466,9 +484,9 @@ func (w *watchdog) empty() bool { return len(w.entries) == 0 && w.young.head == 
 func (w *watchdog) remove(k heldKey, hd holder) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if s, ok := hd.(spareHeld); ok {
-		if h := s.spareHeld(); h.young { // its only holder is hd
-			w.young.unlink(h)
+	if yh, ok := hd.(youngHolder); ok {
+		if y := yh.youngNode(); y.hd != nil { // young: its only holder is hd
+			w.young.unlink(y)
 			if w.empty() {
 				w.idle = time.Time{}
 			}

@@ -11,13 +11,17 @@ import (
 	"time"
 )
 
-// testHolder is a holder with room for its hold's entry, as a Lease.
+// testHolder is a holder whose hold can start young, as a Lease.
 type testHolder struct {
 	mu       sync.Mutex
 	cause    error
 	ended    chan struct{}
 	deadline time.Time
-	wd       held
+	young    youngHold
+	// what promoted tells (set by addYoung)
+	k     heldKey
+	r     renewal
+	start time.Time
 }
 
 func newTestHolder() *testHolder { return &testHolder{ended: make(chan struct{})} }
@@ -38,14 +42,22 @@ func (h *testHolder) extend(until time.Time) bool {
 	return h.cause == nil
 }
 
-func (h *testHolder) spareHeld() *held { return &h.wd }
+func (h *testHolder) youngNode() *youngHold { return &h.young }
+
+func (h *testHolder) promoted() (heldKey, renewal, time.Time) { return h.k, h.r, h.start }
+
+// addYoung is addNew for a testHolder of hold k.
+func (w *watchdog) addYoung(k heldKey, r renewal, h *testHolder, start time.Time) error {
+	h.k, h.r, h.start = k, r, start
+	return w.addNew(r, h, start)
+}
 
 // counts returns how many holds the watchdog keeps young, in entries, and
 // in each heap.
 func (w *watchdog) counts() (young, entries, queue, expiries int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for h := w.young.head; h != nil; h = h.ynext {
+	for y := w.young.head; y != nil; y = y.next {
 		young++
 	}
 	return young, len(w.entries), len(w.queue), len(w.expiries)
@@ -68,7 +80,7 @@ func TestWatchdogYoung(t *testing.T) {
 	a, b := newTestHolder(), newTestHolder()
 	ka := heldKey{"lock:a", "o1"}
 	start := time.Now()
-	if err := w.addNew(ka, r, a, start); err != nil {
+	if err := w.addYoung(ka, r, a, start); err != nil {
 		t.Fatal(err)
 	}
 	if y, e, q, x := w.counts(); y != 1 || e != 0 || q != 0 || x != 0 {
@@ -80,7 +92,7 @@ func TestWatchdogYoung(t *testing.T) {
 	}
 
 	// A re-entry finds the young hold and shares it.
-	if err := w.addNew(ka, r, a, start); err != nil {
+	if err := w.addYoung(ka, r, a, start); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.add(ka, r, b, start); err != nil {
@@ -100,7 +112,7 @@ func TestWatchdogYoung(t *testing.T) {
 
 	// A young hold still held when its renewal is due is renewed.
 	kc, c := heldKey{"lock:c", "o2"}, newTestHolder()
-	if err := w.addNew(kc, renewal{Lease: 90 * time.Millisecond}, c, time.Now()); err != nil {
+	if err := w.addYoung(kc, renewal{Lease: 90 * time.Millisecond}, c, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -125,7 +137,7 @@ func TestWatchdogPromoteChunks(t *testing.T) {
 	start := time.Now()
 	for i := range n {
 		k := heldKey{fmt.Sprintf("lock:%d", i), "o"}
-		if err := w.addNew(k, renewal{Lease: time.Minute}, newTestHolder(), start); err != nil {
+		if err := w.addYoung(k, renewal{Lease: time.Minute}, newTestHolder(), start); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,13 +172,13 @@ func TestWatchdogYoungExpires(t *testing.T) {
 	defer w.close()
 	defer close(unstick)
 	long := newTestHolder()
-	if err := w.addNew(heldKey{"lock:long", "o1"}, renewal{Lease: 30 * time.Millisecond}, long, time.Now()); err != nil {
+	if err := w.addYoung(heldKey{"lock:long", "o1"}, renewal{Lease: 30 * time.Millisecond}, long, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	<-stuck // the goroutine is in long's renewal
 	young := newTestHolder()
 	start, lease := time.Now(), 200*time.Millisecond
-	if err := w.addNew(heldKey{"lock:young", "o2"}, renewal{Lease: lease}, young, start); err != nil {
+	if err := w.addYoung(heldKey{"lock:young", "o2"}, renewal{Lease: lease}, young, start); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -209,7 +221,7 @@ func TestWatchdogRenewalRacingRelease(t *testing.T) {
 	h := &hold{}
 	h.start(context.Background(), acquireOptions{lease: lease}, start, true, ErrLockLost)
 	k := heldKey{"lock:racing", "o1"}
-	if err := w.addNew(k, renewal{Object: "Racing", Lease: lease}, h, start); err != nil {
+	if err := w.add(k, renewal{Object: "Racing", Lease: lease}, h, start); err != nil {
 		t.Fatal(err)
 	}
 	<-inRenew // its renewal is in flight
@@ -251,7 +263,7 @@ func BenchmarkWatchdogPromote(b *testing.B) {
 	fill := func(w *watchdog) {
 		start := time.Now()
 		for _, k := range keys {
-			if err := w.addNew(k, renewal{Lease: time.Minute}, newTestHolder(), start); err != nil {
+			if err := w.addYoung(k, renewal{Lease: time.Minute}, newTestHolder(), start); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -37,10 +37,11 @@ func BenchmarkScriptRedisTime(b *testing.B) {
 	const owner = "0123456789abcdef0123456789abcdef:17" // a runtime client's owner id
 	lgAcquire := []any{30000, owner, 0, "0"}
 	lgRelease := []any{owner, 30000, "bench:{k}:ch", "publish", 1000, "0"}
-	// What the runtime sends since the fast release: no registered flag on
-	// a first attempt, and a fast-path hold released with the lock's key,
-	// owner and lease alone.
-	lgFirst, lgFastRelease := []any{30000, owner, 0}, []any{owner, 30000}
+	// What the runtime sends since the third session of 2026-11-26: a
+	// first attempt without the registered flag or the default registry
+	// TTL, and a fast-path hold of a renewed lock released with the lock's
+	// key and owner alone.
+	lgFirst, lgFastRelease := []any{30000, owner}, []any{owner}
 	// The fast paths of lockgen's reentrant scripts as they were before the
 	// integer reply, and with one change each.
 	const (
