@@ -436,9 +436,11 @@ func (w *watchdog) wake(next time.Time) {
 // promoteChunk bounds the young holds promoted under one hold of w.mu, so
 // that a client that took 50 000 locks since the watchdog last looked
 // does not stall its own Lock and Unlock calls for tens of milliseconds
-// while they move: BenchmarkWatchdogPromote measured 21-25 ms for 50 000
-// at once, and 1.2-1.6 ms for the longest chunk of 256 (when the heap
-// grows; about 0.1 ms otherwise; 1.6-2.2 ms with chunks of 1 024).
+// while they move: BenchmarkWatchdogPromote measured 33-47 ms for 50 000
+// at once since promotion makes each hold's entry (21-25 ms while a Lease
+// carried it), and 1.9-2.4 ms for the longest chunk of 256, the one that
+// grows a heap or meets the collector (chunks of 128: the same; 1.6-2.2
+// ms with chunks of 1 024 before).
 const promoteChunk = 256
 
 // promote moves the young holds into entries and the heaps, promoteChunk
