@@ -2,8 +2,9 @@
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]", a single hold "<owner>"
 -- KEYS[2]? queue: the waiter registry's wait queue (a hold the fast path
---   took is released with the lock's key alone, KEYS[1], and ARGV[1..2]:
---   then the reply is -3 when the release would hand the lock on)
+--   took is released with the lock's key alone, KEYS[1], and ARGV[1], or
+--   ARGV[1..2] for a lock the watchdog does not renew: then the reply is -3
+--   when the release would hand the lock on)
 -- KEYS[3]? waiters: the waiter registry's deadlines
 -- KEYS[4]? fence: a fenced lock's fence counter
 -- ARGV[1] owner: the owner id
@@ -18,12 +19,12 @@
 --   absent otherwise
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
---   held (the lease is restarted, given lease_ms), or 0 when released. A release without
---   " w" only deletes the key. Otherwise the first live waiter gets the
---   lock ("<waiter> 1[ <new token>][ w]", with the hand-off lease) and a
---   message "<waiter>[ <token>]" on its client's channel; a waiter
---   registered as "<owner> <detail>" (a multi-lock) is woken to try again
---   instead, and the key deleted. -3, nothing changed, when that hand-off
+--   held (the lease restarted when lease_ms is given), or 0 when released.
+--   A release without " w" only deletes the key. Otherwise the first live
+--   waiter gets the lock ("<waiter> 1[ <new token>][ w]", with the
+--   hand-off lease) and a message "<waiter>[ <token>]" on its client's
+--   channel; a waiter registered as "<owner> <detail>" (a multi-lock) is
+--   woken to try again instead, and the key deleted. -3, nothing changed, when that hand-off
 --   is due and the call left the registry's keys out: call again with
 --   them.
 local lock, owner = KEYS[1], ARGV[1]
