@@ -397,7 +397,7 @@
 // BenchmarkWatchdogPromote). A Lease so fits a 288-byte allocation
 // (TestLeaseSize; 560 bytes with the entry in it). In
 // BenchmarkUncontendedInterleaved (one client, one node) the default
-// lock's Lock+Unlock takes 0.993-0.998x redislock's time
+// lock's Lock+Unlock takes 0.989-0.998x redislock's time
 // (scripts/bench/README.md, fourth session of 2026-11-26).
 //
 // # Waiting

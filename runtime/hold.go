@@ -30,7 +30,7 @@ const ReleaseTimeout = 5 * time.Second
 // five (a release runs on every Unlock): the releases that start within
 // one releaseSlot share a deadline, its Done channel and its timer.
 func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return &releaseCtx{values: ctx, slot: currentReleaseSlot()}, func() {}
+	return new(releaseCtx).of(ctx), func() {}
 }
 
 // of makes c the release context of ctx, as releaseContext would, and
