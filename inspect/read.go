@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/internal/values"
 )
 
 // maxZset bounds the sorted sets read whole to pair deadlines with list
@@ -390,7 +391,7 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 		v := pipe.Get(ctx, key)
 		ttl := pipe.PTTL(ctx, key)
 		return simple(func(int64) {
-			if n, err := v.Int(); err == nil {
+			if n, err := values.LatchCount(v.Val()); err == nil && v.Err() == nil {
 				st.Set, st.Count, st.TTLMs = true, n, ttlMs(ttl.Val())
 			}
 			st.Open = st.Count <= 0

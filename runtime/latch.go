@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/internal/values"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
@@ -62,7 +62,9 @@ func (l *Latch) TrySetCount(ctx context.Context, count int) (bool, error) {
 }
 
 // CountDown decrements the latch's count (setting the latch first when it
-// is not set) and returns the count left; the count-down that reaches zero
+// is not set) and returns the count left, once per call: a call whose
+// script ran more than once (a reply lost and the command sent again)
+// counts down once; the count-down that reaches zero
 // opens the latch and wakes every waiter on every client. Counting down an
 // open latch does nothing and returns 0. Like a release, it completes
 // although ctx was cancelled: it keeps ctx's values only, and gives up
@@ -71,7 +73,7 @@ func (l *Latch) CountDown(ctx context.Context) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	// latch_count_down reply: int
-	n, err := l.c.eval(ctx, l.def.Scripts.CountDown, []string{l.key}, l.def.Count, l.def.Expire.Milliseconds(), l.channel(), l.c.publishCmd()).Int()
+	n, err := l.c.eval(ctx, l.def.Scripts.CountDown, []string{l.key}, l.def.Count, l.def.Expire.Milliseconds(), l.channel(), l.c.publishCmd(), l.c.newOwner()).Int()
 	if err != nil {
 		return 0, fmt.Errorf("lockgen: counting down %s: %w", l.key, err)
 	}
@@ -100,9 +102,9 @@ func (l *Latch) Count(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("lockgen: reading %s: %w", l.key, err)
 	}
-	n, err := strconv.Atoi(v)
+	n, err := values.LatchCount(v)
 	if err != nil {
-		return 0, fmt.Errorf("lockgen: reading %s: not a count: %q", l.key, v)
+		return 0, fmt.Errorf("lockgen: reading %s: %w", l.key, err)
 	}
 	return n, nil
 }

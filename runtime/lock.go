@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -270,15 +271,18 @@ func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg s
 func (l *Lock) leave(ctx context.Context, owner string, lease time.Duration) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
-	_ = l.evalRelease(ctx, owner, lease, true).Err()
+	_ = l.evalRelease(ctx, owner, owner, lease, true).Err()
 }
 
 // releaseArgs returns the ARGV of l's release script for owner's hold
 // with lease; leaving when owner gives up a wait.
-func (l *Lock) releaseArgs(owner string, lease time.Duration, leaving bool) []any {
+func (l *Lock) releaseArgs(owner any, lease time.Duration, leaving bool) []any {
 	flag := "0"
 	if leaving {
 		flag = "1"
+	}
+	if l.def.Kind == impl.Reentrant || l.def.Kind == impl.Fenced {
+		return l.args(owner, lease.Milliseconds(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds(), flag, l.c.newOp())
 	}
 	return l.args(owner, lease.Milliseconds(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds(), flag)
 }
@@ -329,6 +333,8 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg)
 		case waiting:
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f)
+		case !o.fresh && l.def.Kind != impl.Simple: // a re-entry names its operation
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, l.c.newOp())
 		case reg == RegistryTTL: // the scripts' default: one argument less
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner)
 		default: // a first attempt leaves the registered flag out
@@ -338,6 +344,8 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		args := []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
 		if l.def.Kind == impl.Fair || l.def.Kind == impl.ReadWrite { // it may hand a free lock to the first waiters
 			args = append(args, l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds())
+		} else if !o.fresh && !waiting && l.def.Kind != impl.Simple { // a re-entry names its operation
+			args = append(args, l.c.newOp())
 		}
 		cmd, wait = l.evalAcquire(uctx, l.scriptKeys(), l.args(args...)...)
 	}
@@ -359,7 +367,6 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	}
 	switch res[0] {
 	case 1:
-		l.dropDuplicateHolds(ctx, owner, o, res[1])
 		le, err := l.newLease(ctx, owner, o, start)
 		if err != nil {
 			return nil, 0, err
@@ -414,22 +421,6 @@ func acquireReply(cmd *redis.Cmd, buf *[3]int64) (res []int64, fast bool, err er
 		}
 	}
 	return nil, false, fmt.Errorf("unexpected reply %v", v)
-}
-
-// dropDuplicateHolds gives back the holds beyond the first that a new
-// owner's acquire found: the script ran more than once (a reply lost on a
-// cut connection and the command sent again by go-redis or by the wait's
-// retry), and each run re-entered. Without this, Unlock would leave the
-// lock held for another lease. It costs nothing unless that happened.
-func (l *Lock) dropDuplicateHolds(ctx context.Context, owner string, o acquireOptions, holds int64) {
-	if !o.fresh || l.def.Kind == impl.Simple {
-		return
-	}
-	for ; holds > 1; holds-- {
-		if _, err := l.release(ctx, owner, o.lease); err != nil {
-			return
-		}
-	}
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters; the
@@ -537,8 +528,9 @@ type Lease struct {
 	hold
 	lock  *Lock
 	owner string
-	token int64 // fenced locks: the hold's fencing token
-	fast  bool  // taken by the acquire's fast path (see releaseHold)
+	token int64        // fenced locks: the hold's fencing token
+	fast  bool         // taken by the acquire's fast path (see releaseHold)
+	sent  atomic.Int32 // Unlock's sends of its release (see leaseOwner)
 	taken time.Time
 	young youngHold  // the watchdog's node of the hold while young, when this lease made it
 	rel   releaseCtx // Unlock's release context (it runs once: see giveUp)
@@ -590,7 +582,8 @@ func (l *Lock) newLeaseFirst(parent context.Context, owner string, o acquireOpti
 func (l *Lock) release(ctx context.Context, owner string, lease time.Duration) (int, error) {
 	rctx, cancel := releaseContext(ctx)
 	defer cancel()
-	return l.releaseHold(rctx, owner, lease, false)
+	n, _, err := l.releaseHold(rctx, owner, owner, lease, false)
+	return n, err
 }
 
 // handOnDue is the release scripts' reply to a call with the lock's key
@@ -602,34 +595,39 @@ const handOnDue = -3
 // when fast: the script is sent with the lock's key and owner alone (and
 // the lease, for a reentrant lock the watchdog does not renew), the
 // common uncontended case (the registry's keys, the wake-up
-// prefix, the publish command and the hand-off lease travel only when a
-// waiter is due the lock: a second call then, handOnDue). ctx is a
-// release context already (releaseContext, or a Lease's rel).
-func (l *Lock) releaseHold(ctx context.Context, owner string, lease time.Duration, fast bool) (int, error) {
+// prefix, the publish command, the hand-off lease and the operation id
+// travel only when a waiter is due the lock or holds are left: a second
+// call then, handOnDue). ctx is a release context already
+// (releaseContext, or a Lease's rel). arg is what is sent as the owner:
+// owner itself, or a sendCounter (an Unlock's leaseOwner); resent
+// reports whether the call that answered was sent more than once.
+func (l *Lock) releaseHold(ctx context.Context, owner string, arg any, lease time.Duration, fast bool) (n int, resent bool, err error) {
 	if p := l.prep; fast && p != nil { // only reentrant and simple acquires reply fast
 		var cmd *redis.Cmd
 		if l.def.Renew || l.def.Kind == impl.Simple {
 			// No lease: a simple lock has one hold, and the watchdog
 			// renews a renewed lock's holds left (the script keeps the
 			// lock's TTL then).
-			cmd = l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], owner)
+			cmd = l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], arg)
 		} else {
-			cmd = l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], owner, l.leaseArg(lease))
+			cmd = l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], arg, l.leaseArg(lease))
 		}
 		n, err := cmd.Int()
 		if err != nil || n != handOnDue {
-			return n, err
+			return n, resentArg(arg), err
 		}
+		resetSends([]any{arg}) // that call changed nothing
 	}
-	return l.evalRelease(ctx, owner, lease, false).Int()
+	n, err = l.evalRelease(ctx, owner, arg, lease, false).Int()
+	return n, resentArg(arg), err
 }
 
-// evalRelease runs l's release script for owner's hold with lease;
-// leaving when owner gives up a wait.
-func (l *Lock) evalRelease(ctx context.Context, owner string, lease time.Duration, leaving bool) *redis.Cmd {
+// evalRelease runs l's release script for owner's hold with lease (arg is
+// sent as the owner, see releaseHold); leaving when owner gives up a wait.
+func (l *Lock) evalRelease(ctx context.Context, owner string, arg any, lease time.Duration, leaving bool) *redis.Cmd {
 	p := l.prep
 	if p == nil {
-		return l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.releaseArgs(owner, lease, leaving)...)
+		return l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.releaseArgs(arg, lease, leaving)...)
 	}
 	flag := flag0
 	if leaving {
@@ -637,7 +635,10 @@ func (l *Lock) evalRelease(ctx context.Context, owner string, lease time.Duratio
 	}
 	n := len(p.keys)
 	prefix, publish := l.wakeArgs()
-	return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], owner, l.leaseArg(lease), prefix, publish, handoffArg, flag)
+	if l.def.Kind == impl.Reentrant || l.def.Kind == impl.Fenced {
+		return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], arg, l.leaseArg(lease), prefix, publish, handoffArg, flag, l.c.newOp())
+	}
+	return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], arg, l.leaseArg(lease), prefix, publish, handoffArg, flag)
 }
 
 // held identifies the lease's hold for the watchdog.
@@ -715,9 +716,12 @@ func (le *Lease) Unlock(ctx context.Context) error {
 	if l.def.Renew {
 		l.c.wd.remove(le.held(), le)
 	}
-	n, err := l.releaseHold(le.rel.of(ctx), le.owner, le.lease, le.fast)
+	n, resent, err := l.releaseHold(le.rel.of(ctx), le.owner, (*leaseOwner)(le), le.lease, le.fast)
 	if len(l.c.observers) > 0 {
 		l.c.observe(ctx, Event{Kind: EventReleased, Object: l.def.Name, Duration: time.Since(le.taken)})
+	}
+	if n < 0 && resent {
+		n = 0 // an earlier run of this call released it (see sendCounter)
 	}
 	return releaseResult(l.key, lost, n, err, ErrLockLost, ErrNotHeld)
 }

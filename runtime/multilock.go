@@ -245,7 +245,8 @@ func (m *MultiLock) leave(ctx context.Context, owner string, i int, lease time.D
 	}
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
-	_ = m.locks[i].evalRelease(ctx, owner+" m", lease, true).Err()
+	member := owner + " m"
+	_ = m.locks[i].evalRelease(ctx, member, member, lease, true).Err()
 }
 
 // errMoved ends a multi-lock's wait on one lock's channel when another

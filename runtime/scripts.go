@@ -22,6 +22,7 @@ func (c *Client) eval(ctx context.Context, s *impl.Script, keys []string, args .
 	cmd := c.rdb.EvalSha(ctx, s.SHA1, keys, args...)
 	if isNoScript(cmd.Err()) {
 		c.observe(ctx, Event{Kind: EventScriptReloaded, Object: s.Name})
+		resetSends(args)
 		cmd = c.rdb.Eval(ctx, s.Source, keys, args...)
 	}
 	c.reloadOnConnError(cmd.Err())
@@ -48,6 +49,7 @@ func (c *Client) evalBoxed(ctx context.Context, s *impl.Script, keys []any, args
 	_ = c.rdb.Process(ctx, cmd)
 	if isNoScript(cmd.Err()) {
 		c.observe(ctx, Event{Kind: EventScriptReloaded, Object: s.Name})
+		resetSends(args)
 		cmdArgs[0], cmdArgs[1] = "eval", s.Source
 		cmd = redis.NewCmd(ctx, cmdArgs...)
 		if len(keys) > 0 {

@@ -233,7 +233,7 @@ func (s *Semaphore) leave(ctx context.Context, owner string, n int) {
 
 // releaseArgs returns the ARGV of the release script for owner's hold, or
 // for a waiter for n permits that leaves (n > 0).
-func (s *Semaphore) releaseArgs(owner string, n int) []any {
+func (s *Semaphore) releaseArgs(owner any, n int) []any {
 	return []any{owner, s.channel(), s.c.publishCmd(), s.def.Permits, HandoffLease.Milliseconds(), n}
 }
 
@@ -419,11 +419,18 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 
 // release runs the release script for owner's hold, under a release
 // context (see ReleaseTimeout); it returns the script's code.
+// A release whose hold is gone after the call was sent more than once
+// (a reply lost) released it: it reports n = 0 then (see sendCounter).
 func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
+	arg := newCounted(owner)
 	// semaphore_release reply: int
-	return s.c.eval(ctx, s.def.Scripts.Release, s.scriptKeys(), s.releaseArgs(owner, 0)...).Int()
+	n, err := s.c.eval(ctx, s.def.Scripts.Release, s.scriptKeys(), s.releaseArgs(arg, 0)...).Int()
+	if n < 0 && resentArg(arg) {
+		n = 0
+	}
+	return n, err
 }
 
 // renewal says how the watchdog renews owner's hold of s with lease.

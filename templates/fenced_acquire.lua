@@ -13,6 +13,8 @@
 -- ARGV[4]? registered: '1' when the owner is registered already, '2' to
 --   refresh its entry unless the lock is free or was handed to it; '0' or
 --   absent otherwise (a first attempt leaves it out)
+-- ARGV[5]? op: a re-entry's operation id; absent for a new owner (see
+--   reentrant_acquire: a call that ran already answers its hold)
 -- reply: {int, int, int} | {int, int}
 --   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
 --   token) or found handed to this waiter; {0, pttl} when another owner
@@ -62,8 +64,15 @@ if holder == owner then
     redis.call('pexpire', lock, lease)
     return {1, holds, token}
   end
+  local op = ARGV[5]
+  if not op or has_op(rest, op) then
+    -- This call ran already (its reply was lost), or a release handed the
+    -- lock to this new owner meanwhile: the lease from now, as that run's.
+    redis.call('pexpire', lock, lease)
+    return {1, holds, token}
+  end
   holds = holds + 1
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
+  redis.call('set', lock, owner .. ' ' .. holds .. with_op(rest, op), 'PX', lease)
   return {1, holds, token}
 end
 if ttl ~= '0' then

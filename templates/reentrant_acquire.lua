@@ -14,12 +14,16 @@
 --   waiter), '2' when it is registered and only refreshes its entry unless
 --   the lock is free or was handed to it (see refresh in registry), else
 --   '0' or absent (a first attempt leaves it out: one argument less)
+-- ARGV[5]? op: a re-entry's operation id (an owner carried from a lease
+--   it holds); absent for a new owner, whose call finding the lock held
+--   by itself is a run again of the same call (its reply was lost), which
+--   answers the hold it took and changes nothing
 -- reply: int | {int, int}
 --   1 when the free lock was taken by the fast path (one hold; an integer
 --   reply costs Redis and the client less than a table); {1, holds} when
 --   taken, re-entered, or found handed to this waiter by a release (its
---   lease is then extended to the full lease); {0, pttl} when another
---   owner holds it.
+--   lease is then extended to the full lease), or found taken by an
+--   earlier run of the same call; {0, pttl} when another owner holds it.
 local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
@@ -54,8 +58,15 @@ if holder == owner then
     redis.call('pexpire', lock, lease)
     return {1, holds}
   end
+  local op = ARGV[5]
+  if not op or has_op(rest, op) then
+    -- This call ran already (its reply was lost), or a release handed the
+    -- lock to this new owner meanwhile: the lease from now, as that run's.
+    redis.call('pexpire', lock, lease)
+    return {1, holds}
+  end
   holds = holds + 1
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
+  redis.call('set', lock, owner .. ' ' .. holds .. with_op(rest, op), 'PX', lease)
   return {1, holds}
 end
 if ttl ~= '0' then

@@ -17,6 +17,11 @@
 -- ARGV[6]? leaving: '1' when the owner gives up waiting (it leaves the
 --   registry, and hands on a lock it was handed but did not use); '0' or
 --   absent otherwise
+-- ARGV[7]? op: the release's operation id, recorded in the value when
+--   holds are left (see has_op in registry): a call that finds it
+--   recorded ran already and answers the holds left. Absent in the fast
+--   path's call, which releases an owner's first hold (the only one an
+--   acquire's fast path takes), whose op is '0'.
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
 --   held (the lease restarted when lease_ms is given), or 0 when released.
@@ -51,8 +56,13 @@ local holder, holds, rest = hold_of(value)
 if holder ~= owner then
   return -1
 end
+local op = ARGV[7] or '0'
+if has_op(rest, op) then
+  return holds -- this call ran already: its reply was lost
+end
 holds = holds - 1
 if holds > 0 then
+  rest = with_op(rest, op)
   if ARGV[2] then
     redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
   else

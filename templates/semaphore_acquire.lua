@@ -27,9 +27,9 @@
 -- ARGV[10] wait_capacity: '1' when a request above the capacity waits for
 --   it to grow instead of failing
 -- reply: {int, int, int} | {int, int}
---   {1, free, n} when taken or found handed to this waiter by a release
---   (its hold then gets the full lease; free: permits still free, n:
---   permits taken), {0, free, ms} when not (ms: until the earliest hold
+--   {1, free, n} when taken, found handed to this waiter by a release or
+--   found taken by an earlier run of this call (its hold then gets the
+--   full lease; free: permits still free, n: permits taken), {0, free, ms} when not (ms: until the earliest hold
 --   expires, -1 if none; free is 0 after a refresh that only moved the
 --   entry's deadline), or {-1, capacity} when more permits are wanted
 --   than the semaphore has.
@@ -61,8 +61,18 @@ if ARGV[6] == '2' then
   end
 end
 
-local used, flagged, first, mine, cached = sem_used(holds, counts, now, waiting and owner)
+local used, flagged, first, mine, cached = sem_used(holds, counts, now, owner)
 local capacity, stored = sem_capacity(KEYS[3], cached, ARGV[4])
+if mine then
+  -- Handed to this waiter by a release, or taken by an earlier run of
+  -- this call whose reply was lost (every acquire has an owner of its
+  -- own): the hold gets the full lease, and nothing else changes.
+  unregister(queue, waiters, member)
+  redis.call('zadd', holds, now + lease, owner)
+  sem_keep(holds, lease)
+  sem_keep(counts, lease)
+  return {1, math.max(0, capacity - used), mine}
+end
 if ARGV[2] == '*' then
   local n = capacity - used
   if n <= 0 then
@@ -82,9 +92,6 @@ local function full()
   return {1, math.max(0, capacity - used), n}
 end
 
-if mine then -- handed by a release
-  return full()
-end
 if n > capacity and ARGV[10] ~= '1' then
   if waiting then
     unregister(queue, waiters, member)

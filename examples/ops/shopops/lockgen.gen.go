@@ -275,7 +275,7 @@ var queueScripts = lockimpl.QueueScripts{
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "b25c725c3a2f61fa6f8068df4b2fe0e118f3194d",
+	SHA1: "c94497c0cdb4417927df2ea065f3fb23e8c72226",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -291,6 +291,8 @@ var fencedAcquireScript = lockimpl.Script{
 -- ARGV[4]? registered: '1' when the owner is registered already, '2' to
 --   refresh its entry unless the lock is free or was handed to it; '0' or
 --   absent otherwise (a first attempt leaves it out)
+-- ARGV[5]? op: a re-entry's operation id; absent for a new owner (see
+--   reentrant_acquire: a call that ran already answers its hold)
 -- reply: {int, int, int} | {int, int}
 --   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
 --   token) or found handed to this waiter; {0, pttl} when another owner
@@ -328,7 +330,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -338,6 +341,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -514,8 +555,15 @@ if holder == owner then
     redis.call('pexpire', lock, lease)
     return {1, holds, token}
   end
+  local op = ARGV[5]
+  if not op or has_op(rest, op) then
+    -- This call ran already (its reply was lost), or a release handed the
+    -- lock to this new owner meanwhile: the lease from now, as that run's.
+    redis.call('pexpire', lock, lease)
+    return {1, holds, token}
+  end
   holds = holds + 1
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
+  redis.call('set', lock, owner .. ' ' .. holds .. with_op(rest, op), 'PX', lease)
   return {1, holds, token}
 end
 if ttl ~= '0' then
@@ -533,7 +581,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "50aa91a3dd9a7f8e0a9b0373d97a991ec4d0bcad",
+	SHA1: "d97850c5f7e3a6163d4a2ca0cf1188490bed2794",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -569,7 +617,8 @@ var forceUnlockScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -579,6 +628,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -738,31 +825,56 @@ return 1
 `,
 }
 
-// latchCountDownScript: count a latch down by one; the last count-down opens it
-// and wakes every waiter.
+// latchCountDownScript: count a latch down by one, once per operation; the
+// last count-down opens it and wakes every waiter.
 // (lockgen's Lua script latch_count_down; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
 var latchCountDownScript = lockimpl.Script{
 	Name: "latch_count_down",
-	SHA1: "6c6271bc886012eeb9bea15e58c8a7c832ca5c04",
-	Source: `-- latch_count_down: count a latch down by one; the last count-down opens it
--- and wakes every waiter.
--- KEYS[1] count: the latch's count
+	SHA1: "67c5d39a139d71fe77f7df10b53db5467c3764bd",
+	Source: `-- latch_count_down: count a latch down by one, once per operation; the
+-- last count-down opens it and wakes every waiter.
+-- KEYS[1] count: the latch's count, "<count>[ <op>[,<op>...]]": the
+--   operations of its last count-downs follow the count (at most 16,
+--   newest first); an open latch is "0"
 -- ARGV[1] spec_count: the spec's count, used while the latch is not set
 -- ARGV[2] expire_ms: expiry in milliseconds of a latch set here
 -- ARGV[3] channel: the wake-up channel
 -- ARGV[4] publish: the publish command (publish or spublish)
+-- ARGV[5]? op: the count-down's operation id: a call that finds it
+--   recorded ran already (its reply was lost) and answers the count left
 -- reply: int
 --   The count left. An open latch (0) stays open until it expires.
-local count = tonumber(redis.call('get', KEYS[1]))
-if count == nil then
-  count = tonumber(ARGV[1])
-  redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
+local value = redis.call('get', KEYS[1])
+local count, ops = tonumber(ARGV[1]), ''
+if value then
+  local c, rest = string.match(value, '^(%-?%d+) ?(.*)$')
+  count, ops = tonumber(c), rest
 end
 if count <= 0 then
   return 0
 end
-count = redis.call('decr', KEYS[1])
+local op = ARGV[5]
+if op and ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) then
+  return count
+end
+count = count - 1
+local v = count
+if count > 0 and op then
+  local list, n = op, 1
+  for o in string.gmatch(ops, '[^,]+') do
+    if n == 16 then
+      break
+    end
+    list, n = list .. ',' .. o, n + 1
+  end
+  v = count .. ' ' .. list
+end
+if value then
+  redis.call('set', KEYS[1], v, 'KEEPTTL')
+else
+  redis.call('set', KEYS[1], v, 'PX', ARGV[2])
+end
 if count == 0 then
   redis.call(ARGV[4], ARGV[3], 'all')
 end
@@ -935,7 +1047,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "cf27c7a8e8d03bc2a104895e2f3c54de99795b67",
+	SHA1: "0ceab26076d6472f67e58c2d3e5b53c9c4d7d693",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -978,7 +1090,8 @@ var multiAcquireScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -988,6 +1101,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -1204,7 +1355,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "3a078d290b5b9d7cb9402cb757dec37e0bc76c3a",
+	SHA1: "4e01e51eed55d8622864fbbf3f711a79e6fea1dc",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -1240,7 +1391,8 @@ var multiReleaseScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -1250,6 +1402,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -2137,7 +2327,7 @@ return out
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "8fbfd7817e266b857363b0c01876ec7d3731fb2e",
+	SHA1: "7f0b2dad3143873053df454fba4f3be6dbea85aa",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -2154,12 +2344,16 @@ var reentrantAcquireScript = lockimpl.Script{
 --   waiter), '2' when it is registered and only refreshes its entry unless
 --   the lock is free or was handed to it (see refresh in registry), else
 --   '0' or absent (a first attempt leaves it out: one argument less)
+-- ARGV[5]? op: a re-entry's operation id (an owner carried from a lease
+--   it holds); absent for a new owner, whose call finding the lock held
+--   by itself is a run again of the same call (its reply was lost), which
+--   answers the hold it took and changes nothing
 -- reply: int | {int, int}
 --   1 when the free lock was taken by the fast path (one hold; an integer
 --   reply costs Redis and the client less than a table); {1, holds} when
 --   taken, re-entered, or found handed to this waiter by a release (its
---   lease is then extended to the full lease); {0, pttl} when another
---   owner holds it.
+--   lease is then extended to the full lease), or found taken by an
+--   earlier run of the same call; {0, pttl} when another owner holds it.
 local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
@@ -2186,7 +2380,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -2196,6 +2391,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -2368,8 +2601,15 @@ if holder == owner then
     redis.call('pexpire', lock, lease)
     return {1, holds}
   end
+  local op = ARGV[5]
+  if not op or has_op(rest, op) then
+    -- This call ran already (its reply was lost), or a release handed the
+    -- lock to this new owner meanwhile: the lease from now, as that run's.
+    redis.call('pexpire', lock, lease)
+    return {1, holds}
+  end
   holds = holds + 1
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
+  redis.call('set', lock, owner .. ' ' .. holds .. with_op(rest, op), 'PX', lease)
   return {1, holds}
 end
 if ttl ~= '0' then
@@ -2388,7 +2628,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "af7f0e48bdf3c850fb0caf477b91e52a16f0f7a3",
+	SHA1: "a825d5755fa9e37b2cd4f94c6e3a0aa039ae18e7",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]", a single hold "<owner>"
@@ -2408,6 +2648,11 @@ var reentrantReleaseScript = lockimpl.Script{
 -- ARGV[6]? leaving: '1' when the owner gives up waiting (it leaves the
 --   registry, and hands on a lock it was handed but did not use); '0' or
 --   absent otherwise
+-- ARGV[7]? op: the release's operation id, recorded in the value when
+--   holds are left (see has_op in registry): a call that finds it
+--   recorded ran already and answers the holds left. Absent in the fast
+--   path's call, which releases an owner's first hold (the only one an
+--   acquire's fast path takes), whose op is '0'.
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
 --   held (the lease restarted when lease_ms is given), or 0 when released.
@@ -2448,7 +2693,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -2458,6 +2704,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -2616,8 +2900,13 @@ local holder, holds, rest = hold_of(value)
 if holder ~= owner then
   return -1
 end
+local op = ARGV[7] or '0'
+if has_op(rest, op) then
+  return holds -- this call ran already: its reply was lost
+end
 holds = holds - 1
 if holds > 0 then
+  rest = with_op(rest, op)
   if ARGV[2] then
     redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
   else
@@ -2675,7 +2964,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "c651ff0336f62f63cb9089d37f701efa7c465a91",
+	SHA1: "9fe48de27e3b97ebf5cbd591f38c907085634d2c",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -2731,7 +3020,8 @@ var rwAcquireScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -2741,6 +3031,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -3111,7 +3439,7 @@ return {0, first - now}
 // its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
-	SHA1: "1d87e647aa8faba504d0ccc2559919df3eccc161",
+	SHA1: "4ffc9f9e87ad4d31505a66c96940a112f982cb7f",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -3150,7 +3478,8 @@ var rwForceUnlockScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -3160,6 +3489,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -3319,7 +3686,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "990d32ca5ee5cd032a9bd03fa9522e27366e8b36",
+	SHA1: "b109feb606bd65d9488a147558c4775e189f316b",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -3366,7 +3733,8 @@ var rwReleaseScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -3376,6 +3744,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -3745,7 +4151,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "5ac719898dd908a3abe6a701d7b04d4f5e19cb1c",
+	SHA1: "6e777e01907092e940814e92469eb5f57a3bcf45",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -3775,9 +4181,9 @@ var semaphoreAcquireScript = lockimpl.Script{
 -- ARGV[10] wait_capacity: '1' when a request above the capacity waits for
 --   it to grow instead of failing
 -- reply: {int, int, int} | {int, int}
---   {1, free, n} when taken or found handed to this waiter by a release
---   (its hold then gets the full lease; free: permits still free, n:
---   permits taken), {0, free, ms} when not (ms: until the earliest hold
+--   {1, free, n} when taken, found handed to this waiter by a release or
+--   found taken by an earlier run of this call (its hold then gets the
+--   full lease; free: permits still free, n: permits taken), {0, free, ms} when not (ms: until the earliest hold
 --   expires, -1 if none; free is 0 after a refresh that only moved the
 --   entry's deadline), or {-1, capacity} when more permits are wanted
 --   than the semaphore has.
@@ -3801,7 +4207,8 @@ var semaphoreAcquireScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -3811,6 +4218,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -4146,8 +4591,18 @@ if ARGV[6] == '2' then
   end
 end
 
-local used, flagged, first, mine, cached = sem_used(holds, counts, now, waiting and owner)
+local used, flagged, first, mine, cached = sem_used(holds, counts, now, owner)
 local capacity, stored = sem_capacity(KEYS[3], cached, ARGV[4])
+if mine then
+  -- Handed to this waiter by a release, or taken by an earlier run of
+  -- this call whose reply was lost (every acquire has an owner of its
+  -- own): the hold gets the full lease, and nothing else changes.
+  unregister(queue, waiters, member)
+  redis.call('zadd', holds, now + lease, owner)
+  sem_keep(holds, lease)
+  sem_keep(counts, lease)
+  return {1, math.max(0, capacity - used), mine}
+end
 if ARGV[2] == '*' then
   local n = capacity - used
   if n <= 0 then
@@ -4167,9 +4622,6 @@ local function full()
   return {1, math.max(0, capacity - used), n}
 end
 
-if mine then -- handed by a release
-  return full()
-end
 if n > capacity and ARGV[10] ~= '1' then
   if waiting then
     unregister(queue, waiters, member)
@@ -4218,7 +4670,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "df8b7b5219c3d6b6693e282f09536b225e38805f",
+	SHA1: "6348a21bdebec1ce5d561c888efba0b570ea7062",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -4262,7 +4714,8 @@ var semaphoreCapacityScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -4272,6 +4725,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -4630,7 +5121,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "e8a76a5126c0f0c174fd6a74b63e096490db0997",
+	SHA1: "a9b45ba344441a79bdbb87b6a6cc9dacf737ebc4",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -4675,7 +5166,8 @@ var semaphoreReleaseScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -4685,6 +5177,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -5070,7 +5600,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "0a3ff789a9d2def054aade40c31cb2cc64e12afd",
+	SHA1: "9ce3df67dfa44b87949a470a39ebbf74d733a97f",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -5101,7 +5631,8 @@ var semaphoreStateScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -5111,6 +5642,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.

@@ -176,7 +176,7 @@ var queueScripts = lockimpl.QueueScripts{
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "b25c725c3a2f61fa6f8068df4b2fe0e118f3194d",
+	SHA1: "c94497c0cdb4417927df2ea065f3fb23e8c72226",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -192,6 +192,8 @@ var fencedAcquireScript = lockimpl.Script{
 -- ARGV[4]? registered: '1' when the owner is registered already, '2' to
 --   refresh its entry unless the lock is free or was handed to it; '0' or
 --   absent otherwise (a first attempt leaves it out)
+-- ARGV[5]? op: a re-entry's operation id; absent for a new owner (see
+--   reentrant_acquire: a call that ran already answers its hold)
 -- reply: {int, int, int} | {int, int}
 --   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
 --   token) or found handed to this waiter; {0, pttl} when another owner
@@ -229,7 +231,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -239,6 +242,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -415,8 +456,15 @@ if holder == owner then
     redis.call('pexpire', lock, lease)
     return {1, holds, token}
   end
+  local op = ARGV[5]
+  if not op or has_op(rest, op) then
+    -- This call ran already (its reply was lost), or a release handed the
+    -- lock to this new owner meanwhile: the lease from now, as that run's.
+    redis.call('pexpire', lock, lease)
+    return {1, holds, token}
+  end
   holds = holds + 1
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
+  redis.call('set', lock, owner .. ' ' .. holds .. with_op(rest, op), 'PX', lease)
   return {1, holds, token}
 end
 if ttl ~= '0' then
@@ -434,7 +482,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "50aa91a3dd9a7f8e0a9b0373d97a991ec4d0bcad",
+	SHA1: "d97850c5f7e3a6163d4a2ca0cf1188490bed2794",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -470,7 +518,8 @@ var forceUnlockScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -480,6 +529,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -645,7 +732,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "cf27c7a8e8d03bc2a104895e2f3c54de99795b67",
+	SHA1: "0ceab26076d6472f67e58c2d3e5b53c9c4d7d693",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -688,7 +775,8 @@ var multiAcquireScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -698,6 +786,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -914,7 +1040,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "3a078d290b5b9d7cb9402cb757dec37e0bc76c3a",
+	SHA1: "4e01e51eed55d8622864fbbf3f711a79e6fea1dc",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -950,7 +1076,8 @@ var multiReleaseScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -960,6 +1087,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -1847,7 +2012,7 @@ return out
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "8fbfd7817e266b857363b0c01876ec7d3731fb2e",
+	SHA1: "7f0b2dad3143873053df454fba4f3be6dbea85aa",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -1864,12 +2029,16 @@ var reentrantAcquireScript = lockimpl.Script{
 --   waiter), '2' when it is registered and only refreshes its entry unless
 --   the lock is free or was handed to it (see refresh in registry), else
 --   '0' or absent (a first attempt leaves it out: one argument less)
+-- ARGV[5]? op: a re-entry's operation id (an owner carried from a lease
+--   it holds); absent for a new owner, whose call finding the lock held
+--   by itself is a run again of the same call (its reply was lost), which
+--   answers the hold it took and changes nothing
 -- reply: int | {int, int}
 --   1 when the free lock was taken by the fast path (one hold; an integer
 --   reply costs Redis and the client less than a table); {1, holds} when
 --   taken, re-entered, or found handed to this waiter by a release (its
---   lease is then extended to the full lease); {0, pttl} when another
---   owner holds it.
+--   lease is then extended to the full lease), or found taken by an
+--   earlier run of the same call; {0, pttl} when another owner holds it.
 local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
@@ -1896,7 +2065,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -1906,6 +2076,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -2078,8 +2286,15 @@ if holder == owner then
     redis.call('pexpire', lock, lease)
     return {1, holds}
   end
+  local op = ARGV[5]
+  if not op or has_op(rest, op) then
+    -- This call ran already (its reply was lost), or a release handed the
+    -- lock to this new owner meanwhile: the lease from now, as that run's.
+    redis.call('pexpire', lock, lease)
+    return {1, holds}
+  end
   holds = holds + 1
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
+  redis.call('set', lock, owner .. ' ' .. holds .. with_op(rest, op), 'PX', lease)
   return {1, holds}
 end
 if ttl ~= '0' then
@@ -2098,7 +2313,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "af7f0e48bdf3c850fb0caf477b91e52a16f0f7a3",
+	SHA1: "a825d5755fa9e37b2cd4f94c6e3a0aa039ae18e7",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]", a single hold "<owner>"
@@ -2118,6 +2333,11 @@ var reentrantReleaseScript = lockimpl.Script{
 -- ARGV[6]? leaving: '1' when the owner gives up waiting (it leaves the
 --   registry, and hands on a lock it was handed but did not use); '0' or
 --   absent otherwise
+-- ARGV[7]? op: the release's operation id, recorded in the value when
+--   holds are left (see has_op in registry): a call that finds it
+--   recorded ran already and answers the holds left. Absent in the fast
+--   path's call, which releases an owner's first hold (the only one an
+--   acquire's fast path takes), whose op is '0'.
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
 --   held (the lease restarted when lease_ms is given), or 0 when released.
@@ -2158,7 +2378,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -2168,6 +2389,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -2326,8 +2585,13 @@ local holder, holds, rest = hold_of(value)
 if holder ~= owner then
   return -1
 end
+local op = ARGV[7] or '0'
+if has_op(rest, op) then
+  return holds -- this call ran already: its reply was lost
+end
 holds = holds - 1
 if holds > 0 then
+  rest = with_op(rest, op)
   if ARGV[2] then
     redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
   else
@@ -2382,7 +2646,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "5ac719898dd908a3abe6a701d7b04d4f5e19cb1c",
+	SHA1: "6e777e01907092e940814e92469eb5f57a3bcf45",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -2412,9 +2676,9 @@ var semaphoreAcquireScript = lockimpl.Script{
 -- ARGV[10] wait_capacity: '1' when a request above the capacity waits for
 --   it to grow instead of failing
 -- reply: {int, int, int} | {int, int}
---   {1, free, n} when taken or found handed to this waiter by a release
---   (its hold then gets the full lease; free: permits still free, n:
---   permits taken), {0, free, ms} when not (ms: until the earliest hold
+--   {1, free, n} when taken, found handed to this waiter by a release or
+--   found taken by an earlier run of this call (its hold then gets the
+--   full lease; free: permits still free, n: permits taken), {0, free, ms} when not (ms: until the earliest hold
 --   expires, -1 if none; free is 0 after a refresh that only moved the
 --   entry's deadline), or {-1, capacity} when more permits are wanted
 --   than the semaphore has.
@@ -2438,7 +2702,8 @@ var semaphoreAcquireScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -2448,6 +2713,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -2783,8 +3086,18 @@ if ARGV[6] == '2' then
   end
 end
 
-local used, flagged, first, mine, cached = sem_used(holds, counts, now, waiting and owner)
+local used, flagged, first, mine, cached = sem_used(holds, counts, now, owner)
 local capacity, stored = sem_capacity(KEYS[3], cached, ARGV[4])
+if mine then
+  -- Handed to this waiter by a release, or taken by an earlier run of
+  -- this call whose reply was lost (every acquire has an owner of its
+  -- own): the hold gets the full lease, and nothing else changes.
+  unregister(queue, waiters, member)
+  redis.call('zadd', holds, now + lease, owner)
+  sem_keep(holds, lease)
+  sem_keep(counts, lease)
+  return {1, math.max(0, capacity - used), mine}
+end
 if ARGV[2] == '*' then
   local n = capacity - used
   if n <= 0 then
@@ -2804,9 +3117,6 @@ local function full()
   return {1, math.max(0, capacity - used), n}
 end
 
-if mine then -- handed by a release
-  return full()
-end
 if n > capacity and ARGV[10] ~= '1' then
   if waiting then
     unregister(queue, waiters, member)
@@ -2855,7 +3165,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "df8b7b5219c3d6b6693e282f09536b225e38805f",
+	SHA1: "6348a21bdebec1ce5d561c888efba0b570ea7062",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -2899,7 +3209,8 @@ var semaphoreCapacityScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -2909,6 +3220,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -3267,7 +3616,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "e8a76a5126c0f0c174fd6a74b63e096490db0997",
+	SHA1: "a9b45ba344441a79bdbb87b6a6cc9dacf737ebc4",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -3312,7 +3661,8 @@ var semaphoreReleaseScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -3322,6 +3672,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -3707,7 +4095,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "0a3ff789a9d2def054aade40c31cb2cc64e12afd",
+	SHA1: "9ce3df67dfa44b87949a470a39ebbf74d733a97f",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -3738,7 +4126,8 @@ var semaphoreStateScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -3748,6 +4137,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.

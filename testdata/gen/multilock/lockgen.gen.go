@@ -107,7 +107,7 @@ var simpleLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "50aa91a3dd9a7f8e0a9b0373d97a991ec4d0bcad",
+	SHA1: "d97850c5f7e3a6163d4a2ca0cf1188490bed2794",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -143,7 +143,8 @@ var forceUnlockScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -153,6 +154,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -318,7 +357,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "cf27c7a8e8d03bc2a104895e2f3c54de99795b67",
+	SHA1: "0ceab26076d6472f67e58c2d3e5b53c9c4d7d693",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -361,7 +400,8 @@ var multiAcquireScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -371,6 +411,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -587,7 +665,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "3a078d290b5b9d7cb9402cb757dec37e0bc76c3a",
+	SHA1: "4e01e51eed55d8622864fbbf3f711a79e6fea1dc",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -623,7 +701,8 @@ var multiReleaseScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -633,6 +712,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -818,7 +935,7 @@ return codes
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "8fbfd7817e266b857363b0c01876ec7d3731fb2e",
+	SHA1: "7f0b2dad3143873053df454fba4f3be6dbea85aa",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -835,12 +952,16 @@ var reentrantAcquireScript = lockimpl.Script{
 --   waiter), '2' when it is registered and only refreshes its entry unless
 --   the lock is free or was handed to it (see refresh in registry), else
 --   '0' or absent (a first attempt leaves it out: one argument less)
+-- ARGV[5]? op: a re-entry's operation id (an owner carried from a lease
+--   it holds); absent for a new owner, whose call finding the lock held
+--   by itself is a run again of the same call (its reply was lost), which
+--   answers the hold it took and changes nothing
 -- reply: int | {int, int}
 --   1 when the free lock was taken by the fast path (one hold; an integer
 --   reply costs Redis and the client less than a table); {1, holds} when
 --   taken, re-entered, or found handed to this waiter by a release (its
---   lease is then extended to the full lease); {0, pttl} when another
---   owner holds it.
+--   lease is then extended to the full lease), or found taken by an
+--   earlier run of the same call; {0, pttl} when another owner holds it.
 local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
 -- The uncontended fast path runs before the registry's functions are defined.
@@ -867,7 +988,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -877,6 +999,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -1049,8 +1209,15 @@ if holder == owner then
     redis.call('pexpire', lock, lease)
     return {1, holds}
   end
+  local op = ARGV[5]
+  if not op or has_op(rest, op) then
+    -- This call ran already (its reply was lost), or a release handed the
+    -- lock to this new owner meanwhile: the lease from now, as that run's.
+    redis.call('pexpire', lock, lease)
+    return {1, holds}
+  end
   holds = holds + 1
-  redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', lease)
+  redis.call('set', lock, owner .. ' ' .. holds .. with_op(rest, op), 'PX', lease)
   return {1, holds}
 end
 if ttl ~= '0' then
@@ -1069,7 +1236,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "af7f0e48bdf3c850fb0caf477b91e52a16f0f7a3",
+	SHA1: "a825d5755fa9e37b2cd4f94c6e3a0aa039ae18e7",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]", a single hold "<owner>"
@@ -1089,6 +1256,11 @@ var reentrantReleaseScript = lockimpl.Script{
 -- ARGV[6]? leaving: '1' when the owner gives up waiting (it leaves the
 --   registry, and hands on a lock it was handed but did not use); '0' or
 --   absent otherwise
+-- ARGV[7]? op: the release's operation id, recorded in the value when
+--   holds are left (see has_op in registry): a call that finds it
+--   recorded ran already and answers the holds left. Absent in the fast
+--   path's call, which releases an owner's first hold (the only one an
+--   acquire's fast path takes), whose op is '0'.
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
 --   held (the lease restarted when lease_ms is given), or 0 when released.
@@ -1129,7 +1301,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -1139,6 +1312,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -1297,8 +1508,13 @@ local holder, holds, rest = hold_of(value)
 if holder ~= owner then
   return -1
 end
+local op = ARGV[7] or '0'
+if has_op(rest, op) then
+  return holds -- this call ran already: its reply was lost
+end
 holds = holds - 1
 if holds > 0 then
+  rest = with_op(rest, op)
   if ARGV[2] then
     redis.call('set', lock, owner .. ' ' .. holds .. rest, 'PX', ARGV[2])
   else
@@ -1351,7 +1567,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
-	SHA1: "e41ce2acb7d88da21d673fe118dc0803cc36189e",
+	SHA1: "5e1ecbcc4726ed342fb9156f1f8e556fb548e953",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
@@ -1398,7 +1614,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -1408,6 +1625,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -1597,7 +1852,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
-	SHA1: "8bf6869cf4342889a748b9492c2cac523930e50f",
+	SHA1: "f6b861ca693f562458571ef02cee6dea72520ca2",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
 -- are registered, hand it to the longest-waiting live one instead.
 -- KEYS[1] lock: the lock key (value: owner id[ w])
@@ -1649,7 +1904,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -1659,6 +1915,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.

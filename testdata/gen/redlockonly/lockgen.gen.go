@@ -59,7 +59,7 @@ var redlockLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "50aa91a3dd9a7f8e0a9b0373d97a991ec4d0bcad",
+	SHA1: "d97850c5f7e3a6163d4a2ca0cf1188490bed2794",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -95,7 +95,8 @@ var forceUnlockScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -105,6 +106,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -272,7 +311,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var redlockAcquireScript = lockimpl.Script{
 	Name: "redlock_acquire",
-	SHA1: "1f7b6c5640126274e4b8f24df7e7f12854238481",
+	SHA1: "42ae87c0ba5e02af69c61e269b0488257b176939",
 	Source: `-- redlock_acquire: take a RedLock on one node (SET NX PX, with a value
 -- new to each attempt); a waiter that cannot take it registers in the
 -- node's waiter registry in the same call. A node that a release reserved
@@ -316,7 +355,8 @@ var redlockAcquireScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -326,6 +366,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -508,7 +586,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var redlockReleaseScript = lockimpl.Script{
 	Name: "redlock_release",
-	SHA1: "1ec217e7e7c1460c40adf9bdcd6548c6a4c14f64",
+	SHA1: "e641bd35fd7c290c7cad0315319ba25f0db48b65",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node; when
 -- waiters are registered there, wake the live one whose wait began first
 -- (the same on every node) and reserve the node for it (a RedLock cannot be handed over atomically
@@ -553,7 +631,8 @@ var redlockReleaseScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -563,6 +642,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.

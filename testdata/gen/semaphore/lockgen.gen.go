@@ -100,7 +100,7 @@ var semaphoreScripts = lockimpl.SemaphoreScripts{
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "5ac719898dd908a3abe6a701d7b04d4f5e19cb1c",
+	SHA1: "6e777e01907092e940814e92469eb5f57a3bcf45",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -130,9 +130,9 @@ var semaphoreAcquireScript = lockimpl.Script{
 -- ARGV[10] wait_capacity: '1' when a request above the capacity waits for
 --   it to grow instead of failing
 -- reply: {int, int, int} | {int, int}
---   {1, free, n} when taken or found handed to this waiter by a release
---   (its hold then gets the full lease; free: permits still free, n:
---   permits taken), {0, free, ms} when not (ms: until the earliest hold
+--   {1, free, n} when taken, found handed to this waiter by a release or
+--   found taken by an earlier run of this call (its hold then gets the
+--   full lease; free: permits still free, n: permits taken), {0, free, ms} when not (ms: until the earliest hold
 --   expires, -1 if none; free is 0 after a refresh that only moved the
 --   entry's deadline), or {-1, capacity} when more permits are wanted
 --   than the semaphore has.
@@ -156,7 +156,8 @@ var semaphoreAcquireScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -166,6 +167,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -501,8 +540,18 @@ if ARGV[6] == '2' then
   end
 end
 
-local used, flagged, first, mine, cached = sem_used(holds, counts, now, waiting and owner)
+local used, flagged, first, mine, cached = sem_used(holds, counts, now, owner)
 local capacity, stored = sem_capacity(KEYS[3], cached, ARGV[4])
+if mine then
+  -- Handed to this waiter by a release, or taken by an earlier run of
+  -- this call whose reply was lost (every acquire has an owner of its
+  -- own): the hold gets the full lease, and nothing else changes.
+  unregister(queue, waiters, member)
+  redis.call('zadd', holds, now + lease, owner)
+  sem_keep(holds, lease)
+  sem_keep(counts, lease)
+  return {1, math.max(0, capacity - used), mine}
+end
 if ARGV[2] == '*' then
   local n = capacity - used
   if n <= 0 then
@@ -522,9 +571,6 @@ local function full()
   return {1, math.max(0, capacity - used), n}
 end
 
-if mine then -- handed by a release
-  return full()
-end
 if n > capacity and ARGV[10] ~= '1' then
   if waiting then
     unregister(queue, waiters, member)
@@ -573,7 +619,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "df8b7b5219c3d6b6693e282f09536b225e38805f",
+	SHA1: "6348a21bdebec1ce5d561c888efba0b570ea7062",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -617,7 +663,8 @@ var semaphoreCapacityScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -627,6 +674,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -985,7 +1070,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "e8a76a5126c0f0c174fd6a74b63e096490db0997",
+	SHA1: "a9b45ba344441a79bdbb87b6a6cc9dacf737ebc4",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -1030,7 +1115,8 @@ var semaphoreReleaseScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -1040,6 +1126,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -1425,7 +1549,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "0a3ff789a9d2def054aade40c31cb2cc64e12afd",
+	SHA1: "9ce3df67dfa44b87949a470a39ebbf74d733a97f",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -1456,7 +1580,8 @@ var semaphoreStateScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -1466,6 +1591,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.

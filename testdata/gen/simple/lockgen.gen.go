@@ -59,7 +59,7 @@ var simpleLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "50aa91a3dd9a7f8e0a9b0373d97a991ec4d0bcad",
+	SHA1: "d97850c5f7e3a6163d4a2ca0cf1188490bed2794",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -95,7 +95,8 @@ var forceUnlockScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -105,6 +106,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -270,7 +309,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "cf27c7a8e8d03bc2a104895e2f3c54de99795b67",
+	SHA1: "0ceab26076d6472f67e58c2d3e5b53c9c4d7d693",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -313,7 +352,8 @@ var multiAcquireScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -323,6 +363,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -539,7 +617,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "3a078d290b5b9d7cb9402cb757dec37e0bc76c3a",
+	SHA1: "4e01e51eed55d8622864fbbf3f711a79e6fea1dc",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -575,7 +653,8 @@ var multiReleaseScript = lockimpl.Script{
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -585,6 +664,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -770,7 +887,7 @@ return codes
 // its KEYS, ARGV and reply.)
 var simpleAcquireScript = lockimpl.Script{
 	Name: "simple_acquire",
-	SHA1: "e41ce2acb7d88da21d673fe118dc0803cc36189e",
+	SHA1: "5e1ecbcc4726ed342fb9156f1f8e556fb548e953",
 	Source: `-- simple_acquire: take a non-reentrant lock (SET NX PX); a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock key (value: owner id, with " w" appended while
@@ -817,7 +934,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -827,6 +945,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.
@@ -1016,7 +1172,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var simpleReleaseScript = lockimpl.Script{
 	Name: "simple_release",
-	SHA1: "8bf6869cf4342889a748b9492c2cac523930e50f",
+	SHA1: "f6b861ca693f562458571ef02cee6dea72520ca2",
 	Source: `-- simple_release: compare-and-delete a non-reentrant lock; when waiters
 -- are registered, hand it to the longest-waiting live one instead.
 -- KEYS[1] lock: the lock key (value: owner id[ w])
@@ -1068,7 +1224,8 @@ end
 local registry_ttl = '1000'
 
 -- hold_of parses an exclusive lock's value, "<owner>[ <holds>][ <token>]"
--- with " w" appended while waiters are registered: its owner, its holds
+-- (then its operations' record, see has_op) with " w" appended while
+-- waiters are registered: its owner, its holds
 -- (a number; one when left out, as the fast paths write a single hold)
 -- and the rest after them. A fenced lock's value always has its holds.
 local function hold_of(value)
@@ -1078,6 +1235,44 @@ local function hold_of(value)
   end
   holder, rest = string.match(value, '^(%S+)(.*)$')
   return holder, 1, rest
+end
+
+-- An exclusive lock's value may record the operations of its holder's
+-- re-entries and inner releases that changed it: " @<op>[,<op>...]", the
+-- newest first and at most four, after the holds (and a fenced lock's
+-- token) and before " w". A call whose reply was lost runs again (a
+-- client sends it again); finding its op recorded, it answers from the
+-- value and changes nothing. Each op is the runtime's per-client counter,
+-- unique within its owner (see "Exactly one effect" in the runtime's
+-- package doc).
+
+-- has_op reports whether rest (hold_of's) records op.
+local function has_op(rest, op)
+  local rec = string.match(rest, ' @(%S+)')
+  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- with_op returns rest with op recorded as the newest operation.
+local function with_op(rest, op)
+  local waited = string.sub(rest, -2) == ' w'
+  if waited then
+    rest = string.sub(rest, 1, -3)
+  end
+  local rec = string.match(rest, ' @(%S+)')
+  local ops = {op}
+  if rec then
+    rest = (string.gsub(rest, ' @%S+', ''))
+    for o in string.gmatch(rec, '[^,]+') do
+      if #ops < 4 then
+        ops[#ops + 1] = o
+      end
+    end
+  end
+  rest = rest .. ' @' .. table.concat(ops, ',')
+  if waited then
+    rest = rest .. ' w'
+  end
+  return rest
 end
 
 -- now_ms returns the server's clock in milliseconds.

@@ -1,0 +1,266 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+)
+
+// lossy loses replies: a request holding an armed pattern (a script's
+// SHA1) goes through to Redis, which runs it, and its connection is closed
+// as the reply begins to come back. The client sees its connection
+// dropped after the command ran, and go-redis sends the command again
+// (MaxRetries): the fault a proxy, a load balancer or a failover makes.
+type lossy struct {
+	mu   sync.Mutex
+	arms map[string]int // pattern -> replies still to lose
+	lost atomic.Int32   // replies lost so far
+}
+
+func newLossy() *lossy { return &lossy{arms: map[string]int{}} }
+
+// lose arms the next n requests that contain pattern.
+func (l *lossy) lose(pattern string, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.arms[pattern] += n
+}
+
+// armed reports whether the request b is to lose its reply, disarming
+// one of its pattern's.
+func (l *lossy) armed(b []byte) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p, n := range l.arms {
+		if n > 0 && bytes.Contains(b, []byte(p)) {
+			l.arms[p] = n - 1
+			return true
+		}
+	}
+	return false
+}
+
+// left returns how many armed replies were not lost yet.
+func (l *lossy) left() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, k := range l.arms {
+		n += k
+	}
+	return n
+}
+
+func (l *lossy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &lossyConn{Conn: c, l: l}, nil
+}
+
+// client returns a go-redis client of b (go-redis' defaults otherwise)
+// whose connections lose the armed replies.
+func (l *lossy) client(b backend) redis.UniversalClient {
+	if b.name == "cluster" {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs, Dialer: l.dial})
+	}
+	return redis.NewClient(&redis.Options{Addr: single.Addr, Dialer: l.dial})
+}
+
+type lossyConn struct {
+	net.Conn
+	l    *lossy
+	lose atomic.Bool // the request written last is to lose its reply
+}
+
+func (c *lossyConn) Write(b []byte) (int, error) {
+	if c.l.armed(b) {
+		c.lose.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *lossyConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && c.lose.Load() { // Redis ran the command: its reply is lost
+		c.l.lost.Add(1)
+		c.Conn.Close()
+		return 0, io.EOF
+	}
+	return n, err
+}
+
+// lossyClient returns a runtime client over a lossy connection to b,
+// closed when the test ends.
+func lossyClient(t *testing.T, b backend) (*lockrt.Client, *lossy, redis.UniversalClient) {
+	l := newLossy()
+	rdb := l.client(b)
+	c := lockrt.New(rdb)
+	t.Cleanup(func() {
+		c.Close()
+		rdb.Close()
+	})
+	return c, l, rdb
+}
+
+// mustLose fails the test when an armed reply was not lost: the call did
+// not send the script the test meant to fault.
+func mustLose(t *testing.T, l *lossy) {
+	t.Helper()
+	if n := l.left(); n > 0 {
+		t.Fatalf("%d armed replies not lost: the call did not run the script", n)
+	}
+}
+
+// TestLockLostReplies: every call of a reentrant and a fenced lock whose
+// script ran and whose reply was lost (go-redis sends it again) has one
+// effect, read from Redis: a new owner's Lock one hold, a re-entry one
+// more, an inner Unlock one less, a last Unlock the lock free; and no
+// call returns an error.
+func TestLockLostReplies(t *testing.T) {
+	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Fenced} {
+		t.Run(kind.String(), func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, b backend) {
+				c, l, rdb := lossyClient(t, b)
+				d := def(t, kind, 5*time.Second, true, time.Second)
+				lk := c.Lock(d, key(t))
+				ctx := context.Background()
+				acquire, release := d.Scripts.Acquire.SHA1, d.Scripts.Release.SHA1
+				holds := func(want int, le *lockrt.Lease) {
+					t.Helper()
+					n, err := lk.HoldCount(context.WithoutCancel(le.Context()))
+					if err != nil || n != want {
+						t.Fatalf("hold count %d (%v), want %d; value %q", n, err, want, rdb.Get(ctx, lk.Key()).Val())
+					}
+				}
+				for round := range 2 { // the second round takes the lock's slow path (a value with a record)
+					l.lose(acquire, 1)
+					outer, err := lk.Lock(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					mustLose(t, l)
+					holds(1, outer)
+					l.lose(acquire, 1)
+					inner, err := lk.Lock(outer.Context())
+					if err != nil {
+						t.Fatal(err)
+					}
+					mustLose(t, l)
+					holds(2, outer)
+					if inner.Token() != outer.Token() {
+						t.Errorf("re-entry's token %d, the hold's %d", inner.Token(), outer.Token())
+					}
+					l.lose(release, 1)
+					if err := inner.Unlock(ctx); err != nil {
+						t.Fatalf("round %d: inner Unlock whose reply was lost: %v", round, err)
+					}
+					mustLose(t, l)
+					holds(1, outer)
+					if err := outer.Context().Err(); err != nil {
+						t.Fatalf("outer hold ended by the inner Unlock: %v", context.Cause(outer.Context()))
+					}
+					l.lose(release, 1)
+					if err := outer.Unlock(ctx); err != nil {
+						t.Fatalf("round %d: last Unlock whose reply was lost: %v", round, err)
+					}
+					mustLose(t, l)
+					if n := rdb.Exists(ctx, lk.Key()).Val(); n != 0 {
+						t.Fatalf("lock still held after both Unlocks: %q", rdb.Get(ctx, lk.Key()).Val())
+					}
+				}
+				// The first hold released first, the re-entry's left.
+				outer, err := lk.Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inner, err := lk.Lock(outer.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.lose(release, 1)
+				if err := outer.Unlock(ctx); err != nil {
+					t.Fatalf("first hold's Unlock whose reply was lost: %v", err)
+				}
+				mustLose(t, l)
+				holds(1, inner)
+				if err := inner.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// TestSemaphoreLostReplies: an Acquire(1) whose reply was lost holds one
+// permit, not two, and a Release whose reply was lost returns nil and
+// frees it; so does a Drain's.
+func TestSemaphoreLostReplies(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		c, l, _ := lossyClient(t, b)
+		d := semDef(t, 3, 5*time.Second, true, time.Second)
+		s := c.Semaphore(d, key(t))
+		ctx := context.Background()
+		acquired := func(want int) {
+			t.Helper()
+			if n, err := s.Acquired(ctx); err != nil || n != want {
+				t.Fatalf("permits held %d (%v), want %d", n, err, want)
+			}
+		}
+		l.lose(d.Scripts.Acquire.SHA1, 1)
+		p, err := s.Acquire(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustLose(t, l)
+		acquired(1)
+		l.lose(d.Scripts.Release.SHA1, 1)
+		if err := p.Release(ctx); err != nil {
+			t.Fatalf("Release whose reply was lost: %v", err)
+		}
+		mustLose(t, l)
+		acquired(0)
+		l.lose(d.Scripts.Acquire.SHA1, 1)
+		p, err = s.Drain(ctx)
+		if err != nil || p.Permits() != 3 {
+			t.Fatalf("Drain: %v, %v", p, err)
+		}
+		mustLose(t, l)
+		acquired(3)
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		acquired(0)
+	})
+}
+
+// TestLatchLostReplies: a CountDown whose reply was lost counts once.
+func TestLatchLostReplies(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		c, l, _ := lossyClient(t, b)
+		d := latchDef(t, 3, time.Minute)
+		lt := c.Latch(d, key(t))
+		ctx := context.Background()
+		for want := 2; want >= 0; want-- {
+			l.lose(d.Scripts.CountDown.SHA1, 1)
+			n, err := lt.CountDown(ctx)
+			if err != nil || n != want {
+				t.Fatalf("CountDown whose reply was lost: %d, %v; want %d", n, err, want)
+			}
+			mustLose(t, l)
+			if n, err := lt.Count(ctx); err != nil || n != want {
+				t.Fatalf("count %d (%v), want %d", n, err, want)
+			}
+		}
+	})
+}

@@ -1,0 +1,94 @@
+package runtime
+
+import (
+	"strconv"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Exactly one effect per call. A client runs a script at least once: when
+// a connection drops after Redis ran a command and before its reply came
+// back, go-redis sends the command again (MaxRetries), and so does a
+// proxy or a failover. The scripts are written so that a second run
+// answers what the first answered and changes nothing (see "Exactly one
+// effect" in the package doc); this file holds the runtime's two tools
+// for it: operation ids, and arguments that count how often they were
+// sent.
+
+// newOp returns an operation id unique among the calls of this client
+// (so among the calls of any one owner, whose ids all come from it), and
+// short: for a record kept per owner (a lock's value). A record that
+// several clients' calls share (a latch's) takes newOwner's ids, unique
+// across clients. Each is sent as an argument of the one call it names;
+// a script that finds it recorded ran already for this call.
+func (c *Client) newOp() string {
+	var buf [16]byte
+	return string(strconv.AppendUint(buf[:0], c.seq.Add(1), 36))
+}
+
+// sendCounter is an argument whose sends go-redis counts: it writes the
+// argument to a connection once per attempt (MarshalBinary), so a count
+// above one says the command may have run more than once. A release that
+// finds its hold gone after such a resend reports it released: the hold
+// was there when the first send left (else the first run answered "not
+// held" and only its reply was lost, a fault on top of a fault that this
+// cannot tell apart), and the only run that could remove it is this
+// call's own.
+type sendCounter interface {
+	sends() int32
+	resetSends()
+}
+
+// countedArg is a string argument that counts its sends.
+type countedArg struct {
+	s string
+	n atomic.Int32
+}
+
+func newCounted(s string) *countedArg { return &countedArg{s: s} }
+
+// MarshalBinary returns the string's bytes, without a copy (go-redis
+// copies them into its write buffer), and counts the send.
+func (a *countedArg) MarshalBinary() ([]byte, error) {
+	a.n.Add(1)
+	return unsafe.Slice(unsafe.StringData(a.s), len(a.s)), nil
+}
+
+func (a *countedArg) sends() int32 { return a.n.Load() }
+func (a *countedArg) resetSends()  { a.n.Store(0) }
+
+// leaseOwner is a Lease sent as its owner argument: its sends are counted
+// in the Lease (no allocation on Unlock's path).
+type leaseOwner Lease
+
+func (a *leaseOwner) MarshalBinary() ([]byte, error) {
+	a.sent.Add(1)
+	return unsafe.Slice(unsafe.StringData(a.owner), len(a.owner)), nil
+}
+
+func (a *leaseOwner) sends() int32 { return a.sent.Load() }
+func (a *leaseOwner) resetSends()  { a.sent.Store(0) }
+
+// resentArg reports whether arg (a sendCounter, or any other argument) was
+// sent more than once.
+func resentArg(arg any) bool {
+	s, ok := arg.(sendCounter)
+	return ok && s.sends() > 1
+}
+
+// resetSends forgets the sends of the counted arguments among args: a
+// command answered NOSCRIPT ran nothing, and is sent again as EVAL.
+func resetSends(args []any) {
+	for _, a := range args {
+		if s, ok := a.(sendCounter); ok {
+			s.resetSends()
+		}
+	}
+}
+
+// String is the owner, as go-redis prints the command (a tracing hook's
+// statement, a log line).
+func (a *leaseOwner) String() string { return a.owner }
+
+// String is the argument's string, as go-redis prints the command.
+func (a *countedArg) String() string { return a.s }
