@@ -332,24 +332,14 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 				if err != nil {
 					return
 				}
-				// "<owner>" (simple, or one hold) or "<owner> <holds>[
-				// <token>]", and " w" when waiters are registered (see
-				// hold_of in templates/registry.luainc).
-				parts := strings.Fields(val)
-				if len(parts) == 0 {
+				h, ok := values.ParseHold(val)
+				if !ok {
 					return
 				}
-				hd := holder(parts[0])
+				hd := holder(h.Owner)
 				hd.Holds = 1
 				if kind != spec.Simple && kind != spec.RedLock {
-					if len(parts) > 1 {
-						if n, err := strconv.Atoi(parts[1]); err == nil { // not " w"
-							hd.Holds = n
-						}
-					}
-					if len(parts) > 2 {
-						hd.Token, _ = strconv.ParseInt(parts[2], 10, 64)
-					}
+					hd.Holds, hd.Token = h.Holds, h.Token
 				}
 				hd.TTLMs = ttlMs(ttl.Val())
 				st.Holders, st.Held = []Holder{hd}, true

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/internal/values"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
@@ -484,14 +485,12 @@ func (l *Lock) holdCount(ctx context.Context, owner string) (int, error) {
 			v, _ = vs[1].(string)
 		}
 	default:
-		// "<owner>" (simple, or one hold) or "<owner> <holds>[ <token>]",
-		// then possibly " w" (see hold_of in templates/registry.luainc).
 		var val string
 		val, err = l.c.rdb.Get(ctx, l.key).Result()
-		if f := strings.Fields(val); len(f) > 0 && f[0] == owner {
+		if h, ok := values.ParseHold(val); ok && h.Owner == owner {
 			v = "1"
-			if l.def.Kind != impl.Simple && len(f) > 1 && f[1] != "w" {
-				v = f[1]
+			if l.def.Kind != impl.Simple {
+				v = strconv.Itoa(h.Holds)
 			}
 		}
 	}
