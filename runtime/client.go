@@ -22,6 +22,7 @@ type Client struct {
 	rdb redis.UniversalClient
 	id  string
 	seq atomic.Uint64
+	ops atomic.Uint64 // operation ids (see newOp)
 
 	wd    *watchdog
 	hub   *hub

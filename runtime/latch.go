@@ -73,7 +73,7 @@ func (l *Latch) CountDown(ctx context.Context) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	// latch_count_down reply: int
-	n, err := l.c.eval(ctx, l.def.Scripts.CountDown, []string{l.key}, l.def.Count, l.def.Expire.Milliseconds(), l.channel(), l.c.publishCmd(), l.c.newOwner()).Int()
+	n, err := l.c.eval(ctx, l.def.Scripts.CountDown, []string{l.key}, l.def.Count, l.def.Expire.Milliseconds(), l.channel(), l.c.publishCmd(), l.c.newSharedOp()).Int()
 	if err != nil {
 		return 0, fmt.Errorf("lockgen: counting down %s: %w", l.key, err)
 	}

@@ -17,13 +17,21 @@ import (
 
 // newOp returns an operation id unique among the calls of this client
 // (so among the calls of any one owner, whose ids all come from it), and
-// short: for a record kept per owner (a lock's value). A record that
-// several clients' calls share (a latch's) takes newOwner's ids, unique
-// across clients. Each is sent as an argument of the one call it names;
-// a script that finds it recorded ran already for this call.
+// short: for a record kept per owner (a lock's value). Each is sent as an
+// argument of the one call it names; a script that finds it recorded ran
+// already for this call.
 func (c *Client) newOp() string {
 	var buf [16]byte
-	return string(strconv.AppendUint(buf[:0], c.seq.Add(1), 36))
+	return string(strconv.AppendUint(buf[:0], c.ops.Add(1), 36))
+}
+
+// newSharedOp returns an operation id unique across clients, for a
+// record that several clients' calls share (a latch's): newOp's, after
+// the client's id.
+func (c *Client) newSharedOp() string {
+	var buf [64]byte
+	b := append(append(buf[:0], c.id...), '.')
+	return string(strconv.AppendUint(b, c.ops.Add(1), 36))
 }
 
 // sendCounter is an argument whose sends go-redis counts: it writes the
