@@ -403,7 +403,7 @@ func Check(events []Event) *Report {
 // under way at some time between t1 and t2.
 func (r *Report) lasting(t1, t2 int64) bool {
 	for _, w := range r.Windows {
-		if w.heal-w.start > int64(100*time.Millisecond) && w.start < t2 && w.heal > t1 {
+		if w.heal-w.start > int64(100*time.Millisecond) && !faultKinds[w.kind].continuous && w.start < t2 && w.heal > t1 {
 			return true
 		}
 	}
