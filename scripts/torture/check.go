@@ -91,6 +91,9 @@ type Report struct {
 	Redelivered                 int
 	Restarts                    int
 	FenceResets                 int // fenced Lock calls answered ErrFenceReset (the counter went back)
+
+	Defects map[string]map[string]int // double-effect class -> fault kind -> count (defects.go)
+	Linear  []Linearity               // porcupine's verdicts (linear.go)
 }
 
 type hold struct {
@@ -396,6 +399,8 @@ func Check(events []Event) *Report {
 			r.Workers++
 		}
 	}
+	r.defects(events)
+	r.linearizable(events)
 	return r
 }
 
@@ -566,6 +571,8 @@ func (r *Report) Print(w io.Writer) {
 	if r.FenceResets > 0 {
 		fmt.Fprintf(w, "fenced lock: %d Lock calls answered ErrFenceReset (the fence counter went back after an empty restart)\n", r.FenceResets)
 	}
+	r.printDefects(w)
+	r.printLinear(w)
 	fmt.Fprintln(w, "\n(*) Redis runs without persistence: an empty restart forgets every lock, permit, fence counter and queued message, so overlaps, fence-order breaks and lost messages in its window are expected, not runtime bugs.")
 	var slow []string
 	for _, win := range r.Windows {

@@ -14,7 +14,7 @@ type Event struct {
 	Hold  string `json:"hold,omitempty"`  // one acquisition: "<worker>/<obj>/<seq>"
 	Token int64  `json:"token,omitempty"` // fencing token
 	TAcq  int64  `json:"tacq,omitempty"`  // a write's hold's acquire time
-	TCall int64  `json:"tcall,omitempty"` // acq: when Lock/Acquire was called
+	TCall int64  `json:"tcall,omitempty"` // acq, offer, take, ack: when the call was made
 	Alive bool   `json:"alive,omitempty"` // rel: Err()==nil just before Unlock
 	Msg   string `json:"msg,omitempty"`   // queue message: the payload, unique per offer
 	Item  string `json:"item,omitempty"`  // queue item id in Redis (Delivery.ID)

@@ -377,9 +377,10 @@ func (h *harness) produce(ctx context.Context, addrs []string) {
 	for seq := 1; ctx.Err() == nil; seq++ {
 		msg := "m" + strconv.Itoa(seq)
 		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		tcall := mono()
 		err := q.Offer(octx, msg)
 		cancel()
-		h.record(Event{T: mono(), Ev: evOffer, Obj: objJobs, Msg: msg, Err: errString(err)})
+		h.record(Event{T: mono(), TCall: tcall, Ev: evOffer, Obj: objJobs, Msg: msg, Err: errString(err)})
 		sleep(ctx, 20*time.Millisecond)
 	}
 }

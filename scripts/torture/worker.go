@@ -320,8 +320,9 @@ func (w *worker) permits(ctx context.Context, rdb redis.UniversalClient, s *lock
 func (w *worker) offerLoop(ctx context.Context, q *lockrt.ReliableQueue[string]) {
 	for seq := 1; ctx.Err() == nil; seq++ {
 		msg := fmt.Sprintf("%s-o%d", w.id, seq)
+		tcall := mono()
 		err := release(ctx, func(ctx context.Context) error { return q.Offer(ctx, msg) })
-		w.emit(Event{T: mono(), Ev: evOffer, Obj: objJobs, Msg: msg, Err: errString(err)})
+		w.emit(Event{T: mono(), TCall: tcall, Ev: evOffer, Obj: objJobs, Msg: msg, Err: errString(err)})
 		think(ctx)
 	}
 }
@@ -352,6 +353,7 @@ func (w *worker) latchLoop(ctx context.Context, latches *tortureobj.Latches) {
 // acknowledges it.
 func (w *worker) consumeLoop(ctx context.Context, q *lockrt.ReliableQueue[string]) {
 	for ctx.Err() == nil {
+		tcall := mono()
 		d, err := q.TryTake(ctx, time.Second)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, lockrt.ErrEmpty) {
@@ -360,9 +362,10 @@ func (w *worker) consumeLoop(ctx context.Context, q *lockrt.ReliableQueue[string
 			}
 			continue
 		}
-		w.emit(Event{T: mono(), Ev: evTake, Obj: objJobs, Msg: d.Value, Item: d.ID(), Att: d.Attempt()})
+		w.emit(Event{T: mono(), TCall: tcall, Ev: evTake, Obj: objJobs, Msg: d.Value, Item: d.ID(), Att: d.Attempt()})
 		time.Sleep(time.Duration(5+rand.IntN(15)) * time.Millisecond)
+		tcall = mono()
 		err = release(ctx, d.Ack)
-		w.emit(Event{T: mono(), Ev: evAck, Obj: objJobs, Msg: d.Value, Item: d.ID(), Att: d.Attempt(), Err: errString(err)})
+		w.emit(Event{T: mono(), TCall: tcall, Ev: evAck, Obj: objJobs, Msg: d.Value, Item: d.ID(), Att: d.Attempt(), Err: errString(err)})
 	}
 }
