@@ -10,7 +10,8 @@ import (
 )
 
 // Linearizability of the recorded histories, checked with porcupine (the
-// checker etcd uses) in every lose-replies window: each operation is the
+// checker etcd uses) in every lose-replies window and, as a control, in
+// the warm-up before the first fault: each operation is the
 // interval from its call to its return (CLOCK_MONOTONIC stamps of the
 // worker that made it), and porcupine looks for one order of them,
 // consistent with those intervals, that a small sequential model accepts.
@@ -146,11 +147,23 @@ var queueModel = porcupine.NondeterministicModel{
 
 // linearizable checks the histories of each lose-replies window.
 func (r *Report) linearizable(events []Event) {
+	// The warm-up before the first fault is the control: no fault, so
+	// every history must be linearizable there.
+	type span struct {
+		name       string
+		start, end int64
+	}
+	var spans []span
+	if len(r.Windows) > 0 {
+		spans = append(spans, span{"warm-up (no fault)", r.start, r.Windows[0].start})
+	}
 	for _, w := range r.Windows {
-		if !faultKinds[w.kind].continuous {
-			continue
+		if faultKinds[w.kind].continuous {
+			spans = append(spans, span{fmt.Sprintf("%s at %.0fs", w.kind, time.Duration(w.start-r.start).Seconds()), w.start, w.end})
 		}
-		name := fmt.Sprintf("%s at %.0fs", w.kind, time.Duration(w.start-r.start).Seconds())
+	}
+	for _, w := range spans {
+		name := w.name
 		in := func(t int64) bool { return t >= w.start && t < w.end }
 		hist := map[string][]porcupine.Operation{}
 		open := map[string]*porcupine.Operation{} // hold -> its pending release
