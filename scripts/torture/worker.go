@@ -284,8 +284,8 @@ func (w *worker) permitLoop(ctx context.Context, rdb redis.UniversalClient, s *l
 
 // permits reads the semaphore's counts from Redis (one HGETALL: the hash
 // of owner -> permits, '*' -> permits held in all; see
-// templates/sem.luainc) right after Acquire(1): N is what this worker's
-// owners hold (it has one permit at a time: 1), Extra what '*' counts
+// templates/sem.luainc) right after Acquire(1): N is what the caller's
+// owner holds (1), Extra what '*' counts
 // beyond every owner's count (an acquire that ran twice for one owner
 // counts its permit twice there).
 func (w *worker) permits(ctx context.Context, rdb redis.UniversalClient, s *lockrt.Semaphore, p *lockrt.Permit, hold string) {
@@ -294,7 +294,7 @@ func (w *worker) permits(ctx context.Context, rdb redis.UniversalClient, s *lock
 	e := Event{Ev: evHolds, Obj: objPermits, Hold: hold, Stage: "permit", N: -1}
 	if m, err := rdb.HGetAll(ctx, s.Key()+":counts").Result(); err == nil {
 		e.N = 0
-		owners, all := 0, 0
+		owners, all, newest := 0, 0, uint64(0)
 		for k, v := range m {
 			n, _ := strconv.Atoi(v)
 			switch {
@@ -303,8 +303,13 @@ func (w *worker) permits(ctx context.Context, rdb redis.UniversalClient, s *lock
 			case k == "q" || k == "c":
 			default:
 				owners += n
-				if strings.HasPrefix(k, w.id+":") {
-					e.N += n
+				// Owners are "<client id>:<seq>", seq counting up per
+				// client: the caller's is this worker's newest (an older
+				// one is a hold whose Release failed, left to expire).
+				if seq, ok := strings.CutPrefix(k, w.id+":"); ok {
+					if s, _ := strconv.ParseUint(seq, 10, 64); s > newest {
+						newest, e.N = s, n
+					}
 				}
 			}
 		}
