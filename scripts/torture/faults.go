@@ -103,7 +103,7 @@ var faultKinds = map[string]fault{
 		h.healed("proxy-cut")
 		return nil
 	}},
-	"lose-reply": {about: "every worker's proxy lets one request through to Redis and cuts that connection before the reply: go-redis runs it again", inject: func(ctx context.Context, h *harness) error {
+	"lose-reply": {about: "every worker's proxy lets one request through to Redis, reads its reply and cuts the client's connection instead of forwarding it: go-redis runs it again", inject: func(ctx context.Context, h *harness) error {
 		if len(h.proxies) == 0 {
 			return errNoTarget
 		}

@@ -285,8 +285,10 @@ func (p *proxy) Heal() {
 }
 
 // LoseReply makes the next request through the proxy reach Redis and its
-// reply get lost: the client sees its connection closed and go-redis
-// retries the command, so Redis runs it twice.
+// reply get lost: the proxy reads the reply (the command ran) and closes
+// the client's connection instead; the client sees a network error and
+// go-redis retries the command, so Redis runs it twice. A (un)subscribe,
+// which RESP3 answers with pushes only, is cut right after it is sent.
 func (p *proxy) LoseReply() {
 	p.mu.Lock()
 	p.loseOne = true

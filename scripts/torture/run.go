@@ -385,16 +385,18 @@ func (h *harness) produce(ctx context.Context, addrs []string) {
 	}
 }
 
-// drain waits until every message offered since the last Redis restart
-// has been acknowledged, for at most two visibility timeouts and 3s.
+// drain tells the workers to stop offering, then waits until every
+// message offered since the last Redis restart has been acknowledged, for
+// at most two visibility timeouts and 3s.
 func (h *harness) drain(ctx context.Context) {
 	h.mu.Lock()
-	for _, p := range h.procs { // workers stop offering
+	procs := slices.Clone(h.procs)
+	h.mu.Unlock()
+	for _, p := range procs { // workers stop offering
 		p.inMu.Lock()
 		fmt.Fprintln(p.stdin, "drain")
 		p.inMu.Unlock()
 	}
-	h.mu.Unlock()
 	deadline := time.Now().Add(2*lease + 3*time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		h.mu.Lock()
