@@ -83,7 +83,7 @@ type Report struct {
 
 	Offered, OfferFailed, Acked int
 	Lost                        []string // offered, never acknowledged, not explained by an empty restart
-	AckExpiredGone              []string // of Lost: every Ack answered ErrDeliveryExpired, yet it never came back
+	AckExpiredGone              []string // of Lost: every Ack failed (ackFailed), yet it never came back
 	LostInRestart               int      // offered before an empty Redis restart, never acknowledged
 	DupAcks                     int      // messages acknowledged more than once
 	DupCopies                   int      // of those, as different items: the offer landed twice
@@ -302,7 +302,7 @@ func Check(events []Event) *Report {
 	offered := map[string]int64{}
 	failed := map[string]bool{}
 	acks := map[string]int{}
-	expiredAcks := map[string]int{}            // msg -> Acks answered "no longer in flight"
+	expiredAcks := map[string]int{}            // msg -> Acks that failed and should have been redelivered (ackFailed)
 	ackedItems := map[string]map[string]bool{} // msg -> items acknowledged
 	takes := map[string]int{}
 	for _, e := range events {
@@ -325,7 +325,7 @@ func Check(events []Event) *Report {
 				r.Redelivered++
 			}
 		case evAck:
-			if strings.Contains(e.Err, "no longer in flight") {
+			if ackFailed(e, last) {
 				expiredAcks[e.Msg]++
 			}
 			if e.Err == "" {
@@ -402,6 +402,16 @@ func Check(events []Event) *Report {
 	r.defects(events)
 	r.linearizable(events)
 	return r
+}
+
+// ackFailed reports whether e is an Ack that failed and whose item, had
+// the Ack not landed, must come back: it answered "no longer in flight"
+// (the item was not in flight), or another error (a network error after
+// go-redis's retries) two visibility timeouts before the end of the log
+// at last.
+func ackFailed(e Event, last int64) bool {
+	return e.Ev == evAck && e.Err != "" &&
+		(strings.Contains(e.Err, "no longer in flight") || e.T+2*int64(lease) < last)
 }
 
 // lasting reports whether a fault that lasts (longer than 100ms) was
@@ -565,7 +575,7 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "lost: %s\n", strings.Join(shown, " "))
 	}
 	if len(r.AckExpiredGone) > 0 {
-		fmt.Fprintf(w, "of the lost, %d were taken and every Ack answered \"delivery no longer in flight\", yet they never came back (an Ack whose reply was lost and that go-redis retried would look so): %s\n",
+		fmt.Fprintf(w, "of the lost, %d were taken and every Ack failed (\"delivery no longer in flight\", or a network error two visibility timeouts before the end), yet they never came back (an Ack whose reply was lost, and that go-redis retried, would look so): %s\n",
 			len(r.AckExpiredGone), strings.Join(r.AckExpiredGone, " "))
 	}
 	if r.FenceResets > 0 {

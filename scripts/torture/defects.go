@@ -32,7 +32,7 @@ var defectClasses = []struct{ id, about string }{
 	{"delivered-after-ack", "queue: an item delivered again after its Ack returned nil"},
 	{"err-unlock", "errors after success: Unlock (inner or outer) returned an error, yet its release happened"},
 	{"err-release", "errors after success: Release returned ErrPermitNotHeld while the permit was alive just before, so the release happened"},
-	{"err-ack", "errors after success: Ack answered \"no longer in flight\", and the item never came back"},
+	{"err-ack", "errors after success: Ack answered \"no longer in flight\" (or a network error, 2 visibility timeouts before the end), and the item never came back"},
 	{"err-countdown", "errors after success: CountDown returned an error, yet the count went down by one"},
 }
 
@@ -167,6 +167,10 @@ func (r *Report) defects(events []Event) {
 	}
 
 	// The queue, by item.
+	var last int64
+	if len(events) > 0 {
+		last = events[len(events)-1].Recv
+	}
 	items := map[string][]Event{} // item -> its takes and acks, in log order
 	msgItems := map[string]map[string]bool{}
 	for _, e := range events {
@@ -203,7 +207,7 @@ func (r *Report) defects(events []Event) {
 				if e.Err == "" && ackedAt == 0 {
 					ackedAt = e.T
 				}
-				if strings.Contains(e.Err, "no longer in flight") && !slices.ContainsFunc(evs[i+1:], func(x Event) bool { return x.Ev == evTake }) {
+				if ackFailed(e, last) && !slices.ContainsFunc(evs[i+1:], func(x Event) bool { return x.Ev == evTake }) {
 					add("err-ack", e.T, 1)
 				}
 			}
