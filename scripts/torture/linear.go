@@ -25,9 +25,12 @@ import (
 //     or redelivers one in flight, an Ack that returned nil removes one in
 //     flight (a failed Ack may have).
 //
-// The operations are those whose call falls in the window (and a hold's
-// release, wherever it falls); what was held or queued before the window
-// is left out, which only makes the model more permissive. A history that
+// The operations are the acquisitions and offers called and returned in
+// the window (the next fault begins at its end: a lease that runs out
+// while its holder is stopped breaks the register model by design), with
+// the releases, takes and acks that follow them wherever they fall; what
+// was held or queued before the window, or taken after it, is left out,
+// which only makes the models more permissive. A history that
 // is not linearizable is a safety defect; one porcupine could not decide
 // within linearTimeout is "unknown".
 
@@ -176,7 +179,7 @@ func (r *Report) linearizable(events []Event) {
 		}
 		for _, e := range events {
 			switch {
-			case e.Ev == evAcq && (e.Obj == objMutex || e.Obj == objPermits) && in(e.TCall):
+			case e.Ev == evAcq && (e.Obj == objMutex || e.Obj == objPermits) && in(e.TCall) && in(e.T):
 				hist[e.Obj] = append(hist[e.Obj], porcupine.Operation{ClientId: id(e.W), Input: lockOp{acquire: true, hold: e.Hold}, Call: e.TCall, Return: e.T})
 				open[e.Hold] = &porcupine.Operation{ClientId: id(e.W), Call: -1, Metadata: e.Obj}
 			case e.Ev == evRel && open[e.Hold] != nil:
@@ -187,7 +190,7 @@ func (r *Report) linearizable(events []Event) {
 				hist[e.Obj] = append(hist[e.Obj], *op)
 				delete(open, e.Hold)
 			case e.Obj == objJobs && (e.Ev == evOffer || e.Ev == evTake || e.Ev == evAck) && e.TCall > 0:
-				if e.Ev == evOffer && !in(e.TCall) {
+				if e.Ev == evOffer && !(in(e.TCall) && in(e.T)) {
 					continue
 				}
 				hist[objJobs] = append(hist[objJobs], porcupine.Operation{ClientId: id(e.W), Input: queueOp{kind: e.Ev, msg: e.Msg, ok: e.Err == ""}, Call: e.TCall, Return: e.T})
