@@ -61,7 +61,7 @@ bench: redis ## benchmarks against the peers; e.g. make bench BENCH='Uncontended
 	cd scripts/bench && $(GO) test -run='^$$' -bench '$(BENCH)' -benchmem $(BENCHFLAGS) | tee out.txt
 
 TORTUREFLAGS ?= -n 8 -rounds 2
-torture: redis ## fault harness, long mode: 8 worker processes, every fault kind twice (~3 min); prints the table
+torture: redis ## fault harness, long mode: 8 worker processes, every fault kind twice (~4 min); prints the table
 	$(GO) run ./scripts/torture $(TORTUREFLAGS)
 
 fmt: ## gofmt every Go file in place

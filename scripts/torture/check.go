@@ -83,7 +83,7 @@ type Report struct {
 
 	Offered, OfferFailed, Acked int
 	Lost                        []string // offered, never acknowledged, not explained by an empty restart
-	AckExpiredGone              []string // of Lost: every Ack answered ErrDeliveryExpired, yet it never came back
+	AckExpiredGone              []string // of Lost: every Ack failed (ackFailed), yet it never came back
 	LostInRestart               int      // offered before an empty Redis restart, never acknowledged
 	DupAcks                     int      // messages acknowledged more than once
 	DupCopies                   int      // of those, as different items: the offer landed twice
@@ -91,6 +91,9 @@ type Report struct {
 	Redelivered                 int
 	Restarts                    int
 	FenceResets                 int // fenced Lock calls answered ErrFenceReset (the counter went back)
+
+	Defects map[string]map[string]int // double-effect class -> fault kind -> count (defects.go)
+	Linear  []Linearity               // porcupine's verdicts (linear.go)
 }
 
 type hold struct {
@@ -299,7 +302,7 @@ func Check(events []Event) *Report {
 	offered := map[string]int64{}
 	failed := map[string]bool{}
 	acks := map[string]int{}
-	expiredAcks := map[string]int{}            // msg -> Acks answered "no longer in flight"
+	expiredAcks := map[string]int{}            // msg -> Acks that failed and should have been redelivered (ackFailed)
 	ackedItems := map[string]map[string]bool{} // msg -> items acknowledged
 	takes := map[string]int{}
 	for _, e := range events {
@@ -322,7 +325,7 @@ func Check(events []Event) *Report {
 				r.Redelivered++
 			}
 		case evAck:
-			if strings.Contains(e.Err, "no longer in flight") {
+			if ackFailed(e, last) {
 				expiredAcks[e.Msg]++
 			}
 			if e.Err == "" {
@@ -396,14 +399,26 @@ func Check(events []Event) *Report {
 			r.Workers++
 		}
 	}
+	r.defects(events)
+	r.linearizable(events)
 	return r
+}
+
+// ackFailed reports whether e is an Ack that failed and whose item, had
+// the Ack not landed, must come back: it answered "no longer in flight"
+// (the item was not in flight), or another error (a network error after
+// go-redis's retries) two visibility timeouts before the end of the log
+// at last.
+func ackFailed(e Event, last int64) bool {
+	return e.Ev == evAck && e.Err != "" &&
+		(strings.Contains(e.Err, "no longer in flight") || e.T+2*int64(lease) < last)
 }
 
 // lasting reports whether a fault that lasts (longer than 100ms) was
 // under way at some time between t1 and t2.
 func (r *Report) lasting(t1, t2 int64) bool {
 	for _, w := range r.Windows {
-		if w.heal-w.start > int64(100*time.Millisecond) && w.start < t2 && w.heal > t1 {
+		if w.heal-w.start > int64(100*time.Millisecond) && !faultKinds[w.kind].continuous && w.start < t2 && w.heal > t1 {
 			return true
 		}
 	}
@@ -560,12 +575,14 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "lost: %s\n", strings.Join(shown, " "))
 	}
 	if len(r.AckExpiredGone) > 0 {
-		fmt.Fprintf(w, "of the lost, %d were taken and every Ack answered \"delivery no longer in flight\", yet they never came back (an Ack whose reply was lost and that go-redis retried would look so): %s\n",
+		fmt.Fprintf(w, "of the lost, %d were taken and every Ack failed (\"delivery no longer in flight\", or a network error two visibility timeouts before the end), yet they never came back (an Ack whose reply was lost, and that go-redis retried, would look so): %s\n",
 			len(r.AckExpiredGone), strings.Join(r.AckExpiredGone, " "))
 	}
 	if r.FenceResets > 0 {
 		fmt.Fprintf(w, "fenced lock: %d Lock calls answered ErrFenceReset (the fence counter went back after an empty restart)\n", r.FenceResets)
 	}
+	r.printDefects(w)
+	r.printLinear(w)
 	fmt.Fprintln(w, "\n(*) Redis runs without persistence: an empty restart forgets every lock, permit, fence counter and queued message, so overlaps, fence-order breaks and lost messages in its window are expected, not runtime bugs.")
 	var slow []string
 	for _, win := range r.Windows {

@@ -14,7 +14,7 @@ type Event struct {
 	Hold  string `json:"hold,omitempty"`  // one acquisition: "<worker>/<obj>/<seq>"
 	Token int64  `json:"token,omitempty"` // fencing token
 	TAcq  int64  `json:"tacq,omitempty"`  // a write's hold's acquire time
-	TCall int64  `json:"tcall,omitempty"` // acq: when Lock/Acquire was called
+	TCall int64  `json:"tcall,omitempty"` // acq, offer, take, ack: when the call was made
 	Alive bool   `json:"alive,omitempty"` // rel: Err()==nil just before Unlock
 	Msg   string `json:"msg,omitempty"`   // queue message: the payload, unique per offer
 	Item  string `json:"item,omitempty"`  // queue item id in Redis (Delivery.ID)
@@ -22,6 +22,11 @@ type Event struct {
 	Err   string `json:"err,omitempty"`
 	Req   int64  `json:"req,omitempty"` // storage request id (write)
 	Res   string `json:"res,omitempty"` // storage verdict: ok | late | rejected
+
+	// Read straight from Redis by a worker (evHolds, evCountDown).
+	Stage string `json:"stage,omitempty"` // holds: lock | reenter | inner | prerel | after | permit
+	N     int    `json:"n,omitempty"`     // holds: the hold count (mutex) or the caller's permits; countdown: the latch's count; -1: the read failed
+	Extra int    `json:"extra,omitempty"` // permit: permits counted in all ('*') beyond the owners' own counts
 
 	Fault  string `json:"fault,omitempty"`  // fault kind
 	Target string `json:"target,omitempty"` // the worker a fault hit
@@ -44,6 +49,10 @@ const (
 	evFault   = "fault"   // a fault began
 	evHealed  = "healed"  // the fault ended (for instant faults: right after it began)
 	evRestart = "restart" // redis-server came back (empty)
+	// Double effects, read from Redis by the worker right after a call
+	// (Alive: the hold's Err()==nil, checked after the read).
+	evHolds     = "holds"     // Stage's count after that step (Err: the step's error)
+	evCountDown = "countdown" // CountDown number Att of latch Hold returned (Err), then the count read was N
 )
 
 // The objects, by their name in the log.
@@ -52,4 +61,5 @@ const (
 	objFenced  = "fenced"
 	objPermits = "permits"
 	objJobs    = "jobs"
+	objLatch   = "latch"
 )

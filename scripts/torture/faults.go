@@ -18,7 +18,10 @@ type fault struct {
 	// may legitimately break mutual exclusion, fencing order or queue
 	// durability; the checker reports what happens in its window apart.
 	unsafe bool
-	inject func(ctx context.Context, h *harness) error
+	// continuous: it lasts, but stops nobody (no outage, pause or delay):
+	// a stall after Unlock during it is not explained by it.
+	continuous bool
+	inject     func(ctx context.Context, h *harness) error
 }
 
 // pauseFor is how long a stopped, paused or partitioned party stays so:
@@ -100,7 +103,7 @@ var faultKinds = map[string]fault{
 		h.healed("proxy-cut")
 		return nil
 	}},
-	"lose-reply": {about: "every worker's proxy lets one request through to Redis and cuts that connection before the reply: go-redis runs it again", inject: func(ctx context.Context, h *harness) error {
+	"lose-reply": {about: "every worker's proxy lets one request through to Redis, reads its reply and cuts the client's connection instead of forwarding it: go-redis runs it again", inject: func(ctx context.Context, h *harness) error {
 		if len(h.proxies) == 0 {
 			return errNoTarget
 		}
@@ -109,6 +112,21 @@ var faultKinds = map[string]fault{
 			p.LoseReply()
 		}
 		h.healed("lose-reply")
+		return nil
+	}},
+	"lose-replies": {continuous: true, about: "every worker's proxy loses the reply of a fraction (-lose-reply) of EVAL/EVALSHA requests after Redis ran them, for a while: go-redis retries each", inject: func(ctx context.Context, h *harness) error {
+		if len(h.proxies) == 0 {
+			return errNoTarget
+		}
+		h.begin("lose-replies", "")
+		for _, p := range h.proxies {
+			p.SetLoseRate(h.cfg.LoseRate)
+		}
+		sleep(ctx, h.cfg.LoseFor)
+		for _, p := range h.proxies {
+			p.SetLoseRate(0)
+		}
+		h.healed("lose-replies")
 		return nil
 	}},
 	"proxy-delay": {about: "the proxy delays every chunk by 100ms, both ways, for 3s", inject: func(ctx context.Context, h *harness) error {

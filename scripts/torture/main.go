@@ -40,7 +40,7 @@ func main() {
 // some of the time, so it comes twice.
 var allFaults = []string{
 	"sigstop-holder", "kill-holder", "kill-consumer", "client-kill-normal", "client-kill-pubsub",
-	"sigstop-holder", "client-pause", "proxy-cut", "lose-reply", "proxy-delay", "partition-holder", "redis-restart",
+	"sigstop-holder", "client-pause", "proxy-cut", "lose-reply", "lose-replies", "proxy-delay", "partition-holder", "redis-restart",
 }
 
 func runMain(args []string) error {
@@ -61,6 +61,8 @@ faults: %s
 	settle := fs.Duration("settle", 5*time.Second, "time after each fault heals before the next")
 	warmup := fs.Duration("warmup", 3*time.Second, "time before the first fault")
 	cluster := fs.Bool("cluster", false, "a 3-primary cluster instead of one node (proxy faults are skipped)")
+	loseRate := fs.Float64("lose-reply", 0.05, "lose-replies: the fraction of EVAL/EVALSHA requests whose reply the proxies lose after Redis ran them")
+	loseFor := fs.Duration("lose-for", 20*time.Second, "how long a lose-replies fault lasts")
 	dir := fs.String("dir", "", "where events.jsonl and workers.log go (default: a new temporary directory)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -72,6 +74,7 @@ faults: %s
 	cfg := Config{
 		Workers: *workers, Rounds: *rounds, Faults: strings.Split(*faults, ","),
 		Settle: *settle, Warmup: *warmup, Cluster: *cluster, Dir: *dir, Log: os.Stderr,
+		LoseRate: *loseRate, LoseFor: *loseFor,
 		Worker: func(args ...string) *exec.Cmd { return exec.Command(exe, append([]string{"worker"}, args...)...) },
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

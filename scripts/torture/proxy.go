@@ -1,8 +1,10 @@
 package main
 
 import (
+	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,12 +15,13 @@ type proxy struct {
 	ln       net.Listener
 	upstream string
 
-	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
-	delay   time.Duration // added before forwarding each chunk, both ways
-	stalled chan struct{} // non-nil while partitioned: closed when healed
-	loseOne bool          // the next request goes to Redis, and its reply is lost
-	closed  bool
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	delay    time.Duration // added before forwarding each chunk, both ways
+	stalled  chan struct{} // non-nil while partitioned: closed when healed
+	loseOne  bool          // the next request goes to Redis, and its reply is lost
+	loseRate float64       // the fraction of EVAL/EVALSHA requests whose reply is lost
+	closed   bool
 }
 
 func newProxy(upstream string) (*proxy, error) {
@@ -53,9 +56,10 @@ func (p *proxy) pipe(down net.Conn) {
 	if !p.track(down, up) {
 		return
 	}
+	s := &session{down: down, up: up, replied: make(chan struct{})}
 	done := make(chan struct{}, 2)
-	go func() { p.copy(up, down, true); done <- struct{}{} }()
-	go func() { p.copy(down, up, false); done <- struct{}{} }()
+	go func() { p.requests(s); done <- struct{}{} }()
+	go func() { p.replies(s); close(s.replied); done <- struct{}{} }()
 	<-done
 	p.untrack(down, up)
 }
@@ -84,39 +88,155 @@ func (p *proxy) untrack(cs ...net.Conn) {
 	}
 }
 
-// copy forwards src to dst chunk by chunk, holding each chunk back while
-// the proxy is partitioned and delaying it while it is slow.
-// A request (toRedis) that finds loseOne set goes through, and then the
-// connection is cut before Redis's reply can come back.
-func (p *proxy) copy(dst, src net.Conn, toRedis bool) {
+// session is one client connection through the proxy and its connection
+// to Redis. The proxy frames both directions (resp.go): it counts the
+// requests it forwarded and the replies that came back, so that it can
+// let one request run and lose its reply alone.
+type session struct {
+	down, up net.Conn
+	sent     int64         // requests forwarded (requests goroutine only)
+	loseAt   atomic.Int64  // the number of the request whose reply is lost (0: none)
+	raw      atomic.Bool   // a direction was not RESP: bytes pass as they are, nothing is lost
+	replied  chan struct{} // closed when the replies goroutine ends
+}
+
+// hold applies the proxy's partition and delay to one chunk.
+func (p *proxy) hold() {
+	p.mu.Lock()
+	delay, stalled := p.delay, p.stalled
+	p.mu.Unlock()
+	if stalled != nil {
+		<-stalled
+	}
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+}
+
+// lose reports whether the request named cmd is to lose its reply: the
+// one-shot lose-reply takes the next request, the rate (SetLoseRate) a
+// fraction of EVAL and EVALSHA requests.
+func (p *proxy) lose(cmd string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.loseOne {
+		p.loseOne = false
+		return true
+	}
+	switch cmd {
+	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO":
+		return p.loseRate > 0 && rand.Float64() < p.loseRate
+	}
+	return false
+}
+
+// requests forwards the client's requests to Redis, whole requests at a
+// time. A request that is to lose its reply is forwarded, and what the
+// client sent after it is not; then this side waits for the replies side
+// to read its reply from Redis (so the command has run) and cut the
+// client's connection.
+func (p *proxy) requests(s *session) {
 	buf := make([]byte, 32<<10)
+	var pending []byte
 	for {
-		n, err := src.Read(buf)
+		n, err := s.down.Read(buf)
 		if n > 0 {
-			p.mu.Lock()
-			delay, stalled := p.delay, p.stalled
-			lose := toRedis && p.loseOne
-			if lose {
-				p.loseOne = false
+			p.hold()
+			pending = append(pending, buf[:n]...)
+			cut, lost := len(pending), false
+			if !s.raw.Load() {
+				cut = 0
+				for cut < len(pending) {
+					end, name, perr := respCommand(pending[cut:])
+					if perr != nil {
+						s.raw.Store(true)
+						cut = len(pending)
+						break
+					}
+					if end < 0 {
+						break
+					}
+					cut += end
+					s.sent++
+					if p.lose(name) {
+						if isSubscribe(name) {
+							// No reply of its own to wait for (RESP3 answers
+							// with pushes): cut at once, as a network would.
+							s.up.Write(pending[:cut])
+							s.down.Close()
+							return
+						}
+						s.loseAt.Store(s.sent)
+						lost = true
+						break
+					}
+				}
 			}
-			p.mu.Unlock()
-			if stalled != nil {
-				<-stalled
-			}
-			if delay > 0 {
-				time.Sleep(delay)
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			if _, werr := s.up.Write(pending[:cut]); werr != nil {
 				return
 			}
-			if lose {
-				// Cut this connection alone, without waiting: Redis runs
-				// the command, and the reply finds the client side closed.
-				src.Close()
+			pending = pending[cut:]
+			if lost {
+				<-s.replied
 				return
 			}
 		}
 		if err != nil { // EOF or closed: pipe closes both sides
+			return
+		}
+	}
+}
+
+func isSubscribe(cmd string) bool {
+	switch cmd {
+	case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE":
+		return true
+	}
+	return false
+}
+
+// replies forwards Redis's replies to the client, whole replies at a
+// time, and counts them (pushes answer no request); at the reply to the
+// request marked lost it closes the client's connection instead.
+func (p *proxy) replies(s *session) {
+	buf := make([]byte, 32<<10)
+	var pending []byte
+	var replied int64
+	for {
+		n, err := s.up.Read(buf)
+		if n > 0 {
+			p.hold()
+			pending = append(pending, buf[:n]...)
+			cut := len(pending)
+			if !s.raw.Load() {
+				cut = 0
+				for cut < len(pending) {
+					end, push, perr := respReply(pending[cut:])
+					if perr != nil {
+						s.raw.Store(true)
+						cut = len(pending)
+						break
+					}
+					if end < 0 {
+						break
+					}
+					if !push {
+						replied++
+						if at := s.loseAt.Load(); at > 0 && replied == at {
+							s.down.Write(pending[:cut])
+							s.down.Close()
+							return
+						}
+					}
+					cut += end
+				}
+			}
+			if _, werr := s.down.Write(pending[:cut]); werr != nil {
+				return
+			}
+			pending = pending[cut:]
+		}
+		if err != nil {
 			return
 		}
 	}
@@ -165,11 +285,22 @@ func (p *proxy) Heal() {
 }
 
 // LoseReply makes the next request through the proxy reach Redis and its
-// reply get lost: the client sees its connection closed and go-redis
-// retries the command, so Redis runs it twice.
+// reply get lost: the proxy reads the reply (the command ran) and closes
+// the client's connection instead; the client sees a network error and
+// go-redis retries the command, so Redis runs it twice. A (un)subscribe,
+// which RESP3 answers with pushes only, is cut right after it is sent.
 func (p *proxy) LoseReply() {
 	p.mu.Lock()
 	p.loseOne = true
+	p.mu.Unlock()
+}
+
+// SetLoseRate makes a fraction f of the EVAL and EVALSHA requests through
+// the proxy reach Redis and their replies get lost (0: none): go-redis
+// retries each, so Redis runs those scripts twice.
+func (p *proxy) SetLoseRate(f float64) {
+	p.mu.Lock()
+	p.loseRate = f
 	p.mu.Unlock()
 }
 

@@ -38,6 +38,10 @@ type Config struct {
 	Settle  time.Duration // after each fault heals, before the next begins
 	Cluster bool          // a 3-primary cluster instead of one node (no proxy faults)
 	Dir     string        // where events.jsonl and workers.log go ("": a temporary directory)
+	// LoseRate is the fraction of EVAL/EVALSHA requests whose reply the
+	// proxies lose during a lose-replies fault, which lasts LoseFor.
+	LoseRate float64
+	LoseFor  time.Duration
 	// Worker returns the command that starts one worker process with the
 	// given arguments (the harness's own binary, sub-command worker).
 	Worker func(args ...string) *exec.Cmd
@@ -373,16 +377,26 @@ func (h *harness) produce(ctx context.Context, addrs []string) {
 	for seq := 1; ctx.Err() == nil; seq++ {
 		msg := "m" + strconv.Itoa(seq)
 		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		tcall := mono()
 		err := q.Offer(octx, msg)
 		cancel()
-		h.record(Event{T: mono(), Ev: evOffer, Obj: objJobs, Msg: msg, Err: errString(err)})
+		h.record(Event{T: mono(), TCall: tcall, Ev: evOffer, Obj: objJobs, Msg: msg, Err: errString(err)})
 		sleep(ctx, 20*time.Millisecond)
 	}
 }
 
-// drain waits until every message offered since the last Redis restart
-// has been acknowledged, for at most two visibility timeouts and 3s.
+// drain tells the workers to stop offering, then waits until every
+// message offered since the last Redis restart has been acknowledged, for
+// at most two visibility timeouts and 3s.
 func (h *harness) drain(ctx context.Context) {
+	h.mu.Lock()
+	procs := slices.Clone(h.procs)
+	h.mu.Unlock()
+	for _, p := range procs { // workers stop offering
+		p.inMu.Lock()
+		fmt.Fprintln(p.stdin, "drain")
+		p.inMu.Unlock()
+	}
 	deadline := time.Now().Add(2*lease + 3*time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		h.mu.Lock()

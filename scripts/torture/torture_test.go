@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,20 @@ func TestMain(m *testing.M) {
 // holder, a consumer, the pub/sub connections, all connections, and Redis.
 var shortFaults = []string{
 	"sigstop-holder", "kill-holder", "kill-consumer", "client-kill-pubsub",
-	"proxy-cut", "partition-holder", "redis-restart",
+	"proxy-cut", "partition-holder", "lose-replies", "redis-restart",
 }
+
+// fixedClasses lists the double-effect classes (defectClasses in
+// defects.go) that the runtime on main is held to: the test fails when one
+// of them counts anything outside an empty Redis restart's window. The
+// others are logged (the table shows them). Issue 25 item 7: empty until
+// the fixes land; add each class as its fix lands.
+var fixedClasses = []string{}
+
+// doubleEffectRows are the faults whose overlaps and writes after lease
+// end come from commands run twice: the test holds them to 0 only once
+// the classes "overlap" and "write-after-acquire" are in fixedClasses.
+var doubleEffectRows = map[string]bool{"lose-replies": true}
 
 // knownFailing lists, per fault, the invariants that the runtime on main
 // is known to break, with the item of issue 10 that fixes each: the test
@@ -52,6 +65,7 @@ func TestTortureShort(t *testing.T) {
 	cfg := Config{
 		Workers: 4, Faults: shortFaults, Rounds: 1,
 		Warmup: 1500 * time.Millisecond, Settle: 4 * time.Second, // recovery after a kill takes a lease (2s) and more under load
+		LoseRate: 0.05, LoseFor: 10 * time.Second,
 		Dir: logDir(t),
 		Worker: func(args ...string) *exec.Cmd {
 			cmd := exec.Command(os.Args[0], args...)
@@ -92,10 +106,26 @@ func TestTortureShort(t *testing.T) {
 		if rw.Unsafe {
 			continue
 		}
-		check(rw.Fault, "overlap", rw.Overlaps[0]+rw.Overlaps[1])
-		check(rw.Fault, "write after lease end", rw.LateAfterEnd[0]+rw.LateAfterEnd[1])
+		if !doubleEffectRows[rw.Fault] || slices.Contains(fixedClasses, "overlap") {
+			check(rw.Fault, "overlap", rw.Overlaps[0]+rw.Overlaps[1])
+		}
+		if !doubleEffectRows[rw.Fault] || slices.Contains(fixedClasses, "write-after-acquire") {
+			check(rw.Fault, "write after lease end", rw.LateAfterEnd[0]+rw.LateAfterEnd[1])
+		}
 		check(rw.Fault, "fence order", rw.FenceOrder)
 		check(rw.Fault, "fresh holder refused", rw.Refused)
+	}
+	for _, c := range defectClasses {
+		n := r.DefectCount(c.id)
+		switch {
+		case n > 0 && slices.Contains(fixedClasses, c.id):
+			t.Errorf("double effect %s: %d (%s)", c.id, n, c.about)
+		case n > 0:
+			t.Logf("known double effect (issue 25 item 7, not in fixedClasses): %s: %d", c.id, n)
+		}
+	}
+	for _, l := range r.Linear {
+		t.Logf("porcupine: %s: %s: %s", l.Window, l.Object, l.Result)
 	}
 	for _, w := range r.Windows {
 		if w.recoverAll < 0 {
@@ -107,14 +137,15 @@ func TestTortureShort(t *testing.T) {
 			t.Errorf("fault %s was not injected", f)
 		}
 	}
-	// A message whose every Ack answered ErrDeliveryExpired and that never
-	// came back was processed, and most likely acknowledged by a retried
-	// Ack whose first reply was lost: a misleading error, not a loss. It is
-	// logged, and the table shows it.
+	// A message whose every Ack failed (ErrDeliveryExpired, or a network
+	// error early enough for a redelivery: ackFailed) and that never came
+	// back was processed, and most likely acknowledged by an Ack whose reply
+	// was lost: a misleading error, not a loss. It is logged, and the table
+	// shows it (err-ack).
 	if n := len(r.Lost) - len(r.AckExpiredGone); n > 0 {
 		t.Errorf("%d reliable messages lost: %v", n, r.Lost)
 	} else if n := len(r.AckExpiredGone); n > 0 {
-		t.Logf("known failure: %d messages whose Ack answered ErrDeliveryExpired never came back: %v", n, r.AckExpiredGone)
+		t.Logf("known failure: %d messages whose Ack failed never came back: %v", n, r.AckExpiredGone)
 	}
 	// Duplicates are within a reliable queue's contract (at least once):
 	// the table reports them, the test does not fail on them.

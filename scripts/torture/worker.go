@@ -72,9 +72,14 @@ func workerMain(args []string) error {
 	}()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	go func() { // verdicts from the storage; EOF means the harness is gone
+	drain := make(chan struct{}) // closed when the harness drains the queue: offers stop
+	go func() {                  // verdicts from the storage, or "drain"; EOF means the harness is gone
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
+			if sc.Text() == "drain" {
+				close(drain)
+				continue
+			}
 			req, res, _ := strings.Cut(sc.Text(), " ")
 			n, _ := strconv.ParseInt(req, 10, 64)
 			w.reqMu.Lock()
@@ -91,11 +96,25 @@ func workerMain(args []string) error {
 	locks := tortureobj.NewLocks(rt)
 	sems := tortureobj.NewSemaphores(rt)
 	queues := tortureobj.NewQueues(rt)
+	latches := tortureobj.NewLatches(rt)
 	var wg sync.WaitGroup
 	wg.Go(func() { w.lockLoop(ctx, objMutex, locks.Mutex()) })
 	wg.Go(func() { w.lockLoop(ctx, objFenced, locks.Fenced()) })
-	wg.Go(func() { w.permitLoop(ctx, sems.Permits()) })
+	wg.Go(func() { w.permitLoop(ctx, rdb, sems.Permits()) })
 	wg.Go(func() { w.consumeLoop(ctx, queues.Jobs()) })
+	wg.Go(func() {
+		octx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-drain:
+				cancel()
+			case <-octx.Done():
+			}
+		}()
+		w.offerLoop(octx, queues.Jobs())
+	})
+	wg.Go(func() { w.latchLoop(ctx, latches) })
 	wg.Wait()
 	return nil
 }
@@ -168,6 +187,10 @@ func (w *worker) lockLoop(ctx context.Context, obj string, l *lockrt.Lock) {
 		hold := fmt.Sprintf("%s/%s/%d", w.id, obj, seq)
 		tacq := mono()
 		w.emit(Event{T: tacq, TCall: tcall, Ev: evAcq, Obj: obj, Hold: hold, Token: lease.Token()})
+		if obj == objMutex {
+			w.holds(l, lease, hold, "lock", nil)
+			w.reenter(ctx, l, lease, hold)
+		}
 		lost := false
 		for i := range 3 {
 			if i > 0 {
@@ -191,15 +214,48 @@ func (w *worker) lockLoop(ctx context.Context, obj string, l *lockrt.Lock) {
 			w.emit(Event{T: t, Ev: evLost, Obj: obj, Hold: hold, Err: errString(context.Cause(lease.Context()))})
 		}
 		w.emit(Event{T: t, Ev: evRel, Obj: obj, Hold: hold, Alive: alive && !lost})
+		if obj == objMutex {
+			w.holds(l, lease, hold, "prerel", nil)
+		}
 		err = release(ctx, lease.Unlock)
 		w.emit(Event{T: mono(), Ev: evUnlock, Obj: obj, Hold: hold, Err: errString(err)})
+		if obj == objMutex {
+			w.holds(l, lease, hold, "after", nil)
+		}
 		think(ctx)
 	}
 }
 
+// reenter takes the mutex again with the lease's context (a re-entry:
+// Redis must count 2 holds), and gives that hold back (1 left).
+func (w *worker) reenter(ctx context.Context, l *lockrt.Lock, lease *lockrt.Lease, hold string) {
+	inner, err := l.Lock(lease.Context())
+	w.holds(l, lease, hold, "reenter", err)
+	if err != nil {
+		return
+	}
+	err = release(ctx, inner.Unlock)
+	w.holds(l, lease, hold, "inner", err)
+}
+
+// holds reads the hold count of lease's owner from Redis (a GET) and
+// records it after stage, with stage's error; Alive is the lease's
+// Err()==nil checked after the read, so a count read while the lease
+// was alive in the client's eyes is marked so.
+func (w *worker) holds(l *lockrt.Lock, lease *lockrt.Lease, hold, stage string, stageErr error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(lease.Context()), 3*time.Second)
+	defer cancel()
+	n, err := l.HoldCount(ctx)
+	if err != nil {
+		n = -1
+	}
+	alive := lease.Context().Err() == nil
+	w.emit(Event{T: mono(), Ev: evHolds, Obj: objMutex, Hold: hold, Stage: stage, N: n, Alive: alive, Err: errString(stageErr)})
+}
+
 // permitLoop takes one permit, checks it twice over a few milliseconds,
 // and releases it; over and over.
-func (w *worker) permitLoop(ctx context.Context, s *lockrt.Semaphore) {
+func (w *worker) permitLoop(ctx context.Context, rdb redis.UniversalClient, s *lockrt.Semaphore) {
 	for seq := 1; ctx.Err() == nil; seq++ {
 		tcall := mono()
 		p, err := s.Acquire(ctx, 1)
@@ -212,6 +268,7 @@ func (w *worker) permitLoop(ctx context.Context, s *lockrt.Semaphore) {
 		}
 		hold := fmt.Sprintf("%s/%s/%d", w.id, objPermits, seq)
 		w.emit(Event{T: mono(), TCall: tcall, Ev: evAcq, Obj: objPermits, Hold: hold})
+		w.permits(ctx, rdb, s, p, hold)
 		time.Sleep(time.Duration(20+rand.IntN(30)) * time.Millisecond)
 		t := mono()
 		alive := p.Context().Err() == nil
@@ -225,10 +282,83 @@ func (w *worker) permitLoop(ctx context.Context, s *lockrt.Semaphore) {
 	}
 }
 
+// permits reads the semaphore's counts from Redis (one HGETALL: the hash
+// of owner -> permits, '*' -> permits held in all; see
+// templates/sem.luainc) right after Acquire(1): N is what the caller's
+// owner holds (1), Extra what '*' counts
+// beyond every owner's count (an acquire that ran twice for one owner
+// counts its permit twice there).
+func (w *worker) permits(ctx context.Context, rdb redis.UniversalClient, s *lockrt.Semaphore, p *lockrt.Permit, hold string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	e := Event{Ev: evHolds, Obj: objPermits, Hold: hold, Stage: "permit", N: -1}
+	if m, err := rdb.HGetAll(ctx, s.Key()+":counts").Result(); err == nil {
+		e.N = 0
+		owners, all, newest := 0, 0, uint64(0)
+		for k, v := range m {
+			n, _ := strconv.Atoi(v)
+			switch {
+			case k == "*":
+				all = n
+			case k == "q" || k == "c":
+			default:
+				owners += n
+				// Owners are "<client id>:<seq>", seq counting up per
+				// client: the caller's is this worker's newest (an older
+				// one is a hold whose Release failed, left to expire).
+				if seq, ok := strings.CutPrefix(k, w.id+":"); ok {
+					if s, _ := strconv.ParseUint(seq, 10, 64); s > newest {
+						newest, e.N = s, n
+					}
+				}
+			}
+		}
+		e.Extra = all - owners
+	}
+	e.Alive = p.Context().Err() == nil
+	e.T = mono()
+	w.emit(e)
+}
+
+// offerLoop offers a message of its own every 100-250ms ("<worker>-o<n>",
+// unique per offer), through the worker's proxy.
+func (w *worker) offerLoop(ctx context.Context, q *lockrt.ReliableQueue[string]) {
+	for seq := 1; ctx.Err() == nil; seq++ {
+		msg := fmt.Sprintf("%s-o%d", w.id, seq)
+		tcall := mono()
+		err := release(ctx, func(ctx context.Context) error { return q.Offer(ctx, msg) })
+		w.emit(Event{T: mono(), TCall: tcall, Ev: evOffer, Obj: objJobs, Msg: msg, Err: errString(err)})
+		think(ctx)
+	}
+}
+
+// latchLoop counts down latches of 5 of its own ("<worker>-<n>"), five
+// times each, reading the count from Redis (a GET) after each CountDown:
+// after the c-th it must be 5-c.
+func (w *worker) latchLoop(ctx context.Context, latches *tortureobj.Latches) {
+	for seq := 1; ctx.Err() == nil; seq++ {
+		id := fmt.Sprintf("%s-%d", w.id, seq)
+		l := latches.Round(id)
+		for c := 1; c <= 5 && ctx.Err() == nil; c++ {
+			_, err := l.CountDown(ctx)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+			n, rerr := l.Count(rctx)
+			cancel()
+			if rerr != nil {
+				n = -1
+			}
+			w.emit(Event{T: mono(), Ev: evCountDown, Obj: objLatch, Hold: id, Att: c, N: n, Err: errString(err)})
+			time.Sleep(time.Duration(10+rand.IntN(30)) * time.Millisecond)
+		}
+		think(ctx)
+	}
+}
+
 // consumeLoop takes deliveries, works on each for a few milliseconds and
 // acknowledges it.
 func (w *worker) consumeLoop(ctx context.Context, q *lockrt.ReliableQueue[string]) {
 	for ctx.Err() == nil {
+		tcall := mono()
 		d, err := q.TryTake(ctx, time.Second)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, lockrt.ErrEmpty) {
@@ -237,9 +367,10 @@ func (w *worker) consumeLoop(ctx context.Context, q *lockrt.ReliableQueue[string
 			}
 			continue
 		}
-		w.emit(Event{T: mono(), Ev: evTake, Obj: objJobs, Msg: d.Value, Item: d.ID(), Att: d.Attempt()})
+		w.emit(Event{T: mono(), TCall: tcall, Ev: evTake, Obj: objJobs, Msg: d.Value, Item: d.ID(), Att: d.Attempt()})
 		time.Sleep(time.Duration(5+rand.IntN(15)) * time.Millisecond)
+		tcall = mono()
 		err = release(ctx, d.Ack)
-		w.emit(Event{T: mono(), Ev: evAck, Obj: objJobs, Msg: d.Value, Item: d.ID(), Att: d.Attempt(), Err: errString(err)})
+		w.emit(Event{T: mono(), TCall: tcall, Ev: evAck, Obj: objJobs, Msg: d.Value, Item: d.ID(), Att: d.Attempt(), Err: errString(err)})
 	}
 }

@@ -121,6 +121,38 @@ var semaphoreScripts = lockimpl.SemaphoreScripts{
 	Capacity: &semaphoreCapacityScript,
 }
 
+// Latches gives typed access to the count-down latches declared in lockgen.yaml.
+type Latches struct {
+	c *lockrt.Client
+}
+
+// NewLatches returns the count-down latches of lockgen.yaml over c.
+func NewLatches(c *lockrt.Client) *Latches {
+	return &Latches{c: c}
+}
+
+// Round is a latch of 5 that a worker counts down five times, reading its count from Redis after each.
+//
+// Count-down latch of 5 on key torture:{Round:round:<id>}, expiring 2m after it is set.
+func (l *Latches) Round(id string) *lockrt.Latch {
+	return lockimpl.NewLatch(l.c, &roundLatch, roundKey.Key(id))
+}
+
+var (
+	roundKey   = lockimpl.KeyDef{Namespace: "torture", Object: "Round", Literals: []string{"round:", ""}}
+	roundLatch = lockimpl.LatchDef{
+		Name:    "Round",
+		Count:   5,
+		Expire:  2 * time.Minute,
+		Scripts: &latchScripts,
+	}
+)
+
+// latchScripts are the scripts of count-down latches.
+var latchScripts = lockimpl.LatchScripts{
+	CountDown: &latchCountDownScript,
+}
+
 // Queues gives typed access to the queues declared in lockgen.yaml,
 // one method per queue, with the queue's key params.
 type Queues struct {
@@ -723,6 +755,38 @@ else
   redis.call(ARGV[2], ARGV[1], 'released')
 end
 return 1
+`,
+}
+
+// latchCountDownScript: count a latch down by one; the last count-down opens it
+// and wakes every waiter.
+// (lockgen's Lua script latch_count_down; the comment at the top of Source states
+// its KEYS, ARGV and reply.)
+var latchCountDownScript = lockimpl.Script{
+	Name: "latch_count_down",
+	SHA1: "6c6271bc886012eeb9bea15e58c8a7c832ca5c04",
+	Source: `-- latch_count_down: count a latch down by one; the last count-down opens it
+-- and wakes every waiter.
+-- KEYS[1] count: the latch's count
+-- ARGV[1] spec_count: the spec's count, used while the latch is not set
+-- ARGV[2] expire_ms: expiry in milliseconds of a latch set here
+-- ARGV[3] channel: the wake-up channel
+-- ARGV[4] publish: the publish command (publish or spublish)
+-- reply: int
+--   The count left. An open latch (0) stays open until it expires.
+local count = tonumber(redis.call('get', KEYS[1]))
+if count == nil then
+  count = tonumber(ARGV[1])
+  redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
+end
+if count <= 0 then
+  return 0
+end
+count = redis.call('decr', KEYS[1])
+if count == 0 then
+  redis.call(ARGV[4], ARGV[3], 'all')
+end
+return count
 `,
 }
 
@@ -4497,6 +4561,7 @@ func Preload(ctx context.Context, c *lockrt.Client) error {
 		c,
 		&fencedAcquireScript,
 		&forceUnlockScript,
+		&latchCountDownScript,
 		&multiAcquireScript,
 		&multiReleaseScript,
 		&queueAckScript,
