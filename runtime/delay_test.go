@@ -203,7 +203,8 @@ func TestDelayedTimerDoesNotPoll(t *testing.T) {
 // TestKeyedQueuesBounded: a client serving 2 000 keyed delayed reliable
 // queues runs O(1) goroutines for them (one scheduler, not a timer per
 // key), drops every queue's channel once the queue is idle, and leaves no
-// key of its own making without a TTL: seq and armed expire, and the
+// key of its own making without a TTL: seq, armed and the offers' and
+// claims' records expire, and the
 // queue's other keys are gone once it is empty.
 func TestKeyedQueuesBounded(t *testing.T) {
 	const keys = 2000
@@ -243,6 +244,8 @@ func TestKeyedQueuesBounded(t *testing.T) {
 			suffix := k[strings.LastIndexByte(k, ':')+1:]
 			if strings.HasSuffix(k, "}") {
 				suffix = "ready"
+			} else if strings.Contains(k, "}:op:") { // an offer's or a claim's record
+				suffix = "op"
 			}
 			kinds[suffix]++
 			ttl, err := admin.PTTL(ctx, k).Result()
@@ -253,6 +256,10 @@ func TestKeyedQueuesBounded(t *testing.T) {
 			case "seq": // 10s after its last id
 				if ttl == -1 || ttl > 10*time.Second {
 					t.Errorf("%s: %s has TTL %v, want one of at most 10s", when, k, ttl)
+				}
+			case "op": // as long as the record is needed
+				if ttl == -1 || ttl > lockrt.OfferRecordTTL {
+					t.Errorf("%s: %s has TTL %v, want one of at most %v", when, k, ttl, lockrt.OfferRecordTTL)
 				}
 			case "armed": // 1s after the due time it records
 				if ttl == -1 || ttl > 3*time.Second {

@@ -264,3 +264,104 @@ func TestLatchLostReplies(t *testing.T) {
 		}
 	})
 }
+
+// TestQueueLostReplies: an Offer whose reply was lost enqueues its item
+// once (plain, delayed and reliable queues, one item and a batch); a
+// reliable Take whose reply was lost hands back the delivery its first
+// run claimed, with nothing else left in flight; an Ack and a Nack whose
+// replies were lost return nil and take effect once.
+func TestQueueLostReplies(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		c, l, rdb := lossyClient(t, b)
+		ctx := withTimeout(t, 30*time.Second)
+		t.Run("plain", func(t *testing.T) {
+			d := queueDef(t, true, 0, 0)
+			q := lockrt.NewDelayedQueue(c, d, lockrt.JSON[int]{}, key(t))
+			l.lose(d.Scripts.Offer.SHA1, 1)
+			if err := q.Offer(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			mustLose(t, l)
+			l.lose(d.Scripts.Offer.SHA1, 1)
+			if err := q.OfferMany(ctx, 2, 3); err != nil {
+				t.Fatal(err)
+			}
+			mustLose(t, l)
+			l.lose(d.Scripts.Offer.SHA1, 1)
+			if err := q.OfferAt(ctx, 4, time.Now()); err != nil { // not in the future: ready now
+				t.Fatal(err)
+			}
+			mustLose(t, l)
+			if n, err := q.Len(ctx); err != nil || n != 4 {
+				t.Fatalf("%d items ready (%v), want 4", n, err)
+			}
+			l.lose(d.Scripts.Offer.SHA1, 1)
+			if err := q.OfferIn(ctx, 5, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			mustLose(t, l)
+			if st, err := q.Stats(ctx); err != nil || st.Delayed != 1 {
+				t.Fatalf("stats %+v (%v), want 1 delayed", st, err)
+			}
+		})
+		t.Run("reliable", func(t *testing.T) {
+			d := queueDef(t, false, 10*time.Second, 3)
+			q := lockrt.NewReliableQueue(c, d, lockrt.JSON[int]{}, key(t))
+			for i := range 3 {
+				l.lose(d.Scripts.Offer.SHA1, 1)
+				if err := q.Offer(ctx, i); err != nil {
+					t.Fatal(err)
+				}
+				mustLose(t, l)
+			}
+			if n, err := q.Len(ctx); err != nil || n != 3 {
+				t.Fatalf("%d items ready (%v), want 3", n, err)
+			}
+			l.lose(d.Scripts.Take.SHA1, 1)
+			dl, err := q.TryTake(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustLose(t, l)
+			if dl.Value != 0 || dl.Attempt() != 1 {
+				t.Fatalf("took %d (attempt %d), want 0 (attempt 1)", dl.Value, dl.Attempt())
+			}
+			st, err := q.Stats(ctx)
+			if err != nil || st.InFlight != 1 || st.Ready != 2 {
+				t.Fatalf("stats %+v (%v), want 1 in flight and 2 ready", st, err)
+			}
+			l.lose(d.Scripts.Ack.SHA1, 1)
+			if err := dl.Ack(ctx); err != nil {
+				t.Fatalf("Ack whose reply was lost: %v", err)
+			}
+			mustLose(t, l)
+			dl, err = q.TryTake(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.lose(d.Scripts.Nack.SHA1, 1)
+			if err := dl.Nack(ctx, nil); err != nil {
+				t.Fatalf("Nack whose reply was lost: %v", err)
+			}
+			mustLose(t, l)
+			if st, err := q.Stats(ctx); err != nil || st.InFlight != 0 || st.Ready != 2 {
+				t.Fatalf("stats %+v (%v), want 2 ready", st, err)
+			}
+			dl, err = q.TryTake(ctx, 0)
+			if err != nil || dl.Value != 2 {
+				t.Fatalf("took %v (%v), want 2", dl, err)
+			}
+			if err := dl.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+			dl, err = q.TryTake(ctx, 0)
+			if err != nil || dl.Value != 1 || dl.Attempt() != 2 {
+				t.Fatalf("took %v (%v), want 1 on its second delivery", dl, err)
+			}
+			if err := dl.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		_ = rdb
+	})
+}

@@ -100,3 +100,25 @@ func (a *leaseOwner) String() string { return a.owner }
 
 // String is the argument's string, as go-redis prints the command.
 func (a *countedArg) String() string { return a.s }
+
+// markedArg is a string argument that tells a resend: go-redis writes it
+// as it is the first time, and with '!' appended every later time (a
+// resend after a lost reply, a redirect, the EVAL after NOSCRIPT). A
+// script that keeps a record of its operation only reads the record when
+// the mark says it may have run already, so the first run pays for
+// writing the record alone.
+type markedArg struct {
+	s    string
+	sent atomic.Bool
+}
+
+// MarshalBinary returns the string, then the string and '!'.
+func (a *markedArg) MarshalBinary() ([]byte, error) {
+	if a.sent.Swap(true) {
+		return []byte(a.s + "!"), nil
+	}
+	return unsafe.Slice(unsafe.StringData(a.s), len(a.s)), nil
+}
+
+// String is the argument's string, as go-redis prints the command.
+func (a *markedArg) String() string { return a.s }

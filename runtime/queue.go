@@ -133,18 +133,12 @@ func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bo
 		return nil
 	}
 	q.c.injectItems(ctx, bodies)
-	if !q.def.Reliable && delay == 0 && at.IsZero() {
-		args := make([]any, len(bodies))
-		for i, b := range bodies {
-			args[i] = b
-		}
-		if err := q.c.rdb.RPush(ctx, q.key, args...).Err(); err != nil {
-			return fmt.Errorf("lockgen: offering to %s: %w", q.key, err)
-		}
-		return nil
+	if !at.IsZero() && !at.After(time.Now()) {
+		at = time.Time{} // not in the future: ready now
 	}
-	args := make([]any, 0, 4+len(bodies))
-	args = append(args, q.c.publishCmd(), q.mode(), "", "")
+	op := q.c.newSharedOp()
+	args := make([]any, 0, 6+len(bodies))
+	args = append(args, q.c.publishCmd(), q.mode(), "", "", op, offerRecordArg)
 	switch {
 	case delay > 0:
 		args[2] = ceilMillis(delay)
@@ -154,8 +148,9 @@ func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bo
 	for _, b := range bodies {
 		args = append(args, b)
 	}
+	ks := append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+op))
 	// queue_offer reply: int (not read)
-	if err := q.c.eval(ctx, q.def.Scripts.Offer, q.keys, args...).Err(); err != nil {
+	if err := q.c.eval(ctx, q.def.Scripts.Offer, ks, args...).Err(); err != nil {
 		return fmt.Errorf("lockgen: offering to %s: %w", q.key, err)
 	}
 	// The scheduler serves the queue until the items are due (another
@@ -168,6 +163,13 @@ func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bo
 	}
 	return nil
 }
+
+// OfferRecordTTL is how long an offer's record lives in Redis (see
+// queue_offer): a run of the same call within it (go-redis sends a
+// command again when its reply was lost, within seconds) adds nothing.
+const OfferRecordTTL = time.Minute
+
+var offerRecordArg any = OfferRecordTTL.Milliseconds()
 
 // checkDelay validates the delay of OfferIn.
 func checkDelay(d time.Duration) error {

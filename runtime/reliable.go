@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
@@ -207,7 +208,9 @@ func (q *queue) claim(ctx context.Context, id string, n int) ([]*delivery, error
 	// Not cut short by ctx: a claim that ran while its reply was
 	// queue_take reply: nil | {int, int, any...}
 	// abandoned would hide the items for a whole visibility timeout.
-	res, err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Take, q.keys, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n).Slice()
+	op := q.c.newSharedOp()
+	ks := append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+op))
+	res, err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Take, ks, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n, &markedArg{s: op}).Slice()
 	received := time.Now()
 	switch {
 	case isNil(err):
@@ -256,12 +259,18 @@ func (d *delivery) settle(ctx context.Context, reason, mode string, delay time.D
 		ms = ceilMillis(delay)
 	}
 	// queue_nack reply: int
-	n, err := q.c.eval(ctx, q.def.Scripts.Nack, q.keys, q.c.publishCmd(), d.id, d.n, q.def.MaxDeliveries, reason, mode, ms).Int()
+	id := newCounted(d.id)
+	n, err := q.c.eval(ctx, q.def.Scripts.Nack, q.keys, q.c.publishCmd(), id, d.n, q.def.MaxDeliveries, reason, mode, ms).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockgen: giving back delivery %s of %s: %w", d.id, q.key, err)
-	case n == 0:
+	case n == 0 && !resentArg(id):
 		return ErrDeliveryExpired
+	case n == 0: // an earlier run of this call gave it back (see sendCounter)
+		if delay > 0 {
+			q.c.sched.expect(q.serve(false), time.Now().Add(delay))
+		}
+		n = 1
 	case n == 3:
 		q.c.sched.expect(q.serve(false), time.Now().Add(delay))
 	}
@@ -316,11 +325,12 @@ func (d *delivery) ack(ctx context.Context) error {
 	defer cancel()
 	q := d.q
 	// queue_ack reply: int
-	n, err := q.c.eval(ctx, q.def.Scripts.Ack, q.keys, q.c.publishCmd(), d.id, d.n).Int()
+	id := newCounted(d.id)
+	n, err := q.c.eval(ctx, q.def.Scripts.Ack, q.keys, q.c.publishCmd(), id, d.n).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockgen: acknowledging delivery %s of %s: %w", d.id, q.key, err)
-	case n == 0:
+	case n == 0 && !resentArg(id): // else an earlier run of this call acknowledged it (see sendCounter)
 		return ErrDeliveryExpired
 	}
 	d.settled = 'a'

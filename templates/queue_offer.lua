@@ -1,14 +1,22 @@
--- queue_offer: add items to a queue, ready now or when due.
+-- queue_offer: add items to a queue, ready now or when due, once per
+-- operation: a call that runs again (its reply was lost) finds its record
+-- and adds nothing.
 -- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
+-- KEYS[11] record: the offer's record, KEYS[1]..':op:'..op, holding the
+--   reply while it lives
 -- ARGV[1] publish: the command that publishes on the timer channel,
 --   KEYS[1]..':ch' (publish or spublish)
 -- ARGV[2] mode: 'r' reliable (lists hold ids and bodies live in data) or
 --   'p' plain (the ready list holds bodies)
 -- ARGV[3] delay_ms: the delay in milliseconds, or ''
--- ARGV[4] due_ms: the due time in unix milliseconds, or ''
--- ARGV[5...] items: the encoded items
+-- ARGV[4] due_ms: the due time in unix milliseconds, or '' (a due time
+--   not after now is ready now)
+-- ARGV[5] op: the offer's operation id, unique across clients: the id of
+--   its item, or "<op>-<i>" of its i-th item (from 1) when it has several
+-- ARGV[6] record_ms: how long the record lives
+-- ARGV[7...] items: the encoded items
 -- reply: int
 --   The due time (server clock, unix ms), or 0 when the items are ready
 --   now. An item that becomes the earliest due one is announced on the
@@ -23,22 +31,22 @@ elseif ARGV[4] ~= '' then
   due = tonumber(ARGV[4])
 end
 local delayed = due > now
-local byId = ARGV[2] == 'r' or delayed
-
--- Ids are "<now>-<n>": seq counts the ids given out and expires after
--- 10s without one, so a counter that starts again never repeats an id
--- (its ids carry a later time).
-local stamp = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-'
-local n = 0
-if byId then
-  n = redis.call('incrby', KEYS[4], #ARGV - 4) - (#ARGV - 4)
-  redis.call('pexpire', KEYS[4], 10000)
+if not delayed then
+  due = 0
 end
-for i = 5, #ARGV do
+local first = redis.call('set', KEYS[11], due, 'NX', 'PX', ARGV[6], 'GET')
+if first then
+  return tonumber(first) -- this offer ran already
+end
+local byId = ARGV[2] == 'r' or delayed
+local op, many = ARGV[5], #ARGV > 7
+for i = 7, #ARGV do
   local item = ARGV[i]
   if byId then
-    n = n + 1
-    local id = stamp .. n
+    local id = op
+    if many then
+      id = op .. '-' .. (i - 6)
+    end
     redis.call('hset', KEYS[3], id, item)
     item = id
   end

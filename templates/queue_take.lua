@@ -10,11 +10,39 @@
 --   the first ready item
 -- ARGV[4] n: how many to claim at most (the id first, then the first
 --   ready items)
+-- ARGV[5]? op: the claim's operation id, '!' appended when the call is
+--   sent again (a lost reply): then its record, when there is one, is
+--   the reply, with the bodies read again
+-- KEYS[11]? record: the claim's record, KEYS[1]..':op:'..op: "<deadline>
+--   <now> <id> <n> ...", living as long as the visibility timeout
 -- reply: nil | {int, int, any...}
 --   false when there is nothing to claim (nothing ready, and the id was ''
 --   or already recovered by a delay timer), or {deadline, now, id, body,
 --   delivery number, id, body, delivery number, ...}. An id whose item is
---   gone (acknowledged meanwhile) is cleaned up and passed over.
+--   gone (acknowledged meanwhile) is cleaned up and passed over. A claim
+--   that ran already answers its record.
+if ARGV[5] and string.sub(ARGV[5], -1) == '!' then
+  local rec = redis.call('get', KEYS[11])
+  if rec then -- this claim ran already: its deliveries again
+    local f = {}
+    for w in string.gmatch(rec, '%S+') do
+      f[#f + 1] = w
+    end
+    local out = {tonumber(f[1]), tonumber(f[2])}
+    for i = 3, #f - 1, 2 do
+      local body = redis.call('hget', KEYS[3], f[i])
+      if body then
+        out[#out + 1] = f[i]
+        out[#out + 1] = body
+        out[#out + 1] = tonumber(f[i + 1])
+      end
+    end
+    if #out == 2 then
+      return false
+    end
+    return out
+  end
+end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + tonumber(ARGV[2])
@@ -63,5 +91,13 @@ local armed = redis.call('get', KEYS[5])
 if not armed or deadline < tonumber(armed) then
   redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)
   redis.call(ARGV[1], KEYS[1] .. ':ch', deadline)
+end
+if ARGV[5] then
+  local rec = {deadline, now}
+  for i = 3, #out, 3 do
+    rec[#rec + 1] = out[i]
+    rec[#rec + 1] = out[i + 2]
+  end
+  redis.call('set', KEYS[11], table.concat(rec, ' '), 'PX', ARGV[2])
 end
 return out
