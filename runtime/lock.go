@@ -669,13 +669,18 @@ func (le *Lease) promoted() (heldKey, renewal, time.Time) {
 // (Deadline, moved forward by each renewal) when called, so a process
 // resumed after a pause past its lease sees it ended before its next
 // write. Pass it (or a context derived from it) to Lock to re-enter.
-func (le *Lease) Context() context.Context { return le.ctx }
+func (le *Lease) Context() context.Context {
+	if le == nil {
+		return endedContext(ErrNotHeld)
+	}
+	return le.ctx
+}
 
 // IsHeld reports whether this hold is still live: its context has not
 // ended (see Context) and Redis still has its owner holding the lock (one
 // round trip). It returns a Redis error when Redis fails.
 func (le *Lease) IsHeld(ctx context.Context) (bool, error) {
-	if le.ctx.Err() != nil {
+	if le == nil || le.ctx.Err() != nil {
 		return false, nil
 	}
 	n, err := le.lock.holdCount(ctx, le.owner)
@@ -707,6 +712,9 @@ func (le *Lease) Token() int64 { return le.token }
 // wrapping the Redis error when Redis could not be reached: the hold is
 // no longer renewed then, and the lock expires at the end of its lease.
 func (le *Lease) Unlock(ctx context.Context) error {
+	if le == nil { // a failed TryLock's
+		return ErrNotHeld
+	}
 	lost, ok := le.giveUp()
 	if !ok {
 		return ErrNotHeld

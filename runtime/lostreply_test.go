@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -364,4 +365,38 @@ func TestQueueLostReplies(t *testing.T) {
 		})
 		_ = rdb
 	})
+}
+
+// TestNilLeases: the nil lease or permit a failed TryLock or TryAcquire
+// returns answers Unlock or Release with ErrNotHeld or ErrPermitNotHeld,
+// and its Context has ended with that cause; nothing panics.
+func TestNilLeases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var le *lockrt.Lease
+	var ml *lockrt.MultiLease
+	var rl *lockrt.RedLockLease
+	var p *lockrt.Permit
+	for name, unlock := range map[string]func() error{
+		"Lease":        func() error { return le.Unlock(ctx) },
+		"MultiLease":   func() error { return ml.Unlock(ctx) },
+		"RedLockLease": func() error { return rl.Unlock(ctx) },
+	} {
+		if err := unlock(); !errors.Is(err, lockrt.ErrNotHeld) {
+			t.Errorf("nil %s: Unlock = %v, want ErrNotHeld", name, err)
+		}
+	}
+	if err := p.Release(ctx); !errors.Is(err, lockrt.ErrPermitNotHeld) {
+		t.Errorf("nil Permit: Release = %v, want ErrPermitNotHeld", err)
+	}
+	for name, c := range map[string]context.Context{
+		"Lease": le.Context(), "MultiLease": ml.Context(), "RedLockLease": rl.Context(), "Permit": p.Context(),
+	} {
+		if c.Err() == nil || !(errors.Is(context.Cause(c), lockrt.ErrNotHeld) || errors.Is(context.Cause(c), lockrt.ErrPermitNotHeld)) {
+			t.Errorf("nil %s: Context().Err() = %v, cause %v", name, c.Err(), context.Cause(c))
+		}
+	}
+	if held, err := le.IsHeld(ctx); held || err != nil {
+		t.Errorf("nil Lease: IsHeld = %v, %v", held, err)
+	}
 }

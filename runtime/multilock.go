@@ -391,7 +391,12 @@ func (c *multiContext) Deadline() (time.Time, bool) {
 // Context returns the multi-lease's context: it carries the values of the
 // context given to Lock and the owner, and ends when any of the holds ends
 // (not when the context given to Lock does, unless WithParentCancel).
-func (ml *MultiLease) Context() context.Context { return ml.ctx }
+func (ml *MultiLease) Context() context.Context {
+	if ml == nil {
+		return endedContext(ErrNotHeld)
+	}
+	return ml.ctx
+}
 
 // Leases returns the lease of each lock, in the multi-lock's order (for
 // example to read fenced locks' tokens). Unlock the multi-lease, not
@@ -407,6 +412,9 @@ func (ml *MultiLease) Leases() []*Lease { return slices.Clone(ml.leases) }
 // after their leases), wrapped with the key concerned; several errors are
 // joined. Like Lease.Unlock, it completes although ctx was cancelled.
 func (ml *MultiLease) Unlock(ctx context.Context) error {
+	if ml == nil { // a failed TryLock's
+		return ErrNotHeld
+	}
 	ml.mu.Lock()
 	if ml.unlocked {
 		ml.mu.Unlock()

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"strconv"
 	"sync/atomic"
 	"unsafe"
@@ -122,3 +123,12 @@ func (a *markedArg) MarshalBinary() ([]byte, error) {
 
 // String is the argument's string, as go-redis prints the command.
 func (a *markedArg) String() string { return a.s }
+
+// endedContext returns a context that has ended with cause: the context
+// of a nil lease or permit (a failed TryLock's), so that work guarded by
+// it does not start.
+func endedContext(cause error) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	return ctx
+}

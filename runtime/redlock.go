@@ -869,7 +869,12 @@ func (le *RedLockLease) landedNodesLocked() []int {
 // context given to Lock, and ends when the hold ends (see RedLockLease),
 // not when the context given to Lock does, unless WithParentCancel. Its
 // Err and Done consult ValidUntil on the local clock when called.
-func (le *RedLockLease) Context() context.Context { return le.ctx }
+func (le *RedLockLease) Context() context.Context {
+	if le == nil {
+		return endedContext(ErrNotHeld)
+	}
+	return le.ctx
+}
 
 // ValidUntil returns the local time until which the lock is held on a
 // majority of the nodes, as far as this client can tell: the start of the
@@ -891,6 +896,9 @@ func (le *RedLockLease) ValidUntil() time.Time {
 // was known to be lost (also by ValidUntil), or ErrNotReleased wrapping
 // the nodes' errors when none could be reached.
 func (le *RedLockLease) Unlock(ctx context.Context) error {
+	if le == nil { // a failed TryLock's
+		return ErrNotHeld
+	}
 	le.mu.Lock()
 	if le.unlocked {
 		le.mu.Unlock()

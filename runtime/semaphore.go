@@ -461,7 +461,12 @@ func (p *Permit) cancel(cause error) {
 // when the context given to Acquire does, unless Acquire was given
 // WithParentCancel. Like a lease's, its Err and Done consult the local
 // lease deadline when called.
-func (p *Permit) Context() context.Context { return p.ctx }
+func (p *Permit) Context() context.Context {
+	if p == nil {
+		return endedContext(ErrPermitNotHeld)
+	}
+	return p.ctx
+}
 
 // Permits returns how many permits this hold has.
 func (p *Permit) Permits() int { return p.n }
@@ -478,6 +483,9 @@ func (p *Permit) Semaphore() *Semaphore { return p.sem }
 // could not be reached: the hold is no longer renewed then, and the
 // permits come back at the end of its lease.
 func (p *Permit) Release(ctx context.Context) error {
+	if p == nil { // a failed TryAcquire's
+		return ErrPermitNotHeld
+	}
 	lost, ok := p.giveUp()
 	if !ok {
 		return ErrPermitNotHeld
