@@ -165,6 +165,9 @@ type acquireOptions struct {
 	// waitCapacity: a semaphore acquire of more permits than the
 	// capacity waits for it to grow (WithCapacityWait).
 	waitCapacity bool
+	// end: when a TryLock's or TryAcquire's wait ends (zero: no wait
+	// given), which bounds its attempts (see attemptContext).
+	end time.Time
 }
 
 // WithLease sets the lease of this hold instead of the spec's: the TTL of

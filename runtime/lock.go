@@ -193,6 +193,9 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	}
 	owner, carried := ctx.Value(ownerKey{}).(string)
 	o.fresh = !carried
+	if wait > 0 {
+		o.end = time.Now().Add(wait) // an attempt ends with the wait too
+	}
 	if !carried {
 		owner = l.c.newOwner()
 	}
@@ -269,10 +272,11 @@ func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg s
 // leave takes owner, a waiter that gives up, out of l's registry; a lock
 // a release handed to it meanwhile is handed on. It is best effort: an
 // entry left behind is passed over after its deadline.
+// The caller waits for it at most cleanUpWait (see cleanUp).
 func (l *Lock) leave(ctx context.Context, owner string, lease time.Duration) {
-	ctx, cancel := releaseContext(ctx)
-	defer cancel()
-	_ = l.evalRelease(ctx, owner, owner, lease, true).Err()
+	cleanUp(ctx, func(ctx context.Context) {
+		_ = l.evalRelease(ctx, owner, owner, lease, true).Err()
+	})
 }
 
 // releaseArgs returns the ARGV of l's release script for owner's hold
@@ -305,50 +309,26 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	if err := ctx.Err(); err != nil {
 		return nil, 0, waitError(ctx, err)
 	}
-	flag := "0"
-	if waiting {
-		flag = "2" // refresh, or the full attempt when that is needed
-	}
-	// The attempt is not cut short by ctx: a script that ran in Redis
-	// while its reply was abandoned would hold the lock for a whole lease
-	// with nobody to release it. go-redis' read timeout bounds it.
-	uctx := ctx
-	if ctx != context.Background() { // Background cannot be cancelled: no wrapper
-		uctx = context.WithoutCancel(ctx)
-	}
+	// The attempt is not cut short by ctx's cancellation: a script that
+	// ran in Redis while its reply was abandoned would hold the lock for
+	// a whole lease with nobody to release it. A new owner's attempt keeps
+	// ctx's deadline (see attemptContext): when that cuts it short, the
+	// owner leaves (releasing what the script may have taken) in the
+	// background.
+	uctx, cancel := attemptContext(ctx, o.fresh, o.end)
+	defer cancel()
 	var cmd, wait *redis.Cmd
-	if p := l.prep; p != nil && l.def.Sync.Replicas == 0 {
-		// The usual case, with the arguments boxed once per Lock.
-		n, f, r := len(p.keys), flag0, any(int64(0))
-		if waiting {
-			f = flag2
-		}
-		if reg == p.regD {
-			r = p.reg
-		} else if reg != 0 {
-			r = reg.Milliseconds()
-		}
-		switch {
-		case l.def.Kind == impl.Fair: // it may hand a free lock to the first waiter
-			prefix, publish := l.wakeArgs()
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg)
-		case waiting:
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f)
-		case !o.fresh && l.def.Kind != impl.Simple: // a re-entry names its operation
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, l.c.newOp())
-		case reg == RegistryTTL: // the scripts' default: one argument less
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner)
-		default: // a first attempt leaves the registered flag out
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r)
-		}
+	if _, bounded := uctx.Deadline(); bounded {
+		// go-redis may overrun a deadline (a connection that never
+		// answers its handshake waits for DialTimeout): the call goes on
+		// alone past it, and the owner leaves below.
+		r := within(uctx, func() [2]*redis.Cmd {
+			cmd, wait := l.issue(uctx, owner, o, reg, waiting)
+			return [2]*redis.Cmd{cmd, wait}
+		}, [2]*redis.Cmd{deadlineCmd(uctx), nil})
+		cmd, wait = r[0], r[1]
 	} else {
-		args := []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
-		if l.def.Kind == impl.Fair || l.def.Kind == impl.ReadWrite { // it may hand a free lock to the first waiters
-			args = append(args, l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds())
-		} else if !o.fresh && !waiting && l.def.Kind != impl.Simple { // a re-entry names its operation
-			args = append(args, l.c.newOp())
-		}
-		cmd, wait = l.evalAcquire(uctx, l.scriptKeys(), l.args(args...)...)
+		cmd, wait = l.issue(uctx, owner, o, reg, waiting)
 	}
 	// The replies, as the acquire scripts' headers state them:
 	//	reentrant_acquire reply: int | {int, int}
@@ -359,6 +339,11 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	var buf [3]int64
 	res, fast, err := acquireReply(cmd, &buf)
 	if err != nil {
+		if o.fresh && (uctx.Err() != nil || isConnError(err)) {
+			// Cut short, or no reply after go-redis' retries: the script
+			// may have run. Leaving gives back what it may have taken.
+			l.leave(ctx, owner, o.lease)
+		}
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
 	}
 	if o.fresh && res[0] == -1 {
@@ -395,6 +380,49 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		return nil, 0, ErrUpgrade
 	}
 	return nil, time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// issue sends an acquire attempt (see attempt) and returns its command,
+// and the WAIT that follows it for a lock that syncs replicas.
+func (l *Lock) issue(uctx context.Context, owner string, o acquireOptions, reg time.Duration, waiting bool) (cmd, wait *redis.Cmd) {
+	flag := "0"
+	if waiting {
+		flag = "2" // refresh, or the full attempt when that is needed
+	}
+	if p := l.prep; p != nil && l.def.Sync.Replicas == 0 {
+		// The usual case, with the arguments boxed once per Lock.
+		n, f, r := len(p.keys), flag0, any(int64(0))
+		if waiting {
+			f = flag2
+		}
+		if reg == p.regD {
+			r = p.reg
+		} else if reg != 0 {
+			r = reg.Milliseconds()
+		}
+		switch {
+		case l.def.Kind == impl.Fair: // it may hand a free lock to the first waiter
+			prefix, publish := l.wakeArgs()
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg)
+		case waiting:
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f)
+		case !o.fresh && l.def.Kind != impl.Simple: // a re-entry names its operation
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, l.c.newOp())
+		case reg == RegistryTTL: // the scripts' default: one argument less
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner)
+		default: // a first attempt leaves the registered flag out
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r)
+		}
+	} else {
+		args := []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
+		if l.def.Kind == impl.Fair || l.def.Kind == impl.ReadWrite { // it may hand a free lock to the first waiters
+			args = append(args, l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds())
+		} else if !o.fresh && !waiting && l.def.Kind != impl.Simple { // a re-entry names its operation
+			args = append(args, l.c.newOp())
+		}
+		cmd, wait = l.evalAcquire(uctx, l.scriptKeys(), l.args(args...)...)
+	}
+	return cmd, wait
 }
 
 // acquireReply decodes an acquire script's reply into buf: a table of 2

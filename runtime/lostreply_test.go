@@ -400,3 +400,80 @@ func TestNilLeases(t *testing.T) {
 		t.Errorf("nil Lease: IsHeld = %v, %v", held, err)
 	}
 }
+
+// silent is a TCP server that accepts connections and never answers: a
+// Redis that cannot be reached (a partition, a dead load balancer).
+func silent(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestDeadlinesWhenUnreachable: against a Redis that accepts connections
+// and never answers (go-redis' defaults: 3 s read timeout, 3 retries), a
+// Lock, a TryLock, a semaphore's Acquire and a reliable queue's TryTake
+// return within their context's deadline plus the stated bound
+// (deadlineSlack): their clean-up goes on in the background.
+func TestDeadlinesWhenUnreachable(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: silent(t)})
+	c := lockrt.New(rdb)
+	t.Cleanup(func() {
+		c.Close()
+		rdb.Close()
+	})
+	const budget = 500 * time.Millisecond
+	lk := c.Lock(def(t, lockrt.Reentrant, 5*time.Second, true, time.Minute), key(t, "lock"))
+	s := c.Semaphore(semDef(t, 2, 5*time.Second, true, time.Minute), key(t, "sem"))
+	q := lockrt.NewReliableQueue(c, queueDef(t, false, 5*time.Second, 3), lockrt.JSON[int]{}, key(t, "queue"))
+	for name, call := range map[string]func(context.Context) error{
+		"Lock":       func(ctx context.Context) error { _, err := lk.Lock(ctx); return err },
+		"TryLock":    func(ctx context.Context) error { _, err := lk.TryLock(context.Background(), budget); return err },
+		"Acquire":    func(ctx context.Context) error { _, err := s.Acquire(ctx, 1); return err },
+		"TryTake":    func(ctx context.Context) error { _, err := q.TryTake(context.Background(), budget); return err },
+		"TakeWithin": func(ctx context.Context) error { _, err := q.Take(ctx); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), budget)
+			defer cancel()
+			start := time.Now()
+			err := call(ctx)
+			if took := time.Since(start); took > budget+deadlineSlack {
+				t.Errorf("returned after %v (%v), want within %v + %v", took, err, budget, deadlineSlack)
+			}
+			if err == nil {
+				t.Error("no error from an unreachable Redis")
+			}
+		})
+	}
+}
+
+// deadlineSlack is what a call may take past its deadline: the clean-up's
+// wait (cleanUpWait, 50 ms) and scheduling on a loaded machine.
+const deadlineSlack = 100 * time.Millisecond

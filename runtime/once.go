@@ -4,7 +4,10 @@ import (
 	"context"
 	"strconv"
 	"sync/atomic"
+	"time"
 	"unsafe"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Exactly one effect per call. A client runs a script at least once: when
@@ -131,4 +134,81 @@ func endedContext(cause error) context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
 	return ctx
+}
+
+// cleanUpWait bounds how long a call that failed waits for its clean-up
+// (leaving a waiter registry, giving back what an attempt cut short by
+// the deadline may have taken) before it returns: the clean-up goes on in
+// the background, under a release context (ReleaseTimeout), so that a
+// call returns within its deadline plus cleanUpWait also when Redis
+// cannot be reached. When Redis answers, a clean-up takes one round trip
+// and is done before the call returns.
+const cleanUpWait = 50 * time.Millisecond
+
+// cleanUp runs f under a release context of ctx, waiting for it at most
+// cleanUpWait.
+func cleanUp(ctx context.Context, f func(context.Context)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rctx, cancel := releaseContext(ctx)
+		defer cancel()
+		f(rctx)
+	}()
+	t := time.NewTimer(cleanUpWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// attemptContext returns the context of an acquire's attempt: ctx's
+// values, not its cancellation (an abandoned reply would leave a hold
+// nobody knows of), and, when bounded, ctx's deadline or end (a TryX's
+// wait; zero for none), whichever comes first: the caller then cleans up
+// after an attempt the deadline cut short. Background without an end
+// stays as it is (no wrapper, no allocation on the uncontended path).
+func attemptContext(ctx context.Context, bounded bool, end time.Time) (context.Context, context.CancelFunc) {
+	if ctx == context.Background() && (end.IsZero() || !bounded) {
+		return ctx, func() {}
+	}
+	uctx := context.WithoutCancel(ctx)
+	if !bounded {
+		return uctx, func() {}
+	}
+	if dl, ok := ctx.Deadline(); ok && (end.IsZero() || dl.Before(end)) {
+		end = dl
+	}
+	if end.IsZero() {
+		return uctx, func() {}
+	}
+	return context.WithDeadline(uctx, end)
+}
+
+// within returns call's result, or late once ctx's deadline has passed
+// first: call then goes on alone, in a goroutine of its own, and its
+// result is dropped (the caller cleans up after what it may have done).
+// go-redis keeps a deadline for commands on a working connection, but
+// not always while it makes one (a server that accepts and never answers
+// holds the handshake for DialTimeout).
+func within[T any](ctx context.Context, call func() T, late T) T {
+	dl, _ := ctx.Deadline()
+	done := make(chan T, 1)
+	go func() { done <- call() }()
+	t := time.NewTimer(time.Until(dl))
+	defer t.Stop()
+	select {
+	case v := <-done:
+		return v
+	case <-t.C:
+		return late
+	}
+}
+
+// deadlineCmd is the result of a command within gave up on.
+func deadlineCmd(ctx context.Context) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(context.DeadlineExceeded)
+	return cmd
 }

@@ -123,7 +123,11 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) 
 			// context must not start one.
 			return nil, emptyError(ctx)
 		}
-		ds, err := q.q.claim(ctx, id, n)
+		cend := end // a claim ends with the wait, unless it is a try without one
+		if wait == 0 {
+			cend = time.Time{}
+		}
+		ds, err := q.q.claim(ctx, cend, id, n)
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +205,7 @@ func (d *delivery) settledError(ack bool) (bool, error) {
 // claim runs the take script: it claims up to n deliveries, id first
 // (when not "", from the processing list), then the first ready items. It
 // returns none when there was nothing to claim.
-func (q *queue) claim(ctx context.Context, id string, n int) ([]*delivery, error) {
+func (q *queue) claim(ctx context.Context, end time.Time, id string, n int) ([]*delivery, error) {
 	if err := q.c.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -210,7 +214,20 @@ func (q *queue) claim(ctx context.Context, id string, n int) ([]*delivery, error
 	// abandoned would hide the items for a whole visibility timeout.
 	op := q.c.newSharedOp()
 	ks := append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+op))
-	res, err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Take, ks, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n, &markedArg{s: op}).Slice()
+	uctx, cancel := attemptContext(ctx, true, end)
+	defer cancel()
+	claim := func() *redis.Cmd {
+		return q.c.eval(uctx, q.def.Scripts.Take, ks, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n, &markedArg{s: op})
+	}
+	var cmd *redis.Cmd
+	if _, bounded := uctx.Deadline(); bounded {
+		// A claim the deadline cut short may have run: its deliveries
+		// come back when their visibility runs out.
+		cmd = within(uctx, claim, deadlineCmd(uctx))
+	} else {
+		cmd = claim()
+	}
+	res, err := cmd.Slice()
 	received := time.Now()
 	switch {
 	case isNil(err):

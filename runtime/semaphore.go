@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
@@ -178,6 +180,9 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 		return nil, fmt.Errorf("%w: %d permits", ErrInvalidArgument, n)
 	}
 	owner := s.c.newOwner()
+	if wait > 0 {
+		o.end = time.Now().Add(wait) // an attempt ends with the wait too
+	}
 	reg := time.Duration(0) // no registry entry for a try that does not wait
 	if wait != 0 {
 		reg = s.registryTTL()
@@ -225,10 +230,11 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 // leave takes owner, a waiter for n permits that gives up, out of s's
 // registry; permits a release handed to it meanwhile are handed on. It is
 // best effort: an entry left behind is passed over after its deadline.
+// The caller waits for it at most cleanUpWait (see cleanUp).
 func (s *Semaphore) leave(ctx context.Context, owner string, n int) {
-	ctx, cancel := releaseContext(ctx)
-	defer cancel()
-	_ = s.c.eval(ctx, s.def.Scripts.Release, s.scriptKeys(), s.releaseArgs(owner, n)...).Err()
+	cleanUp(ctx, func(ctx context.Context) {
+		_ = s.c.eval(ctx, s.def.Scripts.Release, s.scriptKeys(), s.releaseArgs(owner, n)...).Err()
+	})
 }
 
 // releaseArgs returns the ARGV of the release script for owner's hold, or
@@ -259,13 +265,31 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 		grow = "1"
 	}
 	start := time.Now()
-	// Not cut short by ctx, like a lock's attempt: permits granted to an
-	// abandoned reply would stay taken for a whole lease.
+	// Not cut short by ctx's cancellation, like a lock's attempt: permits
+	// granted to an abandoned reply would stay taken for a whole lease;
+	// cut short by its deadline, or without a reply after go-redis'
+	// retries, the owner leaves (giving back what the script may have
+	// granted) in the background.
+	uctx, cancel := attemptContext(ctx, true, o.end)
+	defer cancel()
 	// semaphore_acquire reply: {int, int, int} | {int, int}
-	res, err := s.c.eval(context.WithoutCancel(ctx), s.def.Scripts.Acquire, s.scriptKeys(),
-		owner, n, o.lease.Milliseconds(), s.def.Permits, reg.Milliseconds(), registered,
-		s.channel(), s.c.publishCmd(), HandoffLease.Milliseconds(), grow).Int64Slice()
+	acquire := func() *redis.Cmd {
+		return s.c.eval(uctx, s.def.Scripts.Acquire, s.scriptKeys(),
+			owner, n, o.lease.Milliseconds(), s.def.Permits, reg.Milliseconds(), registered,
+			s.channel(), s.c.publishCmd(), HandoffLease.Milliseconds(), grow)
+	}
+	var cmd *redis.Cmd
+	if _, bounded := uctx.Deadline(); bounded {
+		cmd = within(uctx, acquire, deadlineCmd(uctx)) // see Lock.attempt
+	} else {
+		cmd = acquire()
+	}
+	res, err := cmd.Int64Slice()
 	if err != nil {
+		if uctx.Err() != nil || isConnError(err) {
+			k, _ := strconv.Atoi(n) // 0 for a drain, which never registers
+			s.leave(ctx, owner, k)
+		}
 		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", s.key, err)
 	}
 	switch {

@@ -1275,23 +1275,33 @@ return 3
 `,
 }
 
-// queueOfferScript: add items to a queue, ready now or when due.
+// queueOfferScript: add items to a queue, ready now or when due, once per
+// operation: a call that runs again (its reply was lost) finds its record
+// and adds nothing.
 // (lockgen's Lua script queue_offer; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
 var queueOfferScript = lockimpl.Script{
 	Name: "queue_offer",
-	SHA1: "0440fea680f8d65f7de24c72b194ae64c9b02c48",
-	Source: `-- queue_offer: add items to a queue, ready now or when due.
+	SHA1: "eccdfb38034ce84e723e295ee4e1250cee12b57c",
+	Source: `-- queue_offer: add items to a queue, ready now or when due, once per
+-- operation: a call that runs again (its reply was lost) finds its record
+-- and adds nothing.
 -- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
+-- KEYS[11] record: the offer's record, KEYS[1]..':op:'..op, holding the
+--   reply while it lives
 -- ARGV[1] publish: the command that publishes on the timer channel,
 --   KEYS[1]..':ch' (publish or spublish)
 -- ARGV[2] mode: 'r' reliable (lists hold ids and bodies live in data) or
 --   'p' plain (the ready list holds bodies)
 -- ARGV[3] delay_ms: the delay in milliseconds, or ''
--- ARGV[4] due_ms: the due time in unix milliseconds, or ''
--- ARGV[5...] items: the encoded items
+-- ARGV[4] due_ms: the due time in unix milliseconds, or '' (a due time
+--   not after now is ready now)
+-- ARGV[5] op: the offer's operation id, unique across clients: the id of
+--   its item, or "<op>-<i>" of its i-th item (from 1) when it has several
+-- ARGV[6] record_ms: how long the record lives
+-- ARGV[7...] items: the encoded items
 -- reply: int
 --   The due time (server clock, unix ms), or 0 when the items are ready
 --   now. An item that becomes the earliest due one is announced on the
@@ -1306,22 +1316,22 @@ elseif ARGV[4] ~= '' then
   due = tonumber(ARGV[4])
 end
 local delayed = due > now
-local byId = ARGV[2] == 'r' or delayed
-
--- Ids are "<now>-<n>": seq counts the ids given out and expires after
--- 10s without one, so a counter that starts again never repeats an id
--- (its ids carry a later time).
-local stamp = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-'
-local n = 0
-if byId then
-  n = redis.call('incrby', KEYS[4], #ARGV - 4) - (#ARGV - 4)
-  redis.call('pexpire', KEYS[4], 10000)
+if not delayed then
+  due = 0
 end
-for i = 5, #ARGV do
+local first = redis.call('set', KEYS[11], due, 'NX', 'PX', ARGV[6], 'GET')
+if first then
+  return tonumber(first) -- this offer ran already
+end
+local byId = ARGV[2] == 'r' or delayed
+local op, many = ARGV[5], #ARGV > 7
+for i = 7, #ARGV do
   local item = ARGV[i]
   if byId then
-    n = n + 1
-    local id = stamp .. n
+    local id = op
+    if many then
+      id = op .. '-' .. (i - 6)
+    end
     redis.call('hset', KEYS[3], id, item)
     item = id
   end
@@ -1557,7 +1567,7 @@ return removed
 // its KEYS, ARGV and reply.)
 var queueTakeScript = lockimpl.Script{
 	Name: "queue_take",
-	SHA1: "39e9c428759ede4989c480489c724d9a4b5487eb",
+	SHA1: "d744b49af35d85f5800414f89e21dc6781fee233",
 	Source: `-- queue_take: claim deliveries of a reliable queue, each put in flight
 -- with the same visibility deadline.
 -- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
@@ -1570,11 +1580,39 @@ var queueTakeScript = lockimpl.Script{
 --   the first ready item
 -- ARGV[4] n: how many to claim at most (the id first, then the first
 --   ready items)
+-- ARGV[5]? op: the claim's operation id, '!' appended when the call is
+--   sent again (a lost reply): then its record, when there is one, is
+--   the reply, with the bodies read again
+-- KEYS[11]? record: the claim's record, KEYS[1]..':op:'..op: "<deadline>
+--   <now> <id> <n> ...", living as long as the visibility timeout
 -- reply: nil | {int, int, any...}
 --   false when there is nothing to claim (nothing ready, and the id was ''
 --   or already recovered by a delay timer), or {deadline, now, id, body,
 --   delivery number, id, body, delivery number, ...}. An id whose item is
---   gone (acknowledged meanwhile) is cleaned up and passed over.
+--   gone (acknowledged meanwhile) is cleaned up and passed over. A claim
+--   that ran already answers its record.
+if ARGV[5] and string.sub(ARGV[5], -1) == '!' then
+  local rec = redis.call('get', KEYS[11])
+  if rec then -- this claim ran already: its deliveries again
+    local f = {}
+    for w in string.gmatch(rec, '%S+') do
+      f[#f + 1] = w
+    end
+    local out = {tonumber(f[1]), tonumber(f[2])}
+    for i = 3, #f - 1, 2 do
+      local body = redis.call('hget', KEYS[3], f[i])
+      if body then
+        out[#out + 1] = f[i]
+        out[#out + 1] = body
+        out[#out + 1] = tonumber(f[i + 1])
+      end
+    end
+    if #out == 2 then
+      return false
+    end
+    return out
+  end
+end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + tonumber(ARGV[2])
@@ -1623,6 +1661,14 @@ local armed = redis.call('get', KEYS[5])
 if not armed or deadline < tonumber(armed) then
   redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)
   redis.call(ARGV[1], KEYS[1] .. ':ch', deadline)
+end
+if ARGV[5] then
+  local rec = {deadline, now}
+  for i = 3, #out, 3 do
+    rec[#rec + 1] = out[i]
+    rec[#rec + 1] = out[i + 2]
+  end
+  redis.call('set', KEYS[11], table.concat(rec, ' '), 'PX', ARGV[2])
 end
 return out
 `,
