@@ -269,7 +269,8 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 			return simple(func(nowMs int64) {
 				for owner, n := range h.Val() {
 					hd := holder(owner)
-					hd.Holds, _ = strconv.Atoi(n)
+					c, _, _ := strings.Cut(n, " ") // "<holds>[ <op>,...]"
+					hd.Holds, _ = strconv.Atoi(c)
 					hd.TTLMs = ttlMs(ttl.Val())
 					st.Holders = append(st.Holders, hd)
 				}

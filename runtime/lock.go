@@ -286,10 +286,11 @@ func (l *Lock) releaseArgs(owner any, lease time.Duration, leaving bool) []any {
 	if leaving {
 		flag = "1"
 	}
-	if l.def.Kind == impl.Reentrant || l.def.Kind == impl.Fenced {
-		return l.args(owner, lease.Milliseconds(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds(), flag, l.c.newOp())
+	args := l.args(owner, lease.Milliseconds(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds(), flag)
+	if opReleases(l.def.Kind) {
+		args = append(args, l.c.newOp())
 	}
-	return l.args(owner, lease.Milliseconds(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds(), flag)
+	return args
 }
 
 // attempt runs the acquire script once, registering owner as a waiter for
@@ -344,7 +345,7 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 			// may have run. Leaving gives back what it may have taken.
 			l.leave(ctx, owner, o.lease)
 		}
-		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", l.key, err)
+		return nil, 0, attemptError(l.key, err)
 	}
 	if o.fresh && res[0] == -1 {
 		// A simple lock this new owner holds already: an earlier run of
@@ -401,6 +402,9 @@ func (l *Lock) issue(uctx context.Context, owner string, o acquireOptions, reg t
 			r = reg.Milliseconds()
 		}
 		switch {
+		case l.def.Kind == impl.Fair && !o.fresh && !waiting: // a re-entry names its operation
+			prefix, publish := l.wakeArgs()
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg, l.c.newOp())
 		case l.def.Kind == impl.Fair: // it may hand a free lock to the first waiter
 			prefix, publish := l.wakeArgs()
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg)
@@ -417,10 +421,12 @@ func (l *Lock) issue(uctx context.Context, owner string, o acquireOptions, reg t
 		args := []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
 		if l.def.Kind == impl.Fair || l.def.Kind == impl.ReadWrite { // it may hand a free lock to the first waiters
 			args = append(args, l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds())
-		} else if !o.fresh && !waiting && l.def.Kind != impl.Simple { // a re-entry names its operation
+		}
+		args = l.args(args...)
+		if !o.fresh && !waiting && l.def.Kind != impl.Simple { // a re-entry names its operation
 			args = append(args, l.c.newOp())
 		}
-		cmd, wait = l.evalAcquire(uctx, l.scriptKeys(), l.args(args...)...)
+		cmd, wait = l.evalAcquire(uctx, l.scriptKeys(), args...)
 	}
 	return cmd, wait
 }
@@ -504,7 +510,9 @@ func (l *Lock) holdCount(ctx context.Context, owner string) (int, error) {
 	)
 	switch {
 	case l.def.Kind == impl.Fair:
+		// "<holds>[ <op>,...]" (see fair_acquire)
 		v, err = l.c.rdb.HGet(ctx, l.key, owner).Result()
+		v, _, _ = strings.Cut(v, " ")
 	case l.mode == "r":
 		v, err = l.c.rdb.HGet(ctx, l.key, "r:"+owner).Result()
 	case l.mode == "w":
@@ -649,6 +657,11 @@ func (l *Lock) releaseHold(ctx context.Context, owner string, arg any, lease tim
 	return n, resentArg(arg), err
 }
 
+// opReleases reports whether a kind's release script takes an operation
+// id, after its other arguments (a release that leaves holds records it):
+// every kind but simple, which has one hold.
+func opReleases(k impl.LockKind) bool { return k != impl.Simple }
+
 // evalRelease runs l's release script for owner's hold with lease (arg is
 // sent as the owner, see releaseHold); leaving when owner gives up a wait.
 func (l *Lock) evalRelease(ctx context.Context, owner string, arg any, lease time.Duration, leaving bool) *redis.Cmd {
@@ -662,7 +675,7 @@ func (l *Lock) evalRelease(ctx context.Context, owner string, arg any, lease tim
 	}
 	n := len(p.keys)
 	prefix, publish := l.wakeArgs()
-	if l.def.Kind == impl.Reentrant || l.def.Kind == impl.Fenced {
+	if opReleases(l.def.Kind) {
 		return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], arg, l.leaseArg(lease), prefix, publish, handoffArg, flag, l.c.newOp())
 	}
 	return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], arg, l.leaseArg(lease), prefix, publish, handoffArg, flag)

@@ -123,13 +123,13 @@ func mustLose(t *testing.T, l *lossy) {
 	}
 }
 
-// TestLockLostReplies: every call of a reentrant and a fenced lock whose
+// TestLockLostReplies: every call of a reentrant, a fenced and a fair lock whose
 // script ran and whose reply was lost (go-redis sends it again) has one
 // effect, read from Redis: a new owner's Lock one hold, a re-entry one
 // more, an inner Unlock one less, a last Unlock the lock free; and no
 // call returns an error.
 func TestLockLostReplies(t *testing.T) {
-	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Fenced} {
+	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Fenced, lockrt.Fair} {
 		t.Run(kind.String(), func(t *testing.T) {
 			eachBackend(t, func(t *testing.T, b backend) {
 				c, l, rdb := lossyClient(t, b)
@@ -201,6 +201,55 @@ func TestLockLostReplies(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRWLockLostReplies: TestLockLostReplies for both sides of a
+// read-write lock: a new owner's Lock holds once, a re-entry twice, an
+// inner Unlock leaves one hold, the last one frees the side.
+func TestRWLockLostReplies(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		c, l, _ := lossyClient(t, b)
+		d := def(t, lockrt.ReadWrite, 5*time.Second, true, time.Second)
+		rw := c.RWLock(d, key(t))
+		ctx := context.Background()
+		acquire, release := d.Scripts.Acquire.SHA1, d.Scripts.Release.SHA1
+		for _, side := range []*lockrt.Lock{rw.Read(), rw.Write()} {
+			holds := func(want int, le *lockrt.Lease) {
+				t.Helper()
+				if n, err := side.HoldCount(context.WithoutCancel(le.Context())); err != nil || n != want {
+					t.Fatalf("hold count %d (%v), want %d", n, err, want)
+				}
+			}
+			l.lose(acquire, 1)
+			outer, err := side.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustLose(t, l)
+			holds(1, outer)
+			l.lose(acquire, 1)
+			inner, err := side.Lock(outer.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustLose(t, l)
+			holds(2, outer)
+			l.lose(release, 1)
+			if err := inner.Unlock(ctx); err != nil {
+				t.Fatalf("inner Unlock whose reply was lost: %v", err)
+			}
+			mustLose(t, l)
+			holds(1, outer)
+			l.lose(release, 1)
+			if err := outer.Unlock(ctx); err != nil {
+				t.Fatalf("last Unlock whose reply was lost: %v", err)
+			}
+			mustLose(t, l)
+			if locked, err := rw.IsLocked(ctx); err != nil || locked {
+				t.Fatalf("still locked after both Unlocks (%v)", err)
+			}
+		}
+	})
 }
 
 // TestSemaphoreLostReplies: an Acquire(1) whose reply was lost holds one

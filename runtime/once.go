@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -211,4 +213,14 @@ func deadlineCmd(ctx context.Context) *redis.Cmd {
 	cmd := redis.NewCmd(ctx)
 	cmd.SetErr(context.DeadlineExceeded)
 	return cmd
+}
+
+// attemptError is the error of an acquire's attempt on key that failed
+// with err: one that its deadline cut short did not obtain (it matches
+// ErrNotObtained and the deadline's error, as a wait that ran out does).
+func attemptError(key string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: acquiring %s: %w", ErrNotObtained, key, err)
+	}
+	return fmt.Errorf("lockgen: acquiring %s: %w", key, err)
 }

@@ -290,7 +290,7 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 			k, _ := strconv.Atoi(n) // 0 for a drain, which never registers
 			s.leave(ctx, owner, k)
 		}
-		return nil, 0, fmt.Errorf("lockgen: acquiring %s: %w", s.key, err)
+		return nil, 0, attemptError(s.key, err)
 	}
 	switch {
 	case len(res) == 3 && res[0] == 1:

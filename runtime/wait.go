@@ -136,7 +136,7 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 				}
 				return nil
 			case err != nil && !transient(err):
-				return err
+				return lastError(err, lastErr)
 			case err != nil:
 				lastErr, sleep = err, retryBackoff(retries)
 				retries++

@@ -12,6 +12,10 @@
 -- ARGV[5] prefix: the wake-up channel prefix
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[8]? op: a re-entry's operation id, recorded after the owner's hold
+--   count ("<holds> <op>[,<op>...]", the last four): a call that finds it
+--   recorded ran already; absent for a new owner, whose call finding its
+--   own hold ran already
 -- reply: {int, int}
 --   {1, holds} when taken, re-entered, or found handed to this waiter by a
 --   release (its lease is then extended to the full lease); {0, pttl}
@@ -29,14 +33,19 @@ if ARGV[4] == '2' then
   end
 end
 
-local holds = redis.call('hget', lock, owner)
-if holds then
-  if waiting then
-    redis.call('pexpire', lock, lease)
-    return {1, tonumber(holds)}
-  end
-  holds = redis.call('hincrby', lock, owner, 1)
+local held = redis.call('hget', lock, owner)
+if held then
+  local holds, ops = string.match(held, '^(%d+) ?(.*)$')
+  holds = tonumber(holds)
+  local op = ARGV[8]
   redis.call('pexpire', lock, lease)
+  if waiting or not op or ops_has(ops, op) then
+    -- Handed to this waiter, or this call ran already (its reply was
+    -- lost): a new owner's call has no op.
+    return {1, holds}
+  end
+  holds = holds + 1
+  redis.call('hset', lock, owner, holds .. ' ' .. ops_push(ops, op))
   return {1, holds}
 end
 local now

@@ -10,6 +10,9 @@
 -- ARGV[5] handoff_ms: the hand-off lease in milliseconds
 -- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
 --   registry, and hands on a lock it was handed but did not use)
+-- ARGV[7]? op: the release's operation id, recorded with the holds left
+--   (see fair_acquire): a call that finds it recorded ran already and
+--   answers the holds left
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
 --   held (the lease is restarted), or 0 when released. The waiter handed
@@ -21,12 +24,18 @@ local owner = ARGV[1]
 if ARGV[6] == '1' then
   unregister(queue, waiters, owner)
 end
-local holds = tonumber(redis.call('hget', lock, owner))
-if not holds then
+local held = redis.call('hget', lock, owner)
+if not held then
   return -1
 end
+local holds, ops = string.match(held, '^(%d+) ?(.*)$')
+holds = tonumber(holds)
+local op = ARGV[7] or '0'
+if ops_has(ops, op) then
+  return holds -- this call ran already: its reply was lost
+end
 if holds > 1 then
-  redis.call('hincrby', lock, owner, -1)
+  redis.call('hset', lock, owner, (holds - 1) .. ' ' .. ops_push(ops, op))
   redis.call('pexpire', lock, ARGV[2])
   return holds - 1
 end

@@ -26,6 +26,8 @@
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds
 -- ARGV[8] side: r or w
+-- ARGV[9]? op: a re-entry's operation id (see opsfield); absent for a new
+--   owner, whose call finding its own hold ran already
 -- reply: {int, int}
 --   {1, holds} when taken, re-entered, or found handed to this waiter by a
 --   release (its hold then gets the full lease); {0, ms} when the caller
@@ -75,10 +77,16 @@ local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
+-- A re-entry's operation id is recorded in the field "o<side>:<owner>",
+-- the last four (see ops_push in registry).
+local opsfield, op = 'o' .. side .. ':' .. owner, ARGV[9]
 
 -- take records a hold; both keys live as long as the last hold.
-local function take()
+local function take(ops)
   local holds = redis.call('hincrby', lock, field, 1)
+  if op then
+    redis.call('hset', lock, opsfield, ops_push(ops or '', op))
+  end
   redis.call('zadd', deadlines, now + lease, hold)
   if first then
     rw_keep(lock, deadlines, now)
@@ -97,16 +105,18 @@ local function full()
   return {1, tonumber(redis.call('hget', lock, field))}
 end
 
-local state = redis.call('hmget', lock, 'writer', 'q', reader)
+local state = redis.call('hmget', lock, 'writer', 'q', reader, opsfield)
 local writer, flagged, reading = state[1], state[2], state[3]
 if (side == 'w' and writer == owner) or (side == 'r' and reading) then
-  if waiting then -- handed by a release
+  if waiting or not op or ops_has(state[4] or '', op) then
+    -- Handed by a release, or this call ran already (its reply was
+    -- lost; a new owner's call has no op).
     return full()
   end
-  return {1, take()}
+  return {1, take(state[4])}
 end
 if side == 'r' and writer == owner then
-  return {1, take()}
+  return {1, take(state[4])}
 end
 if side == 'w' and reading then
   return {-2, 0}

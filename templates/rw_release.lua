@@ -17,6 +17,9 @@
 -- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
 --   registry, and hands on a hold it was handed but did not use)
 -- ARGV[7] side: r or w
+-- ARGV[8]? op: the release's operation id, recorded with the holds left
+--   (see rw_acquire): a call that finds it recorded ran already and
+--   answers the holds left
 -- reply: int
 --   -1 when the owner does not hold that side, the holds left when still
 --   held (the hold's lease is restarted), or 0 when released. Only a lock
@@ -39,7 +42,8 @@ local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
-local state = redis.call('hmget', lock, 'writer', 'q', field, reader)
+local opsfield, op = 'o' .. side .. ':' .. owner, ARGV[8]
+local state = redis.call('hmget', lock, 'writer', 'q', field, reader, opsfield)
 local writer, flagged = state[1], state[2]
 local held = state[3]
 if side == 'w' and writer ~= owner then
@@ -47,17 +51,25 @@ if side == 'w' and writer ~= owner then
 end
 
 local holds, gone = -1, false
+if held and op and ops_has(state[5] or '', op) then
+  return tonumber(held) -- this call ran already: its reply was lost
+end
 if held then
   holds = tonumber(held) - 1
   if holds > 0 then
-    redis.call('hset', lock, field, holds)
+    if op then
+      redis.call('hset', lock, field, holds, opsfield, ops_push(state[5] or '', op))
+    else
+      redis.call('hset', lock, field, holds)
+    end
     redis.call('zadd', deadlines, now + lease, hold)
   elseif side == 'w' then
     -- Dropped below unless a writer is handed the lock: its hold then
     -- replaces this one.
     writer, gone = nil, true
+    redis.call('hdel', lock, opsfield)
   else
-    redis.call('hdel', lock, field)
+    redis.call('hdel', lock, field, opsfield)
     redis.call('zrem', deadlines, hold)
   end
 end
