@@ -45,9 +45,10 @@
 // RedLocks and semaphores) bounds the wait: its deadline or cancellation
 // ends the wait with ErrNotObtained (ErrNoPermit for permits), matching
 // the context's error too. A context that has ended already takes
-// nothing, and when it ends while the acquire script runs (the script
-// itself is never cut short) what was taken is released before the call
-// returns the error: no renewed orphan is left.
+// nothing, and when it is cancelled while the acquire script runs (the
+// script itself is not cut short by a cancellation) what was taken is
+// released before the call returns the error: no renewed orphan is left.
+// A deadline does cut it short (see below).
 //
 // The hold's context (Lease.Context, Permit.Context, MultiLease.Context,
 // RedLockLease.Context) keeps the values of the context given to the
@@ -99,6 +100,65 @@
 // backoff from 50ms doubling to 1s; when the wait ends first, the error
 // also matches the last Redis error. Calls that do not wait (TryLock with
 // no wait) return the Redis error at once.
+//
+// Deadlines hold when Redis cannot be reached: an acquire's attempt by a
+// new owner (Lock, TryLock, Acquire, TryAcquire) and a reliable queue's
+// claim end by the context's deadline (and a TryX's wait), also when
+// go-redis would not (a server that accepts a connection and never
+// answers holds go-redis' handshake for its DialTimeout, 5s): the call
+// returns ErrNotObtained (matching context.DeadlineExceeded) within
+// about 50 ms of it (cleanUpWait; TestDeadlinesWhenUnreachable holds it
+// to 100 ms). What the abandoned attempt may have done is undone in the
+// background: the owner leaves the lock's registry and gives back what
+// the script may have taken (a claim's deliveries come back when their
+// visibility runs out). A failed wait's leave is waited for the same 50
+// ms at most, then goes on in the background under ReleaseTimeout. A
+// re-entry's attempt is not bounded so (an abandoned re-entry cannot be
+// told from a finished one without its reply).
+//
+// # Exactly one effect
+//
+// A command runs at least once: when a connection drops after Redis ran a
+// script and before its reply came back (a proxy, a load balancer, a
+// failover, a timeout), go-redis sends it again (MaxRetries, 3 by
+// default), so Redis runs it twice. Every state-changing call has one
+// effect however many times its script runs, and a call whose effect
+// happened does not return an error (TestLockLostReplies,
+// TestRWLockLostReplies, TestMultiLockLostReplies,
+// TestSemaphoreLostReplies, TestLatchLostReplies, TestQueueLostReplies
+// lose real replies; scripts/torture counts double effects under 5%
+// lost replies):
+//
+//   - A new owner's acquire (every lock kind, a multi-lock, a semaphore's
+//     Acquire and Drain) that finds its own hold answers it: its owner
+//     was made for the call, so only an earlier run of it can have taken
+//     the hold.
+//   - A re-entry and a release that leaves holds name their operation (an
+//     id from a per-client counter); the script records the last four in
+//     the lock's value (" @<op>,..." after the holds; a fair lock's hash
+//     value, a read-write side's field o<side>:<owner>) and a run that
+//     finds its op answers from the value. The release of an owner's
+//     first hold (the fast path's) is op 0: no extra argument.
+//   - A latch's CountDown records its op (the last 16, in the count key:
+//     "<count> <op>,...").
+//   - An Offer records itself in a key of its own (<queue>:op:<op>, SET
+//     NX GET, OfferRecordTTL) and names its items after its op; a
+//     reliable claim records its deliveries in <queue>:op:<op> for the
+//     visibility timeout, and a resend (the argument says so) answers
+//     them.
+//   - A last release (Unlock, a permit's Release, Ack, Nack) that finds
+//     its hold gone after its command was sent more than once reports
+//     success: the hold was there when the first send left, and only this
+//     call's own run removes it. (A fault on a fault, the hold lost
+//     before a first run whose reply was then lost, reads as released.)
+//
+// What it costs: nothing on an uncontended Lock+Unlock (5 commands, 2
+// round trips, as before); a re-entry or an inner release writes the
+// value it wrote anyway; a read-write re-entry one HSET more; a
+// CountDown one command fewer (GET and SET where it was GET and DECR);
+// an Offer one SET more, and a plain queue's Offer runs the offer script
+// (EVALSHA, SET, RPUSH) where it was one RPUSH; a claim one SET more,
+// and a resent claim one GET.
 //
 // # Fair locks
 //

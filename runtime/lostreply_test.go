@@ -526,3 +526,34 @@ func TestDeadlinesWhenUnreachable(t *testing.T) {
 // deadlineSlack is what a call may take past its deadline: the clean-up's
 // wait (cleanUpWait, 50 ms) and scheduling on a loaded machine.
 const deadlineSlack = 100 * time.Millisecond
+
+// TestMultiLockLostReplies: an atomic multi-lock acquire whose reply was
+// lost (go-redis runs it again) holds every lock once, and one Unlock
+// frees them all. On one node: its locks' keys are in one server (on a
+// cluster, in different slots, the multi-lock takes them one by one).
+func TestMultiLockLostReplies(t *testing.T) {
+	t.Parallel()
+	func(t *testing.T, b backend) {
+		c, l, rdb := lossyClient(t, b)
+		ctx := context.Background()
+		dr := def(t, lockrt.Reentrant, 5*time.Second, true, time.Second)
+		ds := def(t, lockrt.Simple, 5*time.Second, false, time.Second)
+		a, s := c.Lock(dr, key(t, "a")), c.Lock(ds, key(t, "b"))
+		m := lockrt.NewMultiLock(a, s)
+		l.lose(dr.Scripts.MultiAcquire.SHA1, 1)
+		ml, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatalf("multi-lock whose reply was lost: %v", err)
+		}
+		mustLose(t, l)
+		if n, err := a.HoldCount(context.WithoutCancel(ml.Context())); err != nil || n != 1 {
+			t.Fatalf("reentrant lock: %d holds (%v), want 1", n, err)
+		}
+		if err := ml.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := rdb.Exists(ctx, a.Key(), s.Key()).Val(); n != 0 {
+			t.Fatalf("%d locks still held after Unlock", n)
+		}
+	}(t, backends()[0])
+}

@@ -281,6 +281,9 @@ func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptio
 	if registered > 0 {
 		flag = "2:" + strconv.Itoa(registered)
 	}
+	if _, carried := ctx.Value(ownerKey{}).(string); !carried { // a new owner: see multi_acquire
+		flag = "n" + flag
+	}
 	args = append(args, owner, reg.Milliseconds(), flag)
 	for i, l := range m.locks {
 		ks = append(ks, l.scriptKeys()...)

@@ -275,7 +275,7 @@ var queueScripts = lockimpl.QueueScripts{
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "c94497c0cdb4417927df2ea065f3fb23e8c72226",
+	SHA1: "f067d8b1a708d22cf540ed06ed2db3e9d3fe7649",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -352,10 +352,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -364,17 +380,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -581,7 +588,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "d97850c5f7e3a6163d4a2ca0cf1188490bed2794",
+	SHA1: "85f34c3c74fe139718937ad316f95db9d7790ee9",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -639,10 +646,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -651,17 +674,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -1047,7 +1061,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "0ceab26076d6472f67e58c2d3e5b53c9c4d7d693",
+	SHA1: "3be7380c37cf4a5b5ad3141f55b8abfca323686a",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -1112,10 +1126,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -1124,17 +1154,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -1355,7 +1376,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "4e01e51eed55d8622864fbbf3f711a79e6fea1dc",
+	SHA1: "6a63a7a2e34d2e424134cff75177641b2d57c466",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -1413,10 +1434,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -1425,17 +1462,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -2373,7 +2401,7 @@ return out
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "7f0b2dad3143873053df454fba4f3be6dbea85aa",
+	SHA1: "b36fce50570a84cea8ae32139cafc6eaf0bc6b37",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -2448,10 +2476,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -2460,17 +2504,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -2674,7 +2709,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "a825d5755fa9e37b2cd4f94c6e3a0aa039ae18e7",
+	SHA1: "a4861388da55b03a9fd3add6cb7798e790e95442",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]", a single hold "<owner>"
@@ -2761,10 +2796,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -2773,17 +2824,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -3010,7 +3052,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "9fe48de27e3b97ebf5cbd591f38c907085634d2c",
+	SHA1: "da6f4b73abd63bc2942b54ca4be5cf4e43d746dc",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -3039,6 +3081,8 @@ var rwAcquireScript = lockimpl.Script{
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds
 -- ARGV[8] side: r or w
+-- ARGV[9]? op: a re-entry's operation id (see opsfield); absent for a new
+--   owner, whose call finding its own hold ran already
 -- reply: {int, int}
 --   {1, holds} when taken, re-entered, or found handed to this waiter by a
 --   release (its hold then gets the full lease); {0, ms} when the caller
@@ -3088,10 +3132,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -3100,17 +3160,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -3395,10 +3446,16 @@ local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
+-- A re-entry's operation id is recorded in the field "o<side>:<owner>",
+-- the last four (see ops_push in registry).
+local opsfield, op = 'o' .. side .. ':' .. owner, ARGV[9]
 
 -- take records a hold; both keys live as long as the last hold.
-local function take()
+local function take(ops)
   local holds = redis.call('hincrby', lock, field, 1)
+  if op then
+    redis.call('hset', lock, opsfield, ops_push(ops or '', op))
+  end
   redis.call('zadd', deadlines, now + lease, hold)
   if first then
     rw_keep(lock, deadlines, now)
@@ -3417,16 +3474,18 @@ local function full()
   return {1, tonumber(redis.call('hget', lock, field))}
 end
 
-local state = redis.call('hmget', lock, 'writer', 'q', reader)
+local state = redis.call('hmget', lock, 'writer', 'q', reader, opsfield)
 local writer, flagged, reading = state[1], state[2], state[3]
 if (side == 'w' and writer == owner) or (side == 'r' and reading) then
-  if waiting then -- handed by a release
+  if waiting or not op or ops_has(state[4] or '', op) then
+    -- Handed by a release, or this call ran already (its reply was
+    -- lost; a new owner's call has no op).
     return full()
   end
-  return {1, take()}
+  return {1, take(state[4])}
 end
 if side == 'r' and writer == owner then
-  return {1, take()}
+  return {1, take(state[4])}
 end
 if side == 'w' and reading then
   return {-2, 0}
@@ -3485,7 +3544,7 @@ return {0, first - now}
 // its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
-	SHA1: "4ffc9f9e87ad4d31505a66c96940a112f982cb7f",
+	SHA1: "7792a8048b8634afbb995a6225d8eff05b0e3b53",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -3546,10 +3605,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -3558,17 +3633,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -3732,7 +3798,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "b109feb606bd65d9488a147558c4775e189f316b",
+	SHA1: "bea18490ba02f624b3c2f6a5faa86b8e7a301d9d",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -3752,6 +3818,9 @@ var rwReleaseScript = lockimpl.Script{
 -- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
 --   registry, and hands on a hold it was handed but did not use)
 -- ARGV[7] side: r or w
+-- ARGV[8]? op: the release's operation id, recorded with the holds left
+--   (see rw_acquire): a call that finds it recorded ran already and
+--   answers the holds left
 -- reply: int
 --   -1 when the owner does not hold that side, the holds left when still
 --   held (the hold's lease is restarted), or 0 when released. Only a lock
@@ -3801,10 +3870,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -3813,17 +3898,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -4081,7 +4157,8 @@ local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
-local state = redis.call('hmget', lock, 'writer', 'q', field, reader)
+local opsfield, op = 'o' .. side .. ':' .. owner, ARGV[8]
+local state = redis.call('hmget', lock, 'writer', 'q', field, reader, opsfield)
 local writer, flagged = state[1], state[2]
 local held = state[3]
 if side == 'w' and writer ~= owner then
@@ -4089,17 +4166,25 @@ if side == 'w' and writer ~= owner then
 end
 
 local holds, gone = -1, false
+if held and op and ops_has(state[5] or '', op) then
+  return tonumber(held) -- this call ran already: its reply was lost
+end
 if held then
   holds = tonumber(held) - 1
   if holds > 0 then
-    redis.call('hset', lock, field, holds)
+    if op then
+      redis.call('hset', lock, field, holds, opsfield, ops_push(state[5] or '', op))
+    else
+      redis.call('hset', lock, field, holds)
+    end
     redis.call('zadd', deadlines, now + lease, hold)
   elseif side == 'w' then
     -- Dropped below unless a writer is handed the lock: its hold then
     -- replaces this one.
     writer, gone = nil, true
+    redis.call('hdel', lock, opsfield)
   else
-    redis.call('hdel', lock, field)
+    redis.call('hdel', lock, field, opsfield)
     redis.call('zrem', deadlines, hold)
   end
 end
@@ -4197,7 +4282,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "6e777e01907092e940814e92469eb5f57a3bcf45",
+	SHA1: "1ac555355f7e6dc37b7da7f68fa02aeec42ea844",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -4275,10 +4360,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -4287,17 +4388,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -4716,7 +4808,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "6348a21bdebec1ce5d561c888efba0b570ea7062",
+	SHA1: "2b3bec86d07e41fe7cf562b1b318483213687bf2",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -4782,10 +4874,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -4794,17 +4902,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -5167,7 +5266,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "a9b45ba344441a79bdbb87b6a6cc9dacf737ebc4",
+	SHA1: "6fedc48e7a77e8e1462f37b58f19b77716993a2a",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -5234,10 +5333,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -5246,17 +5361,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -5646,7 +5752,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "9ce3df67dfa44b87949a470a39ebbf74d733a97f",
+	SHA1: "1c27f48c96ed5b1ff6da8c77d7f730b1ac4134cf",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -5699,10 +5805,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -5711,17 +5833,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end

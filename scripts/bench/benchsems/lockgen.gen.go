@@ -82,7 +82,7 @@ var semaphoreScripts = lockimpl.SemaphoreScripts{
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "6e777e01907092e940814e92469eb5f57a3bcf45",
+	SHA1: "1ac555355f7e6dc37b7da7f68fa02aeec42ea844",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -160,10 +160,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -172,17 +188,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -601,7 +608,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "6348a21bdebec1ce5d561c888efba0b570ea7062",
+	SHA1: "2b3bec86d07e41fe7cf562b1b318483213687bf2",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -667,10 +674,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -679,17 +702,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -1052,7 +1066,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "a9b45ba344441a79bdbb87b6a6cc9dacf737ebc4",
+	SHA1: "6fedc48e7a77e8e1462f37b58f19b77716993a2a",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -1119,10 +1133,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -1131,17 +1161,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -1531,7 +1552,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "9ce3df67dfa44b87949a470a39ebbf74d733a97f",
+	SHA1: "1c27f48c96ed5b1ff6da8c77d7f730b1ac4134cf",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -1584,10 +1605,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -1596,17 +1633,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end

@@ -117,7 +117,7 @@ var readwriteLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var fairAcquireScript = lockimpl.Script{
 	Name: "fair_acquire",
-	SHA1: "519b87da827fac3cc4f985717072311f6e6d076d",
+	SHA1: "0d4971644e3688a0e0dfd925c2e20aa7262f54d0",
 	Source: `-- fair_acquire: take or re-enter a fair lock, first come first served; a
 -- caller that cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: the lock hash (field: owner, value: hold count)
@@ -132,6 +132,10 @@ var fairAcquireScript = lockimpl.Script{
 -- ARGV[5] prefix: the wake-up channel prefix
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[8]? op: a re-entry's operation id, recorded after the owner's hold
+--   count ("<holds> <op>[,<op>...]", the last four): a call that finds it
+--   recorded ran already; absent for a new owner, whose call finding its
+--   own hold ran already
 -- reply: {int, int}
 --   {1, holds} when taken, re-entered, or found handed to this waiter by a
 --   release (its lease is then extended to the full lease); {0, pttl}
@@ -179,10 +183,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -191,17 +211,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -362,14 +373,19 @@ if ARGV[4] == '2' then
   end
 end
 
-local holds = redis.call('hget', lock, owner)
-if holds then
-  if waiting then
-    redis.call('pexpire', lock, lease)
-    return {1, tonumber(holds)}
-  end
-  holds = redis.call('hincrby', lock, owner, 1)
+local held = redis.call('hget', lock, owner)
+if held then
+  local holds, ops = string.match(held, '^(%d+) ?(.*)$')
+  holds = tonumber(holds)
+  local op = ARGV[8]
   redis.call('pexpire', lock, lease)
+  if waiting or not op or ops_has(ops, op) then
+    -- Handed to this waiter, or this call ran already (its reply was
+    -- lost): a new owner's call has no op.
+    return {1, holds}
+  end
+  holds = holds + 1
+  redis.call('hset', lock, owner, holds .. ' ' .. ops_push(ops, op))
   return {1, holds}
 end
 local now
@@ -408,7 +424,7 @@ return {0, pttl}
 // its KEYS, ARGV and reply.)
 var fairForceUnlockScript = lockimpl.Script{
 	Name: "fair_force_unlock",
-	SHA1: "0ab03212cb80d62829a6a2be9169bd7bce70564b",
+	SHA1: "1e12e9b24c040cc4e13e3fd8e6fce1f06939ce5e",
 	Source: `-- fair_force_unlock: delete a fair lock whoever holds it, and hand it to
 -- the first live waiter.
 -- KEYS[1] lock: the lock hash
@@ -461,10 +477,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -473,17 +505,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -654,7 +677,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var fairReleaseScript = lockimpl.Script{
 	Name: "fair_release",
-	SHA1: "b4e7a019a6a6be8634002055063d06bf9f2c5fc5",
+	SHA1: "12c6e329b19308ff2549f1b0f78d75759c259892",
 	Source: `-- fair_release: give up one hold of a fair lock; the last hold hands the
 -- lock to the first live waiter, if any.
 -- KEYS[1] lock: the lock hash
@@ -667,6 +690,9 @@ var fairReleaseScript = lockimpl.Script{
 -- ARGV[5] handoff_ms: the hand-off lease in milliseconds
 -- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
 --   registry, and hands on a lock it was handed but did not use)
+-- ARGV[7]? op: the release's operation id, recorded with the holds left
+--   (see fair_acquire): a call that finds it recorded ran already and
+--   answers the holds left
 -- reply: int
 --   -1 when the owner does not hold the lock, the holds left when still
 --   held (the lease is restarted), or 0 when released. The waiter handed
@@ -713,10 +739,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -725,17 +767,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -891,12 +924,18 @@ local owner = ARGV[1]
 if ARGV[6] == '1' then
   unregister(queue, waiters, owner)
 end
-local holds = tonumber(redis.call('hget', lock, owner))
-if not holds then
+local held = redis.call('hget', lock, owner)
+if not held then
   return -1
 end
+local holds, ops = string.match(held, '^(%d+) ?(.*)$')
+holds = tonumber(holds)
+local op = ARGV[7] or '0'
+if ops_has(ops, op) then
+  return holds -- this call ran already: its reply was lost
+end
 if holds > 1 then
-  redis.call('hincrby', lock, owner, -1)
+  redis.call('hset', lock, owner, (holds - 1) .. ' ' .. ops_push(ops, op))
   redis.call('pexpire', lock, ARGV[2])
   return holds - 1
 end
@@ -942,7 +981,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var fencedAcquireScript = lockimpl.Script{
 	Name: "fenced_acquire",
-	SHA1: "c94497c0cdb4417927df2ea065f3fb23e8c72226",
+	SHA1: "f067d8b1a708d22cf540ed06ed2db3e9d3fe7649",
 	Source: `-- fenced_acquire: take or re-enter a fenced lock, a reentrant lock whose
 -- every hold gets a fencing token; a caller that cannot take it registers
 -- as a waiter in the same call.
@@ -1019,10 +1058,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -1031,17 +1086,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -1248,7 +1294,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "d97850c5f7e3a6163d4a2ca0cf1188490bed2794",
+	SHA1: "85f34c3c74fe139718937ad316f95db9d7790ee9",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -1306,10 +1352,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -1318,17 +1380,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -1498,7 +1551,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "a825d5755fa9e37b2cd4f94c6e3a0aa039ae18e7",
+	SHA1: "a4861388da55b03a9fd3add6cb7798e790e95442",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]", a single hold "<owner>"
@@ -1585,10 +1638,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -1597,17 +1666,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -1834,7 +1894,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwAcquireScript = lockimpl.Script{
 	Name: "rw_acquire",
-	SHA1: "9fe48de27e3b97ebf5cbd591f38c907085634d2c",
+	SHA1: "da6f4b73abd63bc2942b54ca4be5cf4e43d746dc",
 	Source: `-- rw_acquire: take or re-enter one side of a read-write lock; a caller
 -- that cannot take it registers as a waiter in the same call. Readers
 -- share; the writer excludes everyone but itself, and may take the read
@@ -1863,6 +1923,8 @@ var rwAcquireScript = lockimpl.Script{
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds
 -- ARGV[8] side: r or w
+-- ARGV[9]? op: a re-entry's operation id (see opsfield); absent for a new
+--   owner, whose call finding its own hold ran already
 -- reply: {int, int}
 --   {1, holds} when taken, re-entered, or found handed to this waiter by a
 --   release (its hold then gets the full lease); {0, ms} when the caller
@@ -1912,10 +1974,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -1924,17 +2002,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -2219,10 +2288,16 @@ local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
+-- A re-entry's operation id is recorded in the field "o<side>:<owner>",
+-- the last four (see ops_push in registry).
+local opsfield, op = 'o' .. side .. ':' .. owner, ARGV[9]
 
 -- take records a hold; both keys live as long as the last hold.
-local function take()
+local function take(ops)
   local holds = redis.call('hincrby', lock, field, 1)
+  if op then
+    redis.call('hset', lock, opsfield, ops_push(ops or '', op))
+  end
   redis.call('zadd', deadlines, now + lease, hold)
   if first then
     rw_keep(lock, deadlines, now)
@@ -2241,16 +2316,18 @@ local function full()
   return {1, tonumber(redis.call('hget', lock, field))}
 end
 
-local state = redis.call('hmget', lock, 'writer', 'q', reader)
+local state = redis.call('hmget', lock, 'writer', 'q', reader, opsfield)
 local writer, flagged, reading = state[1], state[2], state[3]
 if (side == 'w' and writer == owner) or (side == 'r' and reading) then
-  if waiting then -- handed by a release
+  if waiting or not op or ops_has(state[4] or '', op) then
+    -- Handed by a release, or this call ran already (its reply was
+    -- lost; a new owner's call has no op).
     return full()
   end
-  return {1, take()}
+  return {1, take(state[4])}
 end
 if side == 'r' and writer == owner then
-  return {1, take()}
+  return {1, take(state[4])}
 end
 if side == 'w' and reading then
   return {-2, 0}
@@ -2309,7 +2386,7 @@ return {0, first - now}
 // its KEYS, ARGV and reply.)
 var rwForceUnlockScript = lockimpl.Script{
 	Name: "rw_force_unlock",
-	SHA1: "4ffc9f9e87ad4d31505a66c96940a112f982cb7f",
+	SHA1: "7792a8048b8634afbb995a6225d8eff05b0e3b53",
 	Source: `-- rw_force_unlock: delete a read-write lock whoever holds either side, and
 -- wake its waiters.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -2370,10 +2447,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -2382,17 +2475,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -2556,7 +2640,7 @@ return 0
 // its KEYS, ARGV and reply.)
 var rwReleaseScript = lockimpl.Script{
 	Name: "rw_release",
-	SHA1: "b109feb606bd65d9488a147558c4775e189f316b",
+	SHA1: "bea18490ba02f624b3c2f6a5faa86b8e7a301d9d",
 	Source: `-- rw_release: give up one hold of one side of a read-write lock; when that
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
@@ -2576,6 +2660,9 @@ var rwReleaseScript = lockimpl.Script{
 -- ARGV[6] leaving: '1' when the owner gives up waiting (it leaves the
 --   registry, and hands on a hold it was handed but did not use)
 -- ARGV[7] side: r or w
+-- ARGV[8]? op: the release's operation id, recorded with the holds left
+--   (see rw_acquire): a call that finds it recorded ran already and
+--   answers the holds left
 -- reply: int
 --   -1 when the owner does not hold that side, the holds left when still
 --   held (the hold's lease is restarted), or 0 when released. Only a lock
@@ -2625,10 +2712,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -2637,17 +2740,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -2905,7 +2999,8 @@ local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
-local state = redis.call('hmget', lock, 'writer', 'q', field, reader)
+local opsfield, op = 'o' .. side .. ':' .. owner, ARGV[8]
+local state = redis.call('hmget', lock, 'writer', 'q', field, reader, opsfield)
 local writer, flagged = state[1], state[2]
 local held = state[3]
 if side == 'w' and writer ~= owner then
@@ -2913,17 +3008,25 @@ if side == 'w' and writer ~= owner then
 end
 
 local holds, gone = -1, false
+if held and op and ops_has(state[5] or '', op) then
+  return tonumber(held) -- this call ran already: its reply was lost
+end
 if held then
   holds = tonumber(held) - 1
   if holds > 0 then
-    redis.call('hset', lock, field, holds)
+    if op then
+      redis.call('hset', lock, field, holds, opsfield, ops_push(state[5] or '', op))
+    else
+      redis.call('hset', lock, field, holds)
+    end
     redis.call('zadd', deadlines, now + lease, hold)
   elseif side == 'w' then
     -- Dropped below unless a writer is handed the lock: its hold then
     -- replaces this one.
     writer, gone = nil, true
+    redis.call('hdel', lock, opsfield)
   else
-    redis.call('hdel', lock, field)
+    redis.call('hdel', lock, field, opsfield)
     redis.call('zrem', deadlines, hold)
   end
 end

@@ -89,7 +89,7 @@ var reentrantLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "d97850c5f7e3a6163d4a2ca0cf1188490bed2794",
+	SHA1: "85f34c3c74fe139718937ad316f95db9d7790ee9",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -147,10 +147,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -159,17 +175,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -339,7 +346,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "0ceab26076d6472f67e58c2d3e5b53c9c4d7d693",
+	SHA1: "300e3fb0896841d8dddfdb1d50c5adfaa96e2ec9",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -352,7 +359,9 @@ var multiAcquireScript = lockimpl.Script{
 -- ARGV[3] registered: '1' when the owner is registered already, '2:<i>'
 --   when it is registered at lock i (the one that blocked it) and only
 --   refreshes that entry while lock i is held (see refresh in registry;
---   the full attempt otherwise)
+--   the full attempt otherwise), else '0'; prefixed with 'n' for a new
+--   owner (made for this call): finding a lock held by itself, it ran
+--   already and answers {1, n}
 -- ARGV[4...] per_lock: two per lock: ARGV[2i+2] the i-th lock's kind
 --   ('reentrant' or 'simple') and ARGV[2i+3] its lease in milliseconds
 -- reply: {int, int} | {int, int, int}
@@ -404,10 +413,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -416,17 +441,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -577,7 +593,9 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   notify(publish, prefix, waiter, payload)
 end
 local owner, ttl = ARGV[1], ARGV[2]
-local waiting, at = ARGV[3] == '1', tonumber(string.match(ARGV[3], '^2:(%d+)$'))
+local fresh, flag = string.match(ARGV[3], '^(n?)(.*)$')
+fresh = fresh == 'n'
+local waiting, at = flag == '1', tonumber(string.match(flag, '^2:(%d+)$'))
 local member = owner .. ' m'
 local n = #KEYS / 3
 
@@ -595,6 +613,14 @@ for i = 1, n do
   local lock = KEYS[3 * i - 2]
   local value = redis.call('get', lock)
   local holder = value and string.match(value, '^%S+')
+  if fresh and holder == owner then
+    -- A new owner that holds a lock already: an earlier run of this call
+    -- took them all (a run takes all or none) and its reply was lost.
+    for j = 1, n do
+      redis.call('pexpire', KEYS[3 * j - 2], ARGV[2 * j + 3])
+    end
+    return {1, n}
+  end
   if holder and (holder ~= owner or ARGV[2 * i + 2] == 'simple') then
     if holder == owner then
       return {-1, redis.call('pttl', lock), i}
@@ -647,7 +673,7 @@ return {1, n}
 // its KEYS, ARGV and reply.)
 var multiReleaseScript = lockimpl.Script{
 	Name: "multi_release",
-	SHA1: "4e01e51eed55d8622864fbbf3f711a79e6fea1dc",
+	SHA1: "6a63a7a2e34d2e424134cff75177641b2d57c466",
 	Source: `-- multi_release: give up one hold of each of several reentrant or simple
 -- locks of one owner, in one step (the locks multi_acquire took); a lock
 -- released with waiters registered is handed on as its own release
@@ -705,10 +731,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -717,17 +759,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -917,7 +950,7 @@ return codes
 // its KEYS, ARGV and reply.)
 var reentrantAcquireScript = lockimpl.Script{
 	Name: "reentrant_acquire",
-	SHA1: "7f0b2dad3143873053df454fba4f3be6dbea85aa",
+	SHA1: "b36fce50570a84cea8ae32139cafc6eaf0bc6b37",
 	Source: `-- reentrant_acquire: take or re-enter a reentrant lock; a caller that
 -- cannot take it registers as a waiter in the same call.
 -- KEYS[1] lock: a string "<owner> <holds>", with " w" appended while
@@ -992,10 +1025,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -1004,17 +1053,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -1218,7 +1258,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var reentrantReleaseScript = lockimpl.Script{
 	Name: "reentrant_release",
-	SHA1: "a825d5755fa9e37b2cd4f94c6e3a0aa039ae18e7",
+	SHA1: "a4861388da55b03a9fd3add6cb7798e790e95442",
 	Source: `-- reentrant_release: give up one hold of a reentrant (or fenced) lock; the
 -- last hold hands the lock to the longest-waiting live waiter, if any.
 -- KEYS[1] lock: "<owner> <holds>[ <token>][ w]", a single hold "<owner>"
@@ -1305,10 +1345,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -1317,17 +1373,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end

@@ -59,7 +59,7 @@ var redlockLockScripts = lockimpl.LockScripts{
 // its KEYS, ARGV and reply.)
 var forceUnlockScript = lockimpl.Script{
 	Name: "force_unlock",
-	SHA1: "d97850c5f7e3a6163d4a2ca0cf1188490bed2794",
+	SHA1: "85f34c3c74fe139718937ad316f95db9d7790ee9",
 	Source: `-- force_unlock: delete a lock whoever holds it, and wake its waiters.
 -- KEYS[1] lock: the lock key
 -- KEYS[2]? queue: the waiter registry's wait queue (a caller may pass
@@ -117,10 +117,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -129,17 +145,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -311,7 +318,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var redlockAcquireScript = lockimpl.Script{
 	Name: "redlock_acquire",
-	SHA1: "42ae87c0ba5e02af69c61e269b0488257b176939",
+	SHA1: "a514cb2d692cbe0503e3bd9dcdad1cafed705a95",
 	Source: `-- redlock_acquire: take a RedLock on one node (SET NX PX, with a value
 -- new to each attempt); a waiter that cannot take it registers in the
 -- node's waiter registry in the same call. A node that a release reserved
@@ -377,10 +384,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -389,17 +412,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
@@ -586,7 +600,7 @@ return {0, redis.call('pttl', lock)}
 // its KEYS, ARGV and reply.)
 var redlockReleaseScript = lockimpl.Script{
 	Name: "redlock_release",
-	SHA1: "e641bd35fd7c290c7cad0315319ba25f0db48b65",
+	SHA1: "b72431e12add092347ea253c32f258f53baf8a27",
 	Source: `-- redlock_release: compare-and-delete a RedLock's value on one node; when
 -- waiters are registered there, wake the live one whose wait began first
 -- (the same on every node) and reserve the node for it (a RedLock cannot be handed over atomically
@@ -653,10 +667,26 @@ end
 -- unique within its owner (see "Exactly one effect" in the runtime's
 -- package doc).
 
+-- ops_has reports whether ops, a comma-separated list, holds op.
+local function ops_has(ops, op)
+  return ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) ~= nil
+end
+
+-- ops_push returns ops with op first, at most four kept.
+local function ops_push(ops, op)
+  local list = {op}
+  for o in string.gmatch(ops, '[^,]+') do
+    if #list == 4 then
+      break
+    end
+    list[#list + 1] = o
+  end
+  return table.concat(list, ',')
+end
+
 -- has_op reports whether rest (hold_of's) records op.
 local function has_op(rest, op)
-  local rec = string.match(rest, ' @(%S+)')
-  return rec ~= nil and string.find(',' .. rec .. ',', ',' .. op .. ',', 1, true) ~= nil
+  return ops_has(string.match(rest, ' @(%S+)') or '', op)
 end
 
 -- with_op returns rest with op recorded as the newest operation.
@@ -665,17 +695,8 @@ local function with_op(rest, op)
   if waited then
     rest = string.sub(rest, 1, -3)
   end
-  local rec = string.match(rest, ' @(%S+)')
-  local ops = {op}
-  if rec then
-    rest = (string.gsub(rest, ' @%S+', ''))
-    for o in string.gmatch(rec, '[^,]+') do
-      if #ops < 4 then
-        ops[#ops + 1] = o
-      end
-    end
-  end
-  rest = rest .. ' @' .. table.concat(ops, ',')
+  local ops = string.match(rest, ' @(%S+)') or ''
+  rest = (string.gsub(rest, ' @%S+', '')) .. ' @' .. ops_push(ops, op)
   if waited then
     rest = rest .. ' w'
   end
