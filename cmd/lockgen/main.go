@@ -194,8 +194,10 @@ func (c *cli) specPaths(fs *flag.FlagSet, path string, usage func(io.Writer)) ([
 
 // load parses the specs at paths and generates their files, printing
 // every problem to stderr: the specs' diagnostics, a package clause that
-// differs from the Go files beside a spec, and objects of different specs
-// that share keys. ok is false when there was any.
+// differs from the Go files beside a spec, and objects that share keys
+// with those of another spec, named or elsewhere in the module (so that
+// go:generate in one directory finds what check ./... finds). ok is false
+// when there was any.
 func (c *cli) load(paths []string) (units []unit, ok bool) {
 	var diags spec.Diagnostics
 	var specs []*spec.Spec
@@ -222,7 +224,12 @@ func (c *cli) load(paths []string) (units []unit, ok bool) {
 			units = append(units, u)
 		}
 	}
-	diags = append(diags, specset.Collisions(specs)...)
+	others, err := specset.Others(paths, specs)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+		failed = true
+	}
+	diags = append(diags, specset.CollisionsWith(specs, others)...)
 	diags.Sort()
 	for _, d := range diags {
 		fmt.Fprintln(c.stderr, d.String())
