@@ -203,8 +203,18 @@ func (c *cli) load(paths []string) (units []unit, ok bool) {
 	var specs []*spec.Spec
 	failed := false
 	for _, path := range paths {
-		s, err := spec.Load(path)
+		s, err := spec.LoadPartial(path)
 		u := unit{path: path, dir: filepath.Dir(path), spec: s}
+		var ds spec.Diagnostics
+		if errors.As(err, &ds) && s != nil {
+			// Report the type-resolution phase's problems too, in
+			// the same run, as far as the spec could be read.
+			var more spec.Diagnostics
+			if cerr := gen.Check(s, gen.Options{Dir: u.dir}); errors.As(cerr, &more) {
+				ds = append(ds, more...)
+				err = ds
+			}
+		}
 		if err == nil {
 			specs = append(specs, s)
 			if d := specset.CheckPackage(s, u.dir); d != nil {
@@ -213,7 +223,6 @@ func (c *cli) load(paths []string) (units []unit, ok bool) {
 			}
 			u.files, err = gen.Generate(s, gen.Options{Dir: u.dir})
 		}
-		var ds spec.Diagnostics
 		switch {
 		case errors.As(err, &ds):
 			diags = append(diags, ds...)

@@ -163,3 +163,26 @@ func TestGoGeneratePerDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestBothPhases: a spec with problems the parser finds and problems only
+// resolving its types finds reports both in one run.
+func TestBothPhases(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"go.mod":     "module example.com/m\n\ngo 1.26\n",
+		"ids/ids.go": "package ids\n\ntype Ratio float64\n",
+		"shop/lockgen.yaml": "version: 1\npackage: shop\nnamespace: shop\nlocks:\n" +
+			"  Order:\n    key: \"order:{id}\"\n    params: { id: example.com/m/ids.Ratio }\n    leese: 30s\n" +
+			"queues:\n  Mail: { key: mail, payload: example.com/m/ids.Mail }\n",
+	})
+	t.Setenv("GOFLAGS", "")
+	t.Setenv("GOWORK", "off")
+	code, stdout, stderr := lockgen(t, "generate", "-spec", filepath.Join(dir, "shop/lockgen.yaml"))
+	spec := filepath.Join(dir, "shop/lockgen.yaml")
+	want := spec + ":7:19: type example.com/m/ids.Ratio has underlying type float64, not an integer or string type (a key param is an integer or a string, or of a named type whose underlying type is one)\n" +
+		spec + ":8:5: lock Order: unknown field \"leese\" (did you mean \"lease\"?)\n" +
+		spec + ":10:31: queue Mail: payload package \"example.com/m/ids\" has no type Mail\n"
+	if code != exitFail || stdout != "" || stderr != want {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s\nwant:   %s", code, stdout, stderr, want)
+	}
+}
