@@ -119,9 +119,8 @@ func ModuleRoot(dir string) string {
 // "./..." finds from each module's root) that are not among paths, so
 // that a run on one spec can check it against the others of its module.
 // A module whose named specs are all where "./..." does not look (under
-// testdata, say) adds none.
-// The paths returned are relative to the working directory when paths
-// are relative, absolute otherwise.
+// testdata, say) adds none. The paths returned are relative to the
+// working directory when paths are relative, absolute otherwise.
 func Neighbours(paths []string) ([]string, error) {
 	named := map[string]bool{}
 	roots := map[string]bool{} // the modules of the named specs
