@@ -584,3 +584,42 @@ func TestDeadLetterCarried(t *testing.T) {
 		t.Errorf("the table does not show the carried traceparent:\n%s", b.String())
 	}
 }
+
+// TestParamlessInstances: an object without params counts as an instance
+// in the snapshot only while one of its keys exists; named, it is read
+// either way.
+func TestParamlessInstances(t *testing.T) {
+	rdb := redistest.Single(t).Client()
+	w := newWorld(t, rdb, Options{})
+	ctx := context.Background()
+	count := func() (int, int) {
+		t.Helper()
+		snap, err := w.in.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range snap.Objects {
+			if o.Name == "Migration" {
+				return o.Count, o.Held
+			}
+		}
+		t.Fatal("no Migration in the snapshot")
+		return 0, 0
+	}
+	if n, held := count(); n != 0 || held != 0 {
+		t.Errorf("without keys: %d instances, %d held; want 0, 0", n, held)
+	}
+	if l, err := w.in.Instances(ctx, "Migration"); err != nil || len(l.Instances) != 1 || l.Instances[0].Lock.Held {
+		t.Errorf("Instances(Migration) without keys = %+v, %v; want its one free instance", l, err)
+	}
+	lease := must[*runtime.Lease](t)(w.lock("alpha", "Migration").Lock(ctx))
+	if n, held := count(); n != 1 || held != 1 {
+		t.Errorf("held: %d instances, %d held; want 1, 1", n, held)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := count(); n != 0 {
+		t.Errorf("released: %d instances, want 0", n)
+	}
+}

@@ -57,7 +57,8 @@ func (in *Inspector) Instance(ctx context.Context, object string, values ...stri
 
 // Instances lists the live instances of object, found by SCAN within the
 // inspector's budget. An object without params has one instance, read
-// without scanning.
+// without scanning and listed whether or not any of its keys exist (its
+// state then is the idle one); Snapshot counts it only when they do.
 func (in *Inspector) Instances(ctx context.Context, object string) (*Listing, error) {
 	o, err := in.object(object)
 	if err != nil {
@@ -94,7 +95,8 @@ type Snapshot struct {
 // ObjectState is one object's instances and their totals.
 type ObjectState struct {
 	ObjectInfo
-	// Instances found (at most Options.MaxInstances are read).
+	// Instances found: those with at least one key in Redis (at most
+	// Options.MaxInstances are read).
 	Count     int  `json:"instances"`
 	Truncated bool `json:"truncated,omitempty"`
 	Totals
@@ -122,15 +124,9 @@ func (in *Inspector) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Objects without params always have their one instance.
-	for _, o := range in.objs {
-		if len(o.params) == 0 {
-			key := keys.Build(in.spec.Namespace, o.id, o.literals)
-			if res.byKey[key] == nil {
-				res.byKey[key] = &found{obj: o, key: key, suffixes: map[string]bool{}}
-			}
-		}
-	}
+	// An object without params counts as an instance here only when the
+	// scan found one of its keys, as any other object's instances do
+	// (Instances and Instance read it whether or not it has any).
 	byObj := map[*object][]*found{}
 	for _, f := range res.byKey {
 		byObj[f.obj] = append(byObj[f.obj], f)

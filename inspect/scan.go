@@ -69,7 +69,11 @@ func (in *Inspector) scan(ctx context.Context, prefix string, want *object) (*sc
 		for {
 			ks, next, err := c.Scan(ctx, cursor, match, scanCount).Result()
 			if err != nil {
-				return fmt.Errorf("inspect: scanning %s: %w", match, err)
+				what := "namespace " + in.spec.Namespace
+				if want != nil {
+					what = want.kind + " " + want.name
+				}
+				return fmt.Errorf("inspect: listing the keys of %s in Redis: %w", what, err)
 			}
 			visited += scanCount
 			mu.Lock()

@@ -90,12 +90,23 @@
 //
 // Whether with -spec or with patterns, a spec whose package differs from
 // the package of the Go files already in its directory is an error
-// reported before anything is written.
+// reported before anything is written, and the specs named are checked
+// against the other specs of their module (those ./... from the module's
+// root finds; only those in a namespace of the named specs are parsed):
+// with a go:generate line in each spec's directory, go generate ./...
+// stops at the first spec whose objects share keys with another's,
+// naming both positions, as check ./... does. Each run reads the
+// module's tree: see the README for what that costs on a large module,
+// where one line at the root, lockgen generate ./..., reads it once.
 //
 // # Problems with the spec
 //
 // generate and check print every problem they find in the spec, one per
-// line, as file:line:col: message (hint), and exit 1.
+// line, as file:line:col: message (hint), and exit 1. Problems found when
+// the spec is read and those found when its param and payload types are
+// resolved (a type that does not exist or cannot be a key param, a param
+// name that cannot be a Go parameter) are reported in the same run, as
+// far as what was read allows (a param with a bad type is not resolved).
 //
 // # inspect
 //

@@ -49,7 +49,7 @@ func redisFlag(fs *flag.FlagSet) *string {
 func (c *cli) connect(specPath, url string, opts inspect.Options) (*inspect.Inspector, redis.UniversalClient, bool) {
 	rdb, err := inspect.Dial(url)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+		fmt.Fprintf(c.stderr, "lockgen: %s\n", strings.TrimPrefix(err.Error(), "inspect: "))
 		return nil, nil, false
 	}
 	in, err := inspect.Load(rdb, specPath, opts)
@@ -86,6 +86,13 @@ func (c *cli) inspect(args []string) int {
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if code, ok := c.parse(fs, args, usage); !ok {
 		return code
+	}
+	if f, fixed := flagAfterObject(fs); f != "" {
+		// The flag package stops at the first argument that is not a
+		// flag: a flag after the object would be read as a param.
+		fmt.Fprintf(c.stderr, "lockgen inspect: %s comes after the object: flags go before the object (lockgen inspect [flags] %s)\n\n", f, strings.Join(fixed, " "))
+		usage(c.stderr)
+		return exitUsage
 	}
 	actions := 0
 	for _, on := range []bool{*forceUnlock, *redrive >= 0, *purge, *setPermits >= 0} {
@@ -155,15 +162,53 @@ func (c *cli) inspect(args []string) int {
 	return c.result(err)
 }
 
+// flagAfterObject finds the first of fs's arguments after the flags that
+// names one of its flags ("-force-unlock", "--yes", "-redrive=2"; a
+// negative number is a param value, not a flag). It returns that flag and
+// the arguments reordered with every such flag (and the value of one
+// that takes it apart, "-redrive 2") before the others, or "" and nil.
+func flagAfterObject(fs *flag.FlagSet) (string, []string) {
+	var first string
+	var flags, rest []string
+	args := fs.Args()
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, ok := strings.CutPrefix(a, "-")
+		name = strings.TrimPrefix(name, "-")
+		name, _, hasValue := strings.Cut(name, "=")
+		f := fs.Lookup(name)
+		if !ok || f == nil && name != "h" && name != "help" {
+			rest = append(rest, a)
+			continue
+		}
+		if first == "" {
+			first = a
+		}
+		flags = append(flags, a)
+		if f != nil && !hasValue && i+1 < len(args) {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+				i++
+				flags = append(flags, args[i])
+			}
+		}
+	}
+	if first == "" {
+		return "", nil
+	}
+	return first, append(flags, rest...)
+}
+
+// result prints err, if any, and returns the exit code it makes. The
+// inspect package's "inspect: " prefix is dropped: "lockgen inspect: "
+// says it already.
 func (c *cli) result(err error) int {
-	switch {
-	case err == nil:
+	if err == nil {
 		return exitOK
-	case errors.Is(err, inspect.ErrUnknownObject), errors.Is(err, inspect.ErrBadParams), errors.Is(err, inspect.ErrUnsupported):
-		fmt.Fprintf(c.stderr, "lockgen inspect: %v\n", err)
+	}
+	fmt.Fprintf(c.stderr, "lockgen inspect: %s\n", strings.TrimPrefix(err.Error(), "inspect: "))
+	if errors.Is(err, inspect.ErrUnknownObject) || errors.Is(err, inspect.ErrBadParams) || errors.Is(err, inspect.ErrUnsupported) {
 		return exitUsage
 	}
-	fmt.Fprintf(c.stderr, "lockgen inspect: %v\n", err)
 	return exitFail
 }
 

@@ -172,3 +172,45 @@ func TestServeCommand(t *testing.T) {
 		t.Errorf("serve exited %d", code)
 	}
 }
+
+// TestInspectFlagAfterObject: a flag after the object is named as such,
+// with the command in the right order, before Redis is dialled.
+func TestInspectFlagAfterObject(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"Order", "42", "-force-unlock"}, "lockgen inspect: -force-unlock comes after the object: flags go before the object (lockgen inspect [flags] -force-unlock Order 42)\n"},
+		{[]string{"-yes", "Jobs", "acme", "-redrive", "2"}, "lockgen inspect: -redrive comes after the object: flags go before the object (lockgen inspect [flags] -redrive 2 Jobs acme)\n"},
+		{[]string{"Order", "--json"}, "lockgen inspect: --json comes after the object: flags go before the object (lockgen inspect [flags] --json Order)\n"},
+	} {
+		code, stdout, stderr := lockgen(t, append([]string{"inspect", "-spec", locksSpec, "-redis", "redis://127.0.0.1:1"}, c.args...)...)
+		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, c.want) {
+			t.Errorf("inspect %v: exit %d\nstderr: %s\nwant:   %s", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// TestInspectErrorsReadWell: errors from the inspect package are printed
+// once prefixed, and a Redis that cannot be reached is named by what was
+// being read, not by an internal SCAN pattern.
+func TestInspectErrorsReadWell(t *testing.T) {
+	node := redistest.Single(t)
+	url := "redis://" + node.Addr
+	if err := node.Stop(); err != nil { // a Redis that went away
+		t.Fatal(err)
+	}
+	code, _, stderr := lockgen(t, "inspect", "-spec", locksSpec, "-redis", url, "-timeout", "5s")
+	if code != exitFail || !strings.HasPrefix(stderr, "lockgen inspect: listing the keys of namespace shop in Redis: ") ||
+		strings.Contains(stderr, "inspect: inspect:") || strings.Contains(stderr, "{*") {
+		t.Errorf("Redis down: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = lockgen(t, "inspect", "-spec", locksSpec, "-redis", url, "-timeout", "5s", "Order")
+	if code != exitFail || !strings.HasPrefix(stderr, "lockgen inspect: listing the keys of reentrant Order in Redis: ") {
+		t.Errorf("Redis down, one object: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = lockgen(t, "inspect", "-spec", locksSpec, "-redis", url, "Nope")
+	if code != exitUsage || stderr != "lockgen inspect: no such object in the spec: \"Nope\"\n" {
+		t.Errorf("unknown object: exit %d\n%s", code, stderr)
+	}
+}

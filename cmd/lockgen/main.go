@@ -194,15 +194,27 @@ func (c *cli) specPaths(fs *flag.FlagSet, path string, usage func(io.Writer)) ([
 
 // load parses the specs at paths and generates their files, printing
 // every problem to stderr: the specs' diagnostics, a package clause that
-// differs from the Go files beside a spec, and objects of different specs
-// that share keys. ok is false when there was any.
+// differs from the Go files beside a spec, and objects that share keys
+// with those of another spec, named or elsewhere in the module (so that
+// go:generate in one directory finds what check ./... finds). ok is false
+// when there was any.
 func (c *cli) load(paths []string) (units []unit, ok bool) {
 	var diags spec.Diagnostics
 	var specs []*spec.Spec
 	failed := false
 	for _, path := range paths {
-		s, err := spec.Load(path)
+		s, err := spec.LoadPartial(path)
 		u := unit{path: path, dir: filepath.Dir(path), spec: s}
+		var ds spec.Diagnostics
+		if errors.As(err, &ds) && s != nil {
+			// Report the type-resolution phase's problems too, in
+			// the same run, as far as the spec could be read.
+			var more spec.Diagnostics
+			if cerr := gen.Check(s, gen.Options{Dir: u.dir}); errors.As(cerr, &more) {
+				ds = append(ds, more...)
+				err = ds
+			}
+		}
 		if err == nil {
 			specs = append(specs, s)
 			if d := specset.CheckPackage(s, u.dir); d != nil {
@@ -211,7 +223,6 @@ func (c *cli) load(paths []string) (units []unit, ok bool) {
 			}
 			u.files, err = gen.Generate(s, gen.Options{Dir: u.dir})
 		}
-		var ds spec.Diagnostics
 		switch {
 		case errors.As(err, &ds):
 			diags = append(diags, ds...)
@@ -222,7 +233,12 @@ func (c *cli) load(paths []string) (units []unit, ok bool) {
 			units = append(units, u)
 		}
 	}
-	diags = append(diags, specset.Collisions(specs)...)
+	others, err := specset.Others(paths, specs)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "lockgen: %v\n", err)
+		failed = true
+	}
+	diags = append(diags, specset.CollisionsWith(specs, others)...)
 	diags.Sort()
 	for _, d := range diags {
 		fmt.Fprintln(c.stderr, d.String())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,5 +102,87 @@ func TestPatternErrors(t *testing.T) {
 	}
 	if code, _, stderr := lockgen(t, "check", "-spec", "x.yaml", "./..."); code != exitUsage || !strings.Contains(stderr, "not both") {
 		t.Errorf("-spec and patterns: exit %d, stderr %s", code, stderr)
+	}
+}
+
+// TestGoGeneratePerDirectory runs go generate ./... in a temporary module
+// whose specs each have the Quickstart's go:generate line in their own
+// directory: generate in one directory reads the module's other specs,
+// so the collision fails the run, naming both positions, as check ./...
+// does.
+func TestGoGeneratePerDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds lockgen and runs go generate")
+	}
+	bin := filepath.Join(t.TempDir(), "lockgen")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	const doc = "//go:generate ${LOCKGEN} generate\n"
+	writeFiles(t, dir, map[string]string{
+		"go.mod":           "module example.com/m\n\ngo 1.26\n",
+		"a/doc.go":         doc + "package a\n",
+		"a/lockgen.yaml":   "version: 1\npackage: a\nnamespace: shop\nlocks:\n  Order: { key: \"order:{id}\", params: { id: int64 } }\n",
+		"b/doc.go":         doc + "package b\n",
+		"b/lockgen.yaml":   "version: 1\npackage: b\nnamespace: shop\nsemaphores:\n  Export: { id: Order, key: \"x\", permits: 2 }\n",
+		"c/d/doc.go":       doc + "package d\n",
+		"c/d/lockgen.yaml": "version: 1\npackage: d\nnamespace: other\nlocks:\n  Order: { key: \"order:{id}\", params: { id: int64 } }\n",
+	})
+	goGenerate := func() (string, error) {
+		cmd := exec.Command("go", "generate", "./...")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "LOCKGEN="+bin, "GOFLAGS=-mod=mod")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := goGenerate()
+	want := "lockgen.yaml:5:3: lock Order shares its keys shop:{Order:…} with semaphore Export at ../b/lockgen.yaml:5:3"
+	if err == nil || !strings.Contains(out, want) {
+		t.Fatalf("go generate ./...: %v, want failure with %q\n%s", err, want, out)
+	}
+	if exists(filepath.Join(dir, "a/lockgen.gen.go")) {
+		t.Error("a/lockgen.gen.go was written despite the collision")
+	}
+	// Run in b's directory alone, the collision is reported at b's object.
+	cmd := exec.Command(bin, "generate")
+	cmd.Dir = filepath.Join(dir, "b")
+	wantB := "lockgen.yaml:5:3: semaphore Export shares its keys shop:{Order:…} with lock Order at ../a/lockgen.yaml:5:3"
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), wantB) {
+		t.Errorf("lockgen generate in b: %v, want failure with %q\n%s", err, wantB, out)
+	}
+
+	// Another id: every directory generates.
+	writeFiles(t, dir, map[string]string{"b/lockgen.yaml": "version: 1\npackage: b\nnamespace: shop\nsemaphores:\n  Export: { key: \"x\", permits: 2 }\n"})
+	if out, err := goGenerate(); err != nil {
+		t.Fatalf("go generate ./... without the collision: %v\n%s", err, out)
+	}
+	for _, d := range []string{"a", "b", "c/d"} {
+		if !exists(filepath.Join(dir, d, "lockgen.gen.go")) {
+			t.Errorf("%s/lockgen.gen.go was not written", d)
+		}
+	}
+}
+
+// TestBothPhases: a spec with problems the parser finds and problems only
+// resolving its types finds reports both in one run.
+func TestBothPhases(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"go.mod":     "module example.com/m\n\ngo 1.26\n",
+		"ids/ids.go": "package ids\n\ntype Ratio float64\n",
+		"shop/lockgen.yaml": "version: 1\npackage: shop\nnamespace: shop\nlocks:\n" +
+			"  Order:\n    key: \"order:{id}\"\n    params: { id: example.com/m/ids.Ratio }\n    leese: 30s\n" +
+			"queues:\n  Mail: { key: mail, payload: example.com/m/ids.Mail }\n",
+	})
+	t.Setenv("GOFLAGS", "")
+	t.Setenv("GOWORK", "off")
+	code, stdout, stderr := lockgen(t, "generate", "-spec", filepath.Join(dir, "shop/lockgen.yaml"))
+	spec := filepath.Join(dir, "shop/lockgen.yaml")
+	want := spec + ":7:19: type example.com/m/ids.Ratio has underlying type float64, not an integer or string type (a key param is an integer or a string, or of a named type whose underlying type is one)\n" +
+		spec + ":8:5: lock Order: unknown field \"leese\" (did you mean \"lease\"?)\n" +
+		spec + ":10:31: queue Mail: payload package \"example.com/m/ids\" has no type Mail\n"
+	if code != exitFail || stdout != "" || stderr != want {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s\nwant:   %s", code, stdout, stderr, want)
 	}
 }

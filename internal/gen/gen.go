@@ -57,17 +57,9 @@ func Generate(s *spec.Spec, opts Options) ([]File, error) {
 	if opts.Dir == "" {
 		opts.Dir = filepath.Dir(s.File)
 	}
-	g := &generator{spec: s, opts: opts, idents: map[string]bool{}}
-	g.sections = newSections()
-	for _, sec := range g.sections {
-		sec.collect(g)
-	}
-	if err := g.resolveParams(); err != nil {
+	g, err := check(s, opts)
+	if err != nil {
 		return nil, err
-	}
-	if len(g.diags) > 0 {
-		g.diags.Sort()
-		return nil, g.diags
 	}
 	scripts, err := loadScripts(g.scriptNames(), sourceOf)
 	if err != nil {
@@ -100,6 +92,38 @@ func Generate(s *spec.Spec, opts Options) ([]File, error) {
 		return nil, fmt.Errorf("gen: formatting %s: %w", s.Output, err)
 	}
 	return []File{{Name: s.Output, Content: src}}, nil
+}
+
+// Check reports the problems Generate finds in a spec beyond those
+// spec.Parse finds: param and payload types that do not resolve, param
+// names that cannot be Go parameters. It is for a spec that
+// spec.ParsePartial read with problems, so that one run reports the
+// problems of both phases; objects whose parts did not parse are checked
+// as far as they did (a param without a type is skipped). Problems are
+// returned as spec.Diagnostics; any other error is wrapped.
+func Check(s *spec.Spec, opts Options) error {
+	_, err := check(s, opts)
+	return err
+}
+
+// check collects the sections of s and resolves their types.
+func check(s *spec.Spec, opts Options) (*generator, error) {
+	if opts.Dir == "" {
+		opts.Dir = filepath.Dir(s.File)
+	}
+	g := &generator{spec: s, opts: opts, idents: map[string]bool{}}
+	g.sections = newSections()
+	for _, sec := range g.sections {
+		sec.collect(g)
+	}
+	if err := g.resolveParams(); err != nil {
+		return nil, err
+	}
+	if len(g.diags) > 0 {
+		g.diags.Sort()
+		return nil, g.diags
+	}
+	return g, nil
 }
 
 // newSections returns a renderer per row of spec.Kinds, in its order.

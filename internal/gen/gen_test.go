@@ -5,6 +5,7 @@ import (
 	"errors"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -217,5 +218,28 @@ func TestDuplicateIdentifiers(t *testing.T) {
 func TestSectionPerKind(t *testing.T) {
 	if got, want := len(newSections()), len(spec.Kinds); got != want {
 		t.Fatalf("%d section renderers for %d kinds in spec.Kinds", got, want)
+	}
+}
+
+// TestCheckPartialSpecs runs Check on what spec.ParsePartial reads of
+// every invalid spec in testdata/specs/invalid: a spec with problems of
+// any kind must not make it panic.
+func TestCheckPartialSpecs(t *testing.T) {
+	paths, err := filepath.Glob("../../testdata/specs/invalid/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no invalid specs: %v", err)
+	}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, ds := spec.ParsePartial(filepath.Base(path), data)
+		if len(ds) == 0 {
+			t.Errorf("%s: no diagnostics", path)
+		}
+		if s != nil {
+			_ = Check(s, Options{Dir: t.TempDir()})
+		}
 	}
 }

@@ -121,16 +121,24 @@ func newModule(t *testing.T) string {
 	return dir
 }
 
-// generateCase generates the case in dir, whose spec must be valid.
+// generateCase generates the case in dir. When its spec is invalid, the
+// error lists the spec's problems and those Check finds, as lockgen
+// reports them in one run.
 func generateCase(t *testing.T, dir string) ([]File, error) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "lockgen.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := spec.Parse("lockgen.yaml", data)
-	if err != nil {
-		t.Fatalf("the case's spec is invalid:\n%v", err)
+	s, ds := spec.ParsePartial("lockgen.yaml", data)
+	if len(ds) > 0 {
+		var more spec.Diagnostics
+		if err := Check(s, Options{Dir: dir}); err != nil && !errors.As(err, &more) {
+			t.Fatalf("Check failed without diagnostics: %v", err)
+		}
+		ds = append(ds, more...)
+		ds.Sort()
+		return nil, ds
 	}
 	return Generate(s, Options{Dir: dir})
 }

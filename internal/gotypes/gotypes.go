@@ -216,9 +216,28 @@ func lookupPayload(p *packages.Package, t Type) Result {
 	return Result{Package: tn.Pkg().Name(), ProtoMessage: proto}
 }
 
+// firstLine returns the first line of a go command's error, for a
+// one-line diagnostic. When that line ends in ':', the indented lines
+// after it are what it introduces, and are joined to it: "…; to add
+// it:\n\tgo get example.com/x" becomes "…; to add it: go get
+// example.com/x".
 func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	out := strings.TrimSpace(lines[0])
+	if !strings.HasSuffix(out, ":") {
+		return out
+	}
+	var more []string
+	for _, l := range lines[1:] {
+		if l == "" || (l[0] != '\t' && l[0] != ' ') {
+			break
+		}
+		more = append(more, strings.TrimSpace(l))
+	}
+	if len(more) > 0 {
+		out += " " + strings.Join(more, "; ")
+	}
+	return out
 }
 
 // ImportPath returns the import path of the Go package in dir, found from

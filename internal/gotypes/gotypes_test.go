@@ -110,3 +110,39 @@ func TestResolvePayloads(t *testing.T) {
 		}
 	}
 }
+
+// TestNotRequiredHint resolves a payload from a package its module does
+// not require: the go command's hint after "to add it:" is kept, on the
+// same line.
+func TestNotRequiredHint(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n\ngo 1.24\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOFLAGS", "") // the default -mod=readonly, as a user runs it
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOWORK", "off")
+	typ := Type{"example.com/other/orders", "CloseRequest"}
+	r, err := Resolve(dir, Query{Payloads: []Type{typ}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `cannot load package "example.com/other/orders": no required module provides package example.com/other/orders; to add it: go get example.com/other/orders`
+	if p := r.Payloads[typ]; p.Err == nil || p.Err.Error() != want {
+		t.Errorf("error %v\nwant  %s", p.Err, want)
+	}
+}
+
+func TestFirstLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"one line":                           "one line",
+		"first\nsecond":                      "first",
+		"x; to add it:\n\tgo get a/b\n":      "x; to add it: go get a/b",
+		"x:\n\tcmd one\n\tcmd two\nnot this": "x: cmd one; cmd two",
+		"ends with colon:\nnot indented":     "ends with colon:",
+	} {
+		if got := firstLine(in); got != want {
+			t.Errorf("firstLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -39,8 +39,27 @@
 // the error path; assigning the lease's context to the variable
 // (ctx = lease.Context()) ends the check for it.
 //
-// Test files (_test.go) and the runtime package itself are not checked:
-// tests hold and drop leases on purpose.
+// A release wrapped in another call (must(lease.Unlock(ctx)),
+// err = errors.Join(err, lease.Unlock(ctx))) ends the hold as a release
+// statement does; one in an if's branch, a closure or on the right of
+// && or || may not run, and does not.
+//
+// Every package is checked, whether or not it imports the runtime: code
+// written from the Quickstart holds leases through the generated package
+// alone. Test files (_test.go) and the runtime's own packages are not
+// checked: tests hold and drop leases on purpose.
+//
+// # Silencing a finding
+//
+// A finding that is deliberate is silenced by a //lockgen:ignore
+// directive with a reason, at the end of the reported line or alone on
+// the line before it (see IgnoreDirective):
+//
+//	//lockgen:ignore the audit record is written even if the lock is lost
+//	err = audit(ctx, id)
+//
+// A directive without a reason, or one that silences nothing, is
+// reported.
 package leasecheck
 
 import (
@@ -82,26 +101,34 @@ var holdTypes = map[string]string{
 var releasing = map[string]bool{"Unlock": true, "Release": true, "Downgrade": true}
 
 func run(pass *analysis.Pass) (any, error) {
-	if !imports(pass.Pkg, RuntimePath) {
+	if inRuntimeTree(pass.Pkg.Path()) {
 		return nil, nil // the runtime itself manages holds by other means
 	}
+	// Every other package is checked, whatever it imports: code written
+	// from the Quickstart holds leases through the generated package
+	// alone (locks.Order(id).Lock(ctx)) and need not import the runtime.
+	var files []*ast.File
+	for _, f := range pass.Files {
+		if !strings.HasSuffix(pass.Fset.File(f.Pos()).Name(), "_test.go") {
+			files = append(files, f) // tests hold and drop leases on purpose
+		}
+	}
+	r := &reporter{pass: pass, ignores: collectIgnores(pass, files)}
 	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
 	ins.Preorder([]ast.Node{(*ast.FuncDecl)(nil), (*ast.FuncLit)(nil)}, func(n ast.Node) {
 		if strings.HasSuffix(pass.Fset.File(n.Pos()).Name(), "_test.go") {
-			return // tests hold and drop leases on purpose
+			return
 		}
-		runFunc(pass, n)
+		runFunc(r, n)
 	})
+	r.reportUnused()
 	return nil, nil
 }
 
-func imports(pkg *types.Package, path string) bool {
-	for _, p := range pkg.Imports() {
-		if p.Path() == path {
-			return true
-		}
-	}
-	return false
+// inRuntimeTree reports whether path is the runtime or one of its
+// packages (runtime/lockimpl, runtime/internal/...).
+func inRuntimeTree(path string) bool {
+	return path == RuntimePath || strings.HasPrefix(path, RuntimePath+"/")
 }
 
 // holdType returns the name of the runtime's hold type t points to, or "".
@@ -132,7 +159,8 @@ type hold struct {
 	index int        // of the statement in block, -1 if not found
 }
 
-func runFunc(pass *analysis.Pass, node ast.Node) {
+func runFunc(r *reporter, node ast.Node) {
+	pass := r.pass
 	var body *ast.BlockStmt
 	var ftype *ast.FuncType
 	switch n := node.(type) {
@@ -186,7 +214,7 @@ func runFunc(pass *analysis.Pass, node ast.Node) {
 				lhs = append(lhs, id)
 			}
 		case *ast.ExprStmt:
-			pass.ReportRangef(call, "the %s is discarded: it is never released and holds until its lease runs out", noun(typ))
+			r.reportf(call, "the %s is discarded: it is never released and holds until its lease runs out", noun(typ))
 			return true
 		default:
 			return true // used at once: passed on, returned, ...
@@ -196,7 +224,7 @@ func runFunc(pass *analysis.Pass, node ast.Node) {
 			return true // stored in a field or an element: escapes
 		}
 		if id.Name == "_" {
-			pass.ReportRangef(id, "the %s returned by %s is discarded: it is never released and holds until its lease runs out", noun(typ), callName(call))
+			r.reportf(id, "the %s returned by %s is discarded: it is never released and holds until its lease runs out", noun(typ), callName(call))
 			return true
 		}
 		h.v = variable(pass, id)
@@ -263,7 +291,7 @@ func runFunc(pass *analysis.Pass, node ast.Node) {
 	}
 	for _, h := range holds {
 		if g != nil {
-			if ret := lostPath(pass, g, h); ret != nil {
+			if ret := lostPath(pass, g, h); ret != nil && !r.silencedEither(h.stmt.Pos(), ret.Pos()) {
 				line := pass.Fset.Position(h.stmt.Pos()).Line
 				pass.ReportRangef(h.stmt, "%s is not released on all paths: call %s.%s on each, or defer it (a %s not released holds until it runs out)", h.v.Name(), h.v.Name(), holdTypes[h.typ], noun(h.typ))
 				pos, end := ret.Pos(), ret.End()
@@ -274,7 +302,7 @@ func runFunc(pass *analysis.Pass, node ast.Node) {
 					Message: "this return statement may be reached without releasing " + h.v.Name() + ", obtained on line " + itoa(line)})
 			}
 		}
-		outerContext(pass, h)
+		outerContext(r, h)
 	}
 }
 
@@ -494,7 +522,8 @@ func isDecl(n ast.Node) bool { _, ok := n.(*ast.DeclStmt); return ok }
 // obtained the hold while the hold lasts: from the statement after it to
 // the end of its block, or to the first statement that releases the hold
 // or assigns the context variable.
-func outerContext(pass *analysis.Pass, h *hold) {
+func outerContext(r *reporter, h *hold) {
+	pass := r.pass
 	if h.ctx == nil || h.index < 0 {
 		return
 	}
@@ -521,7 +550,7 @@ func outerContext(pass *analysis.Pass, h *hold) {
 			}
 			for _, arg := range call.Args {
 				if id, ok := ast.Unparen(arg).(*ast.Ident); ok && pass.TypesInfo.Uses[id] == h.ctx {
-					pass.ReportRangef(arg, "%s is the context %s was obtained with; work inside the hold should use %s.Context() (or a context derived from it), which is cancelled when the %s is lost",
+					r.reportf(arg, "%s is the context %s was obtained with; work inside the hold should use %s.Context() (or a context derived from it), which is cancelled when the %s is lost",
 						id.Name, h.v.Name(), h.v.Name(), noun(h.typ))
 				}
 			}
@@ -544,35 +573,71 @@ func assigns(pass *analysis.Pass, v *types.Var, s ast.Stmt) bool {
 	return false
 }
 
-// releasesHere reports whether statement s is a direct call releasing v:
-// v.Unlock(...), v.Release(...), or one assigning its result.
+// releasesHere reports whether statement s always calls a method
+// releasing v when it runs: v.Unlock(...) or v.Release(...) as the
+// statement, as an operand or argument of its expressions
+// (must(lease.Unlock(ctx)), err := lease.Unlock(ctx)), in an if's init or
+// condition, or in a returned expression. Calls inside function literals,
+// in the branches of an if, or on the right of && and || run maybe
+// later, maybe never, and do not count.
 func releasesHere(pass *analysis.Pass, v *types.Var, s ast.Stmt) bool {
-	var call *ast.CallExpr
+	var exprs []ast.Expr
 	switch s := s.(type) {
 	case *ast.ExprStmt:
-		call, _ = s.X.(*ast.CallExpr)
+		exprs = []ast.Expr{s.X}
 	case *ast.AssignStmt:
-		if len(s.Rhs) == 1 {
-			call, _ = s.Rhs[0].(*ast.CallExpr)
-		}
+		exprs = s.Rhs
 	case *ast.IfStmt:
-		if a, ok := s.Init.(*ast.AssignStmt); ok && len(a.Rhs) == 1 {
-			call, _ = a.Rhs[0].(*ast.CallExpr)
+		if s.Init != nil && releasesHere(pass, v, s.Init) {
+			return true
 		}
+		exprs = []ast.Expr{s.Cond}
 	case *ast.ReturnStmt:
-		if len(s.Results) == 1 {
-			call, _ = s.Results[0].(*ast.CallExpr)
+		exprs = s.Results
+	case *ast.DeclStmt:
+		if g, ok := s.Decl.(*ast.GenDecl); ok {
+			for _, spec := range g.Specs {
+				if vs, ok := spec.(*ast.ValueSpec); ok {
+					exprs = append(exprs, vs.Values...)
+				}
+			}
 		}
 	}
-	if call == nil {
-		return false
+	for _, e := range exprs {
+		if callsRelease(pass, v, e) {
+			return true
+		}
 	}
-	sel, ok := call.Fun.(*ast.SelectorExpr)
-	if !ok || !releasing[sel.Sel.Name] {
-		return false
-	}
-	id, ok := sel.X.(*ast.Ident)
-	return ok && pass.TypesInfo.Uses[id] == v
+	return false
+}
+
+// callsRelease reports whether evaluating e always calls a releasing
+// method on v.
+func callsRelease(pass *analysis.Pass, v *types.Var, e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if found {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.BinaryExpr:
+			if n.Op == token.LAND || n.Op == token.LOR {
+				found = callsRelease(pass, v, n.X)
+				return false
+			}
+		case *ast.CallExpr:
+			if sel, ok := ast.Unparen(n.Fun).(*ast.SelectorExpr); ok && releasing[sel.Sel.Name] {
+				if id, ok := ast.Unparen(sel.X).(*ast.Ident); ok && pass.TypesInfo.Uses[id] == v {
+					found = true
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return found
 }
 
 // inRuntime reports whether call calls a function or method of lockgen's

@@ -14,3 +14,11 @@ import (
 func TestAnalyzer(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), leasecheck.Analyzer, "a")
 }
+
+// TestWithoutRuntimeImport runs the analyzer on testdata/src/quick, code
+// written from the Quickstart that holds leases through a generated
+// package and does not import the runtime itself: it is checked like any
+// other.
+func TestWithoutRuntimeImport(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), leasecheck.Analyzer, "quick")
+}

@@ -59,11 +59,39 @@ func Load(path string) (*Spec, error) {
 // and an error of type Diagnostics listing all of them, sorted by
 // position; otherwise it returns the Spec and nil.
 func Parse(file string, data []byte) (*Spec, error) {
+	s, ds := ParsePartial(file, data)
+	if len(ds) > 0 {
+		return nil, ds
+	}
+	return s, nil
+}
+
+// ParsePartial parses a spec as Parse does, but returns the spec as far
+// as it could be read also when it has problems, with the problems
+// (sorted), so that later checks, such as resolving param and payload
+// types, can report theirs in the same run. In a spec with problems, a
+// field in error keeps its default or zero value (a param with a bad type
+// has no Type, an object whose key has a placeholder without a param has
+// no Key.Params); the spec is nil only when there is nothing to read: the
+// YAML does not parse into a mapping, or its version is a later one.
+func ParsePartial(file string, data []byte) (*Spec, Diagnostics) {
 	p := &parser{file: file, src: data, names: map[string]declared{}, reported: map[Diagnostic]bool{}}
 	s := p.parse()
-	if len(p.diags) > 0 {
-		p.diags.Sort()
-		return nil, p.diags
+	p.diags.Sort()
+	return s, p.diags
+}
+
+// LoadPartial reads the spec file at path and parses it with
+// ParsePartial. It returns the error of reading the file, wrapped, or
+// the diagnostics as an error of type Diagnostics.
+func LoadPartial(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading spec: %w", err)
+	}
+	s, ds := ParsePartial(path, data)
+	if len(ds) > 0 {
+		return s, ds
 	}
 	return s, nil
 }
@@ -307,9 +335,6 @@ func (p *parser) parse() *Spec {
 		}
 	}
 	p.checkIdentities(s)
-	if len(p.diags) > 0 {
-		return nil
-	}
 	sortObjects(s)
 	return s
 }

@@ -5,6 +5,7 @@
 package specset
 
 import (
+	"bytes"
 	"fmt"
 	"go/build"
 	"go/parser"
@@ -30,15 +31,15 @@ const FileName = "lockgen.yaml"
 func Find(patterns []string) ([]string, error) {
 	var out []string
 	for _, pat := range patterns {
-		root, walk := strings.CutSuffix(filepath.ToSlash(pat), "/...")
+		root, below := strings.CutSuffix(filepath.ToSlash(pat), "/...")
 		if pat == "..." {
-			root, walk = ".", true
+			root, below = ".", true
 		}
 		root = filepath.FromSlash(root)
 		if root == "" {
 			root = "."
 		}
-		if !walk {
+		if !below {
 			path := filepath.Join(root, FileName)
 			if _, err := os.Stat(path); err != nil {
 				return nil, fmt.Errorf("pattern %s: no %s in %s", pat, FileName, root)
@@ -46,37 +47,148 @@ func Find(patterns []string) ([]string, error) {
 			out = append(out, path)
 			continue
 		}
-		n := len(out)
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				name := d.Name()
-				if path != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-					return filepath.SkipDir
-				}
-				if path != root {
-					if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-						return filepath.SkipDir
-					}
-				}
-				return nil
-			}
-			if d.Name() == FileName {
-				out = append(out, path)
-			}
-			return nil
-		})
+		found, err := walk(root)
 		if err != nil {
 			return nil, fmt.Errorf("pattern %s: %w", pat, err)
 		}
-		if len(out) == n {
+		if len(found) == 0 {
 			return nil, fmt.Errorf("pattern %s: no %s found", pat, FileName)
 		}
+		out = append(out, found...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// walk returns the spec files in root and below, skipping what "./..."
+// skips (see Find). It reads each directory once: a nested module is
+// seen by the go.mod among its entries, without a stat per directory.
+func walk(root string) ([]string, error) {
+	var out []string
+	var visit func(dir string, top bool) error
+	visit = func(dir string, top bool) error {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		if !top && slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return e.Name() == "go.mod" && !e.IsDir() }) {
+			return nil // a nested module
+		}
+		for _, e := range entries {
+			name := e.Name()
+			switch {
+			case !e.IsDir():
+				if name == FileName {
+					out = append(out, filepath.Join(dir, name))
+				}
+			case name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_"):
+			default:
+				if err := visit(filepath.Join(dir, name), false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	err := visit(root, true)
+	slices.Sort(out)
+	return out, err
+}
+
+// ModuleRoot returns the directory of the go.mod that governs dir (dir
+// or the nearest directory above it with a go.mod), or "" when there is
+// none.
+func ModuleRoot(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for {
+		if fi, err := os.Stat(filepath.Join(abs, "go.mod")); err == nil && !fi.IsDir() {
+			return abs
+		}
+		up := filepath.Dir(abs)
+		if up == abs {
+			return ""
+		}
+		abs = up
+	}
+}
+
+// Neighbours returns the spec files of the modules of paths (the specs
+// "./..." finds from each module's root) that are not among paths, so
+// that a run on one spec can check it against the others of its module.
+// A module whose named specs are all where "./..." does not look (under
+// testdata, say) adds none. The paths returned are relative to the
+// working directory when paths are relative, absolute otherwise.
+func Neighbours(paths []string) ([]string, error) {
+	named := map[string]bool{}
+	roots := map[string]bool{} // the modules of the named specs
+	relative := false
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		named[abs] = true
+		relative = relative || !filepath.IsAbs(p)
+		if root := ModuleRoot(filepath.Dir(abs)); root != "" {
+			roots[root] = true
+		}
+	}
+	wd, _ := os.Getwd()
+	var out []string
+	for root := range roots {
+		found, err := walk(root)
+		if err != nil {
+			return nil, fmt.Errorf("finding the specs of module %s: %w", root, err)
+		}
+		if !slices.ContainsFunc(found, func(f string) bool { return named[f] }) {
+			continue // only specs "./..." skips (under testdata, say) are named
+		}
+		for _, f := range found {
+			if named[f] {
+				continue
+			}
+			if relative && wd != "" {
+				if rel, err := filepath.Rel(wd, f); err == nil {
+					f = rel
+				}
+			}
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Others returns the other specs of the modules of paths (see
+// Neighbours) that may share keys with the named specs: those in one of
+// their namespaces. A file that contains none of those namespaces (nor a
+// backslash, with which YAML could spell one otherwise) is not parsed,
+// and one that does not parse is left out: its own run reports it.
+func Others(paths []string, named []*spec.Spec) ([]*spec.Spec, error) {
+	if len(named) == 0 {
+		return nil, nil
+	}
+	files, err := Neighbours(paths)
+	if err != nil {
+		return nil, err
+	}
+	var out []*spec.Spec
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if !bytes.ContainsRune(data, '\\') && !slices.ContainsFunc(named, func(s *spec.Spec) bool { return bytes.Contains(data, []byte(s.Namespace)) }) {
+			continue
+		}
+		if s, err := spec.Parse(f, data); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 // Collisions reports objects of different specs whose keys would collide:
@@ -86,26 +198,42 @@ func Find(patterns []string) ([]string, error) {
 // requires unique identities.) Each collision is reported at the later
 // spec's object, naming the position of the other.
 func Collisions(specs []*spec.Spec) spec.Diagnostics {
+	return CollisionsWith(specs, nil)
+}
+
+// CollisionsWith reports the collisions (see Collisions) of the specs
+// named by a run with each other and with others, the other specs of
+// their modules (see Neighbours); collisions among others alone are left
+// to the runs that name them. A collision is reported at the object of a
+// named spec, naming the position of the other object.
+func CollisionsWith(named, others []*spec.Spec) spec.Diagnostics {
 	type first struct {
-		s *spec.Spec
-		o *spec.Object
+		o     *spec.Object
+		named bool
 	}
 	seen := map[string]first{}
 	var ds spec.Diagnostics
-	for _, s := range specs {
+	report := func(at, other *spec.Object, ns string) {
+		ds = append(ds, spec.Diagnostic{
+			Pos:  at.Pos,
+			Msg:  fmt.Sprintf("%s shares its keys %s:{%s:…} with %s at %s", describe(at), ns, at.Identity(), describe(other), other.Pos),
+			Hint: "give one of the specs another namespace, or one of the objects another name or id",
+		})
+	}
+	for i, s := range slices.Concat(named, others) {
+		isNamed := i < len(named)
 		for _, x := range s.Objects() {
 			o := x.Common()
 			key := s.Namespace + ":{" + o.Identity()
 			f, dup := seen[key]
-			if !dup {
-				seen[key] = first{s, o}
-				continue
+			switch {
+			case !dup:
+				seen[key] = first{o, isNamed}
+			case isNamed:
+				report(o, f.o, s.Namespace)
+			case f.named:
+				report(f.o, o, s.Namespace)
 			}
-			ds = append(ds, spec.Diagnostic{
-				Pos:  o.Pos,
-				Msg:  fmt.Sprintf("%s shares its keys %s:{%s:…} with %s at %s", describe(o), s.Namespace, o.Identity(), describe(f.o), f.o.Pos),
-				Hint: "give one of the specs another namespace, or one of the objects another name or id",
-			})
 		}
 	}
 	ds.Sort()

@@ -169,3 +169,78 @@ func shadowed(ctx context.Context, l *lockrt.Lock) error {
 	defer cancel()
 	return work(ctx)
 }
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// A release wrapped in a call ends the hold as a release statement does:
+// the caller's context is right again after it.
+func releaseWrapped(ctx context.Context, l *lockrt.Lock) error {
+	lease, err := l.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	_ = work(lease.Context())
+	must(lease.Unlock(ctx))
+	return work(ctx)
+}
+
+func releaseJoined(ctx context.Context, l *lockrt.Lock) error {
+	lease, err := l.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	err = work(lease.Context())
+	err = errors.Join(err, lease.Unlock(ctx))
+	return errors.Join(err, work(ctx))
+}
+
+// A release that may not run does not end the hold.
+func releaseMaybe(ctx context.Context, l *lockrt.Lock, early bool) error {
+	lease, err := l.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer lease.Unlock(ctx)
+	if early && lease.Unlock(ctx) == nil {
+		return nil
+	}
+	return work(ctx) // want `ctx is the context lease was obtained with`
+}
+
+// Findings silenced on purpose, with a reason.
+func ignored(ctx context.Context, l *lockrt.Lock, s *lockrt.Semaphore, skip bool) error {
+	_, _ = s.Acquire(ctx, 1) //lockgen:ignore the permit lives until its lease runs out, by design
+	lease, err := l.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	//lockgen:ignore the audit record must be written even if the lock is lost
+	_ = work(ctx)
+	_ = work(ctx) // want `ctx is the context lease was obtained with`
+	if skip {
+		return nil //lockgen:ignore the janitor releases skipped leases
+	}
+	return lease.Unlock(ctx)
+}
+
+func ignoredAtHold(ctx context.Context, l *lockrt.Lock, skip bool) error {
+	//lockgen:ignore handed to the janitor on the skip path
+	lease, err := l.Lock(ctx)
+	if err != nil || skip {
+		return err
+	}
+	return lease.Unlock(ctx)
+}
+
+func ignoreMisused(ctx context.Context, l *lockrt.Lock) error {
+	lease, err := l.Lock(ctx) /* want `lockgen:ignore needs a reason` */ //lockgen:ignore
+	if err != nil {
+		return err
+	}
+	//lockgen:ignore nothing here to silence // want `this //lockgen:ignore silences no leasecheck finding: remove it`
+	return lease.Unlock(ctx)
+}
