@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 // lossy loses replies: a request holding an armed pattern (a script's
@@ -556,4 +557,75 @@ func TestMultiLockLostReplies(t *testing.T) {
 			t.Fatalf("%d locks still held after Unlock", n)
 		}
 	}(t, backends()[0])
+}
+
+// TestExactlyOnceCosts counts, from INFO commandstats of a node of its
+// own, the Redis commands the exactly-once records cost: none on an
+// uncontended Lock+Unlock (SET, GET, DEL) or a re-entry, a CountDown's
+// GET and SET (no DECR), an Offer's SET NX (plain: EVALSHA, SET, RPUSH),
+// a claim's SET.
+func TestExactlyOnceCosts(t *testing.T) {
+	t.Parallel()
+	ctx := withTimeout(t, 30*time.Second)
+	own, err := redistest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	node := redis.NewClient(&redis.Options{Addr: own.Addr})
+	defer node.Close()
+	nodes := []*redis.Client{node}
+	c := lockrt.New(node)
+	defer c.Close()
+	d := def(t, lockrt.Reentrant, 5*time.Second, true, time.Second)
+	ld := latchDef(t, 3, time.Minute)
+	qd := queueDef(t, false, time.Minute, 3)
+	if err := c.Preload(ctx, d.Scripts.Acquire, d.Scripts.Release, ld.Scripts.CountDown, qd.Scripts.Offer, qd.Scripts.Take); err != nil {
+		t.Fatal(err)
+	}
+	lk := c.Lock(d, key(t, "lock"))
+	check := func(what string, f func() error, want map[string]int64) {
+		t.Helper()
+		resetStats(t, nodes)
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for cmd, n := range want {
+			if got := commandCalls(t, nodes, cmd); got != n {
+				t.Errorf("%s: %d %s calls, want %d", what, got, cmd, n)
+			}
+		}
+	}
+	check("Lock+Unlock", func() error {
+		le, err := lk.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		return le.Unlock(ctx)
+	}, map[string]int64{"evalsha": 2, "set": 1, "get": 1, "del": 1})
+	outer, err := lk.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("re-entry+inner Unlock", func() error {
+		le, err := lk.Lock(outer.Context())
+		if err != nil {
+			return err
+		}
+		return le.Unlock(ctx)
+	}, map[string]int64{"evalsha": 2, "set": 3, "get": 2, "del": 0})
+	if err := outer.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lt := c.Latch(ld, key(t, "latch"))
+	check("CountDown", func() error { _, err := lt.CountDown(ctx); return err },
+		map[string]int64{"evalsha": 1, "get": 1, "set": 1, "decr": 0})
+	plain := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "plain"))
+	check("plain Offer", func() error { return plain.Offer(ctx, 1) },
+		map[string]int64{"evalsha": 1, "set": 1, "rpush": 1})
+	rel := lockrt.NewReliableQueue(c, qd, lockrt.JSON[int]{}, key(t, "reliable"))
+	check("reliable Offer", func() error { return rel.Offer(ctx, 1) },
+		map[string]int64{"evalsha": 1, "set": 1, "hset": 1, "rpush": 1})
+	check("reliable TryTake", func() error { _, err := rel.TryTake(ctx, 0); return err },
+		map[string]int64{"evalsha": 1, "set": 2, "lpop": 1, "hget": 1, "get": 1})
 }
