@@ -1061,7 +1061,7 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // its KEYS, ARGV and reply.)
 var multiAcquireScript = lockimpl.Script{
 	Name: "multi_acquire",
-	SHA1: "3be7380c37cf4a5b5ad3141f55b8abfca323686a",
+	SHA1: "300e3fb0896841d8dddfdb1d50c5adfaa96e2ec9",
 	Source: `-- multi_acquire: take several reentrant or simple locks for one owner, all
 -- or none, in one step. Used when every key is on one slot (or one node).
 -- KEYS[1...] locks: three per lock, each lock once: KEYS[3i-2] the i-th
@@ -1074,7 +1074,9 @@ var multiAcquireScript = lockimpl.Script{
 -- ARGV[3] registered: '1' when the owner is registered already, '2:<i>'
 --   when it is registered at lock i (the one that blocked it) and only
 --   refreshes that entry while lock i is held (see refresh in registry;
---   the full attempt otherwise)
+--   the full attempt otherwise), else '0'; prefixed with 'n' for a new
+--   owner (made for this call): finding a lock held by itself, it ran
+--   already and answers {1, n}
 -- ARGV[4...] per_lock: two per lock: ARGV[2i+2] the i-th lock's kind
 --   ('reentrant' or 'simple') and ARGV[2i+3] its lease in milliseconds
 -- reply: {int, int} | {int, int, int}
@@ -1306,7 +1308,9 @@ local function hand_on(lock, queue, waiters, fence, reentrant, handoff, prefix, 
   notify(publish, prefix, waiter, payload)
 end
 local owner, ttl = ARGV[1], ARGV[2]
-local waiting, at = ARGV[3] == '1', tonumber(string.match(ARGV[3], '^2:(%d+)$'))
+local fresh, flag = string.match(ARGV[3], '^(n?)(.*)$')
+fresh = fresh == 'n'
+local waiting, at = flag == '1', tonumber(string.match(flag, '^2:(%d+)$'))
 local member = owner .. ' m'
 local n = #KEYS / 3
 
@@ -1324,6 +1328,14 @@ for i = 1, n do
   local lock = KEYS[3 * i - 2]
   local value = redis.call('get', lock)
   local holder = value and string.match(value, '^%S+')
+  if fresh and holder == owner then
+    -- A new owner that holds a lock already: an earlier run of this call
+    -- took them all (a run takes all or none) and its reply was lost.
+    for j = 1, n do
+      redis.call('pexpire', KEYS[3 * j - 2], ARGV[2 * j + 3])
+    end
+    return {1, n}
+  end
   if holder and (holder ~= owner or ARGV[2 * i + 2] == 'simple') then
     if holder == owner then
       return {-1, redis.call('pttl', lock), i}
