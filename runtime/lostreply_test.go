@@ -629,3 +629,49 @@ func TestExactlyOnceCosts(t *testing.T) {
 	check("reliable TryTake", func() error { _, err := rel.TryTake(ctx, 0); return err },
 		map[string]int64{"evalsha": 1, "set": 2, "lpop": 1, "hget": 1, "get": 1})
 }
+
+// TestEnqueue: Enqueue returns the item's id, the one its delivery has;
+// under a dedupe key a second Enqueue within the window adds nothing and
+// returns the first id, also when its reply was lost; RemoveID removes a
+// ready item by id, once.
+func TestEnqueue(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		c, l, _ := lossyClient(t, b)
+		ctx := withTimeout(t, 30*time.Second)
+		d := queueDef(t, true, 10*time.Second, 3)
+		q := lockrt.NewDelayedReliableQueue(c, d, lockrt.JSON[int]{}, key(t))
+		id1, err := q.Enqueue(ctx, 1, lockrt.WithKey("order-1", time.Minute))
+		if err != nil || id1 == "" {
+			t.Fatalf("Enqueue: %q, %v", id1, err)
+		}
+		l.lose(d.Scripts.Offer.SHA1, 1)
+		id2, err := q.Enqueue(ctx, 2, lockrt.WithKey("order-1", time.Minute))
+		if err != nil || id2 != id1 {
+			t.Fatalf("second Enqueue under the key: %q, %v; want %q", id2, err, id1)
+		}
+		mustLose(t, l)
+		later, err := q.Enqueue(ctx, 3, lockrt.After(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := q.Stats(ctx); err != nil || st.Ready != 1 || st.Delayed != 1 {
+			t.Fatalf("stats %+v (%v), want 1 ready and 1 delayed", st, err)
+		}
+		if ok, err := q.RemoveID(ctx, later); err != nil || !ok {
+			t.Fatalf("RemoveID of the delayed item: %v, %v", ok, err)
+		}
+		if ok, err := q.RemoveID(ctx, later); err != nil || ok {
+			t.Fatalf("RemoveID again: %v, %v; want false", ok, err)
+		}
+		dl, err := q.TryTake(ctx, 0)
+		if err != nil || dl.ID() != id1 || dl.Value != 1 {
+			t.Fatalf("took %v (%v), want item %q", dl, err, id1)
+		}
+		if err := dl.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Enqueue(ctx, 4, lockrt.WithKey("", time.Minute)); !errors.Is(err, lockrt.ErrInvalidArgument) {
+			t.Fatalf("empty key: %v, want ErrInvalidArgument", err)
+		}
+	})
+}

@@ -122,23 +122,36 @@ func (q *queue) start(ctx context.Context) error {
 }
 
 // offer adds encoded items: ready now when delay and at are zero, else
-// due after delay or at at.
-func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bodies ...[]byte) (err error) {
+// due after delay or at at. It is offerKey without a dedupe key.
+func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bodies ...[]byte) error {
+	_, err := q.offerKey(ctx, delay, at, "", 0, bodies...)
+	return err
+}
+
+// offerKey is offer under a dedupe key (none when ""): an offer whose key
+// was offered within window adds nothing. It returns the first item's
+// id: the first offer's, when the key was offered already ("" for a
+// plain queue's items ready now, which have no id).
+func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time, key string, window time.Duration, bodies ...[]byte) (id string, err error) {
 	ctx, end := q.c.start(ctx, OpOffer, q.def.Name)
 	defer func() { q.c.observeOffer(ctx, end, q.def.Name, len(bodies), err) }()
 	if err := q.c.checkOpen(); err != nil {
-		return err
+		return "", err
 	}
 	if len(bodies) == 0 {
-		return nil
+		return "", nil
 	}
 	q.c.injectItems(ctx, bodies)
 	if !at.IsZero() && !at.After(time.Now()) {
 		at = time.Time{} // not in the future: ready now
 	}
 	op := q.c.newSharedOp()
+	record, ttl := keys.Sub(q.key, "op:"+op), offerRecordArg
+	if key != "" {
+		record, ttl = keys.Sub(q.key, "key:"+key), window.Milliseconds()
+	}
 	args := make([]any, 0, 6+len(bodies))
-	args = append(args, q.c.publishCmd(), q.mode(), "", "", op, offerRecordArg)
+	args = append(args, q.c.publishCmd(), q.mode(), "", "", op, ttl)
 	switch {
 	case delay > 0:
 		args[2] = ceilMillis(delay)
@@ -148,10 +161,14 @@ func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bo
 	for _, b := range bodies {
 		args = append(args, b)
 	}
-	ks := append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+op))
-	// queue_offer reply: int (not read)
-	if err := q.c.eval(ctx, q.def.Scripts.Offer, ks, args...).Err(); err != nil {
-		return fmt.Errorf("lockgen: offering to %s: %w", q.key, err)
+	ks := append(q.keys[:len(q.keys):len(q.keys)], record)
+	// queue_offer reply: {int, string}
+	res, err := q.c.eval(ctx, q.def.Scripts.Offer, ks, args...).Slice()
+	if err != nil {
+		return "", fmt.Errorf("lockgen: offering to %s: %w", q.key, err)
+	}
+	if len(res) == 2 {
+		id, _ = res[1].(string)
 	}
 	// The scheduler serves the queue until the items are due (another
 	// client's may move them first).
@@ -161,7 +178,7 @@ func (q *queue) offer(ctx context.Context, delay time.Duration, at time.Time, bo
 	case !at.IsZero():
 		q.c.sched.expect(q.serve(false), at)
 	}
-	return nil
+	return id, nil
 }
 
 // OfferRecordTTL is how long an offer's record lives in Redis (see

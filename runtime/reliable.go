@@ -57,6 +57,88 @@ func (q *ReliableQueue[T]) OfferMany(ctx context.Context, vs ...T) error {
 	return q.q.offer(ctx, 0, time.Time{}, bodies...)
 }
 
+// OfferOption changes one Enqueue.
+type OfferOption func(*offerOptions)
+
+type offerOptions struct {
+	delay  time.Duration
+	at     time.Time
+	key    string
+	window time.Duration
+}
+
+// After makes an enqueued item due after d (a delayed queue's; 0: ready
+// now).
+func After(d time.Duration) OfferOption { return func(o *offerOptions) { o.delay = d } }
+
+// At makes an enqueued item due at t (a delayed queue's; a time not in
+// the future: ready now).
+func At(t time.Time) OfferOption { return func(o *offerOptions) { o.at = t } }
+
+// WithKey deduplicates an Enqueue: while an item enqueued with the same
+// key was enqueued less than window ago, Enqueue adds nothing and returns
+// that item's id (asynq's TaskID and Unique). The key is kept in Redis
+// for window.
+func WithKey(key string, window time.Duration) OfferOption {
+	return func(o *offerOptions) { o.key, o.window = key, window }
+}
+
+// Enqueue adds v, ready now unless After or At say when (a delayed
+// queue's; they are ignored by a queue without delay), and returns its
+// id, the one its deliveries have (Delivery.ID) and RemoveID takes. Like
+// every offer it adds v once although its command ran twice (a reply
+// lost). It returns ErrInvalidArgument for a negative delay, an empty
+// key or a window under a millisecond, an encoding error, ErrClosed, or a
+// Redis error.
+func (q *ReliableQueue[T]) Enqueue(ctx context.Context, v T, opts ...OfferOption) (string, error) {
+	var o offerOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case o.delay < 0:
+		return "", fmt.Errorf("%w: negative delay %v", ErrInvalidArgument, o.delay)
+	case o.window != 0 && o.key == "", o.key != "" && o.window < time.Millisecond:
+		return "", fmt.Errorf("%w: dedupe key %q with window %v", ErrInvalidArgument, o.key, o.window)
+	}
+	if !q.q.def.Delay {
+		o.delay, o.at = 0, time.Time{}
+	}
+	bodies, err := encodeAll(q.q, q.codec, []T{v})
+	if err != nil {
+		return "", err
+	}
+	return q.q.offerKey(ctx, o.delay, o.at, o.key, o.window, bodies...)
+}
+
+// RemoveID removes the item with the given id (Enqueue's, Delivery.ID's)
+// while it is ready, delayed, or dead (not while a delivery of it is in
+// flight), and reports whether it was there. It is one MULTI and an HDEL
+// of its body, and removes nothing more when it runs twice. It returns a
+// Redis error.
+func (q *ReliableQueue[T]) RemoveID(ctx context.Context, id string) (bool, error) {
+	k := q.q.keys
+	var ready, delayed, dead *redis.IntCmd
+	_, err := q.q.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		ready = p.LRem(ctx, k[kReady], 1, id)
+		delayed = p.ZRem(ctx, k[kDelayed], id)
+		dead = p.LRem(ctx, k[kDead], 1, id)
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("lockgen: removing %s from %s: %w", id, q.q.key, err)
+	}
+	if ready.Val()+delayed.Val()+dead.Val() == 0 {
+		return false, nil
+	}
+	if err := q.q.c.rdb.HDel(ctx, k[kData], id).Err(); err != nil {
+		return true, fmt.Errorf("lockgen: removing %s from %s: %w", id, q.q.key, err)
+	}
+	_ = q.q.c.rdb.HDel(ctx, k[kAtt], id)
+	_ = q.q.c.rdb.HDel(ctx, k[kErr], id)
+	return true, nil
+}
+
 // Take returns the next delivery, waiting for one as long as the context
 // allows. An item that does not decode is dead-lettered with the decode
 // error, and Take goes on with the next one.
