@@ -415,21 +415,24 @@ return 3
 }
 
 // queueOfferScript: add items to a queue, ready now or when due, once per
-// operation: a call that runs again (its reply was lost) finds its record
+// operation: a call that runs again (its reply was lost), or an offer
+// under a dedupe key offered already within its window, finds its record
 // and adds nothing.
 // (lockgen's Lua script queue_offer; the comment at the top of Source states
 // its KEYS, ARGV and reply.)
 var queueOfferScript = lockimpl.Script{
 	Name: "queue_offer",
-	SHA1: "eccdfb38034ce84e723e295ee4e1250cee12b57c",
+	SHA1: "6d811c0605f1a18bde80c2ceabbc3e10e608b92f",
 	Source: `-- queue_offer: add items to a queue, ready now or when due, once per
--- operation: a call that runs again (its reply was lost) finds its record
+-- operation: a call that runs again (its reply was lost), or an offer
+-- under a dedupe key offered already within its window, finds its record
 -- and adds nothing.
 -- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
--- KEYS[11] record: the offer's record, KEYS[1]..':op:'..op, holding the
---   reply while it lives
+-- KEYS[11] record: the offer's record, KEYS[1]..':op:'..op, or
+--   KEYS[1]..':key:'..key for an offer under a caller's dedupe key: "<due>
+--   <first item's id>" while it lives
 -- ARGV[1] publish: the command that publishes on the timer channel,
 --   KEYS[1]..':ch' (publish or spublish)
 -- ARGV[2] mode: 'r' reliable (lists hold ids and bodies live in data) or
@@ -439,12 +442,14 @@ var queueOfferScript = lockimpl.Script{
 --   not after now is ready now)
 -- ARGV[5] op: the offer's operation id, unique across clients: the id of
 --   its item, or "<op>-<i>" of its i-th item (from 1) when it has several
--- ARGV[6] record_ms: how long the record lives
+-- ARGV[6] record_ms: how long the record lives (a dedupe key's window)
 -- ARGV[7...] items: the encoded items
--- reply: int
+-- reply: {int, string}
 --   The due time (server clock, unix ms), or 0 when the items are ready
---   now. An item that becomes the earliest due one is announced on the
---   channel, so that every client's delay timer re-arms.
+--   now, and the first item's id ('' for a plain queue's ready items,
+--   which have none); the first offer's, when the record was there. An
+--   item that becomes the earliest due one is announced on the channel,
+--   so that every client's delay timer re-arms.
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = 0
@@ -458,12 +463,17 @@ local delayed = due > now
 if not delayed then
   due = 0
 end
-local first = redis.call('set', KEYS[11], due, 'NX', 'PX', ARGV[6], 'GET')
-if first then
-  return tonumber(first) -- this offer ran already
-end
 local byId = ARGV[2] == 'r' or delayed
 local op, many = ARGV[5], #ARGV > 7
+local id1 = ''
+if byId then
+  id1 = many and op .. '-1' or op
+end
+local first = redis.call('set', KEYS[11], due .. ' ' .. id1, 'NX', 'PX', ARGV[6], 'GET')
+if first then -- this offer ran already, or its key was offered
+  local d, id = string.match(first, '^(%d+) ?(.*)$')
+  return {tonumber(d), id}
+end
 for i = 7, #ARGV do
   local item = ARGV[i]
   if byId then
@@ -481,14 +491,14 @@ for i = 7, #ARGV do
   end
 end
 if not delayed then
-  return 0
+  return {0, id1}
 end
 local armed = redis.call('get', KEYS[5])
 if not armed or due < tonumber(armed) then
   redis.call('set', KEYS[5], due, 'px', due - now + 1000)
   redis.call(ARGV[1], KEYS[1] .. ':ch', due)
 end
-return due
+return {due, id1}
 `,
 }
 
