@@ -168,6 +168,9 @@ type acquireOptions struct {
 	// end: when a TryLock's or TryAcquire's wait ends (zero: no wait
 	// given), which bounds its attempts (see attemptContext).
 	end time.Time
+	// op: a re-entry's operation id, the same in each of its attempts
+	// (see "Exactly one effect" in the package doc).
+	op string
 }
 
 // WithLease sets the lease of this hold instead of the spec's: the TTL of

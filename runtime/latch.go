@@ -73,7 +73,11 @@ func (l *Latch) CountDown(ctx context.Context) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	// latch_count_down reply: int
-	n, err := l.c.eval(ctx, l.def.Scripts.CountDown, []string{l.key}, l.def.Count, l.def.Expire.Milliseconds(), l.channel(), l.c.publishCmd(), l.c.newSharedOp()).Int()
+	op := l.c.newSharedOp() // the same in every send (see resolve)
+	send := func() *redis.Cmd {
+		return l.c.eval(ctx, l.def.Scripts.CountDown, []string{l.key}, l.def.Count, l.def.Expire.Milliseconds(), l.channel(), l.c.publishCmd(), op)
+	}
+	n, err := resolve(ctx, send(), send).Int()
 	if err != nil {
 		return 0, fmt.Errorf("lockgen: counting down %s: %w", l.key, err)
 	}

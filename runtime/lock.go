@@ -205,8 +205,17 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	}
 	var trust handoffTrust
 	trust.sending()
+	if carried && l.def.Kind != impl.Simple {
+		o.op = l.c.newOp() // every attempt of this re-entry names it
+	}
 	le, ttl, err := l.attempt(ctx, owner, o, reg, false, trust.sent)
 	if le != nil || failFast(err, wait) {
+		if err != nil && o.fresh && isConnError(err) {
+			// Cut short by the deadline, or no reply after go-redis'
+			// retries: the script may have run. Leaving gives back what
+			// it may have taken (in the background past cleanUpWait).
+			l.leave(ctx, owner, o.lease)
+		}
 		return le, err
 	}
 	if wait == 0 {
@@ -275,20 +284,20 @@ func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg s
 // The caller waits for it at most cleanUpWait (see cleanUp).
 func (l *Lock) leave(ctx context.Context, owner string, lease time.Duration) {
 	cleanUp(ctx, func(ctx context.Context) {
-		_ = l.evalRelease(ctx, owner, owner, lease, true).Err()
+		_ = l.evalRelease(ctx, owner, owner, lease, true, l.c.newOp()).Err()
 	})
 }
 
 // releaseArgs returns the ARGV of l's release script for owner's hold
 // with lease; leaving when owner gives up a wait.
-func (l *Lock) releaseArgs(owner any, lease time.Duration, leaving bool) []any {
+func (l *Lock) releaseArgs(owner any, lease time.Duration, leaving bool, op string) []any {
 	flag := "0"
 	if leaving {
 		flag = "1"
 	}
 	args := l.args(owner, lease.Milliseconds(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds(), flag)
 	if opReleases(l.def.Kind) {
-		args = append(args, l.c.newOp())
+		args = append(args, op)
 	}
 	return args
 }
@@ -340,11 +349,6 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	var buf [3]int64
 	res, fast, err := acquireReply(cmd, &buf)
 	if err != nil {
-		if o.fresh && (uctx.Err() != nil || isConnError(err)) {
-			// Cut short, or no reply after go-redis' retries: the script
-			// may have run. Leaving gives back what it may have taken.
-			l.leave(ctx, owner, o.lease)
-		}
 		return nil, 0, attemptError(l.key, err)
 	}
 	if o.fresh && res[0] == -1 {
@@ -404,14 +408,14 @@ func (l *Lock) issue(uctx context.Context, owner string, o acquireOptions, reg t
 		switch {
 		case l.def.Kind == impl.Fair && !o.fresh && !waiting: // a re-entry names its operation
 			prefix, publish := l.wakeArgs()
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg, l.c.newOp())
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg, o.op)
 		case l.def.Kind == impl.Fair: // it may hand a free lock to the first waiter
 			prefix, publish := l.wakeArgs()
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg)
 		case waiting:
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f)
 		case !o.fresh && l.def.Kind != impl.Simple: // a re-entry names its operation
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, l.c.newOp())
+			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, o.op)
 		case reg == RegistryTTL: // the scripts' default: one argument less
 			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner)
 		default: // a first attempt leaves the registered flag out
@@ -424,7 +428,7 @@ func (l *Lock) issue(uctx context.Context, owner string, o acquireOptions, reg t
 		}
 		args = l.args(args...)
 		if !o.fresh && !waiting && l.def.Kind != impl.Simple { // a re-entry names its operation
-			args = append(args, l.c.newOp())
+			args = append(args, o.op)
 		}
 		cmd, wait = l.evalAcquire(uctx, l.scriptKeys(), args...)
 	}
@@ -644,8 +648,16 @@ func (l *Lock) releaseHold(ctx context.Context, owner string, arg any, lease tim
 			// renews a renewed lock's holds left (the script keeps the
 			// lock's TTL then).
 			cmd = l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], arg)
+			if isConnError(cmd.Err()) {
+				cmd = resolve(ctx, cmd, func() *redis.Cmd { return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], arg) })
+			}
 		} else {
 			cmd = l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], arg, l.leaseArg(lease))
+			if isConnError(cmd.Err()) {
+				cmd = resolve(ctx, cmd, func() *redis.Cmd {
+					return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], arg, l.leaseArg(lease))
+				})
+			}
 		}
 		n, err := cmd.Int()
 		if err != nil || n != handOnDue {
@@ -653,7 +665,12 @@ func (l *Lock) releaseHold(ctx context.Context, owner string, arg any, lease tim
 		}
 		resetSends([]any{arg}) // that call changed nothing
 	}
-	n, err = l.evalRelease(ctx, owner, arg, lease, false).Int()
+	op := l.c.newOp() // the same in every send of this release
+	cmd := l.evalRelease(ctx, owner, arg, lease, false, op)
+	if isConnError(cmd.Err()) {
+		cmd = resolve(ctx, cmd, func() *redis.Cmd { return l.evalRelease(ctx, owner, arg, lease, false, op) })
+	}
+	n, err = cmd.Int()
 	return n, resentArg(arg), err
 }
 
@@ -663,11 +680,12 @@ func (l *Lock) releaseHold(ctx context.Context, owner string, arg any, lease tim
 func opReleases(k impl.LockKind) bool { return k != impl.Simple }
 
 // evalRelease runs l's release script for owner's hold with lease (arg is
-// sent as the owner, see releaseHold); leaving when owner gives up a wait.
-func (l *Lock) evalRelease(ctx context.Context, owner string, arg any, lease time.Duration, leaving bool) *redis.Cmd {
+// sent as the owner, see releaseHold), as operation op; leaving when owner
+// gives up a wait.
+func (l *Lock) evalRelease(ctx context.Context, owner string, arg any, lease time.Duration, leaving bool, op string) *redis.Cmd {
 	p := l.prep
 	if p == nil {
-		return l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.releaseArgs(arg, lease, leaving)...)
+		return l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.releaseArgs(arg, lease, leaving, op)...)
 	}
 	flag := flag0
 	if leaving {
@@ -676,7 +694,7 @@ func (l *Lock) evalRelease(ctx context.Context, owner string, arg any, lease tim
 	n := len(p.keys)
 	prefix, publish := l.wakeArgs()
 	if opReleases(l.def.Kind) {
-		return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], arg, l.leaseArg(lease), prefix, publish, handoffArg, flag, l.c.newOp())
+		return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], arg, l.leaseArg(lease), prefix, publish, handoffArg, flag, op)
 	}
 	return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], arg, l.leaseArg(lease), prefix, publish, handoffArg, flag)
 }

@@ -246,7 +246,7 @@ func (m *MultiLock) leave(ctx context.Context, owner string, i int, lease time.D
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	member := owner + " m"
-	_ = m.locks[i].evalRelease(ctx, member, member, lease, true).Err()
+	_ = m.locks[i].evalRelease(ctx, member, member, lease, true, m.locks[0].c.newOp()).Err()
 }
 
 // errMoved ends a multi-lock's wait on one lock's channel when another

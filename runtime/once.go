@@ -224,3 +224,24 @@ func attemptError(key string, err error) error {
 	}
 	return fmt.Errorf("lockgen: acquiring %s: %w", key, err)
 }
+
+// resolve returns cmd, the reply of a release-like call (Unlock,
+// Release, CountDown, Ack, Nack) whose every run after the first changes
+// nothing, or, when it failed without a reply from Redis (go-redis gave up
+// after its retries: the call may or may not have run), the reply of send,
+// the same call sent again while ctx, a release context, allows: so the
+// caller learns what happened instead of an error for a release that may
+// have been done. It backs off from 50 ms, doubling up to 1 s.
+func resolve(ctx context.Context, cmd *redis.Cmd, send func() *redis.Cmd) *redis.Cmd {
+	for retries := 0; isConnError(cmd.Err()) && ctx.Err() == nil; retries++ {
+		t := time.NewTimer(retryBackoff(retries))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return cmd
+		case <-t.C:
+		}
+		cmd = send()
+	}
+	return cmd
+}

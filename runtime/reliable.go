@@ -209,7 +209,7 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) 
 		if wait == 0 {
 			cend = time.Time{}
 		}
-		ds, err := q.q.claim(ctx, cend, id, n)
+		ds, err := q.q.claimAgain(ctx, cend, id, n)
 		if err != nil {
 			return nil, err
 		}
@@ -284,22 +284,50 @@ func (d *delivery) settledError(ack bool) (bool, error) {
 	return true, fmt.Errorf("%w: delivery %s of %s was %s", ErrDeliverySettled, d.id, d.q.key, what)
 }
 
-// claim runs the take script: it claims up to n deliveries, id first
-// (when not "", from the processing list), then the first ready items. It
-// returns none when there was nothing to claim.
-func (q *queue) claim(ctx context.Context, end time.Time, id string, n int) ([]*delivery, error) {
+// claimAgain is claim, sent again as the same operation while it fails
+// with a transient error (Redis unreachable, or no reply after go-redis'
+// retries) and end allows: a run that happened answers its deliveries
+// (see queue_take's record), so a Take rides an outage out, as every
+// other blocking call does, and finds what a lost reply claimed.
+func (q *queue) claimAgain(ctx context.Context, end time.Time, id string, n int) ([]*delivery, error) {
+	op := &markedArg{s: q.c.newSharedOp()}
+	for retries := 0; ; retries++ {
+		ds, err := q.claim(ctx, end, id, n, op)
+		if err == nil || !transient(err) || end.IsZero() {
+			return ds, err
+		}
+		d := retryBackoff(retries)
+		if time.Until(end) < d {
+			return nil, err
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, lastError(emptyError(ctx), err)
+		case <-q.c.hub.closedCh():
+			t.Stop()
+			return nil, ErrClosed
+		}
+	}
+}
+
+// claim runs the take script as operation op: it claims up to n
+// deliveries, id first (when not "", from the processing list), then the
+// first ready items. It returns none when there was nothing to claim.
+func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *markedArg) ([]*delivery, error) {
 	if err := q.c.checkOpen(); err != nil {
 		return nil, err
 	}
 	// Not cut short by ctx: a claim that ran while its reply was
 	// queue_take reply: nil | {int, int, any...}
 	// abandoned would hide the items for a whole visibility timeout.
-	op := q.c.newSharedOp()
-	ks := append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+op))
+	ks := append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+op.s))
 	uctx, cancel := attemptContext(ctx, true, end)
 	defer cancel()
 	claim := func() *redis.Cmd {
-		return q.c.eval(uctx, q.def.Scripts.Take, ks, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n, &markedArg{s: op})
+		return q.c.eval(uctx, q.def.Scripts.Take, ks, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n, op)
 	}
 	var cmd *redis.Cmd
 	if _, bounded := uctx.Deadline(); bounded {
@@ -359,7 +387,10 @@ func (d *delivery) settle(ctx context.Context, reason, mode string, delay time.D
 	}
 	// queue_nack reply: int
 	id := newCounted(d.id)
-	n, err := q.c.eval(ctx, q.def.Scripts.Nack, q.keys, q.c.publishCmd(), id, d.n, q.def.MaxDeliveries, reason, mode, ms).Int()
+	send := func() *redis.Cmd {
+		return q.c.eval(ctx, q.def.Scripts.Nack, q.keys, q.c.publishCmd(), id, d.n, q.def.MaxDeliveries, reason, mode, ms)
+	}
+	n, err := resolve(ctx, send(), send).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockgen: giving back delivery %s of %s: %w", d.id, q.key, err)
@@ -425,7 +456,8 @@ func (d *delivery) ack(ctx context.Context) error {
 	q := d.q
 	// queue_ack reply: int
 	id := newCounted(d.id)
-	n, err := q.c.eval(ctx, q.def.Scripts.Ack, q.keys, q.c.publishCmd(), id, d.n).Int()
+	send := func() *redis.Cmd { return q.c.eval(ctx, q.def.Scripts.Ack, q.keys, q.c.publishCmd(), id, d.n) }
+	n, err := resolve(ctx, send(), send).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockgen: acknowledging delivery %s of %s: %w", d.id, q.key, err)

@@ -191,6 +191,9 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	trust.sending()
 	p, next, err := s.attempt(ctx, owner, strconv.Itoa(n), o, reg, flag0)
 	if p != nil || failFast(err, wait) {
+		if err != nil && isConnError(err) {
+			s.leave(ctx, owner, n) // see Lock.acquire
+		}
 		return p, err
 	}
 	if wait == 0 {
@@ -286,10 +289,6 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 	}
 	res, err := cmd.Int64Slice()
 	if err != nil {
-		if uctx.Err() != nil || isConnError(err) {
-			k, _ := strconv.Atoi(n) // 0 for a drain, which never registers
-			s.leave(ctx, owner, k)
-		}
 		return nil, 0, attemptError(s.key, err)
 	}
 	switch {
@@ -449,8 +448,11 @@ func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	arg := newCounted(owner)
+	send := func() *redis.Cmd {
+		return s.c.eval(ctx, s.def.Scripts.Release, s.scriptKeys(), s.releaseArgs(arg, 0)...)
+	}
 	// semaphore_release reply: int
-	n, err := s.c.eval(ctx, s.def.Scripts.Release, s.scriptKeys(), s.releaseArgs(arg, 0)...).Int()
+	n, err := resolve(ctx, send(), send).Int()
 	if n < 0 && resentArg(arg) {
 		n = 0
 	}
@@ -539,7 +541,11 @@ func (s *Semaphore) Drain(ctx context.Context, opts ...AcquireOption) (p *Permit
 	}
 	ctx, end := s.c.start(ctx, OpAcquire, s.def.Name)
 	defer func(t time.Time) { s.c.acquired(ctx, end, s.def.Name, t, err) }(time.Now())
-	p, _, err = s.attempt(ctx, s.c.newOwner(), "*", o, 0, flag0)
+	owner := s.c.newOwner()
+	p, _, err = s.attempt(ctx, owner, "*", o, 0, flag0)
+	if err != nil && isConnError(err) {
+		s.leave(ctx, owner, 0) // see Lock.acquire
+	}
 	if p == nil && err == nil {
 		err = ErrNotObtained
 	}
