@@ -181,6 +181,9 @@ func (l *Lock) TryLock(ctx context.Context, wait time.Duration, opts ...AcquireO
 	if err != nil {
 		return nil, err
 	}
+	if wait > 0 {
+		o.end = time.Now().Add(wait) // its attempts end with the wait too
+	}
 	return l.acquire(ctx, wait, o)
 }
 
@@ -193,9 +196,6 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	}
 	owner, carried := ctx.Value(ownerKey{}).(string)
 	o.fresh = !carried
-	if wait > 0 {
-		o.end = time.Now().Add(wait) // an attempt ends with the wait too
-	}
 	if !carried {
 		owner = l.c.newOwner()
 	}
@@ -210,7 +210,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	}
 	le, ttl, err := l.attempt(ctx, owner, o, reg, false, trust.sent)
 	if le != nil || failFast(err, wait) {
-		if err != nil && o.fresh && isConnError(err) {
+		if err != nil && o.fresh && (isConnError(err) || errors.Is(err, context.Canceled)) {
 			// Cut short by the deadline, or no reply after go-redis'
 			// retries: the script may have run. Leaving gives back what
 			// it may have taken (in the background past cleanUpWait).
@@ -332,11 +332,13 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		// go-redis may overrun a deadline (a connection that never
 		// answers its handshake waits for DialTimeout): the call goes on
 		// alone past it, and the owner leaves below.
-		r := within(uctx, func() [2]*redis.Cmd {
+		r, ok := within(uctx, func() [2]*redis.Cmd {
 			cmd, wait := l.issue(uctx, owner, o, reg, waiting)
 			return [2]*redis.Cmd{cmd, wait}
-		}, [2]*redis.Cmd{deadlineCmd(uctx), nil})
-		cmd, wait = r[0], r[1]
+		})
+		if cmd, wait = r[0], r[1]; !ok {
+			cmd = lateCmd(uctx)
+		}
 	} else {
 		cmd, wait = l.issue(uctx, owner, o, reg, waiting)
 	}

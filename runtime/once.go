@@ -165,61 +165,64 @@ func cleanUp(ctx context.Context, f func(context.Context)) {
 	}
 }
 
-// attemptContext returns the context of an acquire's attempt: ctx's
-// values, not its cancellation (an abandoned reply would leave a hold
-// nobody knows of), and, when bounded, ctx's deadline or end (a TryX's
-// wait; zero for none), whichever comes first: the caller then cleans up
-// after an attempt the deadline cut short. Background without an end
-// stays as it is (no wrapper, no allocation on the uncontended path).
+// attemptContext returns the context of an acquire's attempt. Unbounded
+// (a re-entry's): ctx's values, not its cancellation (an abandoned reply
+// would leave a hold nobody knows of). Bounded: ctx itself when its
+// deadline comes before end (a TryX's wait; zero for none), or ctx's
+// values with end as the deadline; the caller then cleans up after an
+// attempt the deadline or a cancellation cut short. Background without an
+// end stays as it is (no wrapper, no allocation on the uncontended path).
 func attemptContext(ctx context.Context, bounded bool, end time.Time) (context.Context, context.CancelFunc) {
-	if ctx == context.Background() && (end.IsZero() || !bounded) {
-		return ctx, func() {}
-	}
-	uctx := context.WithoutCancel(ctx)
+	nop := func() {}
 	if !bounded {
-		return uctx, func() {}
+		if ctx == context.Background() {
+			return ctx, nop
+		}
+		return context.WithoutCancel(ctx), nop
 	}
 	if dl, ok := ctx.Deadline(); ok && (end.IsZero() || dl.Before(end)) {
-		end = dl
+		return ctx, nop
 	}
 	if end.IsZero() {
-		return uctx, func() {}
+		if ctx == context.Background() {
+			return ctx, nop
+		}
+		return context.WithoutCancel(ctx), nop
 	}
-	return context.WithDeadline(uctx, end)
+	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
 
-// within returns call's result, or late once ctx's deadline has passed
-// first: call then goes on alone, in a goroutine of its own, and its
-// result is dropped (the caller cleans up after what it may have done).
-// go-redis keeps a deadline for commands on a working connection, but
-// not always while it makes one (a server that accepts and never answers
-// holds the handshake for DialTimeout).
-func within[T any](ctx context.Context, call func() T, late T) T {
-	dl, _ := ctx.Deadline()
+// within returns call's result, or ok false once ctx has ended first
+// (its deadline passed, or it was cancelled): call then goes on alone, in
+// a goroutine of its own, and its result is dropped (the caller cleans up
+// after what it may have done). go-redis keeps a deadline for commands on
+// a working connection, but not when the server stops answering (a
+// stopped or partitioned server, or one that accepts and never answers,
+// holds the call for its DialTimeout, 5 s).
+func within[T any](ctx context.Context, call func() T) (v T, ok bool) {
 	done := make(chan T, 1)
 	go func() { done <- call() }()
-	t := time.NewTimer(time.Until(dl))
-	defer t.Stop()
 	select {
-	case v := <-done:
-		return v
-	case <-t.C:
-		return late
+	case v = <-done:
+		return v, true
+	case <-ctx.Done():
+		return v, false
 	}
 }
 
-// deadlineCmd is the result of a command within gave up on.
-func deadlineCmd(ctx context.Context) *redis.Cmd {
+// lateCmd is the result of a command within gave up on: ctx's error.
+func lateCmd(ctx context.Context) *redis.Cmd {
 	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(context.DeadlineExceeded)
+	cmd.SetErr(ctx.Err())
 	return cmd
 }
 
 // attemptError is the error of an acquire's attempt on key that failed
-// with err: one that its deadline cut short did not obtain (it matches
-// ErrNotObtained and the deadline's error, as a wait that ran out does).
+// with err: one that its deadline or a cancellation cut short did not
+// obtain (it matches ErrNotObtained and the context's error, as a wait
+// that ran out does).
 func attemptError(key string, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: acquiring %s: %w", ErrNotObtained, key, err)
 	}
 	return fmt.Errorf("lockgen: acquiring %s: %w", key, err)

@@ -324,7 +324,13 @@ func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *
 	// queue_take reply: nil | {int, int, any...}
 	// abandoned would hide the items for a whole visibility timeout.
 	ks := append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+op.s))
-	uctx, cancel := attemptContext(ctx, true, end)
+	// Bounded by the deadline (and the wait), not cut short by a
+	// cancellation: a claim that ran while its reply was abandoned hides
+	// its items until their visibility runs out.
+	if dl, ok := ctx.Deadline(); ok && (end.IsZero() || dl.Before(end)) {
+		end = dl
+	}
+	uctx, cancel := attemptContext(context.WithoutCancel(ctx), true, end)
 	defer cancel()
 	claim := func() *redis.Cmd {
 		return q.c.eval(uctx, q.def.Scripts.Take, ks, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n, op)
@@ -333,7 +339,10 @@ func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *
 	if _, bounded := uctx.Deadline(); bounded {
 		// A claim the deadline cut short may have run: its deliveries
 		// come back when their visibility runs out.
-		cmd = within(uctx, claim, deadlineCmd(uctx))
+		var ok bool
+		if cmd, ok = within(uctx, claim); !ok {
+			cmd = lateCmd(uctx)
+		}
 	} else {
 		cmd = claim()
 	}

@@ -104,8 +104,11 @@ func (c *Client) reloadOnConnError(err error) {
 // isConnError reports whether err means Redis did not answer: not a reply
 // of Redis (redis.Error, redis.Nil) and not the caller's cancellation.
 func isConnError(err error) bool {
+	if err == nil {
+		return false
+	}
 	var rerr redis.Error
-	return err != nil && !errors.As(err, &rerr) && !errors.Is(err, context.Canceled)
+	return !errors.As(err, &rerr) && !errors.Is(err, context.Canceled)
 }
 
 func isNoScript(err error) bool {

@@ -143,6 +143,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration, o
 	if err != nil {
 		return nil, err
 	}
+	if wait > 0 {
+		o.end = time.Now().Add(wait) // its attempts end with the wait too
+	}
 	return s.acquire(ctx, n, wait, o)
 }
 
@@ -180,9 +183,6 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 		return nil, fmt.Errorf("%w: %d permits", ErrInvalidArgument, n)
 	}
 	owner := s.c.newOwner()
-	if wait > 0 {
-		o.end = time.Now().Add(wait) // an attempt ends with the wait too
-	}
 	reg := time.Duration(0) // no registry entry for a try that does not wait
 	if wait != 0 {
 		reg = s.registryTTL()
@@ -191,7 +191,7 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	trust.sending()
 	p, next, err := s.attempt(ctx, owner, strconv.Itoa(n), o, reg, flag0)
 	if p != nil || failFast(err, wait) {
-		if err != nil && isConnError(err) {
+		if err != nil && (isConnError(err) || errors.Is(err, context.Canceled)) {
 			s.leave(ctx, owner, n) // see Lock.acquire
 		}
 		return p, err
@@ -283,7 +283,10 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 	}
 	var cmd *redis.Cmd
 	if _, bounded := uctx.Deadline(); bounded {
-		cmd = within(uctx, acquire, deadlineCmd(uctx)) // see Lock.attempt
+		var ok bool
+		if cmd, ok = within(uctx, acquire); !ok { // see Lock.attempt
+			cmd = lateCmd(uctx)
+		}
 	} else {
 		cmd = acquire()
 	}
@@ -543,7 +546,7 @@ func (s *Semaphore) Drain(ctx context.Context, opts ...AcquireOption) (p *Permit
 	defer func(t time.Time) { s.c.acquired(ctx, end, s.def.Name, t, err) }(time.Now())
 	owner := s.c.newOwner()
 	p, _, err = s.attempt(ctx, owner, "*", o, 0, flag0)
-	if err != nil && isConnError(err) {
+	if err != nil && (isConnError(err) || errors.Is(err, context.Canceled)) {
 		s.leave(ctx, owner, 0) // see Lock.acquire
 	}
 	if p == nil && err == nil {
