@@ -162,8 +162,17 @@ func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time,
 		args = append(args, b)
 	}
 	ks := append(q.keys[:len(q.keys):len(q.keys)], record)
+	send := func() *redis.Cmd { return q.c.eval(ctx, q.def.Scripts.Offer, ks, args...) }
+	cmd := send()
+	if isConnError(cmd.Err()) && ctx.Err() == nil {
+		// No reply after go-redis' retries: the offer may have landed.
+		// The same offer again answers from its record (see resolve).
+		rctx, cancel := context.WithTimeout(ctx, ReleaseTimeout)
+		defer cancel()
+		cmd = resolve(rctx, cmd, send)
+	}
 	// queue_offer reply: {int, string}
-	res, err := q.c.eval(ctx, q.def.Scripts.Offer, ks, args...).Slice()
+	res, err := cmd.Slice()
 	if err != nil {
 		return "", fmt.Errorf("lockgen: offering to %s: %w", q.key, err)
 	}
