@@ -124,11 +124,54 @@ func mustLose(t *testing.T, l *lossy) {
 	}
 }
 
-// TestLockLostReplies: every call of a reentrant, a fenced and a fair lock whose
-// script ran and whose reply was lost (go-redis sends it again) has one
-// effect, read from Redis: a new owner's Lock one hold, a re-entry one
-// more, an inner Unlock one less, a last Unlock the lock free; and no
-// call returns an error.
+// reentryRound takes lk (a lock, or one side of a read-write lock) as a
+// new owner, re-enters it, and gives both holds up, each call losing its
+// reply once (go-redis sends it again); after each it reads the owner's
+// holds from Redis (1, 2, 1) and fails unless every call returned nil and
+// the lock ends free (free reports whether it is).
+func reentryRound(t *testing.T, l *lossy, lk *lockrt.Lock, d *lockrt.LockDef, free func() (bool, error)) {
+	t.Helper()
+	ctx := context.Background()
+	acquire, release := d.Scripts.Acquire.SHA1, d.Scripts.Release.SHA1
+	holds := func(want int, le *lockrt.Lease) {
+		t.Helper()
+		if n, err := lk.HoldCount(context.WithoutCancel(le.Context())); err != nil || n != want {
+			t.Fatalf("hold count %d (%v), want %d", n, err, want)
+		}
+	}
+	call := func(script, what string, f func() error) {
+		t.Helper()
+		l.lose(script, 1)
+		if err := f(); err != nil {
+			t.Fatalf("%s whose reply was lost: %v", what, err)
+		}
+		mustLose(t, l)
+	}
+	var outer, inner *lockrt.Lease
+	call(acquire, "Lock", func() (err error) { outer, err = lk.Lock(ctx); return err })
+	holds(1, outer)
+	call(acquire, "re-entry", func() (err error) { inner, err = lk.Lock(outer.Context()); return err })
+	holds(2, outer)
+	if inner.Token() != outer.Token() {
+		t.Errorf("re-entry's token %d, the hold's %d", inner.Token(), outer.Token())
+	}
+	call(release, "inner Unlock", func() error { return inner.Unlock(ctx) })
+	holds(1, outer)
+	if err := outer.Context().Err(); err != nil {
+		t.Fatalf("outer hold ended by the inner Unlock: %v", context.Cause(outer.Context()))
+	}
+	call(release, "last Unlock", func() error { return outer.Unlock(ctx) })
+	if ok, err := free(); err != nil || !ok {
+		t.Fatalf("still locked after both Unlocks (%v)", err)
+	}
+}
+
+// TestLockLostReplies: every call of a reentrant, a fenced and a fair
+// lock whose script ran and whose reply was lost (go-redis sends it
+// again) has one effect, read from Redis: a new owner's Lock one hold, a
+// re-entry one more, an inner Unlock one less, a last Unlock the lock
+// free; and no call returns an error. So does the first hold's Unlock
+// while the re-entry's is left.
 func TestLockLostReplies(t *testing.T) {
 	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Fenced, lockrt.Fair} {
 		t.Run(kind.String(), func(t *testing.T) {
@@ -137,49 +180,9 @@ func TestLockLostReplies(t *testing.T) {
 				d := def(t, kind, 5*time.Second, true, time.Second)
 				lk := c.Lock(d, key(t))
 				ctx := context.Background()
-				acquire, release := d.Scripts.Acquire.SHA1, d.Scripts.Release.SHA1
-				holds := func(want int, le *lockrt.Lease) {
-					t.Helper()
-					n, err := lk.HoldCount(context.WithoutCancel(le.Context()))
-					if err != nil || n != want {
-						t.Fatalf("hold count %d (%v), want %d; value %q", n, err, want, rdb.Get(ctx, lk.Key()).Val())
-					}
-				}
-				for round := range 2 { // the second round takes the lock's slow path (a value with a record)
-					l.lose(acquire, 1)
-					outer, err := lk.Lock(ctx)
-					if err != nil {
-						t.Fatal(err)
-					}
-					mustLose(t, l)
-					holds(1, outer)
-					l.lose(acquire, 1)
-					inner, err := lk.Lock(outer.Context())
-					if err != nil {
-						t.Fatal(err)
-					}
-					mustLose(t, l)
-					holds(2, outer)
-					if inner.Token() != outer.Token() {
-						t.Errorf("re-entry's token %d, the hold's %d", inner.Token(), outer.Token())
-					}
-					l.lose(release, 1)
-					if err := inner.Unlock(ctx); err != nil {
-						t.Fatalf("round %d: inner Unlock whose reply was lost: %v", round, err)
-					}
-					mustLose(t, l)
-					holds(1, outer)
-					if err := outer.Context().Err(); err != nil {
-						t.Fatalf("outer hold ended by the inner Unlock: %v", context.Cause(outer.Context()))
-					}
-					l.lose(release, 1)
-					if err := outer.Unlock(ctx); err != nil {
-						t.Fatalf("round %d: last Unlock whose reply was lost: %v", round, err)
-					}
-					mustLose(t, l)
-					if n := rdb.Exists(ctx, lk.Key()).Val(); n != 0 {
-						t.Fatalf("lock still held after both Unlocks: %q", rdb.Get(ctx, lk.Key()).Val())
-					}
+				free := func() (bool, error) { n, err := rdb.Exists(ctx, lk.Key()).Result(); return n == 0, err }
+				for range 2 { // the second round takes the lock's slow path (a value with a record)
+					reentryRound(t, l, lk, d, free)
 				}
 				// The first hold released first, the re-entry's left.
 				outer, err := lk.Lock(ctx)
@@ -190,12 +193,14 @@ func TestLockLostReplies(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				l.lose(release, 1)
+				l.lose(d.Scripts.Release.SHA1, 1)
 				if err := outer.Unlock(ctx); err != nil {
 					t.Fatalf("first hold's Unlock whose reply was lost: %v", err)
 				}
 				mustLose(t, l)
-				holds(1, inner)
+				if n, err := lk.HoldCount(context.WithoutCancel(inner.Context())); err != nil || n != 1 {
+					t.Fatalf("hold count %d (%v), want 1", n, err)
+				}
 				if err := inner.Unlock(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -205,50 +210,15 @@ func TestLockLostReplies(t *testing.T) {
 }
 
 // TestRWLockLostReplies: TestLockLostReplies for both sides of a
-// read-write lock: a new owner's Lock holds once, a re-entry twice, an
-// inner Unlock leaves one hold, the last one frees the side.
+// read-write lock.
 func TestRWLockLostReplies(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		c, l, _ := lossyClient(t, b)
 		d := def(t, lockrt.ReadWrite, 5*time.Second, true, time.Second)
 		rw := c.RWLock(d, key(t))
-		ctx := context.Background()
-		acquire, release := d.Scripts.Acquire.SHA1, d.Scripts.Release.SHA1
+		free := func() (bool, error) { locked, err := rw.IsLocked(context.Background()); return !locked, err }
 		for _, side := range []*lockrt.Lock{rw.Read(), rw.Write()} {
-			holds := func(want int, le *lockrt.Lease) {
-				t.Helper()
-				if n, err := side.HoldCount(context.WithoutCancel(le.Context())); err != nil || n != want {
-					t.Fatalf("hold count %d (%v), want %d", n, err, want)
-				}
-			}
-			l.lose(acquire, 1)
-			outer, err := side.Lock(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mustLose(t, l)
-			holds(1, outer)
-			l.lose(acquire, 1)
-			inner, err := side.Lock(outer.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			mustLose(t, l)
-			holds(2, outer)
-			l.lose(release, 1)
-			if err := inner.Unlock(ctx); err != nil {
-				t.Fatalf("inner Unlock whose reply was lost: %v", err)
-			}
-			mustLose(t, l)
-			holds(1, outer)
-			l.lose(release, 1)
-			if err := outer.Unlock(ctx); err != nil {
-				t.Fatalf("last Unlock whose reply was lost: %v", err)
-			}
-			mustLose(t, l)
-			if locked, err := rw.IsLocked(ctx); err != nil || locked {
-				t.Fatalf("still locked after both Unlocks (%v)", err)
-			}
+			reentryRound(t, l, side, d, free)
 		}
 	})
 }
@@ -587,18 +557,7 @@ func TestExactlyOnceCosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	lk := c.Lock(d, key(t, "lock"))
-	check := func(what string, f func() error, want map[string]int64) {
-		t.Helper()
-		resetStats(t, nodes)
-		if err := f(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		for cmd, n := range want {
-			if got := commandCalls(t, nodes, cmd); got != n {
-				t.Errorf("%s: %d %s calls, want %d", what, got, cmd, n)
-			}
-		}
-	}
+	check := commandCheck(t, nodes)
 	check("Lock+Unlock", func() error {
 		le, err := lk.Lock(ctx)
 		if err != nil {
@@ -677,4 +636,21 @@ func TestEnqueue(t *testing.T) {
 			t.Fatalf("empty key: %v, want ErrInvalidArgument", err)
 		}
 	})
+}
+
+// commandCheck returns a check that runs f and compares the commands it
+// made Redis run (INFO commandstats of nodes, reset first) with want.
+func commandCheck(t *testing.T, nodes []*redis.Client) func(what string, f func() error, want map[string]int64) {
+	return func(what string, f func() error, want map[string]int64) {
+		t.Helper()
+		resetStats(t, nodes)
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for cmd, n := range want {
+			if got := commandCalls(t, nodes, cmd); got != n {
+				t.Errorf("%s: %d %s calls, want %d", what, got, cmd, n)
+			}
+		}
+	}
 }

@@ -534,18 +534,7 @@ func TestQueueBatchCommandStats(t *testing.T) {
 	}
 	plain := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "plain"))
 	rel := lockrt.NewReliableQueue(c, queueDef(t, false, time.Minute, 3), lockrt.JSON[int]{}, key(t, "reliable"))
-	check := func(what string, f func() error, want map[string]int64) {
-		t.Helper()
-		resetStats(t, nodes)
-		if err := f(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		for cmd, n := range want {
-			if got := commandCalls(t, nodes, cmd); got != n {
-				t.Errorf("%s: %d %s calls, want %d", what, got, cmd, n)
-			}
-		}
-	}
+	check := commandCheck(t, nodes)
 	for _, q := range []interface {
 		OfferMany(context.Context, ...int) error
 	}{plain, rel} {
