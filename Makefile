@@ -6,7 +6,7 @@ GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testda
 
 .DEFAULT_GOAL := help
 
-.PHONY: help redis chromium generate check demo test bench torture fmt vet lint fuzz
+.PHONY: help redis chromium generate check demo test costs bench torture fmt vet lint fuzz
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,13 +29,26 @@ demo: ## generate the examples and run them (against REDIS_ADDR, or an embedded 
 	$(GO) run ./examples/orders
 	$(GO) run ./examples/ops
 
-test: redis chromium check ## go vet, then all tests with the race detector against real Redis
-	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 9m ./...
-	cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
-	cd dashboard/browsertest && $(GO) vet ./... && $(GO) test -count=1 -timeout 3m ./...
-	cd adapters/prometheus && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd adapters/otel && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+# Every suite of `make test`, run to its end even when one before failed
+# (.ci/suites); the failures are named again at the end, and the summary
+# line is the last thing printed. The runtime's tests mostly wait on
+# leases and timers, so many run at once (-parallel). go-redis' own
+# logging is silenced in tests unless -v (scripts/redistest).
+PARALLEL ?= 16
+TESTFLAGS ?=
+SUITE_JOBS ?= 1
+SUITES = \
+	'check=$(GO) run ./cmd/lockgen check ./... ./scripts/bench/...' \
+	'vet=$(GO) vet ./... && cd scripts/bench && $(GO) vet ./...' \
+	'main=$(GO) test -race -count=1 -timeout 9m -parallel $(PARALLEL) $(TESTFLAGS) ./...' \
+	'browser=cd dashboard/browsertest && $(GO) vet ./... && $(GO) test -count=1 -timeout 3m $(TESTFLAGS) ./...' \
+	'prometheus=cd adapters/prometheus && $(GO) vet ./... && $(GO) test -race -count=1 $(TESTFLAGS) ./...' \
+	'otel=cd adapters/otel && $(GO) vet ./... && $(GO) test -race -count=1 $(TESTFLAGS) ./...'
+test: redis chromium ## lockgen check, go vet, then every module's tests (race detector, real Redis); reports every failure at the end
+	@SUITE_JOBS=$(SUITE_JOBS) .ci/suites $(SUITES)
+
+costs: redis ## the cost tests of scripts/bench (throughput, allocations, commands per window), with tolerances
+	@.ci/suites 'costs=cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m $(TESTFLAGS) ./...'
 
 # The fast tests: everything but the runtime (and what needs Redis).
 FAST = ./internal/spec/... ./internal/keys/... ./internal/gen/... ./internal/evolve/... \

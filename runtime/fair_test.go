@@ -22,26 +22,6 @@ func fairDef(t testing.TB, lease time.Duration, wait, waiterTTL time.Duration) *
 }
 
 // queueLen returns the length of the fair lock k's wait queue.
-func queueLen(t testing.TB, rdb redis.UniversalClient, k string) int64 {
-	n, err := rdb.LLen(context.Background(), keys.Sub(k, "queue")).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// waitQueued waits until k's queue holds n waiters.
-func waitQueued(t testing.TB, rdb redis.UniversalClient, k string, n int64) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for queueLen(t, rdb, k) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue length %d, want %d", queueLen(t, rdb, k), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // evalCounter counts the scripts a client runs.
 type evalCounter struct{ n atomic.Int64 }
 

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/scripts/redistest"
 )
@@ -281,23 +279,4 @@ func TestFenceResetHandOff(t *testing.T) {
 		t.Fatalf("the Lock after ErrFenceReset: %v, %v; want token 3", le, err)
 	}
 	le.Unlock(ctx)
-}
-
-// waitSubscribed waits until channel has a subscriber.
-func waitSubscribed(t testing.TB, rdb *redis.Client, channel string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		m, err := rdb.PubSubNumSub(context.Background(), channel).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m[channel] > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nobody subscribed to %s", channel)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

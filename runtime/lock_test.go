@@ -327,7 +327,8 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waiter := newClient(t, b).Lock(d, k)
+		wc := newClient(t, b)
+		waiter := wc.Lock(d, k)
 		got := make(chan time.Time, 1)
 		go func() {
 			le, err := waiter.Lock(ctx)
@@ -339,7 +340,7 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 			got <- time.Now()
 			le.Unlock(ctx)
 		}()
-		time.Sleep(200 * time.Millisecond) // the waiter subscribes and waits
+		waitWaiting(t, wc, k, 1, 1)
 		released := time.Now()
 		if err := holder.Unlock(ctx); err != nil {
 			t.Fatal(err)

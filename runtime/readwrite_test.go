@@ -106,7 +106,7 @@ func TestRWReadersWakeTogether(t *testing.T) {
 		holding.Add(n)
 		release := make(chan struct{})
 		var wg sync.WaitGroup
-		for range n {
+		for i := range n {
 			c := newClient(t, b)
 			wg.Add(1)
 			go func() {
@@ -122,8 +122,8 @@ func TestRWReadersWakeTogether(t *testing.T) {
 					t.Error(err)
 				}
 			}()
+			waitWaiting(t, c, k, int64(i+1), 1)
 		}
-		time.Sleep(300 * time.Millisecond) // the readers subscribe and wait
 		if _, err := newClient(t, b).RWLock(d, k).Read().TryLock(ctx, 0); !errors.Is(err, lockrt.ErrNotObtained) {
 			t.Fatalf("read while written: %v", err)
 		}

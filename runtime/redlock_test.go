@@ -55,16 +55,6 @@ func holders(t testing.TB, nodes []*redistest.Node, key string) int {
 	return n
 }
 
-// eventually fails t unless cond holds within d.
-func eventually(t testing.TB, d time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	for end := time.Now().Add(d); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("%s (after %v)", msg, d)
-		}
-	}
-}
-
 func stop(t testing.TB, nodes ...*redistest.Node) {
 	t.Helper()
 	for _, n := range nodes {
@@ -265,7 +255,7 @@ func TestRedLockWait(t *testing.T) {
 		got <- time.Now()
 		le.Unlock(ctx)
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitRedLockWaiting(t, nodes, k)
 	released := time.Now()
 	if err := le.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -573,16 +563,7 @@ func TestRedLockWaitEndsOnClose(t *testing.T) {
 		_, err := lockrt.NewQuorum(clients...).RedLock(d, k).Lock(ctx)
 		done <- err
 	}()
-	// Registered on every node: the wait has begun.
-	eventually(t, 5*time.Second, func() bool {
-		for _, a := range admins {
-			if c, err := a.ZCard(ctx, k+":waiters").Result(); err != nil || c != 1 {
-				return false
-			}
-		}
-		return true
-	}, "the waiter did not register on every node")
-	time.Sleep(50 * time.Millisecond) // subscribed and waiting
+	waitRedLockWaiting(t, nodes, k) // the wait has begun on every node
 	clients[2].Close()
 	select {
 	case err := <-done:

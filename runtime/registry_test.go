@@ -280,25 +280,6 @@ func refreshWindow(t testing.TB, n *redistest.Node, k string, waiters int64, win
 	return commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval"), allCalls(t, nodes)
 }
 
-// waitRegistered waits until k's waiter registry holds at least n members.
-func waitRegistered(t testing.TB, rdb redis.UniversalClient, k string, n int64) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, err := rdb.LLen(context.Background(), keys.Sub(k, "queue")).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waiters registered, want %d", got, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestWaiterRefreshCost: what a waiter costs Redis per second while
 // another owner holds the lock, counted by INFO commandstats: one
 // EVALSHA per WaiterTTL/3, which only refreshes the waiter's entry (TIME,
@@ -817,8 +798,8 @@ func TestSharedChannelCarriedOwner(t *testing.T) {
 		k := []string{k1, k2}[i]
 		got[i] = inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(owned) })
 		waitRegistered(t, single.Client(), k, 1)
+		waitWaiting(t, waiter, k, 1, 2-i) // the wait on k2 joins first
 	}
-	time.Sleep(50 * time.Millisecond) // both joined the shared channel
 	if err := held[0].Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
