@@ -21,17 +21,17 @@ func fairDef(t testing.TB, lease time.Duration, wait, waiterTTL time.Duration) *
 	return d
 }
 
-// queueLen returns the length of the fair lock k's wait queue.
-// evalCounter counts the scripts a client runs.
+// evalCounter counts the scripts a client ran (once they replied).
 type evalCounter struct{ n atomic.Int64 }
 
 func (h *evalCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *evalCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
 		if name := cmd.Name(); name == "evalsha" || name == "eval" {
 			h.n.Add(1)
 		}
-		return next(ctx, cmd)
+		return err
 	}
 }
 func (h *evalCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {

@@ -115,8 +115,10 @@ func TestRWReadersHandedTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan *lockrt.Lease, k)
+	var counts []*evalCounter
 	for range k {
 		c := newClient(t, b)
+		counts = append(counts, countScripts(c))
 		go func() {
 			le, err := c.RWLock(d, key).Read().Lock(ctx)
 			if err != nil {
@@ -126,7 +128,7 @@ func TestRWReadersHandedTogether(t *testing.T) {
 		}()
 	}
 	waitRegistered(t, node.Client(), key, k)
-	settled(t, node.Client(), k)
+	waitSettled(t, counts)
 	resetStats(t, nodes)
 	if err := w.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -308,28 +310,6 @@ func TestRWClosedWaiterDoesNotStrand(t *testing.T) {
 		}
 		<-deadDone
 	})
-}
-
-// settled waits until n channels are subscribed on node, and then a
-// little: a waiter whose channel was not subscribed yet when its first
-// attempt registered it tries once more when it is.
-func settled(t testing.TB, node *redis.Client, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		chans, err := node.PubSubChannels(context.Background(), "*").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(chans) >= n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d channels subscribed, want %d", len(chans), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond)
 }
 
 // preloadLock loads d's scripts on b, so that counts see no NOSCRIPT.

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -125,6 +126,7 @@ func TestSemaphoreReleaseWakesK(t *testing.T) {
 	got := make(chan *lockrt.Permit, waiting)
 	var wg sync.WaitGroup
 	rec := &recorder{}
+	var counts []*evalCounter
 	for range waiting {
 		rdb := b.new()
 		c := lockrt.New(rdb, lockrt.WithObserver(rec))
@@ -132,6 +134,7 @@ func TestSemaphoreReleaseWakesK(t *testing.T) {
 			c.Close()
 			rdb.Close()
 		})
+		counts = append(counts, countScripts(c))
 		s := c.Semaphore(d, k)
 		wg.Go(func() {
 			p, err := s.Acquire(ctx, 1)
@@ -142,7 +145,7 @@ func TestSemaphoreReleaseWakesK(t *testing.T) {
 		})
 	}
 	waitRegistered(t, node.Client(), k, waiting)
-	settled(t, node.Client(), waiting)
+	waitSettled(t, counts)
 	resetStats(t, nodes)
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -156,14 +159,11 @@ func TestSemaphoreReleaseWakesK(t *testing.T) {
 			t.Fatalf("%d of %d waiters got a permit within 10s of the release", len(permits), freed)
 		}
 	}
-	// The next renewals are a third of the lease away.
-	for deadline := time.Now().Add(10 * time.Second); rec.count(lockrt.EventRenewed) < freed; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of the %d new holders renewed within 10s", rec.count(lockrt.EventRenewed), freed)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond) // anyone else woken would have run a script by now
+	// The new holders' first renewals come a third of HandoffLease after
+	// their hand-off; a waiter woken by mistake would have run its
+	// attempt at once, long before.
+	eventually(t, failAfter, func() bool { return rec.count(lockrt.EventRenewed) >= freed },
+		fmt.Sprintf("the %d new holders did not all renew", freed))
 	scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
 	pubs := commandCalls(t, nodes, "publish")
 	renewals := int64(rec.count(lockrt.EventRenewed))

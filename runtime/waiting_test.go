@@ -248,3 +248,27 @@ func waitRedLockWaiting(t testing.TB, nodes []*redistest.Node, k string) {
 		return true
 	}, k+": the RedLock's waiter is not queued and subscribed on every node")
 }
+
+// countScripts returns a counter of the scripts c runs from now on.
+func countScripts(c *lockrt.Client) *evalCounter {
+	h := &evalCounter{}
+	c.Redis().AddHook(h)
+	return h
+}
+
+// waitSettled waits until each of the new clients counted by cs (one
+// waiter each, see countScripts) has run the two scripts that start a
+// wait: the attempt that registered it, and the one more a client's
+// first wait makes once its channel is subscribed (waitFor in wait.go).
+// From then on a waiter with a long WaiterTTL runs nothing until woken.
+func waitSettled(t testing.TB, cs []*evalCounter) {
+	t.Helper()
+	eventually(t, failAfter, func() bool {
+		for _, c := range cs {
+			if c.n.Load() < 2 {
+				return false
+			}
+		}
+		return true
+	}, "the waiters did not all run their first two scripts")
+}
