@@ -112,25 +112,33 @@ func TestObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.AfterFunc(200*time.Millisecond, func() { held.Unlock(ctx) })
-	le, err := c.Lock(d, k).Lock(ctx)
-	if err != nil {
+	got := inBackground(t, func() (*lockrt.Lease, error) { return c.Lock(d, k).Lock(ctx) })
+	waitWaiting(t, c, k, 1, 1)
+	waiting := time.Now() // the Lock began before
+	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	waited := time.Since(waiting) // at most the Lock's wait
+	le := <-got
+	if le == nil {
+		t.FailNow()
+	}
+	holding := time.Now() // the hold began before
 	if le.Context().Value(spanKey{}) != "Lock" {
 		t.Error("the lease's context does not carry the observer's context")
 	}
-	time.Sleep(700 * time.Millisecond) // two renewals at lease/3
+	eventually(t, failAfter, func() bool { return rec.count(lockrt.EventRenewed) >= 2 }, "Order was not renewed twice")
+	held2 := time.Since(holding) // at most the hold
 	if err := le.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	acq, _ := rec.find(lockrt.EventAcquired)
-	if acq.Object != "Order" || acq.Duration < 100*time.Millisecond {
-		t.Errorf("acquired %+v: want Order with a wait of about 200ms", acq)
+	if acq.Object != "Order" || acq.Duration < waited {
+		t.Errorf("acquired %+v: want Order with a wait of at least %v", acq, waited)
 	}
 	rel, _ := rec.find(lockrt.EventReleased)
-	if rel.Duration < 600*time.Millisecond {
-		t.Errorf("released %+v: want a hold of about 700ms", rel)
+	if rel.Duration < held2 {
+		t.Errorf("released %+v: want a hold of at least %v", rel, held2)
 	}
 	if got := strings.Join(rec.kinds("Order"), " "); !strings.HasPrefix(got, "acquired renewed") || !strings.HasSuffix(got, "renewed released") {
 		t.Errorf("Order's events: %s", got)

@@ -187,7 +187,10 @@ func TestPausedHolderWritesNothing(t *testing.T) {
 		if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond) // the child runs while the lock is held here
+		// The child runs while the lock is held here, up to its next
+		// Lock, which queues it behind this hold: anything it wrote
+		// meanwhile is in the log.
+		waitRegistered(t, single.Client(), k, 1)
 		ls := lines()
 		for _, line := range ls[mark+1:] {
 			if pausedBetween(line) {

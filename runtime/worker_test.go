@@ -259,9 +259,13 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 		if err != nil || st.InFlight != 0 || int(st.Ready)+first != n {
 			t.Fatalf("after the stop: %d handled, stats %+v, %v; want none in flight and the rest ready", first, st, err)
 		}
-		serve(t, lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[int]{}, k), h, lockrt.WithConcurrency(8))
-		until(t, func() bool { return handled.Load() == n })
-		time.Sleep(200 * time.Millisecond)
+		stop = serve(t, lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[int]{}, k), h, lockrt.WithConcurrency(8))
+		until(t, func() bool { return handled.Load() >= n })
+		// Stopped, the worker runs no handler any more: a second run of
+		// an item would have shown by now.
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		for i := range n {
