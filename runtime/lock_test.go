@@ -555,9 +555,11 @@ func TestPreloadDetectsMismatch(t *testing.T) {
 	})
 }
 
-// TestWatchdogBatches: the watchdog renews every held lock of a client in
-// one pipeline per round, not one round trip per lock.
-func TestWatchdogBatches(t *testing.T) {
+// TestWatchdogRenewsMany: the watchdog keeps 50 held locks of a client
+// past their lease. (That it renews them in one pipeline per round, not
+// one round trip per lock, is counted over a time window by
+// TestWatchdogBatches in scripts/bench.)
+func TestWatchdogRenewsMany(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		const locks = 50
@@ -574,26 +576,12 @@ func TestWatchdogBatches(t *testing.T) {
 			}
 			leases = append(leases, le)
 		}
-		h := &countHook{}
-		rdb.AddHook(h)
-		time.Sleep(time.Second) // three renewal rounds at lease/3
-		trips := h.n.Load()
+		time.Sleep(time.Second) // past the 900ms lease: three renewal rounds at lease/3
 		for i, le := range leases {
 			if err := le.Context().Err(); err != nil {
 				t.Fatalf("lease %d lost: %v", i, context.Cause(le.Context()))
 			}
 		}
-		// One pipeline per round (a cluster client runs one per node),
-		// and a few more when the locks were taken far apart on a busy
-		// machine: far fewer than the 150 one-by-one renewals would take.
-		limit := int64(20)
-		if b.name == "cluster" {
-			limit = 40
-		}
-		if trips == 0 || trips > limit {
-			t.Fatalf("%d round trips renewed %d locks for 1s, want 1..%d", trips, locks, limit)
-		}
-		t.Logf("%d round trips renewed %d locks for 1s", trips, locks)
 		for _, le := range leases {
 			if err := le.Unlock(ctx); err != nil {
 				t.Fatal(err)
