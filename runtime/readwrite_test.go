@@ -231,7 +231,9 @@ func TestRWDowngradeUpgrade(t *testing.T) {
 func TestRWDeadReader(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		const lease = 900 * time.Millisecond
+		// Renewed every lease/3: a live hold survives a stall of the
+		// machine shorter than 2/3 of it.
+		const lease = 2 * time.Second
 		d := def(t, lockrt.ReadWrite, lease, true, 10*time.Second)
 		k := key(t)
 

@@ -53,11 +53,7 @@ func TestReliableManyClients(t *testing.T) {
 		produce(t, producers, per, func(p int, batch []item) error {
 			return qs[p].OfferMany(context.Background(), batch...)
 		}).Wait()
-		select {
-		case <-l.done:
-		case <-time.After(2 * time.Minute):
-			t.Errorf("only %d of %d items delivered", l.delivered.Load(), l.total)
-		}
+		l.wait(t)
 		stop()
 		wg.Wait()
 		l.check(t)

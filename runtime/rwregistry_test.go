@@ -433,45 +433,6 @@ func rwSemObjects(t *testing.T, k string, waiterTTL time.Duration) []contended {
 	}
 }
 
-// readBehindWriter is a read-write lock whose readers wait behind a
-// waiting writer while another reader holds: hold takes the read side and
-// has a writer of the same client queue (its entry lasts a minute, so it
-// does not refresh in a test's window); its release lets the writer in
-// and out.
-func readBehindWriter(t *testing.T, n *redistest.Node, k string, waiterTTL time.Duration) contended {
-	rw := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
-	rw.WaiterTTL = waiterTTL
-	writerDef := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
-	writerDef.WaiterTTL = time.Minute
-	return contended{"rw-read-behind-writer", func(ctx context.Context, c *lockrt.Client) func() error {
-		le, err := c.RWLock(rw, k).Read().Lock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wrote := make(chan error, 1)
-		go func() {
-			w, err := c.RWLock(writerDef, k).Write().Lock(ctx)
-			if err == nil {
-				err = w.Unlock(ctx)
-			}
-			wrote <- err
-		}()
-		waitRegistered(t, n.Client(), k, 1)
-		return func() error {
-			if err := le.Unlock(ctx); err != nil {
-				return err
-			}
-			return <-wrote
-		}
-	}, func(ctx context.Context, c *lockrt.Client) error {
-		le, err := c.RWLock(rw, k).Read().Lock(ctx)
-		if err == nil {
-			err = le.Unlock(ctx)
-		}
-		return err
-	}}
-}
-
 // TestShardedPubSubRWSemaphore: TestShardedPubSubLocks for a read-write
 // lock's writers and a one-permit semaphore: 300 cycles of two clients
 // taking turns on a 3-primary cluster wake waiters with SPUBLISH only: no
