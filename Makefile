@@ -47,8 +47,14 @@ SUITES = \
 test: redis chromium ## lockgen check, go vet, then every module's tests (race detector, real Redis); reports every failure at the end
 	@SUITE_JOBS=$(SUITE_JOBS) .ci/suites $(SUITES)
 
-costs: redis ## the cost tests of scripts/bench (throughput, allocations, commands per window), with tolerances
-	@.ci/suites 'costs=cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m $(TESTFLAGS) ./...'
+# The cost tests: what depends on time (commands per window, throughput
+# floors, allocations from the process-wide MemStats, counts under
+# contention with tolerances). scripts/bench's tests, and the runtime's
+# that need its test-only exports (files tagged costs).
+costs: redis ## the cost tests (scripts/bench, and runtime's -tags costs), with tolerances: throughput, allocations, commands per window
+	@SUITE_JOBS=$(SUITE_JOBS) .ci/suites \
+		'bench=cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m $(TESTFLAGS) ./...' \
+		'runtime-costs=$(GO) vet -tags costs ./runtime && $(GO) test -tags costs -count=1 -timeout 5m -run Cost $(TESTFLAGS) ./runtime'
 
 # The fast tests: everything but the runtime (and what needs Redis).
 FAST = ./internal/spec/... ./internal/keys/... ./internal/gen/... ./internal/evolve/... \
