@@ -137,6 +137,7 @@ func (h *contractHook) waitFor(t *testing.T, name string, before int) {
 // one the header declares, and the reply Redis returns has the declared
 // shape. Every script must be called at least once.
 func TestScriptContracts(t *testing.T) {
+	t.Parallel()
 	h := newContractHook(t)
 	newHooked := func() *lockrt.Client {
 		rdb := redis.NewClient(&redis.Options{Addr: single.Addr})

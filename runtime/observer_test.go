@@ -532,8 +532,10 @@ func TestLoggerResubscribeAndTimerRetry(t *testing.T) {
 // WithLogger at Info. A semaphore's wait does the same. On one node and
 // on the 3-primary cluster.
 func TestWaitFallbackEvent(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			rdb := b.new()
 			defer rdb.Close()
 			rec := &recorder{}
