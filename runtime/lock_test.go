@@ -173,14 +173,15 @@ func TestWatchdogKeepsLease(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
-		l := c.Lock(def(t, lockrt.Reentrant, time.Second, true, 0), key(t))
+		const lease = time.Second
+		l := c.Lock(def(t, lockrt.Reentrant, lease, true, 0), key(t))
 		le, err := l.Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		other := newClient(t, b).Lock(def(t, lockrt.Reentrant, time.Second, true, 0), l.Key())
+		other := newClient(t, b).Lock(def(t, lockrt.Reentrant, lease, true, 0), l.Key())
 		for range 10 {
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(lease / 2) // five leases in all: renewed past each
 			if err := le.Context().Err(); err != nil {
 				t.Fatalf("lease lost: %v", context.Cause(le.Context()))
 			}
@@ -288,7 +289,8 @@ func scriptFlush(t *testing.T, b backend) {
 			t.Fatal(err)
 		}
 	}
-	d := def(t, lockrt.Reentrant, 600*time.Millisecond, true, time.Second)
+	const lease = 600 * time.Millisecond
+	d := def(t, lockrt.Reentrant, lease, true, time.Second)
 	held := c.Lock(d, key(t, "held"))
 	le, err := held.Lock(ctx)
 	if err != nil {
@@ -305,7 +307,7 @@ func scriptFlush(t *testing.T, b backend) {
 		if err := le.Unlock(ctx); err != nil {
 			t.Fatalf("unlock after SCRIPT FLUSH: %v", err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(lease / 12) // 20 rounds span renewals of the held lock (every lease/3)
 	}
 	// The held lock's lease was renewed through flushes.
 	if err := le.Context().Err(); err != nil {

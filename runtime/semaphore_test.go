@@ -188,7 +188,8 @@ func TestSemaphoreDeadHolder(t *testing.T) {
 func TestSemaphoreRenewal(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		d := semDef(t, 1, 600*time.Millisecond, true, 0)
+		const lease = 600 * time.Millisecond
+		d := semDef(t, 1, lease, true, 0)
 		k := key(t)
 		p, err := newClient(t, b).Semaphore(d, k).Acquire(ctx, 1)
 		if err != nil {
@@ -196,7 +197,7 @@ func TestSemaphoreRenewal(t *testing.T) {
 		}
 		other := newClient(t, b).Semaphore(d, k)
 		for range 8 {
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(lease / 2) // four leases in all: renewed past each
 			if err := p.Context().Err(); err != nil {
 				t.Fatalf("permit lost: %v", context.Cause(p.Context()))
 			}
