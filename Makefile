@@ -30,17 +30,23 @@ demo: ## generate the examples and run them (against REDIS_ADDR, or an embedded 
 	$(GO) run ./examples/ops
 
 # Every suite of `make test`, run to its end even when one before failed
-# (.ci/suites); the failures are named again at the end, and the summary
-# line is the last thing printed. The runtime's tests mostly wait on
-# leases and timers, so many run at once (-parallel). go-redis' own
-# logging is silenced in tests unless -v (scripts/redistest).
+# (.ci/suites, SUITE_JOBS at once); the failures are named again at the
+# end, and the summary line is the last thing printed. The race detector
+# runs on the packages with concurrency (RACE: the runtime and what drives
+# it); the generator, spec and analysis packages (FAST, below) run
+# without it, as in `make fast`. The runtime's tests mostly wait on
+# leases and timers: many run at once (-parallel), and the wait-bound
+# suite starts first so that the CPU-bound ones run beside it. go-redis'
+# own logging is silenced in tests unless -v (scripts/redistest).
 PARALLEL ?= 16
 TESTFLAGS ?=
-SUITE_JOBS ?= 1
+SUITE_JOBS ?= 2
+RACE = ./runtime/... ./inspect/... ./dashboard/... ./examples/... ./scripts/... ./templates/...
 SUITES = \
+	'race=$(GO) test -race -count=1 -timeout 9m -parallel $(PARALLEL) $(TESTFLAGS) $(RACE)' \
 	'check=$(GO) run ./cmd/lockgen check ./... ./scripts/bench/...' \
-	'vet=$(GO) vet ./... && cd scripts/bench && $(GO) vet ./...' \
-	'main=$(GO) test -race -count=1 -timeout 9m -parallel $(PARALLEL) $(TESTFLAGS) ./...' \
+	'vet=$(GO) vet ./...' \
+	'fast=$(GO) test -count=1 -timeout 9m $(TESTFLAGS) $(FAST)' \
 	'browser=cd dashboard/browsertest && $(GO) vet ./... && $(GO) test -count=1 -timeout 3m $(TESTFLAGS) ./...' \
 	'prometheus=cd adapters/prometheus && $(GO) vet ./... && $(GO) test -race -count=1 $(TESTFLAGS) ./...' \
 	'otel=cd adapters/otel && $(GO) vet ./... && $(GO) test -race -count=1 $(TESTFLAGS) ./...'

@@ -123,12 +123,7 @@ func (h *contractHook) keysSince(name string) []int {
 // waitFor waits until the named script was called more than before times.
 func (h *contractHook) waitFor(t *testing.T, name string, before int) {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); h.count(name) <= before; {
-		if time.Now().After(end) {
-			t.Fatalf("no call of %s", name)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, failAfter, func() bool { return h.count(name) > before }, "no call of "+name)
 }
 
 // TestScriptContracts runs every script through the runtime, built the

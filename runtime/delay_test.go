@@ -299,10 +299,8 @@ func TestKeyedQueuesBounded(t *testing.T) {
 	}
 
 	// Idle queues are forgotten and their channels dropped.
-	n := channels()
-	for end := time.Now().Add(20 * time.Second); n > 0 && time.Now().Before(end); n = channels() {
-		time.Sleep(200 * time.Millisecond)
-	}
+	var n int
+	within(failAfter, func() bool { n = channels(); return n == 0 })
 	subs, err := admin.PubSubNumSub(ctx, key(t, "0")+":ch", key(t, "1999")+":ch").Result()
 	if err != nil {
 		t.Fatal(err)

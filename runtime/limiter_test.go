@@ -720,12 +720,7 @@ func TestLimiterIdleTTL(t *testing.T) {
 		if r, err := l.Allow(ctx); err != nil || r.Allowed {
 			t.Fatalf("second Allow = %+v, %v; want denied", r, err)
 		}
-		for deadline := time.Now().Add(5 * time.Second); pttl(state) != -2*time.Nanosecond; {
-			if time.Now().After(deadline) {
-				t.Fatalf("state still there: TTL %v", pttl(state))
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		eventually(t, failAfter, func() bool { return pttl(state) == -2*time.Nanosecond }, "the state key is still there")
 		if r, err := l.Allow(ctx); err != nil || !r.Allowed {
 			t.Fatalf("Allow after the idle TTL = %+v, %v; want allowed", r, err)
 		}

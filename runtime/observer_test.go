@@ -330,9 +330,7 @@ func TestObserverLateness(t *testing.T) {
 	}
 	del.Ack(ctx)
 	// The timer reports after its move replied, maybe after the Take.
-	for end := time.Now().Add(10 * time.Second); len(dues()) < 4 && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, failAfter, func() bool { return len(dues()) >= 4 }, "fewer than 4 due events")
 	got := dues()
 	if len(got) != 4 {
 		t.Fatalf("%d due events; want 4 (two left, one offered, one retried): %+v", len(got), got)
@@ -427,23 +425,23 @@ func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
 func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h recordHandler) WithGroup(string) slog.Handler      { return h }
 
-// find waits up to 10s for a record with the level and message, and
-// returns it.
+// find waits (failAfter at most) for a record with the level and
+// message, and returns it.
 func (h recordHandler) find(t *testing.T, level slog.Level, msg string) (logRecord, bool) {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	var found logRecord
+	ok := within(failAfter, func() bool {
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		for _, r := range *h.records {
 			if r.level == level && r.msg == msg {
-				h.mu.Unlock()
-				return r, true
+				found = r
+				return true
 			}
 		}
-		h.mu.Unlock()
-		if time.Now().After(end) {
-			return logRecord{}, false
-		}
-	}
+		return false
+	})
+	return found, ok
 }
 
 // TestLoggerResubscribeAndTimerRetry: WithLogger logs a pub/sub
@@ -483,11 +481,7 @@ func TestLoggerResubscribeAndTimerRetry(t *testing.T) {
 	}
 	waitUntil := func(what string, f func() bool) {
 		t.Helper()
-		for end := time.Now().Add(10 * time.Second); !f(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(end) {
-				t.Fatalf("timed out waiting until %s", what)
-			}
-		}
+		eventually(t, failAfter, f, "timed out waiting until "+what)
 	}
 	waitUntil("the queue's channel is subscribed", subscribed)
 

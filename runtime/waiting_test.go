@@ -35,11 +35,19 @@ const poll = 5 * time.Millisecond
 func eventually(t testing.TB, d time.Duration, cond func() bool, msg string) {
 	t.Helper()
 	d = max(d, failAfter)
+	if !within(d, cond) {
+		t.Fatalf("%s (after %v)", msg, d)
+	}
+}
+
+// within reports whether cond holds within d, asking every poll.
+func within(d time.Duration, cond func() bool) bool {
 	for end := time.Now().Add(d); !cond(); time.Sleep(poll) {
 		if time.Now().After(end) {
-			t.Fatalf("%s (after %v)", msg, d)
+			return false
 		}
 	}
+	return true
 }
 
 // queueLen returns the length of k's waiter queue (key:queue, see
