@@ -102,7 +102,7 @@ func TestFairOrder(t *testing.T) {
 		if len(order) != waiters {
 			t.Fatalf("%d of %d waiters got the lock", len(order), waiters)
 		}
-		if runs := counter.n.Load() - before; runs < waiters || runs > 2*waiters {
+		if runs := counter.n.Load() - before; runs < waiters || costsChecked && runs > 2*waiters {
 			t.Errorf("hand-off ran %d scripts, want %d to %d (a release and at most one acquire per waiter)", runs, waiters, 2*waiters)
 		}
 		if n := queueLen(t, holder.Redis(), k); n != 0 {

@@ -91,7 +91,9 @@ func TestFencedStaleHolder(t *testing.T) {
 		k := key(t)
 		record := key(t, "record")
 		slow, fast := newClient(t, b), newClient(t, b)
-		d := def(t, lockrt.Fenced, 300*time.Millisecond, false, 5*time.Second)
+		// A fixed lease: fresh's must last to its Unlock, on a loaded
+		// machine too.
+		d := def(t, lockrt.Fenced, time.Second, false, 5*time.Second)
 
 		stale, err := slow.Lock(d, k).Lock(ctx)
 		if err != nil {

@@ -141,7 +141,9 @@ func TestUnlockByNonOwner(t *testing.T) {
 		ctx := context.Background()
 		a, c := newClient(t, b), newClient(t, b)
 		k := key(t)
-		d := def(t, lockrt.Reentrant, 200*time.Millisecond, false, 5*time.Second)
+		// A fixed lease: the next holder's must last to its Unlock, on a
+		// loaded machine too.
+		d := def(t, lockrt.Reentrant, time.Second, false, 5*time.Second)
 		la, err := a.Lock(d, k).Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -200,7 +202,7 @@ func TestWatchdogKeepsLease(t *testing.T) {
 func TestDeadHolderExpires(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		const lease = 500 * time.Millisecond
+		const lease = 1500 * time.Millisecond // renewed every 500ms: survives a 1s stall
 		d := def(t, lockrt.Reentrant, lease, true, 0)
 		k := key(t)
 		rdb := b.new()
@@ -289,7 +291,7 @@ func scriptFlush(t *testing.T, b backend) {
 			t.Fatal(err)
 		}
 	}
-	const lease = 600 * time.Millisecond
+	const lease = 1500 * time.Millisecond // renewed every 500ms: survives a 1s stall
 	d := def(t, lockrt.Reentrant, lease, true, time.Second)
 	held := c.Lock(d, key(t, "held"))
 	le, err := held.Lock(ctx)

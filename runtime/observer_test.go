@@ -105,7 +105,9 @@ func TestObserver(t *testing.T) {
 
 	// A lock: taken after a wait, renewed, released; its ops carry the
 	// observer's context.
-	d := def(t, lockrt.Reentrant, 900*time.Millisecond, true, 5*time.Second)
+	// Long enough that the waiter's fallback timer (the holder's PTTL)
+	// does not beat the release's message on a loaded machine.
+	d := def(t, lockrt.Reentrant, 3*time.Second, true, 5*time.Second)
 	d.Name = "Order"
 	k := key(t, "order")
 	held, err := other.Lock(d, k).Lock(ctx)

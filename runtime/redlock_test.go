@@ -128,7 +128,7 @@ func TestRedLockTwoNodesDown(t *testing.T) {
 	ctx := context.Background()
 	nodes := redistest.Independent(t, 5)
 	stop(t, nodes[1], nodes[4])
-	const lease = 900 * time.Millisecond
+	const lease = 3 * time.Second // a node may take lease/3 (at most 1s) to answer
 	d := redDef(t, lease, true, 0)
 	k := key(t)
 	l := quorum(t, nodes).RedLock(d, k)
@@ -172,7 +172,7 @@ func TestRedLockThreeNodesDown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.Independent(t, 5)
-	const lease = 1500 * time.Millisecond
+	const lease = 3 * time.Second // a node may take lease/3 (at most 1s) to answer
 	d := redDef(t, lease, true, 5*time.Second)
 	k := key(t)
 	l := quorum(t, nodes).RedLock(d, k)
@@ -317,7 +317,7 @@ func TestRedLockFixedLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.Independent(t, 3)
-	const lease = 500 * time.Millisecond
+	const lease = 1500 * time.Millisecond // a node may take lease/3 to answer
 	l := quorum(t, nodes).RedLock(redDef(t, lease, false, 0), key(t))
 	start := time.Now()
 	le, err := l.Lock(ctx)

@@ -192,7 +192,7 @@ func TestWakeOneAcrossClients(t *testing.T) {
 				evalsha := commandCalls(t, dep.nodes, "evalsha") + commandCalls(t, dep.nodes, "eval")
 				per := float64(evalsha) / float64(acquired)
 				t.Logf("%d clients: %d acquisitions, %d scripts: %.2f per acquisition; per client %v", n, acquired, evalsha, per, counts)
-				if per > 2.5 {
+				if costsChecked && per > 2.5 {
 					t.Errorf("%.2f scripts per acquisition with %d waiting clients, want <= 2.5", per, n)
 				}
 			})
@@ -211,7 +211,7 @@ func TestWakeOneAcrossClients(t *testing.T) {
 				}
 				per := float64(allCalls(t, dep.nodes)) / float64(acquired)
 				t.Logf("fair, %d clients: %d acquisitions, %.1f commands per acquisition (scripts' included); per client %v", n, acquired, per, counts)
-				if per > 20 {
+				if costsChecked && per > 20 {
 					t.Errorf("%.1f commands per fair acquisition with %d waiting clients, want <= 20", per, n)
 				}
 			})
@@ -477,7 +477,20 @@ func handToChild(t *testing.T, kind string, holder *lockrt.Client, signal func(*
 		t.Fatal(err)
 	}
 	r := handRound{child: child, lines: lines, live: holdLive(t, kind, k)}
-	waitRegistered(t, single.Client(), k, 2)
+	// The live waiter is queued (the stopped one's entry may have
+	// expired meanwhile on a loaded machine: the callers try again).
+	eventually(t, failAfter, func() bool {
+		members, err := single.Client().LRange(ctx, keys.Sub(k, "queue"), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range members {
+			if !strings.HasPrefix(m, owner) {
+				return true
+			}
+		}
+		return false
+	}, "the live waiter is not queued")
 	r.released = time.Now()
 	if err := release(ctx); err != nil {
 		t.Fatal(err)

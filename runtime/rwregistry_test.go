@@ -81,7 +81,7 @@ func TestRWWakeOneAcrossClients(t *testing.T) {
 				cmds := float64(allCalls(t, nodes)) / float64(acquired)
 				t.Logf("%d writers: %d acquisitions, %.2f scripts and %.1f commands per acquisition; per client %v",
 					n, acquired, per, cmds, counts)
-				if per > 2.5 {
+				if costsChecked && per > 2.5 {
 					t.Errorf("%.2f scripts per acquisition with %d waiting writers, want <= 2.5", per, n)
 				}
 				// An acquire that registers (8 commands: EVALSHA, TIME,
@@ -89,7 +89,7 @@ func TestRWWakeOneAcrossClients(t *testing.T) {
 				// hands on (12: EVALSHA, TIME, ZRANGE, HMGET, ZRANGEBYSCORE,
 				// LPOP, ZREM, HSET, ZADD, PUBLISH, 2 PEXPIRE), about the
 				// exclusive lock's 18; it was 38-41.
-				if cmds > rwCommandsPerAcquisition {
+				if costsChecked && cmds > rwCommandsPerAcquisition {
 					t.Errorf("%.1f commands per acquisition with %d waiting writers, want <= %.0f", cmds, n, rwCommandsPerAcquisition)
 				}
 			})

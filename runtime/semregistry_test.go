@@ -92,10 +92,10 @@ func TestSemaphoreWakeOneAcrossClients(t *testing.T) {
 				cmds := float64(allCalls(t, nodes)) / float64(acquired)
 				t.Logf("%d clients: %d acquisitions, %.2f scripts and %.1f commands per acquisition; per client %v",
 					n, acquired, per, cmds, counts)
-				if per > 2.5 {
+				if costsChecked && per > 2.5 {
 					t.Errorf("%.2f scripts per acquisition with %d waiting clients, want <= 2.5", per, n)
 				}
-				if cmds > semCommandsPerAcquisition {
+				if costsChecked && cmds > semCommandsPerAcquisition {
 					t.Errorf("%.1f commands per acquisition with %d waiting clients, want <= %.0f", cmds, n, semCommandsPerAcquisition)
 				}
 			})
