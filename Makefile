@@ -38,7 +38,7 @@ demo: ## generate the examples and run them (against REDIS_ADDR, or an embedded 
 # leases and timers: many run at once (-parallel), and the wait-bound
 # suite starts first so that the CPU-bound ones run beside it. go-redis'
 # own logging is silenced in tests unless -v (scripts/redistest).
-PARALLEL ?= 16
+PARALLEL ?= 8
 TESTFLAGS ?=
 SUITE_JOBS ?= 2
 RACE = ./runtime/... ./inspect/... ./dashboard/... ./examples/... ./scripts/... ./templates/...

@@ -51,10 +51,11 @@ func TestSemaphoreWakeOneAcrossClients(t *testing.T) {
 				preloadSem(t, b, d)
 				resetStats(t, nodes)
 				var (
-					taken  atomic.Int64
-					inside atomic.Int32
-					counts = make([]int, n)
-					wg     sync.WaitGroup
+					taken          atomic.Int64
+					inside         atomic.Int32
+					overlaps, lost atomic.Int64
+					counts         = make([]int, n)
+					wg             sync.WaitGroup
 				)
 				for i := range n {
 					s := newClient(t, b).Semaphore(d, k)
@@ -66,13 +67,15 @@ func TestSemaphoreWakeOneAcrossClients(t *testing.T) {
 								return
 							}
 							if inside.Add(1) > 2 {
-								t.Error("more than 2 permits held at once")
+								overlaps.Add(1)
 							}
 							counts[i]++
 							taken.Add(1)
 							time.Sleep(200 * time.Microsecond)
 							inside.Add(-1)
-							if err := p.Release(ctx); err != nil {
+							if err := p.Release(ctx); errors.Is(err, lockrt.ErrLockLost) {
+								lost.Add(1) // stalled past its hand-off lease (see herd)
+							} else if err != nil {
 								t.Error(err)
 								return
 							}
@@ -80,6 +83,12 @@ func TestSemaphoreWakeOneAcrossClients(t *testing.T) {
 					})
 				}
 				wg.Wait()
+				if overlaps.Load() > 0 && (lost.Load() == 0 || costsChecked) {
+					t.Errorf("more than 2 permits held at once %d times (%d permits lost)", overlaps.Load(), lost.Load())
+				}
+				if costsChecked && lost.Load() > 0 {
+					t.Errorf("%d permits lost in a herd", lost.Load())
+				}
 				acquired := 0
 				for i, c := range counts {
 					acquired += c
