@@ -592,8 +592,8 @@ func TestLimiterWait(t *testing.T) {
 		}
 		// Cancellation ends the sleep.
 		cctx, cancel := context.WithCancel(ctx)
+		start = time.Now() // before the timer: the cancel comes 100ms after at least
 		time.AfterFunc(100*time.Millisecond, cancel)
-		start = time.Now()
 		if err := ls.Wait(cctx); !errors.Is(err, lockrt.ErrLimited) || !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled Wait: err = %v, want ErrLimited and context.Canceled", err)
 		}

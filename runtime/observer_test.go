@@ -543,17 +543,24 @@ func TestWaitFallbackEvent(t *testing.T) {
 			other := newClient(t, b)
 			ctx := withTimeout(t, 30*time.Second)
 
-			d := def(t, lockrt.Reentrant, 400*time.Millisecond, false, 10*time.Second)
+			// A fixed lease long enough that the waiter's fallback timer
+			// (the holder's PTTL) does not beat the release's message on
+			// a loaded machine.
+			d := def(t, lockrt.Reentrant, 2*time.Second, false, 10*time.Second)
 			d.Name = "Order"
 			k := key(t, "order")
 			held, err := other.Lock(d, k).Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			time.AfterFunc(100*time.Millisecond, func() { held.Unlock(context.Background()) })
-			le, err := c.Lock(d, k).Lock(ctx)
-			if err != nil {
+			got := inBackground(t, func() (*lockrt.Lease, error) { return c.Lock(d, k).Lock(ctx) })
+			waitWaiting(t, c, k, 1, 1)
+			if err := held.Unlock(ctx); err != nil {
 				t.Fatal(err)
+			}
+			le := <-got
+			if le == nil {
+				t.FailNow()
 			}
 			le.Unlock(ctx)
 			if n := rec.count(lockrt.EventWaitFallback); n != 0 {
