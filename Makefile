@@ -43,7 +43,7 @@ TESTFLAGS ?=
 SUITE_JOBS ?= 2
 RACE = ./runtime/... ./inspect/... ./dashboard/... ./examples/... ./scripts/... ./templates/...
 SUITES = \
-	'race=$(GO) test -race -count=1 -timeout 9m -parallel $(PARALLEL) $(TESTFLAGS) $(RACE)' \
+	'race=$(GO) test -race -count=1 -timeout 20m -parallel $(PARALLEL) $(TESTFLAGS) $(RACE)' \
 	'check=$(GO) run ./cmd/lockgen check ./... ./scripts/bench/...' \
 	'vet=$(GO) vet ./...' \
 	'fast=$(GO) test -count=1 -timeout 9m $(TESTFLAGS) $(FAST)' \
@@ -60,7 +60,7 @@ test: redis chromium ## lockgen check, go vet, then every module's tests (race d
 costs: redis ## the cost tests (scripts/bench, and runtime's -tags costs), with tolerances: throughput, allocations, commands per window
 	@SUITE_JOBS=$(SUITE_JOBS) .ci/suites \
 		'bench=cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m $(TESTFLAGS) ./...' \
-		'runtime-costs=$(GO) vet -tags costs ./runtime && $(GO) test -tags costs -count=1 -timeout 5m -run '"'"'Cost|WakeOneAcrossClients|FairOrder'"'"' $(TESTFLAGS) ./runtime'
+		'runtime-costs=$(GO) vet -tags costs ./runtime && $(GO) test -tags costs -count=1 -timeout 5m -run '"'"'Cost|WakeOneAcrossClients|FairOrder|DelayedDelivery|DelayedReliable'"'"' $(TESTFLAGS) ./runtime'
 
 # The fast tests: everything but the runtime (and what needs Redis).
 FAST = ./internal/spec/... ./internal/keys/... ./internal/gen/... ./internal/evolve/... \

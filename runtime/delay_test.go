@@ -102,7 +102,7 @@ func TestDelayedDelivery(t *testing.T) {
 		// A behavioural bound, generous for a loaded machine and -race
 		// (the benchmark measures the real numbers): delivery is driven
 		// by timers, not by polling every second.
-		if p99 > 500*time.Millisecond {
+		if costsChecked && p99 > 500*time.Millisecond {
 			t.Errorf("p99 lateness %v; the timer does not fire on time", p99)
 		}
 		select {

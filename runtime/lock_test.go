@@ -393,7 +393,7 @@ func TestWaitTimesOut(t *testing.T) {
 func TestSimpleLock(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		d := def(t, lockrt.Simple, 5*time.Second, true, time.Second)
+		d := def(t, lockrt.Simple, 5*time.Second, true, failAfter) // the wait bounds a failure only
 		k := key(t)
 		c := newClient(t, b)
 		le, err := c.Lock(d, k).Lock(ctx)

@@ -269,7 +269,7 @@ func TestClosedWaiterDoesNotStrand(t *testing.T) {
 			}
 			got <- err
 		}()
-		waitRegistered(t, holder.Redis(), k, 2)
+		waitQueuedBesides(t, holder.Redis(), k, dead.ID()+":")
 		if err := le.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -495,18 +495,7 @@ func handToChild(t *testing.T, kind string, holder *lockrt.Client, signal func(*
 	r := handRound{child: child, lines: lines, live: holdLive(t, kind, k)}
 	// The live waiter is queued (the stopped one's entry may have
 	// expired meanwhile on a loaded machine: the callers try again).
-	eventually(t, failAfter, func() bool {
-		members, err := single.Client().LRange(ctx, keys.Sub(k, "queue"), 0, -1).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range members {
-			if !strings.HasPrefix(m, owner) {
-				return true
-			}
-		}
-		return false
-	}, "the live waiter is not queued")
+	waitQueuedBesides(t, single.Client(), k, owner)
 	r.released = time.Now()
 	if err := release(ctx); err != nil {
 		t.Fatal(err)

@@ -157,7 +157,7 @@ func TestSemaphoreManyPermits(t *testing.T) {
 func TestSemaphoreDeadHolder(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		const lease = 500 * time.Millisecond
+		const lease = 1500 * time.Millisecond // renewed every 500ms: survives a 1s stall
 		d := semDef(t, 3, lease, true, 0)
 		k := key(t)
 		rdb := b.new()
@@ -188,7 +188,7 @@ func TestSemaphoreDeadHolder(t *testing.T) {
 func TestSemaphoreRenewal(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		const lease = 600 * time.Millisecond
+		const lease = 1500 * time.Millisecond // renewed every 500ms: survives a 1s stall
 		d := semDef(t, 1, lease, true, 0)
 		k := key(t)
 		p, err := newClient(t, b).Semaphore(d, k).Acquire(ctx, 1)
@@ -196,8 +196,8 @@ func TestSemaphoreRenewal(t *testing.T) {
 			t.Fatal(err)
 		}
 		other := newClient(t, b).Semaphore(d, k)
-		for range 8 {
-			time.Sleep(lease / 2) // four leases in all: renewed past each
+		for range 6 {
+			time.Sleep(lease / 2) // three leases in all: renewed past each
 			if err := p.Context().Err(); err != nil {
 				t.Fatalf("permit lost: %v", context.Cause(p.Context()))
 			}

@@ -75,6 +75,26 @@ func waitRegistered(t testing.TB, rdb redis.UniversalClient, k string, n int64) 
 		fmt.Sprintf("%s: fewer than %d waiters registered", k, n))
 }
 
+// waitQueuedBesides waits until k's waiter queue holds a member that is
+// not prefix's (an owner, or a client's ID and ':'): another waiter
+// queued, whether or not the entry of a waiter that stopped refreshing
+// has expired meanwhile (a second on a loaded machine).
+func waitQueuedBesides(t testing.TB, rdb redis.UniversalClient, k, prefix string) {
+	t.Helper()
+	eventually(t, failAfter, func() bool {
+		members, err := rdb.LRange(context.Background(), keys.Sub(k, "queue"), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range members {
+			if !strings.HasPrefix(m, prefix) {
+				return true
+			}
+		}
+		return false
+	}, k+": no other waiter queued")
+}
+
 // subscribers returns how many connections subscribe channel, with
 // classic or sharded pub/sub, on the node or nodes behind rdb.
 func subscribers(t testing.TB, rdb redis.UniversalClient, channel string) int64 {
