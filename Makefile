@@ -60,7 +60,7 @@ test: redis chromium ## lockgen check, go vet, then every module's tests (race d
 costs: redis ## the cost tests (scripts/bench, and runtime's -tags costs), with tolerances: throughput, allocations, commands per window
 	@SUITE_JOBS=$(SUITE_JOBS) .ci/suites \
 		'bench=cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m $(TESTFLAGS) ./...' \
-		'runtime-costs=$(GO) vet -tags costs ./runtime && $(GO) test -tags costs -count=1 -timeout 5m -run '"'"'Cost|WakeOneAcrossClients|FairOrder|DelayedDelivery|DelayedReliable'"'"' $(TESTFLAGS) ./runtime'
+		'runtime-costs=$(GO) vet -tags costs ./runtime && $(GO) test -tags costs -count=1 -timeout 5m -run '"'"'Cost|WakeOneAcrossClients|FairOrder|DelayedDelivery|DelayedReliable|RWReadersHandedTogether|SemaphoreReleaseWakesK|QueueTakeWaits'"'"' $(TESTFLAGS) ./runtime'
 
 # The fast tests: everything but the runtime (and what needs Redis).
 FAST = ./internal/spec/... ./internal/keys/... ./internal/gen/... ./internal/evolve/... \

@@ -145,7 +145,9 @@ func TestRWReadersHandedTogether(t *testing.T) {
 	scripts := commandCalls(t, nodes, "evalsha") + commandCalls(t, nodes, "eval")
 	pubs := commandCalls(t, nodes, "publish")
 	t.Logf("one release, %d readers: %d scripts, %d publishes", k, scripts, pubs)
-	if scripts != 1 || pubs != k {
+	// A stalled reader confirms its hand-off with an attempt (less than a
+	// third of HandoffLease left): a script more, on a loaded machine.
+	if pubs != k || costsChecked && scripts != 1 {
 		t.Errorf("one release handing the read side to %d readers ran %d scripts and %d publishes, want 1 and %d", k, scripts, pubs, k)
 	}
 	for _, le := range leases {

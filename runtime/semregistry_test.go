@@ -177,7 +177,10 @@ func TestSemaphoreReleaseWakesK(t *testing.T) {
 	pubs := commandCalls(t, nodes, "publish")
 	renewals := int64(rec.count(lockrt.EventRenewed))
 	t.Logf("a release of %d permits with %d waiters: %d scripts (%d renewals), %d publishes", freed, waiting, scripts, renewals, pubs)
-	if scripts-renewals != 1 || pubs != freed || len(got) != 0 {
+	// A stalled new holder confirms its hand-off with an attempt (less
+	// than a third of HandoffLease left): a script more, on a loaded
+	// machine.
+	if pubs != freed || len(got) != 0 || costsChecked && scripts-renewals != 1 {
 		t.Errorf("a release of %d permits with %d waiters ran %d scripts but renewals and %d publishes and let %d more through, want 1, %d and 0",
 			freed, waiting, scripts-renewals, pubs, len(got), freed)
 	}
