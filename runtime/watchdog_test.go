@@ -73,7 +73,7 @@ func TestWatchdogBoundedPipelines(t *testing.T) {
 		defer c.Close()
 		// A long lease: on a busy machine, under -race, taking 5 000
 		// locks takes seconds.
-		d := def(t, lockrt.Reentrant, 30*time.Second, true, 0)
+		d := def(t, lockrt.Reentrant, 10*time.Second, true, 0)
 		keys := make([]string, locks)
 		leases := make([]*lockrt.Lease, locks)
 		var wg sync.WaitGroup
