@@ -6,7 +6,7 @@ GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testda
 
 .DEFAULT_GOAL := help
 
-.PHONY: help redis chromium generate check demo test bench torture fmt vet lint fuzz
+.PHONY: help redis chromium generate check demo test costs bench torture fmt vet lint fuzz
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,13 +29,38 @@ demo: ## generate the examples and run them (against REDIS_ADDR, or an embedded 
 	$(GO) run ./examples/orders
 	$(GO) run ./examples/ops
 
-test: redis chromium check ## go vet, then all tests with the race detector against real Redis
-	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 9m ./...
-	cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
-	cd dashboard/browsertest && $(GO) vet ./... && $(GO) test -count=1 -timeout 3m ./...
-	cd adapters/prometheus && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd adapters/otel && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+# Every suite of `make test`, run to its end even when one before failed
+# (.ci/suites, SUITE_JOBS at once); the failures are named again at the
+# end, and the summary line is the last thing printed. The race detector
+# runs on the packages with concurrency (RACE: the runtime and what drives
+# it); the generator, spec and analysis packages (FAST, below) run
+# without it, as in `make fast`. The runtime's tests mostly wait on
+# leases and timers: many run at once (-parallel), and the wait-bound
+# suite starts first so that the CPU-bound ones run beside it. go-redis'
+# own logging is silenced in tests unless -v (scripts/redistest).
+PARALLEL ?= 8
+TESTFLAGS ?=
+SUITE_JOBS ?= 2
+RACE = ./runtime/... ./inspect/... ./dashboard/... ./examples/... ./scripts/... ./templates/...
+SUITES = \
+	'race=$(GO) test -race -count=1 -timeout 20m -parallel $(PARALLEL) $(TESTFLAGS) $(RACE)' \
+	'check=$(GO) run ./cmd/lockgen check ./... ./scripts/bench/...' \
+	'vet=$(GO) vet ./...' \
+	'fast=$(GO) test -count=1 -timeout 9m $(TESTFLAGS) $(FAST)' \
+	'browser=cd dashboard/browsertest && $(GO) vet ./... && $(GO) test -count=1 -timeout 3m $(TESTFLAGS) ./...' \
+	'prometheus=cd adapters/prometheus && $(GO) vet ./... && $(GO) test -race -count=1 $(TESTFLAGS) ./...' \
+	'otel=cd adapters/otel && $(GO) vet ./... && $(GO) test -race -count=1 $(TESTFLAGS) ./...'
+test: redis chromium ## lockgen check, go vet, then every module's tests (race detector, real Redis); reports every failure at the end
+	@SUITE_JOBS=$(SUITE_JOBS) .ci/suites $(SUITES)
+
+# The cost tests: what depends on time (commands per window, throughput
+# floors, allocations from the process-wide MemStats, counts under
+# contention with tolerances). scripts/bench's tests, and the runtime's
+# that need its test-only exports (files tagged costs).
+costs: redis ## the cost tests (scripts/bench, and runtime's -tags costs), with tolerances: throughput, allocations, commands per window
+	@SUITE_JOBS=$(SUITE_JOBS) .ci/suites \
+		'bench=cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m $(TESTFLAGS) ./...' \
+		'runtime-costs=$(GO) vet -tags costs ./runtime && $(GO) test -tags costs -count=1 -timeout 5m -run '"'"'Cost|WakeOneAcrossClients|FairOrder|DelayedDelivery|DelayedReliable|RWReadersHandedTogether|SemaphoreReleaseWakesK|QueueTakeWaits'"'"' $(TESTFLAGS) ./runtime'
 
 # The fast tests: everything but the runtime (and what needs Redis).
 FAST = ./internal/spec/... ./internal/keys/... ./internal/gen/... ./internal/evolve/... \

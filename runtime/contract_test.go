@@ -123,12 +123,7 @@ func (h *contractHook) keysSince(name string) []int {
 // waitFor waits until the named script was called more than before times.
 func (h *contractHook) waitFor(t *testing.T, name string, before int) {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); h.count(name) <= before; {
-		if time.Now().After(end) {
-			t.Fatalf("no call of %s", name)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, failAfter, func() bool { return h.count(name) > before }, "no call of "+name)
 }
 
 // TestScriptContracts runs every script through the runtime, built the
@@ -137,6 +132,7 @@ func (h *contractHook) waitFor(t *testing.T, name string, before int) {
 // one the header declares, and the reply Redis returns has the declared
 // shape. Every script must be called at least once.
 func TestScriptContracts(t *testing.T) {
+	t.Parallel()
 	h := newContractHook(t)
 	newHooked := func() *lockrt.Client {
 		rdb := redis.NewClient(&redis.Options{Addr: single.Addr})

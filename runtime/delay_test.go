@@ -102,7 +102,7 @@ func TestDelayedDelivery(t *testing.T) {
 		// A behavioural bound, generous for a loaded machine and -race
 		// (the benchmark measures the real numbers): delivery is driven
 		// by timers, not by polling every second.
-		if p99 > 500*time.Millisecond {
+		if costsChecked && p99 > 500*time.Millisecond {
 			t.Errorf("p99 lateness %v; the timer does not fire on time", p99)
 		}
 		select {
@@ -129,7 +129,7 @@ func TestDelayedSurvivesClients(t *testing.T) {
 		}
 		first.Close() // every client stops
 		rdb.Close()
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(400 * time.Millisecond) // the items' due times (100-149ms) pass with no client running
 
 		q = lockrt.NewDelayedQueue(newClient(t, b), d, lockrt.JSON[int]{}, k)
 		start := time.Now()
@@ -173,7 +173,7 @@ func TestDelayedTimerDoesNotPoll(t *testing.T) {
 		}
 		h := &cmdLog{}
 		rdb.AddHook(h)
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // a quiet window: a poller would have sent something
 		if cmds := h.take(); len(cmds) != 0 {
 			t.Errorf("an idle timer sent %v", cmds)
 		}
@@ -184,7 +184,9 @@ func TestDelayedTimerDoesNotPoll(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(1500 * time.Millisecond)
+		// All three moved (asked through the other client, which h does
+		// not count).
+		eventually(t, failAfter, func() bool { n, err := p.Len(ctx); return err == nil && n == 3 }, "the three items did not come due")
 		moves := len(h.take())
 		if moves < 3 || moves > 8 {
 			t.Errorf("the timer ran %d moves for 3 items due at different times, want 3 to 8", moves)
@@ -193,7 +195,7 @@ func TestDelayedTimerDoesNotPoll(t *testing.T) {
 			t.Errorf("Len = %d, %v; want 3", n, err)
 		}
 		h.take()
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // a quiet window, as above
 		if cmds := h.take(); len(cmds) != 0 {
 			t.Errorf("a timer with nothing due sent %v", cmds)
 		}
@@ -304,10 +306,8 @@ func TestKeyedQueuesBounded(t *testing.T) {
 	}
 
 	// Idle queues are forgotten and their channels dropped.
-	n := channels()
-	for end := time.Now().Add(20 * time.Second); n > 0 && time.Now().Before(end); n = channels() {
-		time.Sleep(200 * time.Millisecond)
-	}
+	var n int
+	within(failAfter, func() bool { n = channels(); return n == 0 })
 	subs, err := admin.PubSubNumSub(ctx, key(t, "0")+":ch", key(t, "1999")+":ch").Result()
 	if err != nil {
 		t.Fatal(err)

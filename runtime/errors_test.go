@@ -49,22 +49,28 @@ func TestBlockingCallsRideOutOutage(t *testing.T) {
 			results <- ""
 		}()
 	}
+	lc, sc, ac, qc := newClient(t, b), newClient(t, b), newClient(t, b), namedClient(t, b)
+	lak := key(t, "latch")
 	run("Lock", func(ctx context.Context) error {
-		_, err := newClient(t, b).Lock(ld, lk).Lock(ctx)
+		_, err := lc.Lock(ld, lk).Lock(ctx)
 		return err
 	})
 	run("Acquire", func(ctx context.Context) error {
-		_, err := newClient(t, b).Semaphore(sd, sk).Acquire(ctx, 1)
+		_, err := sc.Semaphore(sd, sk).Acquire(ctx, 1)
 		return err
 	})
 	run("Await", func(ctx context.Context) error {
-		return newClient(t, b).Latch(latch, key(t, "latch")).Await(ctx)
+		return ac.Latch(latch, lak).Await(ctx)
 	})
 	run("Take", func(ctx context.Context) error {
-		_, err := lockrt.NewReliableQueue(newClient(t, b), qd, lockrt.JSON[string]{}, key(t, "queue")).Take(ctx)
+		_, err := lockrt.NewReliableQueue(qc, qd, lockrt.JSON[string]{}, key(t, "queue")).Take(ctx)
 		return err
 	})
-	time.Sleep(300 * time.Millisecond) // all four wait
+	// All four wait.
+	waitWaiting(t, lc, lk, 1, 1)
+	waitWaiting(t, sc, sk, 1, 1)
+	waitAwaiting(t, lak, ac)
+	waitBlocked(t, qc.Redis())
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +108,12 @@ func TestWaitEndsWithLastError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
+	wc := newClient(t, b)
 	go func() {
-		_, err := newClient(t, b).Lock(d, k).Lock(ctx)
+		_, err := wc.Lock(d, k).Lock(ctx)
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitWaiting(t, wc, k, 1, 1)
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
 	}

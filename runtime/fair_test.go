@@ -21,37 +21,17 @@ func fairDef(t testing.TB, lease time.Duration, wait, waiterTTL time.Duration) *
 	return d
 }
 
-// queueLen returns the length of the fair lock k's wait queue.
-func queueLen(t testing.TB, rdb redis.UniversalClient, k string) int64 {
-	n, err := rdb.LLen(context.Background(), keys.Sub(k, "queue")).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// waitQueued waits until k's queue holds n waiters.
-func waitQueued(t testing.TB, rdb redis.UniversalClient, k string, n int64) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for queueLen(t, rdb, k) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue length %d, want %d", queueLen(t, rdb, k), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// evalCounter counts the scripts a client runs.
+// evalCounter counts the scripts a client ran (once they replied).
 type evalCounter struct{ n atomic.Int64 }
 
 func (h *evalCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *evalCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
 		if name := cmd.Name(); name == "evalsha" || name == "eval" {
 			h.n.Add(1)
 		}
-		return next(ctx, cmd)
+		return err
 	}
 }
 func (h *evalCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
@@ -122,7 +102,7 @@ func TestFairOrder(t *testing.T) {
 		if len(order) != waiters {
 			t.Fatalf("%d of %d waiters got the lock", len(order), waiters)
 		}
-		if runs := counter.n.Load() - before; runs < waiters || runs > 2*waiters {
+		if runs := counter.n.Load() - before; runs < waiters || costsChecked && runs > 2*waiters {
 			t.Errorf("hand-off ran %d scripts, want %d to %d (a release and at most one acquire per waiter)", runs, waiters, 2*waiters)
 		}
 		if n := queueLen(t, holder.Redis(), k); n != 0 {

@@ -101,7 +101,8 @@ func TestPubSubReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiter := newClient(t, b)
+	rec := &recorder{}
+	waiter := newClientWith(t, b, lockrt.WithObserver(rec))
 	got := make(chan error, 1)
 	go func() {
 		le, err := waiter.Lock(d, k).Lock(ctx)
@@ -110,11 +111,11 @@ func TestPubSubReconnect(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	waitWaiting(t, waiter, k, 1, 1)
 	if err := holder.Redis().Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	eventually(t, failAfter, func() bool { return rec.count(lockrt.EventResubscribed) > 0 }, "the waiter's hub did not resubscribe")
 	if err := le.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -114,10 +114,11 @@ func TestWithLease(t *testing.T) {
 			}
 		}
 		s := c.Semaphore(semDef(t, 2, time.Minute, false, 0), key(t, "sem"))
-		if _, err := s.Acquire(bg, 2, lockrt.WithLease(300*time.Millisecond)); err != nil {
+		const permitLease = 300 * time.Millisecond
+		if _, err := s.Acquire(bg, 2, lockrt.WithLease(permitLease)); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(2 * permitLease) // the permits' lease runs out
 		if n, err := s.Available(bg); err != nil || n != 2 {
 			t.Errorf("%d permits available after a 300ms permit lease ran out (%v), want 2", n, err)
 		}

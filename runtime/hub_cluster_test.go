@@ -101,17 +101,8 @@ func shardSubscribers(t *testing.T, rdb *redis.Client, channel string) int64 {
 // waitSubscribers waits until channel has want sharded subscribers on rdb.
 func waitSubscribers(t *testing.T, rdb *redis.Client, channel string, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := shardSubscribers(t, rdb, channel)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has %d sharded subscribers on %s, want %d", channel, got, rdb.Options().Addr, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, failAfter, func() bool { return shardSubscribers(t, rdb, channel) == want },
+		fmt.Sprintf("%s has not %d sharded subscribers on %s", channel, want, rdb.Options().Addr))
 }
 
 // keyOn returns a key of the test's own whose slot node i of c serves.
@@ -300,17 +291,8 @@ func shardChannels(t *testing.T, rdb *redis.Client, pattern string) int {
 // pattern.
 func waitShardChannels(t *testing.T, rdb *redis.Client, pattern string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got := shardChannels(t, rdb, pattern)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sharded channels %s on %s, want %d", got, pattern, rdb.Options().Addr, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, failAfter, func() bool { return shardChannels(t, rdb, pattern) == want },
+		fmt.Sprintf("not %d sharded channels %s on %s", want, pattern, rdb.Options().Addr))
 }
 
 // TestShardedPubSubLocks: 1000 lock/unlock cycles of two clients taking

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 // The tests of the hub's connection layer: waiters recover from an outage
@@ -107,13 +108,18 @@ const outageLease = time.Second
 // checkRecovery fails t unless every contender acquires again within a
 // generous deadline after fault ends; it logs how long each took, against
 // the bound of lease + 1s.
-func checkRecovery(t *testing.T, cs *contenders, fault func()) {
+func checkRecovery(t *testing.T, cs *contenders, n *redistest.Node, k string, fault func()) {
 	t.Helper()
 	// Every contender has taken it before the fault.
 	if took := cs.waitAllMoved(make([]int64, len(cs.counts)), 20*time.Second); anyNegative(took) {
 		t.Fatalf("before the fault, not every client acquired: %v", cs.snapshot())
 	}
-	time.Sleep(300 * time.Millisecond) // some of them are waiting now
+	// Some of them are waiting now: queued on k, a wake-up channel
+	// subscribed.
+	eventually(t, failAfter, func() bool {
+		chans, err := n.Client().PubSubChannels(context.Background(), "*").Result()
+		return err == nil && len(chans) > 0 && queueLen(t, n.Client(), k) > 0
+	}, "no contender waits")
 	fault()
 	before := cs.snapshot()
 	took := cs.waitAllMoved(before, 10*(outageLease+time.Second))
@@ -170,7 +176,7 @@ func TestOutageLockWaitersRecover(t *testing.T) {
 	})
 	for _, down := range []time.Duration{1500 * time.Millisecond, 4 * time.Second} {
 		t.Run(fmt.Sprint("down=", down), func(t *testing.T) {
-			checkRecovery(t, cs, outage(t, n, down))
+			checkRecovery(t, cs, n, k, outage(t, n, down))
 		})
 	}
 }
@@ -191,7 +197,7 @@ func TestOutageSemaphoreWaitersRecover(t *testing.T) {
 		}
 		return func() error { return p.Release(context.Background()) }, nil
 	})
-	checkRecovery(t, cs, outage(t, n, 2500*time.Millisecond))
+	checkRecovery(t, cs, n, k, outage(t, n, 2500*time.Millisecond))
 }
 
 // TestPubSubKilledWaitersRecover: CLIENT KILL TYPE pubsub cuts every
@@ -216,7 +222,7 @@ func TestPubSubKilledWaitersRecover(t *testing.T) {
 	ctx := context.Background()
 	for round := range 3 {
 		t.Run(fmt.Sprint("round=", round), func(t *testing.T) {
-			checkRecovery(t, cs, func() {
+			checkRecovery(t, cs, n, k, func() {
 				killed, err := admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Result()
 				if err != nil || killed == 0 {
 					t.Fatalf("CLIENT KILL TYPE pubsub: %d killed, %v", killed, err)

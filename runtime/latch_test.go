@@ -28,8 +28,11 @@ func TestLatchWakesAwaiters(t *testing.T) {
 		k := key(t)
 		var wg sync.WaitGroup
 		woken := make(chan time.Time, 10)
+		var awaiting []*lockrt.Client
 		for range 10 {
-			l := newClient(t, b).Latch(d, k)
+			c := newClient(t, b)
+			awaiting = append(awaiting, c)
+			l := c.Latch(d, k)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -42,7 +45,7 @@ func TestLatchWakesAwaiters(t *testing.T) {
 				woken <- time.Now()
 			}()
 		}
-		time.Sleep(300 * time.Millisecond) // every awaiter subscribes
+		waitAwaiting(t, k, awaiting...)
 		var opened time.Time
 		for i := range 5 {
 			l := newClient(t, b).Latch(d, k)
@@ -187,14 +190,15 @@ func TestLatchCount(t *testing.T) {
 func TestLatchExpires(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		l := newClient(t, b).Latch(latchDef(t, 1, 200*time.Millisecond), key(t))
+		const expire = 200 * time.Millisecond
+		l := newClient(t, b).Latch(latchDef(t, 1, expire), key(t))
 		if n, err := l.CountDown(ctx); err != nil || n != 0 {
 			t.Fatalf("CountDown = %d, %v", n, err)
 		}
 		if n, err := l.Count(ctx); err != nil || n != 0 {
 			t.Fatalf("Count = %d, %v; want 0", n, err)
 		}
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(2 * expire) // the latch's expiry runs out
 		if n, err := l.Count(ctx); err != nil || n != 1 {
 			t.Fatalf("Count after the expiry = %d, %v; want the spec's 1", n, err)
 		}
@@ -206,7 +210,8 @@ func TestLatchAwaitEnds(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
-		l := c.Latch(latchDef(t, 1, time.Minute), key(t))
+		k := key(t)
+		l := c.Latch(latchDef(t, 1, time.Minute), k)
 		dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
 		if err := l.Await(dctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -214,7 +219,7 @@ func TestLatchAwaitEnds(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- l.Await(ctx) }()
-		time.Sleep(200 * time.Millisecond)
+		waitAwaiting(t, k, c)
 		c.Close()
 		select {
 		case err := <-done:

@@ -200,10 +200,12 @@ func TestReleaseUnreachable(t *testing.T) {
 func TestLeaseOutlivesWaitContext(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		type ctxKey struct{}
-		const lease = time.Second // renewed every 333ms: a loaded machine may stall 300ms
+		// Renewed every lease/3: survives a stall of 2/3 of it. The
+		// waits end within a lease: the holds outlive them.
+		const lease, waitFor = 2 * time.Second, time.Second
 		c := newClient(t, b)
 		waitCtx := func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "v"), 500*time.Millisecond)
+			return context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "v"), waitFor)
 		}
 		check := func(what string, hold context.Context) {
 			t.Helper()
@@ -236,7 +238,7 @@ func TestLeaseOutlivesWaitContext(t *testing.T) {
 			t.Fatal(err)
 		}
 		hs = append(hs, held{"permit", p.Context(), p.Release})
-		time.Sleep(2 * lease) // past the waits (500ms), and renewed several times
+		time.Sleep(2 * lease) // past the waits, and renewed several times
 		for _, h := range hs {
 			check(h.what, h.ctx)
 			if err := h.unlock(context.Background()); err != nil {

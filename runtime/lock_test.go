@@ -141,7 +141,9 @@ func TestUnlockByNonOwner(t *testing.T) {
 		ctx := context.Background()
 		a, c := newClient(t, b), newClient(t, b)
 		k := key(t)
-		d := def(t, lockrt.Reentrant, 200*time.Millisecond, false, 5*time.Second)
+		// A fixed lease: the next holder's must last to its Unlock, on a
+		// loaded machine too.
+		d := def(t, lockrt.Reentrant, time.Second, false, 5*time.Second)
 		la, err := a.Lock(d, k).Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -173,14 +175,15 @@ func TestWatchdogKeepsLease(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
-		l := c.Lock(def(t, lockrt.Reentrant, time.Second, true, 0), key(t))
+		const lease = time.Second
+		l := c.Lock(def(t, lockrt.Reentrant, lease, true, 0), key(t))
 		le, err := l.Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		other := newClient(t, b).Lock(def(t, lockrt.Reentrant, time.Second, true, 0), l.Key())
+		other := newClient(t, b).Lock(def(t, lockrt.Reentrant, lease, true, 0), l.Key())
 		for range 10 {
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(lease / 2) // five leases in all: renewed past each
 			if err := le.Context().Err(); err != nil {
 				t.Fatalf("lease lost: %v", context.Cause(le.Context()))
 			}
@@ -199,7 +202,7 @@ func TestWatchdogKeepsLease(t *testing.T) {
 func TestDeadHolderExpires(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		const lease = 500 * time.Millisecond
+		const lease = 1500 * time.Millisecond // renewed every 500ms: survives a 1s stall
 		d := def(t, lockrt.Reentrant, lease, true, 0)
 		k := key(t)
 		rdb := b.new()
@@ -288,7 +291,8 @@ func scriptFlush(t *testing.T, b backend) {
 			t.Fatal(err)
 		}
 	}
-	d := def(t, lockrt.Reentrant, 600*time.Millisecond, true, time.Second)
+	const lease = 1500 * time.Millisecond // renewed every 500ms: survives a 1s stall
+	d := def(t, lockrt.Reentrant, lease, true, time.Second)
 	held := c.Lock(d, key(t, "held"))
 	le, err := held.Lock(ctx)
 	if err != nil {
@@ -305,7 +309,7 @@ func scriptFlush(t *testing.T, b backend) {
 		if err := le.Unlock(ctx); err != nil {
 			t.Fatalf("unlock after SCRIPT FLUSH: %v", err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(lease / 12) // 20 rounds span renewals of the held lock (every lease/3)
 	}
 	// The held lock's lease was renewed through flushes.
 	if err := le.Context().Err(); err != nil {
@@ -327,7 +331,8 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waiter := newClient(t, b).Lock(d, k)
+		wc := newClient(t, b)
+		waiter := wc.Lock(d, k)
 		got := make(chan time.Time, 1)
 		go func() {
 			le, err := waiter.Lock(ctx)
@@ -339,7 +344,7 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 			got <- time.Now()
 			le.Unlock(ctx)
 		}()
-		time.Sleep(200 * time.Millisecond) // the waiter subscribes and waits
+		waitWaiting(t, wc, k, 1, 1)
 		released := time.Now()
 		if err := holder.Unlock(ctx); err != nil {
 			t.Fatal(err)
@@ -388,7 +393,7 @@ func TestWaitTimesOut(t *testing.T) {
 func TestSimpleLock(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		d := def(t, lockrt.Simple, 5*time.Second, true, time.Second)
+		d := def(t, lockrt.Simple, 5*time.Second, true, failAfter) // the wait bounds a failure only
 		k := key(t)
 		c := newClient(t, b)
 		le, err := c.Lock(d, k).Lock(ctx)
@@ -554,9 +559,11 @@ func TestPreloadDetectsMismatch(t *testing.T) {
 	})
 }
 
-// TestWatchdogBatches: the watchdog renews every held lock of a client in
-// one pipeline per round, not one round trip per lock.
-func TestWatchdogBatches(t *testing.T) {
+// TestWatchdogRenewsMany: the watchdog keeps 50 held locks of a client
+// past their lease. (That it renews them in one pipeline per round, not
+// one round trip per lock, is counted over a time window by
+// TestWatchdogBatches in scripts/bench.)
+func TestWatchdogRenewsMany(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		const locks = 50
@@ -573,26 +580,12 @@ func TestWatchdogBatches(t *testing.T) {
 			}
 			leases = append(leases, le)
 		}
-		h := &countHook{}
-		rdb.AddHook(h)
-		time.Sleep(time.Second) // three renewal rounds at lease/3
-		trips := h.n.Load()
+		time.Sleep(time.Second) // past the 900ms lease: three renewal rounds at lease/3
 		for i, le := range leases {
 			if err := le.Context().Err(); err != nil {
 				t.Fatalf("lease %d lost: %v", i, context.Cause(le.Context()))
 			}
 		}
-		// One pipeline per round (a cluster client runs one per node),
-		// and a few more when the locks were taken far apart on a busy
-		// machine: far fewer than the 150 one-by-one renewals would take.
-		limit := int64(20)
-		if b.name == "cluster" {
-			limit = 40
-		}
-		if trips == 0 || trips > limit {
-			t.Fatalf("%d round trips renewed %d locks for 1s, want 1..%d", trips, locks, limit)
-		}
-		t.Logf("%d round trips renewed %d locks for 1s", trips, locks)
 		for _, le := range leases {
 			if err := le.Unlock(ctx); err != nil {
 				t.Fatal(err)

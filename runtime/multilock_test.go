@@ -180,7 +180,7 @@ func TestMultiLockWakesOnRelease(t *testing.T) {
 		c := newClient(t, b)
 		m := lockrt.NewMultiLock(c.Lock(d, ka), c.Lock(d, kb))
 		got := inBackground(t, func() (*lockrt.MultiLease, error) { return m.Lock(ctx) })
-		time.Sleep(300 * time.Millisecond)
+		waitWaiting(t, c, kb, 1, 1)
 		if m.Atomic() {
 			// The waiter holds nothing: take A before releasing B, so that
 			// A blocks it next and it must switch channels.
@@ -191,7 +191,7 @@ func TestMultiLockWakesOnRelease(t *testing.T) {
 			if err := hb.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(200 * time.Millisecond)
+			waitWaiting(t, c, ka, 1, 1) // blocked by A now
 			hb = ha
 		}
 		released := time.Now()

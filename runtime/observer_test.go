@@ -105,32 +105,42 @@ func TestObserver(t *testing.T) {
 
 	// A lock: taken after a wait, renewed, released; its ops carry the
 	// observer's context.
-	d := def(t, lockrt.Reentrant, 900*time.Millisecond, true, 5*time.Second)
+	// Long enough that the waiter's fallback timer (the holder's PTTL)
+	// does not beat the release's message on a loaded machine.
+	d := def(t, lockrt.Reentrant, 3*time.Second, true, 5*time.Second)
 	d.Name = "Order"
 	k := key(t, "order")
 	held, err := other.Lock(d, k).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.AfterFunc(200*time.Millisecond, func() { held.Unlock(ctx) })
-	le, err := c.Lock(d, k).Lock(ctx)
-	if err != nil {
+	got := inBackground(t, func() (*lockrt.Lease, error) { return c.Lock(d, k).Lock(ctx) })
+	waitWaiting(t, c, k, 1, 1)
+	waiting := time.Now() // the Lock began before
+	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	waited := time.Since(waiting) // at most the Lock's wait
+	le := <-got
+	if le == nil {
+		t.FailNow()
+	}
+	holding := time.Now() // the hold began before
 	if le.Context().Value(spanKey{}) != "Lock" {
 		t.Error("the lease's context does not carry the observer's context")
 	}
-	time.Sleep(700 * time.Millisecond) // two renewals at lease/3
+	eventually(t, failAfter, func() bool { return rec.count(lockrt.EventRenewed) >= 2 }, "Order was not renewed twice")
+	held2 := time.Since(holding) // at most the hold
 	if err := le.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	acq, _ := rec.find(lockrt.EventAcquired)
-	if acq.Object != "Order" || acq.Duration < 100*time.Millisecond {
-		t.Errorf("acquired %+v: want Order with a wait of about 200ms", acq)
+	if acq.Object != "Order" || acq.Duration < waited {
+		t.Errorf("acquired %+v: want Order with a wait of at least %v", acq, waited)
 	}
 	rel, _ := rec.find(lockrt.EventReleased)
-	if rel.Duration < 600*time.Millisecond {
-		t.Errorf("released %+v: want a hold of about 700ms", rel)
+	if rel.Duration < held2 {
+		t.Errorf("released %+v: want a hold of at least %v", rel, held2)
 	}
 	if got := strings.Join(rec.kinds("Order"), " "); !strings.HasPrefix(got, "acquired renewed") || !strings.HasSuffix(got, "renewed released") {
 		t.Errorf("Order's events: %s", got)
@@ -322,9 +332,7 @@ func TestObserverLateness(t *testing.T) {
 	}
 	del.Ack(ctx)
 	// The timer reports after its move replied, maybe after the Take.
-	for end := time.Now().Add(10 * time.Second); len(dues()) < 4 && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, failAfter, func() bool { return len(dues()) >= 4 }, "fewer than 4 due events")
 	got := dues()
 	if len(got) != 4 {
 		t.Fatalf("%d due events; want 4 (two left, one offered, one retried): %+v", len(got), got)
@@ -419,23 +427,23 @@ func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
 func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h recordHandler) WithGroup(string) slog.Handler      { return h }
 
-// find waits up to 10s for a record with the level and message, and
-// returns it.
+// find waits (failAfter at most) for a record with the level and
+// message, and returns it.
 func (h recordHandler) find(t *testing.T, level slog.Level, msg string) (logRecord, bool) {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	var found logRecord
+	ok := within(failAfter, func() bool {
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		for _, r := range *h.records {
 			if r.level == level && r.msg == msg {
-				h.mu.Unlock()
-				return r, true
+				found = r
+				return true
 			}
 		}
-		h.mu.Unlock()
-		if time.Now().After(end) {
-			return logRecord{}, false
-		}
-	}
+		return false
+	})
+	return found, ok
 }
 
 // TestLoggerResubscribeAndTimerRetry: WithLogger logs a pub/sub
@@ -475,11 +483,7 @@ func TestLoggerResubscribeAndTimerRetry(t *testing.T) {
 	}
 	waitUntil := func(what string, f func() bool) {
 		t.Helper()
-		for end := time.Now().Add(10 * time.Second); !f(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(end) {
-				t.Fatalf("timed out waiting until %s", what)
-			}
-		}
+		eventually(t, failAfter, f, "timed out waiting until "+what)
 	}
 	waitUntil("the queue's channel is subscribed", subscribed)
 
@@ -524,8 +528,10 @@ func TestLoggerResubscribeAndTimerRetry(t *testing.T) {
 // WithLogger at Info. A semaphore's wait does the same. On one node and
 // on the 3-primary cluster.
 func TestWaitFallbackEvent(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			rdb := b.new()
 			defer rdb.Close()
 			rec := &recorder{}
@@ -537,17 +543,24 @@ func TestWaitFallbackEvent(t *testing.T) {
 			other := newClient(t, b)
 			ctx := withTimeout(t, 30*time.Second)
 
-			d := def(t, lockrt.Reentrant, 400*time.Millisecond, false, 10*time.Second)
+			// A fixed lease long enough that the waiter's fallback timer
+			// (the holder's PTTL) does not beat the release's message on
+			// a loaded machine.
+			d := def(t, lockrt.Reentrant, 2*time.Second, false, 10*time.Second)
 			d.Name = "Order"
 			k := key(t, "order")
 			held, err := other.Lock(d, k).Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			time.AfterFunc(100*time.Millisecond, func() { held.Unlock(context.Background()) })
-			le, err := c.Lock(d, k).Lock(ctx)
-			if err != nil {
+			got := inBackground(t, func() (*lockrt.Lease, error) { return c.Lock(d, k).Lock(ctx) })
+			waitWaiting(t, c, k, 1, 1)
+			if err := held.Unlock(ctx); err != nil {
 				t.Fatal(err)
+			}
+			le := <-got
+			if le == nil {
+				t.FailNow()
 			}
 			le.Unlock(ctx)
 			if n := rec.count(lockrt.EventWaitFallback); n != 0 {

@@ -67,6 +67,29 @@ type ledger struct {
 	once        sync.Once
 }
 
+// wait waits until every item was delivered, or fails t when no item
+// was delivered for failAfter: a loaded machine delivers slowly, a bug
+// not at all.
+func (l *ledger) wait(t *testing.T) {
+	t.Helper()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last, moved := l.delivered.Load(), time.Now()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-tick.C:
+		}
+		if n := l.delivered.Load(); n != last {
+			last, moved = n, time.Now()
+		} else if time.Since(moved) > failAfter {
+			t.Errorf("only %d of %d items delivered, none for %v", n, l.total, failAfter)
+			return
+		}
+	}
+}
+
 func newLedger(producers, perProducer int) *ledger {
 	return &ledger{perProducer: perProducer, seen: make([]atomic.Int32, producers*perProducer),
 		total: int64(producers * perProducer), done: make(chan struct{})}
@@ -163,11 +186,7 @@ func TestQueueManyClients(t *testing.T) {
 			}
 			return nil
 		}).Wait()
-		select {
-		case <-l.done:
-		case <-time.After(2 * time.Minute):
-			t.Errorf("only %d of %d items delivered", l.delivered.Load(), l.total)
-		}
+		l.wait(t)
 		stop()
 		wg.Wait()
 		close(errs)
@@ -221,7 +240,7 @@ func TestQueueTakeWaits(t *testing.T) {
 		if err := p.Offer(ctx, "hello"); err != nil {
 			t.Fatal(err)
 		}
-		if lat := (<-got).Sub(offered); lat > 500*time.Millisecond {
+		if lat := (<-got).Sub(offered); costsChecked && lat > 500*time.Millisecond {
 			t.Errorf("a waiting Take got the item %v after the offer", lat)
 		}
 	})

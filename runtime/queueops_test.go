@@ -204,7 +204,7 @@ func TestQueueTakeN(t *testing.T) {
 func TestReliableTakeN(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := withTimeout(t, 20*time.Second)
-		c := newClient(t, b)
+		c := namedClient(t, b)
 		d, k := queueDef(t, false, time.Minute, 3), key(t)
 		q := lockrt.NewReliableQueue(c, d, lockrt.JSON[int]{}, k)
 		if _, err := q.TakeN(ctx, 0); !errors.Is(err, lockrt.ErrInvalidArgument) {
@@ -268,7 +268,7 @@ func TestReliableTakeN(t *testing.T) {
 			}
 			got <- ds
 		}()
-		time.Sleep(100 * time.Millisecond)
+		waitBlocked(t, c.Redis())
 		if err := q.OfferMany(ctx, 5, 6); err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +289,7 @@ func TestReliableTakeN(t *testing.T) {
 func TestQueueTakeNWaits(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := withTimeout(t, 20*time.Second)
-		c := newClient(t, b)
+		c := namedClient(t, b)
 		q := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t))
 		if _, err := q.TryTakeN(ctx, 2, 50*time.Millisecond); !errors.Is(err, lockrt.ErrEmpty) {
 			t.Errorf("TryTakeN of an empty queue: err = %v, want ErrEmpty", err)
@@ -302,7 +302,7 @@ func TestQueueTakeNWaits(t *testing.T) {
 			}
 			got <- vs
 		}()
-		time.Sleep(100 * time.Millisecond)
+		waitBlocked(t, c.Redis())
 		if err := q.OfferMany(ctx, 1, 2, 3, 4); err != nil {
 			t.Fatal(err)
 		}

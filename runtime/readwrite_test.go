@@ -106,7 +106,7 @@ func TestRWReadersWakeTogether(t *testing.T) {
 		holding.Add(n)
 		release := make(chan struct{})
 		var wg sync.WaitGroup
-		for range n {
+		for i := range n {
 			c := newClient(t, b)
 			wg.Add(1)
 			go func() {
@@ -122,8 +122,8 @@ func TestRWReadersWakeTogether(t *testing.T) {
 					t.Error(err)
 				}
 			}()
+			waitWaiting(t, c, k, int64(i+1), 1)
 		}
-		time.Sleep(300 * time.Millisecond) // the readers subscribe and wait
 		if _, err := newClient(t, b).RWLock(d, k).Read().TryLock(ctx, 0); !errors.Is(err, lockrt.ErrNotObtained) {
 			t.Fatalf("read while written: %v", err)
 		}
@@ -231,7 +231,9 @@ func TestRWDowngradeUpgrade(t *testing.T) {
 func TestRWDeadReader(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		const lease = 900 * time.Millisecond
+		// Renewed every lease/3: a live hold survives a stall of the
+		// machine shorter than 2/3 of it.
+		const lease = 2 * time.Second
 		d := def(t, lockrt.ReadWrite, lease, true, 10*time.Second)
 		k := key(t)
 

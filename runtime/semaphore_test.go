@@ -114,7 +114,6 @@ func TestSemaphoreManyPermits(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				time.Sleep(time.Duration(i) * 50 * time.Millisecond) // queue in order
 				p, err := c.Semaphore(d, k).Acquire(ctx, want)
 				if err != nil {
 					t.Error(err)
@@ -124,8 +123,8 @@ func TestSemaphoreManyPermits(t *testing.T) {
 				defer p.Release(ctx)
 				<-p.Context().Done() // hold until the test ends
 			}()
+			waitWaiting(t, c, k, int64(i+1), i+1) // queued in this order
 		}
-		time.Sleep(400 * time.Millisecond) // all three wait
 		released := time.Now()
 		if err := p3.Release(ctx); err != nil {
 			t.Fatal(err)
@@ -158,7 +157,7 @@ func TestSemaphoreManyPermits(t *testing.T) {
 func TestSemaphoreDeadHolder(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		const lease = 500 * time.Millisecond
+		const lease = 1500 * time.Millisecond // renewed every 500ms: survives a 1s stall
 		d := semDef(t, 3, lease, true, 0)
 		k := key(t)
 		rdb := b.new()
@@ -189,15 +188,16 @@ func TestSemaphoreDeadHolder(t *testing.T) {
 func TestSemaphoreRenewal(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		d := semDef(t, 1, 600*time.Millisecond, true, 0)
+		const lease = 1500 * time.Millisecond // renewed every 500ms: survives a 1s stall
+		d := semDef(t, 1, lease, true, 0)
 		k := key(t)
 		p, err := newClient(t, b).Semaphore(d, k).Acquire(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		other := newClient(t, b).Semaphore(d, k)
-		for range 8 {
-			time.Sleep(300 * time.Millisecond)
+		for range 6 {
+			time.Sleep(lease / 2) // three leases in all: renewed past each
 			if err := p.Context().Err(); err != nil {
 				t.Fatalf("permit lost: %v", context.Cause(p.Context()))
 			}
@@ -222,7 +222,8 @@ func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waiter := newClient(t, b).Semaphore(d, k)
+		wc := newClient(t, b)
+		waiter := wc.Semaphore(d, k)
 		got := make(chan time.Time, 1)
 		go func() {
 			p, err := waiter.Acquire(ctx, 1)
@@ -234,7 +235,7 @@ func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 			got <- time.Now()
 			p.Release(ctx)
 		}()
-		time.Sleep(200 * time.Millisecond) // the waiter subscribes and waits
+		waitWaiting(t, wc, k, 1, 1)
 		released := time.Now()
 		if err := p.Release(ctx); err != nil {
 			t.Fatal(err)
@@ -369,7 +370,8 @@ func TestSemaphoreCapacity(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Release(ctx)
-		waiter := newClient(t, b).Semaphore(d, k)
+		wc := newClient(t, b)
+		waiter := wc.Semaphore(d, k)
 		errs := make(chan error, 2)
 		go func() {
 			p, err := waiter.Acquire(ctx, 1)
@@ -378,7 +380,7 @@ func TestSemaphoreCapacity(t *testing.T) {
 			}
 			errs <- err
 		}()
-		time.Sleep(200 * time.Millisecond)
+		waitWaiting(t, wc, k, 1, 1)
 		if n, err := admin.AddPermits(ctx, 1); err != nil || n != 3 {
 			t.Fatalf("AddPermits(1) = %d, %v; want 3", n, err)
 		}
@@ -395,7 +397,7 @@ func TestSemaphoreCapacity(t *testing.T) {
 			_, err := waiter.Acquire(ctx, 3)
 			errs <- err
 		}()
-		time.Sleep(200 * time.Millisecond)
+		waitWaiting(t, wc, k, 1, 1)
 		if err := admin.SetPermits(ctx, 2); err != nil {
 			t.Fatal(err)
 		}

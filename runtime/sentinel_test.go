@@ -123,7 +123,8 @@ func waiterWoken(t *testing.T, b backend, k string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiter := newClient(t, b).Lock(d, k)
+	wc := newClient(t, b)
+	waiter := wc.Lock(d, k)
 	got := make(chan error, 1)
 	go func() {
 		le, err := waiter.Lock(ctx)
@@ -132,7 +133,7 @@ func waiterWoken(t *testing.T, b backend, k string) {
 		}
 		got <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the waiter subscribes and waits
+	waitWaiting(t, wc, k, 1, 1)
 	released := time.Now()
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -296,7 +297,7 @@ func TestSentinelFailover(t *testing.T) {
 			}
 			got <- err
 		}()
-		time.Sleep(200 * time.Millisecond)
+		waitWaiting(t, c, held.Key(), 1, 1)
 		if err := le.Unlock(ctx); err != nil {
 			t.Fatalf("unlock of the held lock: %v", err)
 		}

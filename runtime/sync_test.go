@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	lockrt "github.com/lockgen/lockgen/runtime"
 )
 
@@ -81,7 +83,10 @@ func TestReplicaSync(t *testing.T) {
 	replica := s.Replica.Client()
 	slept := make(chan error, 1)
 	go func() { slept <- replica.Do(ctx, "DEBUG", "SLEEP", "2").Err() }()
-	time.Sleep(100 * time.Millisecond)
+	// Asleep once a PING of another connection gets no answer for 250ms.
+	probe := redis.NewClient(&redis.Options{Addr: s.Replica.Addr, ReadTimeout: 250 * time.Millisecond, MaxRetries: -1})
+	defer probe.Close()
+	eventually(t, failAfter, func() bool { return probe.Ping(ctx).Err() != nil }, "the replica does not sleep")
 	k2 := key(t, "unreplicated")
 	if _, err := c.Lock(d2, k2).Lock(ctx); !errors.Is(err, lockrt.ErrNotReplicated) {
 		t.Fatalf("Lock with the replica asleep: %v, want ErrNotReplicated", err)

@@ -88,6 +88,7 @@ func TestWorkerRetriesThenDeadLetters(t *testing.T) {
 // TestWorkerSkipRetry: an error wrapping ErrSkipRetry dead-letters the
 // item after one delivery.
 func TestWorkerSkipRetry(t *testing.T) {
+	t.Parallel()
 	ctx := withTimeout(t, time.Minute)
 	q := lockrt.NewReliableQueue(newClient(t, backends()[0]), queueDef(t, false, time.Minute, 5), lockrt.JSON[int]{}, key(t))
 	if err := q.Offer(ctx, 1); err != nil {
@@ -106,6 +107,7 @@ func TestWorkerSkipRetry(t *testing.T) {
 // TestWorkerPanic: a handler's panic is a failed attempt with the panic
 // recorded; the worker survives it, and the retry succeeds.
 func TestWorkerPanic(t *testing.T) {
+	t.Parallel()
 	ctx := withTimeout(t, time.Minute)
 	b := backends()[0]
 	q := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, time.Minute, 1), lockrt.JSON[int]{}, key(t, "dead"))
@@ -164,6 +166,7 @@ func TestWorkerPanic(t *testing.T) {
 // runs past WithTimeout has its context cancelled with ErrHandlerTimeout
 // and the attempt counts as failed.
 func TestWorkerTimeout(t *testing.T) {
+	t.Parallel()
 	ctx := withTimeout(t, time.Minute)
 	b := backends()[0]
 	vis := 900 * time.Millisecond
@@ -259,9 +262,13 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 		if err != nil || st.InFlight != 0 || int(st.Ready)+first != n {
 			t.Fatalf("after the stop: %d handled, stats %+v, %v; want none in flight and the rest ready", first, st, err)
 		}
-		serve(t, lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[int]{}, k), h, lockrt.WithConcurrency(8))
-		until(t, func() bool { return handled.Load() == n })
-		time.Sleep(200 * time.Millisecond)
+		stop = serve(t, lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[int]{}, k), h, lockrt.WithConcurrency(8))
+		until(t, func() bool { return handled.Load() >= n })
+		// Stopped, the worker runs no handler any more: a second run of
+		// an item would have shown by now.
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		for i := range n {
@@ -277,6 +284,7 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 // timeout passes has its context cancelled with ErrShutdown, and its
 // item goes back unharmed: first in line, its delivery not counted.
 func TestWorkerShutdownTimeout(t *testing.T) {
+	t.Parallel()
 	ctx := withTimeout(t, time.Minute)
 	b := backends()[0]
 	d, k := queueDef(t, false, 10*time.Second, 1), key(t)
@@ -313,6 +321,7 @@ func TestWorkerShutdownTimeout(t *testing.T) {
 // TestWorkerMiddleware: middleware runs outermost first, sees the job,
 // and can fail an attempt without calling the handler.
 func TestWorkerMiddleware(t *testing.T) {
+	t.Parallel()
 	ctx := withTimeout(t, time.Minute)
 	q := lockrt.NewReliableQueue(newClient(t, backends()[0]), queueDef(t, false, time.Minute, 1), lockrt.JSON[int]{}, key(t))
 	if err := q.OfferMany(ctx, 1, 2); err != nil {

@@ -2,9 +2,13 @@ package otel_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	lockotel "github.com/lockgen/lockgen/adapters/otel"
 	"github.com/lockgen/lockgen/examples/ops/shopops"
 	lockrt "github.com/lockgen/lockgen/runtime"
 )
@@ -17,7 +21,7 @@ import (
 func TestWaitFallbackSpanEvent(t *testing.T) {
 	e := newEnv(t)
 	rdb, rec := e.rdb, e.rec
-	rt, other := e.client(t, true), e.client(t, false)
+	other := e.client(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -28,6 +32,13 @@ func TestWaitFallbackSpanEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The waiter: a client of its own, whose scripts are counted.
+		wrdb := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr})
+		defer wrdb.Close()
+		scripts := &scriptCount{}
+		wrdb.AddHook(scripts)
+		rt := lockrt.New(wrdb, lockrt.WithObserver(lockotel.New(e.tp)))
+		defer rt.Close()
 		got := make(chan error, 1)
 		go func() {
 			mine, err := shopops.NewLocks(rt).Order(id).Lock(ctx)
@@ -36,17 +47,18 @@ func TestWaitFallbackSpanEvent(t *testing.T) {
 			}
 			got <- err
 		}()
-		// Queued and subscribed, and past its attempt once subscribed.
-		for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		// Queued and subscribed, and past the attempt a new client's
+		// wait makes once subscribed (its second script): from then on
+		// only a wake-up or its timer makes it try again.
+		for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			chans, err := rdb.PubSubChannels(ctx, "*:"+rt.ID()).Result() // a waiter's wake-up channel: <prefix>:<clientID>
-			if rdb.Exists(ctx, held.Key()+":queue").Val() == 1 && err == nil && len(chans) > 0 {
+			if rdb.Exists(ctx, held.Key()+":queue").Val() == 1 && err == nil && len(chans) > 0 && scripts.n.Load() >= 2 {
 				break
 			}
 			if time.Now().After(end) {
 				t.Fatal("timed out waiting until the waiter is queued and subscribed")
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
 		free(le, held.Key())
 		if err := <-got; err != nil {
 			t.Fatal(err)
@@ -71,4 +83,21 @@ func TestWaitFallbackSpanEvent(t *testing.T) {
 	if len(fallbacks) != 1 || fallbacks["lockgen.Lock Order"] != 1 {
 		t.Errorf("wait-fallback span events by span and object: %v; want one, on the second Lock's span (lockgen.Lock, object Order)", fallbacks)
 	}
+}
+
+// scriptCount counts the scripts a client ran (once they replied).
+type scriptCount struct{ n atomic.Int64 }
+
+func (h *scriptCount) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+func (h *scriptCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

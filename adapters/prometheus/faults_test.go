@@ -3,11 +3,13 @@ package prometheus_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 
 	lockprom "github.com/lockgen/lockgen/adapters/prometheus"
 	"github.com/lockgen/lockgen/examples/ops/shopops"
@@ -27,7 +29,8 @@ import (
 func TestFaultMetrics(t *testing.T) {
 	rdb := redistest.Single(t).Client()
 	reg := prometheus.NewPedanticRegistry()
-	rt := lockrt.New(rdb, lockrt.WithObserver(lockprom.New(reg)))
+	obs := lockprom.New(reg)
+	rt := lockrt.New(rdb, lockrt.WithObserver(obs))
 	defer rt.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -106,21 +109,29 @@ lockgen_pubsub_resubscribed_total 1
 	if _, err := held.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The waiter: a client of its own (same observer), whose scripts
+	// are counted.
+	wrdb := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr})
+	defer wrdb.Close()
+	scripts := &scriptCount{}
+	wrdb.AddHook(scripts)
+	waiter := lockrt.New(wrdb, lockrt.WithObserver(obs))
+	defer waiter.Close()
 	got := make(chan error, 1)
 	go func() {
-		le, err := shopops.NewLocks(rt).Order(5).Lock(ctx)
+		le, err := shopops.NewLocks(waiter).Order(5).Lock(ctx)
 		if err == nil {
 			err = le.Unlock(ctx)
 		}
 		got <- err
 	}()
-	// Queued, subscribed, and past the attempt it makes once subscribed:
-	// from then on only a wake-up or its timer makes it try again.
+	// Queued, subscribed, and past the attempt a new client's wait makes
+	// once subscribed (its second script): from then on only a wake-up
+	// or its timer makes it try again.
 	waitUntil("the waiter is queued and subscribed", func() bool {
-		chans, err := rdb.PubSubChannels(ctx, "*:"+rt.ID()).Result() // a waiter's wake-up channel: <prefix>:<clientID>
-		return rdb.Exists(ctx, held.Key()+":queue").Val() == 1 && err == nil && len(chans) > 0
+		chans, err := rdb.PubSubChannels(ctx, "*:"+waiter.ID()).Result() // a waiter's wake-up channel: <prefix>:<clientID>
+		return rdb.Exists(ctx, held.Key()+":queue").Val() == 1 && err == nil && len(chans) > 0 && scripts.n.Load() >= 2
 	})
-	time.Sleep(50 * time.Millisecond) // its refresh timer fires after 333ms
 	rdb.Del(ctx, held.Key())
 	if err := <-got; err != nil {
 		t.Fatal(err)
@@ -171,4 +182,21 @@ func labelled(t *testing.T, reg prometheus.Gatherer, name, label, value string) 
 		}
 	}
 	return 0
+}
+
+// scriptCount counts the scripts a client ran (once they replied).
+type scriptCount struct{ n atomic.Int64 }
+
+func (h *scriptCount) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+func (h *scriptCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

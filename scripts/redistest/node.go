@@ -177,6 +177,7 @@ func start(cfg config) (*Node, error) {
 // launchOnFreePort starts n on a free port, trying another when the one
 // picked was taken meanwhile. On failure it removes n's directory.
 func (n *Node) launchOnFreePort(cluster bool) (*Node, error) {
+	quietLogs()
 	var err error
 	for range startAttempts {
 		if n.Port, err = freePort(cluster); err != nil {

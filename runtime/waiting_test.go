@@ -1,0 +1,302 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/keys"
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
+)
+
+// The one home of the tests' waits on observable state. A test that
+// needs another goroutine, client or process to have got somewhere (a
+// waiter queued and subscribed, a channel joined, a count reached) waits
+// for that state here, never for a while: the wait ends as soon as the
+// state is there, and its deadline (failAfter) only bounds a failure, so
+// a loaded machine makes a test slower, never wrong. What may still
+// sleep is listed in CONTRIBUTING.md ("Writing tests").
+
+// failAfter bounds every wait on state: far longer than anything takes
+// on a loaded machine, so that only a bug reaches it.
+const failAfter = 30 * time.Second
+
+// poll is how often a wait on state looks again.
+const poll = 5 * time.Millisecond
+
+// eventually fails t unless cond holds within d (failAfter when d is
+// shorter: a deadline bounds a failure, it is not an assertion on time).
+func eventually(t testing.TB, d time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	d = max(d, failAfter)
+	if !within(d, cond) {
+		t.Fatalf("%s (after %v)", msg, d)
+	}
+}
+
+// within reports whether cond holds within d, asking every poll.
+func within(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); !cond(); time.Sleep(poll) {
+		if time.Now().After(end) {
+			return false
+		}
+	}
+	return true
+}
+
+// queueLen returns the length of k's waiter queue (key:queue, see
+// "Waiter registry" in the package doc).
+func queueLen(t testing.TB, rdb redis.UniversalClient, k string) int64 {
+	t.Helper()
+	n, err := rdb.LLen(context.Background(), keys.Sub(k, "queue")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitQueued waits until k's waiter queue holds exactly n waiters.
+func waitQueued(t testing.TB, rdb redis.UniversalClient, k string, n int64) {
+	t.Helper()
+	eventually(t, failAfter, func() bool { return queueLen(t, rdb, k) == n },
+		fmt.Sprintf("%s: the waiter queue's length is not %d", k, n))
+}
+
+// waitRegistered waits until k's waiter queue holds at least n waiters.
+func waitRegistered(t testing.TB, rdb redis.UniversalClient, k string, n int64) {
+	t.Helper()
+	eventually(t, failAfter, func() bool { return queueLen(t, rdb, k) >= n },
+		fmt.Sprintf("%s: fewer than %d waiters registered", k, n))
+}
+
+// waitQueuedBesides waits until k's waiter queue holds a member that is
+// not prefix's (an owner, or a client's ID and ':'): another waiter
+// queued, whether or not the entry of a waiter that stopped refreshing
+// has expired meanwhile (a second on a loaded machine).
+func waitQueuedBesides(t testing.TB, rdb redis.UniversalClient, k, prefix string) {
+	t.Helper()
+	eventually(t, failAfter, func() bool {
+		members, err := rdb.LRange(context.Background(), keys.Sub(k, "queue"), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range members {
+			if !strings.HasPrefix(m, prefix) {
+				return true
+			}
+		}
+		return false
+	}, k+": no other waiter queued")
+}
+
+// subscribers returns how many connections subscribe channel, with
+// classic or sharded pub/sub, on the node or nodes behind rdb.
+func subscribers(t testing.TB, rdb redis.UniversalClient, channel string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	count := func(ctx context.Context, c *redis.Client) (int64, error) {
+		classic, err := c.PubSubNumSub(ctx, channel).Result()
+		if err != nil {
+			return 0, err
+		}
+		sharded, err := c.PubSubShardNumSub(ctx, channel).Result()
+		if err != nil {
+			return 0, err
+		}
+		return classic[channel] + sharded[channel], nil
+	}
+	switch r := rdb.(type) {
+	case *redis.ClusterClient:
+		var n atomic.Int64
+		err := r.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+			m, err := count(ctx, c)
+			n.Add(m)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Load()
+	case *redis.Client:
+		n, err := count(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	t.Fatalf("subscribers: a %T", rdb)
+	return 0
+}
+
+// waitSubscribed waits until channel has a subscriber on rdb's nodes.
+func waitSubscribed(t testing.TB, rdb redis.UniversalClient, channel string) {
+	t.Helper()
+	eventually(t, failAfter, func() bool { return subscribers(t, rdb, channel) > 0 },
+		"nobody subscribed to "+channel)
+}
+
+// waitWaiting waits until c waits on k: n members (at least) in k's
+// waiter queue, c's wake-up channel for k subscribed on the server, and
+// at least joined of c's waits joined it in c's hub. From then on a
+// release (a change of permits) reaches those waiters by message: they
+// no longer need their fallback timer. (Latches have no registry: see
+// waitAwaiting.)
+func waitWaiting(t testing.TB, c *lockrt.Client, k string, n int64, joined int) {
+	t.Helper()
+	channel := lockrt.WakeChannel(c, k)
+	eventually(t, failAfter, func() bool {
+		return queueLen(t, c.Redis(), k) >= n && subscribers(t, c.Redis(), channel) > 0 && lockrt.Joined(c, channel) >= joined
+	}, fmt.Sprintf("%s: %d waiters queued, %s subscribed and %d waits joined: not reached", k, n, channel, joined))
+}
+
+// waitAwaiting waits until every one of cs awaits latch k: its channel
+// (key:ch, one for every awaiter) subscribed by each on the server, and
+// an Await of each joined it.
+func waitAwaiting(t testing.TB, k string, cs ...*lockrt.Client) {
+	t.Helper()
+	channel := keys.Sub(k, "ch")
+	eventually(t, failAfter, func() bool {
+		if subscribers(t, cs[0].Redis(), channel) < int64(len(cs)) {
+			return false
+		}
+		for _, c := range cs {
+			if lockrt.Joined(c, channel) == 0 {
+				return false
+			}
+		}
+		return true
+	}, fmt.Sprintf("not all of %d clients await %s", len(cs), k))
+}
+
+// connName is the connection name of t's namedClient: the test's name,
+// which no other test shares.
+func connName(t testing.TB) string {
+	return strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+}
+
+// namedClient returns a runtime client over a new connection to b whose
+// connections all carry connName(t) (CLIENT SETNAME), closed when the
+// test ends: waitBlocked finds them.
+func namedClient(t testing.TB, b backend) *lockrt.Client {
+	name := connName(t)
+	rdb := b.new()
+	// No connection is made before the first command: naming them in the
+	// options now names every one.
+	switch r := rdb.(type) {
+	case *redis.Client:
+		r.Options().ClientName = name
+	case *redis.ClusterClient:
+		r.Options().ClientName = name
+	default:
+		t.Fatalf("namedClient: a %T", rdb)
+	}
+	c := lockrt.New(rdb)
+	t.Cleanup(func() {
+		c.Close()
+		rdb.Close()
+	})
+	return c
+}
+
+// waitBlocked waits until a connection of t's namedClient is blocked in
+// a command (BLMPOP, BLMOVE, …) on one of rdb's nodes.
+func waitBlocked(t testing.TB, rdb redis.UniversalClient) {
+	t.Helper()
+	name := connName(t)
+	blocked := func(ctx context.Context, c *redis.Client) (bool, error) {
+		list, err := c.ClientList(ctx).Result()
+		if err != nil {
+			return false, err
+		}
+		for line := range strings.Lines(list) {
+			named, isBlocked := false, false
+			for _, f := range strings.Fields(line) {
+				named = named || f == "name="+name
+				flags, ok := strings.CutPrefix(f, "flags=")
+				isBlocked = isBlocked || ok && strings.Contains(flags, "b")
+			}
+			if named && isBlocked {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	eventually(t, failAfter, func() bool {
+		ctx := context.Background()
+		switch r := rdb.(type) {
+		case *redis.ClusterClient:
+			var found atomic.Bool
+			err := r.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+				ok, err := blocked(ctx, c)
+				if ok {
+					found.Store(true)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return found.Load()
+		case *redis.Client:
+			ok, err := blocked(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		t.Fatalf("waitBlocked: a %T", rdb)
+		return false
+	}, "no connection named "+name+" blocked")
+}
+
+// waitRedLockWaiting waits until a RedLock's waiter waits on every one
+// of nodes (independent nodes of the test's own, classic pub/sub): queued
+// in k's waiter queue and a wake-up channel of k's namespace subscribed
+// on each.
+func waitRedLockWaiting(t testing.TB, nodes []*redistest.Node, k string) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, failAfter, func() bool {
+		for _, n := range nodes {
+			rdb := n.Client()
+			chans, err := rdb.PubSubChannels(ctx, lockrt.ClassicWakePrefix(k)+":*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if queueLen(t, rdb, k) < 1 || len(chans) == 0 {
+				return false
+			}
+		}
+		return true
+	}, k+": the RedLock's waiter is not queued and subscribed on every node")
+}
+
+// countScripts returns a counter of the scripts c runs from now on.
+func countScripts(c *lockrt.Client) *evalCounter {
+	h := &evalCounter{}
+	c.Redis().AddHook(h)
+	return h
+}
+
+// waitSettled waits until each of the new clients counted by cs (one
+// waiter each, see countScripts) has run the two scripts that start a
+// wait: the attempt that registered it, and the one more a client's
+// first wait makes once its channel is subscribed (waitFor in wait.go).
+// From then on a waiter with a long WaiterTTL runs nothing until woken.
+func waitSettled(t testing.TB, cs []*evalCounter) {
+	t.Helper()
+	eventually(t, failAfter, func() bool {
+		for _, c := range cs {
+			if c.n.Load() < 2 {
+				return false
+			}
+		}
+		return true
+	}, "the waiters did not all run their first two scripts")
+}
