@@ -353,7 +353,9 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 		return simple(func(nowMs int64) {
 			st.Waiters = waiters(nowMs)
 			st.Capacity = permits
-			if c, err := capacity.Int(); err == nil {
+			// "<capacity>[ <op>,...]" (see semaphore_capacity)
+			c, _, _ := strings.Cut(capacity.Val(), " ")
+			if c, err := strconv.Atoi(c); err == nil && capacity.Err() == nil {
 				st.Capacity, st.CapacitySet = c, true
 			}
 			cs := counts.Val()

@@ -654,3 +654,31 @@ func commandCheck(t *testing.T, nodes []*redis.Client) func(what string, f func(
 		}
 	}
 }
+
+// TestSemaphoreCapacityLostReplies: AddPermits whose reply was lost adds
+// once; TrySetPermits whose reply was lost reports that it set the
+// capacity.
+func TestSemaphoreCapacityLostReplies(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		c, l, _ := lossyClient(t, b)
+		ctx := context.Background()
+		d := semDef(t, 3, 5*time.Second, true, time.Second)
+		s := c.Semaphore(d, key(t))
+		l.lose(d.Scripts.Capacity.SHA1, 1)
+		if ok, err := s.TrySetPermits(ctx, 5); err != nil || !ok {
+			t.Fatalf("TrySetPermits whose reply was lost: %v, %v; want true", ok, err)
+		}
+		mustLose(t, l)
+		l.lose(d.Scripts.Capacity.SHA1, 1)
+		if n, err := s.AddPermits(ctx, 2); err != nil || n != 7 {
+			t.Fatalf("AddPermits whose reply was lost: %d, %v; want 7", n, err)
+		}
+		mustLose(t, l)
+		if n, err := s.Capacity(ctx); err != nil || n != 7 {
+			t.Fatalf("capacity %d (%v), want 7", n, err)
+		}
+		if n, err := s.Available(ctx); err != nil || n != 7 {
+			t.Fatalf("available %d (%v), want 7", n, err)
+		}
+	})
+}

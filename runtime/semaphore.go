@@ -389,8 +389,18 @@ func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int) (int, e
 // capacityScript runs the capacity script; its reply is {1, capacity}, or
 // {0, capacity} when tryset found one set.
 func (s *Semaphore) capacityScript(ctx context.Context, mode string, v int) ([]int64, error) {
-	res, err := s.c.eval(ctx, s.def.Scripts.Capacity, []string{s.capacity(), s.key, s.counts(), keys.Sub(s.key, "queue"), keys.Sub(s.key, "waiters")},
-		mode, v, s.def.Permits, s.channel(), s.c.publishCmd(), HandoffLease.Milliseconds()).Int64Slice()
+	op := s.c.newSharedOp() // the same in every send (see resolve)
+	send := func() *redis.Cmd {
+		return s.c.eval(ctx, s.def.Scripts.Capacity, []string{s.capacity(), s.key, s.counts(), keys.Sub(s.key, "queue"), keys.Sub(s.key, "waiters")},
+			mode, v, s.def.Permits, s.channel(), s.c.publishCmd(), HandoffLease.Milliseconds(), op)
+	}
+	cmd := send()
+	if isConnError(cmd.Err()) && ctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(ctx, ReleaseTimeout)
+		defer cancel()
+		cmd = resolve(rctx, cmd, send)
+	}
+	res, err := cmd.Int64Slice()
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("lockgen: setting the capacity of %s: %w", s.key, err)

@@ -14,6 +14,10 @@
 -- ARGV[4] prefix: the wake-up channel prefix
 -- ARGV[5] publish: the publish command (publish or spublish)
 -- ARGV[6] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[7]? op: the call's operation id, unique across clients, recorded
+--   after the capacity ("<capacity> <op>,...", the last four): a call
+--   that finds it recorded ran already (its reply was lost) and answers
+--   the capacity
 -- reply: {int, int}
 --   {1, new capacity}, {0, capacity} when 'tryset' found one stored, or
 --   {-1, capacity} when it would fall below 1 (nothing is changed). When
@@ -26,7 +30,13 @@
 local holds, counts, queue, waiters = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, v, default = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
-local stored = tonumber(redis.call('get', KEYS[1]))
+local value = redis.call('get', KEYS[1]) or ''
+local stored, ops = string.match(value, '^(%-?%d+) ?(.*)$')
+stored, ops = tonumber(stored), ops or ''
+local op = ARGV[7]
+if op and stored and ops_has(ops, op) then
+  return {1, stored} -- this call ran already: its reply was lost
+end
 if mode == 'tryset' and stored then
   return {0, stored}
 end
@@ -46,7 +56,11 @@ if mode == 'reset' then
   redis.call('del', KEYS[1])
   cache = 0
 else
-  redis.call('set', KEYS[1], capacity)
+  local v = capacity
+  if op then
+    v = capacity .. ' ' .. ops_push(ops, op)
+  end
+  redis.call('set', KEYS[1], v)
 end
 redis.call('hdel', counts, 'c') -- the scripts' cache of the key (see sem_capacity)
 if redis.call('hget', counts, 'q') then

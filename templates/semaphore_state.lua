@@ -11,4 +11,5 @@
 -- #include registry
 -- #include sem
 local used = sem_used(KEYS[1], KEYS[2], now_ms())
-return {tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[1]), used}
+local capacity = sem_capacity(KEYS[3], nil, ARGV[1])
+return {capacity, used}
