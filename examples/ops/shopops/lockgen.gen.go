@@ -4304,7 +4304,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreAcquireScript = lockimpl.Script{
 	Name: "semaphore_acquire",
-	SHA1: "1ac555355f7e6dc37b7da7f68fa02aeec42ea844",
+	SHA1: "e89131c08d0ac82f42fe0177b2c6e9c102f4edd5",
 	Source: `-- semaphore_acquire: take n permits of a semaphore as one hold, if free;
 -- a caller that must wait registers as a waiter in the same call. Holds
 -- whose lease ran out are evicted first. While waiters are registered, a
@@ -4618,7 +4618,8 @@ end
 local function sem_capacity(key, cached, spec)
   local stored = tonumber(cached)
   if not stored then
-    stored = tonumber(redis.call('get', key)) or 0
+    -- "<capacity>[ <op>,...]" (see semaphore_capacity)
+    stored = tonumber(string.match(redis.call('get', key) or '', '^%-?%d+')) or 0
   end
   if stored > 0 then
     return stored, stored
@@ -4830,7 +4831,7 @@ return {0, math.max(0, capacity - used), first - now}
 // its KEYS, ARGV and reply.)
 var semaphoreCapacityScript = lockimpl.Script{
 	Name: "semaphore_capacity",
-	SHA1: "2b3bec86d07e41fe7cf562b1b318483213687bf2",
+	SHA1: "4ce2d4e0c3c4d0faee13a55cd5dd7b553033abdf",
 	Source: `-- semaphore_capacity: change a semaphore's capacity (an operator's call)
 -- and hand permits on to the waiters it lets proceed. 'set' and 'add'
 -- store the capacity without expiry; 'tryset' does so only when no
@@ -4847,6 +4848,10 @@ var semaphoreCapacityScript = lockimpl.Script{
 -- ARGV[4] prefix: the wake-up channel prefix
 -- ARGV[5] publish: the publish command (publish or spublish)
 -- ARGV[6] handoff_ms: the hand-off lease in milliseconds
+-- ARGV[7]? op: the call's operation id, unique across clients, recorded
+--   after the capacity ("<capacity> <op>,...", the last four): a call
+--   that finds it recorded ran already (its reply was lost) and answers
+--   the capacity
 -- reply: {int, int}
 --   {1, new capacity}, {0, capacity} when 'tryset' found one stored, or
 --   {-1, capacity} when it would fall below 1 (nothing is changed). When
@@ -5132,7 +5137,8 @@ end
 local function sem_capacity(key, cached, spec)
   local stored = tonumber(cached)
   if not stored then
-    stored = tonumber(redis.call('get', key)) or 0
+    -- "<capacity>[ <op>,...]" (see semaphore_capacity)
+    stored = tonumber(string.match(redis.call('get', key) or '', '^%-?%d+')) or 0
   end
   if stored > 0 then
     return stored, stored
@@ -5242,7 +5248,13 @@ end
 local holds, counts, queue, waiters = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, v, default = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
-local stored = tonumber(redis.call('get', KEYS[1]))
+local value = redis.call('get', KEYS[1]) or ''
+local stored, ops = string.match(value, '^(%-?%d+) ?(.*)$')
+stored, ops = tonumber(stored), ops or ''
+local op = ARGV[7]
+if op and stored and ops_has(ops, op) then
+  return {1, stored} -- this call ran already: its reply was lost
+end
 if mode == 'tryset' and stored then
   return {0, stored}
 end
@@ -5262,7 +5274,11 @@ if mode == 'reset' then
   redis.call('del', KEYS[1])
   cache = 0
 else
-  redis.call('set', KEYS[1], capacity)
+  local v = capacity
+  if op then
+    v = capacity .. ' ' .. ops_push(ops, op)
+  end
+  redis.call('set', KEYS[1], v)
 end
 redis.call('hdel', counts, 'c') -- the scripts' cache of the key (see sem_capacity)
 if redis.call('hget', counts, 'q') then
@@ -5288,7 +5304,7 @@ return {1, capacity}
 // its KEYS, ARGV and reply.)
 var semaphoreReleaseScript = lockimpl.Script{
 	Name: "semaphore_release",
-	SHA1: "6fedc48e7a77e8e1462f37b58f19b77716993a2a",
+	SHA1: "30838a33a526fd678d95d11f27a7b65dc1e52b30",
 	Source: `-- semaphore_release: give back the permits of one hold; when waiters are
 -- registered, hand the freed permits on to them.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -5591,7 +5607,8 @@ end
 local function sem_capacity(key, cached, spec)
   local stored = tonumber(cached)
   if not stored then
-    stored = tonumber(redis.call('get', key)) or 0
+    -- "<capacity>[ <op>,...]" (see semaphore_capacity)
+    stored = tonumber(string.match(redis.call('get', key) or '', '^%-?%d+')) or 0
   end
   if stored > 0 then
     return stored, stored
@@ -5774,7 +5791,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var semaphoreStateScript = lockimpl.Script{
 	Name: "semaphore_state",
-	SHA1: "1c27f48c96ed5b1ff6da8c77d7f730b1ac4134cf",
+	SHA1: "77af4defcedf14ff84d679229c57c0187906dc3a",
 	Source: `-- semaphore_state: a semaphore's capacity and the permits held, after
 -- evicting the holds whose lease ran out.
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
@@ -6063,7 +6080,8 @@ end
 local function sem_capacity(key, cached, spec)
   local stored = tonumber(cached)
   if not stored then
-    stored = tonumber(redis.call('get', key)) or 0
+    -- "<capacity>[ <op>,...]" (see semaphore_capacity)
+    stored = tonumber(string.match(redis.call('get', key) or '', '^%-?%d+')) or 0
   end
   if stored > 0 then
     return stored, stored
@@ -6171,7 +6189,8 @@ local function sem_settle(holds, counts, grants, used, stored, dirty, alone, han
   end
 end
 local used = sem_used(KEYS[1], KEYS[2], now_ms())
-return {tonumber(redis.call('get', KEYS[3])) or tonumber(ARGV[1]), used}
+local capacity = sem_capacity(KEYS[3], nil, ARGV[1])
+return {capacity, used}
 `,
 }
 
