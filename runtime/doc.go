@@ -140,7 +140,14 @@
 //     finds its op answers from the value. The release of an owner's
 //     first hold (the fast path's) is op 0: no extra argument.
 //   - A latch's CountDown records its op (the last 16, in the count key:
-//     "<count> <op>,...").
+//     "<count> <op>,..."); a semaphore's AddPermits, SetPermits and
+//     TrySetPermits record theirs after the capacity (the last four).
+//   - Unlock, Release, CountDown, Ack, Nack, an Offer, a claim and a
+//     capacity change that go-redis gave up on without a reply are sent
+//     again as the same operation while their context (a release's:
+//     ReleaseTimeout) allows, so the caller learns what happened; a new
+//     owner's acquire that gives up leaves (gives back what it may have
+//     taken), and a re-entry names one operation in all its attempts.
 //   - An Offer records itself in a key of its own (<queue>:op:<op>, SET
 //     NX GET, OfferRecordTTL) and names its items after its op; a
 //     reliable claim records its deliveries in <queue>:op:<op> for the
