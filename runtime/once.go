@@ -17,9 +17,11 @@ import (
 // back, go-redis sends the command again (MaxRetries), and so does a
 // proxy or a failover. The scripts are written so that a second run
 // answers what the first answered and changes nothing (see "Exactly one
-// effect" in the package doc); this file holds the runtime's two tools
-// for it: operation ids, and arguments that count how often they were
-// sent.
+// effect" in the package doc). This file holds the runtime's side of it:
+// operation ids; arguments that count or mark their sends; sending a
+// release-like call again when no reply came (resolve); and bounding an
+// acquire by its caller's deadline, with the clean-up after an attempt
+// that was cut short (attemptContext, within, cleanUp).
 
 // newOp returns an operation id unique among the calls of this client
 // (so among the calls of any one owner, whose ids all come from it), and
