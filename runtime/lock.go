@@ -665,7 +665,9 @@ func (l *Lock) releaseHold(ctx context.Context, owner string, arg any, lease tim
 		if err != nil || n != handOnDue {
 			return n, resentArg(arg), err
 		}
-		resetSends([]any{arg}) // that call changed nothing
+		if s, ok := arg.(sendCounter); ok {
+			s.resetSends() // that call changed nothing
+		}
 	}
 	op := l.c.newOp() // the same in every send of this release
 	cmd := l.evalRelease(ctx, owner, arg, lease, false, op)

@@ -113,9 +113,9 @@ func (q *ReliableQueue[T]) Enqueue(ctx context.Context, v T, opts ...OfferOption
 
 // RemoveID removes the item with the given id (Enqueue's, Delivery.ID's)
 // while it is ready, delayed, or dead (not while a delivery of it is in
-// flight), and reports whether it was there. It is one MULTI and an HDEL
-// of its body, and removes nothing more when it runs twice. It returns a
-// Redis error.
+// flight), and reports whether it was there. It is two round trips (a
+// MULTI taking it off the lists, then its body and counters), and removes
+// nothing more when it runs twice. It returns a Redis error.
 func (q *ReliableQueue[T]) RemoveID(ctx context.Context, id string) (bool, error) {
 	k := q.q.keys
 	var ready, delayed, dead *redis.IntCmd
@@ -131,11 +131,15 @@ func (q *ReliableQueue[T]) RemoveID(ctx context.Context, id string) (bool, error
 	if ready.Val()+delayed.Val()+dead.Val() == 0 {
 		return false, nil
 	}
-	if err := q.q.c.rdb.HDel(ctx, k[kData], id).Err(); err != nil {
+	_, err = q.q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HDel(ctx, k[kData], id)
+		p.HDel(ctx, k[kAtt], id)
+		p.HDel(ctx, k[kErr], id)
+		return nil
+	})
+	if err != nil {
 		return true, fmt.Errorf("lockgen: removing %s from %s: %w", id, q.q.key, err)
 	}
-	_ = q.q.c.rdb.HDel(ctx, k[kAtt], id)
-	_ = q.q.c.rdb.HDel(ctx, k[kErr], id)
 	return true, nil
 }
 
