@@ -86,6 +86,7 @@ type served struct {
 	now     bool      // run the move at the next turn (new, notified)
 	first   bool      // the first move has not run yet
 	idle    bool      // nothing due: at is when to forget it
+	moving  bool      // its move is running
 	users   int       // Takes waiting on it
 	fails   int       // moves that failed in a row
 	subbing bool      // a subscription is under way
@@ -307,6 +308,9 @@ func (s *scheduler) turn() (moves []*served, forget []forgotten, next time.Time)
 			}
 		}
 	}
+	for _, e := range moves {
+		e.moving = true
+	}
 	if len(s.due) > 0 {
 		next = s.due[0].at
 	}
@@ -325,6 +329,7 @@ type forgotten struct {
 func (s *scheduler) moved(e *served, d time.Duration, err error) (retry time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	e.moving = false
 	if e.first {
 		e.first = false
 		e.err = err

@@ -459,6 +459,12 @@ func TestRedLockWaitEndsOnClose(t *testing.T) {
 	for i, n := range nodes {
 		rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
 		defer rdb.Close()
+		// A connection made now: a node whose first attempt outlives the
+		// node timeout (1s; a dial on a loaded machine can) is left out of
+		// the wait, and its client's Close would not end it.
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
 		clients[i] = lockrt.New(rdb)
 		defer clients[i].Close()
 	}

@@ -173,6 +173,18 @@ func (r *Report) defects(events []Event) {
 	}
 	items := map[string][]Event{} // item -> its takes and acks, in log order
 	msgItems := map[string]map[string]bool{}
+	// A worker killed between its Take's claim and its log line leaves a
+	// delivery unlogged: a gap in attempts spanning such a kill is not a
+	// Take that ran twice.
+	var kills []int64
+	for _, e := range events {
+		if e.Ev == evFault && (e.Fault == "kill-holder" || e.Fault == "kill-consumer") {
+			kills = append(kills, e.T)
+		}
+	}
+	killedBetween := func(from, to int64) bool {
+		return slices.ContainsFunc(kills, func(t int64) bool { return t >= from && t <= to })
+	}
 	for _, e := range events {
 		if e.Obj != objJobs || (e.Ev != evTake && e.Ev != evAck) {
 			continue
@@ -191,14 +203,17 @@ func (r *Report) defects(events []Event) {
 	for _, evs := range items {
 		sort.SliceStable(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
 		takes, missing := 0, 0
-		var ackedAt int64
+		var ackedAt, prevTake int64
 		for i, e := range evs {
 			switch e.Ev {
 			case evTake:
 				if m := e.Att - 1 - takes; m > missing {
-					add("take-claim-lost", e.T, m-missing)
+					if !killedBetween(prevTake, e.T) {
+						add("take-claim-lost", e.T, m-missing)
+					}
 					missing = m
 				}
+				prevTake = e.T
 				if ackedAt > 0 && ackedAt < e.TCall {
 					add("delivered-after-ack", e.T, 1)
 				}

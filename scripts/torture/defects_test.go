@@ -39,6 +39,12 @@ func TestDefectsFromEvents(t *testing.T) {
 		// An item delivered as attempt 2 with no delivery before it.
 		{T: 40, W: "w0.0", Ev: evTake, Obj: objJobs, Msg: "m1", Item: "i1", Att: 2, TCall: 39},
 		{T: 41, W: "w0.0", Ev: evAck, Obj: objJobs, Msg: "m1", Item: "i1", Att: 2, TCall: 40},
+		// Another, but a worker was killed before it: its first delivery
+		// went to the killed worker, which could not log it.
+		{T: 42, Ev: evFault, Fault: "kill-consumer", Target: "w1"},
+		{T: 43, Ev: evHealed, Fault: "kill-consumer"},
+		{T: 45, W: "w0.0", Ev: evTake, Obj: objJobs, Msg: "m2", Item: "i2", Att: 2, TCall: 44},
+		{T: 46, Recv: 50, W: "w0.0", Ev: evAck, Obj: objJobs, Msg: "m2", Item: "i2", Att: 2, TCall: 45},
 	}
 	r := Check(ev)
 	for class, want := range map[string]int{
