@@ -333,8 +333,12 @@
 // lease minus the time the round took minus a clock drift allowance
 // (lease/100 + 2ms), is still positive; the lease's context ends when the
 // validity does unless renewed (ValidUntil reports it). Otherwise it
-// deletes its value on every node that granted it or did not answer (a
-// node that answers late undoes its own grant), and waits in the one wait
+// waits for the nodes still pending (within their timeout and the
+// context's deadline), deletes its value on every node that granted it or
+// did not answer, and only then fails or waits (a node that answers
+// after all that, or after the deadline, undoes its own grant when it
+// does). A node that runs the attempt twice (a lost reply, sent again)
+// answers the second run with the grant it made. Then it waits in the one wait
 // loop (waitFor, on a channel of every node that answered) for wake-ups
 // from a majority of the nodes (or a short grace after the first: trying
 // at the first would find the other nodes still held), or retries after a

@@ -456,8 +456,8 @@ func silent(t *testing.T) string {
 
 // TestDeadlinesWhenUnreachable: against a Redis that accepts connections
 // and never answers (go-redis' defaults: 3 s read timeout, 3 retries), a
-// Lock, a TryLock, a semaphore's Acquire and a reliable queue's TryTake
-// return within their context's deadline plus the stated bound
+// Lock, a TryLock, a semaphore's Acquire, a reliable queue's TryTake and
+// a RedLock's Lock and TryLock (three such nodes) return within their context's deadline plus the stated bound
 // (deadlineSlack): their clean-up goes on in the background.
 func TestDeadlinesWhenUnreachable(t *testing.T) {
 	t.Parallel()
@@ -471,12 +471,24 @@ func TestDeadlinesWhenUnreachable(t *testing.T) {
 	lk := c.Lock(def(t, lockrt.Reentrant, 5*time.Second, true, time.Minute), key(t, "lock"))
 	s := c.Semaphore(semDef(t, 2, 5*time.Second, true, time.Minute), key(t, "sem"))
 	q := lockrt.NewReliableQueue(c, queueDef(t, false, 5*time.Second, 3), lockrt.JSON[int]{}, key(t, "queue"))
+	silentNodes := make([]*lockrt.Client, 3)
+	for i := range silentNodes {
+		rdb := redis.NewClient(&redis.Options{Addr: silent(t)})
+		silentNodes[i] = lockrt.New(rdb)
+		t.Cleanup(func() {
+			silentNodes[i].Close()
+			rdb.Close()
+		})
+	}
+	red := lockrt.NewQuorum(silentNodes...).RedLock(redDef(t, 30*time.Second, true, time.Minute), key(t, "red"))
 	for name, call := range map[string]func(context.Context) error{
 		"Lock":       func(ctx context.Context) error { _, err := lk.Lock(ctx); return err },
 		"TryLock":    func(ctx context.Context) error { _, err := lk.TryLock(context.Background(), budget); return err },
 		"Acquire":    func(ctx context.Context) error { _, err := s.Acquire(ctx, 1); return err },
 		"TryTake":    func(ctx context.Context) error { _, err := q.TryTake(context.Background(), budget); return err },
 		"TakeWithin": func(ctx context.Context) error { _, err := q.Take(ctx); return err },
+		"RedLock":    func(ctx context.Context) error { _, err := red.Lock(ctx); return err },
+		"RedTryLock": func(ctx context.Context) error { _, err := red.TryLock(context.Background(), budget); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -167,6 +167,31 @@ func cleanUp(ctx context.Context, f func(context.Context)) {
 	}
 }
 
+// cleanUpWithin runs f under a release context of ctx, waiting for it
+// while ctx lasts and cleanUpWait more: a clean-up the call promises done
+// before it returns (a failed RedLock attempt's undoing), when Redis
+// answers in time.
+func cleanUpWithin(ctx context.Context, f func(context.Context)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rctx, cancel := releaseContext(ctx)
+		defer cancel()
+		f(rctx)
+	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(cleanUpWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
 // attemptContext returns the context of an acquire's attempt. Unbounded
 // (a re-entry's): ctx's values, not its cancellation (an abandoned reply
 // would leave a hold nobody knows of). Bounded: ctx itself when its

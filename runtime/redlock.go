@@ -122,7 +122,9 @@ type redLeaseKey struct{}
 // the lease minus the time that took minus the allowed clock drift
 // (lease/100 + 2ms) is still positive. Otherwise the attempt is undone on
 // every node that granted it (or did not answer) before waiting or
-// failing. A waiter is registered on each node that refused it and wakes
+// failing: the nodes still pending are waited for, within the per-node
+// timeout and the context's deadline (past it, a node that answers later
+// undoes its own grant in the background). A waiter is registered on each node that refused it and wakes
 // when releases on a majority of the nodes woke it (or a short grace
 // after the first), with the time a majority of the holder's keys expire
 // as a fallback; see "RedLock" in the package documentation.
@@ -167,6 +169,15 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 	if held, ok := ctx.Value(redLeaseKey{}).(*RedLockLease); ok && held.r.key == r.key && held.ctx.Err() == nil {
 		return nil, fmt.Errorf("lockgen: acquiring %s: %w", r.key, ErrNotReentrant)
 	}
+	// An explicit wait bounds the attempts too (a node that does not
+	// answer would hold one for the per-node timeout); a single try
+	// (wait 0) is bounded by ctx and the per-node timeout alone.
+	begin, actx := time.Now(), ctx
+	if wait > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(ctx, begin.Add(wait))
+		defer cancel()
+	}
 	var members []string // this wait's member in each node's registry
 	reg := time.Duration(0)
 	if wait != 0 {
@@ -181,7 +192,7 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 			members[i] = ticket + c.newOwner()
 		}
 	}
-	le, next, live, err := r.attempt(ctx, o, members, reg, "0")
+	le, next, live, err := r.attempt(actx, o, members, reg, "0")
 	if le != nil || err != nil {
 		return le, err
 	}
@@ -190,9 +201,14 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 	}
 	defer func() {
 		if le == nil {
-			r.leave(ctx, all(len(r.q.nodes)), members)
+			cleanUp(ctx, func(ctx context.Context) { r.leave(ctx, all(len(r.q.nodes)), members) })
 		}
 	}()
+	if wait > 0 {
+		if wait -= time.Since(begin); wait <= 0 { // the first attempt took it all
+			return nil, ErrNotObtained
+		}
+	}
 	// Wait on the channels of this process on the nodes that answered or
 	// were pending (not those that failed): a release on a
 	// node wakes the longest-waiting waiter registered there, by name.
@@ -244,7 +260,7 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 		clear(seen)
 		woken, notBefore, graceFrom = 0, time.Time{}, time.Time{}
 		var err error
-		le, next, _, err = r.attempt(ctx, o, members, reg, flag)
+		le, next, _, err = r.attempt(actx, o, members, reg, flag)
 		if le != nil || err != nil {
 			return le != nil, 0, err
 		}
@@ -347,7 +363,12 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []strin
 	}
 	// Not cut short by ctx: a lock a node granted while the reply was
 	// abandoned would stay there for a lease.
-	replies, inflight, settle := r.q.fanout(ctx, nodeTimeout(lease), all(n), false, acquire, decided, late)
+	f := r.q.fanout(ctx, nodeTimeout(lease), all(n), false, acquire, decided, late)
+	if took := f.count(granted); took < majority {
+		// Lost: the nodes still pending are waited for (within ctx), so
+		// that what they granted is undone before the call returns.
+		f.rest(ctx)
+	}
 	var (
 		grants []int // nodes that granted it
 		undo   []int // nodes that granted it or failed
@@ -356,7 +377,7 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []strin
 		pttls  []time.Duration
 		errs   []error
 	)
-	for i, cmd := range replies {
+	for i, cmd := range f.replies {
 		if cmd == nil { // pending after an early verdict: late undoes it
 			live = append(live, i)
 			continue
@@ -394,21 +415,21 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []strin
 		}
 	}
 	if len(grants) >= majority && validity > 0 {
-		won = r.newLease(ctx, value, o, start, inflight)
-		settle()
+		won = r.newLease(ctx, value, o, start, f.inflight())
+		f.settle()
 		if reg > 0 && len(refuse) > 0 {
 			// Registered where it was refused: leave there.
-			r.leave(ctx, refuse, members)
+			cleanUp(ctx, func(ctx context.Context) { r.leave(ctx, refuse, members) })
 		}
 		if err := ctx.Err(); err != nil {
 			// Cancelled while the nodes answered: give it back.
-			_ = won.Unlock(ctx)
+			cleanUp(ctx, func(ctx context.Context) { _ = won.Unlock(ctx) })
 			return nil, retry{}, live, waitError(ctx, err)
 		}
 		return won, retry{}, live, nil
 	}
-	settle()
-	r.release(context.WithoutCancel(ctx), undo, value, redUndo)
+	f.settle()
+	cleanUpWithin(ctx, func(ctx context.Context) { r.release(ctx, undo, value, redUndo) })
 	elapsed := time.Since(start)
 	switch {
 	case len(errs) > n-majority:
@@ -449,7 +470,7 @@ const (
 
 // releaseCmd runs redlock_release on node c for value (a hold's value, or
 // with redLeave a waiter's member) in mode.
-func (r *RedLock) releaseCmd(ctx context.Context, c *Client, value, mode string) *redis.Cmd {
+func (r *RedLock) releaseCmd(ctx context.Context, c *Client, value any, mode string) *redis.Cmd {
 	return c.eval(ctx, r.def.Scripts.Release, r.keys, value, HandoffLease.Milliseconds(), r.channel(c), c.publishCmd(), mode)
 }
 
@@ -460,10 +481,21 @@ func (r *RedLock) release(ctx context.Context, nodes []int, value, mode string) 
 	if len(nodes) == 0 {
 		return 0, nil
 	}
-	replies, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
-		return r.releaseCmd(ctx, c, value, mode)
+	f := r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
+		if mode != redRelease {
+			return r.releaseCmd(ctx, c, value, mode)
+		}
+		// A release whose reply was lost is sent again (by go-redis, or
+		// by resolve when go-redis gave up): a run that finds the value
+		// gone after a resend is this call's own second run.
+		arg := newCounted(value)
+		cmd := resolve(ctx, r.releaseCmd(ctx, c, arg, mode), func() *redis.Cmd { return r.releaseCmd(ctx, c, arg, mode) })
+		if n, err := cmd.Int(); err == nil && n == -1 && arg.sends() > 1 {
+			cmd.SetVal(int64(0))
+		}
+		return cmd
 	}, nil, nil)
-	settle()
+	replies := f.replies
 	released := 0
 	var errs []error
 	for _, i := range nodes {
@@ -490,10 +522,9 @@ func (r *RedLock) leave(ctx context.Context, nodes []int, members []string) {
 	if len(nodes) == 0 || members == nil {
 		return
 	}
-	_, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, false, func(ctx context.Context, i int, c *Client) *redis.Cmd {
+	r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, false, func(ctx context.Context, i int, c *Client) *redis.Cmd {
 		return r.releaseCmd(ctx, c, members[i], redLeave)
 	}, nil, nil)
-	settle()
 }
 
 // releaseOn compare-and-deletes value on node i, in the background.
@@ -509,10 +540,9 @@ func (r *RedLock) releaseOn(i int, value, mode string) {
 // next renewal. It returns how many nodes held it, and the errors of the
 // nodes that did not answer, joined.
 func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
-	replies, _, settle := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
+	replies := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
 		return c.eval(ctx, r.def.Scripts.ForceUnlock, r.keys, r.channel(c), c.publishCmd())
-	}, nil, nil)
-	settle()
+	}, nil, nil).replies
 	deleted := 0
 	var errs []error
 	for i, cmd := range replies {
@@ -574,37 +604,37 @@ func (q *Quorum) plan(i int, always bool) (call, wait bool) {
 // (every time with always, for releases, which must reach every node that
 // may hold the lock): their reply is an error unless they answer in time.
 // So is the reply of a node that timed out. A node still pending after an
-// early decision has a nil reply. inflight lists the nodes called whose
-// reply was not collected. After settle is called, late (if not nil) runs
-// for each of them in that node's goroutine, after its call, so that it
-// can undo it. Call settle once.
+// early decision has a nil reply; rest collects such replies later.
+// After settle is called, late (if not nil) runs for each node whose
+// reply was not collected, in that node's goroutine, after its call, so
+// that it can undo it. Call settle once.
 func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int, always bool, call func(ctx context.Context, i int, c *Client) *redis.Cmd,
-	decided func([]*redis.Cmd) bool, late func(i int, cmd *redis.Cmd)) (replies []*redis.Cmd, inflight []int, settle func()) {
-	type reply struct {
-		i   int
-		cmd *redis.Cmd
-	}
+	decided func([]*redis.Cmd) bool, late func(i int, cmd *redis.Cmd)) *fan {
 	failed := func(format string, args ...any) *redis.Cmd {
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(fmt.Errorf(format, args...))
 		return cmd
 	}
 	base := context.WithoutCancel(ctx)
-	out := make(chan reply, len(nodes))
+	f := &fan{
+		replies:   make([]*redis.Cmd, len(q.nodes)),
+		out:       make(chan fanReply, len(nodes)),
+		collected: make([]atomic.Bool, len(q.nodes)),
+		called:    make([]bool, len(q.nodes)),
+		end:       time.Now().Add(timeout),
+	}
 	settled := make(chan struct{})
-	collected := make([]atomic.Bool, len(q.nodes))
-	cmds := make([]*redis.Cmd, len(q.nodes))
+	f.settle = sync.OnceFunc(func() { close(settled) })
 	waited := make([]bool, len(q.nodes))
-	called := make([]bool, len(q.nodes))
 	pending := 0
 	for _, i := range nodes {
 		do, wait := q.plan(i, always)
-		called[i] = do
+		f.called[i] = do
 		if wait {
 			waited[i] = true
 			pending++
 		} else {
-			cmds[i] = failed("node down")
+			f.replies[i] = failed("node down")
 		}
 		if !do {
 			continue
@@ -615,10 +645,10 @@ func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int,
 			cmd := call(cctx, i, c)
 			cancel()
 			q.mark(i, cmd.Err())
-			out <- reply{i, cmd}
+			f.out <- fanReply{i, cmd}
 			if late != nil {
 				<-settled
-				if !collected[i].Load() {
+				if !f.collected[i].Load() {
 					late(i, cmd)
 				}
 			}
@@ -627,27 +657,90 @@ func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int,
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	timedOut := false
-	for pending > 0 && (decided == nil || !decided(cmds)) {
+	for pending > 0 && (decided == nil || !decided(f.replies)) {
 		select {
-		case r := <-out:
-			cmds[r.i] = r.cmd
-			collected[r.i].Store(true)
+		case r := <-f.out:
+			f.take(r)
 			if waited[r.i] {
 				pending--
 			}
 		case <-timer.C:
 			pending, timedOut = 0, true
+		case <-ctx.Done():
+			pending = 0 // the nodes still pending have nil replies
 		}
 	}
 	for _, i := range nodes {
-		if called[i] && !collected[i].Load() {
-			inflight = append(inflight, i)
-		}
-		if timedOut && cmds[i] == nil {
-			cmds[i] = failed("no reply within %v", timeout)
+		if timedOut && f.replies[i] == nil {
+			f.replies[i] = failed("no reply within %v", timeout)
+			f.end = time.Time{} // rest has nothing to wait for
 		}
 	}
-	return cmds, inflight, sync.OnceFunc(func() { close(settled) })
+	return f
+}
+
+// fan is a fanout under way.
+type fan struct {
+	replies   []*redis.Cmd // by node: nil while pending
+	settle    func()       // lets late run for the replies not collected
+	out       chan fanReply
+	collected []atomic.Bool
+	called    []bool
+	end       time.Time // of the nodes' timeout
+}
+
+type fanReply struct {
+	i   int
+	cmd *redis.Cmd
+}
+
+func (f *fan) take(r fanReply) {
+	f.replies[r.i] = r.cmd
+	f.collected[r.i].Store(true)
+}
+
+// count counts the replies collected that match.
+func (f *fan) count(match func(*redis.Cmd) bool) int {
+	n := 0
+	for _, cmd := range f.replies {
+		if cmd != nil && match(cmd) {
+			n++
+		}
+	}
+	return n
+}
+
+// inflight lists the nodes called whose reply was not collected.
+func (f *fan) inflight() []int {
+	var nodes []int
+	for i, called := range f.called {
+		if called && !f.collected[i].Load() {
+			nodes = append(nodes, i)
+		}
+	}
+	return nodes
+}
+
+// rest collects the replies still pending, until every node called has
+// answered, the nodes' timeout passed or ctx ended; call it before
+// settle.
+func (f *fan) rest(ctx context.Context) {
+	left := len(f.inflight())
+	if left == 0 || f.end.IsZero() {
+		return
+	}
+	timer := time.NewTimer(time.Until(f.end))
+	defer timer.Stop()
+	for ; left > 0; left-- {
+		select {
+		case r := <-f.out:
+			f.take(r)
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // RedLockLease is one hold of a RedLock. Its Context is cancelled when the

@@ -552,3 +552,92 @@ func TestRedLockForceUnlockWakesWaiters(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRedLockLostReplies: a RedLock's acquire and release whose replies
+// were lost on every node (go-redis sends them again) have one effect
+// each: Lock holds all three nodes (a second run of the attempt finds its
+// own value there: granted, not refused; before, the three refusals
+// failed the TryLock), Unlock returns nil and leaves
+// every node free.
+func TestRedLockLostReplies(t *testing.T) {
+	t.Parallel()
+	ctx := withTimeout(t, 30*time.Second)
+	nodes := redistest.Independent(t, 3)
+	l := newLossy()
+	clients := make([]*lockrt.Client, len(nodes))
+	for i, n := range nodes {
+		rdb := redis.NewClient(&redis.Options{Addr: n.Addr, Dialer: l.dial})
+		c := lockrt.New(rdb)
+		t.Cleanup(func() {
+			c.Close()
+			rdb.Close()
+		})
+		clients[i] = c
+	}
+	d := redDef(t, 30*time.Second, false, 0)
+	r := lockrt.NewQuorum(clients...).RedLock(d, key(t))
+	for round := range 3 {
+		l.lose(d.Scripts.Acquire.SHA1, len(nodes))
+		le, err := r.TryLock(ctx, 0)
+		if err != nil {
+			t.Fatalf("round %d: TryLock whose replies were lost: %v", round, err)
+		}
+		// Lock returns once a majority granted it: the third node's grant
+		// may still be on its way.
+		eventually(t, failAfter, func() bool { return holders(t, nodes, r.Key()) == len(nodes) }, "the nodes do not all hold it")
+		mustLose(t, l)
+		l.lose(d.Scripts.Release.SHA1, len(nodes))
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatalf("round %d: Unlock whose replies were lost: %v", round, err)
+		}
+		mustLose(t, l)
+		if n := holders(t, nodes, r.Key()); n != 0 {
+			t.Fatalf("round %d: %d nodes still hold it after Unlock", round, n)
+		}
+	}
+}
+
+// TestRedLockFailedTryLockUndone: a TryLock that a majority refused
+// returns only after its grant on the node that answered late is undone:
+// the third node is paused (CLIENT PAUSE WRITE), so its grant lands after
+// the two refusals decided the attempt; TryLock must wait for it and
+// delete it, and the node holds nothing when TryLock returns.
+func TestRedLockFailedTryLockUndone(t *testing.T) {
+	t.Parallel()
+	ctx := withTimeout(t, 30*time.Second)
+	nodes := redistest.Independent(t, 3)
+	admins := clientsOf(nodes)
+	d := redDef(t, 30*time.Second, false, 0)
+	k := key(t)
+	for _, a := range admins[:2] {
+		if err := a.Set(ctx, k, "another", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := quorum(t, nodes)
+	for _, c := range q.Nodes() { // connections made, scripts loaded
+		if err := c.Redis().Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Preload(ctx, d.Scripts.Acquire, d.Scripts.Release); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const pause = 300 * time.Millisecond
+	for round := range 3 {
+		start := time.Now()
+		if err := admins[2].Do(ctx, "client", "pause", pause.Milliseconds(), "write").Err(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := q.RedLock(d, k).TryLock(ctx, 0)
+		if !errors.Is(err, lockrt.ErrNotObtained) {
+			t.Fatalf("round %d: TryLock = %v, want ErrNotObtained", round, err)
+		}
+		if took := time.Since(start); took < pause {
+			t.Fatalf("round %d: TryLock returned after %v, while the paused node's grant was still to come (pause %v)", round, took, pause)
+		}
+		if n, err := admins[2].Exists(ctx, k).Result(); err != nil || n != 0 {
+			t.Fatalf("round %d: the late node holds the failed attempt's value when TryLock returned (%d, %v)", round, n, err)
+		}
+	}
+}

@@ -19,8 +19,10 @@
 --   another value holds the node and the waiter is still registered, it
 --   only extends its entry (refresh in registry), otherwise it attempts
 -- reply: {int, int}
---   {1, 1} when granted; {0, pttl} when another value holds the lock or
---   it is reserved for another waiter.
+--   {1, 1} when granted (also to a second run of the same attempt, which
+--   finds its value there: one GET, on the refused path only); {0, pttl}
+--   when another value holds the lock or it is reserved for another
+--   waiter.
 -- #include registry
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local lease, value, waiter = ARGV[1], ARGV[2], ARGV[3]
@@ -33,8 +35,17 @@ if ARGV[5] == '2' then
   end
 end
 local granted = redis.call('set', lock, value, 'NX', 'PX', lease)
-if not granted and waiter ~= '' and redis.call('get', lock) == 'r ' .. waiter then
-  granted = redis.call('set', lock, value, 'PX', lease)
+if not granted then
+  local held = redis.call('get', lock)
+  if held == value then
+    -- This attempt's own grant: the call ran before and its reply was
+    -- lost (the value is new to each attempt, and undone only after
+    -- the attempt's last send).
+    return {1, 1}
+  end
+  if waiter ~= '' and held == 'r ' .. waiter then
+    granted = redis.call('set', lock, value, 'PX', lease)
+  end
 end
 if granted then
   if ARGV[5] ~= '0' then

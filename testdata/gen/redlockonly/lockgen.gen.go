@@ -318,7 +318,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var redlockAcquireScript = lockimpl.Script{
 	Name: "redlock_acquire",
-	SHA1: "a514cb2d692cbe0503e3bd9dcdad1cafed705a95",
+	SHA1: "e946adfd439433cb86c5c3d536af1ccb38341488",
 	Source: `-- redlock_acquire: take a RedLock on one node (SET NX PX, with a value
 -- new to each attempt); a waiter that cannot take it registers in the
 -- node's waiter registry in the same call. A node that a release reserved
@@ -340,8 +340,10 @@ var redlockAcquireScript = lockimpl.Script{
 --   another value holds the node and the waiter is still registered, it
 --   only extends its entry (refresh in registry), otherwise it attempts
 -- reply: {int, int}
---   {1, 1} when granted; {0, pttl} when another value holds the lock or
---   it is reserved for another waiter.
+--   {1, 1} when granted (also to a second run of the same attempt, which
+--   finds its value there: one GET, on the refused path only); {0, pttl}
+--   when another value holds the lock or it is reserved for another
+--   waiter.
 -- registry: the waiter registry (runtime's package doc, "Waiter
 -- registry"), included by the scripts that keep one: queue, a list of
 -- members in arrival order, and waiters, a zset of the same members scored
@@ -574,8 +576,17 @@ if ARGV[5] == '2' then
   end
 end
 local granted = redis.call('set', lock, value, 'NX', 'PX', lease)
-if not granted and waiter ~= '' and redis.call('get', lock) == 'r ' .. waiter then
-  granted = redis.call('set', lock, value, 'PX', lease)
+if not granted then
+  local held = redis.call('get', lock)
+  if held == value then
+    -- This attempt's own grant: the call ran before and its reply was
+    -- lost (the value is new to each attempt, and undone only after
+    -- the attempt's last send).
+    return {1, 1}
+  end
+  if waiter ~= '' and held == 'r ' .. waiter then
+    granted = redis.call('set', lock, value, 'PX', lease)
+  end
 end
 if granted then
   if ARGV[5] ~= '0' then
