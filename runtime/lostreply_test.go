@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -696,6 +697,91 @@ func TestSemaphoreCapacityLostReplies(t *testing.T) {
 		}
 		if n, err := s.Available(ctx); err != nil || n != 7 {
 			t.Fatalf("available %d (%v), want 7", n, err)
+		}
+	})
+}
+
+// TestQueueOpsLostReplies: a queue's Redrive, Remove, Drain, RemoveID and
+// the dead-lettering of an item that does not decode, each losing its
+// reply once (go-redis sends it again), have one effect, counted from
+// Redis, and answer what their first run did: Redrive(2) moves two dead
+// letters, Remove one of two equal items, Drain hands back the items its
+// first run took (before, they were lost), the dead list gets one letter.
+func TestQueueOpsLostReplies(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := withTimeout(t, 30*time.Second)
+		c, l, rdb := lossyClient(t, b)
+		d := queueDef(t, false, 10*time.Second, 3)
+		q := lockrt.NewReliableQueue(c, d, lockrt.JSON[int]{}, key(t))
+		stats := func(want lockrt.QueueStats) {
+			t.Helper()
+			if st, err := q.Stats(ctx); err != nil || st != want {
+				t.Fatalf("stats %+v (%v), want %+v", st, err, want)
+			}
+		}
+		if err := q.OfferMany(ctx, 1, 2, 3, 4, 4, 5); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			dl, err := q.TryTake(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dl.Bury(ctx, errors.New("test")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stats(lockrt.QueueStats{Ready: 3, Dead: 3})
+		l.lose(d.Scripts.Redrive.SHA1, 1)
+		if n, err := q.Redrive(ctx, 2); err != nil || n != 2 {
+			t.Fatalf("Redrive(2) whose reply was lost = %d, %v; want 2", n, err)
+		}
+		mustLose(t, l)
+		stats(lockrt.QueueStats{Ready: 5, Dead: 1})
+		l.lose(d.Scripts.Remove.SHA1, 1)
+		if ok, err := q.Remove(ctx, 4); err != nil || !ok {
+			t.Fatalf("Remove(4) whose reply was lost = %v, %v; want true", ok, err)
+		}
+		mustLose(t, l)
+		stats(lockrt.QueueStats{Ready: 4, Dead: 1})
+		id, err := q.Enqueue(ctx, 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.lose("multi", 1)
+		if ok, err := q.RemoveID(ctx, id); err != nil || !ok {
+			t.Fatalf("RemoveID whose reply was lost = %v, %v; want true", ok, err)
+		}
+		mustLose(t, l)
+		stats(lockrt.QueueStats{Ready: 4, Dead: 1})
+		l.lose(d.Scripts.Drain.SHA1, 1)
+		got, err := q.Drain(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustLose(t, l)
+		slices.Sort(got)
+		if !slices.Equal(got, []int{1, 2, 4, 5}) {
+			t.Fatalf("Drain whose reply was lost = %v, want [1 2 4 5]", got)
+		}
+		stats(lockrt.QueueStats{Dead: 1})
+
+		// A plain queue's item that does not decode is dead-lettered once.
+		pd := queueDef(t, false, 0, 0)
+		pq := lockrt.NewQueue(c, pd, lockrt.JSON[int]{}, key(t, "plain"))
+		if err := rdb.RPush(ctx, pq.Key(), "not json").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := pq.Offer(ctx, 7); err != nil {
+			t.Fatal(err)
+		}
+		l.lose(pd.Scripts.Bury.SHA1, 1)
+		if got, err := pq.Drain(ctx); err != nil || !slices.Equal(got, []int{7}) {
+			t.Fatalf("Drain = %v, %v; want [7]", got, err)
+		}
+		mustLose(t, l)
+		if st, err := pq.Stats(ctx); err != nil || st != (lockrt.QueueStats{Dead: 1}) {
+			t.Fatalf("plain queue stats %+v (%v), want 1 dead letter", st, err)
 		}
 	})
 }

@@ -458,8 +458,9 @@ func removeItems[T any](ctx context.Context, q *queue, codec Codec[T], v T, limi
 	if err := q.c.checkOpen(); err != nil {
 		return 0, err
 	}
+	ks, resent := q.recorded()
 	// queue_remove reply: int
-	n, err := q.c.eval(ctx, q.def.Scripts.Remove, q.keys, q.c.publishCmd(), q.mode(), b, []byte{codecTag(codec)}, limit).Int()
+	n, err := q.c.eval(ctx, q.def.Scripts.Remove, ks, q.c.publishCmd(), q.mode(), b, []byte{codecTag(codec)}, limit, resent, offerRecordArg).Int()
 	if err != nil {
 		return 0, fmt.Errorf("lockgen: removing from %s: %w", q.key, err)
 	}
@@ -483,8 +484,9 @@ func drain[T any](ctx context.Context, q *queue, codec Codec[T]) ([]T, error) {
 		if left > 0 {
 			batch = int(min(left, drainBatch))
 		}
+		ks, resent := q.recorded()
 		// queue_drain reply: {int, string...}
-		res, err := q.c.eval(ctx, q.def.Scripts.Drain, q.keys, q.c.publishCmd(), q.mode(), batch).Slice()
+		res, err := q.c.eval(ctx, q.def.Scripts.Drain, ks, q.c.publishCmd(), q.mode(), batch, resent, offerRecordArg).Slice()
 		if err != nil {
 			return out, fmt.Errorf("lockgen: draining %s: %w", q.key, err)
 		}
@@ -511,11 +513,19 @@ func drain[T any](ctx context.Context, q *queue, codec Codec[T]) ([]T, error) {
 	return out, nil
 }
 
+// recorded returns the keys of a call that keeps its reply in a record
+// (queue_redrive, queue_remove, queue_drain): the queue's and the
+// record's, <queue>:op:<op>, living OfferRecordTTL; and the argument that
+// tells the script it was sent again, which only then reads the record.
+func (q *queue) recorded() ([]string, *markedArg) {
+	return append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+q.c.newSharedOp())), &markedArg{}
+}
+
 // bury puts a body a plain queue's consumer could not decode on the dead
 // list.
 func (q *queue) bury(ctx context.Context, body []byte, cause error) error {
 	// queue_bury reply: string (not read)
-	err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Bury, q.keys, q.c.publishCmd(), body, "decode: "+cause.Error()).Err()
+	err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Bury, q.keys, q.c.publishCmd(), body, "decode: "+cause.Error(), q.c.newSharedOp()).Err()
 	if err != nil {
 		return fmt.Errorf("lockgen: dead-lettering an item of %s that does not decode (%v): %w", q.key, cause, err)
 	}
@@ -595,8 +605,9 @@ func (q *queue) redrive(ctx context.Context, n int) (int, error) {
 	total := 0
 	for total < n {
 		batch := min(n-total, redriveBatch)
+		ks, resent := q.recorded()
 		// queue_redrive reply: int
-		moved, err := q.c.eval(ctx, q.def.Scripts.Redrive, q.keys, q.c.publishCmd(), q.mode(), batch).Int()
+		moved, err := q.c.eval(ctx, q.def.Scripts.Redrive, ks, q.c.publishCmd(), q.mode(), batch, resent, offerRecordArg).Int()
 		if err != nil {
 			return total, fmt.Errorf("lockgen: re-driving dead letters of %s: %w", q.key, err)
 		}

@@ -115,20 +115,31 @@ func (q *ReliableQueue[T]) Enqueue(ctx context.Context, v T, opts ...OfferOption
 // while it is ready, delayed, or dead (not while a delivery of it is in
 // flight), and reports whether it was there. It is two round trips (a
 // MULTI taking it off the lists, then its body and counters), and removes
-// nothing more when it runs twice. It returns a Redis error.
+// nothing more when it runs twice: a MULTI sent again (its reply lost)
+// that finds the item gone reports it removed, by this call. It returns a
+// Redis error.
 func (q *ReliableQueue[T]) RemoveID(ctx context.Context, id string) (bool, error) {
 	k := q.q.keys
 	var ready, delayed, dead *redis.IntCmd
-	_, err := q.q.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		ready = p.LRem(ctx, k[kReady], 1, id)
-		delayed = p.ZRem(ctx, k[kDelayed], id)
-		dead = p.LRem(ctx, k[kDead], 1, id)
-		return nil
-	})
+	arg := newCounted(id) // its sends: a MULTI sent again may find it gone
+	send := func() *redis.Cmd {
+		cmd := redis.NewCmd(ctx)
+		_, err := q.q.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			ready = p.LRem(ctx, k[kReady], 1, arg)
+			delayed = p.ZRem(ctx, k[kDelayed], id)
+			dead = p.LRem(ctx, k[kDead], 1, id)
+			return nil
+		})
+		cmd.SetErr(err)
+		return cmd
+	}
+	// go-redis does not send a MULTI again when its reply was lost:
+	// resolve does, while ctx allows.
+	err := resolve(ctx, send(), send).Err()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: removing %s from %s: %w", id, q.q.key, err)
 	}
-	if ready.Val()+delayed.Val()+dead.Val() == 0 {
+	if ready.Val()+delayed.Val()+dead.Val() == 0 && arg.sends() <= 1 {
 		return false, nil
 	}
 	_, err = q.q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {

@@ -6,12 +6,14 @@
 -- ARGV[1] publish: the publish command (unused)
 -- ARGV[2] body: the encoded item
 -- ARGV[3] reason: why it is dead
+-- ARGV[4] id: the dead letter's id, an operation id unique across clients
 -- reply: string
---   The dead letter's id.
-local t = redis.call('time')
-local id = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-' .. redis.call('incr', KEYS[4])
-redis.call('pexpire', KEYS[4], 10000)
-redis.call('hset', KEYS[3], id, ARGV[2])
+--   The dead letter's id. A second run of the call finds its body there
+--   and adds nothing.
+local id = ARGV[4]
+if redis.call('hsetnx', KEYS[3], id, ARGV[2]) == 0 then
+  return id
+end
 redis.call('hset', KEYS[8], id, 1)
 redis.call('hset', KEYS[10], id, ARGV[3])
 redis.call('rpush', KEYS[9], id)

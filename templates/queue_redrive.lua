@@ -3,11 +3,24 @@
 -- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
+-- KEYS[11] record: this call's record, KEYS[1]..':op:'..op (op unique
+--   across clients): its reply, for record_ms
 -- ARGV[1] publish: the publish command (unused)
 -- ARGV[2] mode: 'r' reliable, 'p' plain
 -- ARGV[3] n: how many at most
+-- ARGV[4] resent: '' when the call is sent the first time, '!' when it
+--   is sent again (go-redis writes it so: a lost reply, a redirect, the
+--   EVAL after NOSCRIPT); only then is the record read
+-- ARGV[5] record_ms: how long the record lives
 -- reply: int
---   How many were put back.
+--   How many were put back (a second run of the call answers the first
+--   run's count and moves nothing: one SET, two commands on a resend).
+if ARGV[4] == '!' then -- it may have run: answer as it did
+  local prev = redis.call('get', KEYS[11])
+  if prev then
+    return tonumber(prev)
+  end
+end
 local moved = 0
 for _ = 1, tonumber(ARGV[3]) do
   local id = redis.call('lpop', KEYS[9])
@@ -27,4 +40,5 @@ for _ = 1, tonumber(ARGV[3]) do
   end
   moved = moved + 1
 end
+redis.call('set', KEYS[11], moved, 'PX', ARGV[5])
 return moved

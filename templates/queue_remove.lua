@@ -8,6 +8,8 @@
 -- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
+-- KEYS[11] record: this call's record, KEYS[1]..':op:'..op (op unique
+--   across clients): its reply, for record_ms
 -- ARGV[1] publish: the publish command (unused)
 -- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
 --   holds bodies)
@@ -15,9 +17,21 @@
 -- ARGV[4] tag: the codec's tag
 -- ARGV[5] n: how many to remove at most (0: all), ready ones first, then
 --   delayed ones by due time
+-- ARGV[6] resent: '' when the call is sent the first time, '!' when it
+--   is sent again (go-redis writes it so: a lost reply, a redirect, the
+--   EVAL after NOSCRIPT); only then is the record read
+-- ARGV[7] record_ms: how long the record lives
 -- reply: int
 --   How many were removed. It reads every ready and delayed item (until
---   the limit is reached): O(N).
+--   the limit is reached): O(N). A second run of the call answers the
+--   first run's count and removes nothing (one SET, two commands on a
+--   resend).
+if ARGV[6] == '!' then -- it may have run: answer as it did
+  local prev = redis.call('get', KEYS[11])
+  if prev then
+    return tonumber(prev)
+  end
+end
 local want, tag, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local reliable = ARGV[2] == 'r'
 
@@ -112,4 +126,5 @@ while not full() do
   end
   first = first + kept
 end
+redis.call('set', KEYS[11], removed, 'PX', ARGV[7])
 return removed

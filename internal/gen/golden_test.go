@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -143,6 +144,12 @@ func generateCase(t *testing.T, dir string) ([]File, error) {
 	return Generate(s, Options{Dir: dir})
 }
 
+// lookupNoise is the part of go/packages' message for a package no module
+// provides that depends on the module cache (which module the go command
+// was looking up when GOPROXY=off stopped it): cut, so that the goldens
+// hold on any machine.
+var lookupNoise = regexp.MustCompile(`(cannot load package "[^"]+": )[^\n]*?( \(named)`)
+
 func TestGolden(t *testing.T) {
 	mod := newModule(t)
 	for _, name := range cases(t) {
@@ -157,7 +164,7 @@ func TestGolden(t *testing.T) {
 				if !errors.As(err, &diags) {
 					t.Fatalf("Generate failed without diagnostics: %v", err)
 				}
-				got = []byte(err.Error() + "\n")
+				got = lookupNoise.ReplaceAll([]byte(err.Error()+"\n"), []byte("$1…$2"))
 				golden, stale = goldenErrors, goldenOutput
 			case len(files) != 1 || files[0].Name != "lockgen.gen.go":
 				t.Fatalf("Generate returned %d files, want one lockgen.gen.go", len(files))

@@ -1694,7 +1694,7 @@ return 1
 // its KEYS, ARGV and reply.)
 var queueBuryScript = lockimpl.Script{
 	Name: "queue_bury",
-	SHA1: "b73995a2265d2f186f80e4840db6fbcf5c892e4e",
+	SHA1: "ab64504cff5468039d236f629f301ee6e4eee6f7",
 	Source: `-- queue_bury: put an item a plain queue's consumer could not decode on
 -- the dead list, with the reason.
 -- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
@@ -1703,12 +1703,14 @@ var queueBuryScript = lockimpl.Script{
 -- ARGV[1] publish: the publish command (unused)
 -- ARGV[2] body: the encoded item
 -- ARGV[3] reason: why it is dead
+-- ARGV[4] id: the dead letter's id, an operation id unique across clients
 -- reply: string
---   The dead letter's id.
-local t = redis.call('time')
-local id = t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)) .. '-' .. redis.call('incr', KEYS[4])
-redis.call('pexpire', KEYS[4], 10000)
-redis.call('hset', KEYS[3], id, ARGV[2])
+--   The dead letter's id. A second run of the call finds its body there
+--   and adds nothing.
+local id = ARGV[4]
+if redis.call('hsetnx', KEYS[3], id, ARGV[2]) == 0 then
+  return id
+end
 redis.call('hset', KEYS[8], id, 1)
 redis.call('hset', KEYS[10], id, ARGV[3])
 redis.call('rpush', KEYS[9], id)
@@ -1750,19 +1752,33 @@ return out
 // its KEYS, ARGV and reply.)
 var queueDrainScript = lockimpl.Script{
 	Name: "queue_drain",
-	SHA1: "d8dcbbe178c70e8326c2d11b08a146e31af61668",
+	SHA1: "1602d0fe1fc4bca3303de2aa7e3ff53343d27b89",
 	Source: `-- queue_drain: take the first ready items out of a queue for good (at
 -- most once, also for a reliable queue: they are not put in flight).
 -- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
+-- KEYS[11] record: this call's record, KEYS[1]..':op:'..op (op unique
+--   across clients): its reply, for record_ms
 -- ARGV[1] publish: the publish command (unused)
 -- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
 --   holds bodies)
 -- ARGV[3] n: how many at most
+-- ARGV[4] resent: '' when the call is sent the first time, '!' when it
+--   is sent again (go-redis writes it so: a lost reply, a redirect, the
+--   EVAL after NOSCRIPT); only then is the record read
+-- ARGV[5] record_ms: how long the record lives
 -- reply: {int, string...}
 --   {ready items left, body, body, ...}; an id whose body is gone is
---   passed over.
+--   passed over. A second run of the call answers the first run's reply
+--   (its bodies, kept in the record with cmsgpack) and takes nothing: one
+--   SET, two commands on a resend.
+if ARGV[4] == '!' then -- it may have run: answer as it did
+  local prev = redis.call('get', KEYS[11])
+  if prev then
+    return cmsgpack.unpack(prev)
+  end
+end
 local taken = redis.call('lpop', KEYS[1], ARGV[3])
 local out = {0}
 if taken then
@@ -1783,6 +1799,7 @@ if taken then
   end
 end
 out[1] = redis.call('llen', KEYS[1])
+redis.call('set', KEYS[11], cmsgpack.pack(out), 'PX', ARGV[5])
 return out
 `,
 }
@@ -2140,17 +2157,30 @@ return out
 // its KEYS, ARGV and reply.)
 var queueRedriveScript = lockimpl.Script{
 	Name: "queue_redrive",
-	SHA1: "ac9b2586665ffb16150605231c24404ba15fced0",
+	SHA1: "ad13bc9e9d28158272247003fa68611072c75967",
 	Source: `-- queue_redrive: put the oldest dead letters back on the ready list, with
 -- their delivery count reset.
 -- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
+-- KEYS[11] record: this call's record, KEYS[1]..':op:'..op (op unique
+--   across clients): its reply, for record_ms
 -- ARGV[1] publish: the publish command (unused)
 -- ARGV[2] mode: 'r' reliable, 'p' plain
 -- ARGV[3] n: how many at most
+-- ARGV[4] resent: '' when the call is sent the first time, '!' when it
+--   is sent again (go-redis writes it so: a lost reply, a redirect, the
+--   EVAL after NOSCRIPT); only then is the record read
+-- ARGV[5] record_ms: how long the record lives
 -- reply: int
---   How many were put back.
+--   How many were put back (a second run of the call answers the first
+--   run's count and moves nothing: one SET, two commands on a resend).
+if ARGV[4] == '!' then -- it may have run: answer as it did
+  local prev = redis.call('get', KEYS[11])
+  if prev then
+    return tonumber(prev)
+  end
+end
 local moved = 0
 for _ = 1, tonumber(ARGV[3]) do
   local id = redis.call('lpop', KEYS[9])
@@ -2170,6 +2200,7 @@ for _ = 1, tonumber(ARGV[3]) do
   end
   moved = moved + 1
 end
+redis.call('set', KEYS[11], moved, 'PX', ARGV[5])
 return moved
 `,
 }
@@ -2185,7 +2216,7 @@ return moved
 // its KEYS, ARGV and reply.)
 var queueRemoveScript = lockimpl.Script{
 	Name: "queue_remove",
-	SHA1: "a25afffebf5aefc85c9a8ee225b645a0feabb74f",
+	SHA1: "b8d7674142442c8eeb261ef067ea731f2f0b744d",
 	Source: `-- queue_remove: remove ready and delayed items equal to a value, compared
 -- by the codec's bytes inside the item envelope (runtime/codec.go): a 0
 -- byte, the envelope's version, the codec's tag, then for version 2 a
@@ -2196,6 +2227,8 @@ var queueRemoveScript = lockimpl.Script{
 -- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
+-- KEYS[11] record: this call's record, KEYS[1]..':op:'..op (op unique
+--   across clients): its reply, for record_ms
 -- ARGV[1] publish: the publish command (unused)
 -- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
 --   holds bodies)
@@ -2203,9 +2236,21 @@ var queueRemoveScript = lockimpl.Script{
 -- ARGV[4] tag: the codec's tag
 -- ARGV[5] n: how many to remove at most (0: all), ready ones first, then
 --   delayed ones by due time
+-- ARGV[6] resent: '' when the call is sent the first time, '!' when it
+--   is sent again (go-redis writes it so: a lost reply, a redirect, the
+--   EVAL after NOSCRIPT); only then is the record read
+-- ARGV[7] record_ms: how long the record lives
 -- reply: int
 --   How many were removed. It reads every ready and delayed item (until
---   the limit is reached): O(N).
+--   the limit is reached): O(N). A second run of the call answers the
+--   first run's count and removes nothing (one SET, two commands on a
+--   resend).
+if ARGV[6] == '!' then -- it may have run: answer as it did
+  local prev = redis.call('get', KEYS[11])
+  if prev then
+    return tonumber(prev)
+  end
+end
 local want, tag, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local reliable = ARGV[2] == 'r'
 
@@ -2300,6 +2345,7 @@ while not full() do
   end
   first = first + kept
 end
+redis.call('set', KEYS[11], removed, 'PX', ARGV[7])
 return removed
 `,
 }
