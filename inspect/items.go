@@ -50,6 +50,21 @@ type ItemResult struct {
 	Done bool `json:"done"`
 }
 
+// Applies reports whether an item action (ActionRemove, ActionRedrive,
+// ActionRunNow) changes an item in state: a remove one that is ready,
+// delayed or dead, a redrive a dead one, a run-now a delayed one.
+func Applies(action, state string) bool {
+	switch action {
+	case ActionRemove:
+		return state == ItemReady || state == ItemDelayed || state == ItemDead
+	case ActionRedrive:
+		return state == ItemDead
+	case ActionRunNow:
+		return state == ItemDelayed
+	}
+	return false
+}
+
 // Refused reports that the item is there but the action does not apply
 // to it where it is: a remove of an item in flight, a redrive of an item
 // that is not dead, a run-now of one that is not delayed. A result that
