@@ -13,7 +13,21 @@
 //	GET  /api/objects/{name}  one object's live instances (JSON)
 //	POST /api/action          {"action": "force-unlock"|"redrive"|"purge"|"set-permits",
 //	                           "object": "Order", "params": ["42"], "n": 0}
+//	                          or on one queue item by id:
+//	                          {"action": "remove-item"|"redrive-item"|"run-item-now",
+//	                           "object": "Email", "params": ["acme"], "id": "billing.7"}
 //	GET  /metrics             the observed state in Prometheus' text format
+//
+// A queue instance lists its items with their ids: the first ready ones,
+// the delayed ones with their due times, the deliveries in flight with
+// their attempt and deadline, and the dead letters with their reasons
+// (inspect.QueueState). The page offers remove on ready, delayed and dead
+// items, redrive on dead letters and run now on delayed items. An item
+// action answers 200 with "was" (where the item was: ready, delayed,
+// in-flight, dead, or "" when no item has the id) and "done" (whether it
+// changed it): a second run, or an unknown id, answers done false and
+// says nothing changed; an item the action does not apply to (a remove of
+// one in flight) answers 409 with the reason.
 //
 // Actions are refused with 403 when ReadOnly is set, and need a JSON
 // body (Content-Type: application/json), which a cross-site form cannot
@@ -111,7 +125,7 @@ func fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, inspect.ErrUnknownObject):
 		status = http.StatusNotFound
-	case errors.Is(err, inspect.ErrBadParams), errors.Is(err, inspect.ErrUnsupported):
+	case errors.Is(err, inspect.ErrBadParams), errors.Is(err, inspect.ErrUnsupported), errors.Is(err, inspect.ErrNoID):
 		status = http.StatusBadRequest
 	}
 	writeJSON(w, status, map[string]string{"error": err.Error()})
@@ -162,6 +176,21 @@ type Action struct {
 	// N is redrive's count (0: all) or set-permits' capacity (0: the
 	// spec's).
 	N int `json:"n"`
+	// ID is the queue item of remove-item, redrive-item and run-item-now.
+	ID string `json:"id,omitempty"`
+}
+
+// itemActions maps the item actions of the API to inspect's.
+var itemActions = map[string]string{
+	"remove-item": inspect.ActionRemove, "redrive-item": inspect.ActionRedrive, "run-item-now": inspect.ActionRunNow,
+}
+
+// ItemReply is the reply to an item action.
+type ItemReply struct {
+	Result string   `json:"result"` // what it did, in words
+	Object string   `json:"object"`
+	Params []string `json:"params"`
+	inspect.ItemResult
 }
 
 func (h *handler) action(w http.ResponseWriter, r *http.Request) {
@@ -180,6 +209,10 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
+	if action, ok := itemActions[a.Action]; ok {
+		h.itemAction(ctx, w, action, a)
+		return
+	}
 	var (
 		result string
 		err    error
@@ -212,4 +245,31 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"result": result, "object": a.Object, "params": strings.Join(a.Params, " ")})
+}
+
+func (h *handler) itemAction(ctx context.Context, w http.ResponseWriter, action string, a Action) {
+	var (
+		r   inspect.ItemResult
+		err error
+	)
+	switch action {
+	case inspect.ActionRemove:
+		r, err = h.in.RemoveItem(ctx, a.ID, a.Object, a.Params...)
+	case inspect.ActionRedrive:
+		r, err = h.in.RedriveItem(ctx, a.ID, a.Object, a.Params...)
+	default:
+		r, err = h.in.RunItemNow(ctx, a.ID, a.Object, a.Params...)
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if r.Refused() {
+		writeJSON(w, http.StatusConflict, map[string]string{"error": r.String()})
+		return
+	}
+	if a.Params == nil {
+		a.Params = []string{}
+	}
+	writeJSON(w, http.StatusOK, ItemReply{Result: r.String(), Object: a.Object, Params: a.Params, ItemResult: r})
 }

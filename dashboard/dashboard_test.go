@@ -189,6 +189,83 @@ func TestActions(t *testing.T) {
 	}
 }
 
+// TestItemActions acts on the demo's Email("acme") items by id: exactly
+// that item changes, a second run answers done false, an item in flight
+// is refused with 409, and the listing shows every item's id.
+func TestItemActions(t *testing.T) {
+	srv, rdb := setup(t, dashboard.Options{})
+	ctx := t.Context()
+	const key = "ops:{Email:email:acme}"
+	ready := rdb.LRange(ctx, key, 0, -1).Val() // bob, cy
+	delayed := rdb.ZRange(ctx, key+":delayed", 0, -1).Val()
+	inFlight := rdb.ZRange(ctx, key+":inflight", 0, -1).Val()
+	dead := rdb.LRange(ctx, key+":dead", 0, -1).Val()
+	if len(ready) != 2 || len(delayed) != 1 || len(inFlight) != 1 || len(dead) != 1 {
+		t.Fatalf("demo queue: ready %v, delayed %v, in flight %v, dead %v", ready, delayed, inFlight, dead)
+	}
+	var l inspect.Listing
+	get(t, srv.URL+"/api/objects/Email", &l)
+	q := l.Instances[0].Queue
+	if len(q.ReadyItems) != 2 || q.ReadyItems[0].ID != ready[0] || q.ReadyItems[0].Body != `"bob@example.com"` ||
+		len(q.DelayedItems) != 1 || q.DelayedItems[0].ID != delayed[0] || *q.DelayedItems[0].DueMs <= 0 ||
+		q.Deliveries[0].ID != inFlight[0] || q.DeadLetters[0].ID != dead[0] {
+		t.Fatalf("the listing's items: %+v", q)
+	}
+	act := func(body string) (int, dashboard.ItemReply, string) {
+		t.Helper()
+		r, err := http.Post(srv.URL+"/api/action", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		var raw json.RawMessage
+		json.NewDecoder(r.Body).Decode(&raw)
+		var reply dashboard.ItemReply
+		json.Unmarshal(raw, &reply)
+		return r.StatusCode, reply, string(raw)
+	}
+	item := func(action, id string) string {
+		return `{"action":"` + action + `","object":"Email","params":["acme"],"id":"` + id + `"}`
+	}
+	code, r, raw := act(item("remove-item", ready[0]))
+	if code != 200 || !r.Done || r.Was != "ready" || r.ID != ready[0] || !strings.Contains(r.Result, "removed item") {
+		t.Fatalf("remove-item: %d %s", code, raw)
+	}
+	if got := rdb.LRange(ctx, key, 0, -1).Val(); len(got) != 1 || got[0] != ready[1] {
+		t.Errorf("ready list after remove-item: %v, want %v", got, ready[1:])
+	}
+	code, r, raw = act(item("remove-item", ready[0]))
+	if code != 200 || r.Done || r.Was != "" || !strings.Contains(r.Result, "nothing changed") {
+		t.Errorf("remove-item again: %d %s", code, raw)
+	}
+	code, _, raw = act(item("remove-item", inFlight[0]))
+	if code != 409 || !strings.Contains(raw, "in flight") {
+		t.Errorf("remove-item in flight: %d %s", code, raw)
+	}
+	code, r, raw = act(item("run-item-now", delayed[0]))
+	if code != 200 || !r.Done || r.Was != "delayed" {
+		t.Errorf("run-item-now: %d %s", code, raw)
+	}
+	code, r, raw = act(item("redrive-item", dead[0]))
+	if code != 200 || !r.Done || r.Was != "dead" {
+		t.Errorf("redrive-item: %d %s", code, raw)
+	}
+	if got := rdb.LRange(ctx, key, 0, -1).Val(); strings.Join(got, " ") != ready[1]+" "+delayed[0]+" "+dead[0] {
+		t.Errorf("ready list %v, want %s %s %s", got, ready[1], delayed[0], dead[0])
+	}
+	for body, want := range map[string]int{
+		`{"action":"remove-item","object":"Email","params":["acme"]}`:          400, // no id
+		`{"action":"remove-item","object":"Order","params":["42"],"id":"x"}`:   400, // not a queue
+		`{"action":"redrive-item","object":"Nope","id":"x"}`:                   404,
+		`{"action":"run-item-now","object":"Email","params":[],"id":"x"}`:      400,
+		`{"action":"remove-item","object":"Email","params":["acme"],"id":"x"}`: 200, // no such item: nothing changed
+	} {
+		if code, _, raw := act(body); code != want {
+			t.Errorf("%s: %d %s, want %d", body, code, raw, want)
+		}
+	}
+}
+
 func TestReadOnly(t *testing.T) {
 	srv, rdb := setup(t, dashboard.Options{ReadOnly: true})
 	code, _ := post(t, srv.URL+"/api/action", "application/json", `{"action":"force-unlock","object":"Order","params":["42"]}`)

@@ -1,6 +1,7 @@
 // Package inspect reads the live state of the objects of a lockgen spec
 // from Redis, through the spec's key layout, and performs the operator's
-// actions on them (force-unlock, redrive, purge, set permits). It is what
+// actions on them (force-unlock, redrive, purge, set permits, and on one
+// queue item by id: RemoveItem, RedriveItem, RunItemNow). It is what
 // `lockgen inspect` and the dashboard are built on.
 //
 // Instances are found with SCAN over the namespace (never KEYS), on every
@@ -10,6 +11,17 @@
 // one script call per limiter instance (its state needs the server's clock
 // and the algorithm). Lists inside an instance (waiters, holders, in-flight
 // deliveries, dead letters) are cut at Options.MaxItems.
+//
+// A queue instance lists its first items of each kind by id (QueueState:
+// ReadyItems, DelayedItems, Deliveries, DeadLetters), and Item finds one
+// by id wherever it is. The item actions run one script of this package's
+// own (item.lua), which finds where the item is and acts in the same run;
+// it records its operation for a minute, so that go-redis sending it
+// again after a lost reply gets the first run's answer. They are safe to
+// run twice: ItemResult says where the item was (nowhere, the second
+// time) and whether the action changed it, and Refused tells an item the
+// action does not apply to (a remove of one in flight) from one already
+// gone.
 //
 // Reading never writes, with one exception: a limiter is read by its own
 // decision script asking for zero requests, which refreshes the expiry of

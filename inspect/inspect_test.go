@@ -166,6 +166,13 @@ func normalize(t *testing.T, insts []*Instance) {
 			for i := range in.Queue.DeadLetters {
 				in.Queue.DeadLetters[i].ID = stableID(t, in.Queue.DeadLetters[i].ID)
 			}
+			for i := range in.Queue.ReadyItems {
+				in.Queue.ReadyItems[i].ID = stableID(t, in.Queue.ReadyItems[i].ID)
+			}
+			for i := range in.Queue.DelayedItems {
+				ms(in.Key+" item due", in.Queue.DelayedItems[i].DueMs, time.Hour)
+				in.Queue.DelayedItems[i].ID = stableID(t, in.Queue.DelayedItems[i].ID)
+			}
 		}
 	}
 }

@@ -391,57 +391,99 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, f *fo
 	case o.queue != nil:
 		st := &QueueState{}
 		inst.Queue = st
-		sub := func(s string) string { return keys.Sub(key, s) }
-		ready := pipe.LLen(ctx, key)
-		delayed := pipe.ZCard(ctx, sub("delayed"))
-		next := pipe.ZRangeWithScores(ctx, sub("delayed"), 0, 0)
-		inflight := pipe.ZCard(ctx, sub("inflight"))
-		deliveries := pipe.ZRangeWithScores(ctx, sub("inflight"), 0, int64(max-1))
-		dead := pipe.LLen(ctx, sub("dead"))
-		deadIDs := pipe.LRange(ctx, sub("dead"), 0, int64(max-1))
-		return func(nowMs int64) func(redis.Pipeliner) func() {
-			st.Ready, st.Delayed, st.InFlight, st.Dead = ready.Val(), delayed.Val(), inflight.Val(), dead.Val()
-			if zs := next.Val(); len(zs) > 0 {
-				d := max0(int(int64(zs[0].Score) - nowMs))
-				ms := int64(d)
-				st.NextDueMs = &ms
+		return in.readQueue(ctx, pipe, key, o.queue.Reliable != nil, st)
+	}
+	return simple(func(int64) {})
+}
+
+// readQueue adds the reads of a queue instance to pipe: its depths and
+// the first items of each kind (ids from the lists and sets, then their
+// bodies, delivery counts and reasons in a second round).
+func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key string, reliable bool, st *QueueState) func(int64) func(redis.Pipeliner) func() {
+	sub := func(s string) string { return keys.Sub(key, s) }
+	max := int64(in.opts.MaxItems)
+	ready := pipe.LLen(ctx, key)
+	readyItems := pipe.LRange(ctx, key, 0, max-1)
+	delayed := pipe.ZCard(ctx, sub("delayed"))
+	delayedItems := pipe.ZRangeWithScores(ctx, sub("delayed"), 0, max-1)
+	inflight := pipe.ZCard(ctx, sub("inflight"))
+	deliveries := pipe.ZRangeWithScores(ctx, sub("inflight"), 0, max-1)
+	dead := pipe.LLen(ctx, sub("dead"))
+	deadIDs := pipe.LRange(ctx, sub("dead"), 0, max-1)
+	return func(nowMs int64) func(redis.Pipeliner) func() {
+		st.Ready, st.Delayed, st.InFlight, st.Dead = ready.Val(), delayed.Val(), inflight.Val(), dead.Val()
+		// ids lists every item whose body and counters are read next:
+		// ready (a reliable queue's ids), delayed, in flight, dead.
+		var ids []string
+		if reliable {
+			ids = append(ids, readyItems.Val()...)
+		} else {
+			for _, body := range readyItems.Val() {
+				st.ReadyItems = append(st.ReadyItems, queueItem("", ItemReady, body, 0))
 			}
-			var ids []string
-			for _, z := range deliveries.Val() {
-				id := z.Member.(string)
-				ids = append(ids, id)
-				st.Deliveries = append(st.Deliveries, Delivery{ID: id, DeadlineMs: int64(z.Score) - nowMs})
+		}
+		nReady := len(ids)
+		for i, z := range delayedItems.Val() {
+			due := int64(max0(int(int64(z.Score) - nowMs)))
+			if i == 0 {
+				next := due
+				st.NextDueMs = &next
 			}
-			dids := deadIDs.Val()
-			if len(ids) == 0 && len(dids) == 0 {
-				return nil
+			ids = append(ids, z.Member.(string))
+			st.DelayedItems = append(st.DelayedItems, QueueItem{ID: z.Member.(string), State: ItemDelayed, DueMs: &due})
+		}
+		for _, z := range deliveries.Val() {
+			id := z.Member.(string)
+			ids = append(ids, id)
+			st.Deliveries = append(st.Deliveries, Delivery{ID: id, DeadlineMs: int64(z.Score) - nowMs})
+		}
+		dids := deadIDs.Val()
+		ids = append(ids, dids...)
+		if len(ids) == 0 {
+			return nil
+		}
+		return func(p redis.Pipeliner) func() {
+			body := p.HMGet(ctx, sub("data"), ids...)
+			att := p.HMGet(ctx, sub("att"), ids...)
+			var reason *redis.SliceCmd
+			if len(dids) > 0 {
+				reason = p.HMGet(ctx, sub("err"), dids...)
 			}
-			return func(p redis.Pipeliner) func() {
-				var att *redis.SliceCmd
-				if len(ids) > 0 {
-					att = p.HMGet(ctx, sub("att"), ids...)
+			return func() {
+				bodies, atts := body.Val(), att.Val()
+				if len(bodies) != len(ids) || len(atts) != len(ids) {
+					return // the round failed: the depths stand alone
 				}
-				var body, reason, datt *redis.SliceCmd
-				if len(dids) > 0 {
-					body = p.HMGet(ctx, sub("data"), dids...)
-					reason = p.HMGet(ctx, sub("err"), dids...)
-					datt = p.HMGet(ctx, sub("att"), dids...)
+				i := 0
+				for ; i < nReady; i++ {
+					st.ReadyItems = append(st.ReadyItems, queueItem(ids[i], ItemReady, strAny(bodies[i]), atoiAny(atts[i])))
 				}
-				return func() {
-					if att != nil {
-						for i, v := range att.Val() {
-							st.Deliveries[i].Deliveries = atoiAny(v)
-						}
+				for j := range st.DelayedItems {
+					it := &st.DelayedItems[j]
+					it.Deliveries = atoiAny(atts[i])
+					it.Body, it.Codec, it.Carried = splitBody(strAny(bodies[i]))
+					i++
+				}
+				for j := range st.Deliveries {
+					st.Deliveries[j].Deliveries = atoiAny(atts[i])
+					st.Deliveries[j].Body, _, _ = splitBody(strAny(bodies[i]))
+					i++
+				}
+				var reasons []any
+				if reason != nil {
+					reasons = reason.Val()
+				}
+				for j, id := range dids {
+					r := ""
+					if j < len(reasons) {
+						r = strAny(reasons[j])
 					}
-					for i, id := range dids {
-						st.DeadLetters = append(st.DeadLetters,
-							deadLetter(id, strAny(body.Val()[i]), strAny(reason.Val()[i]), atoiAny(datt.Val()[i])))
-					}
+					st.DeadLetters = append(st.DeadLetters, deadLetter(id, strAny(bodies[i]), r, atoiAny(atts[i])))
+					i++
 				}
 			}
 		}
 	}
-	return simple(func(int64) {})
 }
 
 // readWaiters adds the reads of an object's waiter registry to pipe and

@@ -111,16 +111,58 @@ type QueueState struct {
 	Dead     int64 `json:"dead"`
 	// NextDueMs is how long until the earliest delayed item is due (0
 	// when one is overdue); absent with nothing delayed.
-	NextDueMs   *int64       `json:"nextDueMs,omitempty"`
-	Deliveries  []Delivery   `json:"deliveries,omitempty"`  // in flight, earliest deadline first
-	DeadLetters []DeadLetter `json:"deadLetters,omitempty"` // oldest first
+	NextDueMs *int64 `json:"nextDueMs,omitempty"`
+	// ReadyItems are the first ready items, first ready first (the next
+	// Take's first). A plain queue's ready items have no id.
+	ReadyItems []QueueItem `json:"readyItems,omitempty"`
+	// DelayedItems are the first delayed items, due first first, with
+	// DueMs.
+	DelayedItems []QueueItem  `json:"delayedItems,omitempty"`
+	Deliveries   []Delivery   `json:"deliveries,omitempty"`  // in flight, earliest deadline first
+	DeadLetters  []DeadLetter `json:"deadLetters,omitempty"` // oldest first
 }
 
 // Delivery is an item in flight on a reliable queue.
 type Delivery struct {
-	ID         string `json:"id"`
-	Deliveries int    `json:"deliveries"`
-	DeadlineMs int64  `json:"deadlineMs"` // until it is delivered again
+	ID string `json:"id"`
+	// Deliveries is the attempt in flight: 1 for the item's first
+	// delivery.
+	Deliveries int   `json:"deliveries"`
+	DeadlineMs int64 `json:"deadlineMs"` // until it is delivered again
+	// Body is the item's codec bytes, as in DeadLetter.
+	Body string `json:"body,omitempty"`
+}
+
+// Item states, as QueueItem.State and ItemResult.Was report them.
+const (
+	ItemReady    = "ready"
+	ItemDelayed  = "delayed"
+	ItemInFlight = "in-flight"
+	ItemDead     = "dead"
+)
+
+// QueueItem is one item of a queue: a ready or delayed one in a listing,
+// or the item Item found by its id, wherever it is.
+type QueueItem struct {
+	// ID is the item's id: Enqueue's, Delivery.ID's, the one the item
+	// actions take. A plain queue's ready items have none ("").
+	ID string `json:"id,omitempty"`
+	// State is ItemReady, ItemDelayed, ItemInFlight or ItemDead.
+	State string `json:"state"`
+	// Deliveries is how many deliveries the item had (a reliable queue's
+	// item given back or redelivered); for one in flight, the attempt.
+	Deliveries int `json:"deliveries,omitempty"`
+	// DueMs is how long until a delayed item is due (0 when it is
+	// overdue: the next timer run moves it).
+	DueMs *int64 `json:"dueMs,omitempty"`
+	// DeadlineMs is how long until an item in flight is delivered again.
+	DeadlineMs *int64 `json:"deadlineMs,omitempty"`
+	// Reason is why a dead letter is dead.
+	Reason string `json:"reason,omitempty"`
+	// Body, Codec and Carried are as in DeadLetter.
+	Body    string            `json:"body"`
+	Codec   string            `json:"codec,omitempty"`
+	Carried map[string]string `json:"carried,omitempty"`
 }
 
 // DeadLetter is an item on a queue's dead-letter list.
@@ -142,14 +184,30 @@ type DeadLetter struct {
 
 // deadLetter returns the dead letter id with its stored item raw.
 func deadLetter(id string, raw, reason string, deliveries int) DeadLetter {
-	d := DeadLetter{ID: id, Reason: reason, Deliveries: deliveries, Body: cut(raw, 200)}
-	if tag, fields, payload, err := runtime.SplitItem([]byte(raw)); err == nil {
-		d.Body, d.Carried = cut(string(payload), 200), fields
-		if tag != 0 {
-			d.Codec = string(rune(tag))
-		}
-	}
+	d := DeadLetter{ID: id, Reason: reason, Deliveries: deliveries}
+	d.Body, d.Codec, d.Carried = splitBody(raw)
 	return d
+}
+
+// queueItem returns the item id in state with its stored item raw.
+func queueItem(id, state, raw string, deliveries int) QueueItem {
+	it := QueueItem{ID: id, State: state, Deliveries: deliveries}
+	it.Body, it.Codec, it.Carried = splitBody(raw)
+	return it
+}
+
+// splitBody returns the codec's bytes of a stored item (cut at 200
+// bytes), its codec's tag and what it carries, out of its envelope; the
+// whole item as stored when the envelope does not decode.
+func splitBody(raw string) (body, codec string, carried map[string]string) {
+	tag, fields, payload, err := runtime.SplitItem([]byte(raw))
+	if err != nil {
+		return cut(raw, 200), "", nil
+	}
+	if tag != 0 {
+		codec = string(rune(tag))
+	}
+	return cut(string(payload), 200), codec, fields
 }
 
 // splitOwner returns the client id of an owner id "<client>:<n>".

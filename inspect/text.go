@@ -209,10 +209,22 @@ func WriteInstance(w io.Writer, inst *Instance) {
 		}
 	}
 	if q := inst.Queue; q != nil {
+		if len(q.ReadyItems) > 0 {
+			fmt.Fprintln(tw, "\nREADY\tDELIVERIES\tBODY")
+			for _, it := range q.ReadyItems {
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", dash(it.ID), it.Deliveries, it.Body)
+			}
+		}
+		if len(q.DelayedItems) > 0 {
+			fmt.Fprintln(tw, "\nDELAYED\tDUE IN\tDELIVERIES\tBODY")
+			for _, it := range q.DelayedItems {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", it.ID, ms(*it.DueMs), it.Deliveries, it.Body)
+			}
+		}
 		if len(q.Deliveries) > 0 {
-			fmt.Fprintln(tw, "\nIN FLIGHT\tDELIVERIES\tREDELIVERED IN")
+			fmt.Fprintln(tw, "\nIN FLIGHT\tATTEMPT\tREDELIVERED IN\tBODY")
 			for _, d := range q.Deliveries {
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", d.ID, d.Deliveries, ms(d.DeadlineMs))
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", d.ID, d.Deliveries, ms(d.DeadlineMs), d.Body)
 			}
 		}
 		if len(q.DeadLetters) > 0 {
@@ -249,4 +261,27 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// WriteItem writes one item found by Item: where it is, its counters and
+// body.
+func WriteItem(w io.Writer, key string, it *QueueItem) {
+	if it.State == "" {
+		fmt.Fprintf(w, "no item %s in %s (removed or acknowledged already, or never there)\n", it.ID, key)
+		return
+	}
+	fmt.Fprintf(w, "item %s of %s: %s", it.ID, key, it.State)
+	switch {
+	case it.DueMs != nil:
+		fmt.Fprintf(w, ", due in %s", ms(*it.DueMs))
+	case it.DeadlineMs != nil:
+		fmt.Fprintf(w, ", attempt %d, redelivered in %s", it.Deliveries, ms(*it.DeadlineMs))
+	}
+	if it.Deliveries > 0 && it.DeadlineMs == nil {
+		fmt.Fprintf(w, ", %d deliveries", it.Deliveries)
+	}
+	if it.Reason != "" {
+		fmt.Fprintf(w, ", reason: %s", it.Reason)
+	}
+	fmt.Fprintf(w, "\nbody: %s\n", it.Body)
 }

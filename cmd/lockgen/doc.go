@@ -22,7 +22,7 @@
 //
 //	generate  write the generated Go file next to the spec (or next to every spec under ./...)
 //	check     fail when the spec is invalid, the generated file is stale, or (-base) the spec changed incompatibly
-//	inspect   show the live state of the spec's objects in Redis; force-unlock, redrive, purge, set permits
+//	inspect   show the live state of the spec's objects in Redis; force-unlock, redrive, purge, set permits; act on one queue item by id
 //	serve     serve that state as a web dashboard, with /metrics for Prometheus
 //	version   print lockgen's version and the runtime API it generates for
 //	schema    print the JSON Schema of the spec format, for editors
@@ -119,6 +119,18 @@
 // params, one instance in detail. -json prints JSON. The actions
 // -force-unlock, -redrive n (0: all), -purge and -set-permits n (0: the
 // spec's) apply to one instance and ask for confirmation unless -yes.
+//
+// A queue instance lists its items with their ids (ready; delayed with
+// the time until due; in flight with the attempt and the time until
+// redelivery; dead with the reason); an object without params shows its
+// one instance so. -item ID shows one item (no such item exits 1). The
+// actions -remove ID (a ready, delayed or dead item), -redrive-id ID (a
+// dead letter, back at the end of the queue) and -run-now ID (a delayed
+// item, ready now) act on one item, atomically, and ask first unless
+// -yes. Run twice, they change nothing and say the item is gone (or ready
+// already), exiting 0; an item the action does not apply to (a remove of
+// one in flight) exits 1. With -json, an item action prints its result
+// ({"action", "key", "id", "was", "done"}) on stdout.
 // URLs: redis://host:port[/db] (rediss:// for TLS),
 // redis-sentinel://host:port[,host:port...]/master[/db],
 // redis-cluster://host:port[,host:port...].

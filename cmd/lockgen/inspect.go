@@ -26,7 +26,7 @@ func init() {
 	for _, cmd := range commands {
 		if cmd.name == "version" {
 			rest = append(rest,
-				struct{ name, args, summary string }{"inspect", "-redis URL [-spec lockgen.yaml] [-json] [-yes] [action] [Object [params...]]", "Show the live state of the spec's objects in Redis; force-unlock, redrive, purge, set permits."},
+				struct{ name, args, summary string }{"inspect", "-redis URL [-spec lockgen.yaml] [-json] [-yes] [action] [Object [params...]]", "Show the live state of the spec's objects in Redis; force-unlock, redrive, purge, set permits; show, remove, redrive or run one queue item by id."},
 				struct{ name, args, summary string }{"serve", "-redis URL [-spec lockgen.yaml] [-addr 127.0.0.1:8080] [-read-only]", "Serve the live state as a web dashboard, with /metrics for Prometheus."})
 		}
 		rest = append(rest, cmd)
@@ -82,6 +82,10 @@ func (c *cli) inspect(args []string) int {
 	redrive := fs.Int("redrive", -1, "action: put up to `n` dead letters back on the queue (0: all)")
 	purge := fs.Bool("purge", false, "action: delete every item of the queue: ready, delayed, in flight, dead")
 	setPermits := fs.Int("set-permits", -1, "action: set the semaphore's capacity to `n` (0: back to the spec's)")
+	item := fs.String("item", "", "show the queue's item with this `id`: where it is, its counters and body")
+	remove := fs.String("remove", "", "action: remove the queue's item with this `id` (ready, delayed or dead; not in flight)")
+	redriveID := fs.String("redrive-id", "", "action: put the queue's dead letter with this `id` back on the queue")
+	runNow := fs.String("run-now", "", "action: make the queue's delayed item with this `id` ready now")
 	maxScan := fs.Int("max-scan", 0, "keys SCAN may visit per node (default 100000)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if code, ok := c.parse(fs, args, usage); !ok {
@@ -95,9 +99,21 @@ func (c *cli) inspect(args []string) int {
 		return exitUsage
 	}
 	actions := 0
-	for _, on := range []bool{*forceUnlock, *redrive >= 0, *purge, *setPermits >= 0} {
-		if on {
+	itemAction, itemID := "", ""
+	for _, f := range []struct {
+		on     bool
+		action string
+		id     string
+	}{
+		{*forceUnlock, "", ""}, {*redrive >= 0, "", ""}, {*purge, "", ""}, {*setPermits >= 0, "", ""},
+		{*item != "", "show", *item}, {*remove != "", inspect.ActionRemove, *remove},
+		{*redriveID != "", inspect.ActionRedrive, *redriveID}, {*runNow != "", inspect.ActionRunNow, *runNow},
+	} {
+		if f.on {
 			actions++
+			if f.action != "" {
+				itemAction, itemID = f.action, f.id
+			}
 		}
 	}
 	if actions > 1 || actions == 1 && fs.NArg() == 0 {
@@ -118,6 +134,10 @@ func (c *cli) inspect(args []string) int {
 
 	var err error
 	switch {
+	case itemAction == "show":
+		return c.showItem(ctx, in, itemID, fs.Args(), *asJSON)
+	case itemAction != "":
+		return c.actOnItem(ctx, in, itemAction, itemID, fs.Args(), *yes, *asJSON)
 	case actions == 1:
 		return c.act(ctx, in, fs.Args(), *yes, *forceUnlock, *redrive, *purge, *setPermits)
 	case fs.NArg() == 0:
@@ -143,9 +163,14 @@ func (c *cli) inspect(args []string) int {
 	case fs.NArg() == 1:
 		var l *inspect.Listing
 		if l, err = in.Instances(ctx, fs.Arg(0)); err == nil {
-			if *asJSON {
+			switch {
+			case *asJSON:
 				err = c.printJSON(l)
-			} else {
+			case len(l.Object.Params) == 0 && len(l.Instances) == 1:
+				// Its one instance, in detail: there are no params to
+				// name it by.
+				inspect.WriteInstance(c.stdout, l.Instances[0])
+			default:
 				inspect.WriteListing(c.stdout, l)
 			}
 		}
@@ -283,4 +308,89 @@ func (c *cli) printJSON(v any) error {
 	enc := json.NewEncoder(c.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// showItem prints the queue item id of one instance; no item with the id
+// is a failure (exit 1) with a message that says so.
+func (c *cli) showItem(ctx context.Context, in *inspect.Inspector, id string, args []string, asJSON bool) int {
+	key, err := in.Key(args[0], args[1:]...)
+	if err != nil {
+		return c.result(err)
+	}
+	it, err := in.Item(ctx, id, args[0], args[1:]...)
+	if err != nil {
+		return c.result(err)
+	}
+	if asJSON {
+		if err := c.printJSON(it); err != nil {
+			return c.result(err)
+		}
+	} else if it.State != "" {
+		inspect.WriteItem(c.stdout, key, it)
+	}
+	if it.State == "" {
+		fmt.Fprintf(c.stderr, "lockgen inspect: no item %s in %s (removed or acknowledged already, or never there)\n", id, key)
+		return exitFail
+	}
+	return exitOK
+}
+
+// actOnItem removes, redrives or runs now the queue item id of one
+// instance, after showing it and asking. A second run finds the item gone
+// (or ready already) and says so: exit 0, nothing changed. An item the
+// action does not apply to (a remove of one in flight) exits 1.
+func (c *cli) actOnItem(ctx context.Context, in *inspect.Inspector, action, id string, args []string, yes, asJSON bool) int {
+	key, err := in.Key(args[0], args[1:]...)
+	if err != nil {
+		return c.result(err)
+	}
+	it, err := in.Item(ctx, id, args[0], args[1:]...)
+	if err != nil {
+		return c.result(err)
+	}
+	// With -json, stdout holds the result alone.
+	shown := c.stdout
+	if asJSON {
+		shown = c.stderr
+	}
+	inspect.WriteItem(shown, key, it)
+	// Asked only when the action would change the item; else it runs and
+	// says why it changed nothing.
+	if inspect.Applies(action, it.State) && !yes {
+		what := map[string]string{
+			inspect.ActionRemove:  "remove item %s of %s",
+			inspect.ActionRedrive: "redrive item %s of %s",
+			inspect.ActionRunNow:  "make item %s of %s ready now",
+		}[action]
+		if !c.confirm(fmt.Sprintf(what, id, key)) {
+			fmt.Fprintln(c.stderr, "lockgen inspect: not confirmed; nothing changed")
+			return exitFail
+		}
+	}
+	// Run also when the read found no item: the action's own answer is
+	// the one that counts (and it changes nothing then).
+	var r inspect.ItemResult
+	switch action {
+	case inspect.ActionRemove:
+		r, err = in.RemoveItem(ctx, id, args[0], args[1:]...)
+	case inspect.ActionRedrive:
+		r, err = in.RedriveItem(ctx, id, args[0], args[1:]...)
+	default:
+		r, err = in.RunItemNow(ctx, id, args[0], args[1:]...)
+	}
+	if err != nil {
+		return c.result(err)
+	}
+	if asJSON {
+		if err := c.printJSON(r); err != nil {
+			return c.result(err)
+		}
+	} else if !r.Refused() {
+		fmt.Fprintln(c.stdout, r)
+	}
+	if r.Refused() {
+		fmt.Fprintf(c.stderr, "lockgen inspect: %s\n", r)
+		return exitFail
+	}
+	return exitOK
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockgen/lockgen/examples/orderclose/orders"
 	"github.com/lockgen/lockgen/examples/orderclose/shopqueues"
@@ -123,6 +124,132 @@ func TestInspectQueueActions(t *testing.T) {
 	}
 	if st, _ := q.Stats(ctx); st != (runtime.QueueStats{}) {
 		t.Fatalf("after purge: %+v", st)
+	}
+}
+
+// TestInspectItemActions shows the example queue's items with their ids,
+// and removes, redrives and runs one by id: asked first, exactly that
+// item changes, and a second run says it is gone and changes nothing.
+func TestInspectItemActions(t *testing.T) {
+	node := redistest.Single(t)
+	rdb := node.Client()
+	rt := runtime.New(rdb)
+	defer rt.Close()
+	ctx := context.Background()
+	q := shopqueues.NewQueues(rt).OrderClose()
+	enqueue := func(id int64, opts ...runtime.OfferOption) string {
+		t.Helper()
+		s, err := q.Enqueue(ctx, orders.CloseRequest{OrderID: id}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	take := func() *runtime.Delivery[orders.CloseRequest] {
+		t.Helper()
+		d, err := q.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	second := enqueue(2)
+	if err := take().Bury(ctx, errors.New("order 2 is gone")); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := enqueue(4)
+	if d := take(); d.ID() != inFlight {
+		t.Fatalf("took %s, want %s", d.ID(), inFlight)
+	}
+	first, later := enqueue(1), enqueue(3, runtime.After(time.Hour))
+	url := "redis://" + node.Addr
+	inspectq := func(args ...string) (int, string, string) {
+		return lockgen(t, append([]string{"inspect", "-spec", queuesSpec, "-redis", url}, args...)...)
+	}
+	code, out, errs := inspectq("OrderClose")
+	for _, s := range []string{"READY", first, "DELAYED", later, "IN FLIGHT", inFlight, "DEAD LETTER", second, "order 2 is gone"} {
+		if code != 0 || !strings.Contains(out, s) {
+			t.Fatalf("instance: exit %d, no %s\n%s\n%s", code, s, out, errs)
+		}
+	}
+	t.Logf("lockgen inspect OrderClose:\n%s", out)
+	code, out, errs = inspectq("-json", "OrderClose")
+	var l inspect.Listing
+	if err := json.Unmarshal([]byte(out), &l); code != 0 || err != nil || len(l.Instances) != 1 {
+		t.Fatalf("listing: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	qs := l.Instances[0].Queue
+	if len(qs.ReadyItems) != 1 || qs.ReadyItems[0].ID != first || len(qs.DelayedItems) != 1 || qs.DelayedItems[0].ID != later ||
+		len(qs.Deliveries) != 1 || qs.Deliveries[0].ID != inFlight || len(qs.DeadLetters) != 1 || qs.DeadLetters[0].ID != second {
+		t.Fatalf("items: %s", out)
+	}
+
+	// -item shows one; an unknown id is a clear failure.
+	code, out, errs = inspectq("-item", second, "OrderClose")
+	if code != 0 || !strings.Contains(out, "item "+second+" of shop:{OrderClose:order-close}: dead") || !strings.Contains(out, "order 2 is gone") {
+		t.Fatalf("-item: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = inspectq("-item", "nope.1", "OrderClose")
+	if code != exitFail || !strings.Contains(errs, "no item nope.1 in shop:{OrderClose:order-close}") {
+		t.Fatalf("-item unknown: exit %d\n%s", code, errs)
+	}
+
+	// Remove: asked first; not confirmed, nothing changes.
+	stdin = strings.NewReader("n\n")
+	code, _, errs = inspectq("-remove", first, "OrderClose")
+	if code != exitFail || !strings.Contains(errs, "remove item "+first+" of shop:{OrderClose:order-close}? [y/N]") {
+		t.Fatalf("unconfirmed remove: exit %d\n%s", code, errs)
+	}
+	if st, _ := q.Stats(ctx); st.Ready != 1 {
+		t.Fatalf("unconfirmed remove changed the queue: %+v", st)
+	}
+	stdin = strings.NewReader("y\n")
+	code, out, errs = inspectq("-remove", first, "OrderClose")
+	if code != 0 || !strings.Contains(out, "removed item "+first) {
+		t.Fatalf("remove: exit %d\n%s\n%s", code, out, errs)
+	}
+	if n := rdb.LLen(ctx, "shop:{OrderClose:order-close}").Val(); n != 0 || rdb.HExists(ctx, "shop:{OrderClose:order-close}:data", first).Val() {
+		t.Fatalf("after remove: %d ready, or the body is left", n)
+	}
+	// Twice: exit 0, gone, nothing changed; -json says so too.
+	code, out, errs = inspectq("-yes", "-json", "-remove", first, "OrderClose")
+	var r inspect.ItemResult
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.Was != "" || r.Done || r.ID != first {
+		t.Fatalf("remove again: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	// In flight: refused, exit 1, the delivery untouched.
+	code, _, errs = inspectq("-yes", "-remove", inFlight, "OrderClose")
+	if code != exitFail || !strings.Contains(errs, "in flight: not removed") {
+		t.Fatalf("remove in flight: exit %d\n%s", code, errs)
+	}
+	if st, _ := q.Stats(ctx); st.InFlight != 1 {
+		t.Fatalf("the delivery in flight was touched: %+v", st)
+	}
+
+	// Redrive by id, and run the delayed one now.
+	code, out, errs = inspectq("-yes", "-redrive-id", second, "OrderClose")
+	if code != 0 || !strings.Contains(out, "redrove item "+second) {
+		t.Fatalf("redrive-id: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = inspectq("-yes", "-redrive-id", second, "OrderClose")
+	if code != 0 || !strings.Contains(out, "is ready already; nothing changed") {
+		t.Fatalf("redrive-id again: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = inspectq("-yes", "-run-now", later, "OrderClose")
+	if code != 0 || !strings.Contains(out, "is ready now") {
+		t.Fatalf("run-now: exit %d\n%s\n%s", code, out, errs)
+	}
+	if got := rdb.LRange(ctx, "shop:{OrderClose:order-close}", 0, -1).Val(); strings.Join(got, " ") != second+" "+later {
+		t.Fatalf("ready list %v, want %s %s", got, second, later)
+	}
+	for _, bad := range [][]string{{"-remove", "x"}, {"-remove", "x", "-run-now", "y", "OrderClose"}} {
+		if code, _, errs := inspectq(bad...); code != exitUsage {
+			t.Errorf("inspect %v: exit %d, want 2\n%s", bad, code, errs)
+		}
+	}
+	code, _, errs = lockgen(t, "inspect", "-spec", locksSpec, "-redis", url, "-yes", "-remove", "x", "Order", "1")
+	if code != exitUsage || !strings.Contains(errs, "not a queue") {
+		t.Errorf("remove on a lock: exit %d\n%s", code, errs)
 	}
 }
 

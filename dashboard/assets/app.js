@@ -103,11 +103,39 @@ function details(inst) {
   const waiters = (inst.lock && inst.lock.waiters) || (inst.semaphore && inst.semaphore.waiters) || [];
   for (const w of waiters) items.push(`waiting: ${w.side ? w.side + " " : ""}${w.owner}${w.permits ? ` for ${w.permits} permits` : ""}`);
   if (inst.semaphore) for (const h of inst.semaphore.holders || []) items.push("holder: " + holderText(h));
-  if (inst.queue) {
-    for (const d of inst.queue.deliveries || []) items.push(`in flight: #${d.id}, delivery ${d.deliveries}, redelivered in ${ms(d.deadlineMs)}`);
-    for (const d of inst.queue.deadLetters || []) items.push(`dead: #${d.id} after ${d.deliveries} deliveries: ${d.reason} — ${d.body}`);
-  }
-  return items.length ? el("ul", { class: "details" }, ...items.map((t) => el("li", { class: "mono" }, t))) : "";
+  const lis = items.map((t) => el("li", { class: "mono" }, t));
+  if (inst.queue) lis.push(...queueItems(inst));
+  return lis.length ? el("ul", { class: "details" }, ...lis) : "";
+}
+
+// queueItems lists a queue instance's items, each with its id (data-item)
+// and state (data-state), and the actions that apply to it.
+function queueItems(inst) {
+  const q = inst.queue;
+  const rows = [];
+  const item = (state, id, text, actions) => {
+    const li = el("li", { class: "mono item", "data-state": state }, el("span", { class: "item-id" }, id ? "#" + id : "(no id)"), " " + text + " ");
+    if (id) li.setAttribute("data-item", id);
+    if (!config.readOnly && id) {
+      const params = inst.params.map((p) => p.value);
+      for (const [action, label, question] of actions) {
+        li.append(el("button", {
+          class: "danger small", "data-action": action,
+          onclick: (ev) => { ev.stopPropagation(); ask({ action, object: inst.object, params, id }, `${question} item ${id} of ${inst.key}?`, false); },
+        }, label));
+      }
+    }
+    rows.push(li);
+  };
+  const remove = ["remove-item", "Remove", "Remove"];
+  const deliveries = (n) => (n ? `, ${n} deliveries` : "");
+  for (const it of q.readyItems || []) item("ready", it.id, `ready${deliveries(it.deliveries)}: ${it.body}`, [remove]);
+  for (const it of q.delayedItems || []) item("delayed", it.id, `delayed, due in ${ms(it.dueMs)}${deliveries(it.deliveries)}: ${it.body}`, [["run-item-now", "Run now", "Make ready now"], remove]);
+  for (const d of q.deliveries || []) item("in-flight", d.id, `in flight: attempt ${d.deliveries}, redelivered in ${ms(d.deadlineMs)}: ${d.body || ""}`, []);
+  for (const d of q.deadLetters || []) item("dead", d.id, `dead after ${d.deliveries} deliveries: ${d.reason} — ${d.body}`, [["redrive-item", "Redrive", "Redrive"], remove]);
+  const shown = rows.length, total = q.ready + q.delayed + q.inFlight + q.dead;
+  if (total > shown) rows.push(el("li", { class: "note" }, `first items only: ${shown} of ${total} shown`));
+  return rows;
 }
 
 function actionButtons(inst) {
@@ -162,7 +190,7 @@ async function confirmed() {
     const r = await fetch("api/action", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(a) });
     const body = await r.json();
     if (!r.ok) throw new Error(body.error || r.statusText);
-    show(`${a.object} ${a.params.join(" ")}: ${body.result}`, false);
+    show(`${a.object} ${(a.params || []).join(" ")}: ${body.result}`, false);
   } catch (e) {
     show(e.message, true);
   }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,4 +175,120 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("the page did not refresh itself: %v", err)
 	}
 	screenshot(t, b, "dashboard-after-actions.png")
+}
+
+// TestQueueItemsInChromium opens the demo's Email("acme") queue in
+// headless Chromium: every item shows with the id Redis holds it under,
+// and Remove, Run now and Redrive on one item's row (after the
+// confirmation) change exactly that item, as read straight from Redis.
+func TestQueueItemsInChromium(t *testing.T) {
+	node := redistest.Single(t)
+	rdb := node.Client()
+	ctx := context.Background()
+	done, err := demo.Populate(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	in, err := inspect.Load(rdb, "../../examples/ops/shopops/lockgen.yaml", inspect.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	srv := httptest.NewServer(dashboard.New(in, dashboard.Options{Refresh: 300 * time.Millisecond}))
+	defer srv.Close()
+
+	const key = "ops:{Email:email:acme}"
+	ready := rdb.LRange(ctx, key, 0, -1).Val() // bob, cy
+	delayed := rdb.ZRange(ctx, key+":delayed", 0, -1).Val()
+	inFlight := rdb.ZRange(ctx, key+":inflight", 0, -1).Val()
+	dead := rdb.LRange(ctx, key+":dead", 0, -1).Val()
+	if len(ready) != 2 || len(delayed) != 1 || len(inFlight) != 1 || len(dead) != 1 {
+		t.Fatalf("demo queue: ready %v, delayed %v, in flight %v, dead %v", ready, delayed, inFlight, dead)
+	}
+	row := func(id string) string {
+		return fmt.Sprintf(`tr[data-key=%q] li[data-item=%q]`, key, id)
+	}
+	// rowIs waits until the item's row has the state and its text has s.
+	rowIs := func(id, state, s string) chromedp.Action[chromedp.Void] {
+		return waitFor(fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.dataset.state === %q && e.textContent.includes(%q) })()`, row(id), state, s))
+	}
+	gone := func(id string) chromedp.Action[chromedp.Void] {
+		return waitFor(fmt.Sprintf(`!document.querySelector(%q)`, row(id)))
+	}
+	b := browser(t)
+	err = chromedp.Do(b,
+		chromedp.Navigate(srv.URL+"/#Email"),
+		waitFor(`document.body.dataset.loaded === "true"`),
+		rowIs(ready[0], "ready", "bob@example.com"),
+		rowIs(ready[1], "ready", "cy@example.com"),
+		rowIs(delayed[0], "delayed", "due in 59m"),
+		rowIs(inFlight[0], "in-flight", "attempt 1"),
+		rowIs(dead[0], "dead", "smtp: 550 mailbox unavailable"),
+		// The ids show as such, and only the actions that apply are offered.
+		waitFor(fmt.Sprintf(`document.querySelector(%q).textContent === "#" + %q`, row(ready[0])+" .item-id", ready[0])),
+		waitFor(fmt.Sprintf(`document.querySelectorAll(%q).length === 0`, row(inFlight[0])+" button")),
+		waitFor(fmt.Sprintf(`!!document.querySelector(%q) && !document.querySelector(%q)`, row(delayed[0])+` button[data-action="run-item-now"]`, row(ready[0])+` button[data-action="run-item-now"]`)),
+	)
+	if err != nil {
+		t.Logf("the page's instances:\n%s", instances(b))
+		t.Fatalf("the page does not show the queue's items by id: %v", err)
+	}
+	screenshot(t, b, "dashboard-queue-items.png")
+
+	// Remove bob's item: asked first, then exactly that item goes.
+	err = chromedp.Do(b,
+		click(row(ready[0])+` button[data-action="remove-item"]`),
+		waitFor(`!document.querySelector("#confirm").hidden`),
+		waitFor(fmt.Sprintf(`document.querySelector("#confirm-text").textContent.includes(%q)`, ready[0])),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.LRange(ctx, key, 0, -1).Val(); len(got) != 2 {
+		t.Fatal("the item was removed before the confirmation")
+	}
+	err = chromedp.Do(b, click("#confirm-yes"), gone(ready[0]), rowIs(ready[1], "ready", "cy@example.com"))
+	if err != nil {
+		t.Fatalf("remove from the page: %v", err)
+	}
+	if got := rdb.LRange(ctx, key, 0, -1).Val(); len(got) != 1 || got[0] != ready[1] {
+		t.Fatalf("after removing %s the ready list is %v, want only %s", ready[0], got, ready[1])
+	}
+	if rdb.HExists(ctx, key+":data", ready[0]).Val() || !rdb.HExists(ctx, key+":data", ready[1]).Val() {
+		t.Fatal("the removed item's body is left, or the other's is gone")
+	}
+
+	// Run the delayed item now, and redrive the dead letter by id: both
+	// end up ready, behind cy's.
+	err = chromedp.Do(b,
+		click(row(delayed[0])+` button[data-action="run-item-now"]`),
+		waitFor(`!document.querySelector("#confirm").hidden`),
+		click("#confirm-yes"),
+		rowIs(delayed[0], "ready", "dee@example.com"),
+		click(row(dead[0])+` button[data-action="redrive-item"]`),
+		waitFor(`!document.querySelector("#confirm").hidden`),
+		click("#confirm-yes"),
+		rowIs(dead[0], "ready", "gone@example.com"),
+		waitFor(`document.querySelector('tr[data-object="Email"] td[data-field="state"]').textContent === "3 ready, 0 delayed, 1 in flight, 0 dead"`),
+	)
+	if err != nil {
+		t.Fatalf("run now and redrive from the page: %v", err)
+	}
+	if got := rdb.LRange(ctx, key, 0, -1).Val(); strings.Join(got, " ") != ready[1]+" "+delayed[0]+" "+dead[0] {
+		t.Fatalf("ready list %v, want %s %s %s", got, ready[1], delayed[0], dead[0])
+	}
+	if n := rdb.ZCard(ctx, key+":delayed").Val() + rdb.LLen(ctx, key+":dead").Val(); n != 0 {
+		t.Fatalf("%d items still delayed or dead", n)
+	}
+	screenshot(t, b, "dashboard-queue-items-after.png")
+}
+
+// instances returns the text of the page's instances table, for a failure.
+func instances(ctx context.Context) string {
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#instances").innerText`))
+	if err != nil {
+		return err.Error()
+	}
+	return s
 }
