@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
@@ -169,14 +171,56 @@ func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (in
 	// limiter_gcra reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 	// limiter_token_bucket reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 	// limiter_sliding_window reply: {int, int, int, int, int} | {int, string, string, string, string, string}
-	args := limiterArgs(l.def, n, limiterConfigTTL(l.def), patience.Microseconds(), limiterIdleMillis(l.def))
-	v, err := l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...).Slice()
+	v, err := l.run(ctx, n, patience).Slice()
 	if err != nil {
 		return 0, LimitResult{}, fmt.Errorf("lockgen: limiting %s: %w", l.key, err)
 	}
 	code, r, err := l.parse(v)
 	l.c.observeDecision(ctx, l.def.Name, n, code, err)
 	return code, r, err
+}
+
+// run sends the algorithm's script for n requests (a negative n refunds
+// -n) with patience. A call that counts or refunds names its operation
+// (see opArg), so a run after the first (go-redis resends a command whose
+// reply was lost) answers what the first did and changes nothing. It
+// returns by ctx's end although Redis does not answer (within): the
+// script may then have run, or may still.
+func (l *Limiter) run(ctx context.Context, n int, patience time.Duration) *redis.Cmd {
+	args := limiterArgs(l.def, n, limiterConfigTTL(l.def), patience.Microseconds(), limiterIdleMillis(l.def))
+	if n != 0 {
+		args = append(args, l.opArg(n))
+	}
+	send := func() *redis.Cmd { return l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...) }
+	return l.bounded(ctx, send)
+}
+
+// bounded returns send's command, or the context's error once ctx ends
+// first: go-redis keeps a deadline on a working connection, not when the
+// server stops answering (see within). A context that never ends costs
+// no goroutine.
+func (l *Limiter) bounded(ctx context.Context, send func() *redis.Cmd) *redis.Cmd {
+	if ctx.Done() == nil {
+		return send()
+	}
+	cmd, ok := within(ctx, send)
+	if !ok {
+		return lateCmd(ctx)
+	}
+	return cmd
+}
+
+// opArg returns the operation argument of a call that counts or refunds n
+// requests: an id of this client's (newOp) when only its calls write the
+// state (ScopePerClient), one unique across clients (newSharedOp) when
+// others' do too (ScopeOverall, and a sliding window's refund, recorded in
+// the config every client shares). It is sent as a markedArg: the script
+// records it with the state it writes, and looks for it only on a resend.
+func (l *Limiter) opArg(n int) *markedArg {
+	if l.def.Scope == impl.ScopePerClient && (l.def.Algorithm != impl.SlidingWindow || n > 0) {
+		return &markedArg{s: l.c.newOp()}
+	}
+	return &markedArg{s: l.c.newSharedOp()}
 }
 
 func (l *Limiter) precheck(n int) error {
@@ -311,8 +355,7 @@ func (l *Limiter) Refund(ctx context.Context, n int) (LimitResult, error) {
 	if err := l.precheck(n); err != nil {
 		return LimitResult{}, err
 	}
-	args := limiterArgs(l.def, -n, limiterConfigTTL(l.def), 0, limiterIdleMillis(l.def))
-	v, err := l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...).Slice()
+	v, err := l.run(ctx, -n, 0).Slice()
 	if err != nil {
 		return LimitResult{}, fmt.Errorf("lockgen: refunding %s: %w", l.key, err)
 	}
@@ -324,7 +367,11 @@ func (l *Limiter) Refund(ctx context.Context, n int) (LimitResult, error) {
 // again (for ScopePerClient, this client's allowance). The config stays.
 // It costs one round trip and returns a Redis error, if any.
 func (l *Limiter) Reset(ctx context.Context) error {
-	if err := l.c.rdb.Del(ctx, l.state).Err(); err != nil {
+	if err := l.bounded(ctx, func() *redis.Cmd {
+		cmd := redis.NewCmd(ctx, "del", l.state)
+		_ = l.c.rdb.Process(ctx, cmd)
+		return cmd
+	}).Err(); err != nil {
 		return fmt.Errorf("lockgen: resetting %s: %w", l.key, err)
 	}
 	return nil
