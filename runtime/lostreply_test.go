@@ -715,9 +715,12 @@ func commandStats(t *testing.T, node *redis.Client) map[string]int64 {
 }
 
 // TestLimiterCommands counts, from INFO commandstats of a node of its
-// own, the Redis commands of each limiter call (the scripts preloaded):
-// the exactly-once records cost none on an AllowN, a WaitN's decision or
-// a denial.
+// own, the Redis commands of each limiter call (the scripts preloaded,
+// EVALSHA included): the exactly-once records cost none on a decision
+// (as before them, but a sliding window's AllowN(4): 9, one ZADD where it
+// was 12) or a denial; a refund that fills a token bucket one (HSET and
+// PEXPIRE where it was a DEL: 6, was 5); a sliding window's refund none
+// (an HSET of its record where it was a second ZCARD).
 func TestLimiterCommands(t *testing.T) {
 	t.Parallel()
 	own, err := redistest.Start()
@@ -739,7 +742,12 @@ func TestLimiterCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := c.Limiter(d, key(t, a.String()))
-		for _, step := range []struct {
+		want := map[lockrt.LimiterAlgorithm][]int64{
+			lockrt.GCRA:          {8, 6, 4, 5, 5, 6, 4},
+			lockrt.TokenBucket:   {9, 7, 4, 6, 6, 7, 4},
+			lockrt.SlidingWindow: {11, 9, 6, 9, 8, 9, 7},
+		}[a]
+		for i, step := range []struct {
 			name string
 			f    func() error
 		}{
@@ -761,6 +769,9 @@ func TestLimiterCommands(t *testing.T) {
 				total += n
 			}
 			t.Logf("%s %s: %d %v", a, step.name, total, st)
+			if total != want[i] {
+				t.Errorf("%s %s: %d commands %v, want %d", a, step.name, total, st, want[i])
+			}
 		}
 	}
 }
