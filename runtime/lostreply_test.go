@@ -829,8 +829,13 @@ func TestLimiterLostReplies(t *testing.T) {
 				if r, err := wl.Allow(ctx); err != nil || !r.Allowed {
 					t.Fatalf("Allow: %+v, %v", r, err)
 				}
+				// Its place is a second away, within the Wait's patience
+				// (1.5 s); a second reservation's would be two seconds
+				// away, past it: denied, ErrLimited.
 				lo.lose(w.Scripts.Allow.SHA1, 1)
-				if err := wl.Wait(ctx); err != nil {
+				wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+				defer cancel()
+				if err := wl.Wait(wctx); err != nil {
 					t.Fatalf("Wait whose reply was lost: %v", err)
 				}
 				mustLose(t, lo)
