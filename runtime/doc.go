@@ -125,8 +125,8 @@
 // effect however many times its script runs, and a call whose effect
 // happened does not return an error (TestLockLostReplies,
 // TestRWLockLostReplies, TestMultiLockLostReplies,
-// TestSemaphoreLostReplies, TestLatchLostReplies, TestQueueLostReplies
-// lose real replies; scripts/torture counts double effects under 5%
+// TestSemaphoreLostReplies, TestLatchLostReplies, TestQueueLostReplies,
+// TestLimiterLostReplies lose real replies; scripts/torture counts double effects under 5%
 // lost replies):
 //
 //   - A new owner's acquire (every lock kind, a multi-lock, a semaphore's
@@ -142,6 +142,20 @@
 //   - A latch's CountDown records its op (the last 16, in the count key:
 //     "<count> <op>,..."); a semaphore's AddPermits, SetPermits and
 //     TrySetPermits record theirs after the capacity (the last four).
+//   - A limiter's AllowN, WaitN's decision and Refund record their op
+//     (the last eight) in the state they write anyway: after a GCRA
+//     limiter's arrival time ("<tat> <op>[@<at>],...", at: when a
+//     reservation goes ahead), in a token bucket's hash (field ops), as
+//     the names of a sliding window's requests ("<op>", "<op>:<i>"; its
+//     refunds in the config's field ops). The op is a markedArg: a run
+//     looks for it only when go-redis resent it, and then answers what
+//     the first run did (allowed, or reserved until the same time; a
+//     refund: where the limiter stands) and counts nothing. A denial
+//     records nothing (it changed nothing). A GCRA or token bucket state
+//     holding records lives at least a second (the idle TTL, when
+//     shorter, wins); a sliding window's request is found while it is in
+//     the window. TestLimiterLostReplies (TestLimiterCommands counts the
+//     commands).
 //   - Unlock, Release, CountDown, Ack, Nack, an Offer, a claim and a
 //     capacity change that go-redis gave up on without a reply are sent
 //     again as the same operation while their context (a release's:
@@ -165,7 +179,11 @@
 // CountDown one command fewer (GET and SET where it was GET and DECR);
 // an Offer one SET more, and a plain queue's Offer runs the offer script
 // (EVALSHA, SET, RPUSH) where it was one RPUSH; a claim one SET more,
-// and a resent claim one GET.
+// and a resent claim one GET; a limiter's decision nothing (a sliding
+// window's AllowN(n) one ZADD where it was n), a Refund that fills a
+// token bucket one more (HSET and PEXPIRE where it was a DEL), a sliding
+// window's Refund none (an HSET of the config for its second ZCARD), and
+// a resent sliding-window decision one ZSCORE.
 //
 // # Fair locks
 //

@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
@@ -88,8 +90,28 @@ func describeLimiter(d *impl.LimiterDef) string {
 // In Redis a limiter is its config hash (key:cfg), compared with the
 // caller's definition on every call, and its state: key:<algorithm> for
 // ScopeOverall, key:<algorithm>:<client id> for ScopePerClient. Both
-// expire on their own once the limiter is idle and full again, or idle
-// for the definition's IdleTTL.
+// expire on their own once the limiter is idle and full again (a GCRA or
+// token bucket state at least a second after its last write: it holds
+// the records below), or idle for the definition's IdleTTL.
+//
+// Exactly one effect: a decision or a refund whose reply was lost, and
+// which go-redis therefore sent again (MaxRetries), counts once and
+// answers what its first run did. Each such call names its operation (an
+// id from the client's counter; for ScopeOverall, after the client's id),
+// and the script records the last eight in the state it writes anyway:
+// after a GCRA limiter's arrival time ("<tat> <op>[@<at>],..."), in a
+// token bucket's hash (field ops), as the names of a sliding window's
+// requests, whose refunds go to the config's field ops. The id is looked
+// for only on a resend. It costs no Redis command on a decision; a
+// refund that fills a token bucket one (HSET and PEXPIRE where it was a
+// DEL), a resent sliding-window decision one (ZSCORE). A resend that
+// comes after eight other writes of the same state, after a GCRA or
+// token bucket state expired, or after a sliding window's request left
+// the window, counts again (TestLimiterLostReplies).
+//
+// Every call returns by its context's end even when Redis stops
+// answering (go-redis does not, see within); a decision or refund given
+// up on that way may have been made.
 type Limiter struct {
 	c     *Client
 	def   *impl.LimiterDef
@@ -137,7 +159,10 @@ func (l *Limiter) Allow(ctx context.Context) (LimitResult, error) { return l.All
 // AllowN asks for n requests at once and counts them when they are
 // allowed; n = 0 only reports Remaining and ResetAfter. A request that
 // is not allowed is not an error: the result says so, with RetryAfter.
-// It costs one round trip.
+// It costs one round trip. A call whose reply was lost counts once: its
+// resend answers what the first run did (see Limiter). When the context
+// ends before Redis answers, it returns the context's error at once; the
+// requests may have been counted.
 //
 // It returns ErrExceedsCapacity when n exceeds the limiter's Capacity,
 // ErrInvalidArgument for a negative n or a malformed definition (both
@@ -169,14 +194,56 @@ func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (in
 	// limiter_gcra reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 	// limiter_token_bucket reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 	// limiter_sliding_window reply: {int, int, int, int, int} | {int, string, string, string, string, string}
-	args := limiterArgs(l.def, n, limiterConfigTTL(l.def), patience.Microseconds(), limiterIdleMillis(l.def))
-	v, err := l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...).Slice()
+	v, err := l.run(ctx, n, patience).Slice()
 	if err != nil {
 		return 0, LimitResult{}, fmt.Errorf("lockgen: limiting %s: %w", l.key, err)
 	}
 	code, r, err := l.parse(v)
 	l.c.observeDecision(ctx, l.def.Name, n, code, err)
 	return code, r, err
+}
+
+// run sends the algorithm's script for n requests (a negative n refunds
+// -n) with patience. A call that counts or refunds names its operation
+// (see opArg), so a run after the first (go-redis resends a command whose
+// reply was lost) answers what the first did and changes nothing. It
+// returns by ctx's end although Redis does not answer (within): the
+// script may then have run, or may still.
+func (l *Limiter) run(ctx context.Context, n int, patience time.Duration) *redis.Cmd {
+	args := limiterArgs(l.def, n, limiterConfigTTL(l.def), patience.Microseconds(), limiterIdleMillis(l.def))
+	if n != 0 {
+		args = append(args, l.opArg(n))
+	}
+	send := func() *redis.Cmd { return l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...) }
+	return l.bounded(ctx, send)
+}
+
+// bounded returns send's command, or the context's error once ctx ends
+// first: go-redis keeps a deadline on a working connection, not when the
+// server stops answering (see within). A context that never ends costs
+// no goroutine.
+func (l *Limiter) bounded(ctx context.Context, send func() *redis.Cmd) *redis.Cmd {
+	if ctx.Done() == nil {
+		return send()
+	}
+	cmd, ok := within(ctx, send)
+	if !ok {
+		return lateCmd(ctx)
+	}
+	return cmd
+}
+
+// opArg returns the operation argument of a call that counts or refunds n
+// requests: an id of this client's (newOp) when only its calls write the
+// state (ScopePerClient), one unique across clients (newSharedOp) when
+// others' do too (ScopeOverall, and a sliding window's refund, recorded in
+// the config every client shares). It is sent as a markedArg: the script
+// records it with the state it writes, and looks for it only on a resend.
+func (l *Limiter) opArg(n int) *markedArg {
+	if l.def.Scope == impl.ScopePerClient && (l.def.Algorithm != impl.SlidingWindow || n > 0) {
+		return &markedArg{s: l.c.newOp()}
+	}
+	return &markedArg{s: l.c.newSharedOp()}
 }
 
 func (l *Limiter) precheck(n int) error {
@@ -249,7 +316,11 @@ func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
 // trip: when the requests are not allowed now, the limiter counts them at
 // the time they will be (they take their place in line, so waiters are
 // served in order and at the rate) and WaitN sleeps until then. A wait
-// cut short by the context or Close still used its place.
+// cut short by the context or Close still used its place. A decision
+// whose reply was lost takes one place: its resend answers the first
+// run's, with the time left until it (see Limiter); a context that ends
+// before Redis answers returns ErrLimited at once (a place may have been
+// taken).
 //
 // It returns ErrLimited when the context's deadline comes before the
 // requests would be allowed (at once, without waiting) or the context
@@ -298,7 +369,8 @@ func (l *Limiter) WaitN(ctx context.Context, n int) (err error) {
 // more than when full, so a refund of requests that already refilled
 // changes nothing. For ScopePerClient, it is the caller's allowance. The
 // result's Remaining and ResetAfter say where the limiter stands; it is
-// one round trip.
+// one round trip. A refund whose reply was lost gives back n once (see
+// Limiter); one cut short by the context's end may have been made.
 //
 // It returns ErrInvalidArgument for n < 1 or a malformed definition,
 // ErrExceedsCapacity when n exceeds the limiter's Capacity (neither
@@ -311,8 +383,7 @@ func (l *Limiter) Refund(ctx context.Context, n int) (LimitResult, error) {
 	if err := l.precheck(n); err != nil {
 		return LimitResult{}, err
 	}
-	args := limiterArgs(l.def, -n, limiterConfigTTL(l.def), 0, limiterIdleMillis(l.def))
-	v, err := l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...).Slice()
+	v, err := l.run(ctx, -n, 0).Slice()
 	if err != nil {
 		return LimitResult{}, fmt.Errorf("lockgen: refunding %s: %w", l.key, err)
 	}
@@ -322,9 +393,14 @@ func (l *Limiter) Refund(ctx context.Context, n int) (LimitResult, error) {
 
 // Reset forgets the requests counted so far, so the limiter is full
 // again (for ScopePerClient, this client's allowance). The config stays.
-// It costs one round trip and returns a Redis error, if any.
+// It costs one round trip and returns a Redis error, if any, or the
+// context's when it ends first (the state may have been deleted).
 func (l *Limiter) Reset(ctx context.Context) error {
-	if err := l.c.rdb.Del(ctx, l.state).Err(); err != nil {
+	if err := l.bounded(ctx, func() *redis.Cmd {
+		cmd := redis.NewCmd(ctx, "del", l.state)
+		_ = l.c.rdb.Process(ctx, cmd)
+		return cmd
+	}).Err(); err != nil {
 		return fmt.Errorf("lockgen: resetting %s: %w", l.key, err)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -784,4 +786,206 @@ func TestQueueOpsLostReplies(t *testing.T) {
 			t.Fatalf("plain queue stats %+v (%v), want 1 dead letter", st, err)
 		}
 	})
+}
+// commandStats returns the calls of every command in INFO commandstats of
+// node but the test's own bookkeeping (INFO, CONFIG).
+func commandStats(t *testing.T, node *redis.Client) map[string]int64 {
+	t.Helper()
+	info, err := node.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+		if !ok || strings.HasPrefix(name, "info") || strings.HasPrefix(name, "config") {
+			continue
+		}
+		v, _, _ := strings.Cut(rest, ",")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = n
+	}
+	return out
+}
+
+// TestLimiterCommands counts, from INFO commandstats of a node of its
+// own, the Redis commands of each limiter call (the scripts preloaded,
+// EVALSHA included): the exactly-once records cost none on a decision
+// (as before them, but a sliding window's AllowN(4): 9, one ZADD where it
+// was 12) or a denial; a refund that fills a token bucket one (HSET and
+// PEXPIRE where it was a DEL: 6, was 5); a sliding window's refund none
+// (an HSET of its record where it was a second ZCARD).
+func TestLimiterCommands(t *testing.T) {
+	t.Parallel()
+	own, err := redistest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	node := redis.NewClient(&redis.Options{Addr: own.Addr})
+	defer node.Close()
+	for _, a := range []lockrt.LimiterAlgorithm{lockrt.GCRA, lockrt.TokenBucket, lockrt.SlidingWindow} {
+		ctx := withTimeout(t, 30*time.Second)
+		c := lockrt.New(node)
+		defer c.Close()
+		d := limiterDef(t, a, 1, time.Minute, 3, lockrt.ScopeOverall) // 4 at once
+		if a == lockrt.SlidingWindow {
+			d = limiterDef(t, a, 4, time.Minute, 0, lockrt.ScopeOverall)
+		}
+		if err := c.Preload(ctx, d.Scripts.Allow, d.Scripts.Configure); err != nil {
+			t.Fatal(err)
+		}
+		l := c.Limiter(d, key(t, a.String()))
+		want := map[lockrt.LimiterAlgorithm][]int64{
+			lockrt.GCRA:          {8, 6, 4, 5, 5, 6, 4},
+			lockrt.TokenBucket:   {9, 7, 4, 6, 6, 7, 4},
+			lockrt.SlidingWindow: {11, 9, 6, 9, 8, 9, 7},
+		}[a]
+		for i, step := range []struct {
+			name string
+			f    func() error
+		}{
+			{"first Allow", func() error { _, err := l.Allow(ctx); return err }},
+			{"Allow", func() error { _, err := l.Allow(ctx); return err }},
+			{"AllowN(0)", func() error { _, err := l.AllowN(ctx, 0); return err }},
+			{"Refund(1)", func() error { _, err := l.Refund(ctx, 1); return err }},
+			{"Refund to full", func() error { _, err := l.Refund(ctx, 1); return err }},
+			{"AllowN(4)", func() error { _, err := l.AllowN(ctx, 4); return err }},
+			{"denied Allow", func() error { _, err := l.Allow(ctx); return err }},
+		} {
+			resetStats(t, []*redis.Client{node})
+			if err := step.f(); err != nil {
+				t.Fatalf("%s %s: %v", a, step.name, err)
+			}
+			st := commandStats(t, node)
+			var total int64
+			for _, n := range st {
+				total += n
+			}
+			t.Logf("%s %s: %d %v", a, step.name, total, st)
+			if total != want[i] {
+				t.Errorf("%s %s: %d commands %v, want %d", a, step.name, total, st, want[i])
+			}
+		}
+	}
+}
+
+// TestLimiterLostReplies: limiter calls whose script ran and whose reply
+// was lost (go-redis sends it again) have one effect, read by a second
+// client of the same id over a connection that loses nothing: k allowed
+// requests leave capacity - k, a denial nothing, a refund of one gives
+// one back; each call answers what its first run did. A WaitN whose
+// reservation's reply was lost goes ahead at its place, reserved once.
+// For all three algorithms, one limiter for every client and one per
+// client.
+func TestLimiterLostReplies(t *testing.T) {
+	eachAlgorithm(t, func(t *testing.T, b backend, a lockrt.LimiterAlgorithm) {
+		for _, scope := range []lockrt.LimiterScope{lockrt.ScopeOverall, lockrt.ScopePerClient} {
+			t.Run(scope.String(), func(t *testing.T) {
+				ctx := withTimeout(t, 30*time.Second)
+				c, lo, _ := lossyClient(t, b)
+				rc := newClientWith(t, b, lockrt.WithID(c.ID()))
+				d := limiterDef(t, a, 1, time.Minute, 3, scope) // 4 at once
+				if a == lockrt.SlidingWindow {
+					d = limiterDef(t, a, 4, time.Minute, 0, scope)
+				}
+				sha := d.Scripts.Allow.SHA1
+				k := key(t)
+				l, reader := c.Limiter(d, k), rc.Limiter(d, k)
+				left := func(what string, want int) {
+					t.Helper()
+					if r, err := reader.AllowN(ctx, 0); err != nil || r.Remaining != want {
+						t.Fatalf("after %s: %d remaining (%v), want %d", what, r.Remaining, err, want)
+					}
+				}
+				call := func(what string, n int, f func() (lockrt.LimitResult, error), allowed bool, remaining int) {
+					t.Helper()
+					lo.lose(sha, n)
+					r, err := f()
+					if err != nil || r.Allowed != allowed || r.Remaining != remaining {
+						t.Fatalf("%s whose reply was lost: %+v, %v; want allowed %v, %d remaining", what, r, err, allowed, remaining)
+					}
+					mustLose(t, lo)
+					left(what, remaining)
+				}
+				call("Allow", 1, func() (lockrt.LimitResult, error) { return l.Allow(ctx) }, true, 3)
+				call("Allow", 2, func() (lockrt.LimitResult, error) { return l.Allow(ctx) }, true, 2) // lost twice
+				call("AllowN(2)", 1, func() (lockrt.LimitResult, error) { return l.AllowN(ctx, 2) }, true, 0)
+				call("denied Allow", 1, func() (lockrt.LimitResult, error) { return l.Allow(ctx) }, false, 0)
+				call("Refund(1)", 1, func() (lockrt.LimitResult, error) { return l.Refund(ctx, 1) }, true, 1)
+				call("Refund(2)", 1, func() (lockrt.LimitResult, error) { return l.Refund(ctx, 2) }, true, 3)
+				call("Allow", 1, func() (lockrt.LimitResult, error) { return l.Allow(ctx) }, true, 2)
+
+				// A reservation: one request a second, the first taken.
+				w := limiterDef(t, a, 1, time.Second, 0, scope)
+				wk := key(t, "wait")
+				wl, wr := c.Limiter(w, wk), rc.Limiter(w, wk)
+				if r, err := wl.Allow(ctx); err != nil || !r.Allowed {
+					t.Fatalf("Allow: %+v, %v", r, err)
+				}
+				// Its place is a second away, within the Wait's patience
+				// (1.5 s); a second reservation's would be two seconds
+				// away, past it: denied, ErrLimited.
+				lo.lose(w.Scripts.Allow.SHA1, 1)
+				wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+				defer cancel()
+				if err := wl.Wait(wctx); err != nil {
+					t.Fatalf("Wait whose reply was lost: %v", err)
+				}
+				mustLose(t, lo)
+				// Reserved once, the limiter is full again a second after
+				// the reservation's time (now, or before); twice, a second
+				// later than that.
+				if r, err := wr.AllowN(ctx, 0); err != nil || r.Remaining != 0 || r.ResetAfter > time.Second {
+					t.Fatalf("after the Wait: %+v, %v; want none remaining, full within a second", r, err)
+				}
+			})
+		}
+	})
+}
+
+// TestLimiterDeadlinesWhenUnreachable: against a Redis that accepts
+// connections and never answers, every limiter call returns by its
+// context's deadline (within deadlineSlack, which the test allows a
+// loaded machine; the limiter adds no clean-up wait: it returns when the
+// context ends).
+func TestLimiterDeadlinesWhenUnreachable(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: silent(t)})
+	c := lockrt.New(rdb)
+	t.Cleanup(func() {
+		c.Close()
+		rdb.Close()
+	})
+	const budget = 500 * time.Millisecond
+	for _, a := range []lockrt.LimiterAlgorithm{lockrt.GCRA, lockrt.TokenBucket, lockrt.SlidingWindow} {
+		l := c.Limiter(limiterDef(t, a, 4, time.Minute, 3, lockrt.ScopeOverall), key(t, a.String())) // 4 at once
+		for name, call := range map[string]func(context.Context) error{
+			"Allow":  func(ctx context.Context) error { _, err := l.Allow(ctx); return err },
+			"AllowN": func(ctx context.Context) error { _, err := l.AllowN(ctx, 2); return err },
+			"Wait":   func(ctx context.Context) error { return l.Wait(ctx) },
+			"WaitN":  func(ctx context.Context) error { return l.WaitN(ctx, 2) },
+			"Refund": func(ctx context.Context) error { _, err := l.Refund(ctx, 1); return err },
+			"Reset":  func(ctx context.Context) error { return l.Reset(ctx) },
+		} {
+			t.Run(a.String()+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), budget)
+				defer cancel()
+				start := time.Now()
+				err := call(ctx)
+				took := time.Since(start)
+				t.Logf("returned %v after its %v deadline (%v)", took-budget, budget, err)
+				if took > budget+deadlineSlack {
+					t.Errorf("returned after %v (%v), want within %v + %v", took, err, budget, deadlineSlack)
+				}
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("err = %v, want one matching context.DeadlineExceeded", err)
+				}
+			})
+		}
+	}
 }

@@ -1,9 +1,12 @@
 -- limiter_sliding_window: one rate-limit decision over an exact log of the
 -- requests allowed in the last period: never more than rate of them in any
 -- window of that length.
--- KEYS[1] config: the limiter's config hash
+-- KEYS[1] config: the limiter's config hash; its field ops records the
+--   last refunds ("<op>,...", at most 8, newest first)
 -- KEYS[2] state: a sorted set of the allowed requests scored by their
---   time in microseconds of the Redis server clock
+--   time in microseconds of the Redis server clock, named after their
+--   operation: "<op>" for the first of a call's requests, "<op>:<i>" for
+--   the others
 -- ARGV[1] algorithm: the caller's algorithm
 -- ARGV[2] rate: requests per period
 -- ARGV[3] period_us: the period in microseconds
@@ -18,6 +21,16 @@
 --   not at all)
 -- ARGV[9] idle_ttl_ms: the most the state outlives the last request
 --   counted, in milliseconds (0: until the limiter is full again)
+-- ARGV[10]? op: the operation id of a call that counts or refunds
+--   (n ~= 0), '!' appended when the call may have run before (a resend):
+--   a run that finds it recorded answers what the first run did (allowed,
+--   going ahead at the same time; a refund: where the limiter stands) and
+--   changes nothing. A call's requests are named after it (one ZADD for
+--   all of them, no extra command); a resend of a counting call looks
+--   for its first request (ZSCORE: one command more, on a resend only),
+--   which is there while it is in the window; a refund records itself in
+--   the config's field ops (HSET: one command more; it reads the count
+--   it left from ZPOPMAX's reply instead of a second ZCARD).
 -- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 --   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
 --   after us (the wait), reset after us, server time us}, or {-1,
@@ -27,7 +40,7 @@
 --   replies {1, remaining, 0, reset after us, server time us}.
 -- #include limiter
 local cfg, state = KEYS[1], KEYS[2]
-local mismatch = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
+local mismatch, refunds = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
 if mismatch then
   return mismatch
 end
@@ -38,6 +51,16 @@ local n = tonumber(ARGV[6])
 local patience = tonumber(ARGV[8])
 local limit = tonumber(ARGV[2])
 local per = tonumber(ARGV[3])
+local op, resent = limiter_op(ARGV[10])
+
+-- A resend looks for its record before the window moves on.
+local found, first = false, nil
+if resent and n > 0 then
+  first = tonumber(redis.call('zscore', state, op))
+  found = first ~= nil
+elseif resent and n < 0 then
+  found = limiter_find(refunds, op)
+end
 
 -- Entries at or before now - per have left the window for good; all the
 -- others count, including those logged in the future by waiters.
@@ -54,15 +77,24 @@ local idle = tonumber(ARGV[9]) or 0
 -- ttl is how long the state lives, in ms: until the limiter is full
 -- again, at most the idle TTL.
 local function ttl(ms)
-  return limiter_ttl(ms, idle)
+  return limiter_ttl(ms, idle, 1)
+end
+if found then
+  if first and first > now then
+    return {2, 0, first - now, reset(), now}
+  end
+  return {1, math.max(0, limit - count), 0, reset(), now}
 end
 if n < 0 then
-  redis.call('zpopmax', state, -n)
+  count = count - #redis.call('zpopmax', state, -n) / 2
+  if op then
+    redis.call('hset', cfg, 'ops', limiter_record(refunds, op, nil))
+  end
   local left = reset()
   if left > 0 then
     redis.call('pexpire', state, ttl(left / 1000))
   end
-  return {1, math.max(0, limit - redis.call('zcard', state)), 0, left, now}
+  return {1, math.max(0, limit - count), 0, left, now}
 end
 -- A request waiting its turn is logged at the time it may go ahead, so
 -- the log may hold entries in the future; they count from now on.
@@ -76,10 +108,25 @@ if count + n > limit then
     return {0, math.max(0, limit - count), at - now, reset(), now}
   end
 end
-for i = 1, n do
-  local member = string.format('%d:%d', at, count + i)
-  while redis.call('zadd', state, 'NX', string.format('%d', at), member) == 0 do
-    member = member .. '+'
+if n > 0 and op then
+  -- One ZADD per 1000 requests (unpack's stack).
+  local score = string.format('%d', at)
+  local add = {'zadd', state, 'NX', score, op}
+  for i = 2, n do
+    if #add >= 2003 then
+      redis.call(unpack(add))
+      add = {'zadd', state, 'NX'}
+    end
+    add[#add + 1] = score
+    add[#add + 1] = op .. ':' .. i
+  end
+  redis.call(unpack(add))
+else
+  for i = 1, n do
+    local member = string.format('%d:%d', at, count + i)
+    while redis.call('zadd', state, 'NX', string.format('%d', at), member) == 0 do
+      member = member .. '+'
+    end
   end
 end
 local left = reset()

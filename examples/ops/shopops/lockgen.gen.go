@@ -946,11 +946,13 @@ return 1 - same
 // its KEYS, ARGV and reply.)
 var limiterGcraScript = lockimpl.Script{
 	Name: "limiter_gcra",
-	SHA1: "f5db7c1e16ecc95f4a7a22c5257ba9a0833bc49d",
+	SHA1: "9076d3e598a56620895c2c5c93c00675e77ac96f",
 	Source: `-- limiter_gcra: one rate-limit decision by the generic cell rate algorithm.
 -- KEYS[1] config: the limiter's config hash
--- KEYS[2] state: the theoretical arrival time (TAT) in microseconds of the
---   Redis server clock
+-- KEYS[2] state: "<tat>[ <op>[@<at>],...]": the theoretical arrival time
+--   (TAT) in microseconds of the Redis server clock, then the records of
+--   the last operations that wrote it (at most 8, newest first; at: when
+--   a reservation's requests go ahead)
 -- ARGV[1] algorithm: the caller's algorithm
 -- ARGV[2] rate: requests per period
 -- ARGV[3] period_us: the period in microseconds
@@ -965,6 +967,13 @@ var limiterGcraScript = lockimpl.Script{
 --   not at all)
 -- ARGV[9] idle_ttl_ms: the most the state outlives the last request
 --   counted, in milliseconds (0: until the limiter is full again)
+-- ARGV[10]? op: the operation id of a call that counts or refunds
+--   (n ~= 0), '!' appended when the call may have run before (a resend):
+--   a run that finds it recorded answers what the first run did (allowed,
+--   going ahead at the same time; a refund: where the limiter stands) and
+--   changes nothing. The record is written in the SET of the TAT: no
+--   extra command; a refund that fills the limiter SETs it (a record)
+--   where it would have deleted it.
 -- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 --   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
 --   after us (the wait), reset after us, server time us}, or {-1,
@@ -973,9 +982,10 @@ var limiterGcraScript = lockimpl.Script{
 --   now, at the time it may go ahead: it reserves its place. A refund
 --   replies {1, remaining, 0, reset after us, server time us}.
 -- limiter: what the three rate-limit scripts (limiter_gcra,
--- limiter_token_bucket, limiter_sliding_window) share: the config check
--- and the state's lifetime. Its functions take what they need as
--- arguments.
+-- limiter_token_bucket, limiter_sliding_window) share: the config check,
+-- the state's lifetime, and the records of the last operations that let
+-- a call run twice (go-redis resends a command whose reply was lost) with
+-- one effect. Its functions take what they need as arguments.
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -984,26 +994,86 @@ var limiterGcraScript = lockimpl.Script{
 -- scope: the scripts' first five arguments) in cfg when none is there, living
 -- config_ttl ms; it returns nil when cfg holds the caller's config, else
 -- the stored one as the scripts' mismatch reply {-1, algorithm, rate, per,
--- burst, scope}.
+-- burst, scope}. Its second result is the config's field ops (the sliding
+-- window's refund records; '' when none), read in the same HMGET.
 local function limiter_config(cfg, algorithm, rate, per, burst, scope, config_ttl)
-  local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
+  local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope', 'ops')
   if not s[1] then
     redis.call('hset', cfg, 'algorithm', algorithm, 'rate', rate, 'per', per, 'burst', burst, 'scope', scope)
     redis.call('pexpire', cfg, config_ttl)
   elseif s[1] ~= algorithm or s[2] ~= rate or s[3] ~= per or s[4] ~= burst or s[5] ~= scope then
-    return {-1, s[1], s[2], s[3], s[4], s[5]}
+    return {-1, s[1], s[2], s[3], s[4], s[5]}, ''
   end
-  return nil
+  return nil, s[6] or ''
 end
 
 -- limiter_ttl is how long the state lives, in ms, when it would take ms to
--- fill up again: at least 1, at most idle (the idle TTL; 0: no cap).
-local function limiter_ttl(ms, idle)
-  ms = math.max(1, math.ceil(ms))
+-- fill up again: at least floor (the records' lifetime; 1 for none), at
+-- most idle (the idle TTL; 0: no cap).
+local function limiter_ttl(ms, idle, floor)
+  ms = math.max(floor, 1, math.ceil(ms))
   if idle > 0 and idle < ms then
     return idle
   end
   return ms
+end
+
+-- limiter_record_ms is the least a state holding records lives after its
+-- last write (capped by the idle TTL): a resend comes within it. A state
+-- kept past the time the limiter is full again reads as full.
+local limiter_record_ms = 1000
+
+-- limiter_keep is how many operations a state records: a resend finds
+-- its record when fewer than that many writes of the same state came
+-- between its first run and itself.
+local limiter_keep = 8
+
+-- limiter_op reads a call's operation id (the scripts' op argument): it
+-- returns the id and whether this may be a second run (go-redis writes
+-- the argument with '!' appended on a resend), or nil for a call without
+-- one (a report, n = 0).
+local function limiter_op(arg)
+  if not arg or arg == '' then
+    return nil, false
+  end
+  if string.sub(arg, -1) == '!' then
+    return string.sub(arg, 1, -2), true
+  end
+  return arg, false
+end
+
+-- limiter_find looks for op in ops, the records of the last operations
+-- ("<op>[@<at>],...", newest first): it returns whether op is there, and
+-- at, when its requests go ahead later than its decision (a reservation:
+-- microseconds of the server clock).
+local function limiter_find(ops, op)
+  for rec in string.gmatch(ops, '[^,]+') do
+    local o, at = string.match(rec, '^(.-)@(%d+)$')
+    if not o then
+      o = rec
+    end
+    if o == op then
+      return true, tonumber(at)
+    end
+  end
+  return false, nil
+end
+
+-- limiter_record returns ops with op in front (as "<op>@<at>" when at is
+-- given), keeping the newest limiter_keep.
+local function limiter_record(ops, op, at)
+  local list = op
+  if at then
+    list = op .. '@' .. string.format('%d', at)
+  end
+  local n = 1
+  for rec in string.gmatch(ops, '[^,]+') do
+    if n == limiter_keep then
+      break
+    end
+    list, n = list .. ',' .. rec, n + 1
+  end
+  return list
 end
 local cfg, state = KEYS[1], KEYS[2]
 local mismatch = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
@@ -1017,41 +1087,67 @@ local n = tonumber(ARGV[6])
 local patience = tonumber(ARGV[8])
 local interval = tonumber(ARGV[3]) / tonumber(ARGV[2]) -- us per request
 local span = (tonumber(ARGV[4]) + 1) * interval        -- burst + 1 requests
+local op, resent = limiter_op(ARGV[10])
 
 local idle = tonumber(ARGV[9]) or 0
 -- ttl is how long the state lives, in ms: until the limiter is full
--- again, at most the idle TTL.
+-- again, at most the idle TTL, and at least the records' lifetime.
 local function ttl(ms)
-  return limiter_ttl(ms, idle)
+  return limiter_ttl(ms, idle, op and limiter_record_ms or 1)
 end
 
-local tat = tonumber(redis.call('get', state)) or now
+local tat, ops = now, ''
+local v = redis.call('get', state)
+if v then
+  local a, rest = string.match(v, '^(%d+) ?(.*)$')
+  tat, ops = tonumber(a) or now, rest or ''
+end
 if tat < now then
   tat = now
 end
+-- write stores the TAT with the records, op's in front.
+local function write(at)
+  local value = string.format('%d', math.ceil(tat))
+  if op then
+    value = value .. ' ' .. limiter_record(ops, op, at)
+  end
+  redis.call('set', state, value, 'PX', ttl((tat - now) / 1000))
+end
+local function remaining()
+  return math.max(0, math.floor((now + span - tat) / interval))
+end
+if resent then
+  local found, at = limiter_find(ops, op)
+  if found then
+    if n > 0 and at and at > now then
+      return {2, 0, at - now, math.ceil(tat - now), now}
+    end
+    return {1, remaining(), 0, math.ceil(tat - now), now}
+  end
+end
 if n < 0 then
   tat = math.max(now, tat + n * interval)
-  if tat > now then
-    redis.call('set', state, string.format('%d', math.ceil(tat)), 'PX', ttl((tat - now) / 1000))
+  if tat > now or op then
+    write(nil)
   else
     redis.call('del', state)
   end
-  return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(tat - now), now}
+  return {1, remaining(), 0, math.ceil(tat - now), now}
 end
 local wait = math.max(0, math.ceil(tat + n * interval - span - now))
 if wait > patience then
-  return {0, math.max(0, math.floor((now + span - tat) / interval)), wait, math.ceil(tat - now), now}
+  return {0, remaining(), wait, math.ceil(tat - now), now}
 end
 if n > 0 then
   -- Rounding the TAT up never lets more through than the rate.
   tat = math.ceil(tat + n * interval)
-  redis.call('set', state, string.format('%d', tat), 'PX', ttl((tat - now) / 1000))
+  write(wait > 0 and now + wait or nil)
   redis.call('pexpire', cfg, ARGV[7], 'GT')
 end
 if wait > 0 then
   return {2, 0, wait, math.ceil(tat - now), now}
 end
-return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(tat - now), now}
+return {1, remaining(), 0, math.ceil(tat - now), now}
 `,
 }
 

@@ -177,11 +177,13 @@ return 1 - same
 // its KEYS, ARGV and reply.)
 var limiterGcraScript = lockimpl.Script{
 	Name: "limiter_gcra",
-	SHA1: "f5db7c1e16ecc95f4a7a22c5257ba9a0833bc49d",
+	SHA1: "9076d3e598a56620895c2c5c93c00675e77ac96f",
 	Source: `-- limiter_gcra: one rate-limit decision by the generic cell rate algorithm.
 -- KEYS[1] config: the limiter's config hash
--- KEYS[2] state: the theoretical arrival time (TAT) in microseconds of the
---   Redis server clock
+-- KEYS[2] state: "<tat>[ <op>[@<at>],...]": the theoretical arrival time
+--   (TAT) in microseconds of the Redis server clock, then the records of
+--   the last operations that wrote it (at most 8, newest first; at: when
+--   a reservation's requests go ahead)
 -- ARGV[1] algorithm: the caller's algorithm
 -- ARGV[2] rate: requests per period
 -- ARGV[3] period_us: the period in microseconds
@@ -196,6 +198,13 @@ var limiterGcraScript = lockimpl.Script{
 --   not at all)
 -- ARGV[9] idle_ttl_ms: the most the state outlives the last request
 --   counted, in milliseconds (0: until the limiter is full again)
+-- ARGV[10]? op: the operation id of a call that counts or refunds
+--   (n ~= 0), '!' appended when the call may have run before (a resend):
+--   a run that finds it recorded answers what the first run did (allowed,
+--   going ahead at the same time; a refund: where the limiter stands) and
+--   changes nothing. The record is written in the SET of the TAT: no
+--   extra command; a refund that fills the limiter SETs it (a record)
+--   where it would have deleted it.
 -- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 --   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
 --   after us (the wait), reset after us, server time us}, or {-1,
@@ -204,9 +213,10 @@ var limiterGcraScript = lockimpl.Script{
 --   now, at the time it may go ahead: it reserves its place. A refund
 --   replies {1, remaining, 0, reset after us, server time us}.
 -- limiter: what the three rate-limit scripts (limiter_gcra,
--- limiter_token_bucket, limiter_sliding_window) share: the config check
--- and the state's lifetime. Its functions take what they need as
--- arguments.
+-- limiter_token_bucket, limiter_sliding_window) share: the config check,
+-- the state's lifetime, and the records of the last operations that let
+-- a call run twice (go-redis resends a command whose reply was lost) with
+-- one effect. Its functions take what they need as arguments.
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -215,26 +225,86 @@ var limiterGcraScript = lockimpl.Script{
 -- scope: the scripts' first five arguments) in cfg when none is there, living
 -- config_ttl ms; it returns nil when cfg holds the caller's config, else
 -- the stored one as the scripts' mismatch reply {-1, algorithm, rate, per,
--- burst, scope}.
+-- burst, scope}. Its second result is the config's field ops (the sliding
+-- window's refund records; '' when none), read in the same HMGET.
 local function limiter_config(cfg, algorithm, rate, per, burst, scope, config_ttl)
-  local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
+  local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope', 'ops')
   if not s[1] then
     redis.call('hset', cfg, 'algorithm', algorithm, 'rate', rate, 'per', per, 'burst', burst, 'scope', scope)
     redis.call('pexpire', cfg, config_ttl)
   elseif s[1] ~= algorithm or s[2] ~= rate or s[3] ~= per or s[4] ~= burst or s[5] ~= scope then
-    return {-1, s[1], s[2], s[3], s[4], s[5]}
+    return {-1, s[1], s[2], s[3], s[4], s[5]}, ''
   end
-  return nil
+  return nil, s[6] or ''
 end
 
 -- limiter_ttl is how long the state lives, in ms, when it would take ms to
--- fill up again: at least 1, at most idle (the idle TTL; 0: no cap).
-local function limiter_ttl(ms, idle)
-  ms = math.max(1, math.ceil(ms))
+-- fill up again: at least floor (the records' lifetime; 1 for none), at
+-- most idle (the idle TTL; 0: no cap).
+local function limiter_ttl(ms, idle, floor)
+  ms = math.max(floor, 1, math.ceil(ms))
   if idle > 0 and idle < ms then
     return idle
   end
   return ms
+end
+
+-- limiter_record_ms is the least a state holding records lives after its
+-- last write (capped by the idle TTL): a resend comes within it. A state
+-- kept past the time the limiter is full again reads as full.
+local limiter_record_ms = 1000
+
+-- limiter_keep is how many operations a state records: a resend finds
+-- its record when fewer than that many writes of the same state came
+-- between its first run and itself.
+local limiter_keep = 8
+
+-- limiter_op reads a call's operation id (the scripts' op argument): it
+-- returns the id and whether this may be a second run (go-redis writes
+-- the argument with '!' appended on a resend), or nil for a call without
+-- one (a report, n = 0).
+local function limiter_op(arg)
+  if not arg or arg == '' then
+    return nil, false
+  end
+  if string.sub(arg, -1) == '!' then
+    return string.sub(arg, 1, -2), true
+  end
+  return arg, false
+end
+
+-- limiter_find looks for op in ops, the records of the last operations
+-- ("<op>[@<at>],...", newest first): it returns whether op is there, and
+-- at, when its requests go ahead later than its decision (a reservation:
+-- microseconds of the server clock).
+local function limiter_find(ops, op)
+  for rec in string.gmatch(ops, '[^,]+') do
+    local o, at = string.match(rec, '^(.-)@(%d+)$')
+    if not o then
+      o = rec
+    end
+    if o == op then
+      return true, tonumber(at)
+    end
+  end
+  return false, nil
+end
+
+-- limiter_record returns ops with op in front (as "<op>@<at>" when at is
+-- given), keeping the newest limiter_keep.
+local function limiter_record(ops, op, at)
+  local list = op
+  if at then
+    list = op .. '@' .. string.format('%d', at)
+  end
+  local n = 1
+  for rec in string.gmatch(ops, '[^,]+') do
+    if n == limiter_keep then
+      break
+    end
+    list, n = list .. ',' .. rec, n + 1
+  end
+  return list
 end
 local cfg, state = KEYS[1], KEYS[2]
 local mismatch = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
@@ -248,41 +318,67 @@ local n = tonumber(ARGV[6])
 local patience = tonumber(ARGV[8])
 local interval = tonumber(ARGV[3]) / tonumber(ARGV[2]) -- us per request
 local span = (tonumber(ARGV[4]) + 1) * interval        -- burst + 1 requests
+local op, resent = limiter_op(ARGV[10])
 
 local idle = tonumber(ARGV[9]) or 0
 -- ttl is how long the state lives, in ms: until the limiter is full
--- again, at most the idle TTL.
+-- again, at most the idle TTL, and at least the records' lifetime.
 local function ttl(ms)
-  return limiter_ttl(ms, idle)
+  return limiter_ttl(ms, idle, op and limiter_record_ms or 1)
 end
 
-local tat = tonumber(redis.call('get', state)) or now
+local tat, ops = now, ''
+local v = redis.call('get', state)
+if v then
+  local a, rest = string.match(v, '^(%d+) ?(.*)$')
+  tat, ops = tonumber(a) or now, rest or ''
+end
 if tat < now then
   tat = now
 end
+-- write stores the TAT with the records, op's in front.
+local function write(at)
+  local value = string.format('%d', math.ceil(tat))
+  if op then
+    value = value .. ' ' .. limiter_record(ops, op, at)
+  end
+  redis.call('set', state, value, 'PX', ttl((tat - now) / 1000))
+end
+local function remaining()
+  return math.max(0, math.floor((now + span - tat) / interval))
+end
+if resent then
+  local found, at = limiter_find(ops, op)
+  if found then
+    if n > 0 and at and at > now then
+      return {2, 0, at - now, math.ceil(tat - now), now}
+    end
+    return {1, remaining(), 0, math.ceil(tat - now), now}
+  end
+end
 if n < 0 then
   tat = math.max(now, tat + n * interval)
-  if tat > now then
-    redis.call('set', state, string.format('%d', math.ceil(tat)), 'PX', ttl((tat - now) / 1000))
+  if tat > now or op then
+    write(nil)
   else
     redis.call('del', state)
   end
-  return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(tat - now), now}
+  return {1, remaining(), 0, math.ceil(tat - now), now}
 end
 local wait = math.max(0, math.ceil(tat + n * interval - span - now))
 if wait > patience then
-  return {0, math.max(0, math.floor((now + span - tat) / interval)), wait, math.ceil(tat - now), now}
+  return {0, remaining(), wait, math.ceil(tat - now), now}
 end
 if n > 0 then
   -- Rounding the TAT up never lets more through than the rate.
   tat = math.ceil(tat + n * interval)
-  redis.call('set', state, string.format('%d', tat), 'PX', ttl((tat - now) / 1000))
+  write(wait > 0 and now + wait or nil)
   redis.call('pexpire', cfg, ARGV[7], 'GT')
 end
 if wait > 0 then
   return {2, 0, wait, math.ceil(tat - now), now}
 end
-return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(tat - now), now}
+return {1, remaining(), 0, math.ceil(tat - now), now}
 `,
 }
 
@@ -293,13 +389,16 @@ return {1, math.max(0, math.floor((now + span - tat) / interval)), 0, math.ceil(
 // its KEYS, ARGV and reply.)
 var limiterSlidingWindowScript = lockimpl.Script{
 	Name: "limiter_sliding_window",
-	SHA1: "81ed0892105e5569693802084fd6b8cee89793ea",
+	SHA1: "c4c80c0deb2745620f50cbe9db045f84030676b7",
 	Source: `-- limiter_sliding_window: one rate-limit decision over an exact log of the
 -- requests allowed in the last period: never more than rate of them in any
 -- window of that length.
--- KEYS[1] config: the limiter's config hash
+-- KEYS[1] config: the limiter's config hash; its field ops records the
+--   last refunds ("<op>,...", at most 8, newest first)
 -- KEYS[2] state: a sorted set of the allowed requests scored by their
---   time in microseconds of the Redis server clock
+--   time in microseconds of the Redis server clock, named after their
+--   operation: "<op>" for the first of a call's requests, "<op>:<i>" for
+--   the others
 -- ARGV[1] algorithm: the caller's algorithm
 -- ARGV[2] rate: requests per period
 -- ARGV[3] period_us: the period in microseconds
@@ -314,6 +413,16 @@ var limiterSlidingWindowScript = lockimpl.Script{
 --   not at all)
 -- ARGV[9] idle_ttl_ms: the most the state outlives the last request
 --   counted, in milliseconds (0: until the limiter is full again)
+-- ARGV[10]? op: the operation id of a call that counts or refunds
+--   (n ~= 0), '!' appended when the call may have run before (a resend):
+--   a run that finds it recorded answers what the first run did (allowed,
+--   going ahead at the same time; a refund: where the limiter stands) and
+--   changes nothing. A call's requests are named after it (one ZADD for
+--   all of them, no extra command); a resend of a counting call looks
+--   for its first request (ZSCORE: one command more, on a resend only),
+--   which is there while it is in the window; a refund records itself in
+--   the config's field ops (HSET: one command more; it reads the count
+--   it left from ZPOPMAX's reply instead of a second ZCARD).
 -- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 --   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
 --   after us (the wait), reset after us, server time us}, or {-1,
@@ -322,9 +431,10 @@ var limiterSlidingWindowScript = lockimpl.Script{
 --   now, at the time it may go ahead: it reserves its place. A refund
 --   replies {1, remaining, 0, reset after us, server time us}.
 -- limiter: what the three rate-limit scripts (limiter_gcra,
--- limiter_token_bucket, limiter_sliding_window) share: the config check
--- and the state's lifetime. Its functions take what they need as
--- arguments.
+-- limiter_token_bucket, limiter_sliding_window) share: the config check,
+-- the state's lifetime, and the records of the last operations that let
+-- a call run twice (go-redis resends a command whose reply was lost) with
+-- one effect. Its functions take what they need as arguments.
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -333,29 +443,89 @@ var limiterSlidingWindowScript = lockimpl.Script{
 -- scope: the scripts' first five arguments) in cfg when none is there, living
 -- config_ttl ms; it returns nil when cfg holds the caller's config, else
 -- the stored one as the scripts' mismatch reply {-1, algorithm, rate, per,
--- burst, scope}.
+-- burst, scope}. Its second result is the config's field ops (the sliding
+-- window's refund records; '' when none), read in the same HMGET.
 local function limiter_config(cfg, algorithm, rate, per, burst, scope, config_ttl)
-  local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
+  local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope', 'ops')
   if not s[1] then
     redis.call('hset', cfg, 'algorithm', algorithm, 'rate', rate, 'per', per, 'burst', burst, 'scope', scope)
     redis.call('pexpire', cfg, config_ttl)
   elseif s[1] ~= algorithm or s[2] ~= rate or s[3] ~= per or s[4] ~= burst or s[5] ~= scope then
-    return {-1, s[1], s[2], s[3], s[4], s[5]}
+    return {-1, s[1], s[2], s[3], s[4], s[5]}, ''
   end
-  return nil
+  return nil, s[6] or ''
 end
 
 -- limiter_ttl is how long the state lives, in ms, when it would take ms to
--- fill up again: at least 1, at most idle (the idle TTL; 0: no cap).
-local function limiter_ttl(ms, idle)
-  ms = math.max(1, math.ceil(ms))
+-- fill up again: at least floor (the records' lifetime; 1 for none), at
+-- most idle (the idle TTL; 0: no cap).
+local function limiter_ttl(ms, idle, floor)
+  ms = math.max(floor, 1, math.ceil(ms))
   if idle > 0 and idle < ms then
     return idle
   end
   return ms
 end
+
+-- limiter_record_ms is the least a state holding records lives after its
+-- last write (capped by the idle TTL): a resend comes within it. A state
+-- kept past the time the limiter is full again reads as full.
+local limiter_record_ms = 1000
+
+-- limiter_keep is how many operations a state records: a resend finds
+-- its record when fewer than that many writes of the same state came
+-- between its first run and itself.
+local limiter_keep = 8
+
+-- limiter_op reads a call's operation id (the scripts' op argument): it
+-- returns the id and whether this may be a second run (go-redis writes
+-- the argument with '!' appended on a resend), or nil for a call without
+-- one (a report, n = 0).
+local function limiter_op(arg)
+  if not arg or arg == '' then
+    return nil, false
+  end
+  if string.sub(arg, -1) == '!' then
+    return string.sub(arg, 1, -2), true
+  end
+  return arg, false
+end
+
+-- limiter_find looks for op in ops, the records of the last operations
+-- ("<op>[@<at>],...", newest first): it returns whether op is there, and
+-- at, when its requests go ahead later than its decision (a reservation:
+-- microseconds of the server clock).
+local function limiter_find(ops, op)
+  for rec in string.gmatch(ops, '[^,]+') do
+    local o, at = string.match(rec, '^(.-)@(%d+)$')
+    if not o then
+      o = rec
+    end
+    if o == op then
+      return true, tonumber(at)
+    end
+  end
+  return false, nil
+end
+
+-- limiter_record returns ops with op in front (as "<op>@<at>" when at is
+-- given), keeping the newest limiter_keep.
+local function limiter_record(ops, op, at)
+  local list = op
+  if at then
+    list = op .. '@' .. string.format('%d', at)
+  end
+  local n = 1
+  for rec in string.gmatch(ops, '[^,]+') do
+    if n == limiter_keep then
+      break
+    end
+    list, n = list .. ',' .. rec, n + 1
+  end
+  return list
+end
 local cfg, state = KEYS[1], KEYS[2]
-local mismatch = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
+local mismatch, refunds = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
 if mismatch then
   return mismatch
 end
@@ -366,6 +536,16 @@ local n = tonumber(ARGV[6])
 local patience = tonumber(ARGV[8])
 local limit = tonumber(ARGV[2])
 local per = tonumber(ARGV[3])
+local op, resent = limiter_op(ARGV[10])
+
+-- A resend looks for its record before the window moves on.
+local found, first = false, nil
+if resent and n > 0 then
+  first = tonumber(redis.call('zscore', state, op))
+  found = first ~= nil
+elseif resent and n < 0 then
+  found = limiter_find(refunds, op)
+end
 
 -- Entries at or before now - per have left the window for good; all the
 -- others count, including those logged in the future by waiters.
@@ -382,15 +562,24 @@ local idle = tonumber(ARGV[9]) or 0
 -- ttl is how long the state lives, in ms: until the limiter is full
 -- again, at most the idle TTL.
 local function ttl(ms)
-  return limiter_ttl(ms, idle)
+  return limiter_ttl(ms, idle, 1)
+end
+if found then
+  if first and first > now then
+    return {2, 0, first - now, reset(), now}
+  end
+  return {1, math.max(0, limit - count), 0, reset(), now}
 end
 if n < 0 then
-  redis.call('zpopmax', state, -n)
+  count = count - #redis.call('zpopmax', state, -n) / 2
+  if op then
+    redis.call('hset', cfg, 'ops', limiter_record(refunds, op, nil))
+  end
   local left = reset()
   if left > 0 then
     redis.call('pexpire', state, ttl(left / 1000))
   end
-  return {1, math.max(0, limit - redis.call('zcard', state)), 0, left, now}
+  return {1, math.max(0, limit - count), 0, left, now}
 end
 -- A request waiting its turn is logged at the time it may go ahead, so
 -- the log may hold entries in the future; they count from now on.
@@ -404,10 +593,25 @@ if count + n > limit then
     return {0, math.max(0, limit - count), at - now, reset(), now}
   end
 end
-for i = 1, n do
-  local member = string.format('%d:%d', at, count + i)
-  while redis.call('zadd', state, 'NX', string.format('%d', at), member) == 0 do
-    member = member .. '+'
+if n > 0 and op then
+  -- One ZADD per 1000 requests (unpack's stack).
+  local score = string.format('%d', at)
+  local add = {'zadd', state, 'NX', score, op}
+  for i = 2, n do
+    if #add >= 2003 then
+      redis.call(unpack(add))
+      add = {'zadd', state, 'NX'}
+    end
+    add[#add + 1] = score
+    add[#add + 1] = op .. ':' .. i
+  end
+  redis.call(unpack(add))
+else
+  for i = 1, n do
+    local member = string.format('%d:%d', at, count + i)
+    while redis.call('zadd', state, 'NX', string.format('%d', at), member) == 0 do
+      member = member .. '+'
+    end
   end
 end
 local left = reset()
@@ -428,12 +632,14 @@ return {1, math.max(0, limit - count - n), 0, left, now}
 // its KEYS, ARGV and reply.)
 var limiterTokenBucketScript = lockimpl.Script{
 	Name: "limiter_token_bucket",
-	SHA1: "abb69a38f7f24a037c267814acdcf564e5c8f469",
+	SHA1: "4d92672bc17bee96a84454c4542961113d9349f8",
 	Source: `-- limiter_token_bucket: one rate-limit decision by a token bucket of
 -- burst + 1 tokens refilled continuously at rate per period.
 -- KEYS[1] config: the limiter's config hash
--- KEYS[2] state: a hash of tokens (a fraction) and ts (when they were
---   counted, in microseconds of the Redis server clock)
+-- KEYS[2] state: a hash of tokens (a fraction), ts (when they were
+--   counted, in microseconds of the Redis server clock) and ops (the
+--   records of the last operations that wrote it, "<op>[@<at>],...", at
+--   most 8, newest first; at: when a reservation's requests go ahead)
 -- ARGV[1] algorithm: the caller's algorithm
 -- ARGV[2] rate: requests per period
 -- ARGV[3] period_us: the period in microseconds
@@ -448,6 +654,13 @@ var limiterTokenBucketScript = lockimpl.Script{
 --   not at all)
 -- ARGV[9] idle_ttl_ms: the most the state outlives the last request
 --   counted, in milliseconds (0: until the limiter is full again)
+-- ARGV[10]? op: the operation id of a call that counts or refunds
+--   (n ~= 0), '!' appended when the call may have run before (a resend):
+--   a run that finds it recorded answers what the first run did (allowed,
+--   going ahead at the same time; a refund: where the limiter stands) and
+--   changes nothing. The record is a field of the HSET it does anyway
+--   (no extra command); a refund that fills the bucket writes it (HSET
+--   and PEXPIRE: one command more) where it would have deleted the state.
 -- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 --   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
 --   after us (the wait), reset after us, server time us}, or {-1,
@@ -456,9 +669,10 @@ var limiterTokenBucketScript = lockimpl.Script{
 --   now, at the time it may go ahead: it reserves its place. A refund
 --   replies {1, remaining, 0, reset after us, server time us}.
 -- limiter: what the three rate-limit scripts (limiter_gcra,
--- limiter_token_bucket, limiter_sliding_window) share: the config check
--- and the state's lifetime. Its functions take what they need as
--- arguments.
+-- limiter_token_bucket, limiter_sliding_window) share: the config check,
+-- the state's lifetime, and the records of the last operations that let
+-- a call run twice (go-redis resends a command whose reply was lost) with
+-- one effect. Its functions take what they need as arguments.
 -- KEYS: none
 -- ARGV: none
 -- reply: none
@@ -467,26 +681,86 @@ var limiterTokenBucketScript = lockimpl.Script{
 -- scope: the scripts' first five arguments) in cfg when none is there, living
 -- config_ttl ms; it returns nil when cfg holds the caller's config, else
 -- the stored one as the scripts' mismatch reply {-1, algorithm, rate, per,
--- burst, scope}.
+-- burst, scope}. Its second result is the config's field ops (the sliding
+-- window's refund records; '' when none), read in the same HMGET.
 local function limiter_config(cfg, algorithm, rate, per, burst, scope, config_ttl)
-  local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope')
+  local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope', 'ops')
   if not s[1] then
     redis.call('hset', cfg, 'algorithm', algorithm, 'rate', rate, 'per', per, 'burst', burst, 'scope', scope)
     redis.call('pexpire', cfg, config_ttl)
   elseif s[1] ~= algorithm or s[2] ~= rate or s[3] ~= per or s[4] ~= burst or s[5] ~= scope then
-    return {-1, s[1], s[2], s[3], s[4], s[5]}
+    return {-1, s[1], s[2], s[3], s[4], s[5]}, ''
   end
-  return nil
+  return nil, s[6] or ''
 end
 
 -- limiter_ttl is how long the state lives, in ms, when it would take ms to
--- fill up again: at least 1, at most idle (the idle TTL; 0: no cap).
-local function limiter_ttl(ms, idle)
-  ms = math.max(1, math.ceil(ms))
+-- fill up again: at least floor (the records' lifetime; 1 for none), at
+-- most idle (the idle TTL; 0: no cap).
+local function limiter_ttl(ms, idle, floor)
+  ms = math.max(floor, 1, math.ceil(ms))
   if idle > 0 and idle < ms then
     return idle
   end
   return ms
+end
+
+-- limiter_record_ms is the least a state holding records lives after its
+-- last write (capped by the idle TTL): a resend comes within it. A state
+-- kept past the time the limiter is full again reads as full.
+local limiter_record_ms = 1000
+
+-- limiter_keep is how many operations a state records: a resend finds
+-- its record when fewer than that many writes of the same state came
+-- between its first run and itself.
+local limiter_keep = 8
+
+-- limiter_op reads a call's operation id (the scripts' op argument): it
+-- returns the id and whether this may be a second run (go-redis writes
+-- the argument with '!' appended on a resend), or nil for a call without
+-- one (a report, n = 0).
+local function limiter_op(arg)
+  if not arg or arg == '' then
+    return nil, false
+  end
+  if string.sub(arg, -1) == '!' then
+    return string.sub(arg, 1, -2), true
+  end
+  return arg, false
+end
+
+-- limiter_find looks for op in ops, the records of the last operations
+-- ("<op>[@<at>],...", newest first): it returns whether op is there, and
+-- at, when its requests go ahead later than its decision (a reservation:
+-- microseconds of the server clock).
+local function limiter_find(ops, op)
+  for rec in string.gmatch(ops, '[^,]+') do
+    local o, at = string.match(rec, '^(.-)@(%d+)$')
+    if not o then
+      o = rec
+    end
+    if o == op then
+      return true, tonumber(at)
+    end
+  end
+  return false, nil
+end
+
+-- limiter_record returns ops with op in front (as "<op>@<at>" when at is
+-- given), keeping the newest limiter_keep.
+local function limiter_record(ops, op, at)
+  local list = op
+  if at then
+    list = op .. '@' .. string.format('%d', at)
+  end
+  local n = 1
+  for rec in string.gmatch(ops, '[^,]+') do
+    if n == limiter_keep then
+      break
+    end
+    list, n = list .. ',' .. rec, n + 1
+  end
+  return list
 end
 local cfg, state = KEYS[1], KEYS[2]
 local mismatch = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
@@ -500,9 +774,10 @@ local n = tonumber(ARGV[6])
 local patience = tonumber(ARGV[8])
 local interval = tonumber(ARGV[3]) / tonumber(ARGV[2]) -- us per token
 local capacity = tonumber(ARGV[4]) + 1
+local op, resent = limiter_op(ARGV[10])
 
-local b = redis.call('hmget', state, 'tokens', 'ts')
-local tokens, ts = tonumber(b[1]), tonumber(b[2])
+local b = redis.call('hmget', state, 'tokens', 'ts', 'ops')
+local tokens, ts, ops = tonumber(b[1]), tonumber(b[2]), b[3] or ''
 if tokens == nil or ts == nil then
   tokens, ts = capacity, now
 elseif now > ts then
@@ -516,38 +791,57 @@ local function after(want) -- us until the bucket holds want tokens
 end
 local idle = tonumber(ARGV[9]) or 0
 -- ttl is how long the state lives, in ms: until the limiter is full
--- again, at most the idle TTL.
+-- again, at most the idle TTL, and at least the records' lifetime.
 local function ttl(ms)
-  return limiter_ttl(ms, idle)
+  return limiter_ttl(ms, idle, op and limiter_record_ms or 1)
+end
+-- write stores the tokens with the records, op's in front.
+local function write(at)
+  if op then
+    redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts), 'ops', limiter_record(ops, op, at))
+  else
+    redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
+  end
+  redis.call('pexpire', state, ttl(after(capacity) / 1000))
+end
+local function remaining()
+  return math.max(0, math.floor(tokens + eps))
+end
+if resent then
+  local found, at = limiter_find(ops, op)
+  if found then
+    if n > 0 and at and at > now then
+      return {2, 0, at - now, after(capacity), now}
+    end
+    return {1, remaining(), 0, after(capacity), now}
+  end
 end
 if n < 0 then
   tokens = math.min(capacity, tokens - n)
-  if tokens + eps >= capacity then
+  if tokens + eps >= capacity and not op then
     redis.call('del', state)
   else
-    redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
-    redis.call('pexpire', state, ttl(after(capacity) / 1000))
+    write(nil)
   end
-  return {1, math.max(0, math.floor(tokens + eps)), 0, after(capacity), now}
+  return {1, remaining(), 0, after(capacity), now}
 end
 local wait = 0
 if tokens + eps < n then
   wait = after(n)
   if wait > patience then
-    return {0, math.max(0, math.floor(tokens + eps)), wait, after(capacity), now}
+    return {0, remaining(), wait, after(capacity), now}
   end
 end
 if n > 0 then
   -- A reservation leaves the bucket in debt: negative tokens.
   tokens = tokens - n
-  redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
-  redis.call('pexpire', state, ttl(after(capacity) / 1000))
+  write(wait > 0 and now + wait or nil)
   redis.call('pexpire', cfg, ARGV[7], 'GT')
 end
 if wait > 0 then
   return {2, 0, wait, after(capacity), now}
 end
-return {1, math.max(0, math.floor(tokens + eps)), 0, after(capacity), now}
+return {1, remaining(), 0, after(capacity), now}
 `,
 }
 
