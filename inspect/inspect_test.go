@@ -109,11 +109,11 @@ func (w *world) populate(ctx context.Context) {
 	}
 	q := lockimpl.NewDelayedReliableQueue[string](w.rt("alpha"), queueDef(w.in.byNm["Jobs"].queue), runtime.JSON[string]{}, w.key("Jobs", "acme"))
 	for _, s := range []string{"one", "two", "three", "four"} {
-		if err := q.Offer(ctx, s); err != nil {
+		if _, err := q.Offer(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := q.OfferIn(ctx, "later", time.Hour); err != nil {
+	if _, err := q.OfferIn(ctx, "later", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	take := must[*runtime.Delivery[string]](t)
@@ -567,7 +567,7 @@ func TestDeadLetterCarried(t *testing.T) {
 	defer producer.Close()
 	def := queueDef(w.in.byNm["Jobs"].queue)
 	k := w.key("Jobs", "traced")
-	if err := lockimpl.NewDelayedReliableQueue(producer, def, runtime.JSON[string]{}, k).Offer(ctx, "poison"); err != nil {
+	if _, err := lockimpl.NewDelayedReliableQueue(producer, def, runtime.JSON[string]{}, k).Offer(ctx, "poison"); err != nil {
 		t.Fatal(err)
 	}
 	d := must[*runtime.Delivery[string]](t)(lockimpl.NewDelayedReliableQueue(w.rt("alpha"), def, runtime.JSON[string]{}, k).Take(ctx))

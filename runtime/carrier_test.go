@@ -125,7 +125,7 @@ func TestItemCarrier(t *testing.T) {
 	// Reliable queue: a Take, then a worker's attempt, whose handler runs
 	// with the context the propagator returned.
 	rd, rk := queueDef(t, false, time.Minute, 3), key(t, "reliable")
-	if err := lockrt.NewReliableQueue(producer, rd, codec, rk).OfferMany(traced, item{5, 6}, item{7, 8}); err != nil {
+	if _, err := lockrt.NewReliableQueue(producer, rd, codec, rk).OfferMany(traced, item{5, 6}, item{7, 8}); err != nil {
 		t.Fatal(err)
 	}
 	rq := lockrt.NewReliableQueue(consumer, rd, codec, rk)

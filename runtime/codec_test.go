@@ -69,10 +69,10 @@ func testPoison[T comparable](t *testing.T, pc poisonCase[T]) {
 	// Reliable queue: poison offered by a producer with another codec.
 	d, k := queueDef(t, false, time.Minute, 3), key(t, "reliable")
 	rel := lockrt.NewReliableQueue(c, d, pc.codec, k)
-	if err := lockrt.NewReliableQueue(c, d, lockrt.Codec[[]byte](rawCodec{pc.tag}), k).Offer(ctx, pc.offered); err != nil {
+	if _, err := lockrt.NewReliableQueue(c, d, lockrt.Codec[[]byte](rawCodec{pc.tag}), k).Offer(ctx, pc.offered); err != nil {
 		t.Fatal(err)
 	}
-	if err := rel.Offer(ctx, pc.good); err != nil {
+	if _, err := rel.Offer(ctx, pc.good); err != nil {
 		t.Fatal(err)
 	}
 	dl, err := rel.TryTake(ctx, time.Second)

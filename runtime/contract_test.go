@@ -249,8 +249,10 @@ func TestScriptContracts(t *testing.T) {
 	// queue whose consumer cannot decode an item.
 	qd := queueDef(t, true, time.Minute, 5)
 	q := lockimpl.NewDelayedReliableQueue(c, qd, lockrt.String{}, key(t, "queue"))
-	must(q.Offer(ctx, "a"))
-	must(q.OfferIn(ctx, "b", 10*time.Millisecond))
+	_, err = q.Offer(ctx, "a")
+	must(err)
+	_, err = q.OfferIn(ctx, "b", 10*time.Millisecond)
+	must(err)
 	for range 2 {
 		d, err := q.Take(ctx)
 		must(err)
@@ -260,7 +262,8 @@ func TestScriptContracts(t *testing.T) {
 		must(err)
 		must(d.Ack(ctx))
 	}
-	must(q.Offer(ctx, "c"))
+	_, err = q.Offer(ctx, "c")
+	must(err)
 	d, err := q.Take(ctx)
 	must(err)
 	must(d.Bury(ctx, errors.New("bad")))
@@ -268,7 +271,8 @@ func TestScriptContracts(t *testing.T) {
 	must(err)
 	_, err = q.Redrive(ctx, 10)
 	must(err)
-	must(q.OfferMany(ctx, "d", "e", "f"))
+	_, err = q.OfferMany(ctx, "d", "e", "f")
+	must(err)
 	_, err = q.PeekN(ctx, 2)
 	must(err)
 	_, err = q.Remove(ctx, "d")

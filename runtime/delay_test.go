@@ -229,7 +229,7 @@ func TestKeyedQueuesBounded(t *testing.T) {
 	qs := make([]*lockrt.DelayedReliableQueue[int], keys)
 	for i := range qs {
 		qs[i] = lockrt.NewDelayedReliableQueue(c, d, lockrt.JSON[int]{}, key(t, strconv.Itoa(i)))
-		if err := qs[i].OfferIn(ctx, i, 500*time.Millisecond); err != nil {
+		if _, err := qs[i].OfferIn(ctx, i, 500*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}

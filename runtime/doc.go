@@ -766,7 +766,8 @@
 // OfferAt), ReliableQueue (Take returns a Delivery to Ack, Nack or
 // Extend) and DelayedReliableQueue; generated code builds them.
 //
-//	if err := queues.OrderClose.OfferIn(ctx, req, 30*time.Minute); err != nil {
+//	id, err := queues.OrderClose.OfferIn(ctx, req, 30*time.Minute) // a reliable queue's: the item's id
+//	if err != nil {
 //		return err
 //	}
 //	d, err := queues.OrderClose.Take(ctx) // blocks on the server
@@ -965,8 +966,10 @@
 // shortens that (a limiter idle that long starts over full). Refund gives
 // back requests counted before, which Redisson's RRateLimiter cannot.
 //
-// Not in lockgen: run-time rate values other than a spec's (see above);
-// removing a queue item by the id Offer gave it (Offer returns no ids).
+// Not in lockgen: run-time rate values other than a spec's (see above).
+// A reliable queue's Offer, OfferMany, OfferIn, OfferAt and Enqueue return
+// the items' ids, which RemoveID, Delivery.ID, lockgen inspect and the
+// dashboard use; a plain queue's ready items have none.
 //
 // # Scripts
 //

@@ -85,7 +85,7 @@ func TestBlockingCallsRideOutOutage(t *testing.T) {
 	if _, err := holder.Latch(latch, key(t, "latch")).CountDown(bg); err != nil {
 		t.Fatal(err)
 	}
-	if err := lockrt.NewReliableQueue(holder, qd, lockrt.JSON[string]{}, key(t, "queue")).Offer(bg, "x"); err != nil {
+	if _, err := lockrt.NewReliableQueue(holder, qd, lockrt.JSON[string]{}, key(t, "queue")).Offer(bg, "x"); err != nil {
 		t.Fatal(err)
 	}
 	for range 4 {

@@ -92,7 +92,7 @@ func TestReleaseUnderCancelledContext(t *testing.T) {
 		}
 
 		q := lockrt.NewReliableQueue(c, queueDef(t, false, time.Minute, 5), lockrt.JSON[string]{}, key(t, "queue"))
-		if err := q.OfferMany(bg, "ack", "nack"); err != nil {
+		if _, err := q.OfferMany(bg, "ack", "nack"); err != nil {
 			t.Fatal(err)
 		}
 		first, err := q.TryTake(bg, time.Second)

@@ -333,7 +333,7 @@ func TestQueueLostReplies(t *testing.T) {
 			q := lockrt.NewReliableQueue(c, d, lockrt.JSON[int]{}, key(t))
 			for i := range 3 {
 				l.lose(d.Scripts.Offer.SHA1, 1)
-				if err := q.Offer(ctx, i); err != nil {
+				if _, err := q.Offer(ctx, i); err != nil {
 					t.Fatal(err)
 				}
 				mustLose(t, l)
@@ -603,7 +603,7 @@ func TestExactlyOnceCosts(t *testing.T) {
 	check("plain Offer", func() error { return plain.Offer(ctx, 1) },
 		map[string]int64{"evalsha": 1, "set": 1, "rpush": 1})
 	rel := lockrt.NewReliableQueue(c, qd, lockrt.JSON[int]{}, key(t, "reliable"))
-	check("reliable Offer", func() error { return rel.Offer(ctx, 1) },
+	check("reliable Offer", func() error { _, err := rel.Offer(ctx, 1); return err },
 		map[string]int64{"evalsha": 1, "set": 1, "hset": 1, "rpush": 1})
 	// The claim's record is one SET more; the claim's GET and SET of the
 	// queue's armed time are not counted here: the client's delay timer,
@@ -654,6 +654,26 @@ func TestEnqueue(t *testing.T) {
 		}
 		if _, err := q.Enqueue(ctx, 4, lockrt.WithKey("", time.Minute)); !errors.Is(err, lockrt.ErrInvalidArgument) {
 			t.Fatalf("empty key: %v, want ErrInvalidArgument", err)
+		}
+		// Dedupe takes the spec's window; a queue without one refuses it.
+		if _, err := q.Enqueue(ctx, 5, lockrt.Dedupe("order-2")); !errors.Is(err, lockrt.ErrInvalidArgument) {
+			t.Fatalf("Dedupe without a spec window: %v, want ErrInvalidArgument", err)
+		}
+		dd := queueDef(t, false, 10*time.Second, 3)
+		dd.Dedupe = time.Hour
+		dq := lockrt.NewReliableQueue(c, dd, lockrt.JSON[int]{}, key(t, "dedupe"))
+		first, err := dq.Enqueue(ctx, 6, lockrt.Dedupe("order-3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := dq.Enqueue(ctx, 7, lockrt.Dedupe("order-3")); err != nil || again != first {
+			t.Fatalf("Dedupe again: %q, %v; want %q", again, err, first)
+		}
+		if ttl, err := c.Redis().PTTL(ctx, dq.Key()+":key:order-3").Result(); err != nil || ttl < 59*time.Minute {
+			t.Fatalf("the dedupe key lives %v (%v), want the spec's hour", ttl, err)
+		}
+		if n, err := dq.Len(ctx); err != nil || n != 1 {
+			t.Fatalf("%d items (%v), want 1", n, err)
 		}
 	})
 }
@@ -721,7 +741,7 @@ func TestQueueOpsLostReplies(t *testing.T) {
 				t.Fatalf("stats %+v (%v), want %+v", st, err, want)
 			}
 		}
-		if err := q.OfferMany(ctx, 1, 2, 3, 4, 4, 5); err != nil {
+		if _, err := q.OfferMany(ctx, 1, 2, 3, 4, 4, 5); err != nil {
 			t.Fatal(err)
 		}
 		for range 3 {
@@ -787,6 +807,7 @@ func TestQueueOpsLostReplies(t *testing.T) {
 		}
 	})
 }
+
 // commandStats returns the calls of every command in INFO commandstats of
 // node but the test's own bookkeeping (INFO, CONFIG).
 func commandStats(t *testing.T, node *redis.Client) map[string]int64 {

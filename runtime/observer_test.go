@@ -201,7 +201,7 @@ func TestObserver(t *testing.T) {
 	qd := queueDef(t, false, time.Minute, 2)
 	qd.Name = "Email"
 	q := lockrt.NewReliableQueue(c, qd, lockrt.JSON[string]{}, key(t, "q"))
-	if err := q.OfferMany(ctx, "a", "b"); err != nil {
+	if _, err := q.OfferMany(ctx, "a", "b"); err != nil {
 		t.Fatal(err)
 	}
 	del, err := q.Take(ctx)
@@ -310,7 +310,7 @@ func TestObserverLateness(t *testing.T) {
 	if got := dues(); len(got) != 2 || got[0].Object != "Late" || got[0].Duration < 5*time.Second || got[1].Duration < 5*time.Second {
 		t.Fatalf("due events after Start: %+v; want two, for Late, each at least 5s late", got)
 	}
-	if err := q.OfferIn(ctx, "new", 20*time.Millisecond); err != nil {
+	if _, err := q.OfferIn(ctx, "new", 20*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -352,7 +352,7 @@ func TestObserverLateness(t *testing.T) {
 	plain := lockrt.New(rdb2)
 	defer plain.Close()
 	pq := lockrt.NewDelayedReliableQueue(plain, d, lockrt.JSON[string]{}, key(t, "plain"))
-	if err := pq.OfferIn(ctx, "x", 10*time.Millisecond); err != nil {
+	if _, err := pq.OfferIn(ctx, "x", 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pq.TryTake(ctx, 10*time.Second); err != nil {
@@ -512,7 +512,7 @@ func TestLoggerResubscribeAndTimerRetry(t *testing.T) {
 		t.Errorf("the timer retry's record: %+v, %v; want object=Mail key=%s, the WRONGTYPE error and the retry", r, ok, k)
 	}
 	rdb.Del(ctx, k+":delayed")
-	if err := q.OfferIn(ctx, "late", 10*time.Millisecond); err != nil {
+	if _, err := q.OfferIn(ctx, "late", 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if v := <-taken; v != "late" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -845,7 +846,8 @@ func (q *DelayedQueue[T]) OfferIn(ctx context.Context, v T, delay time.Duration)
 	if err := checkDelay(delay); err != nil {
 		return err
 	}
-	return offerOne(ctx, q.q, q.codec, v, delay, time.Time{})
+	_, err := offerOne(ctx, q.q, q.codec, v, delay, time.Time{})
+	return err
 }
 
 // OfferAt adds v, due at t on the Redis server's clock; a time already
@@ -855,15 +857,32 @@ func (q *DelayedQueue[T]) OfferAt(ctx context.Context, v T, t time.Time) error {
 	if err := checkAt(t); err != nil {
 		return err
 	}
-	return offerOne(ctx, q.q, q.codec, v, 0, t)
+	_, err := offerOne(ctx, q.q, q.codec, v, 0, t)
+	return err
 }
 
-func offerOne[T any](ctx context.Context, q *queue, codec Codec[T], v T, delay time.Duration, at time.Time) error {
+// offerOne offers v and returns its id ("" for a plain queue's item ready
+// now, which has none).
+func offerOne[T any](ctx context.Context, q *queue, codec Codec[T], v T, delay time.Duration, at time.Time) (string, error) {
 	bodies, err := encodeAll(q, codec, []T{v})
 	if err != nil {
-		return err
+		return "", err
 	}
-	return q.offer(ctx, delay, at, bodies...)
+	return q.offerKey(ctx, delay, at, "", 0, bodies...)
+}
+
+// itemIDs returns the ids of the n items of one offer whose first item's
+// id is first: queue_offer names them <op>-1 ... <op>-n (one item: <op>).
+func itemIDs(first string, n int) []string {
+	if n == 1 {
+		return []string{first}
+	}
+	base := strings.TrimSuffix(first, "-1")
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = base + "-" + strconv.Itoa(i+1)
+	}
+	return ids
 }
 
 func encodeAll[T any](q *queue, codec Codec[T], vs []T) ([][]byte, error) {

@@ -41,30 +41,37 @@ func (q *ReliableQueue[T]) Key() string { return q.q.key }
 // Name returns the queue's name in the spec.
 func (q *ReliableQueue[T]) Name() string { return q.q.def.Name }
 
-// Offer appends v to the queue. It returns an encoding error, ErrClosed,
-// or a Redis error.
-func (q *ReliableQueue[T]) Offer(ctx context.Context, v T) error {
-	return q.OfferMany(ctx, v)
+// Offer appends v to the queue and returns its id, the one its
+// deliveries have (Delivery.ID) and RemoveID takes. It returns an encoding
+// error, ErrClosed, or a Redis error.
+func (q *ReliableQueue[T]) Offer(ctx context.Context, v T) (string, error) {
+	return offerOne(ctx, q.q, q.codec, v, 0, time.Time{})
 }
 
-// OfferMany appends vs to the queue, in order, in one round trip. It
-// returns an encoding error, ErrClosed, or a Redis error.
-func (q *ReliableQueue[T]) OfferMany(ctx context.Context, vs ...T) error {
+// OfferMany appends vs to the queue, in order, in one round trip, and
+// returns their ids. It returns an encoding error, ErrClosed, or a Redis
+// error.
+func (q *ReliableQueue[T]) OfferMany(ctx context.Context, vs ...T) ([]string, error) {
 	bodies, err := encodeAll(q.q, q.codec, vs)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return q.q.offer(ctx, 0, time.Time{}, bodies...)
+	id, err := q.q.offerKey(ctx, 0, time.Time{}, "", 0, bodies...)
+	if err != nil || len(bodies) == 0 {
+		return nil, err
+	}
+	return itemIDs(id, len(bodies)), nil
 }
 
 // OfferOption changes one Enqueue.
 type OfferOption func(*offerOptions)
 
 type offerOptions struct {
-	delay  time.Duration
-	at     time.Time
-	key    string
-	window time.Duration
+	delay      time.Duration
+	at         time.Time
+	key        string
+	window     time.Duration
+	specWindow bool // Dedupe: the spec's window
 }
 
 // After makes an enqueued item due after d (a delayed queue's; 0: ready
@@ -83,17 +90,29 @@ func WithKey(key string, window time.Duration) OfferOption {
 	return func(o *offerOptions) { o.key, o.window = key, window }
 }
 
+// Dedupe is WithKey with the window of the queue's spec (reliable:
+// { dedupe: 1h }); Enqueue returns ErrInvalidArgument when the spec has
+// none.
+func Dedupe(key string) OfferOption {
+	return func(o *offerOptions) { o.key, o.window, o.specWindow = key, 0, true }
+}
+
 // Enqueue adds v, ready now unless After or At say when (a delayed
 // queue's; they are ignored by a queue without delay), and returns its
 // id, the one its deliveries have (Delivery.ID) and RemoveID takes. Like
 // every offer it adds v once although its command ran twice (a reply
 // lost). It returns ErrInvalidArgument for a negative delay, an empty
-// key or a window under a millisecond, an encoding error, ErrClosed, or a
-// Redis error.
+// key or a window under a millisecond, Dedupe on a queue whose spec has
+// no dedupe window, an encoding error, ErrClosed, or a Redis error.
 func (q *ReliableQueue[T]) Enqueue(ctx context.Context, v T, opts ...OfferOption) (string, error) {
 	var o offerOptions
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.specWindow {
+		if o.window = q.q.def.Dedupe; o.window == 0 {
+			return "", fmt.Errorf("%w: Dedupe(%q): queue %s has no dedupe window in its spec (reliable: { dedupe: ... }); use WithKey", ErrInvalidArgument, o.key, q.q.def.Name)
+		}
 	}
 	switch {
 	case o.delay < 0:
@@ -664,21 +683,23 @@ func makeDelayedReliableQueue[T any](c *Client, def *impl.QueueDef, codec Codec[
 }
 
 // OfferIn adds v, due after delay, as measured by the Redis server's
-// clock; 0 makes it ready now. It returns ErrInvalidArgument for a
-// negative delay, an encoding error, ErrClosed, or a Redis error.
-func (q *DelayedReliableQueue[T]) OfferIn(ctx context.Context, v T, delay time.Duration) error {
+// clock (0 makes it ready now), and returns its id. It returns
+// ErrInvalidArgument for a negative delay, an encoding error, ErrClosed,
+// or a Redis error.
+func (q *DelayedReliableQueue[T]) OfferIn(ctx context.Context, v T, delay time.Duration) (string, error) {
 	if err := checkDelay(delay); err != nil {
-		return err
+		return "", err
 	}
 	return offerOne(ctx, q.q, q.codec, v, delay, time.Time{})
 }
 
-// OfferAt adds v, due at t on the Redis server's clock; a time already
-// past makes it ready now. It returns ErrInvalidArgument for the zero
-// time, an encoding error, ErrClosed, or a Redis error.
-func (q *DelayedReliableQueue[T]) OfferAt(ctx context.Context, v T, t time.Time) error {
+// OfferAt adds v, due at t on the Redis server's clock (a time already
+// past makes it ready now), and returns its id. It returns
+// ErrInvalidArgument for the zero time, an encoding error, ErrClosed, or
+// a Redis error.
+func (q *DelayedReliableQueue[T]) OfferAt(ctx context.Context, v T, t time.Time) (string, error) {
 	if err := checkAt(t); err != nil {
-		return err
+		return "", err
 	}
 	return offerOne(ctx, q.q, q.codec, v, 0, t)
 }

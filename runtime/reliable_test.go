@@ -51,7 +51,7 @@ func TestReliableManyClients(t *testing.T) {
 			qs[p] = lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[item]{}, k)
 		}
 		produce(t, producers, per, func(p int, batch []item) error {
-			return qs[p].OfferMany(context.Background(), batch...)
+			return errOnly(qs[p].OfferMany(context.Background(), batch...))
 		}).Wait()
 		l.wait(t)
 		stop()
@@ -75,7 +75,7 @@ func TestReliableRedelivery(t *testing.T) {
 		rdb := b.new()
 		dying := lockrt.New(rdb)
 		q := lockrt.NewReliableQueue(dying, d, lockrt.JSON[string]{}, k)
-		if err := q.Offer(ctx, "job"); err != nil {
+		if _, err := q.Offer(ctx, "job"); err != nil {
 			t.Fatal(err)
 		}
 		before := time.Now()
@@ -123,7 +123,7 @@ func TestReliableUnclaimedMove(t *testing.T) {
 		d, k := queueDef(t, false, vis, 5), key(t)
 		c := newClient(t, b)
 		q := lockrt.NewReliableQueue(c, d, lockrt.JSON[string]{}, k)
-		if err := q.Offer(ctx, "job"); err != nil {
+		if _, err := q.Offer(ctx, "job"); err != nil {
 			t.Fatal(err)
 		}
 		// What a consumer's BLMOVE does before it dies.
@@ -153,7 +153,7 @@ func TestReliablePoison(t *testing.T) {
 		const max = 3
 		d, k := queueDef(t, false, 200*time.Millisecond, max), key(t)
 		q := lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[string]{}, k)
-		if err := q.OfferMany(ctx, "nacked", "dropped"); err != nil {
+		if _, err := q.OfferMany(ctx, "nacked", "dropped"); err != nil {
 			t.Fatal(err)
 		}
 		deliveries := map[string]int{}
@@ -224,7 +224,7 @@ func TestReliableExtend(t *testing.T) {
 		d, k := queueDef(t, false, vis, 5), key(t)
 		q := lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[int]{}, k)
 		other := lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[int]{}, k)
-		if err := q.Offer(ctx, 7); err != nil {
+		if _, err := q.Offer(ctx, 7); err != nil {
 			t.Fatal(err)
 		}
 		dl, err := q.Take(ctx)
@@ -250,7 +250,7 @@ func TestReliableExtend(t *testing.T) {
 			t.Errorf("second Ack: err = %v, want nil", err)
 		}
 
-		if err := q.Offer(ctx, 8); err != nil {
+		if _, err := q.Offer(ctx, 8); err != nil {
 			t.Fatal(err)
 		}
 		first, err := q.Take(ctx)
@@ -284,7 +284,7 @@ func TestDelayedReliable(t *testing.T) {
 		d, k := queueDef(t, true, 300*time.Millisecond, 2), key(t)
 		q := lockrt.NewDelayedReliableQueue(newClient(t, b), d, lockrt.JSON[string]{}, k)
 		start := time.Now()
-		if err := q.OfferIn(ctx, "close order 42", 400*time.Millisecond); err != nil {
+		if _, err := q.OfferIn(ctx, "close order 42", 400*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 		dl, err := q.TryTake(ctx, 5*time.Second)
@@ -316,7 +316,7 @@ func TestReliableSettleTwice(t *testing.T) {
 		c := lockrt.New(rdb)
 		defer c.Close()
 		q := lockrt.NewReliableQueue(c, queueDef(t, false, time.Minute, 5), lockrt.JSON[int]{}, key(t))
-		if err := q.OfferMany(ctx, 1, 2, 3); err != nil {
+		if _, err := q.OfferMany(ctx, 1, 2, 3); err != nil {
 			t.Fatal(err)
 		}
 		h := &cmdLog{}

@@ -44,7 +44,7 @@ func TestWorkerRetriesThenDeadLetters(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := withTimeout(t, time.Minute)
 		q := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, time.Minute, 3), lockrt.JSON[string]{}, key(t))
-		if err := q.Offer(ctx, "job"); err != nil {
+		if _, err := q.Offer(ctx, "job"); err != nil {
 			t.Fatal(err)
 		}
 		attempts := make(chan lockrt.Job, 10)
@@ -91,7 +91,7 @@ func TestWorkerSkipRetry(t *testing.T) {
 	t.Parallel()
 	ctx := withTimeout(t, time.Minute)
 	q := lockrt.NewReliableQueue(newClient(t, backends()[0]), queueDef(t, false, time.Minute, 5), lockrt.JSON[int]{}, key(t))
-	if err := q.Offer(ctx, 1); err != nil {
+	if _, err := q.Offer(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	serve(t, q, func(context.Context, int) error { return fmt.Errorf("bad input: %w", lockrt.ErrSkipRetry) })
@@ -111,7 +111,7 @@ func TestWorkerPanic(t *testing.T) {
 	ctx := withTimeout(t, time.Minute)
 	b := backends()[0]
 	q := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, time.Minute, 1), lockrt.JSON[int]{}, key(t, "dead"))
-	if err := q.OfferMany(ctx, 1, 2); err != nil {
+	if _, err := q.OfferMany(ctx, 1, 2); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -145,7 +145,7 @@ func TestWorkerPanic(t *testing.T) {
 
 	// With deliveries left, the panicking attempt is retried.
 	q2 := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, time.Minute, 3), lockrt.JSON[int]{}, key(t, "retried"))
-	if err := q2.Offer(ctx, 7); err != nil {
+	if _, err := q2.Offer(ctx, 7); err != nil {
 		t.Fatal(err)
 	}
 	var calls atomic.Int32
@@ -174,7 +174,7 @@ func TestWorkerTimeout(t *testing.T) {
 	// Another client consumes too: a delivery whose visibility ran out
 	// would reach it.
 	other := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, vis, 2), lockrt.JSON[int]{}, key(t))
-	if err := q.OfferMany(ctx, 1, 2); err != nil {
+	if _, err := q.OfferMany(ctx, 1, 2); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -234,7 +234,7 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 		for i := range items {
 			items[i] = i
 		}
-		if err := q.OfferMany(ctx, items...); err != nil {
+		if _, err := q.OfferMany(ctx, items...); err != nil {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
@@ -289,7 +289,7 @@ func TestWorkerShutdownTimeout(t *testing.T) {
 	b := backends()[0]
 	d, k := queueDef(t, false, 10*time.Second, 1), key(t)
 	q := lockrt.NewReliableQueue(newClient(t, b), d, lockrt.JSON[int]{}, k)
-	if err := q.OfferMany(ctx, 1, 2); err != nil {
+	if _, err := q.OfferMany(ctx, 1, 2); err != nil {
 		t.Fatal(err)
 	}
 	started := make(chan struct{})
@@ -324,7 +324,7 @@ func TestWorkerMiddleware(t *testing.T) {
 	t.Parallel()
 	ctx := withTimeout(t, time.Minute)
 	q := lockrt.NewReliableQueue(newClient(t, backends()[0]), queueDef(t, false, time.Minute, 1), lockrt.JSON[int]{}, key(t))
-	if err := q.OfferMany(ctx, 1, 2); err != nil {
+	if _, err := q.OfferMany(ctx, 1, 2); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex

@@ -95,7 +95,7 @@ func TestSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	email := shopops.NewQueues(rt).Email("acme")
-	if err := email.OfferMany(ctx, "a@example.com", "b@example.com"); err != nil {
+	if _, err := email.OfferMany(ctx, "a@example.com", "b@example.com"); err != nil {
 		t.Fatal(err)
 	}
 	d, err := email.Take(ctx)
@@ -176,7 +176,7 @@ func TestTraceLinks(t *testing.T) {
 	member, _ := baggage.NewMember("tenant", "acme")
 	bag, _ := baggage.New(member)
 	ctx, request := tp.Tracer("test").Start(baggage.ContextWithBaggage(context.Background(), bag), "request")
-	if err := shopops.NewQueues(producer).Email("links").OfferMany(ctx, "a@example.com", "b@example.com"); err != nil {
+	if _, err := shopops.NewQueues(producer).Email("links").OfferMany(ctx, "a@example.com", "b@example.com"); err != nil {
 		t.Fatal(err)
 	}
 	request.End()
@@ -284,7 +284,7 @@ func TestTraceLinks(t *testing.T) {
 	untraced := lockrt.New(rdb, lockrt.WithObserver(lockotel.New(noop.NewTracerProvider())))
 	defer untraced.Close()
 	q := shopops.NewQueues(untraced).Email("plain")
-	if err := q.Offer(context.Background(), "c@example.com"); err != nil {
+	if _, err := q.Offer(context.Background(), "c@example.com"); err != nil {
 		t.Fatal(err)
 	}
 	vals, err := rdb.HVals(context.Background(), q.Key()+":data").Result()

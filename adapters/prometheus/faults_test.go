@@ -95,7 +95,7 @@ lockgen_pubsub_resubscribed_total 1
 		t.Errorf("lockgen_timer_retries_total{object=\"Email\"} = %v, want at least 1", v)
 	}
 	rdb.Del(ctx, k+":delayed")
-	if err := email.OfferIn(ctx, "late@example.com", 10*time.Millisecond); err != nil {
+	if _, err := email.OfferIn(ctx, "late@example.com", 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if v := <-taken; v != "late@example.com" {

@@ -60,7 +60,7 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	email := shopops.NewQueues(rt).Email("acme")
-	if err := email.Offer(ctx, "gone@example.com"); err != nil {
+	if _, err := email.Offer(ctx, "gone@example.com"); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -70,7 +70,7 @@ func TestMetrics(t *testing.T) {
 		}
 		d.Nack(ctx, errors.New("550"))
 	}
-	if err := email.OfferMany(ctx, "a@example.com", "b@example.com"); err != nil {
+	if _, err := email.OfferMany(ctx, "a@example.com", "b@example.com"); err != nil {
 		t.Fatal(err)
 	}
 	d, err := email.Take(ctx)
@@ -190,7 +190,7 @@ func TestLateness(t *testing.T) {
 			t.Errorf("%d observations under %gs; want none", b.GetCumulativeCount(), b.GetUpperBound())
 		}
 	}
-	if err := email.OfferIn(ctx, "soon@example.com", 10*time.Millisecond); err != nil {
+	if _, err := email.OfferIn(ctx, "soon@example.com", 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {

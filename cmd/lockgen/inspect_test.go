@@ -88,7 +88,7 @@ func TestInspectQueueActions(t *testing.T) {
 	defer rt.Close()
 	ctx := context.Background()
 	q := shopqueues.NewQueues(rt).OrderClose()
-	if err := q.Offer(ctx, orders.CloseRequest{OrderID: 1}); err != nil {
+	if _, err := q.Offer(ctx, orders.CloseRequest{OrderID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for range 5 { // maxDeliveries 5: the fifth Nack dead-letters it
@@ -101,7 +101,7 @@ func TestInspectQueueActions(t *testing.T) {
 		}
 	}
 	for i := range 2 {
-		if err := q.Offer(ctx, orders.CloseRequest{OrderID: int64(i + 2)}); err != nil {
+		if _, err := q.Offer(ctx, orders.CloseRequest{OrderID: int64(i + 2)}); err != nil {
 			t.Fatal(err)
 		}
 	}

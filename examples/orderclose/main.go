@@ -113,7 +113,7 @@ func run(ctx context.Context) error {
 	queues := shopqueues.NewQueues(web)
 	for id := int64(1); id <= 4; id++ {
 		req := orders.CloseRequest{OrderID: id, CreatedAt: time.Now()}
-		if err := queues.OrderClose().OfferIn(ctx, req, closeAfter); err != nil {
+		if _, err := queues.OrderClose().OfferIn(ctx, req, closeAfter); err != nil {
 			return err
 		}
 		say("order %d created; close request due in %v", id, closeAfter)
@@ -130,7 +130,7 @@ func run(ctx context.Context) error {
 	}
 
 	fmt.Println("== every process stops while a request comes due; the next one to start delivers it")
-	if err := queues.OrderClose().OfferIn(ctx, orders.CloseRequest{OrderID: 5, CreatedAt: time.Now()}, closeAfter); err != nil {
+	if _, err := queues.OrderClose().OfferIn(ctx, orders.CloseRequest{OrderID: 5, CreatedAt: time.Now()}, closeAfter); err != nil {
 		return err
 	}
 	say("order 5 created")

@@ -304,6 +304,9 @@ func (g *generator) queueDoc(q *queue) string {
 	facts := kind + " of " + q.payloadDoc() + " on key " + keyDoc(g.spec.Namespace, q.Object)
 	if q.Reliable != nil {
 		facts += fmt.Sprintf(",\nvisibility %s, at most %d deliveries", humanDuration(q.Reliable.Visibility), q.Reliable.MaxDeliveries)
+		if q.Reliable.Dedupe > 0 {
+			facts += fmt.Sprintf(", dedupe keys kept %s", humanDuration(q.Reliable.Dedupe))
+		}
 	}
 	return doc + "\n\n" + facts + "."
 }
@@ -327,6 +330,9 @@ func (g *generator) renderQueue(f *jen.File, q *queue) {
 			field("Visibility", durationExpr(r.Visibility)),
 			field("MaxDeliveries", jen.Lit(r.MaxDeliveries)),
 		)
+		if r.Dedupe > 0 {
+			def = append(def, field("Dedupe", durationExpr(r.Dedupe)))
+		}
 	}
 	def = append(def, field("Scripts", jen.Op("&").Id(queueScriptsVar)))
 	f.Var().Defs(

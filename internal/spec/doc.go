@@ -163,6 +163,13 @@
 //	                      maxDeliveries            How many deliveries before
 //	                                               the item is dead-lettered;
 //	                                               at least 1. Default 5.
+//	                      dedupe                   How long an Enqueue under a
+//	                                               dedupe key (lockrt.Dedupe)
+//	                                               keeps its key: a repeat
+//	                                               within it adds nothing and
+//	                                               returns the first item's id.
+//	                                               Positive. Default: none
+//	                                               (lockrt.Dedupe is refused).
 //	                    Without reliable, a taken item is gone.
 //
 // Numbers are whole numbers written without quotes, at most 2147483647.

@@ -98,7 +98,7 @@ var Kinds = []*Kind{
 		Example: `OrderClose: { key: "order-close", payload: example.com/orders.CloseRequest }`,
 		Fields: fieldsOf(Field{"payload", Breaking}, Field{"codec", Breaking}, Field{"delay", Behaviour},
 			Field{"reliable", Behaviour}),
-		Extra:     map[string][]string{"reliable": {"visibility", "maxDeliveries"}},
+		Extra:     map[string][]string{"reliable": {"visibility", "maxDeliveries", "dedupe"}},
 		SpecField: "Queues",
 		parse:     parseQueue,
 	},

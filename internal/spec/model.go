@@ -223,4 +223,5 @@ func (t PayloadType) String() string {
 type Reliable struct {
 	Visibility    time.Duration `spec:"visibility"`
 	MaxDeliveries int           `spec:"maxDeliveries"`
+	Dedupe        time.Duration `spec:"dedupe"` // 0: none
 }

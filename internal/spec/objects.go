@@ -154,6 +154,9 @@ func parseQueue(p *parser, s *Spec, k *Kind, e entry) {
 			if v, ok := rf.integer("maxDeliveries", 1); ok {
 				q.Reliable.MaxDeliveries = v
 			}
+			if v, ok := rf.duration("dedupe", false); ok {
+				q.Reliable.Dedupe = v
+			}
 		}
 	}
 	k.append(s, q)

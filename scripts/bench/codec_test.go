@@ -22,7 +22,7 @@ func TestProtobufPoison(t *testing.T) {
 	defer cancel()
 	c := queueClients(t, 1)[0]
 	q := benchqueues.NewQueues(c).Proto(fmt.Sprint(time.Now().UnixNano()))
-	if err := q.Offer(ctx, wrapperspb.String("first")); err != nil {
+	if _, err := q.Offer(ctx, wrapperspb.String("first")); err != nil {
 		t.Fatal(err)
 	}
 	// Not the wire format of a StringValue (field 1 with a bad length),
@@ -36,7 +36,7 @@ func TestProtobufPoison(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := q.Offer(ctx, wrapperspb.String("second")); err != nil {
+	if _, err := q.Offer(ctx, wrapperspb.String("second")); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"first", "second"} {

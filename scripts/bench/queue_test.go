@@ -124,7 +124,8 @@ func BenchmarkQueueThroughput(b *testing.B) {
 			}()
 		}
 		produceJobs(b, b.N, func(p int, j benchqueues.Job) error {
-			return benchqueues.NewQueues(pc[p]).Acked(run).Offer(ctx, j)
+			_, err := benchqueues.NewQueues(pc[p]).Acked(run).Offer(ctx, j)
+			return err
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
@@ -190,7 +191,8 @@ func BenchmarkQueueThroughput(b *testing.B) {
 			}()
 		}
 		produceJobs(b, b.N, func(p int, j benchqueues.Job) error {
-			return benchqueues.NewQueues(pc[p]).Acked(run).Offer(ctx, j)
+			_, err := benchqueues.NewQueues(pc[p]).Acked(run).Offer(ctx, j)
+			return err
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")

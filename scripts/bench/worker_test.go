@@ -84,7 +84,8 @@ func lockgenWorkerRound(b *testing.B) workerRound {
 	}()
 	produceJobs(b, workerItems, func(p int, j benchqueues.Job) error {
 		j.Due = time.Now().UnixNano()
-		return benchqueues.NewQueues(pc[p]).Acked(run).Offer(context.Background(), j)
+		_, err := benchqueues.NewQueues(pc[p]).Acked(run).Offer(context.Background(), j)
+		return err
 	})
 	r := lat.round(b, start)
 	stop()

@@ -378,7 +378,7 @@ func (h *harness) produce(ctx context.Context, addrs []string) {
 		msg := "m" + strconv.Itoa(seq)
 		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		tcall := mono()
-		err := q.Offer(octx, msg)
+		_, err := q.Offer(octx, msg)
 		cancel()
 		h.record(Event{T: mono(), TCall: tcall, Ev: evOffer, Obj: objJobs, Msg: msg, Err: errString(err)})
 		sleep(ctx, 20*time.Millisecond)

@@ -326,7 +326,7 @@ func (w *worker) offerLoop(ctx context.Context, q *lockrt.ReliableQueue[string])
 	for seq := 1; ctx.Err() == nil; seq++ {
 		msg := fmt.Sprintf("%s-o%d", w.id, seq)
 		tcall := mono()
-		err := release(ctx, func(ctx context.Context) error { return q.Offer(ctx, msg) })
+		err := release(ctx, func(ctx context.Context) error { _, err := q.Offer(ctx, msg); return err })
 		w.emit(Event{T: mono(), TCall: tcall, Ev: evOffer, Obj: objJobs, Msg: msg, Err: errString(err)})
 		think(ctx)
 	}

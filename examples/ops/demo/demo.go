@@ -78,7 +78,7 @@ func populate(ctx context.Context, billing, reports *lockrt.Client) error {
 		}
 	}
 	email := shopops.NewQueues(billing).Email("acme")
-	if err := email.Offer(ctx, "gone@example.com"); err != nil {
+	if _, err := email.Offer(ctx, "gone@example.com"); err != nil {
 		return err
 	}
 	for range 2 { // maxDeliveries 2: the second Nack dead-letters it
@@ -91,11 +91,11 @@ func populate(ctx context.Context, billing, reports *lockrt.Client) error {
 		}
 	}
 	for _, to := range []string{"ann@example.com", "bob@example.com", "cy@example.com"} {
-		if err := email.Offer(ctx, to); err != nil {
+		if _, err := email.Offer(ctx, to); err != nil {
 			return err
 		}
 	}
-	if err := email.OfferIn(ctx, "dee@example.com", time.Hour); err != nil {
+	if _, err := email.OfferIn(ctx, "dee@example.com", time.Hour); err != nil {
 		return err
 	}
 	_, err := email.Take(ctx) // in flight, never acknowledged here

@@ -229,6 +229,7 @@ type QueueDef struct {
 	Reliable      bool          // deliveries are acknowledged
 	Visibility    time.Duration // reliable: how long a delivery stays hidden before it is redelivered
 	MaxDeliveries int           // reliable: deliveries before an item is dead-lettered
+	Dedupe        time.Duration // reliable: how long a dedupe key lives (0: none)
 	Scripts       *QueueScripts
 }
 

@@ -39,7 +39,7 @@ func NewQueues(c *lockrt.Client) *Queues {
 // Audit returns the Audit queue.
 //
 // Reliable queue of shopqueues.Event on key shop:{Audit:audit},
-// visibility 1m, at most 5 deliveries.
+// visibility 1m, at most 5 deliveries, dedupe keys kept 24h.
 func (q *Queues) Audit() *lockrt.ReliableQueue[Event] {
 	return q.audit
 }
@@ -51,6 +51,7 @@ var (
 		Reliable:      true,
 		Visibility:    time.Minute,
 		MaxDeliveries: 5,
+		Dedupe:        24 * time.Hour,
 		Scripts:       &queueScripts,
 	}
 )

@@ -13,7 +13,7 @@ func use(ctx context.Context, c *lockrt.Client) error {
 		return err
 	}
 	queues := NewQueues(c)
-	if err := queues.OrderClose().OfferIn(ctx, orders.CloseRequest{OrderID: 42}, 30*time.Minute); err != nil {
+	if _, err := queues.OrderClose().OfferIn(ctx, orders.CloseRequest{OrderID: 42}, 30*time.Minute); err != nil {
 		return err
 	}
 	d, err := queues.OrderClose().Take(ctx)
@@ -55,8 +55,10 @@ func use(ctx context.Context, c *lockrt.Client) error {
 		return err
 	}
 	_ = bodies
-	if err := queues.Audit().Offer(ctx, Event{Kind: "login"}); err != nil {
+	id, err := queues.Audit().Enqueue(ctx, Event{Kind: "login"}, lockrt.Dedupe("login-1")) // the spec's dedupe window
+	if err != nil {
 		return err
 	}
+	_ = id
 	return queues.Thumbnails(3).OfferAt(ctx, []byte{1, 2}, time.Now().Add(time.Minute))
 }
