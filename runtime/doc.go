@@ -112,9 +112,15 @@
 // background: the owner leaves the lock's registry and gives back what
 // the script may have taken (a claim's deliveries come back when their
 // visibility runs out). A failed wait's leave is waited for the same 50
-// ms at most, then goes on in the background under ReleaseTimeout. A
+// ms at most, then goes on in the background under ReleaseTimeout. So do
+// a RedLock's attempts, a blocking Take (an item a plain queue's BLPOP
+// took after its caller gave up goes back to the head of the queue), the
+// limiter's calls, a latch's Await, and the reads (IsLocked, HoldCount,
+// TTL, Available, Capacity, Count, Len, Stats, Peek, DeadLetters). A
 // re-entry's attempt is not bounded so (an abandoned re-entry cannot be
-// told from a finished one without its reply).
+// told from a finished one without its reply), nor are the calls that
+// change state and must learn their outcome (releases, CountDown, Ack,
+// Nack, Offer: up to ReleaseTimeout, see resolve).
 //
 // # Exactly one effect
 //

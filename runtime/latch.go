@@ -99,7 +99,7 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 // Count returns the latch's count: 0 when open, the spec's count when not
 // set. It returns a Redis error when Redis fails.
 func (l *Latch) Count(ctx context.Context) (int, error) {
-	v, err := l.c.rdb.Get(ctx, l.key).Result()
+	v, err := readValue(ctx, func() (string, error) { return l.c.rdb.Get(ctx, l.key).Result() })
 	if errors.Is(err, redis.Nil) {
 		return l.def.Count, nil
 	}
@@ -158,7 +158,7 @@ func (l *Latch) open(ctx context.Context) (bool, error) {
 	if err := l.c.checkOpen(); err != nil {
 		return false, err
 	}
-	v, err := l.c.rdb.Get(ctx, l.key).Result()
+	v, err := readValue(ctx, func() (string, error) { return l.c.rdb.Get(ctx, l.key).Result() })
 	switch {
 	case errors.Is(err, redis.Nil):
 		return false, nil

@@ -480,8 +480,10 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // IsLocked reports whether anyone holds the lock, or returns a Redis error.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	n, err := l.c.rdb.Exists(ctx, l.key).Result()
-	return n == 1, err
+	return readValue(ctx, func() (bool, error) {
+		n, err := l.c.rdb.Exists(ctx, l.key).Result()
+		return n == 1, err
+	})
 }
 
 // HoldCount returns how many holds the owner carried by ctx (a lease's
@@ -498,7 +500,7 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	return l.holdCount(ctx, owner)
+	return readValue(ctx, func() (int, error) { return l.holdCount(ctx, owner) })
 }
 
 // IsHeldBy reports whether the owner carried by ctx holds the lock (see
@@ -552,11 +554,13 @@ func (l *Lock) holdCount(ctx context.Context, owner string) (int, error) {
 // TTL returns the time left on the lock's lease, 0 when it is not held, or
 // a Redis error.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	d, err := l.c.rdb.PTTL(ctx, l.key).Result()
-	if err != nil || d < 0 {
-		return 0, err
-	}
-	return d, nil
+	return readValue(ctx, func() (time.Duration, error) {
+		d, err := l.c.rdb.PTTL(ctx, l.key).Result()
+		if err != nil || d < 0 {
+			return 0, err
+		}
+		return d, nil
+	})
 }
 
 // Lease is one hold of a lock, returned by Lock and TryLock. Its Context

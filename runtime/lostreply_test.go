@@ -474,6 +474,8 @@ func TestDeadlinesWhenUnreachable(t *testing.T) {
 	lk := c.Lock(def(t, lockrt.Reentrant, 5*time.Second, true, time.Minute), key(t, "lock"))
 	s := c.Semaphore(semDef(t, 2, 5*time.Second, true, time.Minute), key(t, "sem"))
 	q := lockrt.NewReliableQueue(c, queueDef(t, false, 5*time.Second, 3), lockrt.JSON[int]{}, key(t, "queue"))
+	lt := c.Latch(latchDef(t, 3, time.Minute), key(t, "latch"))
+	pq := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "plain"))
 	silentNodes := make([]*lockrt.Client, 3)
 	for i := range silentNodes {
 		rdb := redis.NewClient(&redis.Options{Addr: silent(t)})
@@ -491,7 +493,19 @@ func TestDeadlinesWhenUnreachable(t *testing.T) {
 		"TryTake":    func(ctx context.Context) error { _, err := q.TryTake(context.Background(), budget); return err },
 		"TakeWithin": func(ctx context.Context) error { _, err := q.Take(ctx); return err },
 		"RedLock":    func(ctx context.Context) error { _, err := red.Lock(ctx); return err },
-		"RedTryLock": func(ctx context.Context) error { _, err := red.TryLock(context.Background(), budget); return err },
+		// Reads and waits that change nothing.
+		"IsLocked":     func(ctx context.Context) error { _, err := lk.IsLocked(ctx); return err },
+		"TTL":          func(ctx context.Context) error { _, err := lk.TTL(ctx); return err },
+		"Available":    func(ctx context.Context) error { _, err := s.Available(ctx); return err },
+		"LatchCount":   func(ctx context.Context) error { _, err := lt.Count(ctx); return err },
+		"Await":        func(ctx context.Context) error { return lt.Await(ctx) },
+		"Len":          func(ctx context.Context) error { _, err := q.Len(ctx); return err },
+		"PlainTake":    func(ctx context.Context) error { _, err := pq.Take(ctx); return err },
+		"PlainTryTake": func(ctx context.Context) error { _, err := pq.TryTake(context.Background(), budget); return err },
+		"Stats":        func(ctx context.Context) error { _, err := q.Stats(ctx); return err },
+		"Peek":         func(ctx context.Context) error { _, err := q.Peek(ctx); return err },
+		"DeadLetters":  func(ctx context.Context) error { _, err := q.DeadLetters(ctx, 1); return err },
+		"RedTryLock":   func(ctx context.Context) error { _, err := red.TryLock(context.Background(), budget); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -1009,4 +1023,44 @@ func TestLimiterDeadlinesWhenUnreachable(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestPlainTakeGivesBack: a plain queue's blocking Take whose caller gave
+// up (its wait and cleanUpWait passed) while Redis had not answered puts
+// the item the BLPOP took later back at the head of the queue: Redis is
+// paused (CLIENT PAUSE WRITE) past the wait, then pops the item.
+func TestPlainTakeGivesBack(t *testing.T) {
+	t.Parallel()
+	b := backends()[0]
+	ctx := withTimeout(t, 30*time.Second)
+	c := newClient(t, b)
+	q := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t))
+	if err := q.OfferMany(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Redis().Ping(ctx).Err(); err != nil { // a connection made before the pause
+		t.Fatal(err)
+	}
+	admin := redis.NewClient(&redis.Options{Addr: single.Addr})
+	defer admin.Close()
+	if err := admin.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(ctx, "client", "pause", 600, "write").Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := q.TryTake(ctx, 100*time.Millisecond)
+	if !errors.Is(err, lockrt.ErrEmpty) {
+		t.Fatalf("TryTake during the pause = %v, want ErrEmpty", err)
+	}
+	if took := time.Since(start); took > 100*time.Millisecond+deadlineSlack {
+		t.Errorf("TryTake returned after %v", took)
+	}
+	// The pause ends, the BLPOP pops 1, and the runtime gives it back.
+	eventually(t, failAfter, func() bool { return cmdCalls(t, admin)["blpop"] >= 1 }, "the BLPOP did not run after the pause")
+	eventually(t, failAfter, func() bool {
+		vs, err := q.PeekN(ctx, 3)
+		return err == nil && slices.Equal(vs, []int{1, 2})
+	}, "the item taken after the caller gave up did not come back first")
 }

@@ -227,14 +227,51 @@ func attemptContext(ctx context.Context, bounded bool, end time.Time) (context.C
 // stopped or partitioned server, or one that accepts and never answers,
 // holds the call for its DialTimeout, 5 s).
 func within[T any](ctx context.Context, call func() T) (v T, ok bool) {
+	return withinOr(ctx, call, nil)
+}
+
+// withinOr is within, and late (if not nil) runs on call's result, in
+// call's goroutine, when ctx ended first: it hands back what the call
+// took after its caller gave up (a blocking pop's item).
+func withinOr[T any](ctx context.Context, call func() T, late func(T)) (v T, ok bool) {
 	done := make(chan T, 1)
-	go func() { done <- call() }()
+	go func() {
+		r := call()
+		done <- r
+	}()
 	select {
 	case v = <-done:
 		return v, true
 	case <-ctx.Done():
+		if late != nil {
+			go func() { late(<-done) }()
+		}
 		return v, false
 	}
+}
+
+// readValue returns f's result, f being a read (one round trip, or one
+// pipeline) that changes nothing; or, once ctx ends first, ctx's error,
+// leaving f to finish alone: a read keeps its caller's deadline also when
+// the server stops answering (see within). A context that never ends
+// costs no goroutine.
+func readValue[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return f()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	r, ok := within(ctx, func() result {
+		v, err := f()
+		return result{v, err}
+	})
+	if !ok {
+		var zero T
+		return zero, ctx.Err()
+	}
+	return r.v, r.err
 }
 
 // lateCmd is the result of a command within gave up on: ctx's error.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -261,13 +262,29 @@ func emptyError(ctx context.Context) error {
 // Transient errors (see transient) do not end the wait: it retries after
 // a backoff, and when the wait ends meanwhile its error also matches the
 // last one.
-func (q *queue) block(ctx context.Context, end time.Time, cmd func(timeout string) []any) (any, error) {
-	return q.blockAt(ctx, end, 0, cmd)
+//
+// The wait keeps its end (ctx's deadline, or end) plus cleanUpWait also
+// when the server stops answering: the command then goes on alone, and
+// giveBack (if not nil) hands back what it took should it still reply
+// (see withinOr).
+func (q *queue) block(ctx context.Context, end time.Time, cmd func(timeout string) []any, giveBack func(any)) (any, error) {
+	return q.blockAt(ctx, end, 0, cmd, giveBack)
 }
 
 // blockAt is block for a command whose first key is its argument keyPos
 // (0: where the command's COMMAND info says), such as BLMPOP's 3.
-func (q *queue) blockAt(ctx context.Context, end time.Time, keyPos int8, cmd func(timeout string) []any) (any, error) {
+func (q *queue) blockAt(ctx context.Context, end time.Time, keyPos int8, cmd func(timeout string) []any, giveBack func(any)) (any, error) {
+	// wctx bounds each blocking command: the wait's end (or ctx's
+	// deadline) and cleanUpWait, for the reply of a block that ends then.
+	wctx := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok && (end.IsZero() || dl.Before(end)) {
+		end = dl
+	}
+	if !end.IsZero() {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(wctx, end.Add(cleanUpWait))
+		defer cancel()
+	}
 	var lastErr error
 	for retries := 0; ; {
 		if err := q.c.checkOpen(); err != nil {
@@ -290,7 +307,22 @@ func (q *queue) blockAt(ctx context.Context, end time.Time, keyPos int8, cmd fun
 		if keyPos > 0 {
 			c.SetFirstKeyPos(keyPos)
 		}
-		_ = q.c.rdb.Process(bctx, c)
+		run := func() *redis.Cmd {
+			_ = q.c.rdb.Process(bctx, c)
+			return c
+		}
+		if wctx.Done() != nil {
+			var ok bool
+			if _, ok = withinOr(wctx, run, func(c *redis.Cmd) {
+				if res, err := c.Result(); err == nil && giveBack != nil {
+					giveBack(res)
+				}
+			}); !ok {
+				return nil, lastError(emptyError(ctx), lastErr)
+			}
+		} else {
+			run()
+		}
 		res, err := c.Result()
 		switch {
 		case errors.Is(err, redis.Nil):
@@ -319,6 +351,30 @@ func (q *queue) blockAt(ctx context.Context, end time.Time, keyPos int8, cmd fun
 	}
 }
 
+// giveBack puts what a plain queue's blocking pop took after its caller
+// gave up (a BLPOP's or BLMPOP's reply) back at the head of the queue, in
+// its order: best effort, under a release context.
+func (q *queue) giveBack(res any) {
+	kv, ok := res.([]any)
+	if !ok || len(kv) != 2 {
+		return
+	}
+	var items []any
+	switch v := kv[1].(type) {
+	case string:
+		items = []any{v}
+	case []any:
+		items = v
+	}
+	if len(items) == 0 {
+		return
+	}
+	slices.Reverse(items) // LPUSH puts its last argument first
+	ctx, cancel := releaseContext(context.Background())
+	defer cancel()
+	_ = q.c.rdb.LPush(ctx, q.key, items...).Err() // a plain queue's items are at most once
+}
+
 // pop takes the first ready body of a plain queue, waiting until end
 // (zero: as long as ctx allows) unless once.
 func (q *queue) pop(ctx context.Context, end time.Time, once bool) ([]byte, error) {
@@ -335,7 +391,7 @@ func (q *queue) pop(ctx context.Context, end time.Time, once bool) ([]byte, erro
 		}
 		return b, nil
 	}
-	res, err := q.block(ctx, end, func(timeout string) []any { return []any{"blpop", q.key, timeout} })
+	res, err := q.block(ctx, end, func(timeout string) []any { return []any{"blpop", q.key, timeout} }, q.giveBack)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +422,7 @@ func (q *queue) popN(ctx context.Context, end time.Time, once bool, n int) ([][]
 	}
 	res, err := q.blockAt(ctx, end, 3, func(timeout string) []any {
 		return []any{"blmpop", timeout, 1, q.key, "left", "count", n}
-	})
+	}, q.giveBack)
 	if err != nil {
 		return nil, err
 	}
@@ -401,14 +457,13 @@ func (q *queue) peek(ctx context.Context, n int) ([][]byte, error) {
 	if err := q.c.checkOpen(); err != nil {
 		return nil, err
 	}
-	var res []string
-	var err error
-	if q.def.Reliable {
-		// queue_peek reply: {string...}
-		res, err = q.c.eval(ctx, q.def.Scripts.Peek, q.keys, q.c.publishCmd(), n).StringSlice()
-	} else {
-		res, err = q.c.rdb.LRange(ctx, q.key, 0, int64(n)-1).Result()
-	}
+	res, err := readValue(ctx, func() ([]string, error) {
+		if q.def.Reliable {
+			// queue_peek reply: {string...}
+			return q.c.eval(ctx, q.def.Scripts.Peek, q.keys, q.c.publishCmd(), n).StringSlice()
+		}
+		return q.c.rdb.LRange(ctx, q.key, 0, int64(n)-1).Result()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("lockgen: peeking at %s: %w", q.key, err)
 	}
@@ -543,7 +598,7 @@ type QueueStats struct {
 }
 
 func (q *queue) len(ctx context.Context) (int64, error) {
-	n, err := q.c.rdb.LLen(ctx, q.key).Result()
+	n, err := readValue(ctx, func() (int64, error) { return q.c.rdb.LLen(ctx, q.key).Result() })
 	if err != nil {
 		return 0, fmt.Errorf("lockgen: length of %s: %w", q.key, err)
 	}
@@ -551,15 +606,19 @@ func (q *queue) len(ctx context.Context) (int64, error) {
 }
 
 func (q *queue) stats(ctx context.Context) (QueueStats, error) {
-	pipe := q.c.rdb.Pipeline()
-	ready := pipe.LLen(ctx, q.keys[kReady])
-	delayed := pipe.ZCard(ctx, q.keys[kDelayed])
-	inflight := pipe.ZCard(ctx, q.keys[kInflight])
-	dead := pipe.LLen(ctx, q.keys[kDead])
-	if _, err := pipe.Exec(ctx); err != nil {
+	st, err := readValue(ctx, func() (QueueStats, error) {
+		pipe := q.c.rdb.Pipeline()
+		ready := pipe.LLen(ctx, q.keys[kReady])
+		delayed := pipe.ZCard(ctx, q.keys[kDelayed])
+		inflight := pipe.ZCard(ctx, q.keys[kInflight])
+		dead := pipe.LLen(ctx, q.keys[kDead])
+		_, err := pipe.Exec(ctx)
+		return QueueStats{Ready: ready.Val(), Delayed: delayed.Val(), InFlight: inflight.Val(), Dead: dead.Val()}, err
+	})
+	if err != nil {
 		return QueueStats{}, fmt.Errorf("lockgen: stats of %s: %w", q.key, err)
 	}
-	return QueueStats{Ready: ready.Val(), Delayed: delayed.Val(), InFlight: inflight.Val(), Dead: dead.Val()}, nil
+	return st, nil
 }
 
 // DeadLetter is an item on a queue's dead-letter list.
@@ -580,7 +639,9 @@ func deadLetters[T any](ctx context.Context, q *queue, codec Codec[T], n int) ([
 		return nil, fmt.Errorf("%w: %d dead letters", ErrInvalidArgument, n)
 	}
 	// queue_dead reply: {string...}
-	res, err := q.c.eval(ctx, q.def.Scripts.Dead, q.keys, q.c.publishCmd(), 0, n).StringSlice()
+	res, err := readValue(ctx, func() ([]string, error) {
+		return q.c.eval(ctx, q.def.Scripts.Dead, q.keys, q.c.publishCmd(), 0, n).StringSlice()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("lockgen: dead letters of %s: %w", q.key, err)
 	}

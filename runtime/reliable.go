@@ -273,7 +273,7 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) 
 		}
 		res, err := q.q.block(ctx, end, func(timeout string) []any {
 			return []any{"blmove", q.q.keys[kReady], q.q.keys[kProc], "left", "right", timeout}
-		})
+		}, nil) // an id moved after the caller gave up comes back as a crashed consumer's does (queue_move)
 		if err != nil {
 			return nil, err
 		}

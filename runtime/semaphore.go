@@ -336,7 +336,9 @@ func (s *Semaphore) Capacity(ctx context.Context) (int, error) {
 
 func (s *Semaphore) state(ctx context.Context) (capacity, held int, err error) {
 	// semaphore_state reply: {int, int}
-	res, err := s.c.eval(ctx, s.def.Scripts.State, []string{s.key, s.counts(), s.capacity()}, s.def.Permits).Int64Slice()
+	res, err := readValue(ctx, func() ([]int64, error) {
+		return s.c.eval(ctx, s.def.Scripts.State, []string{s.key, s.counts(), s.capacity()}, s.def.Permits).Int64Slice()
+	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("lockgen: reading %s: %w", s.key, err)
 	}
