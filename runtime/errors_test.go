@@ -37,7 +37,7 @@ func TestBlockingCallsRideOutOutage(t *testing.T) {
 	}
 	latch := latchDef(t, 1, time.Minute)
 	qd := queueDef(t, false, time.Minute, 5)
-	results := make(chan string, 4)
+	results := make(chan string, 5)
 	run := func(what string, f func(ctx context.Context) error) {
 		go func() {
 			ctx, cancel := context.WithTimeout(bg, 20*time.Second)
@@ -66,17 +66,34 @@ func TestBlockingCallsRideOutOutage(t *testing.T) {
 		_, err := lockrt.NewReliableQueue(qc, qd, lockrt.JSON[string]{}, key(t, "queue")).Take(ctx)
 		return err
 	})
+
 	// All four wait.
 	waitWaiting(t, lc, lk, 1, 1)
 	waitWaiting(t, sc, sk, 1, 1)
 	waitAwaiting(t, lak, ac)
 	waitBlocked(t, qc.Redis())
+
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := holder.Lock(ld, key(t, "other")).TryLock(bg, 0); err == nil || errors.Is(err, lockrt.ErrNotObtained) {
 		t.Errorf("TryLock without a wait while Redis is down: %v, want the connection error", err)
 	}
+	// A Take without a deadline that begins during the outage rides it
+	// out too (its claim's transient error was returned at once: the wait
+	// had no end to retry within).
+	qc2 := namedClient(t, b)
+	failed := &failCounter{}
+	qc2.Redis().AddHook(failed)
+	go func() {
+		_, err := lockrt.NewReliableQueue(qc2, qd, lockrt.JSON[string]{}, key(t, "queue")).Take(bg)
+		if err != nil {
+			results <- "Take without a deadline: " + err.Error()
+			return
+		}
+		results <- ""
+	}()
+	eventually(t, failAfter, func() bool { return failed.n.Load() > 0 }, "the Take did not try during the outage")
 	time.Sleep(2 * lease) // every waiter's fallback timer fires during the outage
 	if err := n.Restart(); err != nil {
 		t.Fatal(err)
@@ -85,14 +102,31 @@ func TestBlockingCallsRideOutOutage(t *testing.T) {
 	if _, err := holder.Latch(latch, key(t, "latch")).CountDown(bg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lockrt.NewReliableQueue(holder, qd, lockrt.JSON[string]{}, key(t, "queue")).Offer(bg, "x"); err != nil {
+	if _, err := lockrt.NewReliableQueue(holder, qd, lockrt.JSON[string]{}, key(t, "queue")).OfferMany(bg, "x", "y"); err != nil {
 		t.Fatal(err)
 	}
-	for range 4 {
+	for range 5 {
 		if r := <-results; r != "" {
 			t.Errorf("a blocking call ended with the outage: %s", r)
 		}
 	}
+}
+
+// failCounter counts the commands of a client that failed.
+type failCounter struct{ n atomic.Int64 }
+
+func (h *failCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *failCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && !errors.Is(err, redis.Nil) {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+func (h *failCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // TestWaitEndsWithLastError: a wait that ends while Redis is unreachable

@@ -243,7 +243,7 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) 
 		if wait == 0 {
 			cend = time.Time{}
 		}
-		ds, err := q.q.claimAgain(ctx, cend, id, n)
+		ds, err := q.q.claimAgain(ctx, cend, wait != 0, id, n)
 		if err != nil {
 			return nil, err
 		}
@@ -320,18 +320,19 @@ func (d *delivery) settledError(ack bool) (bool, error) {
 
 // claimAgain is claim, sent again as the same operation while it fails
 // with a transient error (Redis unreachable, or no reply after go-redis'
-// retries) and end allows: a run that happened answers its deliveries
-// (see queue_take's record), so a Take rides an outage out, as every
-// other blocking call does, and finds what a lost reply claimed.
-func (q *queue) claimAgain(ctx context.Context, end time.Time, id string, n int) ([]*delivery, error) {
+// retries), when the caller waits (wait) and end (zero: none) allows: a
+// run that happened answers its deliveries (see queue_take's record), so
+// a Take rides an outage out, as every other blocking call does, and
+// finds what a lost reply claimed.
+func (q *queue) claimAgain(ctx context.Context, end time.Time, wait bool, id string, n int) ([]*delivery, error) {
 	op := &markedArg{s: q.c.newSharedOp()}
 	for retries := 0; ; retries++ {
 		ds, err := q.claim(ctx, end, id, n, op)
-		if err == nil || !transient(err) || end.IsZero() {
+		if err == nil || !transient(err) || !wait {
 			return ds, err
 		}
 		d := retryBackoff(retries)
-		if time.Until(end) < d {
+		if !end.IsZero() && time.Until(end) < d {
 			return nil, err
 		}
 		t := time.NewTimer(d)
