@@ -30,8 +30,6 @@
 package inspect
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -45,7 +43,6 @@ import (
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/runtime/lockimpl"
-	"github.com/lockgen/lockgen/templates"
 )
 
 // Errors of the package, matchable with errors.Is.
@@ -266,55 +263,35 @@ func checkValue(t, v string) error {
 	return nil
 }
 
-// script returns a template as the runtime runs it.
-func script(name string) *lockimpl.Script {
-	src, err := templates.Source(name)
-	if err != nil {
-		// The templates are embedded in this binary with the kind table
-		// that names them; a missing one is a build defect.
-		panic(err)
+// lockScripts returns the runtime's scripts of a lock of the spec's kind
+// (a RedLock's are its own).
+func lockScripts(k spec.LockKind, kind lockimpl.LockKind) *lockimpl.LockScripts {
+	if k == spec.RedLock {
+		return lockimpl.Scripts().RedLocks()
 	}
-	sum := sha1.Sum([]byte(src))
-	return &lockimpl.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
-}
-
-func scriptOrNil(name string) *lockimpl.Script {
-	if name == "" {
-		return nil
-	}
-	return script(name)
+	return lockimpl.Scripts().Locks(kind)
 }
 
 // lockDef returns the runtime definition of a lock object.
 func lockDef(l *spec.Lock) *lockimpl.LockDef {
-	set := templates.Locks[string(l.Kind)]
 	kind := map[spec.LockKind]lockimpl.LockKind{
 		spec.Reentrant: lockimpl.Reentrant, spec.Simple: lockimpl.Simple, spec.Fair: lockimpl.Fair,
 		spec.ReadWrite: lockimpl.ReadWrite, spec.Fenced: lockimpl.Fenced, spec.RedLock: lockimpl.Simple,
 	}[l.Kind]
 	return &lockimpl.LockDef{
 		Name: l.Name, Kind: kind, Lease: l.Lease, Renew: l.Renew, Wait: l.Wait,
-		Scripts: &lockimpl.LockScripts{
-			Acquire: script(set.Acquire), Release: script(set.Release), Renew: script(set.Renew),
-			ForceUnlock:  script(set.ForceUnlock),
-			MultiAcquire: scriptOrNil(set.MultiAcquire), MultiRelease: scriptOrNil(set.MultiRelease),
-		},
+		Scripts: lockScripts(l.Kind, kind),
 	}
 }
 
 func semaphoreDef(s *spec.Semaphore) *lockimpl.SemaphoreDef {
-	set := templates.Semaphore
 	return &lockimpl.SemaphoreDef{
 		Name: s.Name, Permits: s.Permits, Lease: s.Lease, Renew: s.Renew, Wait: s.Wait,
-		Scripts: &lockimpl.SemaphoreScripts{
-			Acquire: script(set.Acquire), Release: script(set.Release), Renew: script(set.Renew),
-			State: script(set.State), Capacity: script(set.Capacity),
-		},
+		Scripts: lockimpl.Scripts().Semaphores(),
 	}
 }
 
 func limiterDef(l *spec.Limiter) *lockimpl.LimiterDef {
-	set := templates.Limiters[l.Algorithm]
 	alg := map[string]lockimpl.LimiterAlgorithm{spec.GCRA: lockimpl.GCRA, spec.TokenBucket: lockimpl.TokenBucket, spec.SlidingWindow: lockimpl.SlidingWindow}[l.Algorithm]
 	scope := lockimpl.ScopeOverall
 	if l.Scope == spec.ScopePerClient {
@@ -322,19 +299,14 @@ func limiterDef(l *spec.Limiter) *lockimpl.LimiterDef {
 	}
 	return &lockimpl.LimiterDef{
 		Name: l.Name, Algorithm: alg, Rate: l.Rate, Per: l.Per, Burst: l.Burst, Scope: scope,
-		Scripts: &lockimpl.LimiterScripts{Allow: script(set.Allow), Configure: script(set.Configure)},
+		Scripts: lockimpl.Scripts().Limiters(alg),
 	}
 }
 
 func queueDef(q *spec.Queue) *lockimpl.QueueDef {
-	set := templates.Queue
 	d := &lockimpl.QueueDef{
 		Name: q.Name, Delay: q.Delay, Reliable: q.Reliable != nil,
-		Scripts: &lockimpl.QueueScripts{
-			Offer: script(set.Offer), Move: script(set.Move), Take: script(set.Take), Ack: script(set.Ack),
-			Nack: script(set.Nack), Extend: script(set.Extend), Bury: script(set.Bury), Dead: script(set.Dead),
-			Redrive: script(set.Redrive), Peek: script(set.Peek), Remove: script(set.Remove), Drain: script(set.Drain),
-		},
+		Scripts: lockimpl.Scripts().Queues(),
 	}
 	if q.Reliable != nil {
 		d.Visibility, d.MaxDeliveries = q.Reliable.Visibility, q.Reliable.MaxDeliveries

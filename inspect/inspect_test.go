@@ -95,7 +95,7 @@ func (w *world) populate(ctx context.Context) {
 	lease(w.lock("alpha", "Line", "1").Lock(ctx))
 	sem := lockimpl.NewSemaphore(w.rt("alpha"), semaphoreDef(w.in.byNm["Export"].sem), w.key("Export", "acme"))
 	must[*runtime.Permit](t)(sem.Acquire(ctx, 3))
-	latch := lockimpl.NewLatch(w.rt("alpha"), &lockimpl.LatchDef{Name: "Warmup", Count: 3, Expire: time.Hour, Scripts: &lockimpl.LatchScripts{CountDown: script("latch_count_down")}}, w.key("Warmup", "j1"))
+	latch := lockimpl.NewLatch(w.rt("alpha"), &lockimpl.LatchDef{Name: "Warmup", Count: 3, Expire: time.Hour, Scripts: lockimpl.Scripts().Latches()}, w.key("Warmup", "j1"))
 	must[int](t)(latch.CountDown(ctx))
 	api := lockimpl.NewLimiter(w.rt("alpha"), limiterDef(w.in.byNm["API"].lim), w.key("API", "u1"))
 	for range 2 {

@@ -26,7 +26,7 @@ func TestDocShowsUserAPI(t *testing.T) {
 		LimiterDef QueueScripts QueueDef RedLockDef Reentrant Simple Fair ReadWrite Fenced GCRA TokenBucket
 		SlidingWindow ScopeOverall ScopePerClient NewQueue NewReliableQueue NewDelayedQueue
 		NewDelayedReliableQueue Client.Lock Client.RWLock Client.Semaphore Client.Latch Client.Limiter
-		Client.Preload Quorum.RedLock`) {
+		Client.Preload Quorum.RedLock Pin Pins Pinned GeneratedCodeVersion3`) {
 		generatedOnly[n] = true
 	}
 	shown := 0

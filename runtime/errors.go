@@ -1,6 +1,10 @@
 package runtime
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/lockgen/lockgen/runtime/internal/impl"
+)
 
 // Sentinel errors. Every error the runtime returns for these conditions
 // matches them with errors.Is; some wrap a second cause (for example the
@@ -28,9 +32,12 @@ var (
 	// the leases still held then, because nothing renews them any more.
 	ErrClosed = errors.New("lockgen: client closed")
 
-	// ErrScriptMismatch: Redis computed another SHA1 for a script than the
-	// one lockgen emitted; the generated file was edited by hand.
-	ErrScriptMismatch = errors.New("lockgen: script SHA1 mismatch")
+	// ErrScriptMismatch: the generated code was made for other scripts
+	// than this runtime's (it pins their SHA1s: regenerate it with the
+	// lockgen version of your go.mod), or Redis computed another SHA1 for
+	// a script than the runtime did. Every call of an object of such
+	// generated code returns it, and so does its Preload.
+	ErrScriptMismatch = impl.ErrScriptMismatch
 
 	// ErrInvalidArgument: an argument out of range, such as a negative wait.
 	ErrInvalidArgument = errors.New("lockgen: invalid argument")

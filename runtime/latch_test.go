@@ -8,14 +8,14 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
-	"github.com/lockgen/lockgen/templates"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // latchDef returns a latch definition built from lockgen's templates.
 func latchDef(t testing.TB, count int, expire time.Duration) *lockrt.LatchDef {
 	return &lockrt.LatchDef{
 		Name: t.Name(), Count: count, Expire: expire,
-		Scripts: &lockrt.LatchScripts{CountDown: script(t, templates.Latch.CountDown)},
+		Scripts: lockimpl.Scripts().Latches(),
 	}
 }
 

@@ -15,23 +15,19 @@ import (
 
 	"github.com/lockgen/lockgen/internal/keys"
 	lockrt "github.com/lockgen/lockgen/runtime"
-	"github.com/lockgen/lockgen/templates"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 var limiterAlgorithms = []lockrt.LimiterAlgorithm{lockrt.GCRA, lockrt.TokenBucket, lockrt.SlidingWindow}
 
 // limiterDef returns a limiter definition; a sliding window gets no burst.
 func limiterDef(t testing.TB, a lockrt.LimiterAlgorithm, rate int, per time.Duration, burst int, scope lockrt.LimiterScope) *lockrt.LimiterDef {
-	set, ok := templates.Limiters[a.String()]
-	if !ok {
-		t.Fatalf("no scripts for limiter algorithm %q", a)
-	}
 	if a == lockrt.SlidingWindow {
 		burst = 0
 	}
 	return &lockrt.LimiterDef{
 		Name: t.Name(), Algorithm: a, Rate: rate, Per: per, Burst: burst, Scope: scope,
-		Scripts: &lockrt.LimiterScripts{Allow: script(t, set.Allow), Configure: script(t, set.Configure)},
+		Scripts: lockimpl.Scripts().Limiters(a),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
@@ -1063,4 +1064,63 @@ func TestPlainTakeGivesBack(t *testing.T) {
 		vs, err := q.PeekN(ctx, 3)
 		return err == nil && slices.Equal(vs, []int{1, 2})
 	}, "the item taken after the caller gave up did not come back first")
+}
+
+// TestScriptPins: generated code pins the runtime's scripts by SHA1. Pins
+// that match give the runtime's own scripts and everything works; a pin
+// that does not (the runtime was upgraded, the code not regenerated)
+// fails every call of the objects built on them, and Preload, with
+// ErrScriptMismatch naming the script and the regenerate command, and
+// sends nothing to Redis.
+func TestScriptPins(t *testing.T) {
+	t.Parallel()
+	b := backends()[0]
+	ctx := withTimeout(t, 20*time.Second)
+	c := newClient(t, b)
+	own := lockimpl.Scripts()
+	pins := lockimpl.Pins{}
+	for _, s := range own.All() {
+		pins[s.Name] = s.SHA1
+	}
+	good := lockimpl.Pin(pins)
+	if err := good.Err(); err != nil {
+		t.Fatal(err)
+	}
+	d := &lockrt.LockDef{Name: "Pinned", Kind: lockrt.Reentrant, Lease: time.Minute, Scripts: good.Locks(lockrt.Reentrant)}
+	le, err := c.Lock(d, key(t, "good")).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lockimpl.Preload(ctx, c, good.All()...); err != nil {
+		t.Fatal(err)
+	}
+
+	pins["reentrant_acquire"] = strings.Repeat("0", 40)
+	stale := lockimpl.Pin(pins)
+	if !errors.Is(stale.Err(), lockrt.ErrScriptMismatch) {
+		t.Fatalf("a stale pin: %v, want ErrScriptMismatch", stale.Err())
+	}
+	h := &cmdLog{}
+	c.Redis().AddHook(h)
+	d = &lockrt.LockDef{Name: "Stale", Kind: lockrt.Reentrant, Lease: time.Minute, Scripts: stale.Locks(lockrt.Reentrant)}
+	_, err = c.Lock(d, key(t, "stale")).Lock(ctx)
+	if !errors.Is(err, lockrt.ErrScriptMismatch) || !strings.Contains(err.Error(), "reentrant_acquire") || !strings.Contains(err.Error(), "go generate") {
+		t.Fatalf("Lock with a stale pin: %v, want ErrScriptMismatch naming the script and the regenerate command", err)
+	}
+	q := lockimpl.NewReliableQueue(c, &lockrt.QueueDef{Name: "Stale", Reliable: true, Visibility: time.Second, MaxDeliveries: 1, Scripts: stale.Queues()}, lockrt.JSON[int]{}, key(t, "queue"))
+	if _, err := q.Offer(ctx, 1); !errors.Is(err, lockrt.ErrScriptMismatch) {
+		t.Fatalf("Offer with a stale pin set: %v, want ErrScriptMismatch", err)
+	}
+	if err := lockimpl.Preload(ctx, c, stale.All()...); !errors.Is(err, lockrt.ErrScriptMismatch) {
+		t.Fatalf("Preload with a stale pin: %v, want ErrScriptMismatch", err)
+	}
+	if cmds := h.take(); len(cmds) != 0 {
+		t.Errorf("calls with a stale pin sent %v", cmds)
+	}
+	if err := lockimpl.Pin(lockimpl.Pins{"no_such_script": "x"}).Err(); !errors.Is(err, lockrt.ErrScriptMismatch) {
+		t.Errorf("a pin of a script the runtime does not have: %v", err)
+	}
 }

@@ -1,8 +1,6 @@
 package runtime_test
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"log"
 	"os"
 	"strings"
@@ -12,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/scripts/redistest"
-	"github.com/lockgen/lockgen/templates"
 )
 
 // One standalone node and one 3-primary cluster serve every test of the
@@ -84,32 +82,28 @@ func newClient(t testing.TB, b backend) *lockrt.Client {
 	return c
 }
 
-// script builds a runtime script from lockgen's templates.
+// script returns the runtime's script of that name.
 func script(t testing.TB, name string) *lockrt.Script {
-	src, err := templates.Source(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha1.Sum([]byte(src))
-	return &lockrt.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
-}
-
-func lockScripts(t testing.TB, kind string) *lockrt.LockScripts {
-	set, ok := templates.Locks[kind]
-	if !ok {
-		t.Fatalf("no scripts for lock kind %q", kind)
-	}
-	s := &lockrt.LockScripts{
-		Acquire:     script(t, set.Acquire),
-		Release:     script(t, set.Release),
-		Renew:       script(t, set.Renew),
-		ForceUnlock: script(t, set.ForceUnlock),
-	}
-	if set.MultiAcquire != "" {
-		s.MultiAcquire = script(t, set.MultiAcquire)
-		s.MultiRelease = script(t, set.MultiRelease)
+	s := lockimpl.Scripts().Script(name)
+	if s.Err != nil {
+		t.Fatal(s.Err)
 	}
 	return s
+}
+
+// lockScripts returns the runtime's scripts of a lock kind ("redlock":
+// a RedLock's).
+func lockScripts(t testing.TB, kind string) *lockrt.LockScripts {
+	if kind == "redlock" {
+		return lockimpl.Scripts().RedLocks()
+	}
+	for _, k := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple, lockrt.Fair, lockrt.ReadWrite, lockrt.Fenced} {
+		if k.String() == kind {
+			return lockimpl.Scripts().Locks(k)
+		}
+	}
+	t.Fatalf("no scripts for lock kind %q", kind)
+	return nil
 }
 
 // def returns a lock definition of the given kind.

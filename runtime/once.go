@@ -275,11 +275,7 @@ func readValue[T any](ctx context.Context, f func() (T, error)) (T, error) {
 }
 
 // lateCmd is the result of a command within gave up on: ctx's error.
-func lateCmd(ctx context.Context) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(ctx.Err())
-	return cmd
-}
+func lateCmd(ctx context.Context) *redis.Cmd { return failedCmd(ctx, ctx.Err()) }
 
 // attemptError is the error of an acquire's attempt on key that failed
 // with err: one that its deadline or a cancellation cut short did not

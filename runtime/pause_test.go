@@ -3,8 +3,6 @@ package runtime_test
 import (
 	"bufio"
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
-	"github.com/lockgen/lockgen/templates"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // The paused-holder test re-executes the test binary as a child process
@@ -39,29 +37,16 @@ func pauseDef() *lockrt.LockDef {
 
 // processDef is a lock of kind as the processes of a test build it (a
 // child has no testing.TB): lease 30s, renewed, a minute's wait, the
-// default waiter TTL, its scripts from lockgen's templates.
+// default waiter TTL, the runtime's scripts.
 func processDef(kind lockrt.LockKind) *lockrt.LockDef {
-	set := templates.Locks[kind.String()]
-	s := templateScript
 	return &lockrt.LockDef{Name: "Process", Kind: kind, Lease: 30 * time.Second, Renew: true, Wait: time.Minute,
-		Scripts: &lockrt.LockScripts{Acquire: s(set.Acquire), Release: s(set.Release), Renew: s(set.Renew), ForceUnlock: s(set.ForceUnlock)}}
+		Scripts: lockimpl.Scripts().Locks(kind)}
 }
 
 // processSemDef is processDef's semaphore, of permits permits.
 func processSemDef(permits int) *lockrt.SemaphoreDef {
-	set, s := templates.Semaphore, templateScript
 	return &lockrt.SemaphoreDef{Name: "Process", Permits: permits, Lease: 30 * time.Second, Renew: true, Wait: time.Minute,
-		Scripts: &lockrt.SemaphoreScripts{Acquire: s(set.Acquire), Release: s(set.Release), Renew: s(set.Renew), State: s(set.State), Capacity: s(set.Capacity)}}
-}
-
-// templateScript builds the runtime script of one of lockgen's templates.
-func templateScript(name string) *lockrt.Script {
-	src, err := templates.Source(name)
-	if err != nil {
-		panic(err)
-	}
-	sum := sha1.Sum([]byte(src))
-	return &lockrt.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
+		Scripts: lockimpl.Scripts().Semaphores()}
 }
 
 // pauseChild is the child's main: take the lock, then append a line to the

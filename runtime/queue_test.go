@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/scripts/redistest"
-	"github.com/lockgen/lockgen/templates"
 )
 
 // item is the payload of the queue tests: producer p's n-th item.
@@ -23,13 +23,7 @@ type item struct {
 }
 
 func queueScripts(t testing.TB) *lockrt.QueueScripts {
-	s := templates.Queue
-	return &lockrt.QueueScripts{
-		Offer: script(t, s.Offer), Move: script(t, s.Move), Take: script(t, s.Take),
-		Ack: script(t, s.Ack), Nack: script(t, s.Nack), Extend: script(t, s.Extend),
-		Bury: script(t, s.Bury), Dead: script(t, s.Dead), Redrive: script(t, s.Redrive),
-		Peek: script(t, s.Peek), Remove: script(t, s.Remove), Drain: script(t, s.Drain),
-	}
+	return lockimpl.Scripts().Queues()
 }
 
 // queueDef returns a queue definition; visibility 0 means not reliable.

@@ -19,6 +19,9 @@ import (
 // A connection error on a cluster makes the client reload its slot map
 // (see reloadOnConnError).
 func (c *Client) eval(ctx context.Context, s *impl.Script, keys []string, args ...any) *redis.Cmd {
+	if s.Err != nil {
+		return failedCmd(ctx, s.Err)
+	}
 	cmd := c.rdb.EvalSha(ctx, s.SHA1, keys, args...)
 	if isNoScript(cmd.Err()) {
 		c.observe(ctx, Event{Kind: EventScriptReloaded, Object: s.Name})
@@ -33,6 +36,9 @@ func (c *Client) eval(ctx context.Context, s *impl.Script, keys []string, args .
 // lockPrep): it builds the command's arguments in one slice, where
 // go-redis' EvalSha would box every key again and copy the arguments.
 func (c *Client) evalBoxed(ctx context.Context, s *impl.Script, keys []any, args ...any) *redis.Cmd {
+	if s.Err != nil {
+		return failedCmd(ctx, s.Err)
+	}
 	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
 	sha, ok := c.shas.Load(s)
 	if !ok {
@@ -111,6 +117,13 @@ func isConnError(err error) bool {
 	return !errors.As(err, &rerr) && !errors.Is(err, context.Canceled)
 }
 
+// failedCmd returns a command that failed with err without being sent.
+func failedCmd(ctx context.Context, err error) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(err)
+	return cmd
+}
+
 func isNoScript(err error) bool {
 	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
 }
@@ -120,9 +133,15 @@ func isNoScript(err error) bool {
 // the NOSCRIPT fallback. A cluster client also settles its pub/sub mode
 // (classic or sharded, see the package doc) here, so that no later call
 // pays for that one-time probe. It returns the first Redis error, or an
-// error matching ErrScriptMismatch when Redis computes another SHA1 than
-// the generated one.
+// error matching ErrScriptMismatch when the generated code was made for
+// other scripts than this runtime's, or Redis computes another SHA1 than
+// the runtime.
 func (c *Client) preload(ctx context.Context, scripts ...*impl.Script) error {
+	for _, s := range scripts {
+		if s.Err != nil {
+			return s.Err
+		}
+	}
 	load := func(ctx context.Context, rdb redis.Cmdable) error {
 		for _, s := range scripts {
 			sha, err := rdb.ScriptLoad(ctx, s.Source).Result()
@@ -130,7 +149,7 @@ func (c *Client) preload(ctx context.Context, scripts ...*impl.Script) error {
 				return fmt.Errorf("lockgen: loading script %s: %w", s.Name, err)
 			}
 			if sha != s.SHA1 {
-				return fmt.Errorf("%w: %s is %s in the generated code, %s in Redis", ErrScriptMismatch, s.Name, s.SHA1, sha)
+				return fmt.Errorf("%w: %s is %s in this runtime, %s in Redis", ErrScriptMismatch, s.Name, s.SHA1, sha)
 			}
 		}
 		return nil

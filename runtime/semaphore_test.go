@@ -9,21 +9,14 @@ import (
 	"time"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
-	"github.com/lockgen/lockgen/templates"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// semDef returns a semaphore definition built from lockgen's templates.
+// semDef returns a semaphore definition with the runtime's scripts.
 func semDef(t testing.TB, permits int, lease time.Duration, renew bool, wait time.Duration) *lockrt.SemaphoreDef {
-	set := templates.Semaphore
 	return &lockrt.SemaphoreDef{
 		Name: t.Name(), Permits: permits, Lease: lease, Renew: renew, Wait: wait,
-		Scripts: &lockrt.SemaphoreScripts{
-			Acquire:  script(t, set.Acquire),
-			Release:  script(t, set.Release),
-			Renew:    script(t, set.Renew),
-			State:    script(t, set.State),
-			Capacity: script(t, set.Capacity),
-		},
+		Scripts: lockimpl.Scripts().Semaphores(),
 	}
 }
 

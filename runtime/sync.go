@@ -50,12 +50,13 @@ func (l *Lock) checkSynced(ctx context.Context, le *Lease, wait *redis.Cmd) erro
 // acknowledged the connection's writes so far; it is nil when the
 // pipeline could not be sent.
 func (c *Client) evalWait(ctx context.Context, s *impl.Script, sync impl.SyncDef, keys []string, args ...any) (*redis.Cmd, *redis.Cmd) {
+	if s.Err != nil {
+		return failedCmd(ctx, s.Err), nil
+	}
 	rdb, err := c.primaryOf(ctx, keys[0])
 	if err != nil {
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(err)
 		c.reloadOnConnError(err)
-		return cmd, nil
+		return failedCmd(ctx, err), nil
 	}
 	run := func(source bool) (*redis.Cmd, *redis.Cmd) {
 		pipe := rdb.Pipeline()

@@ -33,7 +33,7 @@ const (
 // GeneratedCodeVersion<RuntimeAPI> constant. (Version 1 was pinned in
 // package runtime, before the names for generated code moved to
 // runtime/lockimpl.)
-const RuntimeAPI = 2
+const RuntimeAPI = 3
 
 // Options configure Generate.
 type Options struct {

@@ -64,10 +64,8 @@ func (sec *latchesSection) render(g *generator, f *jen.File) {
 	for _, l := range sec.latches {
 		g.renderLatch(f, l)
 	}
-	f.Add(comment(latchScriptsVar + " are the scripts of count-down latches."))
-	f.Var().Id(latchScriptsVar).Op("=").Qual(implPath, "LatchScripts").Custom(multiline,
-		field("CountDown", jen.Op("&").Id(scriptVar(templates.Latch.CountDown))),
-	)
+	f.Add(comment(latchScriptsVar + " are the runtime's scripts of count-down latches."))
+	f.Var().Id(latchScriptsVar).Op("=").Id(pinnedVar).Dot("Latches").Call()
 }
 
 // renderLatch writes a latch's method and the definitions it uses.
@@ -100,7 +98,7 @@ func (g *generator) renderLatch(f *jen.File, l *latch) {
 			field("Name", jen.Lit(l.Name)),
 			field("Count", jen.Lit(l.Count)),
 			field("Expire", durationExpr(l.Expire)),
-			field("Scripts", jen.Op("&").Id(latchScriptsVar)),
+			field("Scripts", jen.Id(latchScriptsVar)),
 		),
 	)
 }

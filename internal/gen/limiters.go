@@ -99,12 +99,8 @@ func (s *limitersSection) render(g *generator, f *jen.File) {
 		g.renderLimiter(f, l)
 	}
 	for _, a := range s.algorithmsUsed() {
-		set := templates.Limiters[a]
-		f.Add(comment(fmt.Sprintf("%s are the scripts of %s limiters.", limiterScriptsVar(a), a)))
-		f.Var().Id(limiterScriptsVar(a)).Op("=").Qual(implPath, "LimiterScripts").Custom(multiline,
-			field("Allow", jen.Op("&").Id(scriptVar(set.Allow))),
-			field("Configure", jen.Op("&").Id(scriptVar(set.Configure))),
-		)
+		f.Add(comment(fmt.Sprintf("%s are the runtime's scripts of %s limiters.", limiterScriptsVar(a), a)))
+		f.Var().Id(limiterScriptsVar(a)).Op("=").Id(pinnedVar).Dot("Limiters").Call(jen.Qual(implPath, limiterAlgorithms[a].constant))
 	}
 }
 
@@ -146,7 +142,7 @@ func (g *generator) renderLimiter(f *jen.File, l *limiter) {
 	if l.IdleTTL != 0 {
 		def = append(def, field("IdleTTL", durationExpr(l.IdleTTL)))
 	}
-	def = append(def, field("Scripts", jen.Op("&").Id(limiterScriptsVar(l.Algorithm))))
+	def = append(def, field("Scripts", jen.Id(limiterScriptsVar(l.Algorithm))))
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
 		jen.Id(l.defVar()).Op("=").Qual(implPath, "LimiterDef").Custom(multiline, def...),

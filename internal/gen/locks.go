@@ -103,20 +103,12 @@ func (s *locksSection) render(g *generator, f *jen.File) {
 	}
 	s.renderRedLocks(g, f, red)
 	for _, kind := range s.kindsUsed() {
-		set := templates.Locks[string(kind)]
-		f.Add(comment(fmt.Sprintf("%s are the scripts of %s locks.", lockScriptsVar(kind), kind)))
-		fields := []jen.Code{
-			field("Acquire", jen.Op("&").Id(scriptVar(set.Acquire))),
-			field("Release", jen.Op("&").Id(scriptVar(set.Release))),
-			field("Renew", jen.Op("&").Id(scriptVar(set.Renew))),
-			field("ForceUnlock", jen.Op("&").Id(scriptVar(set.ForceUnlock))),
+		f.Add(comment(fmt.Sprintf("%s are the runtime's scripts of %s locks.", lockScriptsVar(kind), kind)))
+		set := jen.Id(pinnedVar).Dot("Locks").Call(jen.Qual(implPath, lockKinds[kind]))
+		if kind == spec.RedLock {
+			set = jen.Id(pinnedVar).Dot("RedLocks").Call()
 		}
-		if set.MultiAcquire != "" {
-			fields = append(fields,
-				field("MultiAcquire", jen.Op("&").Id(scriptVar(set.MultiAcquire))),
-				field("MultiRelease", jen.Op("&").Id(scriptVar(set.MultiRelease))))
-		}
-		f.Var().Id(lockScriptsVar(kind)).Op("=").Qual(implPath, "LockScripts").Custom(multiline, fields...)
+		f.Var().Id(lockScriptsVar(kind)).Op("=").Add(set)
 	}
 }
 
@@ -167,7 +159,7 @@ func (g *generator) renderLock(f *jen.File, l *lock) {
 		field("Kind", jen.Qual(implPath, lockKinds[l.Kind])),
 	}
 	def = append(def, holdFields(l.Lease, l.Renew, l.Wait)...)
-	def = append(def, field("Scripts", jen.Op("&").Id(lockScriptsVar(l.Kind))))
+	def = append(def, field("Scripts", jen.Id(lockScriptsVar(l.Kind))))
 	if l.Sync != nil {
 		def = append(def, field("Sync", jen.Qual(implPath, "SyncDef").Values(
 			field("Replicas", jen.Lit(l.Sync.Replicas)),

@@ -197,22 +197,8 @@ func (s *queuesSection) render(g *generator, f *jen.File) {
 	}
 	s.renderProtoCodec(f)
 
-	set := templates.Queue
-	f.Add(comment(queueScriptsVar + " are the scripts of queues."))
-	f.Var().Id(queueScriptsVar).Op("=").Qual(implPath, "QueueScripts").Custom(multiline,
-		field("Offer", jen.Op("&").Id(scriptVar(set.Offer))),
-		field("Move", jen.Op("&").Id(scriptVar(set.Move))),
-		field("Take", jen.Op("&").Id(scriptVar(set.Take))),
-		field("Ack", jen.Op("&").Id(scriptVar(set.Ack))),
-		field("Nack", jen.Op("&").Id(scriptVar(set.Nack))),
-		field("Extend", jen.Op("&").Id(scriptVar(set.Extend))),
-		field("Bury", jen.Op("&").Id(scriptVar(set.Bury))),
-		field("Dead", jen.Op("&").Id(scriptVar(set.Dead))),
-		field("Redrive", jen.Op("&").Id(scriptVar(set.Redrive))),
-		field("Peek", jen.Op("&").Id(scriptVar(set.Peek))),
-		field("Remove", jen.Op("&").Id(scriptVar(set.Remove))),
-		field("Drain", jen.Op("&").Id(scriptVar(set.Drain))),
-	)
+	f.Add(comment(queueScriptsVar + " are the runtime's scripts of queues."))
+	f.Var().Id(queueScriptsVar).Op("=").Id(pinnedVar).Dot("Queues").Call()
 }
 
 // fieldName is the field of Queues holding a queue without params: its
@@ -334,7 +320,7 @@ func (g *generator) renderQueue(f *jen.File, q *queue) {
 			def = append(def, field("Dedupe", durationExpr(r.Dedupe)))
 		}
 	}
-	def = append(def, field("Scripts", jen.Op("&").Id(queueScriptsVar)))
+	def = append(def, field("Scripts", jen.Id(queueScriptsVar)))
 	f.Var().Defs(
 		jen.Id(q.keyVar()).Op("=").Add(keyDef(g.spec.Namespace, q.Object)),
 		jen.Id(q.defVar()).Op("=").Qual(implPath, "QueueDef").Custom(multiline, def...),

@@ -63,7 +63,7 @@ func (g *generator) renderRedLock(f *jen.File, l *lock) {
 	)
 
 	def := append([]jen.Code{field("Name", jen.Lit(l.Name))}, holdFields(l.Lease, l.Renew, l.Wait)...)
-	def = append(def, field("Scripts", jen.Op("&").Id(lockScriptsVar(l.Kind))))
+	def = append(def, field("Scripts", jen.Id(lockScriptsVar(l.Kind))))
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
 		jen.Id(l.defVar()).Op("=").Qual(implPath, "RedLockDef").Custom(multiline, def...),

@@ -15,16 +15,17 @@ import (
 	"github.com/lockgen/lockgen/templates"
 )
 
-// script is a Lua script as emitted: its source and SHA1.
+// script is one of the runtime's Lua scripts a generated file pins: its
+// source (checked when the file is generated) and SHA1.
 type script struct {
-	name    string // the file name in templates/, without ".lua"
-	source  string
-	sha1    string // hex
-	summary string // what its header says it does
+	name   string // the file name in templates/, without ".lua"
+	source string
+	sha1   string // hex
 }
 
-// scriptVar names the lockimpl.Script variable of a script.
-func scriptVar(name string) string { return snakeToCamel(name) + "Script" }
+// pinnedVar names the generated file's lockimpl.Pinned: the runtime's
+// scripts, checked against the SHA1s the file was generated against.
+const pinnedVar = "lockgenScripts"
 
 // sourceOf returns a script's source from templates.
 func sourceOf(name string) (string, error) { return templates.Source(name) }
@@ -57,7 +58,7 @@ func loadScripts(names []string, source func(name string) (string, error)) ([]sc
 		if err := CheckScript(name, src); err != nil {
 			return nil, fmt.Errorf("gen: %w", err)
 		}
-		scripts = append(scripts, script{name: name, source: src, sha1: ScriptSHA1(src), summary: templates.Summary(name, src)})
+		scripts = append(scripts, script{name: name, source: src, sha1: ScriptSHA1(src)})
 	}
 	return scripts, nil
 }
@@ -96,36 +97,26 @@ func CheckScript(name, src string) error {
 	return nil
 }
 
-// scriptDoc is the doc comment of a script's variable, from its header:
-// it makes sense in the user's package, where lockgen's tree is not.
-func scriptDoc(s script) string {
-	v := scriptVar(s.name)
-	if s.summary == "" {
-		return fmt.Sprintf("%s is lockgen's Lua script %s.", v, s.name)
-	}
-	return fmt.Sprintf("%s: %s\n(lockgen's Lua script %s; the comment at the top of Source states\nits KEYS, ARGV and reply.)", v, s.summary, s.name)
-}
-
-// renderScripts writes one lockimpl.Script per script and Preload.
+// renderScripts writes the pins of the scripts the file uses and Preload.
 func (g *generator) renderScripts(f *jen.File) {
-	refs := make([]jen.Code, 0, len(g.scripts)+2)
-	refs = append(refs, jen.Id("ctx"), jen.Id("c"))
+	pins := make([]jen.Code, 0, len(g.scripts))
 	for _, s := range g.scripts {
-		f.Add(comment(scriptDoc(s)))
-		f.Var().Id(scriptVar(s.name)).Op("=").Qual(implPath, "Script").Custom(multiline,
-			field("Name", jen.Lit(s.name)),
-			field("SHA1", jen.Lit(s.sha1)),
-			field("Source", jen.Op("`"+s.source+"`")),
-		)
-		refs = append(refs, jen.Op("&").Id(scriptVar(s.name)))
+		pins = append(pins, jen.Lit(s.name).Op(":").Lit(s.sha1))
 	}
+	f.Add(comment(pinnedVar + " are the lockgen runtime's Lua scripts this file uses, pinned to the\n" +
+		"SHA1s it was generated against: a runtime whose scripts differ fails\n" +
+		"every call of these objects, and Preload, with lockrt.ErrScriptMismatch\n" +
+		"(regenerate the file with the lockgen version of your go.mod)."))
+	f.Var().Id(pinnedVar).Op("=").Qual(implPath, "Pin").Call(jen.Qual(implPath, "Pins").Custom(multiline, pins...))
 
 	f.Add(comment("Preload loads every Lua script of this package on every primary of c's\n" +
-		"Redis, so that first calls need no extra round trip."))
+		"Redis, so that first calls need no extra round trip; it returns\n" +
+		"lockrt.ErrScriptMismatch at once when the runtime's scripts are not the\n" +
+		"ones this file was generated against."))
 	f.Func().Id("Preload").Params(
 		jen.Id("ctx").Qual("context", "Context"),
 		jen.Id("c").Op("*").Qual(runtimePath, "Client"),
 	).Error().Block(
-		jen.Return(jen.Qual(implPath, "Preload").Custom(jen.Options{Open: "(", Close: ")", Separator: ",", Multi: true}, refs...)),
+		jen.Return(jen.Qual(implPath, "Preload").Call(jen.Id("ctx"), jen.Id("c"), jen.Id(pinnedVar).Dot("All").Call().Op("..."))),
 	)
 }

@@ -64,15 +64,8 @@ func (sec *semaphoresSection) render(g *generator, f *jen.File) {
 	for _, s := range sec.semaphores {
 		g.renderSemaphore(f, s)
 	}
-	set := templates.Semaphore
-	f.Add(comment(semaphoreScriptsVar + " are the scripts of semaphores."))
-	f.Var().Id(semaphoreScriptsVar).Op("=").Qual(implPath, "SemaphoreScripts").Custom(multiline,
-		field("Acquire", jen.Op("&").Id(scriptVar(set.Acquire))),
-		field("Release", jen.Op("&").Id(scriptVar(set.Release))),
-		field("Renew", jen.Op("&").Id(scriptVar(set.Renew))),
-		field("State", jen.Op("&").Id(scriptVar(set.State))),
-		field("Capacity", jen.Op("&").Id(scriptVar(set.Capacity))),
-	)
+	f.Add(comment(semaphoreScriptsVar + " are the runtime's scripts of semaphores."))
+	f.Var().Id(semaphoreScriptsVar).Op("=").Id(pinnedVar).Dot("Semaphores").Call()
 }
 
 // renderSemaphore writes a semaphore's method and the definitions it uses.
@@ -117,7 +110,7 @@ func (g *generator) renderSemaphore(f *jen.File, s *semaphore) {
 		field("Permits", jen.Lit(s.Permits)),
 	}
 	def = append(def, holdFields(s.Lease, s.Renew, s.Wait)...)
-	def = append(def, field("Scripts", jen.Op("&").Id(semaphoreScriptsVar)))
+	def = append(def, field("Scripts", jen.Id(semaphoreScriptsVar)))
 	f.Var().Defs(
 		jen.Id(s.keyVar()).Op("=").Add(keyDef(ns, s.Object)),
 		jen.Id(s.defVar()).Op("=").Qual(implPath, "SemaphoreDef").Custom(multiline, def...),

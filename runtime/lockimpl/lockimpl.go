@@ -13,14 +13,16 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
-// GeneratedCodeVersion2 is referenced by every file lockgen generates
-// (`const _ = lockimpl.GeneratedCodeVersion2`). It names the contract
+// GeneratedCodeVersion3 is referenced by every file lockgen generates
+// (`const _ = lockimpl.GeneratedCodeVersion3`). It names the contract
 // between generated code and this runtime; when that contract changes
 // incompatibly it is renamed, so code generated for another runtime fails
 // to compile with this name in the error instead of misbehaving at run
 // time. (Version 1 named the same contract in package runtime, before
-// these names moved here.)
-const GeneratedCodeVersion2 = true
+// these names moved here; version 2's generated files carried the Lua
+// scripts themselves, which the runtime now owns: version 3's carry their
+// SHA1 pins, see Pin.)
+const GeneratedCodeVersion3 = true
 
 // The definitions lockgen emits (see runtime/internal/impl).
 type (
@@ -41,7 +43,21 @@ type (
 	QueueScripts     = impl.QueueScripts
 	QueueDef         = impl.QueueDef
 	RedLockDef       = impl.RedLockDef
+	Pins             = impl.Pins
+	Pinned           = impl.Pinned
 )
+
+// Pin returns the runtime's scripts that generated code uses, checked
+// against the SHA1s it was generated against: when one differs (the
+// runtime was upgraded and the code not regenerated), every call of the
+// objects built on them, and Preload, returns an error matching
+// lockrt.ErrScriptMismatch that names the regenerate command. Generated
+// code calls it once, in a package variable.
+func Pin(pins Pins) *Pinned { return impl.Pin(pins) }
+
+// Scripts returns the runtime's own scripts, unpinned: for definitions
+// built at run time (lockgen inspect's), not for generated code.
+func Scripts() *Pinned { return impl.Own() }
 
 // The lock kinds, limiter algorithms and scopes.
 const (

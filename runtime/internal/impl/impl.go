@@ -12,11 +12,15 @@ import (
 	"github.com/lockgen/lockgen/internal/keys"
 )
 
-// Script is a Lua script with its SHA1, as emitted by lockgen.
+// Script is one of the runtime's Lua scripts with its SHA1 (see Pin).
 type Script struct {
 	Name   string // file name in lockgen's templates/, without ".lua"
 	Source string
 	SHA1   string // hex SHA1 of Source
+	// Err, when not nil, is returned by every call that would run the
+	// script: the generated code that pinned it was made for another
+	// runtime's scripts (ErrScriptMismatch).
+	Err error
 }
 
 // LockScripts are the scripts that implement one lock kind. Every kind

@@ -12,9 +12,9 @@ import (
 	lockimpl "github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
-// This file was generated for lockgen runtime API version 2; if the line below
+// This file was generated for lockgen runtime API version 3; if the line below
 // fails to compile, regenerate it with the lockgen version in your go.mod.
-const _ = lockimpl.GeneratedCodeVersion2
+const _ = lockimpl.GeneratedCodeVersion3
 
 // Latches gives typed access to the count-down latches declared in lockgen.yaml.
 type Latches struct {
@@ -40,7 +40,7 @@ var (
 		Name:    "ShardsLoaded",
 		Count:   16,
 		Expire:  time.Hour,
-		Scripts: &latchScripts,
+		Scripts: latchScripts,
 	}
 )
 
@@ -57,78 +57,25 @@ var (
 		Name:    "Warmup",
 		Count:   3,
 		Expire:  24 * time.Hour,
-		Scripts: &latchScripts,
+		Scripts: latchScripts,
 	}
 )
 
-// latchScripts are the scripts of count-down latches.
-var latchScripts = lockimpl.LatchScripts{
-	CountDown: &latchCountDownScript,
-}
+// latchScripts are the runtime's scripts of count-down latches.
+var latchScripts = lockgenScripts.Latches()
 
-// latchCountDownScript: count a latch down by one, once per operation; the
-// last count-down opens it and wakes every waiter.
-// (lockgen's Lua script latch_count_down; the comment at the top of Source states
-// its KEYS, ARGV and reply.)
-var latchCountDownScript = lockimpl.Script{
-	Name: "latch_count_down",
-	SHA1: "67c5d39a139d71fe77f7df10b53db5467c3764bd",
-	Source: `-- latch_count_down: count a latch down by one, once per operation; the
--- last count-down opens it and wakes every waiter.
--- KEYS[1] count: the latch's count, "<count>[ <op>[,<op>...]]": the
---   operations of its last count-downs follow the count (at most 16,
---   newest first); an open latch is "0"
--- ARGV[1] spec_count: the spec's count, used while the latch is not set
--- ARGV[2] expire_ms: expiry in milliseconds of a latch set here
--- ARGV[3] channel: the wake-up channel
--- ARGV[4] publish: the publish command (publish or spublish)
--- ARGV[5]? op: the count-down's operation id: a call that finds it
---   recorded ran already (its reply was lost) and answers the count left
--- reply: int
---   The count left. An open latch (0) stays open until it expires.
-local value = redis.call('get', KEYS[1])
-local count, ops = tonumber(ARGV[1]), ''
-if value then
-  local c, rest = string.match(value, '^(%-?%d+) ?(.*)$')
-  count, ops = tonumber(c), rest
-end
-if count <= 0 then
-  return 0
-end
-local op = ARGV[5]
-if op and ops ~= '' and string.find(',' .. ops .. ',', ',' .. op .. ',', 1, true) then
-  return count
-end
-count = count - 1
-local v = count
-if count > 0 and op then
-  local list, n = op, 1
-  for o in string.gmatch(ops, '[^,]+') do
-    if n == 16 then
-      break
-    end
-    list, n = list .. ',' .. o, n + 1
-  end
-  v = count .. ' ' .. list
-end
-if value then
-  redis.call('set', KEYS[1], v, 'KEEPTTL')
-else
-  redis.call('set', KEYS[1], v, 'PX', ARGV[2])
-end
-if count == 0 then
-  redis.call(ARGV[4], ARGV[3], 'all')
-end
-return count
-`,
-}
+// lockgenScripts are the lockgen runtime's Lua scripts this file uses, pinned to the
+// SHA1s it was generated against: a runtime whose scripts differ fails
+// every call of these objects, and Preload, with lockrt.ErrScriptMismatch
+// (regenerate the file with the lockgen version of your go.mod).
+var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
+	"latch_count_down": "67c5d39a139d71fe77f7df10b53db5467c3764bd",
+})
 
 // Preload loads every Lua script of this package on every primary of c's
-// Redis, so that first calls need no extra round trip.
+// Redis, so that first calls need no extra round trip; it returns
+// lockrt.ErrScriptMismatch at once when the runtime's scripts are not the
+// ones this file was generated against.
 func Preload(ctx context.Context, c *lockrt.Client) error {
-	return lockimpl.Preload(
-		ctx,
-		c,
-		&latchCountDownScript,
-	)
+	return lockimpl.Preload(ctx, c, lockgenScripts.All()...)
 }
