@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/runtime/lockimpl"
@@ -51,7 +52,7 @@ func (in *Inspector) runtimeQueue(object string, values []string) (deadQueue, *o
 	if o.queue == nil {
 		return nil, o, "", fmt.Errorf("%w: %s is a %s, not a queue", ErrUnsupported, o.name, o.kind)
 	}
-	rt, def := in.runtimeClient(""), queueDef(o.queue)
+	rt, def := in.runtimeClient(""), defs.Queue(o.queue)
 	var q deadQueue
 	switch {
 	case def.Reliable && def.Delay:
@@ -132,7 +133,7 @@ func (in *Inspector) SetPermits(ctx context.Context, n int, object string, value
 	if o.sem == nil {
 		return fmt.Errorf("%w: set-permits of %s, a %s", ErrUnsupported, o.name, o.kind)
 	}
-	s := lockimpl.NewSemaphore(in.runtimeClient(""), semaphoreDef(o.sem), key)
+	s := lockimpl.NewSemaphore(in.runtimeClient(""), defs.Semaphore(o.sem), key)
 	if n == 0 {
 		return s.ResetPermits(ctx)
 	}

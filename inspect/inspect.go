@@ -39,6 +39,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/runtime"
@@ -263,53 +264,13 @@ func checkValue(t, v string) error {
 	return nil
 }
 
-// lockScripts returns the runtime's scripts of a lock of the spec's kind
-// (a RedLock's are its own).
-func lockScripts(k spec.LockKind, kind lockimpl.LockKind) *lockimpl.LockScripts {
-	if k == spec.RedLock {
-		return lockimpl.Scripts().RedLocks()
-	}
-	return lockimpl.Scripts().Locks(kind)
-}
-
-// lockDef returns the runtime definition of a lock object.
+// lockDef returns the runtime definition of a lock object (defs.Lock, as
+// generated code has it); a redlock, forced open on the one deployment
+// inspect reads, is a simple lock with the RedLock's scripts there.
 func lockDef(l *spec.Lock) *lockimpl.LockDef {
-	kind := map[spec.LockKind]lockimpl.LockKind{
-		spec.Reentrant: lockimpl.Reentrant, spec.Simple: lockimpl.Simple, spec.Fair: lockimpl.Fair,
-		spec.ReadWrite: lockimpl.ReadWrite, spec.Fenced: lockimpl.Fenced, spec.RedLock: lockimpl.Simple,
-	}[l.Kind]
-	return &lockimpl.LockDef{
-		Name: l.Name, Kind: kind, Lease: l.Lease, Renew: l.Renew, Wait: l.Wait,
-		Scripts: lockScripts(l.Kind, kind),
+	if l.Kind == spec.RedLock {
+		r := defs.RedLock(l)
+		return &lockimpl.LockDef{Name: r.Name, Kind: lockimpl.Simple, Lease: r.Lease, Renew: r.Renew, Wait: r.Wait, Scripts: r.Scripts}
 	}
-}
-
-func semaphoreDef(s *spec.Semaphore) *lockimpl.SemaphoreDef {
-	return &lockimpl.SemaphoreDef{
-		Name: s.Name, Permits: s.Permits, Lease: s.Lease, Renew: s.Renew, Wait: s.Wait,
-		Scripts: lockimpl.Scripts().Semaphores(),
-	}
-}
-
-func limiterDef(l *spec.Limiter) *lockimpl.LimiterDef {
-	alg := map[string]lockimpl.LimiterAlgorithm{spec.GCRA: lockimpl.GCRA, spec.TokenBucket: lockimpl.TokenBucket, spec.SlidingWindow: lockimpl.SlidingWindow}[l.Algorithm]
-	scope := lockimpl.ScopeOverall
-	if l.Scope == spec.ScopePerClient {
-		scope = lockimpl.ScopePerClient
-	}
-	return &lockimpl.LimiterDef{
-		Name: l.Name, Algorithm: alg, Rate: l.Rate, Per: l.Per, Burst: l.Burst, Scope: scope,
-		Scripts: lockimpl.Scripts().Limiters(alg),
-	}
-}
-
-func queueDef(q *spec.Queue) *lockimpl.QueueDef {
-	d := &lockimpl.QueueDef{
-		Name: q.Name, Delay: q.Delay, Reliable: q.Reliable != nil,
-		Scripts: lockimpl.Scripts().Queues(),
-	}
-	if q.Reliable != nil {
-		d.Visibility, d.MaxDeliveries = q.Reliable.Visibility, q.Reliable.MaxDeliveries
-	}
-	return d
+	return defs.Lock(l)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/internal/values"
@@ -512,7 +513,7 @@ func (in *Inspector) readWaiters(ctx context.Context, pipe redis.Pipeliner, key 
 // zero requests, with a runtime client of the allowance's client id.
 func (in *Inspector) readLimiter(ctx context.Context, f *found, inst *Instance) {
 	l := f.obj.lim
-	def := limiterDef(l)
+	def := defs.Limiter(l)
 	st := &LimiterState{Algorithm: l.Algorithm, Scope: l.Scope, Capacity: def.Capacity()}
 	inst.Limiter = st
 	var clients []string

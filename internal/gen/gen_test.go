@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/templates"
 )
@@ -126,7 +127,7 @@ func TestScriptsCheckAndHash(t *testing.T) {
 }
 
 func TestEveryKindHasScripts(t *testing.T) {
-	for kind := range lockKinds {
+	for kind := range defs.LockKinds {
 		if _, ok := templates.Locks[string(kind)]; !ok {
 			t.Errorf("lock kind %s has a runtime kind but no scripts in templates.Locks", kind)
 		}

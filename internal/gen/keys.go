@@ -1,22 +1,23 @@
 package gen
 
 import (
+	"reflect"
+
 	"github.com/dave/jennifer/jen"
 
+	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
 )
 
-// keyDef is the lockimpl.KeyDef literal of an object's key.
+// keyDef is the lockimpl.KeyDef literal of an object's key (defs.Key),
+// every field written.
 func keyDef(namespace string, o spec.Object) jen.Code {
-	lits := make([]jen.Code, len(o.Key.Literals))
-	for i, l := range o.Key.Literals {
-		lits[i] = jen.Lit(l)
-	}
+	k := defs.Key(namespace, o)
 	return jen.Qual(implPath, "KeyDef").Values(
-		field("Namespace", jen.Lit(namespace)),
-		field("Object", jen.Lit(o.Identity())),
-		field("Literals", jen.Index().String().Values(lits...)),
+		field("Namespace", jen.Lit(k.Namespace)),
+		field("Object", jen.Lit(k.Object)),
+		field("Literals", valueOf(reflect.ValueOf(k.Literals))),
 	)
 }
 

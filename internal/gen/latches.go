@@ -5,6 +5,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/templates"
 )
@@ -94,11 +95,6 @@ func (g *generator) renderLatch(f *jen.File, l *latch) {
 	)
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
-		jen.Id(l.defVar()).Op("=").Qual(implPath, "LatchDef").Custom(multiline,
-			field("Name", jen.Lit(l.Name)),
-			field("Count", jen.Lit(l.Count)),
-			field("Expire", durationExpr(l.Expire)),
-			field("Scripts", jen.Id(latchScriptsVar)),
-		),
+		jen.Id(l.defVar()).Op("=").Add(literal(defs.Latch(l.Latch), jen.Id(latchScriptsVar))),
 	)
 }

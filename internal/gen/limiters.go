@@ -2,28 +2,23 @@ package gen
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/templates"
 )
 
-// limiterAlgorithms maps each limiter algorithm to its runtime constant and
-// the name its doc comment gives it. Every algorithm here has its scripts
-// in templates.Limiters.
-var limiterAlgorithms = map[string]struct{ constant, prose string }{
-	spec.GCRA:          {"GCRA", "GCRA"},
-	spec.TokenBucket:   {"TokenBucket", "Token-bucket"},
-	spec.SlidingWindow: {"SlidingWindow", "Sliding-window"},
-}
-
-// limiterScopes maps each limiter scope to its runtime constant.
-var limiterScopes = map[string]string{
-	spec.ScopeOverall:   "ScopeOverall",
-	spec.ScopePerClient: "ScopePerClient",
+// limiterAlgorithms maps each limiter algorithm to the name its doc
+// comment gives it (its runtime constant is defs.LimiterAlgorithms').
+var limiterAlgorithms = map[string]struct{ prose string }{
+	spec.GCRA:          {"GCRA"},
+	spec.TokenBucket:   {"Token-bucket"},
+	spec.SlidingWindow: {"Sliding-window"},
 }
 
 // limiterReceiver is the receiver of the methods of Limiters.
@@ -100,7 +95,7 @@ func (s *limitersSection) render(g *generator, f *jen.File) {
 	}
 	for _, a := range s.algorithmsUsed() {
 		f.Add(comment(fmt.Sprintf("%s are the runtime's scripts of %s limiters.", limiterScriptsVar(a), a)))
-		f.Var().Id(limiterScriptsVar(a)).Op("=").Id(pinnedVar).Dot("Limiters").Call(jen.Qual(implPath, limiterAlgorithms[a].constant))
+		f.Var().Id(limiterScriptsVar(a)).Op("=").Id(pinnedVar).Dot("Limiters").Call(valueOf(reflect.ValueOf(defs.LimiterAlgorithms[a])))
 	}
 }
 
@@ -129,23 +124,9 @@ func (g *generator) renderLimiter(f *jen.File, l *limiter) {
 		)),
 	)
 
-	def := []jen.Code{
-		field("Name", jen.Lit(l.Name)),
-		field("Algorithm", jen.Qual(implPath, limiterAlgorithms[l.Algorithm].constant)),
-		field("Rate", jen.Lit(l.Rate)),
-		field("Per", durationExpr(l.Per)),
-	}
-	if l.Burst != 0 {
-		def = append(def, field("Burst", jen.Lit(l.Burst)))
-	}
-	def = append(def, field("Scope", jen.Qual(implPath, limiterScopes[l.Scope])))
-	if l.IdleTTL != 0 {
-		def = append(def, field("IdleTTL", durationExpr(l.IdleTTL)))
-	}
-	def = append(def, field("Scripts", jen.Id(limiterScriptsVar(l.Algorithm))))
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
-		jen.Id(l.defVar()).Op("=").Qual(implPath, "LimiterDef").Custom(multiline, def...),
+		jen.Id(l.defVar()).Op("=").Add(literal(defs.Limiter(l.Limiter), jen.Id(limiterScriptsVar(l.Algorithm)))),
 	)
 }
 

@@ -2,24 +2,16 @@ package gen
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/templates"
 )
-
-// lockKinds maps each lock kind lockgen generates to its runtime constant.
-// Every kind here has its scripts in templates.Locks.
-var lockKinds = map[spec.LockKind]string{
-	spec.Reentrant: "Reentrant",
-	spec.Simple:    "Simple",
-	spec.Fair:      "Fair",
-	spec.ReadWrite: "ReadWrite",
-	spec.Fenced:    "Fenced",
-}
 
 // receiver is the receiver of the methods of Locks.
 const receiver = "l"
@@ -39,7 +31,7 @@ type locksSection struct {
 // checks param names.
 func (s *locksSection) collect(g *generator) {
 	for _, sl := range g.spec.Locks {
-		if _, ok := lockKinds[sl.Kind]; !ok && sl.Kind != spec.RedLock {
+		if _, ok := defs.LockKinds[sl.Kind]; !ok && sl.Kind != spec.RedLock {
 			pos := sl.KindPos
 			if pos.Line == 0 {
 				pos = sl.Pos
@@ -104,9 +96,9 @@ func (s *locksSection) render(g *generator, f *jen.File) {
 	s.renderRedLocks(g, f, red)
 	for _, kind := range s.kindsUsed() {
 		f.Add(comment(fmt.Sprintf("%s are the runtime's scripts of %s locks.", lockScriptsVar(kind), kind)))
-		set := jen.Id(pinnedVar).Dot("Locks").Call(jen.Qual(implPath, lockKinds[kind]))
-		if kind == spec.RedLock {
-			set = jen.Id(pinnedVar).Dot("RedLocks").Call()
+		set := jen.Id(pinnedVar).Dot("RedLocks").Call()
+		if k, ok := defs.LockKinds[kind]; ok {
+			set = jen.Id(pinnedVar).Dot("Locks").Call(valueOf(reflect.ValueOf(k)))
 		}
 		f.Var().Id(lockScriptsVar(kind)).Op("=").Add(set)
 	}
@@ -154,21 +146,9 @@ func (g *generator) renderLock(f *jen.File, l *lock) {
 		)),
 	)
 
-	def := []jen.Code{
-		field("Name", jen.Lit(l.Name)),
-		field("Kind", jen.Qual(implPath, lockKinds[l.Kind])),
-	}
-	def = append(def, holdFields(l.Lease, l.Renew, l.Wait)...)
-	def = append(def, field("Scripts", jen.Id(lockScriptsVar(l.Kind))))
-	if l.Sync != nil {
-		def = append(def, field("Sync", jen.Qual(implPath, "SyncDef").Values(
-			field("Replicas", jen.Lit(l.Sync.Replicas)),
-			field("Timeout", durationExpr(l.Sync.Timeout)),
-		)))
-	}
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
-		jen.Id(l.defVar()).Op("=").Qual(implPath, "LockDef").Custom(multiline, def...),
+		jen.Id(l.defVar()).Op("=").Add(literal(defs.Lock(l.Lock), jen.Id(lockScriptsVar(l.Kind)))),
 	)
 }
 
@@ -233,7 +213,7 @@ func capitalize(s string) string {
 func supportedLockKinds() []string {
 	var kinds []string
 	for _, k := range spec.LockKinds {
-		if _, ok := lockKinds[k]; ok || k == spec.RedLock {
+		if _, ok := defs.LockKinds[k]; ok || k == spec.RedLock {
 			kinds = append(kinds, string(k))
 		}
 	}

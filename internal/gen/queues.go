@@ -6,6 +6,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/gotypes"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/templates"
@@ -306,23 +307,8 @@ func (g *generator) renderQueue(f *jen.File, q *queue) {
 	}
 	f.Func().Params(jen.Id(queueReceiver).Op("*").Id("Queues")).Id(q.Name).Params(signature(q.params)...).
 		Add(q.typeExpr()).Block(jen.Return(body))
-	def := []jen.Code{field("Name", jen.Lit(q.Name))}
-	if q.Delay {
-		def = append(def, field("Delay", jen.True()))
-	}
-	if r := q.Reliable; r != nil {
-		def = append(def,
-			field("Reliable", jen.True()),
-			field("Visibility", durationExpr(r.Visibility)),
-			field("MaxDeliveries", jen.Lit(r.MaxDeliveries)),
-		)
-		if r.Dedupe > 0 {
-			def = append(def, field("Dedupe", durationExpr(r.Dedupe)))
-		}
-	}
-	def = append(def, field("Scripts", jen.Id(queueScriptsVar)))
 	f.Var().Defs(
 		jen.Id(q.keyVar()).Op("=").Add(keyDef(g.spec.Namespace, q.Object)),
-		jen.Id(q.defVar()).Op("=").Qual(implPath, "QueueDef").Custom(multiline, def...),
+		jen.Id(q.defVar()).Op("=").Add(literal(defs.Queue(q.Queue), jen.Id(queueScriptsVar))),
 	)
 }

@@ -3,6 +3,7 @@ package gen
 import (
 	"github.com/dave/jennifer/jen"
 
+	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
 )
 
@@ -62,10 +63,8 @@ func (g *generator) renderRedLock(f *jen.File, l *lock) {
 		)),
 	)
 
-	def := append([]jen.Code{field("Name", jen.Lit(l.Name))}, holdFields(l.Lease, l.Renew, l.Wait)...)
-	def = append(def, field("Scripts", jen.Id(lockScriptsVar(l.Kind))))
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
-		jen.Id(l.defVar()).Op("=").Qual(implPath, "RedLockDef").Custom(multiline, def...),
+		jen.Id(l.defVar()).Op("=").Add(literal(defs.RedLock(l.Lock), jen.Id(lockScriptsVar(l.Kind)))),
 	)
 }

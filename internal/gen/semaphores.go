@@ -5,6 +5,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/templates"
 )
@@ -105,14 +106,8 @@ func (g *generator) renderSemaphore(f *jen.File, s *semaphore) {
 		)),
 	)
 
-	def := []jen.Code{
-		field("Name", jen.Lit(s.Name)),
-		field("Permits", jen.Lit(s.Permits)),
-	}
-	def = append(def, holdFields(s.Lease, s.Renew, s.Wait)...)
-	def = append(def, field("Scripts", jen.Id(semaphoreScriptsVar)))
 	f.Var().Defs(
 		jen.Id(s.keyVar()).Op("=").Add(keyDef(ns, s.Object)),
-		jen.Id(s.defVar()).Op("=").Qual(implPath, "SemaphoreDef").Custom(multiline, def...),
+		jen.Id(s.defVar()).Op("=").Add(literal(defs.Semaphore(s.Semaphore), jen.Id(semaphoreScriptsVar))),
 	)
 }
