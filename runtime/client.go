@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,7 @@ type Client struct {
 	seq atomic.Uint64
 	ops atomic.Uint64 // operation ids (see newOp)
 
-	wd    *watchdog
+	wd    *watchdog.Watchdog
 	hub   *hub
 	sched scheduler // the delay timer of the queues it serves (delay.go)
 
@@ -92,7 +93,7 @@ func (c *Client) Redis() redis.UniversalClient { return c.rdb }
 // connection it was given. It always returns nil; closing twice is a no-op.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
-		c.wd.close()
+		c.wd.Close()
 		c.hub.close()
 	})
 	return nil

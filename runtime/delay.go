@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/dueheap"
 	"sync"
 	"time"
 )
@@ -66,10 +67,10 @@ const subscribeTimeout = 5 * time.Second
 type scheduler struct {
 	mu      sync.Mutex
 	c       *Client
-	served  map[string]*served // by queue key
-	due     dueHeap[*served]   // served queues with a due time
-	pending []*served          // queues whose move runs at the next turn
-	kick    chan struct{}      // capacity 1: wakes the loop
+	served  map[string]*served    // by queue key
+	due     dueheap.Heap[*served] // served queues with a due time
+	pending []*served             // queues whose move runs at the next turn
+	kick    chan struct{}         // capacity 1: wakes the loop
 	running bool
 	closed  bool
 }
@@ -411,5 +412,5 @@ func (q *queue) move() (time.Duration, error) {
 	}
 }
 
-func (e *served) due() time.Time { return e.at }
-func (e *served) setIndex(i int) { e.idx = i }
+func (e *served) Due() time.Time { return e.at }
+func (e *served) SetIndex(i int) { e.idx = i }

@@ -22,7 +22,7 @@ var (
 	// ErrLockLost: the lock was lost while held: its key was deleted or
 	// taken over, or it could not be renewed before its lease ran out.
 	// It is the cause of a lost lease's context (context.Cause).
-	ErrLockLost = errors.New("lockgen: lock lost")
+	ErrLockLost = impl.ErrLockLost
 
 	// ErrNotReentrant: a simple lock was requested again by the owner
 	// that already holds it; waiting would deadlock.
@@ -30,7 +30,7 @@ var (
 
 	// ErrClosed: the client was closed. It is the cause of the contexts of
 	// the leases still held then, because nothing renews them any more.
-	ErrClosed = errors.New("lockgen: client closed")
+	ErrClosed = impl.ErrClosed
 
 	// ErrScriptMismatch: the generated code was made for other scripts
 	// than this runtime's (it pins their SHA1s: regenerate it with the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -577,8 +578,8 @@ type Lease struct {
 	fast  bool         // taken by the acquire's fast path (see releaseHold)
 	sent  atomic.Int32 // Unlock's sends of its release (see leaseOwner)
 	taken time.Time
-	young youngHold  // the watchdog's node of the hold while young, when this lease made it
-	rel   releaseCtx // Unlock's release context (it runs once: see giveUp)
+	young watchdog.Young // the watchdog's node of the hold while young, when this lease made it
+	rel   releaseCtx     // Unlock's release context (it runs once: see giveUp)
 }
 
 // newLease makes the lease of owner's hold of l, taken at start, and
@@ -603,9 +604,9 @@ func (l *Lock) newLeaseFirst(parent context.Context, owner string, o acquireOpti
 	if l.def.Renew {
 		var err error
 		if o.fresh { // a new owner: no hold to share
-			err = l.c.wd.addNew(l.renewal(le, first), le, start)
+			err = l.c.wd.AddNew(l.renewal(le, first), (*leaseHold)(le), start)
 		} else {
-			err = l.c.wd.add(le.held(), l.renewal(le, first), le, start)
+			err = l.c.wd.Add(le.held(), l.renewal(le, first), (*leaseHold)(le), start)
 		}
 		if err != nil {
 			le.abandon(err)
@@ -708,25 +709,12 @@ func (l *Lock) evalRelease(ctx context.Context, owner string, arg any, lease tim
 }
 
 // held identifies the lease's hold for the watchdog.
-func (le *Lease) held() heldKey { return heldKey{le.lock.key, le.lock.mode + le.owner} }
+func (le *Lease) held() watchdog.Key { return watchdog.Key{Key: le.lock.key, Owner: le.lock.mode + le.owner} }
 
 // renewal says how the watchdog renews le's hold of l (first: see
 // renewal.First).
-func (l *Lock) renewal(le *Lease, first time.Duration) renewal {
-	return renewal{Object: l.def.Name, Script: l.def.Scripts.Renew, Keys: l.scriptKeys(), ArgsOf: le, Lease: le.lease, First: first}
-}
-
-// renewArgs returns the ARGV of the lease's renewal, made at its first
-// renewal (renewal.ArgsOf).
-func (le *Lease) renewArgs() []any { return le.lock.args(le.lease.Milliseconds(), le.owner) }
-
-// youngNode is the watchdog's node of the lease's hold while young.
-func (le *Lease) youngNode() *youngHold { return &le.young }
-
-// promoted says, for the watchdog's entry of the lease's hold made when it
-// stops being young, its key, how it is renewed and when it was taken.
-func (le *Lease) promoted() (heldKey, renewal, time.Time) {
-	return le.held(), le.lock.renewal(le, 0), le.taken
+func (l *Lock) renewal(le *Lease, first time.Duration) watchdog.Renewal {
+	return watchdog.Renewal{Object: l.def.Name, Script: l.def.Scripts.Renew, Keys: l.scriptKeys(), ArgsOf: (*leaseHold)(le), Lease: le.lease, First: first}
 }
 
 // Context returns the lease's context: it carries the values of the
@@ -788,7 +776,7 @@ func (le *Lease) Unlock(ctx context.Context) error {
 	}
 	l := le.lock
 	if l.def.Renew {
-		l.c.wd.remove(le.held(), le)
+		l.c.wd.Remove(le.held(), (*leaseHold)(le))
 	}
 	n, resent, err := l.releaseHold(le.rel.of(ctx), le.owner, (*leaseOwner)(le), le.lease, le.fast)
 	if len(l.c.observers) > 0 {

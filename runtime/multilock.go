@@ -310,7 +310,7 @@ func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptio
 				for _, le := range leases {
 					le.abandon(err) // never handed out
 					if le.lock.def.Renew {
-						le.lock.c.wd.remove(le.held(), le)
+						le.lock.c.wd.Remove(le.held(), (*leaseHold)(le))
 					}
 				}
 				_, _ = releaseAll(ctx, owner, m.locks, os)
@@ -443,7 +443,7 @@ func (ml *MultiLease) Unlock(ctx context.Context) error {
 			continue
 		}
 		if le.lock.def.Renew {
-			le.lock.c.wd.remove(le.held(), le)
+			le.lock.c.wd.Remove(le.held(), (*leaseHold)(le))
 		}
 		lost = append(lost, wasLost)
 		locks = append(locks, le.lock)

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 	"log/slog"
 	"time"
 )
@@ -287,22 +288,20 @@ func settled(code int) EventKind {
 }
 
 // observeRenewal reports one renewal's outcome; a lost hold is reported
-// by the watchdog's lose (lost).
-func (c *Client) observeRenewal(ctx context.Context, object string, o outcome, err error) {
+// by observeLost.
+func (c *Client) observeRenewal(ctx context.Context, object string, o watchdog.Outcome, err error) {
 	switch o {
-	case renewed:
+	case watchdog.Renewed:
 		c.observe(ctx, Event{Kind: EventRenewed, Object: object})
-	case again:
+	case watchdog.Again:
 		c.observe(ctx, Event{Kind: EventRenewFailed, Object: object, Err: err})
 	}
 }
 
-// lost reports a hold the watchdog gave up with cause (not when the
-// client was closed).
-func (w *watchdog) lost(h *held, cause error) {
-	if w.observe != nil && cause != ErrClosed {
-		w.observe(context.Background(), Event{Kind: EventLeaseLost, Object: h.renew.Object, Err: cause})
-	}
+// observeLost reports a hold the watchdog gave up with cause (not when
+// the client was closed).
+func (c *Client) observeLost(object string, cause error) {
+	c.observe(context.Background(), Event{Kind: EventLeaseLost, Object: object, Err: cause})
 }
 
 // observe reports an event to every observer.

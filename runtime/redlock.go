@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -36,7 +37,7 @@ type Quorum struct {
 	state []nodeState
 
 	wdOnce sync.Once
-	wd     *watchdog // renews the quorum's RedLocks
+	wd     *watchdog.Watchdog // renews the quorum's RedLocks
 
 	counts *redCounts // what the waits do, for tests (nil: not counted)
 }
@@ -780,19 +781,19 @@ func (r *RedLock) newLease(parent context.Context, value string, o acquireOption
 		return le
 	}
 	// The quorum's watchdog is never closed: add cannot fail.
-	_ = r.q.watchdog().add(le.held(), renewal{
+	_ = r.q.watchdog().Add(le.held(), watchdog.Renewal{
 		Script: r.def.Scripts.Renew,
 		Keys:   []string{r.key},
 		Args:   []any{lease.Milliseconds(), value},
 		Lease:  lease,
 		Valid:  lease - drift(lease),
 		Nodes:  le.landedNodes,
-	}, le, start)
+	}, (*redHold)(le), start)
 	return le
 }
 
 // held identifies the lease's hold for the quorum's watchdog.
-func (le *RedLockLease) held() heldKey { return heldKey{le.r.key, le.value} }
+func (le *RedLockLease) held() watchdog.Key { return watchdog.Key{Key: le.r.key, Owner: le.value} }
 
 // cancel ends the lease's context with cause; the watchdog calls it.
 func (le *RedLockLease) cancel(cause error) { le.ctx.end(cause) }
@@ -812,8 +813,8 @@ func (le *RedLockLease) extend(until time.Time) bool {
 // watchdog returns the quorum's watchdog, which renews every renewable
 // RedLock held through the quorum: one goroutine while any is held, one
 // pipeline per node per round.
-func (q *Quorum) watchdog() *watchdog {
-	q.wdOnce.Do(func() { q.wd = newWatchdogFunc(q.renew) })
+func (q *Quorum) watchdog() *watchdog.Watchdog {
+	q.wdOnce.Do(func() { q.wd = watchdog.New(q.renew) })
 	return q.wd
 }
 
@@ -824,22 +825,22 @@ func (q *Quorum) watchdog() *watchdog {
 // not held, and tried again soon otherwise. Nodes known to be down are
 // probed now and then, not waited for; a closed node client ends every
 // hold with ErrClosed.
-func (q *Quorum) renew(ctx context.Context, batch []*held, sent time.Time) {
+func (q *Quorum) renew(ctx context.Context, batch []*watchdog.Held, sent time.Time) {
 	for _, c := range q.nodes {
 		if c.checkOpen() != nil {
 			for _, h := range batch {
-				h.outcome = closed
+				h.Outcome = watchdog.Closed
 			}
 			return
 		}
 	}
-	lease := batch[0].renew.Lease
+	lease := batch[0].Renew.Lease
 	on := make([][]int, len(q.nodes)) // node -> indexes in batch
 	for bi, h := range batch {
-		lease = min(lease, h.renew.Lease)
+		lease = min(lease, h.Renew.Lease)
 		nodes := all(len(q.nodes))
-		if h.renew.Nodes != nil {
-			nodes = h.renew.Nodes()
+		if h.Renew.Nodes != nil {
+			nodes = h.Renew.Nodes()
 		}
 		for _, i := range nodes {
 			on[i] = append(on[i], bi)
@@ -862,7 +863,7 @@ func (q *Quorum) renew(ctx context.Context, batch []*held, sent time.Time) {
 		if wait {
 			waiting++
 		}
-		sub := make([]*held, len(idx))
+		sub := make([]*watchdog.Held, len(idx))
 		for j, bi := range idx {
 			sub[j] = batch[bi]
 		}
@@ -871,7 +872,7 @@ func (q *Quorum) renew(ctx context.Context, batch []*held, sent time.Time) {
 			// answered: its renewal still counts on the node.
 			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout(lease))
 			defer cancel()
-			cmds := renewOn(nctx, q.nodes[i].rdb, sub)
+			cmds := watchdog.RenewOn(nctx, q.nodes[i].rdb, sub)
 			var err error
 			for _, cmd := range cmds {
 				if err = cmd.Err(); err == nil || errors.Is(err, redis.Nil) {
@@ -901,24 +902,24 @@ func (q *Quorum) renew(ctx context.Context, batch []*held, sent time.Time) {
 	for ; waiting > 0 && !decided(); waiting-- {
 		r := <-out
 		for j, cmd := range r.cmds {
-			switch renewOutcome(cmd) {
-			case renewed:
+			switch watchdog.RenewOutcome(cmd) {
+			case watchdog.Renewed:
 				renews[r.idx[j]]++
-			case lost:
+			case watchdog.Lost:
 				gone[r.idx[j]]++
 			}
 		}
 	}
 	for bi, h := range batch {
 		switch {
-		case renews[bi] >= majority && time.Now().Before(sent.Add(h.renew.valid())):
-			h.outcome = renewed
+		case renews[bi] >= majority && time.Now().Before(sent.Add(h.Renew.ValidFor())):
+			h.Outcome = watchdog.Renewed
 		case gone[bi] > n-majority:
 			// Too many nodes answered that the lock is not ours: a
 			// majority is lost for good.
-			h.outcome = lost
+			h.Outcome = watchdog.Lost
 		default:
-			h.outcome = again
+			h.Outcome = watchdog.Again
 		}
 	}
 }
@@ -1025,7 +1026,7 @@ func (le *RedLockLease) Unlock(ctx context.Context) error {
 	if le.expiry != nil {
 		le.expiry.Stop()
 	} else {
-		le.r.q.watchdog().remove(le.held(), le)
+		le.r.q.watchdog().Remove(le.held(), (*redHold)(le))
 	}
 	lost := le.ctx.Err() != nil && errors.Is(context.Cause(le.ctx), ErrLockLost)
 	le.ctx.end(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 	"strconv"
 	"strings"
 	"time"
@@ -446,7 +447,7 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 	}
 	r := s.renewal(owner, o.lease)
 	r.First = first
-	if err := s.c.wd.add(p.held(), r, p, start); err != nil {
+	if err := s.c.wd.Add(p.held(), r, (*permitHold)(p), start); err != nil {
 		p.abandon(err)
 		// Nobody will renew or release it: give it back now.
 		_, _ = s.release(parent, owner)
@@ -475,8 +476,8 @@ func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
 }
 
 // renewal says how the watchdog renews owner's hold of s with lease.
-func (s *Semaphore) renewal(owner string, lease time.Duration) renewal {
-	return renewal{
+func (s *Semaphore) renewal(owner string, lease time.Duration) watchdog.Renewal {
+	return watchdog.Renewal{
 		Object: s.def.Name,
 		Script: s.def.Scripts.Renew,
 		Keys:   []string{s.key, s.counts()},
@@ -486,7 +487,7 @@ func (s *Semaphore) renewal(owner string, lease time.Duration) renewal {
 }
 
 // held identifies the permit's hold for the watchdog.
-func (p *Permit) held() heldKey { return heldKey{p.sem.key, p.owner} }
+func (p *Permit) held() watchdog.Key { return watchdog.Key{Key: p.sem.key, Owner: p.owner} }
 
 // cancel ends the permit's context; the watchdog calls it, with
 // ErrLockLost when the hold is gone.
@@ -533,7 +534,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	}
 	s := p.sem
 	if s.def.Renew {
-		s.c.wd.remove(p.held(), p)
+		s.c.wd.Remove(p.held(), (*permitHold)(p))
 	}
 	n, err := s.release(ctx, p.owner)
 	s.c.observe(ctx, Event{Kind: EventReleased, Object: s.def.Name, Duration: time.Since(p.taken)})

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 	"strings"
 	"time"
 )
@@ -70,7 +71,7 @@ func (h *handoffTrust) sending() (prev time.Time) {
 // gap of two thirds of HandoffLease counts (the clocks' rates differ a
 // little; a waiter refreshes every RegistryTTL/3 by default).
 func (h *handoffTrust) replied(prev time.Time) {
-	if !prev.IsZero() && time.Since(prev) >= HandoffLease-renewEvery(HandoffLease) {
+	if !prev.IsZero() && time.Since(prev) >= HandoffLease-watchdog.RenewEvery(HandoffLease) {
 		h.late = true
 	}
 }
@@ -83,7 +84,7 @@ func (h *handoffTrust) replied(prev time.Time) {
 // came after a third of it).
 func (h *handoffTrust) fresh(lease time.Duration) bool {
 	v := min(HandoffLease, lease)
-	return !h.late && time.Since(h.sent) < v-renewEvery(v)
+	return !h.late && time.Since(h.sent) < v-watchdog.RenewEvery(v)
 }
 
 // waiter is one goroutine waiting on a subscription, or a watch.

@@ -25,6 +25,13 @@ import (
 // runtime exports it.
 var ErrScriptMismatch = errors.New("lockgen: script SHA1 mismatch")
 
+// ErrLockLost and ErrClosed are package runtime's (see there): defined here
+// so that the runtime's internal packages end holds with them.
+var (
+	ErrLockLost = errors.New("lockgen: lock lost")
+	ErrClosed   = errors.New("lockgen: client closed")
+)
+
 // own returns the runtime's scripts by name.
 var own = sync.OnceValue(func() map[string]*Script {
 	m := map[string]*Script{}
