@@ -6,7 +6,10 @@
 // objects, the pins of their scripts and the constructors that take
 // them) is in runtime/lockimpl, as protobuf-go keeps such names in
 // protoimpl. How it works, and the tests behind each promise, is in the
-// repository's docs/design.md.
+// repository's docs/design.md; the sections that comments in this
+// package cite as "in the package doc" and that are not below (Waiter
+// registry, Waiting, Watchdog, Pub/sub: classic or sharded, Fair locks,
+// Fenced locks, RedLock, Replica sync) are there.
 //
 // # Client
 //
