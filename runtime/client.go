@@ -56,7 +56,7 @@ func WithID(id string) Option { return func(c *Client) { c.id = id } }
 
 // WithClassicPubSub makes the client wait with classic pub/sub (SUBSCRIBE,
 // PUBLISH) even on a Redis 7 cluster, where it would use sharded pub/sub
-// (see "Pub/sub: classic or sharded" in the package doc): for a cluster
+// (see "Pub/sub: classic or sharded" in docs/design.md): for a cluster
 // behind a proxy or ACLs that do not allow SSUBSCRIBE. Every wake-up then
 // crosses the cluster bus to every node.
 func WithClassicPubSub() Option { return func(c *Client) { c.shardedPubSub = false } }

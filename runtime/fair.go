@@ -16,7 +16,7 @@ const DefaultWaiterTTL = RegistryTTL
 
 // A fair lock is a reentrant Lock whose waiters get it in arrival order.
 // Its scripts keep, next to the lock hash, the waiter registry (see
-// "Waiter registry" in the package doc): the wait queue (":queue", a list
+// "Waiter registry" in docs/design.md): the wait queue (":queue", a list
 // of owners) and each waiter's deadline (":waiters", a zset scored by the
 // Redis server's clock). A waiter registers in its failed attempt,
 // refreshes its deadline every WaiterTTL/3 while it waits, and sleeps on

@@ -24,7 +24,7 @@ import (
 // holder's. Lock and TryLock return it (wrapped, with both tokens) and
 // hold nothing: the hold is released. The client then accepts the new
 // counter, so the next Lock succeeds with tokens counting up from it; see
-// "Fenced locks" in the package doc for what to do.
+// "Fenced locks" in docs/design.md for what to do.
 var ErrFenceReset = errors.New("lockgen: fence counter went back")
 
 // fencedKeys returns the keys of a fenced lock's scripts: the lock, its

@@ -12,7 +12,7 @@ import (
 // What every hold (a lock's lease, a semaphore's permits) shares: the
 // per-call options of the acquire, the hold's context and its local
 // deadline, giving the hold up once, and the release context. See
-// "Lifetimes" in the package doc.
+// "Lifetimes and deadlines" in the package doc.
 
 // ReleaseTimeout bounds every release: Unlock, a permit's Release, a
 // delivery's Ack and Nack, a latch's CountDown, and a fair-lock waiter
@@ -201,7 +201,7 @@ func WithCapacityWait() AcquireOption {
 // WithParentCancel makes the hold's context end also when the context
 // given to the acquire ends (with its cause), as well as on loss, release
 // and Close. Without it, the context given to the acquire bounds the wait
-// only (see "Lifetimes" in the package doc). Ending the hold's context
+// only (see "Lifetimes and deadlines" in the package doc). Ending the hold's context
 // this way does not release the hold: Unlock (Release) still does.
 func WithParentCancel() AcquireOption {
 	return func(o *acquireOptions) { o.parentCancel = true }

@@ -185,7 +185,7 @@ func (c *Client) publishCmd() string {
 // pub/sub it is the key's namespace's, <namespace>:wake, so that a client
 // waits on one channel per namespace however many objects it waits on,
 // and subscribes it once rather than once per object (see "Waiting" in
-// the package doc).
+// docs/design.md).
 func (c *Client) wakePrefix(key string) string {
 	if c.publishCmd() == "spublish" {
 		return keys.Sub(key, "ch")

@@ -153,7 +153,7 @@ func (l *Lock) waitChannel() string { return l.channel() + ":" + l.c.id }
 // release's pub/sub message, with the holder's remaining lease as a
 // fallback timer. The context bounds the wait, not the hold: the lease's
 // Context keeps its values but not its cancellation (unless
-// WithParentCancel), see "Lifetimes" in the package doc. A context that
+// WithParentCancel), see "Lifetimes and deadlines" in the package doc. A context that
 // has ended already takes nothing.
 //
 // It returns ErrNotObtained when the wait ran out (also matching the
@@ -709,7 +709,9 @@ func (l *Lock) evalRelease(ctx context.Context, owner string, arg any, lease tim
 }
 
 // held identifies the lease's hold for the watchdog.
-func (le *Lease) held() watchdog.Key { return watchdog.Key{Key: le.lock.key, Owner: le.lock.mode + le.owner} }
+func (le *Lease) held() watchdog.Key {
+	return watchdog.Key{Key: le.lock.key, Owner: le.lock.mode + le.owner}
+}
 
 // renewal says how the watchdog renews le's hold of l (first: see
 // renewal.First).
@@ -752,7 +754,7 @@ func (le *Lease) Lock() *Lock { return le.lock }
 // Token returns the fencing token of a fenced lock's hold: larger than
 // the token of every earlier hold of the lock, by any owner, so that
 // storage can reject a write carrying a smaller token than one it has
-// seen (see "Fenced locks" in the package doc). Re-entries share their
+// seen (see "Fenced locks" in docs/design.md). Re-entries share their
 // hold's token. It is 0 for the other kinds.
 func (le *Lease) Token() int64 { return le.token }
 

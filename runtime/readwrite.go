@@ -36,7 +36,7 @@ var ErrUpgrade = errors.New("lockgen: a read lock cannot be upgraded to a write 
 // shortening the other readers'. Waiters are served in arrival order: a
 // release hands the lock to the writer at the head of the queue alone, or
 // to every reader up to the first waiting writer; a new reader queues
-// behind a waiting writer (see "Read-write locks" in the package doc).
+// behind a waiting writer (see "Read-write locks" in docs/design.md).
 type RWLock struct {
 	read, write *Lock
 }

@@ -85,7 +85,7 @@ func (q *Quorum) newRedLock(def *impl.RedLockDef, key string) *RedLock {
 
 // RedLock is a lock taken on a majority of independent Redis nodes (the
 // Redlock algorithm): a generated constructor's result. It is not
-// reentrant. See "RedLock" in the package documentation for what it does
+// reentrant. See "RedLock" in docs/design.md for what it does
 // and does not guarantee.
 type RedLock struct {
 	q    *Quorum
@@ -128,7 +128,7 @@ type redLeaseKey struct{}
 // undoes its own grant in the background). A waiter is registered on each node that refused it and wakes
 // when releases on a majority of the nodes woke it (or a short grace
 // after the first), with the time a majority of the holder's keys expire
-// as a fallback; see "RedLock" in the package documentation.
+// as a fallback; see "RedLock" in docs/design.md.
 //
 // It returns ErrNoQuorum (matching ErrNotObtained too) when too many nodes
 // failed to answer for a majority to be possible (at once on the first
@@ -983,7 +983,7 @@ func (le *RedLockLease) ValidUntil() time.Time {
 // Unlock releases the lock on every node (compare-and-delete; the nodes
 // that do not answer let it expire after the lease); each node where a
 // waiter is registered wakes its longest-waiting one and reserves the
-// node for it (see "RedLock" in the package documentation).
+// node for it (see "RedLock" in docs/design.md).
 // Like Lease.Unlock, it completes although ctx was cancelled (each node
 // is given the per-node timeout). It returns ErrNotHeld when the lease was
 // already unlocked or no node still held it, ErrLockLost when the lease

@@ -19,7 +19,7 @@ import (
 )
 
 // TestRedLockHerdCost counts what RedLock's waiting costs with a waiter
-// registry on each node (see "RedLock" in the package doc): with W
+// registry on each node (see "RedLock" in docs/design.md): with W
 // waiting processes (each its own runtime and go-redis clients) a release
 // wakes one waiter per node, not W: the scripts per acquisition, summed
 // over the nodes' INFO commandstats, stay flat in W (logged with the

@@ -131,7 +131,7 @@ func isNoScript(err error) bool {
 // Preload loads scripts on every primary (every master of a cluster, every
 // shard of a ring, the one server otherwise), so that no later call needs
 // the NOSCRIPT fallback. A cluster client also settles its pub/sub mode
-// (classic or sharded, see the package doc) here, so that no later call
+// (classic or sharded, see "Pub/sub: classic or sharded" in docs/design.md) here, so that no later call
 // pays for that one-time probe. It returns the first Redis error, or an
 // error matching ErrScriptMismatch when the generated code was made for
 // other scripts than this runtime's, or Redis computes another SHA1 than

@@ -86,7 +86,7 @@ func (s *Semaphore) channel() string  { return s.c.wakePrefix(s.key) }
 
 // waitChannel is the channel s's waiters on this client wait on: releases
 // name the waiters they hand permits to on their client's channel (see
-// "Waiter registry" in the package doc).
+// "Waiter registry" in docs/design.md).
 func (s *Semaphore) waitChannel() string { return s.channel() + ":" + s.c.id }
 
 // scriptKeys returns the KEYS of the acquire and release scripts: the
@@ -110,12 +110,12 @@ func (s *Semaphore) registryTTL() time.Duration {
 // waiters are served in arrival order: a release hands its permits to
 // the waiters at the head of the queue that they satisfy, and a request
 // for many is not passed by smaller ones (see "Semaphores and permits" in
-// the package doc). Waiting costs no Redis traffic but a refresh of the
+// docs/design.md). Waiting costs no Redis traffic but a refresh of the
 // registry entry every third of its TTL.
 //
 // The context bounds the wait, not the hold: the permit's Context keeps
 // its values but not its cancellation (unless WithParentCancel), see
-// "Lifetimes" in the package doc. A context that has ended already takes
+// "Lifetimes and deadlines" in the package doc. A context that has ended already takes
 // nothing.
 //
 // It returns ErrTooManyPermits at once when n exceeds the semaphore's

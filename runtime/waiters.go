@@ -11,7 +11,7 @@ import (
 //
 // A message whose payload names an owner ("<clientID>:<n>", then maybe
 // more words) is for the waiter of that owner alone: a kind with a waiter
-// registry in Redis (see "Waiter registry" in the package doc) tells each
+// registry in Redis (see "Waiter registry" in docs/design.md) tells each
 // woken waiter by name, on its client's channel. Such a message that
 // comes before its waiter joined (the waiter's attempt registered it, and
 // the release was quicker than the attempt's reply) is kept for it. A
@@ -23,7 +23,7 @@ import (
 // passes such a signal on.
 
 // RegistryTTL is how long a waiter's entry in an object's waiter registry
-// (see "Waiter registry" in the package doc) stays without a refresh: a
+// (see "Waiter registry" in docs/design.md) stays without a refresh: a
 // live waiter refreshes it every RegistryTTL/3, so one that died is
 // passed over at most this long after its last refresh.
 const RegistryTTL = time.Second

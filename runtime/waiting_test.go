@@ -51,7 +51,7 @@ func within(d time.Duration, cond func() bool) bool {
 }
 
 // queueLen returns the length of k's waiter queue (key:queue, see
-// "Waiter registry" in the package doc).
+// "Waiter registry" in docs/design.md).
 func queueLen(t testing.TB, rdb redis.UniversalClient, k string) int64 {
 	t.Helper()
 	n, err := rdb.LLen(context.Background(), keys.Sub(k, "queue")).Result()

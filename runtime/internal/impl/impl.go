@@ -49,7 +49,7 @@ const (
 	// compare-and-delete; taking one twice is ErrNotReentrant.
 	Simple
 	// Fair locks are reentrant locks whose waiters get the lock in arrival
-	// order; see "Fair locks" in the package doc.
+	// order; see "Fair locks" in docs/design.md.
 	Fair
 	// ReadWrite locks have a shared read side and an exclusive write side
 	// (see RWLock).
@@ -89,7 +89,7 @@ type LockDef struct {
 	// RegistryTTL (DefaultWaiterTTL).
 	WaiterTTL time.Duration
 	// Sync, when Replicas > 0, makes every acquire wait until that many
-	// replicas have the lock (see "Replica sync" in the package doc).
+	// replicas have the lock (see "Replica sync" in docs/design.md).
 	Sync SyncDef
 }
 
