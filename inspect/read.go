@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/internal/values"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // maxZset bounds the sorted sets read whole to pair deadlines with list

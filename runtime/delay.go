@@ -5,9 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockgen/lockgen/runtime/internal/dueheap"
 	"sync"
 	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/dueheap"
 )
 
 // The delay timer.

@@ -2,9 +2,10 @@ package runtime
 
 import (
 	"context"
-	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 	"log/slog"
 	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
 // Observer is told what the runtime does, for metrics, traces and logs.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
 // ErrNoQuorum: so many RedLock nodes failed to answer (down, unreachable,

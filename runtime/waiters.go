@@ -1,9 +1,10 @@
 package runtime
 
 import (
-	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 	"strings"
 	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
 // The waiters of one client on one channel, and who a message wakes. The
