@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
@@ -26,7 +27,7 @@ type Client struct {
 	ops atomic.Uint64 // operation ids (see newOp)
 
 	wd    *watchdog.Watchdog
-	hub   *hub
+	hub   *hub.Hub
 	sched scheduler // the delay timer of the queues it serves (delay.go)
 
 	// Arguments boxed once (see lockPrep): *LockDef -> *defArgs, and
@@ -40,7 +41,7 @@ type Client struct {
 	fences   fences       // the last fencing token seen per fenced lock (fenced.go)
 
 	closeOnce     sync.Once
-	shardedPubSub bool // sharded pub/sub may be chosen (hub.go)
+	shardedPubSub bool // sharded pub/sub may be chosen (runtime/internal/hub)
 
 	observers   []Observer       // see WithObserver (observer.go)
 	propagators []ItemPropagator // the observers that carry context in queue items
@@ -74,9 +75,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		c.id = hex.EncodeToString(b[:])
 	}
 	c.wd = newWatchdog(c)
-	c.hub = newHub(rdb, c.shardedPubSub)
+	c.hub = hub.New(rdb, c.shardedPubSub)
 	if len(c.observers) > 0 {
-		c.hub.observe = c.observe
+		c.hub.OnLost = c.observePubSubLost
 	}
 	return c
 }
@@ -94,7 +95,7 @@ func (c *Client) Redis() redis.UniversalClient { return c.rdb }
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.wd.Close()
-		c.hub.close()
+		c.hub.Close()
 	})
 	return nil
 }

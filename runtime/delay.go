@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/dueheap"
+	"github.com/lockgen/lockgen/runtime/internal/hub"
 )
 
 // The delay timer.
@@ -92,8 +93,8 @@ type served struct {
 	users   int       // Takes waiting on it
 	fails   int       // moves that failed in a row
 	subbing bool      // a subscription is under way
-	sub     *subscription
-	w       *waiter
+	sub     *hub.Subscription
+	w       *hub.Waiter
 }
 
 // serve returns the client's served entry of q, serving q if need be;
@@ -193,11 +194,11 @@ func (s *scheduler) subscribe(e *served) {
 	go func() {
 		h := s.c.hub
 		ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
-		sub, err := h.subscribe(ctx, e.q.ch)
+		sub, err := h.Subscribe(ctx, e.q.ch)
 		cancel()
-		var w *waiter
+		var w *hub.Waiter
 		if err == nil {
-			w = h.watch(sub, func() { s.notify(e) })
+			w = h.Watch(sub, func() { s.notify(e) })
 		}
 		s.mu.Lock()
 		e.subbing = false
@@ -214,8 +215,8 @@ func (s *scheduler) subscribe(e *served) {
 		}
 		s.mu.Unlock()
 		if !live && err == nil {
-			h.leave(sub, w, true)
-			h.unsubscribe(sub)
+			h.Leave(sub, w, true)
+			h.Unsubscribe(sub)
 		}
 	}()
 }
@@ -249,12 +250,12 @@ func (s *scheduler) idleLocked(e *served) {
 func (s *scheduler) run() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	closed := s.c.hub.closedCh()
+	closed := s.c.hub.Closed()
 	for {
 		moves, forget, next := s.turn()
 		for _, f := range forget {
-			s.c.hub.leave(f.sub, f.w, true)
-			s.c.hub.unsubscribe(f.sub)
+			s.c.hub.Leave(f.sub, f.w, true)
+			s.c.hub.Unsubscribe(f.sub)
 		}
 		for _, e := range moves {
 			d, err := e.q.move()
@@ -321,8 +322,8 @@ func (s *scheduler) turn() (moves []*served, forget []forgotten, next time.Time)
 
 // forgotten is the subscription of a queue the scheduler forgot.
 type forgotten struct {
-	sub *subscription
-	w   *waiter
+	sub *hub.Subscription
+	w   *hub.Waiter
 }
 
 // moved records the result of e's move: its next due time in d (< 0:

@@ -24,16 +24,4 @@ func WithShardedPubSub(on bool) Option { return func(c *Client) { c.shardedPubSu
 // Joined returns how many waits of c have joined its subscription of
 // channel (0 when c does not subscribe it): waits past subscribing, which
 // a message on channel reaches.
-func Joined(c *Client, channel string) int {
-	c.hub.mu.Lock()
-	defer c.hub.mu.Unlock()
-	s := c.hub.subs[channel]
-	if s == nil {
-		return 0
-	}
-	n := 0
-	for range s.waiters.each {
-		n++
-	}
-	return n
-}
+func Joined(c *Client, channel string) int { return c.hub.Joined(channel) }

@@ -357,7 +357,7 @@ func (l *Limiter) WaitN(ctx context.Context, n int) (err error) {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("%w: %w", ErrLimited, context.Cause(ctx))
-	case <-l.c.hub.closedCh():
+	case <-l.c.hub.Closed():
 		return ErrClosed
 	}
 }

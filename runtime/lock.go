@@ -818,7 +818,7 @@ func (l *Lock) args(args ...any) []any {
 
 func (c *Client) checkOpen() error {
 	select {
-	case <-c.hub.closedCh():
+	case <-c.hub.Closed():
 		return ErrClosed
 	default:
 		return nil

@@ -299,6 +299,16 @@ func (c *Client) observeRenewal(ctx context.Context, object string, o watchdog.O
 	}
 }
 
+// observePubSubLost reports a failed pub/sub connection and the channels
+// it subscribes again.
+func (c *Client) observePubSubLost(addr string, chans []string, cause error) {
+	ctx := context.Background()
+	c.observe(ctx, Event{Kind: EventPubSubLost, Key: addr, N: len(chans), Err: cause})
+	for _, ch := range chans {
+		c.observe(ctx, Event{Kind: EventResubscribed, Key: ch})
+	}
+}
+
 // observeLost reports a hold the watchdog gave up with cause (not when
 // the client was closed).
 func (c *Client) observeLost(object string, cause error) {

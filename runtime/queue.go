@@ -340,7 +340,7 @@ func (q *queue) blockAt(ctx context.Context, end time.Time, keyPos int8, cmd fun
 			case <-pause.C:
 			case <-ctx.Done():
 				pause.Stop()
-			case <-q.c.hub.closedCh():
+			case <-q.c.hub.Closed():
 				pause.Stop()
 			}
 			continue

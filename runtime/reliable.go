@@ -341,7 +341,7 @@ func (q *queue) claimAgain(ctx context.Context, end time.Time, wait bool, id str
 		case <-ctx.Done():
 			t.Stop()
 			return nil, lastError(emptyError(ctx), err)
-		case <-q.c.hub.closedCh():
+		case <-q.c.hub.Closed():
 			t.Stop()
 			return nil, ErrClosed
 		}

@@ -159,7 +159,7 @@ func (c *Client) preload(ctx context.Context, scripts ...*impl.Script) error {
 		if err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return load(ctx, m) }); err != nil {
 			return err
 		}
-		if _, err := c.hub.sharded(ctx); err != nil {
+		if _, err := c.hub.Sharded(ctx); err != nil {
 			return fmt.Errorf("lockgen: probing the pub/sub mode: %w", err)
 		}
 		return nil

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/hub"
 )
 
 // The waiting every blocking acquire (locks of every kind, atomic
@@ -98,22 +100,22 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 	defer cancel()
 	skip := registered
 	for _, s := range srcs {
-		skip = skip && s.c.hub.ready(s.channel)
+		skip = skip && s.c.hub.Ready(s.channel)
 	}
 	subs, err := subscribeAll(wctx, srcs)
 	if err != nil {
 		return waitError(ctx, err)
 	}
 	signal := make(chan struct{}, 1)
-	ws := make([]*waiter, len(srcs))
+	ws := make([]*hub.Waiter, len(srcs))
 	for i, s := range srcs {
-		ws[i] = s.c.hub.joinAs(subs[i], s.owner, signal)
+		ws[i] = s.c.hub.JoinAs(subs[i], s.owner, signal)
 	}
 	ok := false
 	defer func() {
 		for i, s := range srcs {
-			s.c.hub.leave(subs[i], ws[i], ok)
-			s.c.hub.unsubscribe(subs[i])
+			s.c.hub.Leave(subs[i], ws[i], ok)
+			s.c.hub.Unsubscribe(subs[i])
 		}
 	}()
 	timer := time.NewTimer(time.Hour)
@@ -123,7 +125,7 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 	byTimer := false // the next try follows the timer, not a wake-up
 	for retries := 0; ; {
 		for _, s := range srcs {
-			if s.c.hub.isClosed() { // a closed hub wakes its waiters
+			if s.c.hub.IsClosed() { // a closed hub wakes its waiters
 				return ErrClosed
 			}
 		}
@@ -150,12 +152,12 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 		case <-signal:
 			byTimer = false
 			for i, s := range srcs {
-				msgs[i] = s.c.hub.message(ws[i])
+				msgs[i] = s.c.hub.Message(ws[i])
 			}
 		case <-timer.C:
 			byTimer = true
 			clear(msgs)
-		case <-srcs[0].c.hub.closedCh():
+		case <-srcs[0].c.hub.Closed():
 			return ErrClosed
 		case <-wctx.Done():
 			return lastError(waitError(ctx, wctx.Err()), lastErr)
@@ -166,24 +168,24 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 // subscribeAll subscribes every source's channel, at once when there are
 // several (each subscribe waits at most confirmWait for its
 // confirmation). On an error it drops what it subscribed.
-func subscribeAll(ctx context.Context, srcs []waitSource) ([]*subscription, error) {
-	subs := make([]*subscription, len(srcs))
+func subscribeAll(ctx context.Context, srcs []waitSource) ([]*hub.Subscription, error) {
+	subs := make([]*hub.Subscription, len(srcs))
 	if len(srcs) == 1 {
-		sub, err := srcs[0].c.hub.subscribe(ctx, srcs[0].channel)
+		sub, err := srcs[0].c.hub.Subscribe(ctx, srcs[0].channel)
 		subs[0] = sub
 		return subs, err
 	}
 	errs := make([]error, len(srcs))
 	var wg sync.WaitGroup
 	for i, s := range srcs {
-		wg.Go(func() { subs[i], errs[i] = s.c.hub.subscribe(ctx, s.channel) })
+		wg.Go(func() { subs[i], errs[i] = s.c.hub.Subscribe(ctx, s.channel) })
 	}
 	wg.Wait()
 	err := errors.Join(errs...)
 	if err != nil {
 		for i, sub := range subs {
 			if sub != nil {
-				srcs[i].c.hub.unsubscribe(sub)
+				srcs[i].c.hub.Unsubscribe(sub)
 			}
 		}
 	}

@@ -1,4 +1,8 @@
-package runtime
+// Package hub multiplexes every wait of one client onto its pub/sub
+// connections (classic, or sharded on a Redis 7 cluster), and decides
+// which of a channel's waiters a message wakes. Package runtime's wait
+// loop and delay timer subscribe, join and leave through it.
+package hub
 
 import (
 	"context"
@@ -11,16 +15,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
-// hub multiplexes every wait of one client onto its pub/sub connections.
+// Hub multiplexes every wait of one client onto its pub/sub connections.
 // Channels are reference-counted: the first waiter subscribes, the last
-// one leaves. This file is the connection layer: subscribing, confirming,
-// lingering, reconnecting, following slots. Who is woken by a message is
-// waiters.go's business (deliver).
+// one leaves. The first part of this file is the connection layer:
+// subscribing, confirming, lingering, reconnecting, following slots. Who
+// a message wakes is the waiters' part, below (deliver).
 //
-// Classic or sharded pub/sub is chosen once per client (see sharded): on
+// Classic or sharded pub/sub is chosen once per client (see Sharded): on
 // a single node, Sentinel, a Ring, or a cluster older than Redis 7.0 the
 // hub has one connection (classic SUBSCRIBE); on a Redis 7+ cluster it has
 // one connection per primary and subscribes each channel with SSUBSCRIBE
@@ -42,27 +46,24 @@ import (
 // waiters are woken too. Waiters never depend on a confirmation:
 // subscribe waits for it at most confirmWait, and every waiter keeps its
 // fallback timer.
-type hub struct {
+type Hub struct {
 	rdb          redis.UniversalClient
 	mode         atomic.Int32 // modeUnknown, modeClassic or modeSharded
 	allowSharded bool         // sharded pub/sub may be chosen
 
 	mu       sync.Mutex
-	subs     map[string]*subscription
+	subs     map[string]*Subscription
 	conns    map[string]*psConn         // by shard address; "" in classic mode
-	homeless map[*subscription]struct{} // subscriptions waiting for a route
+	homeless map[*Subscription]struct{} // subscriptions waiting for a route
 	homeKick chan struct{}              // wakes the rehoming goroutine
 	homing   bool                       // the rehoming goroutine runs
 	closed   bool
 	done     chan struct{}
 
-	observe func(context.Context, Event) // the client's observers (nil: none); set before use
+	// OnLost, when set before use, learns of a failed connection and the
+	// channels it subscribes again (the client's observers).
+	OnLost func(addr string, chans []string, cause error)
 }
-
-// shardedPubSub enables sharded pub/sub on Redis 7 clusters by default
-// (WithClassicPubSub turns it off per client). Every script that publishes
-// takes its command from publishCmd.
-const shardedPubSub = true
 
 const (
 	modeUnknown int32 = iota
@@ -70,7 +71,7 @@ const (
 	modeSharded
 )
 
-type subscription struct {
+type Subscription struct {
 	channel string
 	refs    int
 	ready   chan struct{} // closed once the subscription is confirmed
@@ -78,7 +79,7 @@ type subscription struct {
 	conn    *psConn    // the connection it is subscribed on; nil while routed
 	waiters waiterList // in arrival order
 	// unclaimed holds messages naming an owner that has not joined yet
-	// (waiters.go).
+	// (deliver).
 	unclaimed map[string]string
 	linger    *time.Timer // drops the channel once it has been unused for linger
 }
@@ -86,13 +87,13 @@ type subscription struct {
 // psConn is one pub/sub connection: the whole client's in classic mode,
 // one primary's in sharded mode. Its fields are guarded by hub.mu.
 type psConn struct {
-	h       *hub
+	h       *Hub
 	addr    string        // "" in classic mode
 	node    *redis.Client // the primary, in sharded mode
 	sharded bool
 
 	ps      *redis.PubSub            // replaced when its connection fails
-	chans   map[string]*subscription // subscribed (or being subscribed) here
+	chans   map[string]*Subscription // subscribed (or being subscribed) here
 	ops     []psOp                   // commands not written yet, in order
 	sent    []psOp                   // commands whose reply is due, in order
 	pending map[string]int           // len(sent) per channel
@@ -122,20 +123,42 @@ const (
 	maxBackoff = 500 * time.Millisecond
 )
 
-func newHub(rdb redis.UniversalClient, allowSharded bool) *hub {
-	return &hub{
-		rdb: rdb, allowSharded: allowSharded, subs: map[string]*subscription{}, conns: map[string]*psConn{},
-		homeless: map[*subscription]struct{}{}, homeKick: make(chan struct{}, 1),
+func New(rdb redis.UniversalClient, allowSharded bool) *Hub {
+	return &Hub{
+		rdb: rdb, allowSharded: allowSharded, subs: map[string]*Subscription{}, conns: map[string]*psConn{},
+		homeless: map[*Subscription]struct{}{}, homeKick: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
 }
 
-// sharded reports whether this client uses sharded pub/sub: only a
+// Probed reports whether the pub/sub mode is known (see Sharded).
+func (h *Hub) Probed() bool { return h.mode.Load() != modeUnknown }
+
+// IsSharded reports whether the mode is known to be sharded pub/sub.
+func (h *Hub) IsSharded() bool { return h.mode.Load() == modeSharded }
+
+// Joined returns how many waiters have joined the subscription of
+// channel (0 when it is not subscribed), for tests.
+func (h *Hub) Joined(channel string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.subs[channel]
+	if s == nil {
+		return 0
+	}
+	n := 0
+	for range s.waiters.each {
+		n++
+	}
+	return n
+}
+
+// Sharded reports whether this client uses sharded pub/sub: only a
 // *redis.ClusterClient whose servers answer PUBSUB SHARDNUMSUB (Redis
 // 7.0+) does. The answer is probed on first need and kept for the life of
 // the client; a probe that fails to reach Redis is not kept, and the
 // error is returned.
-func (h *hub) sharded(ctx context.Context) (bool, error) {
+func (h *Hub) Sharded(ctx context.Context) (bool, error) {
 	switch h.mode.Load() {
 	case modeClassic:
 		return false, nil
@@ -160,87 +183,20 @@ func (h *hub) sharded(ctx context.Context) (bool, error) {
 	return h.mode.Load() == modeSharded, nil
 }
 
-// publishCmd is the command that scripts publish wake-ups with, passed to
-// them as an argument: "publish" (classic pub/sub) or "spublish" (sharded
-// pub/sub, Redis Cluster >= 7.0). The choice is made once per client (see
-// hub.sharded); every script that publishes takes it from here. While the
-// choice cannot be probed (Redis unreachable) it says "publish".
-func (c *Client) publishCmd() string {
-	if c.hub.mode.Load() == modeUnknown {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_, _ = c.hub.sharded(ctx)
-	}
-	if c.hub.mode.Load() == modeSharded {
-		return "spublish"
-	}
-	return "publish"
-}
-
-// wakePrefix returns the channel prefix of the wake-ups of key's waiters:
-// a waiter on client id waits on wakePrefix(key) + ":" + id, and the
-// scripts publish to the prefix they are given plus the woken member's
-// client id. With sharded pub/sub it is the key's own channel, key:ch,
-// in the key's slot as SPUBLISH from a script must be. With classic
-// pub/sub it is the key's namespace's, <namespace>:wake, so that a client
-// waits on one channel per namespace however many objects it waits on,
-// and subscribes it once rather than once per object (see "Waiting" in
-// docs/design.md).
-func (c *Client) wakePrefix(key string) string {
-	if c.publishCmd() == "spublish" {
-		return keys.Sub(key, "ch")
-	}
-	return c.classicWake(key).name
-}
-
-// classicPrefix is a namespace's classic wake-up prefix, and it boxed.
-type classicPrefix struct {
-	name string
-	arg  any
-}
-
-// classicWake is wakePrefix with classic pub/sub: the key's namespace (up
-// to its first ':', which a namespace never contains) and ":wake", made
-// once per namespace and client.
-func (c *Client) classicWake(key string) *classicPrefix {
-	ns, _, _ := strings.Cut(key, ":")
-	c.wakesMu.RLock()
-	w := c.wakes[ns]
-	c.wakesMu.RUnlock()
-	if w != nil {
-		return w
-	}
-	w = &classicPrefix{name: classicWakeName(ns)}
-	w.arg = w.name
-	c.wakesMu.Lock()
-	defer c.wakesMu.Unlock()
-	if c.wakes == nil {
-		c.wakes = map[string]*classicPrefix{}
-	}
-	if old := c.wakes[ns]; old != nil {
-		return old
-	}
-	c.wakes[ns] = w
-	return w
-}
-
-// classicWakeName returns namespace ns's classic wake-up prefix, <ns>:wake.
-func classicWakeName(ns string) string { return ns + ":wake" }
-
 // subscribe adds a reference to channel and waits until the subscription
 // is confirmed by the server, or at most confirmWait: a subscription that
 // is confirmed later wakes the waiters that joined it meanwhile. It
-// returns ErrClosed after close, or ctx's error.
-func (h *hub) subscribe(ctx context.Context, channel string) (*subscription, error) {
+// returns impl.ErrClosed after close, or ctx's error.
+func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil, ErrClosed
+		return nil, impl.ErrClosed
 	}
 	s := h.subs[channel]
 	fresh := s == nil
 	if fresh {
-		s = &subscription{channel: channel, ready: make(chan struct{})}
+		s = &Subscription{channel: channel, ready: make(chan struct{})}
 		h.subs[channel] = s
 	}
 	s.refs++
@@ -260,10 +216,10 @@ func (h *hub) subscribe(ctx context.Context, channel string) (*subscription, err
 	case <-t.C:
 		return s, nil
 	case <-h.done:
-		h.unsubscribe(s)
-		return nil, ErrClosed
+		h.Unsubscribe(s)
+		return nil, impl.ErrClosed
 	case <-ctx.Done():
-		h.unsubscribe(s)
+		h.Unsubscribe(s)
 		return nil, ctx.Err()
 	}
 }
@@ -271,7 +227,7 @@ func (h *hub) subscribe(ctx context.Context, channel string) (*subscription, err
 // route finds the connection for s and subscribes it there, or leaves it
 // to the rehoming goroutine when that needs Redis and Redis cannot be
 // reached.
-func (h *hub) route(ctx context.Context, s *subscription) {
+func (h *Hub) route(ctx context.Context, s *Subscription) {
 	addr, node, err := h.owner(ctx, s.channel)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -287,8 +243,8 @@ func (h *hub) route(ctx context.Context, s *subscription) {
 
 // owner returns the address and client of the primary whose connection
 // channel belongs on: "" and nil in classic mode.
-func (h *hub) owner(ctx context.Context, channel string) (string, *redis.Client, error) {
-	sharded, err := h.sharded(ctx)
+func (h *Hub) owner(ctx context.Context, channel string) (string, *redis.Client, error) {
+	sharded, err := h.Sharded(ctx)
 	if err != nil || !sharded {
 		return "", nil, err
 	}
@@ -301,11 +257,11 @@ func (h *hub) owner(ctx context.Context, channel string) (string, *redis.Client,
 
 // attach subscribes s on the connection for addr, creating it if needed.
 // h.mu must be held.
-func (h *hub) attach(s *subscription, addr string, node *redis.Client) {
+func (h *Hub) attach(s *Subscription, addr string, node *redis.Client) {
 	pc := h.conns[addr]
 	if pc == nil {
 		pc = &psConn{h: h, addr: addr, node: node, sharded: node != nil,
-			chans: map[string]*subscription{}, pending: map[string]int{}, kick: make(chan struct{}, 1)}
+			chans: map[string]*Subscription{}, pending: map[string]int{}, kick: make(chan struct{}, 1)}
 		pc.ps = pc.newPubSub()
 		h.conns[addr] = pc
 		go pc.read()
@@ -318,7 +274,7 @@ func (h *hub) attach(s *subscription, addr string, node *redis.Client) {
 
 // rehome queues s for the rehoming goroutine, which routes it again after
 // a pause. h.mu must be held.
-func (h *hub) rehome(s *subscription) {
+func (h *Hub) rehome(s *Subscription) {
 	h.unready(s)
 	h.homeless[s] = struct{}{}
 	if !h.homing {
@@ -332,7 +288,7 @@ func (h *hub) rehome(s *subscription) {
 }
 
 // unready marks s as not (or no longer) confirmed. h.mu must be held.
-func (h *hub) unready(s *subscription) {
+func (h *Hub) unready(s *Subscription) {
 	if s.isReady {
 		s.isReady = false
 		s.ready = make(chan struct{})
@@ -343,7 +299,7 @@ func (h *hub) unready(s *subscription) {
 // pause while that fails. On a cluster it asks go-redis to reload the slot
 // map first, since a moved slot or a failed primary is why they are
 // homeless.
-func (h *hub) rehoming() {
+func (h *Hub) rehoming() {
 	backoff := 50 * time.Millisecond
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
@@ -364,7 +320,7 @@ func (h *hub) rehoming() {
 				return
 			}
 			h.mu.Lock()
-			var todo []*subscription
+			var todo []*Subscription
 			for s := range h.homeless {
 				todo = append(todo, s)
 			}
@@ -397,7 +353,7 @@ func (h *hub) rehoming() {
 // stays subscribed for linger after its last waiter leaves: under
 // contention the next waiter comes soon, and finds it ready without a
 // round trip.
-func (h *hub) unsubscribe(s *subscription) {
+func (h *Hub) Unsubscribe(s *Subscription) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s.refs--
@@ -422,7 +378,7 @@ func (h *hub) unsubscribe(s *subscription) {
 }
 
 // drop unsubscribes s's channel. h.mu must be held.
-func (h *hub) drop(s *subscription) {
+func (h *Hub) drop(s *Subscription) {
 	delete(h.subs, s.channel)
 	delete(h.homeless, s)
 	if pc := s.conn; pc != nil {
@@ -433,10 +389,10 @@ func (h *hub) drop(s *subscription) {
 }
 
 // closedCh is closed when the hub is closed.
-func (h *hub) closedCh() <-chan struct{} { return h.done }
+func (h *Hub) Closed() <-chan struct{} { return h.done }
 
 // isClosed reports whether the hub is closed.
-func (h *hub) isClosed() bool {
+func (h *Hub) IsClosed() bool {
 	select {
 	case <-h.done:
 		return true
@@ -445,7 +401,7 @@ func (h *hub) isClosed() bool {
 	}
 }
 
-func (h *hub) close() {
+func (h *Hub) Close() {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -580,7 +536,7 @@ func (pc *psConn) read() {
 		h.mu.Lock()
 		stopped := pc.stopped
 		var chans []string
-		if h.observe != nil && backoff == 0 && !stopped {
+		if h.OnLost != nil && backoff == 0 && !stopped {
 			for c := range pc.chans {
 				chans = append(chans, c)
 			}
@@ -607,14 +563,9 @@ func (pc *psConn) read() {
 
 // lost reports a failed connection and the channels it subscribes
 // again (outside h.mu).
-func (h *hub) lost(addr string, chans []string, cause error) {
-	if h.observe == nil {
-		return
-	}
-	ctx := context.Background()
-	h.observe(ctx, Event{Kind: EventPubSubLost, Key: addr, N: len(chans), Err: cause})
-	for _, c := range chans {
-		h.observe(ctx, Event{Kind: EventResubscribed, Key: c})
+func (h *Hub) lost(addr string, chans []string, cause error) {
+	if h.OnLost != nil {
+		h.OnLost(addr, chans, cause)
 	}
 }
 
@@ -698,5 +649,246 @@ func (pc *psConn) refused() {
 		delete(pc.chans, op.channel)
 		s.conn = nil
 		pc.h.rehome(s)
+	}
+}
+
+// The waiters of one client on one channel, and who a message wakes. The
+// connection layer is above; h.mu guards everything here.
+//
+// A message whose payload names an owner ("<clientID>:<n>", then maybe
+// more words) is for the waiter of that owner alone: a kind with a waiter
+// registry in Redis (see "Waiter registry" in docs/design.md) tells each
+// woken waiter by name, on its client's channel. Such a message that
+// comes before its waiter joined (the waiter's attempt registered it, and
+// the release was quicker than the attempt's reply) is kept for it. A
+// message whose payload is "all" wakes every waiter (an operator's change,
+// a reconnect). Any other message wakes one waiter of the client (the
+// longest waiting one that has no signal pending): a waiter joins the
+// channel's queue before it tries to acquire, so a release published
+// after the attempt always wakes it, and one that leaves without the lock
+// passes such a signal on.
+
+// Waiter is one goroutine waiting on a subscription, or a watch.
+type Waiter struct {
+	owner  string        // the owner messages name it by; "" for none
+	signal chan struct{} // capacity 1: a pending wake-up (maybe shared, see joinAs)
+	notify func()        // a watch's: called instead of signalling
+	msg    string        // the last message naming owner, until taken
+
+	prev, next *Waiter     // in its subscription's waiterList
+	list       *waiterList // the list it is in; nil once it left
+}
+
+// waiterList is a subscription's waiters in arrival order, indexed by
+// owner, so that joining, leaving and a message naming an owner cost the
+// same however many waiters share the channel (a client's waits on every
+// object of a namespace share one with classic pub/sub). h.mu guards it.
+type waiterList struct {
+	head, tail *Waiter
+	// byOwner holds each owner's longest-waiting waiter. An owner carried
+	// in a context may wait on two objects of a namespace at once: twins
+	// counts the waiters whose owner had one already, and only while it
+	// is not 0 does a leave look for the next waiter of its owner.
+	byOwner map[string]*Waiter
+	twins   int
+}
+
+// push appends w.
+func (l *waiterList) push(w *Waiter) {
+	w.list, w.prev, w.next = l, l.tail, nil
+	if l.tail == nil {
+		l.head = w
+	} else {
+		l.tail.next = w
+	}
+	l.tail = w
+	if w.owner == "" {
+		return
+	}
+	if l.byOwner == nil {
+		l.byOwner = map[string]*Waiter{}
+	}
+	if _, ok := l.byOwner[w.owner]; ok {
+		l.twins++
+	} else {
+		l.byOwner[w.owner] = w
+	}
+}
+
+// remove takes w out, when it is in l.
+func (l *waiterList) remove(w *Waiter) {
+	if w.list != l {
+		return
+	}
+	if w.prev == nil {
+		l.head = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		l.tail = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	next := w.next
+	w.list, w.prev, w.next = nil, nil, nil
+	if w.owner == "" {
+		return
+	}
+	if l.byOwner[w.owner] != w { // a twin leaves
+		l.twins--
+		return
+	}
+	delete(l.byOwner, w.owner)
+	if l.twins == 0 {
+		return
+	}
+	for x := next; x != nil; x = x.next { // its owner's next waiter, if any
+		if x.owner == w.owner {
+			l.byOwner[w.owner] = x
+			l.twins--
+			return
+		}
+	}
+}
+
+// ofOwner returns the longest-waiting waiter of owner, or nil.
+func (l *waiterList) ofOwner(owner string) *Waiter { return l.byOwner[owner] }
+
+// each yields the waiters in arrival order; yield must not change l.
+func (l *waiterList) each(yield func(*Waiter) bool) {
+	for w := l.head; w != nil; w = w.next {
+		if !yield(w) {
+			return
+		}
+	}
+}
+
+// WakeAll is the message payload that wakes every waiter of a channel.
+const wakeAll = "all"
+
+// deliver handles a message on s's channel. h.mu must be held.
+func (h *Hub) deliver(s *Subscription, payload string) {
+	if payload == wakeAll {
+		h.broadcast(s)
+		return
+	}
+	owner, _, _ := strings.Cut(payload, " ")
+	if !strings.Contains(owner, ":") {
+		h.wakeOne(s)
+		return
+	}
+	if w := s.waiters.ofOwner(owner); w != nil {
+		w.msg = payload
+		w.wake()
+		return
+	}
+	if len(s.unclaimed) >= maxUnclaimed {
+		clear(s.unclaimed) // of waiters that left: their scripts handed on
+	}
+	if s.unclaimed == nil {
+		s.unclaimed = map[string]string{}
+	}
+	s.unclaimed[owner] = payload
+}
+
+// maxUnclaimed bounds the messages a subscription keeps for owners not
+// joined. A message lost this way costs its waiter one refresh interval.
+const maxUnclaimed = 64
+
+// joinAs queues a new waiter on s for owner: messages naming owner wake
+// it alone, also one that came before it joined. It is woken on signal
+// (capacity 1), which the waiters of one wait on several channels share.
+func (h *Hub) JoinAs(s *Subscription, owner string, signal chan struct{}) *Waiter {
+	w := &Waiter{owner: owner, signal: signal}
+	h.mu.Lock()
+	if m, ok := s.unclaimed[owner]; ok && owner != "" {
+		delete(s.unclaimed, owner)
+		w.msg = m
+		w.wake()
+	}
+	if h.closed { // closed since it subscribed: the wait sees it at once
+		w.wake()
+	}
+	s.waiters.push(w)
+	h.mu.Unlock()
+	return w
+}
+
+// watch queues a waiter on s that calls notify (with the hub's lock held,
+// so notify must not block nor call the hub) on every wake-up, instead of
+// signalling a goroutine: the delay scheduler watches many channels from
+// one goroutine. It leaves with leave.
+func (h *Hub) Watch(s *Subscription, notify func()) *Waiter {
+	w := &Waiter{notify: notify}
+	h.mu.Lock()
+	s.waiters.push(w)
+	h.mu.Unlock()
+	return w
+}
+
+// message returns the message naming w's owner that woke it, if one did,
+// and forgets it.
+func (h *Hub) Message(w *Waiter) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := w.msg
+	w.msg = ""
+	return m
+}
+
+// ready reports whether channel is subscribed and confirmed now.
+func (h *Hub) Ready(channel string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.subs[channel]
+	return s != nil && s.isReady
+}
+
+// leave removes w from s; a wake-up w received but did not use (it leaves
+// without the lock) goes to the next waiter, unless it was a message
+// naming w (the registry's scripts hand such a wake-up on in Redis).
+func (h *Hub) Leave(s *Subscription, w *Waiter, used bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.waiters.remove(w)
+	select {
+	case <-w.signal:
+		if !used && w.msg == "" {
+			h.wakeOne(s)
+		}
+	default:
+	}
+}
+
+// broadcast wakes every waiter of s. h.mu must be held.
+func (h *Hub) broadcast(s *Subscription) {
+	for w := range s.waiters.each {
+		w.wake()
+	}
+}
+
+// wakeOne wakes the first waiter of s without a pending wake-up. h.mu must
+// be held.
+func (h *Hub) wakeOne(s *Subscription) {
+	for w := range s.waiters.each {
+		if w.wake() {
+			return
+		}
+	}
+}
+
+// wake gives w a wake-up unless it has one pending; it reports whether it
+// did.
+func (w *Waiter) wake() bool {
+	if w.notify != nil {
+		w.notify()
+		return true
+	}
+	select {
+	case w.signal <- struct{}{}:
+		return true
+	default:
+		return false
 	}
 }

@@ -1,4 +1,4 @@
-package runtime
+package hub
 
 import (
 	"fmt"
@@ -13,9 +13,9 @@ import (
 // left is found by nothing.
 func TestWaiterList(t *testing.T) {
 	var l waiterList
-	ws := map[string]*waiter{}
+	ws := map[string]*Waiter{}
 	join := func(name, owner string) {
-		w := &waiter{owner: owner, msg: name}
+		w := &Waiter{owner: owner, msg: name}
 		ws[name] = w
 		l.push(w)
 	}
@@ -77,19 +77,19 @@ func TestWaiterList(t *testing.T) {
 func BenchmarkSharedChannel(b *testing.B) {
 	for _, n := range []int{10, 1000, 10000} {
 		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
-			h := &hub{}
-			s := &subscription{}
+			h := &Hub{}
+			s := &Subscription{}
 			for i := range n {
-				h.joinAs(s, fmt.Sprintf("c:%d", i), make(chan struct{}, 1))
+				h.JoinAs(s, fmt.Sprintf("c:%d", i), make(chan struct{}, 1))
 			}
 			i := 0
 			for b.Loop() {
 				owner := fmt.Sprintf("c:%d", n+i)
-				w := h.joinAs(s, owner, make(chan struct{}, 1))
+				w := h.JoinAs(s, owner, make(chan struct{}, 1))
 				h.mu.Lock()
 				h.deliver(s, owner)
 				h.mu.Unlock()
-				h.leave(s, w, true)
+				h.Leave(s, w, true)
 				i++
 			}
 		})
