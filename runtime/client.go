@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/delay"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
@@ -28,7 +29,7 @@ type Client struct {
 
 	wd    *watchdog.Watchdog
 	hub   *hub.Hub
-	sched scheduler // the delay timer of the queues it serves (delay.go)
+	sched delay.Scheduler // the delay timer of the queues it serves (runtime/internal/delay)
 
 	// Arguments boxed once (see lockPrep): *LockDef -> *defArgs, and
 	// *impl.Script -> its SHA1.
@@ -76,6 +77,8 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	}
 	c.wd = newWatchdog(c)
 	c.hub = hub.New(rdb, c.shardedPubSub)
+	c.sched.Hub = c.hub
+	c.sched.OnRetry = c.observeTimerRetry
 	if len(c.observers) > 0 {
 		c.hub.OnLost = c.observePubSubLost
 	}

@@ -77,17 +77,4 @@ func NewDelayedReliableQueue[T any](c *Client, def *QueueDef, codec Codec[T], ke
 
 // TimerBusy reports whether c's delay timer has a move due, pending or
 // running (a served queue that is only lingering idle does not count).
-func (c *Client) TimerBusy() bool {
-	s := &c.sched
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.pending) > 0 {
-		return true
-	}
-	for _, e := range s.served {
-		if e.moving || e.now || e.first || (e.idx >= 0 && !e.idle) {
-			return true
-		}
-	}
-	return false
-}
+func (c *Client) TimerBusy() bool { return c.sched.Busy() }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/delay"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
@@ -307,6 +308,12 @@ func (c *Client) observePubSubLost(addr string, chans []string, cause error) {
 	for _, ch := range chans {
 		c.observe(ctx, Event{Kind: EventResubscribed, Key: ch})
 	}
+}
+
+// observeTimerRetry reports a failed move of the delay timer, and when it
+// is tried again.
+func (c *Client) observeTimerRetry(q delay.Queue, retry time.Duration, err error) {
+	c.observe(context.Background(), Event{Kind: EventTimerRetry, Object: q.Name(), Key: q.Key(), Duration: retry, Err: err})
 }
 
 // observeLost reports a hold the watchdog gave up with cause (not when

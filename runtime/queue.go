@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/runtime/internal/delay"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
@@ -91,17 +92,17 @@ func (q *queue) needsTimer() bool { return q.def.Delay || q.def.Reliable }
 // serve makes the client's delay scheduler serve the queue, if it has due
 // times; with use, until the caller calls q.done with the result (a Take
 // waiting on it).
-func (q *queue) serve(use bool) *served {
+func (q *queue) serve(use bool) *delay.Served {
 	if !q.needsTimer() {
 		return nil
 	}
-	return q.c.sched.serve(q.c, q, use)
+	return q.c.sched.Serve(q, use)
 }
 
 // done ends a use taken by serve.
-func (q *queue) done(e *served) {
+func (q *queue) done(e *delay.Served) {
 	if e != nil {
-		q.c.sched.done(e)
+		q.c.sched.Done(e)
 	}
 }
 
@@ -116,8 +117,8 @@ func (q *queue) start(ctx context.Context) error {
 		return nil
 	}
 	select {
-	case <-e.ready:
-		return e.err
+	case <-e.Ready():
+		return e.Err()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -185,9 +186,9 @@ func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time,
 	// client's may move them first).
 	switch {
 	case delay > 0:
-		q.c.sched.expect(q.serve(false), time.Now().Add(delay))
+		q.c.sched.Expect(q.serve(false), time.Now().Add(delay))
 	case !at.IsZero():
-		q.c.sched.expect(q.serve(false), at)
+		q.c.sched.Expect(q.serve(false), at)
 	}
 	return id, nil
 }
@@ -957,3 +958,57 @@ func encodeAll[T any](q *queue, codec Codec[T], vs []T) ([][]byte, error) {
 	}
 	return bodies, nil
 }
+
+// The delay timer (runtime/internal/delay) serves the queue through
+// Key, Channel and Move.
+
+// moveBatch is how many items one run of the move script moves at most of
+// each kind; a full batch makes the scheduler run it again at once.
+const moveBatch = 100
+
+// moveTimeout bounds one run of the move script.
+const moveTimeout = 5 * time.Second
+
+// Move runs the move script until no batch is full, and returns how long
+// until the next due time, or -1 when nothing is due.
+// With observers, the script also replies how late each delayed item it
+// moved was, and each is reported as EventDue.
+func (q *queue) Move() (time.Duration, error) {
+	late := ""
+	if len(q.c.observers) > 0 {
+		late = "1"
+	}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
+		// queue_move reply: {int, int, int, int, int...}
+		res, err := q.c.eval(ctx, q.def.Scripts.Move, q.keys, q.c.publishCmd(), q.mode(), moveBatch,
+			q.def.Visibility.Milliseconds(), q.def.MaxDeliveries, late).Int64Slice()
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("lockgen: delay timer of %s: %w", q.key, err)
+		}
+		if len(res) < 4 {
+			return 0, fmt.Errorf("lockgen: delay timer of %s: unexpected reply %v", q.key, res)
+		}
+		for _, ms := range res[4:] {
+			q.c.observe(context.Background(), Event{Kind: EventDue, Object: q.def.Name, Duration: time.Duration(ms) * time.Millisecond})
+		}
+		now, next, full := res[0], res[1], res[3]
+		if full == 1 {
+			continue
+		}
+		if next < 0 {
+			return -1, nil
+		}
+		return time.Duration(max(next-now, 0)) * time.Millisecond, nil
+	}
+}
+
+// Name is the queue's name in the spec (the delay timer's).
+func (q *queue) Name() string { return q.def.Name }
+
+// Key is the queue's key (the delay timer's).
+func (q *queue) Key() string { return q.key }
+
+// Channel is where the queue's scripts announce earlier due items.
+func (q *queue) Channel() string { return q.ch }

@@ -262,7 +262,7 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) 
 		}
 		switch {
 		case len(out) > 0:
-			q.q.c.sched.expect(e, out[0].d.getDeadline())
+			q.q.c.sched.Expect(e, out[0].d.getDeadline())
 			return out, nil
 		case buryErr != nil:
 			return nil, buryErr
@@ -442,11 +442,11 @@ func (d *delivery) settle(ctx context.Context, reason, mode string, delay time.D
 		return ErrDeliveryExpired
 	case n == 0: // an earlier run of this call gave it back (see sendCounter)
 		if delay > 0 {
-			q.c.sched.expect(q.serve(false), time.Now().Add(delay))
+			q.c.sched.Expect(q.serve(false), time.Now().Add(delay))
 		}
 		n = 1
 	case n == 3:
-		q.c.sched.expect(q.serve(false), time.Now().Add(delay))
+		q.c.sched.Expect(q.serve(false), time.Now().Add(delay))
 	}
 	d.settled = 'g'
 	q.c.observe(ctx, Event{Kind: settled(n), Object: q.def.Name, Err: errors.New(reason)})

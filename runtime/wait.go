@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/delay"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 )
 
@@ -235,7 +236,7 @@ func retryBackoff(retries int) time.Duration { return backoff(retries, time.Seco
 // retryBackoff; the delay scheduler and the queue worker, which retry
 // without a wait loop, with maxRetry.
 func backoff(failures int, limit time.Duration) time.Duration {
-	return min(50*time.Millisecond<<min(failures, 16), limit)
+	return delay.Backoff(failures, limit)
 }
 
 // lastError adds the last transient error of a wait to the error that

@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/delay"
 )
 
 // The worker: Serve runs a handler on a reliable queue's items.
@@ -212,7 +214,7 @@ func (q *ReliableQueue[T]) work(ctx, hctx context.Context, handler func(context.
 			continue
 		case err != nil:
 			cfg.report(Job{Queue: q.Name(), Key: q.Key()}, err)
-			retry := backoff(fails, maxRetry)
+			retry := backoff(fails, delay.MaxRetry)
 			fails++
 			select {
 			case <-time.After(retry):

@@ -1,15 +1,18 @@
-package runtime
+// Package delay is a client's delay timer: one goroutine and a heap of the
+// due times of the queue instances it serves, woken by the queues'
+// channels on the hub; see the comment below.
+package delay
 
 import (
 	"container/heap"
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/dueheap"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
 // The delay timer.
@@ -36,24 +39,17 @@ import (
 // the move once more, so items that came due while no client served it
 // (a crash, a restart of every client) are delivered then.
 //
-// The scheduler cannot use the wait loop (waitFor and waitOn, wait.go):
+// The scheduler cannot use the runtime's wait loop (waitFor and waitOn):
 // that loop parks one goroutine per wait until its attempt succeeds,
 // listening on a fixed set of channels, while the scheduler waits on
 // every served queue's channel (a set that changes as queues are served
 // and forgotten) and its own heap, from one goroutine for the client's
 // life. A failed move is retried after the runtime's one backoff rule
-// (backoff, wait.go, which the wait loop uses too), capped at maxRetry.
+// (Backoff, which the wait loop uses too), capped at MaxRetry.
 
-// moveBatch is how many items one run of the move script moves at most of
-// each kind; a full batch makes the scheduler run it again at once.
-const moveBatch = 100
-
-// moveTimeout bounds one run of the move script.
-const moveTimeout = 5 * time.Second
-
-// maxRetry bounds the wait between retries of a move that failed (and of
+// MaxRetry bounds the wait between retries of a move that failed (and of
 // a queue worker's failed take).
-const maxRetry = 5 * time.Second
+const MaxRetry = 5 * time.Second
 
 // idleLinger is how long a queue instance with nothing due and no Take
 // waiting stays served: a consumer's next Take usually comes sooner, and
@@ -65,21 +61,50 @@ const idleLinger = 5 * time.Second
 // and subscribing is tried again at its next move.
 const subscribeTimeout = 5 * time.Second
 
-// scheduler is a client's delay timer. The zero value is ready to use.
-type scheduler struct {
+// Scheduler is a client's delay timer. Set Hub (and OnRetry) before its
+// first use; the zero value is otherwise ready.
+type Scheduler struct {
+	// Hub is the client's pub/sub hub, on which the served queues'
+	// channels are subscribed.
+	Hub *hub.Hub
+	// OnRetry, when set, learns of a move that failed and when it is
+	// tried again (the client's observers).
+	OnRetry func(q Queue, retry time.Duration, err error)
+
 	mu      sync.Mutex
-	c       *Client
-	served  map[string]*served    // by queue key
-	due     dueheap.Heap[*served] // served queues with a due time
-	pending []*served             // queues whose move runs at the next turn
+	served  map[string]*Served    // by queue key
+	due     dueheap.Heap[*Served] // served queues with a due time
+	pending []*Served             // queues whose move runs at the next turn
 	kick    chan struct{}         // capacity 1: wakes the loop
 	running bool
 	closed  bool
 }
 
-// served is one queue instance a scheduler serves.
-type served struct {
-	q     *queue
+// Queue is a queue instance as the scheduler serves it.
+type Queue interface {
+	Name() string    // the spec's name, for the observers
+	Key() string     // the queue's key: one entry per key
+	Channel() string // where scripts announce earlier due items
+	// Move moves what is due to the ready list, and returns how long
+	// until the next due time (< 0: nothing due).
+	Move() (time.Duration, error)
+}
+
+// Backoff is the runtime's one backoff rule: from 50 ms, doubling with
+// each failure in a row, at most limit.
+func Backoff(failures int, limit time.Duration) time.Duration {
+	return min(50*time.Millisecond<<min(failures, 16), limit)
+}
+
+// Ready is closed once the entry's first move ran; Err is then its error.
+func (e *Served) Ready() <-chan struct{} { return e.ready }
+
+// Err is the first move's error, once Ready is closed.
+func (e *Served) Err() error { return e.err }
+
+// Served is one queue instance a scheduler serves.
+type Served struct {
+	q     Queue
 	ready chan struct{} // closed once the first move ran
 	err   error         // the first move's error, set before ready is closed
 
@@ -97,25 +122,24 @@ type served struct {
 	w       *hub.Waiter
 }
 
-// serve returns the client's served entry of q, serving q if need be;
-// with use, a Take counts as its user until it calls done.
-func (s *scheduler) serve(c *Client, q *queue, use bool) *served {
+// Serve returns the scheduler's entry of q, serving q if need be; with
+// use, a Take counts as its user until it calls Done.
+func (s *Scheduler) Serve(q Queue, use bool) *Served {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.served == nil {
-		s.c = c
-		s.served = map[string]*served{}
+		s.served = map[string]*Served{}
 		s.kick = make(chan struct{}, 1)
 	}
-	e := s.served[q.key]
+	e := s.served[q.Key()]
 	if s.closed {
-		e = &served{q: q, ready: make(chan struct{}), idx: -1, err: ErrClosed}
+		e = &Served{q: q, ready: make(chan struct{}), idx: -1, err: impl.ErrClosed}
 		close(e.ready)
 		return e
 	}
 	if e == nil {
-		e = &served{q: q, ready: make(chan struct{}), idx: -1, first: true}
-		s.served[q.key] = e
+		e = &Served{q: q, ready: make(chan struct{}), idx: -1, first: true}
+		s.served[q.Key()] = e
 		s.subscribe(e)
 	}
 	if use {
@@ -133,21 +157,21 @@ func (s *scheduler) serve(c *Client, q *queue, use bool) *served {
 }
 
 // done ends a use taken by serve.
-func (s *scheduler) done(e *served) {
+func (s *Scheduler) Done(e *Served) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e.users--
-	if e.users == 0 && e.at.IsZero() && !e.now && !e.first && s.served[e.q.key] == e {
+	if e.users == 0 && e.at.IsZero() && !e.now && !e.first && s.served[e.q.Key()] == e {
 		s.idleLocked(e)
 	}
 }
 
 // expect tells the scheduler that q has an item due at t (on the local
 // clock): the offer of a delayed item, the claim of a delivery.
-func (s *scheduler) expect(e *served, t time.Time) {
+func (s *Scheduler) Expect(e *Served, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.served[e.q.key] != e || e.first {
+	if s.served[e.q.Key()] != e || e.first {
 		return // forgotten meanwhile, or its first move comes anyway
 	}
 	if e.idle || e.at.IsZero() || t.Before(e.at) {
@@ -159,16 +183,16 @@ func (s *scheduler) expect(e *served, t time.Time) {
 
 // notify runs q's move at the next turn: a message came on its channel.
 // The hub calls it with its own lock held.
-func (s *scheduler) notify(e *served) {
+func (s *Scheduler) notify(e *Served) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.served[e.q.key] == e {
+	if s.served[e.q.Key()] == e {
 		s.runNow(e)
 	}
 }
 
 // runNow makes the next turn run e's move. s.mu must be held.
-func (s *scheduler) runNow(e *served) {
+func (s *Scheduler) runNow(e *Served) {
 	if !e.now {
 		e.now = true
 		s.pending = append(s.pending, e)
@@ -176,7 +200,7 @@ func (s *scheduler) runNow(e *served) {
 	s.wake()
 }
 
-func (s *scheduler) wake() {
+func (s *Scheduler) wake() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -186,15 +210,15 @@ func (s *scheduler) wake() {
 // subscribe subscribes to e's channel in the background: the first move
 // runs once the subscription is confirmed (or failed), so that an earlier
 // item announced after it replies is heard. s.mu must be held.
-func (s *scheduler) subscribe(e *served) {
+func (s *Scheduler) subscribe(e *Served) {
 	if e.sub != nil || e.subbing {
 		return
 	}
 	e.subbing = true
 	go func() {
-		h := s.c.hub
+		h := s.Hub
 		ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
-		sub, err := h.Subscribe(ctx, e.q.ch)
+		sub, err := h.Subscribe(ctx, e.q.Channel())
 		cancel()
 		var w *hub.Waiter
 		if err == nil {
@@ -202,12 +226,12 @@ func (s *scheduler) subscribe(e *served) {
 		}
 		s.mu.Lock()
 		e.subbing = false
-		live := s.served[e.q.key] == e
+		live := s.served[e.q.Key()] == e
 		if live && err == nil {
 			e.sub, e.w = sub, w
 		}
 		switch {
-		case e.first && errors.Is(err, ErrClosed):
+		case e.first && errors.Is(err, impl.ErrClosed):
 			e.first, e.err = false, err
 			close(e.ready)
 		case live && e.first:
@@ -222,7 +246,7 @@ func (s *scheduler) subscribe(e *served) {
 }
 
 // schedule puts e in the heap at t. s.mu must be held.
-func (s *scheduler) schedule(e *served, t time.Time) {
+func (s *Scheduler) schedule(e *Served, t time.Time) {
 	e.at = t
 	if e.idx >= 0 {
 		heap.Fix(&s.due, e.idx)
@@ -232,7 +256,7 @@ func (s *scheduler) schedule(e *served, t time.Time) {
 }
 
 // unschedule takes e out of the heap. s.mu must be held.
-func (s *scheduler) unschedule(e *served) {
+func (s *Scheduler) unschedule(e *Served) {
 	if e.idx >= 0 {
 		heap.Remove(&s.due, e.idx)
 	}
@@ -241,26 +265,26 @@ func (s *scheduler) unschedule(e *served) {
 
 // idleLocked marks e idle: forgotten after idleLinger unless used or
 // given a due time meanwhile. s.mu must be held.
-func (s *scheduler) idleLocked(e *served) {
+func (s *Scheduler) idleLocked(e *Served) {
 	e.idle = true
 	s.schedule(e, time.Now().Add(idleLinger))
 }
 
 // run is the scheduler's goroutine: it ends when the client is closed.
-func (s *scheduler) run() {
+func (s *Scheduler) run() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	closed := s.c.hub.Closed()
+	closed := s.Hub.Closed()
 	for {
 		moves, forget, next := s.turn()
 		for _, f := range forget {
-			s.c.hub.Leave(f.sub, f.w, true)
-			s.c.hub.Unsubscribe(f.sub)
+			s.Hub.Leave(f.sub, f.w, true)
+			s.Hub.Unsubscribe(f.sub)
 		}
 		for _, e := range moves {
-			d, err := e.q.move()
-			if retry := s.moved(e, d, err); err != nil {
-				s.c.observe(context.Background(), Event{Kind: EventTimerRetry, Object: e.q.def.Name, Key: e.q.key, Duration: retry, Err: err})
+			d, err := e.q.Move()
+			if retry := s.moved(e, d, err); err != nil && s.OnRetry != nil {
+				s.OnRetry(e.q, retry, err)
 			}
 		}
 		if len(moves) > 0 {
@@ -274,7 +298,7 @@ func (s *scheduler) run() {
 		case <-s.kick:
 		case <-timer.C:
 		case <-closed:
-			s.close()
+			s.Close()
 			return
 		}
 	}
@@ -282,12 +306,12 @@ func (s *scheduler) run() {
 
 // turn takes the queues whose move is due and the idle ones to forget,
 // and returns when the next is due (zero: none).
-func (s *scheduler) turn() (moves []*served, forget []forgotten, next time.Time) {
+func (s *Scheduler) turn() (moves []*Served, forget []forgotten, next time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.pending {
 		e.now = false
-		if s.served[e.q.key] == e {
+		if s.served[e.q.Key()] == e {
 			e.idle = false
 			s.unschedule(e)
 			moves = append(moves, e)
@@ -297,7 +321,7 @@ func (s *scheduler) turn() (moves []*served, forget []forgotten, next time.Time)
 	s.pending = s.pending[:0]
 	now := time.Now()
 	for len(s.due) > 0 && !s.due[0].at.After(now) {
-		e := heap.Pop(&s.due).(*served)
+		e := heap.Pop(&s.due).(*Served)
 		e.at = time.Time{}
 		if !e.idle {
 			moves = append(moves, e)
@@ -305,7 +329,7 @@ func (s *scheduler) turn() (moves []*served, forget []forgotten, next time.Time)
 		}
 		e.idle = false
 		if e.users == 0 {
-			delete(s.served, e.q.key)
+			delete(s.served, e.q.Key())
 			if e.sub != nil {
 				forget = append(forget, forgotten{e.sub, e.w})
 			}
@@ -329,7 +353,7 @@ type forgotten struct {
 // moved records the result of e's move: its next due time in d (< 0:
 // nothing due), or the move's error; it returns when a failed move is
 // retried.
-func (s *scheduler) moved(e *served, d time.Duration, err error) (retry time.Duration) {
+func (s *Scheduler) moved(e *Served, d time.Duration, err error) (retry time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e.moving = false
@@ -338,14 +362,14 @@ func (s *scheduler) moved(e *served, d time.Duration, err error) (retry time.Dur
 		e.err = err
 		close(e.ready)
 	}
-	if s.served[e.q.key] != e {
+	if s.served[e.q.Key()] != e {
 		return 0
 	}
 	if e.sub == nil {
 		s.subscribe(e) // it failed before: try again
 	}
 	if err != nil {
-		retry = backoff(e.fails, maxRetry)
+		retry = Backoff(e.fails, MaxRetry)
 		e.fails++
 		d = retry
 	} else {
@@ -363,56 +387,37 @@ func (s *scheduler) moved(e *served, d time.Duration, err error) (retry time.Dur
 }
 
 // close releases what the scheduler holds when the client is closed.
-func (s *scheduler) close() {
+func (s *Scheduler) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
 	for _, e := range s.served {
 		if e.first {
 			e.first = false
-			e.err = ErrClosed
+			e.err = impl.ErrClosed
 			close(e.ready)
 		}
 	}
-	s.served = map[string]*served{}
+	s.served = map[string]*Served{}
 	s.due = nil
 	s.pending = nil
 }
 
-// move runs the move script until no batch is full, and returns how long
-// until the next due time, or -1 when nothing is due.
-// With observers, the script also replies how late each delayed item it
-// moved was, and each is reported as EventDue.
-func (q *queue) move() (time.Duration, error) {
-	late := ""
-	if len(q.c.observers) > 0 {
-		late = "1"
-	}
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
-		// queue_move reply: {int, int, int, int, int...}
-		res, err := q.c.eval(ctx, q.def.Scripts.Move, q.keys, q.c.publishCmd(), q.mode(), moveBatch,
-			q.def.Visibility.Milliseconds(), q.def.MaxDeliveries, late).Int64Slice()
-		cancel()
-		if err != nil {
-			return 0, fmt.Errorf("lockgen: delay timer of %s: %w", q.key, err)
-		}
-		if len(res) < 4 {
-			return 0, fmt.Errorf("lockgen: delay timer of %s: unexpected reply %v", q.key, res)
-		}
-		for _, ms := range res[4:] {
-			q.c.observe(context.Background(), Event{Kind: EventDue, Object: q.def.Name, Duration: time.Duration(ms) * time.Millisecond})
-		}
-		now, next, full := res[0], res[1], res[3]
-		if full == 1 {
-			continue
-		}
-		if next < 0 {
-			return -1, nil
-		}
-		return time.Duration(max(next-now, 0)) * time.Millisecond, nil
-	}
-}
+func (e *Served) Due() time.Time { return e.at }
+func (e *Served) SetIndex(i int) { e.idx = i }
 
-func (e *served) Due() time.Time { return e.at }
-func (e *served) SetIndex(i int) { e.idx = i }
+// Busy reports whether the scheduler has a move due, pending or running
+// (a served queue that is only lingering idle does not count), for tests.
+func (s *Scheduler) Busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) > 0 {
+		return true
+	}
+	for _, e := range s.served {
+		if e.moving || e.now || e.first || (e.idx >= 0 && !e.idle) {
+			return true
+		}
+	}
+	return false
+}
