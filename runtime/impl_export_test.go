@@ -78,3 +78,7 @@ func NewDelayedReliableQueue[T any](c *Client, def *QueueDef, codec Codec[T], ke
 // TimerBusy reports whether c's delay timer has a move due, pending or
 // running (a served queue that is only lingering idle does not count).
 func (c *Client) TimerBusy() bool { return c.sched.Busy() }
+
+// TimerMoving reports whether c's delay timer has a move pending or
+// running (one scheduled for later does not count).
+func (c *Client) TimerMoving() bool { return c.sched.Moving() }

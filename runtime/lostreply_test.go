@@ -620,11 +620,35 @@ func TestExactlyOnceCosts(t *testing.T) {
 	rel := lockrt.NewReliableQueue(c, qd, lockrt.JSON[int]{}, key(t, "reliable"))
 	check("reliable Offer", func() error { _, err := rel.Offer(ctx, 1); return err },
 		map[string]int64{"evalsha": 1, "set": 1, "hset": 1, "rpush": 1})
+	// A first claim serves the queue on this client's delay timer (its
+	// first move) and arms the timer for the claim's deadline (it announces
+	// it: the timer runs another move). The claim measured next comes due
+	// after that, so it announces nothing and no move joins its window.
+	if _, err := rel.Offer(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rel.TryTake(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, failAfter, func() bool { return !c.TimerMoving() }, "the delay timer kept moving")
 	// The claim's record is one SET more; the claim's GET and SET of the
-	// queue's armed time are not counted here: the client's delay timer,
-	// woken by the claim's announcement, may read it in the same window.
+	// queue's armed time are not counted here, and its script is counted by
+	// a hook rather than INFO commandstats: the client's delay timer, woken
+	// by an announcement, may run its move (an EVALSHA that reads armed)
+	// in the same window.
+	h := &cmdLog{}
+	c.Redis().AddHook(h)
 	check("reliable TryTake", func() error { _, err := rel.TryTake(ctx, 0); return err },
-		map[string]int64{"evalsha": 1, "lpop": 1, "hget": 1})
+		map[string]int64{"lpop": 1, "hget": 1})
+	takes := 0
+	for _, cmd := range h.take() {
+		if cmd == "evalsha "+qd.Scripts.Take.SHA1 {
+			takes++
+		}
+	}
+	if takes != 1 {
+		t.Errorf("reliable TryTake: %d EVALSHA of the take script, want 1", takes)
+	}
 }
 
 // TestEnqueue: Enqueue returns the item's id, the one its delivery has;

@@ -406,6 +406,22 @@ func (s *Scheduler) Close() {
 func (e *Served) Due() time.Time { return e.at }
 func (e *Served) SetIndex(i int) { e.idx = i }
 
+// Moving reports whether the scheduler has a move pending or running (a
+// move scheduled for later does not count), for tests.
+func (s *Scheduler) Moving() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) > 0 {
+		return true
+	}
+	for _, e := range s.served {
+		if e.moving || e.now || e.first {
+			return true
+		}
+	}
+	return false
+}
+
 // Busy reports whether the scheduler has a move due, pending or running
 // (a served queue that is only lingering idle does not count), for tests.
 func (s *Scheduler) Busy() bool {
