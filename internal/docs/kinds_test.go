@@ -63,3 +63,74 @@ func TestKindFilesTable(t *testing.T) {
 		}
 	}
 }
+
+// TestKindSwitchesListed finds every place outside tests that switches on
+// an object's kind — a case or comparison on inspect's Kind constants, a
+// case on which object an inspect entry holds (o.lock, o.sem, ...), a
+// type switch case on the spec's object types, the dashboard script's
+// switch on o.kind — and fails unless its file is in CONTRIBUTING.md's
+// table "Adding a kind of object": a new kind must touch every one.
+func TestKindSwitchesListed(t *testing.T) {
+	root := "../.."
+	b, err := os.ReadFile(filepath.Join(root, "CONTRIBUTING.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "\n## Adding a kind of object\n")
+	if !ok {
+		t.Fatal(`CONTRIBUTING.md has no section "Adding a kind of object"`)
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	switches := []*regexp.Regexp{
+		regexp.MustCompile(`(case|==|!=).*\bKind(Semaphore|Latch|Limiter|Queue)\b`),
+		regexp.MustCompile(`\bkind: Kind(Semaphore|Latch|Limiter|Queue)\b`),
+		regexp.MustCompile(`case o\.(lock|sem|latch|lim|queue) != nil`),
+		regexp.MustCompile(`case \*spec\.(Lock|Semaphore|Latch|Limiter|Queue)\b`),
+		regexp.MustCompile(`switch \(o\.kind\)`),
+	}
+	found := map[string]bool{}
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "testdata", "node_modules":
+				return filepath.SkipDir
+			}
+			if strings.HasPrefix(rel, "scripts") {
+				return filepath.SkipDir // benchmarks and harnesses, not the product
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, "_test.go") || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".js")) {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(src), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "//") {
+				continue
+			}
+			if slices.ContainsFunc(switches, func(re *regexp.Regexp) bool { return re.MatchString(line) }) {
+				found[filepath.ToSlash(rel)] = true
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) == 0 {
+		t.Fatal("found no switch on kind: the patterns no longer match the code")
+	}
+	for f := range found {
+		if !strings.Contains(table, "`"+f+"`") {
+			t.Errorf("%s switches on an object's kind but is not in CONTRIBUTING.md's table \"Adding a kind of object\"", f)
+		}
+	}
+}
