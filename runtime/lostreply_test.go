@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -458,6 +457,18 @@ func silent(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// silentClient returns a runtime client of a silent server, closed when
+// the test ends.
+func silentClient(t *testing.T) *lockrt.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: silent(t)})
+	c := lockrt.New(rdb)
+	t.Cleanup(func() {
+		c.Close()
+		rdb.Close()
+	})
+	return c
+}
+
 // TestDeadlinesWhenUnreachable: against a Redis that accepts connections
 // and never answers (go-redis' defaults: 3 s read timeout, 3 retries), a
 // Lock, a TryLock, a semaphore's Acquire, a reliable queue's TryTake and
@@ -465,27 +476,14 @@ func silent(t *testing.T) string {
 // (deadlineSlack): their clean-up goes on in the background.
 func TestDeadlinesWhenUnreachable(t *testing.T) {
 	t.Parallel()
-	rdb := redis.NewClient(&redis.Options{Addr: silent(t)})
-	c := lockrt.New(rdb)
-	t.Cleanup(func() {
-		c.Close()
-		rdb.Close()
-	})
+	c := silentClient(t)
 	const budget = 500 * time.Millisecond
 	lk := c.Lock(def(t, lockrt.Reentrant, 5*time.Second, true, time.Minute), key(t, "lock"))
 	s := c.Semaphore(semDef(t, 2, 5*time.Second, true, time.Minute), key(t, "sem"))
 	q := lockrt.NewReliableQueue(c, queueDef(t, false, 5*time.Second, 3), lockrt.JSON[int]{}, key(t, "queue"))
 	lt := c.Latch(latchDef(t, 3, time.Minute), key(t, "latch"))
 	pq := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "plain"))
-	silentNodes := make([]*lockrt.Client, 3)
-	for i := range silentNodes {
-		rdb := redis.NewClient(&redis.Options{Addr: silent(t)})
-		silentNodes[i] = lockrt.New(rdb)
-		t.Cleanup(func() {
-			silentNodes[i].Close()
-			rdb.Close()
-		})
-	}
+	silentNodes := []*lockrt.Client{silentClient(t), silentClient(t), silentClient(t)}
 	red := lockrt.NewQuorum(silentNodes...).RedLock(redDef(t, 30*time.Second, true, time.Minute), key(t, "red"))
 	for name, call := range map[string]func(context.Context) error{
 		"Lock":       func(ctx context.Context) error { _, err := lk.Lock(ctx); return err },
@@ -851,22 +849,11 @@ func TestQueueOpsLostReplies(t *testing.T) {
 // node but the test's own bookkeeping (INFO, CONFIG).
 func commandStats(t *testing.T, node *redis.Client) map[string]int64 {
 	t.Helper()
-	info, err := node.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int64{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
-		if !ok || strings.HasPrefix(name, "info") || strings.HasPrefix(name, "config") {
-			continue
+	out := cmdCalls(t, node)
+	for name := range out {
+		if strings.HasPrefix(name, "info") || strings.HasPrefix(name, "config") {
+			delete(out, name)
 		}
-		v, _, _ := strings.Cut(rest, ",")
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[name] = n
 	}
 	return out
 }
@@ -1014,12 +1001,7 @@ func TestLimiterLostReplies(t *testing.T) {
 // context ends).
 func TestLimiterDeadlinesWhenUnreachable(t *testing.T) {
 	t.Parallel()
-	rdb := redis.NewClient(&redis.Options{Addr: silent(t)})
-	c := lockrt.New(rdb)
-	t.Cleanup(func() {
-		c.Close()
-		rdb.Close()
-	})
+	c := silentClient(t)
 	const budget = 500 * time.Millisecond
 	for _, a := range []lockrt.LimiterAlgorithm{lockrt.GCRA, lockrt.TokenBucket, lockrt.SlidingWindow} {
 		l := c.Limiter(limiterDef(t, a, 4, time.Minute, 3, lockrt.ScopeOverall), key(t, a.String())) // 4 at once

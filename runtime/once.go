@@ -152,19 +152,7 @@ const cleanUpWait = 50 * time.Millisecond
 // cleanUp runs f under a release context of ctx, waiting for it at most
 // cleanUpWait.
 func cleanUp(ctx context.Context, f func(context.Context)) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		rctx, cancel := releaseContext(ctx)
-		defer cancel()
-		f(rctx)
-	}()
-	t := time.NewTimer(cleanUpWait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
+	waitCleanUp(startCleanUp(ctx, f))
 }
 
 // cleanUpWithin runs f under a release context of ctx, waiting for it
@@ -172,6 +160,18 @@ func cleanUp(ctx context.Context, f func(context.Context)) {
 // before it returns (a failed RedLock attempt's undoing), when Redis
 // answers in time.
 func cleanUpWithin(ctx context.Context, f func(context.Context)) {
+	done := startCleanUp(ctx, f)
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	waitCleanUp(done)
+}
+
+// startCleanUp runs f under a release context of ctx in a goroutine of its
+// own, and returns a channel closed when f returns.
+func startCleanUp(ctx context.Context, f func(context.Context)) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -179,11 +179,11 @@ func cleanUpWithin(ctx context.Context, f func(context.Context)) {
 		defer cancel()
 		f(rctx)
 	}()
-	select {
-	case <-done:
-		return
-	case <-ctx.Done():
-	}
+	return done
+}
+
+// waitCleanUp waits for done at most cleanUpWait.
+func waitCleanUp(done <-chan struct{}) {
 	t := time.NewTimer(cleanUpWait)
 	defer t.Stop()
 	select {

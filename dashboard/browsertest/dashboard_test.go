@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/dashboard"
 	"github.com/lockgen/lockgen/examples/ops/demo"
@@ -88,29 +89,36 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Logf("screenshot: %s (%d bytes)", path, len(png))
 }
 
+// demoDashboard serves the dashboard of the operator demo's objects,
+// populated on a Redis of the test's own, until the test ends.
+func demoDashboard(t *testing.T) (*redis.Client, *httptest.Server) {
+	t.Helper()
+	rdb := redistest.Single(t).Client()
+	done, err := demo.Populate(context.Background(), rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(done)
+	in, err := inspect.Load(rdb, "../../examples/ops/shopops/lockgen.yaml", inspect.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	srv := httptest.NewServer(dashboard.New(in, dashboard.Options{Refresh: 300 * time.Millisecond}))
+	t.Cleanup(srv.Close)
+	return rdb, srv
+}
+
 // TestDashboardInChromium opens the dashboard of the operator demo's
 // objects in headless Chromium: held locks and queue depths appear, the
 // page refreshes itself when Redis changes, and force-unlock and redrive
 // work from their buttons (after the confirmation).
 func TestDashboardInChromium(t *testing.T) {
-	node := redistest.Single(t)
-	rdb := node.Client()
 	ctx := context.Background()
-	done, err := demo.Populate(ctx, rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
-	in, err := inspect.Load(rdb, "../../examples/ops/shopops/lockgen.yaml", inspect.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	srv := httptest.NewServer(dashboard.New(in, dashboard.Options{Refresh: 300 * time.Millisecond}))
-	defer srv.Close()
+	rdb, srv := demoDashboard(t)
 
 	b := browser(t)
-	err = chromedp.Do(b,
+	err := chromedp.Do(b,
 		chromedp.Navigate(srv.URL+"/"),
 		waitFor(`document.body.dataset.loaded === "true"`),
 		waitFor(cellIs("Order", "1 held")),
@@ -182,21 +190,8 @@ func TestDashboardInChromium(t *testing.T) {
 // and Remove, Run now and Redrive on one item's row (after the
 // confirmation) change exactly that item, as read straight from Redis.
 func TestQueueItemsInChromium(t *testing.T) {
-	node := redistest.Single(t)
-	rdb := node.Client()
 	ctx := context.Background()
-	done, err := demo.Populate(ctx, rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
-	in, err := inspect.Load(rdb, "../../examples/ops/shopops/lockgen.yaml", inspect.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	srv := httptest.NewServer(dashboard.New(in, dashboard.Options{Refresh: 300 * time.Millisecond}))
-	defer srv.Close()
+	rdb, srv := demoDashboard(t)
 
 	const key = "ops:{Email:email:acme}"
 	ready := rdb.LRange(ctx, key, 0, -1).Val() // bob, cy
@@ -217,7 +212,7 @@ func TestQueueItemsInChromium(t *testing.T) {
 		return waitFor(fmt.Sprintf(`!document.querySelector(%q)`, row(id)))
 	}
 	b := browser(t)
-	err = chromedp.Do(b,
+	err := chromedp.Do(b,
 		chromedp.Navigate(srv.URL+"/#Email"),
 		waitFor(`document.body.dataset.loaded === "true"`),
 		rowIs(ready[0], "ready", "bob@example.com"),
