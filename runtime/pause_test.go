@@ -174,7 +174,10 @@ func TestPausedHolderWritesNothing(t *testing.T) {
 		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		le, err := l.Lock(context.Background()) // once the child's lease ran out
+		// Once the child's lease ran out. This hold's own lease is long: on a
+		// loaded machine a 600 ms one, renewed every 200 ms, was lost once
+		// (CI), which says nothing about the child.
+		le, err := l.Lock(context.Background(), lockrt.WithLease(30*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
