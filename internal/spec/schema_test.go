@@ -191,6 +191,27 @@ func TestSchemaMatchesKindTable(t *testing.T) {
 		if want := k.FieldNames(); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("schema %s has fields %v, the kind table %v", def, got, want)
 		}
+		// A field's own fields (reliable's, sync's) too.
+		var props map[string]json.RawMessage
+		var outer struct {
+			Properties json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(doc.Defs[def], &outer); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(outer.Properties, &props); err != nil {
+			t.Fatal(err)
+		}
+		for field, want := range k.Extra {
+			got, err := orderedKeys(props[field], "properties")
+			if err != nil {
+				t.Errorf("schema %s.%s: %v", def, field, err)
+				continue
+			}
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("schema %s.%s has fields %v, the kind table %v", def, field, got, want)
+			}
+		}
 	}
 	for _, name := range topFields() {
 		if _, ok := doc.Properties[name]; !ok {
