@@ -277,13 +277,13 @@ func (q *queue) block(ctx context.Context, end time.Time, cmd func(timeout strin
 func (q *queue) blockAt(ctx context.Context, end time.Time, keyPos int8, cmd func(timeout string) []any, giveBack func(any)) (any, error) {
 	// wctx bounds each blocking command: the wait's end (or ctx's
 	// deadline) and cleanUpWait, for the reply of a block that ends then.
-	wctx := context.WithoutCancel(ctx)
-	if dl, ok := ctx.Deadline(); ok && (end.IsZero() || dl.Before(end)) {
-		end = dl
+	wctx, bound := context.WithoutCancel(ctx), end
+	if dl, ok := ctx.Deadline(); ok && (bound.IsZero() || dl.Before(bound)) {
+		bound = dl
 	}
-	if !end.IsZero() {
+	if !bound.IsZero() {
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithDeadline(wctx, end.Add(cleanUpWait))
+		wctx, cancel = context.WithDeadline(wctx, bound.Add(cleanUpWait))
 		defer cancel()
 	}
 	var lastErr error
