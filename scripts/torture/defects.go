@@ -68,6 +68,7 @@ func (r *Report) defects(events []Event) {
 	}
 	mutex := map[string]*mutexHold{}
 	permitAlive := map[string]bool{}
+	permitRel := map[string]int64{} // when Release was called, by hold
 	type latch struct{ prev, early int }
 	latches := map[string]*latch{}
 	var permitSnaps []Event
@@ -118,11 +119,15 @@ func (r *Report) defects(events []Event) {
 			}
 		case e.Ev == evRel && e.Obj == objPermits:
 			permitAlive[e.Hold] = e.Alive
+			permitRel[e.Hold] = e.T
 		case e.Ev == evUnlock && e.Obj == objPermits:
 			// "permit not held" while the permit was alive (renewed, its
 			// context not ended) just before: Redis had it, so this call
-			// released it (a network error says nothing either way).
-			if strings.Contains(e.Err, "not held") && permitAlive[e.Hold] {
+			// released it (a network error says nothing either way) --
+			// unless the call took a lease or more (a partition, a pause
+			// held it): the permit's lease could run out in Redis before
+			// the release ran, and "not held" is then the truth.
+			if strings.Contains(e.Err, "not held") && permitAlive[e.Hold] && e.T-permitRel[e.Hold] < int64(lease) {
 				add("err-release", e.T, 1)
 			}
 		case e.Ev == evHolds && e.Obj == objPermits:

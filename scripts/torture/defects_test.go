@@ -44,12 +44,19 @@ func TestDefectsFromEvents(t *testing.T) {
 		{T: 42, Ev: evFault, Fault: "kill-consumer", Target: "w1"},
 		{T: 43, Ev: evHealed, Fault: "kill-consumer"},
 		{T: 45, W: "w0.0", Ev: evTake, Obj: objJobs, Msg: "m2", Item: "i2", Att: 2, TCall: 44},
-		{T: 46, Recv: 50, W: "w0.0", Ev: evAck, Obj: objJobs, Msg: "m2", Item: "i2", Att: 2, TCall: 45},
+		{T: 46, W: "w0.0", Ev: evAck, Obj: objJobs, Msg: "m2", Item: "i2", Att: 2, TCall: 45},
+		// A permit's Release that ran twice: "not held" at once, while it
+		// was alive just before (counted); another that a partition held
+		// for more than a lease: its permit ran out meanwhile (not counted).
+		{T: 47, W: "w0.0", Ev: evRel, Obj: objPermits, Hold: "p1", Alive: true},
+		{T: 48, W: "w0.0", Ev: evUnlock, Obj: objPermits, Hold: "p1", Err: "lockgen: permit not held"},
+		{T: 49, W: "w0.0", Ev: evRel, Obj: objPermits, Hold: "p2", Alive: true},
+		{T: 49 + int64(lease) + 1, Recv: 49 + int64(lease) + 2, W: "w0.0", Ev: evUnlock, Obj: objPermits, Hold: "p2", Err: "lockgen: permit not held"},
 	}
 	r := Check(ev)
 	for class, want := range map[string]int{
 		"reentry-count": 1, "inner-unlock": 1, "held-after-unlock": 1, "latch-double": 1,
-		"take-claim-lost": 1, "lock-not-held": 0, "err-unlock": 0, "offer-double": 0,
+		"take-claim-lost": 1, "lock-not-held": 0, "err-unlock": 0, "offer-double": 0, "err-release": 1,
 	} {
 		if got := r.DefectCount(class); got != want {
 			t.Errorf("%s = %d, want %d", class, got, want)
