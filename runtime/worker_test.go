@@ -169,7 +169,10 @@ func TestWorkerTimeout(t *testing.T) {
 	t.Parallel()
 	ctx := withTimeout(t, time.Minute)
 	b := backends()[0]
-	vis := 900 * time.Millisecond
+	// A visibility of 1.5 s: the worker extends every vis/3, so a loaded
+	// machine must starve it for a second before a delivery runs out (at
+	// 900 ms, CI's race run once let both items' run out).
+	vis := 1500 * time.Millisecond
 	q := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, vis, 2), lockrt.JSON[int]{}, key(t))
 	// Another client consumes too: a delivery whose visibility ran out
 	// would reach it.
@@ -199,7 +202,7 @@ func TestWorkerTimeout(t *testing.T) {
 		mu.Unlock()
 		return ctx.Err()
 	}
-	opts := []lockrt.WorkerOption{lockrt.WithConcurrency(2), lockrt.WithTimeout(4 * time.Second),
+	opts := []lockrt.WorkerOption{lockrt.WithConcurrency(2), lockrt.WithTimeout(6 * time.Second),
 		lockrt.WithBackoff(func(int, error) time.Duration { return 0 })}
 	serve(t, q, h, opts...)
 	serve(t, other, h, opts...)
