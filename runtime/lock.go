@@ -467,16 +467,19 @@ func acquireReply(cmd *redis.Cmd, buf *[3]int64) (res []int64, fast bool, err er
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters; the
 // holder's lease is cancelled with ErrLockLost at its next renewal. It
-// reports whether the lock was held, or returns a Redis error.
+// reports whether the lock was held, or returns a Redis error. A command
+// sent twice (its reply lost) whose second run finds the lock gone
+// reports it held: the first run is taken to have deleted it.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	ch := newCounted(l.channel()) // its sends: see sendCounter
 	// force_unlock reply: int
 	// fair_force_unlock reply: int
 	// rw_force_unlock reply: int
-	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, l.scriptKeys(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds()).Int()
+	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, l.scriptKeys(), ch, l.c.publishCmd(), HandoffLease.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: force-unlocking %s: %w", l.key, err)
 	}
-	return n == 1, nil
+	return n == 1 || ch.sends() > 1, nil
 }
 
 // IsLocked reports whether anyone holds the lock, or returns a Redis error.

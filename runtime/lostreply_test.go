@@ -106,7 +106,9 @@ func (c *lossyConn) Read(b []byte) (int, error) {
 }
 
 // lossyClient returns a runtime client over a lossy connection to b,
-// closed when the test ends.
+// closed when the test ends. Every script of the runtime is loaded first,
+// so that a reply lost is a script's (had Redis answered NOSCRIPT, the
+// runtime would send the script once more, as EVAL, and it would run once).
 func lossyClient(t *testing.T, b backend) (*lockrt.Client, *lossy, redis.UniversalClient) {
 	l := newLossy()
 	rdb := l.client(b)
@@ -115,6 +117,9 @@ func lossyClient(t *testing.T, b backend) (*lockrt.Client, *lossy, redis.Univers
 		c.Close()
 		rdb.Close()
 	})
+	if err := c.Preload(context.Background(), lockimpl.Scripts().All()...); err != nil {
+		t.Fatal(err)
+	}
 	return c, l, rdb
 }
 
@@ -1129,4 +1134,28 @@ func TestScriptPins(t *testing.T) {
 	if err := lockimpl.Pin(lockimpl.Pins{"no_such_script": "x"}).Err(); !errors.Is(err, lockrt.ErrScriptMismatch) {
 		t.Errorf("a pin of a script the runtime does not have: %v", err)
 	}
+}
+
+// TestForceUnlockLostReply: a ForceUnlock whose reply was lost (go-redis
+// sends it again, and the second run finds the lock gone) reports the lock
+// held, and the lock is free; before, it reported false.
+func TestForceUnlockLostReply(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := withTimeout(t, 20*time.Second)
+		c, l, _ := lossyClient(t, b)
+		d := def(t, lockrt.Reentrant, time.Minute, false, 0)
+		k := key(t)
+		if _, err := newClient(t, b).Lock(d, k).Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lk := c.Lock(d, k)
+		l.lose(d.Scripts.ForceUnlock.SHA1, 1)
+		if held, err := lk.ForceUnlock(ctx); err != nil || !held {
+			t.Fatalf("ForceUnlock whose reply was lost = %v, %v; want true", held, err)
+		}
+		mustLose(t, l)
+		if locked, err := lk.IsLocked(ctx); err != nil || locked {
+			t.Fatalf("still locked after ForceUnlock (%v)", err)
+		}
+	})
 }
