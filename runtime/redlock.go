@@ -542,7 +542,12 @@ func (r *RedLock) releaseOn(i int, value, mode string) {
 // nodes that did not answer, joined.
 func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
 	replies := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
-		return c.eval(ctx, r.def.Scripts.ForceUnlock, r.keys, r.channel(c), c.publishCmd())
+		ch := newCounted(r.channel(c)) // a resend that finds it gone: it was held (see Lock.ForceUnlock)
+		cmd := c.eval(ctx, r.def.Scripts.ForceUnlock, r.keys, ch, c.publishCmd())
+		if n, err := cmd.Int(); err == nil && n == 0 && ch.sends() > 1 {
+			cmd.SetVal(int64(1))
+		}
+		return cmd
 	}, nil, nil).replies
 	deleted := 0
 	var errs []error

@@ -575,6 +575,11 @@ func TestRedLockLostReplies(t *testing.T) {
 		clients[i] = c
 	}
 	d := redDef(t, 30*time.Second, false, 0)
+	for _, c := range clients { // a reply lost must be a script's, not NOSCRIPT's
+		if err := c.Preload(ctx, d.Scripts.Acquire, d.Scripts.Release, d.Scripts.ForceUnlock); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := lockrt.NewQuorum(clients...).RedLock(d, key(t))
 	for round := range 3 {
 		l.lose(d.Scripts.Acquire.SHA1, len(nodes))
@@ -594,6 +599,19 @@ func TestRedLockLostReplies(t *testing.T) {
 		if n := holders(t, nodes, r.Key()); n != 0 {
 			t.Fatalf("round %d: %d nodes still hold it after Unlock", round, n)
 		}
+	}
+	// ForceUnlock, its replies lost on every node: every node held it.
+	if _, err := r.TryLock(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, failAfter, func() bool { return holders(t, nodes, r.Key()) == len(nodes) }, "the nodes do not all hold it")
+	l.lose(d.Scripts.ForceUnlock.SHA1, len(nodes))
+	if n, err := r.ForceUnlock(ctx); err != nil || n != len(nodes) {
+		t.Fatalf("ForceUnlock whose replies were lost = %d, %v; want %d", n, err, len(nodes))
+	}
+	mustLose(t, l)
+	if n := holders(t, nodes, r.Key()); n != 0 {
+		t.Fatalf("%d nodes still hold it after ForceUnlock", n)
 	}
 }
 
