@@ -21,6 +21,11 @@ func ownNode(t *testing.T) (*redistest.Node, backend) {
 	}}
 }
 
+// ownClient returns a client of a redis-server of the test's own (for
+// counts read from INFO commandstats that no other test may disturb),
+// closed and stopped when the test ends.
+func ownClient(t *testing.T) *redis.Client { return redistest.Single(t).Client() }
+
 // TestRedisDownLosesLease: when Redis cannot be reached, the lease's
 // context is cancelled with ErrLockLost no later than the lease would
 // have run out, since the lock may be taken by others from then on.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -48,17 +49,21 @@ func (l *Latch) channel() string { return keys.Sub(l.key, "ch") }
 
 // TrySetCount sets the latch's count to count, with the spec's expiry,
 // unless the latch is already set (by TrySetCount or a CountDown); it
-// reports whether it set it. It returns ErrInvalidArgument when count < 1,
-// or a Redis error.
+// reports whether it set it (also when its SETNX ran twice, a reply lost:
+// the second run finds the key the first set). It returns
+// ErrInvalidArgument when count < 1, or a Redis error.
 func (l *Latch) TrySetCount(ctx context.Context, count int) (bool, error) {
 	if count < 1 {
 		return false, fmt.Errorf("%w: latch count %d", ErrInvalidArgument, count)
 	}
-	ok, err := l.c.rdb.SetNX(ctx, l.key, count, l.def.Expire).Result()
+	n := newCounted(strconv.Itoa(count)) // its sends: see sendCounter
+	ok, err := l.c.rdb.SetNX(ctx, l.key, n, l.def.Expire).Result()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: setting %s: %w", l.key, err)
 	}
-	return ok, nil
+	// A SETNX sent again after its reply was lost finds the key its first
+	// run set: it set it.
+	return ok || n.sends() > 1, nil
 }
 
 // CountDown decrements the latch's count (setting the latch first when it

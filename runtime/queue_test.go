@@ -14,7 +14,6 @@ import (
 
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/runtime/lockimpl"
-	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 // item is the payload of the queue tests: producer p's n-th item.
@@ -528,13 +527,7 @@ func TestQueueRoundTrips(t *testing.T) {
 func TestQueueBatchCommandStats(t *testing.T) {
 	t.Parallel()
 	ctx := withTimeout(t, 30*time.Second)
-	own, err := redistest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Close()
-	node := redis.NewClient(&redis.Options{Addr: own.Addr})
-	defer node.Close()
+	node := ownClient(t)
 	nodes := []*redis.Client{node}
 	c := lockrt.New(node)
 	defer c.Close()

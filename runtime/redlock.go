@@ -616,11 +616,7 @@ func (q *Quorum) plan(i int, always bool) (call, wait bool) {
 // that it can undo it. Call settle once.
 func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int, always bool, call func(ctx context.Context, i int, c *Client) *redis.Cmd,
 	decided func([]*redis.Cmd) bool, late func(i int, cmd *redis.Cmd)) *fan {
-	failed := func(format string, args ...any) *redis.Cmd {
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(fmt.Errorf(format, args...))
-		return cmd
-	}
+	failed := func(format string, args ...any) *redis.Cmd { return failedCmd(ctx, fmt.Errorf(format, args...)) }
 	base := context.WithoutCancel(ctx)
 	f := &fan{
 		replies:   make([]*redis.Cmd, len(q.nodes)),
