@@ -13,6 +13,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/delay"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
@@ -31,15 +32,15 @@ type Client struct {
 	hub   *hub.Hub
 	sched delay.Scheduler // the delay timer of the queues it serves (runtime/internal/delay)
 
-	// Arguments boxed once (see lockPrep): *LockDef -> *defArgs, and
-	// *impl.Script -> its SHA1.
-	defArgs, shas sync.Map
+	conn rdb.Conn // the scripts' calls (runtime/internal/rdb)
+
+	// Arguments boxed once (see lockPrep): *LockDef -> *defArgs.
+	defArgs sync.Map
 	// The classic wake-up prefix of each namespace (see wakePrefix).
 	wakesMu sync.RWMutex
-	wakes   map[string]*classicPrefix
+	wakes   map[string]*rdb.Prefix
 
-	reloaded atomic.Int64 // when the slot map was last reloaded (Unix ns), see reloadOnConnError
-	fences   fences       // the last fencing token seen per fenced lock (fenced.go)
+	fences fences // the last fencing token seen per fenced lock (fenced.go)
 
 	closeOnce     sync.Once
 	shardedPubSub bool // sharded pub/sub may be chosen (runtime/internal/hub)
@@ -74,6 +75,14 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		var b [16]byte
 		_, _ = rand.Read(b[:])
 		c.id = hex.EncodeToString(b[:])
+	}
+	c.conn.R = rdb
+	c.conn.Sharded = func() bool { return c.publishCmd() == "spublish" }
+	c.conn.WakePrefix = c.wakePrefix
+	if len(c.observers) > 0 {
+		c.conn.OnReload = func(ctx context.Context, script string) {
+			c.observe(ctx, Event{Kind: EventScriptReloaded, Object: script})
+		}
 	}
 	c.wd = newWatchdog(c)
 	c.hub = hub.New(rdb, c.shardedPubSub)
@@ -123,13 +132,12 @@ func (c *Client) ownerFrom(ctx context.Context) string {
 
 // Lock returns the lock with the given definition (emitted by lockgen) and
 // key. It does not contact Redis.
-func (c *Client) newLock(def *impl.LockDef, key string) *Lock {
-	switch def.Kind {
-	case impl.Reentrant, impl.Simple, impl.Fair, impl.Fenced:
-		pl := &preparedLock{Lock: Lock{c: c, def: def, key: key}} // one allocation
-		pl.prep = &pl.p
-		pl.prepare(&pl.p)
-		return &pl.Lock
-	}
-	return &Lock{c: c, def: def, key: key}
+func (c *Client) newLock(def *impl.LockDef, key string) *Lock { return c.lock(def, key, "") }
+
+// lock returns the lock (mode "r" or "w": the side of a read-write lock)
+// with its script calls prepared, in one allocation.
+func (c *Client) lock(def *impl.LockDef, key, mode string) *Lock {
+	l := &Lock{c: c, def: def, key: key, mode: mode}
+	l.ops.Prepare(&c.conn, def, key, mode, l.registryTTL(), c.classicWake(key))
+	return l
 }

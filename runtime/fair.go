@@ -2,8 +2,6 @@ package runtime
 
 import (
 	"time"
-
-	"github.com/lockgen/lockgen/internal/keys"
 )
 
 // DefaultWaiterTTL is how long a waiter of a fair lock keeps its place in
@@ -25,12 +23,6 @@ const DefaultWaiterTTL = RegistryTTL
 // waiter. Scripts of the lock drop the waiters whose deadline passed; a
 // waiter that gives up leaves the queue at once (best effort: otherwise
 // it is dropped at its deadline).
-
-// fairKeys returns the keys of a fair lock's scripts: the lock, its queue
-// and its waiters' deadlines.
-func (l *Lock) fairKeys() []string {
-	return []string{l.key, keys.Sub(l.key, "queue"), keys.Sub(l.key, "waiters")}
-}
 
 // registryTTL is how long a registered waiter of l keeps its place
 // unrefreshed: LockDef's WaiterTTL, or RegistryTTL.

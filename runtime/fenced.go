@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"github.com/lockgen/lockgen/internal/keys"
 )
 
 // A fenced lock is a reentrant Lock whose every hold carries a fencing
@@ -26,12 +24,6 @@ import (
 // counter, so the next Lock succeeds with tokens counting up from it; see
 // "Fenced locks" in docs/design.md for what to do.
 var ErrFenceReset = errors.New("lockgen: fence counter went back")
-
-// fencedKeys returns the keys of a fenced lock's scripts: the lock, its
-// waiter registry and its fence counter.
-func (l *Lock) fencedKeys() []string {
-	return []string{l.key, keys.Sub(l.key, "queue"), keys.Sub(l.key, "waiters"), keys.Sub(l.key, "fence")}
-}
 
 // maxFences bounds how many fenced locks a client remembers the last
 // token of.

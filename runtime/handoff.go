@@ -3,6 +3,7 @@ package runtime
 import (
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
@@ -14,7 +15,7 @@ import (
 // (see "Waiter registry" in docs/design.md) stays without a refresh: a
 // live waiter refreshes it every RegistryTTL/3, so one that died is
 // passed over at most this long after its last refresh.
-const RegistryTTL = time.Second
+const RegistryTTL = impl.RegistryTTL
 
 // HandoffLease is the lease a lock (or a semaphore's permits) handed to a
 // waiter by a release gets until its new holder renews it or extends it
@@ -33,7 +34,7 @@ const RegistryTTL = time.Second
 // of its attempts were so far apart that a hand-off between them may have
 // run out unseen (the message is then stale: see handoffTrust). So a
 // waiter late past its hand-off never believes it holds the lock.
-const HandoffLease = RegistryTTL
+const HandoffLease = impl.HandoffLease
 
 // handoffTrust decides whether a waiter takes a hand-off message at its
 // word. A hand-off to the waiter vanishes unseen (its lease runs out in

@@ -12,6 +12,7 @@ import (
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/values"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
 
 // Latch returns the count-down latch with the given definition (emitted by
@@ -56,14 +57,14 @@ func (l *Latch) TrySetCount(ctx context.Context, count int) (bool, error) {
 	if count < 1 {
 		return false, fmt.Errorf("%w: latch count %d", ErrInvalidArgument, count)
 	}
-	n := newCounted(strconv.Itoa(count)) // its sends: see sendCounter
+	n := rdb.NewCounted(strconv.Itoa(count)) // its sends: see rdb.SendCounter
 	ok, err := l.c.rdb.SetNX(ctx, l.key, n, l.def.Expire).Result()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: setting %s: %w", l.key, err)
 	}
 	// A SETNX sent again after its reply was lost finds the key its first
 	// run set: it set it.
-	return ok || n.sends() > 1, nil
+	return ok || n.Sends() > 1, nil
 }
 
 // CountDown decrements the latch's count (setting the latch first when it
@@ -80,7 +81,7 @@ func (l *Latch) CountDown(ctx context.Context) (int, error) {
 	// latch_count_down reply: int
 	op := l.c.newSharedOp() // the same in every send (see resolve)
 	send := func() *redis.Cmd {
-		return l.c.eval(ctx, l.def.Scripts.CountDown, []string{l.key}, l.def.Count, l.def.Expire.Milliseconds(), l.channel(), l.c.publishCmd(), op)
+		return l.c.conn.Eval(ctx, l.def.Scripts.CountDown, []string{l.key}, l.def.Count, l.def.Expire.Milliseconds(), l.channel(), l.c.publishCmd(), op)
 	}
 	n, err := resolve(ctx, send(), send).Int()
 	if err != nil {

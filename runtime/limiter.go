@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
 
 // Limiter errors.
@@ -214,7 +215,7 @@ func (l *Limiter) run(ctx context.Context, n int, patience time.Duration) *redis
 	if n != 0 {
 		args = append(args, l.opArg(n))
 	}
-	send := func() *redis.Cmd { return l.c.eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...) }
+	send := func() *redis.Cmd { return l.c.conn.Eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...) }
 	return l.bounded(ctx, send)
 }
 
@@ -237,13 +238,13 @@ func (l *Limiter) bounded(ctx context.Context, send func() *redis.Cmd) *redis.Cm
 // requests: an id of this client's (newOp) when only its calls write the
 // state (ScopePerClient), one unique across clients (newSharedOp) when
 // others' do too (ScopeOverall, and a sliding window's refund, recorded in
-// the config every client shares). It is sent as a markedArg: the script
+// the config every client shares). It is sent as an rdb.Marked: the script
 // records it with the state it writes, and looks for it only on a resend.
-func (l *Limiter) opArg(n int) *markedArg {
+func (l *Limiter) opArg(n int) *rdb.Marked {
 	if l.def.Scope == impl.ScopePerClient && (l.def.Algorithm != impl.SlidingWindow || n > 0) {
-		return &markedArg{s: l.c.newOp()}
+		return &rdb.Marked{S: l.c.newOp()}
 	}
-	return &markedArg{s: l.c.newSharedOp()}
+	return &rdb.Marked{S: l.c.newSharedOp()}
 }
 
 func (l *Limiter) precheck(n int) error {
@@ -447,7 +448,7 @@ func (l *Limiter) Reconfigure(ctx context.Context, opts ...ReconfigureOption) (b
 		reset = "1"
 	}
 	args := limiterArgs(l.def, limiterConfigTTL(l.def), reset)
-	n, err := l.c.eval(ctx, l.def.Scripts.Configure, []string{l.cfg, l.state}, args...).Int()
+	n, err := l.c.conn.Eval(ctx, l.def.Scripts.Configure, []string{l.cfg, l.state}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: reconfiguring %s: %w", l.key, err)
 	}

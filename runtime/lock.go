@@ -11,9 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/values"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
@@ -33,83 +33,9 @@ type Lock struct {
 	// mode is the side of a readwrite lock ("r" or "w"), passed to its
 	// scripts as their last argument; "" for the other kinds.
 	mode string
-	// prep holds the keys and channel its scripts take, built once (nil:
-	// built per call, for the kinds prepare leaves out).
-	prep *lockPrep
-}
-
-// lockPrep is what every script call of a Lock passes that does not
-// change between calls, built once per Lock with few allocations: its
-// keys, the same boxed for a command's arguments, and its wake-up
-// prefixes.
-type lockPrep struct {
-	keys    []string       // in k
-	boxed   []any          // in b: keys
-	channel string         // the wake-up prefix with sharded pub/sub (key:ch)
-	wake    *classicPrefix // the wake-up prefix with classic pub/sub (<namespace>:wake)
-	*defArgs
-	k [4]string
-	b [4]any
-}
-
-// defArgs are a LockDef's arguments, boxed once per client.
-type defArgs struct {
-	lease any // the spec's lease in milliseconds
-	reg   any // the registry TTL in milliseconds
-	// what they were boxed from (a LockDef changed since is boxed again)
-	leaseD, regD time.Duration
-}
-
-// Boxed script flags.
-var flag0, flag1, flag2 any = "0", "1", "2"
-
-// leaseArg returns lease in milliseconds, boxed (without an allocation
-// when it is the spec's).
-func (l *Lock) leaseArg(lease time.Duration) any {
-	if l.prep != nil && lease == l.prep.leaseD {
-		return l.prep.lease
-	}
-	return lease.Milliseconds()
-}
-
-// preparedLock is a Lock with its lockPrep, allocated together.
-type preparedLock struct {
-	Lock
-	p lockPrep
-}
-
-// prepare builds p, the lockPrep of l, a lock of a kind whose keys are
-// the lock, its waiter registry and (fenced) its fence counter.
-func (l *Lock) prepare(p *lockPrep) {
-	n := 3
-	if l.def.Kind == impl.Fenced {
-		n = 4
-	}
-	// One string for every derived name (they are slices of it).
-	suffixes := [...]string{":queue", ":waiters", ":fence", ":ch"}
-	var b strings.Builder
-	b.Grow(4*len(l.key) + 24)
-	for _, s := range suffixes {
-		b.WriteString(l.key)
-		b.WriteString(s)
-	}
-	all, names := b.String(), [4]string{}
-	for i, s := range suffixes {
-		names[i], all = all[:len(l.key)+len(s)], all[len(l.key)+len(s):]
-	}
-	p.channel, p.wake = names[3], l.c.classicWake(l.key)
-	p.keys, p.boxed = p.k[:n], p.b[:n]
-	p.keys[0] = l.key
-	copy(p.keys[1:], names[:n-1])
-	for i, k := range p.keys {
-		p.boxed[i] = k
-	}
-	if a, ok := l.c.defArgs.Load(l.def); ok && a.(*defArgs).leaseD == l.def.Lease && a.(*defArgs).regD == l.registryTTL() {
-		p.defArgs = a.(*defArgs)
-	} else {
-		p.defArgs = &defArgs{lease: l.def.Lease.Milliseconds(), reg: l.registryTTL().Milliseconds(), leaseD: l.def.Lease, regD: l.registryTTL()}
-		l.c.defArgs.Store(l.def, p.defArgs)
-	}
+	// ops are its scripts' calls, prepared once per Lock (keys and
+	// constant arguments boxed): runtime/internal/rdb.
+	ops rdb.Lock
 }
 
 // Key returns the Redis key of the lock.
@@ -120,26 +46,7 @@ func (l *Lock) Name() string { return l.def.Name }
 
 // channel is the prefix of the wake-up channels of l's waiters (see
 // wakePrefix).
-func (l *Lock) channel() string {
-	if l.prep == nil {
-		return l.c.wakePrefix(l.key)
-	}
-	if l.c.publishCmd() == "spublish" {
-		return l.prep.channel
-	}
-	return l.prep.wake.name
-}
-
-// wakeArgs returns the wake-up channel prefix and the publish command of
-// a prepared lock's scripts, boxed (the classic prefix once per namespace;
-// the sharded one, the lock's own, when a call needs it: most Locks are
-// never contended), from one decision (see wakePrefix).
-func (l *Lock) wakeArgs() (prefix, publish any) {
-	if l.c.publishCmd() == "spublish" {
-		return l.prep.channel, spublishArg
-	}
-	return l.prep.wake.arg, publishArg
-}
+func (l *Lock) channel() string { return l.ops.Channel() }
 
 // waitChannel is the channel l's waiters on this client wait on: every
 // lock kind keeps a waiter registry (see "Waiter registry" in the package
@@ -211,7 +118,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	}
 	le, ttl, err := l.attempt(ctx, owner, o, reg, false, trust.sent)
 	if le != nil || failFast(err, wait) {
-		if err != nil && o.fresh && (isConnError(err) || errors.Is(err, context.Canceled)) {
+		if err != nil && o.fresh && (rdb.IsConnError(err) || errors.Is(err, context.Canceled)) {
 			// Cut short by the deadline, or no reply after go-redis'
 			// retries: the script may have run. Leaving gives back what
 			// it may have taken (in the background past cleanUpWait).
@@ -285,22 +192,8 @@ func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg s
 // The caller waits for it at most cleanUpWait (see cleanUp).
 func (l *Lock) leave(ctx context.Context, owner string, lease time.Duration) {
 	cleanUp(ctx, func(ctx context.Context) {
-		_ = l.evalRelease(ctx, owner, owner, lease, true, l.c.newOp()).Err()
+		_ = l.ops.Release(ctx, owner, lease, true, l.c.newOp()).Err()
 	})
-}
-
-// releaseArgs returns the ARGV of l's release script for owner's hold
-// with lease; leaving when owner gives up a wait.
-func (l *Lock) releaseArgs(owner any, lease time.Duration, leaving bool, op string) []any {
-	flag := "0"
-	if leaving {
-		flag = "1"
-	}
-	args := l.args(owner, lease.Milliseconds(), l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds(), flag)
-	if opReleases(l.def.Kind) {
-		args = append(args, op)
-	}
-	return args
 }
 
 // attempt runs the acquire script once, registering owner as a waiter for
@@ -328,29 +221,24 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	// background.
 	uctx, cancel := attemptContext(ctx, o.fresh, o.end)
 	defer cancel()
+	a := rdb.Attempt{Owner: owner, Lease: o.lease, Reg: reg, Waiting: waiting, Op: o.op}
 	var cmd, wait *redis.Cmd
 	if _, bounded := uctx.Deadline(); bounded {
 		// go-redis may overrun a deadline (a connection that never
 		// answers its handshake waits for DialTimeout): the call goes on
 		// alone past it, and the owner leaves below.
 		r, ok := within(uctx, func() [2]*redis.Cmd {
-			cmd, wait := l.issue(uctx, owner, o, reg, waiting)
+			cmd, wait := l.ops.Acquire(uctx, a)
 			return [2]*redis.Cmd{cmd, wait}
 		})
 		if cmd, wait = r[0], r[1]; !ok {
 			cmd = lateCmd(uctx)
 		}
 	} else {
-		cmd, wait = l.issue(uctx, owner, o, reg, waiting)
+		cmd, wait = l.ops.Acquire(uctx, a)
 	}
-	// The replies, as the acquire scripts' headers state them:
-	//	reentrant_acquire reply: int | {int, int}
-	//	simple_acquire reply: int | {int, int}
-	//	fair_acquire reply: {int, int}
-	//	rw_acquire reply: {int, int}
-	//	fenced_acquire reply: {int, int, int} | {int, int}
 	var buf [3]int64
-	res, fast, err := acquireReply(cmd, &buf)
+	res, fast, err := rdb.AcquireReply(cmd, &buf)
 	if err != nil {
 		return nil, 0, attemptError(l.key, err)
 	}
@@ -390,96 +278,18 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	return nil, time.Duration(res[1]) * time.Millisecond, nil
 }
 
-// issue sends an acquire attempt (see attempt) and returns its command,
-// and the WAIT that follows it for a lock that syncs replicas.
-func (l *Lock) issue(uctx context.Context, owner string, o acquireOptions, reg time.Duration, waiting bool) (cmd, wait *redis.Cmd) {
-	flag := "0"
-	if waiting {
-		flag = "2" // refresh, or the full attempt when that is needed
-	}
-	if p := l.prep; p != nil && l.def.Sync.Replicas == 0 {
-		// The usual case, with the arguments boxed once per Lock.
-		n, f, r := len(p.keys), flag0, any(int64(0))
-		if waiting {
-			f = flag2
-		}
-		if reg == p.regD {
-			r = p.reg
-		} else if reg != 0 {
-			r = reg.Milliseconds()
-		}
-		switch {
-		case l.def.Kind == impl.Fair && !o.fresh && !waiting: // a re-entry names its operation
-			prefix, publish := l.wakeArgs()
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg, o.op)
-		case l.def.Kind == impl.Fair: // it may hand a free lock to the first waiter
-			prefix, publish := l.wakeArgs()
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, prefix, publish, handoffArg)
-		case waiting:
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f)
-		case !o.fresh && l.def.Kind != impl.Simple: // a re-entry names its operation
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r, f, o.op)
-		case reg == RegistryTTL: // the scripts' default: one argument less
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner)
-		default: // a first attempt leaves the registered flag out
-			cmd = l.c.evalBoxed(uctx, l.def.Scripts.Acquire, p.boxed[:n], l.leaseArg(o.lease), owner, r)
-		}
-	} else {
-		args := []any{o.lease.Milliseconds(), owner, reg.Milliseconds(), flag}
-		if l.def.Kind == impl.Fair || l.def.Kind == impl.ReadWrite { // it may hand a free lock to the first waiters
-			args = append(args, l.channel(), l.c.publishCmd(), HandoffLease.Milliseconds())
-		}
-		args = l.args(args...)
-		if !o.fresh && !waiting && l.def.Kind != impl.Simple { // a re-entry names its operation
-			args = append(args, o.op)
-		}
-		cmd, wait = l.evalAcquire(uctx, l.scriptKeys(), args...)
-	}
-	return cmd, wait
-}
-
-// acquireReply decodes an acquire script's reply into buf: a table of 2
-// or 3 integers as it is, or the integer n of an uncontended fast path as
-// {1, n} (taken, n holds), with fast true.
-func acquireReply(cmd *redis.Cmd, buf *[3]int64) (res []int64, fast bool, err error) {
-	v, err := cmd.Result()
-	if err != nil {
-		return nil, false, err
-	}
-	switch v := v.(type) {
-	case int64:
-		buf[0], buf[1] = 1, v
-		return buf[:2], true, nil
-	case []any:
-		if len(v) == 2 || len(v) == 3 {
-			for i, e := range v {
-				n, ok := e.(int64)
-				if !ok {
-					return nil, false, fmt.Errorf("unexpected reply %v", v)
-				}
-				buf[i] = n
-			}
-			return buf[:len(v)], false, nil
-		}
-	}
-	return nil, false, fmt.Errorf("unexpected reply %v", v)
-}
-
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters; the
 // holder's lease is cancelled with ErrLockLost at its next renewal. It
 // reports whether the lock was held, or returns a Redis error. A command
 // sent twice (its reply lost) whose second run finds the lock gone
 // reports it held: the first run is taken to have deleted it.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	ch := newCounted(l.channel()) // its sends: see sendCounter
-	// force_unlock reply: int
-	// fair_force_unlock reply: int
-	// rw_force_unlock reply: int
-	n, err := l.c.eval(ctx, l.def.Scripts.ForceUnlock, l.scriptKeys(), ch, l.c.publishCmd(), HandoffLease.Milliseconds()).Int()
+	ch := rdb.NewCounted(l.channel()) // its sends: see rdb.SendCounter
+	n, err := l.ops.ForceUnlock(ctx, ch).Int()
 	if err != nil {
 		return false, fmt.Errorf("lockgen: force-unlocking %s: %w", l.key, err)
 	}
-	return n == 1 || ch.sends() > 1, nil
+	return n == 1 || ch.Sends() > 1, nil
 }
 
 // IsLocked reports whether anyone holds the lock, or returns a Redis error.
@@ -635,80 +445,40 @@ func (l *Lock) release(ctx context.Context, owner string, lease time.Duration) (
 	return n, err
 }
 
-// handOnDue is the release scripts' reply to a call with the lock's key
-// alone when the release would hand the lock to a waiter: nothing
-// changed, and the release is sent again with the registry's keys.
-const handOnDue = -3
-
 // releaseHold is release for a hold taken by the acquire's fast path
 // when fast: the script is sent with the lock's key and owner alone (and
 // the lease, for a reentrant lock the watchdog does not renew), the
-// common uncontended case (the registry's keys, the wake-up
-// prefix, the publish command, the hand-off lease and the operation id
-// travel only when a waiter is due the lock or holds are left: a second
-// call then, handOnDue). ctx is a release context already
-// (releaseContext, or a Lease's rel). arg is what is sent as the owner:
-// owner itself, or a sendCounter (an Unlock's leaseOwner); resent
-// reports whether the call that answered was sent more than once.
+// common uncontended case (the registry's keys, the wake-up prefix, the
+// publish command, the hand-off lease and the operation id travel only
+// when a waiter is due the lock or holds are left: a second call then,
+// rdb.HandOnDue). ctx is a release context already (releaseContext, or a
+// Lease's rel). arg is what is sent as the owner: owner itself, or an
+// rdb.SendCounter (an Unlock's leaseOwner); resent reports whether the
+// call that answered was sent more than once.
 func (l *Lock) releaseHold(ctx context.Context, owner string, arg any, lease time.Duration, fast bool) (n int, resent bool, err error) {
-	if p := l.prep; fast && p != nil { // only reentrant and simple acquires reply fast
-		var cmd *redis.Cmd
-		if l.def.Renew || l.def.Kind == impl.Simple {
-			// No lease: a simple lock has one hold, and the watchdog
-			// renews a renewed lock's holds left (the script keeps the
-			// lock's TTL then).
-			cmd = l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], arg)
-			if isConnError(cmd.Err()) {
-				cmd = resolve(ctx, cmd, func() *redis.Cmd { return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], arg) })
-			}
-		} else {
-			cmd = l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], arg, l.leaseArg(lease))
-			if isConnError(cmd.Err()) {
-				cmd = resolve(ctx, cmd, func() *redis.Cmd {
-					return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:1], arg, l.leaseArg(lease))
-				})
-			}
+	if fast { // only reentrant and simple acquires reply fast
+		// No lease for a simple lock (one hold) or a renewed one (the
+		// watchdog renews the holds left: the script keeps the TTL).
+		withLease := !l.def.Renew && l.def.Kind != impl.Simple
+		cmd := l.ops.ReleaseFast(ctx, arg, lease, withLease)
+		if rdb.IsConnError(cmd.Err()) {
+			cmd = resolve(ctx, cmd, func() *redis.Cmd { return l.ops.ReleaseFast(ctx, arg, lease, withLease) })
 		}
 		n, err := cmd.Int()
-		if err != nil || n != handOnDue {
-			return n, resentArg(arg), err
+		if err != nil || n != rdb.HandOnDue {
+			return n, rdb.Resent(arg), err
 		}
-		if s, ok := arg.(sendCounter); ok {
-			s.resetSends() // that call changed nothing
+		if s, ok := arg.(rdb.SendCounter); ok {
+			s.ResetSends() // that call changed nothing
 		}
 	}
 	op := l.c.newOp() // the same in every send of this release
-	cmd := l.evalRelease(ctx, owner, arg, lease, false, op)
-	if isConnError(cmd.Err()) {
-		cmd = resolve(ctx, cmd, func() *redis.Cmd { return l.evalRelease(ctx, owner, arg, lease, false, op) })
+	cmd := l.ops.Release(ctx, arg, lease, false, op)
+	if rdb.IsConnError(cmd.Err()) {
+		cmd = resolve(ctx, cmd, func() *redis.Cmd { return l.ops.Release(ctx, arg, lease, false, op) })
 	}
 	n, err = cmd.Int()
-	return n, resentArg(arg), err
-}
-
-// opReleases reports whether a kind's release script takes an operation
-// id, after its other arguments (a release that leaves holds records it):
-// every kind but simple, which has one hold.
-func opReleases(k impl.LockKind) bool { return k != impl.Simple }
-
-// evalRelease runs l's release script for owner's hold with lease (arg is
-// sent as the owner, see releaseHold), as operation op; leaving when owner
-// gives up a wait.
-func (l *Lock) evalRelease(ctx context.Context, owner string, arg any, lease time.Duration, leaving bool, op string) *redis.Cmd {
-	p := l.prep
-	if p == nil {
-		return l.c.eval(ctx, l.def.Scripts.Release, l.scriptKeys(), l.releaseArgs(arg, lease, leaving, op)...)
-	}
-	flag := flag0
-	if leaving {
-		flag = flag1
-	}
-	n := len(p.keys)
-	prefix, publish := l.wakeArgs()
-	if opReleases(l.def.Kind) {
-		return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], arg, l.leaseArg(lease), prefix, publish, handoffArg, flag, op)
-	}
-	return l.c.evalBoxed(ctx, l.def.Scripts.Release, p.boxed[:n], arg, l.leaseArg(lease), prefix, publish, handoffArg, flag)
+	return n, rdb.Resent(arg), err
 }
 
 // held identifies the lease's hold for the watchdog.
@@ -719,7 +489,7 @@ func (le *Lease) held() watchdog.Key {
 // renewal says how the watchdog renews le's hold of l (first: see
 // renewal.First).
 func (l *Lock) renewal(le *Lease, first time.Duration) watchdog.Renewal {
-	return watchdog.Renewal{Object: l.def.Name, Script: l.def.Scripts.Renew, Keys: l.scriptKeys(), ArgsOf: (*leaseHold)(le), Lease: le.lease, First: first}
+	return watchdog.Renewal{Object: l.def.Name, Script: l.def.Scripts.Renew, Keys: l.ops.Keys(), ArgsOf: (*leaseHold)(le), Lease: le.lease, First: first}
 }
 
 // Context returns the lease's context: it carries the values of the
@@ -788,36 +558,14 @@ func (le *Lease) Unlock(ctx context.Context) error {
 		l.c.observe(ctx, Event{Kind: EventReleased, Object: l.def.Name, Duration: time.Since(le.taken)})
 	}
 	if n < 0 && resent {
-		n = 0 // an earlier run of this call released it (see sendCounter)
+		n = 0 // an earlier run of this call released it (see rdb.SendCounter)
 	}
 	return releaseResult(l.key, lost, n, err, ErrLockLost, ErrNotHeld)
 }
 
 // scriptKeys returns the KEYS of the lock's scripts: the lock's key, then
 // the keys of its kind (all in the lock's hash slot).
-func (l *Lock) scriptKeys() []string {
-	if l.prep != nil {
-		return l.prep.keys
-	}
-	switch l.def.Kind {
-	case impl.Fair:
-		return l.fairKeys()
-	case impl.ReadWrite:
-		return l.rwKeys()
-	case impl.Fenced:
-		return l.fencedKeys()
-	}
-	return []string{l.key, keys.Sub(l.key, "queue"), keys.Sub(l.key, "waiters")}
-}
-
-// args returns the ARGV of one of the lock's scripts: args, then the side
-// of a readwrite lock.
-func (l *Lock) args(args ...any) []any {
-	if l.mode != "" {
-		args = append(args, l.mode)
-	}
-	return args
-}
+func (l *Lock) scriptKeys() []string { return l.ops.Keys() }
 
 func (c *Client) checkOpen() error {
 	select {

@@ -246,7 +246,7 @@ func (m *MultiLock) leave(ctx context.Context, owner string, i int, lease time.D
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	member := owner + " m"
-	_ = m.locks[i].evalRelease(ctx, member, member, lease, true, m.locks[0].c.newOp()).Err()
+	_ = m.locks[i].ops.Release(ctx, member, lease, true, m.locks[0].c.newOp()).Err()
 }
 
 // errMoved ends a multi-lock's wait on one lock's channel when another
@@ -293,7 +293,7 @@ func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptio
 	// Not cut short by ctx, like Lock's attempt: an abandoned reply would
 	// leave the locks held for a lease with nobody to release them.
 	// multi_acquire reply: {int, int} | {int, int, int}
-	res, err := c.eval(context.WithoutCancel(ctx), m.locks[0].def.Scripts.MultiAcquire, ks, args...).Int64Slice()
+	res, err := c.conn.Eval(context.WithoutCancel(ctx), m.locks[0].def.Scripts.MultiAcquire, ks, args...).Int64Slice()
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("lockgen: acquiring %s: %w", strings.Join(ks, ", "), err)
 	}
@@ -486,7 +486,7 @@ func releaseAll(ctx context.Context, owner string, locks []*Lock, os []acquireOp
 		args = append(args, l.def.Kind.String(), os[i].lease.Milliseconds(), l.channel(), HandoffLease.Milliseconds())
 	}
 	// multi_release reply: {int...}
-	codes, err := locks[0].c.eval(ctx, locks[0].def.Scripts.MultiRelease, ks, args...).Int64Slice()
+	codes, err := locks[0].c.conn.Eval(ctx, locks[0].def.Scripts.MultiRelease, ks, args...).Int64Slice()
 	if err != nil {
 		return nil, notReleased(strings.Join(ks, ", "), err)
 	}

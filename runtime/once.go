@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
 
 // Exactly one effect per call. A client runs a script at least once: when
@@ -42,37 +43,6 @@ func (c *Client) newSharedOp() string {
 	return string(strconv.AppendUint(b, c.ops.Add(1), 36))
 }
 
-// sendCounter is an argument whose sends go-redis counts: it writes the
-// argument to a connection once per attempt (MarshalBinary), so a count
-// above one says the command may have run more than once. A release that
-// finds its hold gone after such a resend reports it released: the hold
-// was there when the first send left (else the first run answered "not
-// held" and only its reply was lost, a fault on top of a fault that this
-// cannot tell apart), and the only run that could remove it is this
-// call's own.
-type sendCounter interface {
-	sends() int32
-	resetSends()
-}
-
-// countedArg is a string argument that counts its sends.
-type countedArg struct {
-	s string
-	n atomic.Int32
-}
-
-func newCounted(s string) *countedArg { return &countedArg{s: s} }
-
-// MarshalBinary returns the string's bytes, without a copy (go-redis
-// copies them into its write buffer), and counts the send.
-func (a *countedArg) MarshalBinary() ([]byte, error) {
-	a.n.Add(1)
-	return unsafe.Slice(unsafe.StringData(a.s), len(a.s)), nil
-}
-
-func (a *countedArg) sends() int32 { return a.n.Load() }
-func (a *countedArg) resetSends()  { a.n.Store(0) }
-
 // leaseOwner is a Lease sent as its owner argument: its sends are counted
 // in the Lease (no allocation on Unlock's path).
 type leaseOwner Lease
@@ -82,54 +52,13 @@ func (a *leaseOwner) MarshalBinary() ([]byte, error) {
 	return unsafe.Slice(unsafe.StringData(a.owner), len(a.owner)), nil
 }
 
-func (a *leaseOwner) sends() int32 { return a.sent.Load() }
-func (a *leaseOwner) resetSends()  { a.sent.Store(0) }
-
-// resentArg reports whether arg (a sendCounter, or any other argument) was
-// sent more than once.
-func resentArg(arg any) bool {
-	s, ok := arg.(sendCounter)
-	return ok && s.sends() > 1
-}
-
-// resetSends forgets the sends of the counted arguments among args: a
-// command answered NOSCRIPT ran nothing, and is sent again as EVAL.
-func resetSends(args []any) {
-	for _, a := range args {
-		if s, ok := a.(sendCounter); ok {
-			s.resetSends()
-		}
-	}
-}
+// Sends and ResetSends make it an rdb.SendCounter.
+func (a *leaseOwner) Sends() int32 { return a.sent.Load() }
+func (a *leaseOwner) ResetSends()  { a.sent.Store(0) }
 
 // String is the owner, as go-redis prints the command (a tracing hook's
 // statement, a log line).
 func (a *leaseOwner) String() string { return a.owner }
-
-// String is the argument's string, as go-redis prints the command.
-func (a *countedArg) String() string { return a.s }
-
-// markedArg is a string argument that tells a resend: go-redis writes it
-// as it is the first time, and with '!' appended every later time (a
-// resend after a lost reply, a redirect, the EVAL after NOSCRIPT). A
-// script that keeps a record of its operation only reads the record when
-// the mark says it may have run already, so the first run pays for
-// writing the record alone.
-type markedArg struct {
-	s    string
-	sent atomic.Bool
-}
-
-// MarshalBinary returns the string, then the string and '!'.
-func (a *markedArg) MarshalBinary() ([]byte, error) {
-	if a.sent.Swap(true) {
-		return []byte(a.s + "!"), nil
-	}
-	return unsafe.Slice(unsafe.StringData(a.s), len(a.s)), nil
-}
-
-// String is the argument's string, as go-redis prints the command.
-func (a *markedArg) String() string { return a.s }
 
 // endedContext returns a context that has ended with cause: the context
 // of a nil lease or permit (a failed TryLock's), so that work guarded by
@@ -275,7 +204,7 @@ func readValue[T any](ctx context.Context, f func() (T, error)) (T, error) {
 }
 
 // lateCmd is the result of a command within gave up on: ctx's error.
-func lateCmd(ctx context.Context) *redis.Cmd { return failedCmd(ctx, ctx.Err()) }
+func lateCmd(ctx context.Context) *redis.Cmd { return rdb.Failed(ctx, ctx.Err()) }
 
 // attemptError is the error of an acquire's attempt on key that failed
 // with err: one that its deadline or a cancellation cut short did not
@@ -296,7 +225,7 @@ func attemptError(key string, err error) error {
 // caller learns what happened instead of an error for a release that may
 // have been done. It backs off from 50 ms, doubling up to 1 s.
 func resolve(ctx context.Context, cmd *redis.Cmd, send func() *redis.Cmd) *redis.Cmd {
-	for retries := 0; isConnError(cmd.Err()) && ctx.Err() == nil; retries++ {
+	for retries := 0; rdb.IsConnError(cmd.Err()) && ctx.Err() == nil; retries++ {
 		t := time.NewTimer(retryBackoff(retries))
 		select {
 		case <-ctx.Done():

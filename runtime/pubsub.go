@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
 
 // The client's side of pub/sub: which command its scripts publish with,
@@ -47,19 +48,13 @@ func (c *Client) wakePrefix(key string) string {
 	if c.publishCmd() == "spublish" {
 		return keys.Sub(key, "ch")
 	}
-	return c.classicWake(key).name
-}
-
-// classicPrefix is a namespace's classic wake-up prefix, and it boxed.
-type classicPrefix struct {
-	name string
-	arg  any
+	return c.classicWake(key).Name
 }
 
 // classicWake is wakePrefix with classic pub/sub: the key's namespace (up
 // to its first ':', which a namespace never contains) and ":wake", made
 // once per namespace and client.
-func (c *Client) classicWake(key string) *classicPrefix {
+func (c *Client) classicWake(key string) *rdb.Prefix {
 	ns, _, _ := strings.Cut(key, ":")
 	c.wakesMu.RLock()
 	w := c.wakes[ns]
@@ -67,12 +62,11 @@ func (c *Client) classicWake(key string) *classicPrefix {
 	if w != nil {
 		return w
 	}
-	w = &classicPrefix{name: classicWakeName(ns)}
-	w.arg = w.name
+	w = rdb.NewPrefix(classicWakeName(ns))
 	c.wakesMu.Lock()
 	defer c.wakesMu.Unlock()
 	if c.wakes == nil {
-		c.wakes = map[string]*classicPrefix{}
+		c.wakes = map[string]*rdb.Prefix{}
 	}
 	if old := c.wakes[ns]; old != nil {
 		return old

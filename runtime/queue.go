@@ -15,6 +15,7 @@ import (
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/delay"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
 
 // Queue errors.
@@ -165,9 +166,9 @@ func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time,
 		args = append(args, b)
 	}
 	ks := append(q.keys[:len(q.keys):len(q.keys)], record)
-	send := func() *redis.Cmd { return q.c.eval(ctx, q.def.Scripts.Offer, ks, args...) }
+	send := func() *redis.Cmd { return q.c.conn.Eval(ctx, q.def.Scripts.Offer, ks, args...) }
 	cmd := send()
-	if isConnError(cmd.Err()) && ctx.Err() == nil {
+	if rdb.IsConnError(cmd.Err()) && ctx.Err() == nil {
 		// No reply after go-redis' retries: the offer may have landed.
 		// The same offer again answers from its record (see resolve).
 		rctx, cancel := context.WithTimeout(ctx, ReleaseTimeout)
@@ -461,7 +462,7 @@ func (q *queue) peek(ctx context.Context, n int) ([][]byte, error) {
 	res, err := readValue(ctx, func() ([]string, error) {
 		if q.def.Reliable {
 			// queue_peek reply: {string...}
-			return q.c.eval(ctx, q.def.Scripts.Peek, q.keys, q.c.publishCmd(), n).StringSlice()
+			return q.c.conn.Eval(ctx, q.def.Scripts.Peek, q.keys, q.c.publishCmd(), n).StringSlice()
 		}
 		return q.c.rdb.LRange(ctx, q.key, 0, int64(n)-1).Result()
 	})
@@ -517,7 +518,7 @@ func removeItems[T any](ctx context.Context, q *queue, codec Codec[T], v T, limi
 	}
 	ks, resent := q.recorded()
 	// queue_remove reply: int
-	n, err := q.c.eval(ctx, q.def.Scripts.Remove, ks, q.c.publishCmd(), q.mode(), b, []byte{codecTag(codec)}, limit, resent, offerRecordArg).Int()
+	n, err := q.c.conn.Eval(ctx, q.def.Scripts.Remove, ks, q.c.publishCmd(), q.mode(), b, []byte{codecTag(codec)}, limit, resent, offerRecordArg).Int()
 	if err != nil {
 		return 0, fmt.Errorf("lockgen: removing from %s: %w", q.key, err)
 	}
@@ -543,7 +544,7 @@ func drain[T any](ctx context.Context, q *queue, codec Codec[T]) ([]T, error) {
 		}
 		ks, resent := q.recorded()
 		// queue_drain reply: {int, string...}
-		res, err := q.c.eval(ctx, q.def.Scripts.Drain, ks, q.c.publishCmd(), q.mode(), batch, resent, offerRecordArg).Slice()
+		res, err := q.c.conn.Eval(ctx, q.def.Scripts.Drain, ks, q.c.publishCmd(), q.mode(), batch, resent, offerRecordArg).Slice()
 		if err != nil {
 			return out, fmt.Errorf("lockgen: draining %s: %w", q.key, err)
 		}
@@ -574,15 +575,15 @@ func drain[T any](ctx context.Context, q *queue, codec Codec[T]) ([]T, error) {
 // (queue_redrive, queue_remove, queue_drain): the queue's and the
 // record's, <queue>:op:<op>, living OfferRecordTTL; and the argument that
 // tells the script it was sent again, which only then reads the record.
-func (q *queue) recorded() ([]string, *markedArg) {
-	return append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+q.c.newSharedOp())), &markedArg{}
+func (q *queue) recorded() ([]string, *rdb.Marked) {
+	return append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+q.c.newSharedOp())), &rdb.Marked{}
 }
 
 // bury puts a body a plain queue's consumer could not decode on the dead
 // list.
 func (q *queue) bury(ctx context.Context, body []byte, cause error) error {
 	// queue_bury reply: string (not read)
-	err := q.c.eval(context.WithoutCancel(ctx), q.def.Scripts.Bury, q.keys, q.c.publishCmd(), body, "decode: "+cause.Error(), q.c.newSharedOp()).Err()
+	err := q.c.conn.Eval(context.WithoutCancel(ctx), q.def.Scripts.Bury, q.keys, q.c.publishCmd(), body, "decode: "+cause.Error(), q.c.newSharedOp()).Err()
 	if err != nil {
 		return fmt.Errorf("lockgen: dead-lettering an item of %s that does not decode (%v): %w", q.key, cause, err)
 	}
@@ -641,7 +642,7 @@ func deadLetters[T any](ctx context.Context, q *queue, codec Codec[T], n int) ([
 	}
 	// queue_dead reply: {string...}
 	res, err := readValue(ctx, func() ([]string, error) {
-		return q.c.eval(ctx, q.def.Scripts.Dead, q.keys, q.c.publishCmd(), 0, n).StringSlice()
+		return q.c.conn.Eval(ctx, q.def.Scripts.Dead, q.keys, q.c.publishCmd(), 0, n).StringSlice()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lockgen: dead letters of %s: %w", q.key, err)
@@ -670,7 +671,7 @@ func (q *queue) redrive(ctx context.Context, n int) (int, error) {
 		batch := min(n-total, redriveBatch)
 		ks, resent := q.recorded()
 		// queue_redrive reply: int
-		moved, err := q.c.eval(ctx, q.def.Scripts.Redrive, ks, q.c.publishCmd(), q.mode(), batch, resent, offerRecordArg).Int()
+		moved, err := q.c.conn.Eval(ctx, q.def.Scripts.Redrive, ks, q.c.publishCmd(), q.mode(), batch, resent, offerRecordArg).Int()
 		if err != nil {
 			return total, fmt.Errorf("lockgen: re-driving dead letters of %s: %w", q.key, err)
 		}
@@ -981,7 +982,7 @@ func (q *queue) Move() (time.Duration, error) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
 		// queue_move reply: {int, int, int, int, int...}
-		res, err := q.c.eval(ctx, q.def.Scripts.Move, q.keys, q.c.publishCmd(), q.mode(), moveBatch,
+		res, err := q.c.conn.Eval(ctx, q.def.Scripts.Move, q.keys, q.c.publishCmd(), q.mode(), moveBatch,
 			q.def.Visibility.Milliseconds(), q.def.MaxDeliveries, late).Int64Slice()
 		cancel()
 		if err != nil {

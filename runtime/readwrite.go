@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
@@ -45,8 +44,8 @@ type RWLock struct {
 // ReadWrite, emitted by lockgen) and key. It does not contact Redis.
 func (c *Client) newRWLock(def *impl.LockDef, key string) *RWLock {
 	return &RWLock{
-		read:  &Lock{c: c, def: def, key: key, mode: "r"},
-		write: &Lock{c: c, def: def, key: key, mode: "w"},
+		read:  c.lock(def, key, "r"),
+		write: c.lock(def, key, "w"),
 	}
 }
 
@@ -89,7 +88,7 @@ func (le *Lease) Downgrade(ctx context.Context) (*Lease, error) {
 	if l.def.Kind != impl.ReadWrite || l.mode != "w" {
 		return nil, fmt.Errorf("%w: Downgrade of a lease that is not a write lease of a read-write lock", ErrInvalidArgument)
 	}
-	read := &Lock{c: l.c, def: l.def, key: l.key, mode: "r"}
+	read := l.c.lock(l.def, l.key, "r")
 	r, _, err := read.attempt(context.WithValue(ctx, ownerKey{}, le.owner), le.owner, acquireOptions{lease: le.lease}, 0, false, time.Now())
 	if err != nil {
 		return nil, err
@@ -106,10 +105,4 @@ func (le *Lease) Downgrade(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-// rwKeys returns the keys of a read-write lock's scripts: the lock hash,
-// the deadlines of its holds, and its waiter registry.
-func (l *Lock) rwKeys() []string {
-	return []string{l.key, keys.Sub(l.key, "holds"), keys.Sub(l.key, "queue"), keys.Sub(l.key, "waiters")}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
@@ -329,7 +330,7 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []strin
 		if members != nil {
 			member = members[i]
 		}
-		return c.eval(ctx, r.def.Scripts.Acquire, r.keys, lease.Milliseconds(), value, member, reg.Milliseconds(), flag)
+		return c.conn.Eval(ctx, r.def.Scripts.Acquire, r.keys, lease.Milliseconds(), value, member, reg.Milliseconds(), flag)
 	}
 	granted := func(cmd *redis.Cmd) bool {
 		res, err := cmd.Int64Slice()
@@ -472,7 +473,7 @@ const (
 // releaseCmd runs redlock_release on node c for value (a hold's value, or
 // with redLeave a waiter's member) in mode.
 func (r *RedLock) releaseCmd(ctx context.Context, c *Client, value any, mode string) *redis.Cmd {
-	return c.eval(ctx, r.def.Scripts.Release, r.keys, value, HandoffLease.Milliseconds(), r.channel(c), c.publishCmd(), mode)
+	return c.conn.Eval(ctx, r.def.Scripts.Release, r.keys, value, HandoffLease.Milliseconds(), r.channel(c), c.publishCmd(), mode)
 }
 
 // release compare-and-deletes value on the given nodes, each of which
@@ -489,9 +490,9 @@ func (r *RedLock) release(ctx context.Context, nodes []int, value, mode string) 
 		// A release whose reply was lost is sent again (by go-redis, or
 		// by resolve when go-redis gave up): a run that finds the value
 		// gone after a resend is this call's own second run.
-		arg := newCounted(value)
+		arg := rdb.NewCounted(value)
 		cmd := resolve(ctx, r.releaseCmd(ctx, c, arg, mode), func() *redis.Cmd { return r.releaseCmd(ctx, c, arg, mode) })
-		if n, err := cmd.Int(); err == nil && n == -1 && arg.sends() > 1 {
+		if n, err := cmd.Int(); err == nil && n == -1 && arg.Sends() > 1 {
 			cmd.SetVal(int64(0))
 		}
 		return cmd
@@ -542,9 +543,9 @@ func (r *RedLock) releaseOn(i int, value, mode string) {
 // nodes that did not answer, joined.
 func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
 	replies := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
-		ch := newCounted(r.channel(c)) // a resend that finds it gone: it was held (see Lock.ForceUnlock)
-		cmd := c.eval(ctx, r.def.Scripts.ForceUnlock, r.keys, ch, c.publishCmd())
-		if n, err := cmd.Int(); err == nil && n == 0 && ch.sends() > 1 {
+		ch := rdb.NewCounted(r.channel(c)) // a resend that finds it gone: it was held (see Lock.ForceUnlock)
+		cmd := c.conn.Eval(ctx, r.def.Scripts.ForceUnlock, r.keys, ch, c.publishCmd())
+		if n, err := cmd.Int(); err == nil && n == 0 && ch.Sends() > 1 {
 			cmd.SetVal(int64(1))
 		}
 		return cmd
@@ -616,7 +617,7 @@ func (q *Quorum) plan(i int, always bool) (call, wait bool) {
 // that it can undo it. Call settle once.
 func (q *Quorum) fanout(ctx context.Context, timeout time.Duration, nodes []int, always bool, call func(ctx context.Context, i int, c *Client) *redis.Cmd,
 	decided func([]*redis.Cmd) bool, late func(i int, cmd *redis.Cmd)) *fan {
-	failed := func(format string, args ...any) *redis.Cmd { return failedCmd(ctx, fmt.Errorf(format, args...)) }
+	failed := func(format string, args ...any) *redis.Cmd { return rdb.Failed(ctx, fmt.Errorf(format, args...)) }
 	base := context.WithoutCancel(ctx)
 	f := &fan{
 		replies:   make([]*redis.Cmd, len(q.nodes)),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
 
 // ReliableQueue is a queue of T with acknowledged delivery (at least
@@ -140,7 +141,7 @@ func (q *ReliableQueue[T]) Enqueue(ctx context.Context, v T, opts ...OfferOption
 func (q *ReliableQueue[T]) RemoveID(ctx context.Context, id string) (bool, error) {
 	k := q.q.keys
 	var ready, delayed, dead *redis.IntCmd
-	arg := newCounted(id) // its sends: a MULTI sent again may find it gone
+	arg := rdb.NewCounted(id) // its sends: a MULTI sent again may find it gone
 	send := func() *redis.Cmd {
 		cmd := redis.NewCmd(ctx)
 		_, err := q.q.c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -158,7 +159,7 @@ func (q *ReliableQueue[T]) RemoveID(ctx context.Context, id string) (bool, error
 	if err != nil {
 		return false, fmt.Errorf("lockgen: removing %s from %s: %w", id, q.q.key, err)
 	}
-	if ready.Val()+delayed.Val()+dead.Val() == 0 && arg.sends() <= 1 {
+	if ready.Val()+delayed.Val()+dead.Val() == 0 && arg.Sends() <= 1 {
 		return false, nil
 	}
 	_, err = q.q.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -325,7 +326,7 @@ func (d *delivery) settledError(ack bool) (bool, error) {
 // a Take rides an outage out, as every other blocking call does, and
 // finds what a lost reply claimed.
 func (q *queue) claimAgain(ctx context.Context, end time.Time, wait bool, id string, n int) ([]*delivery, error) {
-	op := &markedArg{s: q.c.newSharedOp()}
+	op := &rdb.Marked{S: q.c.newSharedOp()}
 	for retries := 0; ; retries++ {
 		ds, err := q.claim(ctx, end, id, n, op)
 		if err == nil || !transient(err) || !wait {
@@ -351,14 +352,14 @@ func (q *queue) claimAgain(ctx context.Context, end time.Time, wait bool, id str
 // claim runs the take script as operation op: it claims up to n
 // deliveries, id first (when not "", from the processing list), then the
 // first ready items. It returns none when there was nothing to claim.
-func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *markedArg) ([]*delivery, error) {
+func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *rdb.Marked) ([]*delivery, error) {
 	if err := q.c.checkOpen(); err != nil {
 		return nil, err
 	}
 	// Not cut short by ctx: a claim that ran while its reply was
 	// queue_take reply: nil | {int, int, any...}
 	// abandoned would hide the items for a whole visibility timeout.
-	ks := append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+op.s))
+	ks := append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+op.S))
 	// Bounded by the deadline (and the wait), not cut short by a
 	// cancellation: a claim that ran while its reply was abandoned hides
 	// its items until their visibility runs out.
@@ -368,7 +369,7 @@ func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *
 	uctx, cancel := attemptContext(context.WithoutCancel(ctx), true, end)
 	defer cancel()
 	claim := func() *redis.Cmd {
-		return q.c.eval(uctx, q.def.Scripts.Take, ks, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n, op)
+		return q.c.conn.Eval(uctx, q.def.Scripts.Take, ks, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n, op)
 	}
 	var cmd *redis.Cmd
 	if _, bounded := uctx.Deadline(); bounded {
@@ -430,17 +431,17 @@ func (d *delivery) settle(ctx context.Context, reason, mode string, delay time.D
 		ms = ceilMillis(delay)
 	}
 	// queue_nack reply: int
-	id := newCounted(d.id)
+	id := rdb.NewCounted(d.id)
 	send := func() *redis.Cmd {
-		return q.c.eval(ctx, q.def.Scripts.Nack, q.keys, q.c.publishCmd(), id, d.n, q.def.MaxDeliveries, reason, mode, ms)
+		return q.c.conn.Eval(ctx, q.def.Scripts.Nack, q.keys, q.c.publishCmd(), id, d.n, q.def.MaxDeliveries, reason, mode, ms)
 	}
 	n, err := resolve(ctx, send(), send).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockgen: giving back delivery %s of %s: %w", d.id, q.key, err)
-	case n == 0 && !resentArg(id):
+	case n == 0 && !rdb.Resent(id):
 		return ErrDeliveryExpired
-	case n == 0: // an earlier run of this call gave it back (see sendCounter)
+	case n == 0: // an earlier run of this call gave it back (see rdb.SendCounter)
 		if delay > 0 {
 			q.c.sched.Expect(q.serve(false), time.Now().Add(delay))
 		}
@@ -499,13 +500,13 @@ func (d *delivery) ack(ctx context.Context) error {
 	defer cancel()
 	q := d.q
 	// queue_ack reply: int
-	id := newCounted(d.id)
-	send := func() *redis.Cmd { return q.c.eval(ctx, q.def.Scripts.Ack, q.keys, q.c.publishCmd(), id, d.n) }
+	id := rdb.NewCounted(d.id)
+	send := func() *redis.Cmd { return q.c.conn.Eval(ctx, q.def.Scripts.Ack, q.keys, q.c.publishCmd(), id, d.n) }
 	n, err := resolve(ctx, send(), send).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockgen: acknowledging delivery %s of %s: %w", d.id, q.key, err)
-	case n == 0 && !resentArg(id): // else an earlier run of this call acknowledged it (see sendCounter)
+	case n == 0 && !rdb.Resent(id): // else an earlier run of this call acknowledged it (see rdb.SendCounter)
 		return ErrDeliveryExpired
 	}
 	d.settled = 'a'
@@ -585,7 +586,7 @@ func (d *delivery) extend(ctx context.Context, visibility time.Duration) error {
 	}
 	q := d.q
 	// queue_extend reply: {int, int} | nil
-	res, err := q.c.eval(ctx, q.def.Scripts.Extend, q.keys, q.c.publishCmd(), d.id, d.n, ceilMillis(visibility)).Int64Slice()
+	res, err := q.c.conn.Eval(ctx, q.def.Scripts.Extend, q.keys, q.c.publishCmd(), d.id, d.n, ceilMillis(visibility)).Int64Slice()
 	received := time.Now()
 	switch {
 	case isNil(err):

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
@@ -80,20 +80,17 @@ func (s *Semaphore) Key() string { return s.key }
 // Name returns the semaphore's name in the spec.
 func (s *Semaphore) Name() string { return s.def.Name }
 
-func (s *Semaphore) counts() string   { return keys.Sub(s.key, "counts") }
-func (s *Semaphore) capacity() string { return keys.Sub(s.key, "capacity") }
-func (s *Semaphore) channel() string  { return s.c.wakePrefix(s.key) }
+func (s *Semaphore) channel() string { return s.c.wakePrefix(s.key) }
+
+// ops returns s's script operations (runtime/internal/rdb).
+func (s *Semaphore) ops() rdb.Semaphore {
+	return rdb.Semaphore{Conn: &s.c.conn, Scripts: s.def.Scripts, Key: s.key, Permits: s.def.Permits}
+}
 
 // waitChannel is the channel s's waiters on this client wait on: releases
 // name the waiters they hand permits to on their client's channel (see
 // "Waiter registry" in docs/design.md).
 func (s *Semaphore) waitChannel() string { return s.channel() + ":" + s.c.id }
-
-// scriptKeys returns the KEYS of the acquire and release scripts: the
-// holds, the counts, the capacity and the waiter registry, in one slot.
-func (s *Semaphore) scriptKeys() []string {
-	return []string{s.key, s.counts(), s.capacity(), keys.Sub(s.key, "queue"), keys.Sub(s.key, "waiters")}
-}
 
 // registryTTL is how long a registered waiter of s keeps its place
 // unrefreshed: SemaphoreDef's WaiterTTL, or RegistryTTL.
@@ -190,9 +187,9 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	}
 	var trust handoffTrust
 	trust.sending()
-	p, next, err := s.attempt(ctx, owner, strconv.Itoa(n), o, reg, flag0)
+	p, next, err := s.attempt(ctx, owner, strconv.Itoa(n), o, reg, "0")
 	if p != nil || failFast(err, wait) {
-		if err != nil && (isConnError(err) || errors.Is(err, context.Canceled)) {
+		if err != nil && (rdb.IsConnError(err) || errors.Is(err, context.Canceled)) {
 			s.leave(ctx, owner, n) // see Lock.acquire
 		}
 		return p, err
@@ -214,9 +211,9 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 		// A wake-up without permits ("<owner> retry": the capacity
 		// changed) makes the full attempt; the fallback timer's, while a
 		// hold is left, only refreshes the entry.
-		registered := flag2
+		registered := "2"
 		if msg != "" {
-			registered = flag1
+			registered = "1"
 		}
 		p, next, err = s.attempt(ctx, owner, strconv.Itoa(n), o, reg, registered)
 		trust.replied(prev)
@@ -237,36 +234,26 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 // The caller waits for it at most cleanUpWait (see cleanUp).
 func (s *Semaphore) leave(ctx context.Context, owner string, n int) {
 	cleanUp(ctx, func(ctx context.Context) {
-		_ = s.c.eval(ctx, s.def.Scripts.Release, s.scriptKeys(), s.releaseArgs(owner, n)...).Err()
+		_ = s.ops().Release(ctx, owner, n).Err()
 	})
-}
-
-// releaseArgs returns the ARGV of the release script for owner's hold, or
-// for a waiter for n permits that leaves (n > 0).
-func (s *Semaphore) releaseArgs(owner any, n int) []any {
-	return []any{owner, s.channel(), s.c.publishCmd(), s.def.Permits, HandoffLease.Milliseconds(), n}
 }
 
 // attempt runs the acquire script once for n permits ("*": every free
 // one), registering owner as a waiter for reg when they are not free (0:
-// not). registered is the script's flag: flag0 for a first attempt,
-// flag1 for a full attempt of a registered owner, flag2 for its refresh:
+// not). registered is the script's flag: "0" for a first attempt,
+// "1" for a full attempt of a registered owner, "2" for its refresh:
 // while a live hold is left and no registered waiter is dead, the script
 // only refreshes owner's entry (see semaphore_acquire). It returns a
 // permit when taken, or how long to wait at most before trying again
 // (until the earliest hold expires). Like a lock's attempt, it takes
 // nothing when ctx has ended, and gives back what it took when ctx ended
 // meanwhile.
-func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptions, reg time.Duration, registered any) (*Permit, time.Duration, error) {
+func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptions, reg time.Duration, registered string) (*Permit, time.Duration, error) {
 	if err := s.c.checkOpen(); err != nil {
 		return nil, 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, 0, waitError(ctx, err)
-	}
-	grow := "0"
-	if o.waitCapacity {
-		grow = "1"
 	}
 	start := time.Now()
 	// Not cut short by ctx's cancellation, like a lock's attempt: permits
@@ -276,11 +263,8 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 	// granted) in the background.
 	uctx, cancel := attemptContext(ctx, true, o.end)
 	defer cancel()
-	// semaphore_acquire reply: {int, int, int} | {int, int}
 	acquire := func() *redis.Cmd {
-		return s.c.eval(uctx, s.def.Scripts.Acquire, s.scriptKeys(),
-			owner, n, o.lease.Milliseconds(), s.def.Permits, reg.Milliseconds(), registered,
-			s.channel(), s.c.publishCmd(), HandoffLease.Milliseconds(), grow)
+		return s.ops().Acquire(uctx, rdb.SemAttempt{Owner: owner, N: n, Lease: o.lease, Reg: reg, Registered: registered, WaitCapacity: o.waitCapacity})
 	}
 	var cmd *redis.Cmd
 	if _, bounded := uctx.Deadline(); bounded {
@@ -291,6 +275,7 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 	} else {
 		cmd = acquire()
 	}
+	// semaphore_acquire reply: {int, int, int} | {int, int}
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return nil, 0, attemptError(s.key, err)
@@ -336,9 +321,8 @@ func (s *Semaphore) Capacity(ctx context.Context) (int, error) {
 }
 
 func (s *Semaphore) state(ctx context.Context) (capacity, held int, err error) {
-	// semaphore_state reply: {int, int}
 	res, err := readValue(ctx, func() ([]int64, error) {
-		return s.c.eval(ctx, s.def.Scripts.State, []string{s.key, s.counts(), s.capacity()}, s.def.Permits).Int64Slice()
+		return s.ops().State(ctx).Int64Slice()
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("lockgen: reading %s: %w", s.key, err)
@@ -381,7 +365,6 @@ func (s *Semaphore) ResetPermits(ctx context.Context) error {
 }
 
 func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int) (int, error) {
-	// semaphore_capacity reply: {int, int}
 	res, err := s.capacityScript(ctx, mode, v)
 	if err != nil {
 		return 0, err
@@ -394,11 +377,10 @@ func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int) (int, e
 func (s *Semaphore) capacityScript(ctx context.Context, mode string, v int) ([]int64, error) {
 	op := s.c.newSharedOp() // the same in every send (see resolve)
 	send := func() *redis.Cmd {
-		return s.c.eval(ctx, s.def.Scripts.Capacity, []string{s.capacity(), s.key, s.counts(), keys.Sub(s.key, "queue"), keys.Sub(s.key, "waiters")},
-			mode, v, s.def.Permits, s.channel(), s.c.publishCmd(), HandoffLease.Milliseconds(), op)
+		return s.ops().SetCapacity(ctx, mode, v, op)
 	}
 	cmd := send()
-	if isConnError(cmd.Err()) && ctx.Err() == nil {
+	if rdb.IsConnError(cmd.Err()) && ctx.Err() == nil {
 		rctx, cancel := context.WithTimeout(ctx, ReleaseTimeout)
 		defer cancel()
 		cmd = resolve(rctx, cmd, send)
@@ -459,17 +441,16 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 // release runs the release script for owner's hold, under a release
 // context (see ReleaseTimeout); it returns the script's code.
 // A release whose hold is gone after the call was sent more than once
-// (a reply lost) released it: it reports n = 0 then (see sendCounter).
+// (a reply lost) released it: it reports n = 0 then (see rdb.SendCounter).
 func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
-	arg := newCounted(owner)
+	arg := rdb.NewCounted(owner)
 	send := func() *redis.Cmd {
-		return s.c.eval(ctx, s.def.Scripts.Release, s.scriptKeys(), s.releaseArgs(arg, 0)...)
+		return s.ops().Release(ctx, arg, 0)
 	}
-	// semaphore_release reply: int
 	n, err := resolve(ctx, send(), send).Int()
-	if n < 0 && resentArg(arg) {
+	if n < 0 && rdb.Resent(arg) {
 		n = 0
 	}
 	return n, err
@@ -480,7 +461,7 @@ func (s *Semaphore) renewal(owner string, lease time.Duration) watchdog.Renewal 
 	return watchdog.Renewal{
 		Object: s.def.Name,
 		Script: s.def.Scripts.Renew,
-		Keys:   []string{s.key, s.counts()},
+		Keys:   []string{s.key, s.ops().Counts()},
 		Args:   []any{lease.Milliseconds(), owner},
 		Lease:  lease,
 	}
@@ -558,8 +539,8 @@ func (s *Semaphore) Drain(ctx context.Context, opts ...AcquireOption) (p *Permit
 	ctx, end := s.c.start(ctx, OpAcquire, s.def.Name)
 	defer func(t time.Time) { s.c.acquired(ctx, end, s.def.Name, t, err) }(time.Now())
 	owner := s.c.newOwner()
-	p, _, err = s.attempt(ctx, owner, "*", o, 0, flag0)
-	if err != nil && (isConnError(err) || errors.Is(err, context.Canceled)) {
+	p, _, err = s.attempt(ctx, owner, "*", o, 0, "0")
+	if err != nil && (rdb.IsConnError(err) || errors.Is(err, context.Canceled)) {
 		s.leave(ctx, owner, 0) // see Lock.acquire
 	}
 	if p == nil && err == nil {

@@ -19,16 +19,6 @@ import (
 // the lock was released.
 var ErrNotReplicated = errors.New("lockgen: lock not replicated")
 
-// evalAcquire runs the lock's acquire script with keys and args; for a
-// lock with replica sync, WAIT follows in the same round trip (evalWait),
-// and its reply is returned for checkSynced.
-func (l *Lock) evalAcquire(ctx context.Context, keys []string, args ...any) (cmd, wait *redis.Cmd) {
-	if sync := l.def.Sync; sync.Replicas > 0 {
-		return l.c.evalWait(ctx, l.def.Scripts.Acquire, sync, keys, args...)
-	}
-	return l.c.eval(ctx, l.def.Scripts.Acquire, keys, args...), nil
-}
-
 // checkSynced checks the WAIT that followed the acquire of le (see
 // checkSync); when too few replicas have it, it unlocks le and returns an
 // error matching ErrNotReplicated.
@@ -41,50 +31,6 @@ func (l *Lock) checkSynced(ctx context.Context, le *Lease, wait *redis.Cmd) erro
 		return err
 	}
 	return nil
-}
-
-// evalWait runs s like eval and sends WAIT replicas timeout right after it
-// in the same pipeline, on the connection of the primary of keys[0]: one
-// round trip. (A script cannot call WAIT, and WAIT must follow the write
-// on the same connection.) The WAIT reply says how many replicas
-// acknowledged the connection's writes so far; it is nil when the
-// pipeline could not be sent.
-func (c *Client) evalWait(ctx context.Context, s *impl.Script, sync impl.SyncDef, keys []string, args ...any) (*redis.Cmd, *redis.Cmd) {
-	if s.Err != nil {
-		return failedCmd(ctx, s.Err), nil
-	}
-	rdb, err := c.primaryOf(ctx, keys[0])
-	if err != nil {
-		c.reloadOnConnError(err)
-		return failedCmd(ctx, err), nil
-	}
-	run := func(source bool) (*redis.Cmd, *redis.Cmd) {
-		pipe := rdb.Pipeline()
-		var cmd *redis.Cmd
-		if source {
-			cmd = pipe.Eval(ctx, s.Source, keys, args...)
-		} else {
-			cmd = pipe.EvalSha(ctx, s.SHA1, keys, args...)
-		}
-		wait := pipe.Do(ctx, "wait", sync.Replicas, sync.Timeout.Milliseconds())
-		_, _ = pipe.Exec(ctx) // errors are per command
-		return cmd, wait
-	}
-	cmd, wait := run(false)
-	if isNoScript(cmd.Err()) {
-		cmd, wait = run(true)
-	}
-	c.reloadOnConnError(cmd.Err())
-	return cmd, wait
-}
-
-// primaryOf returns the client of the primary serving key: on a cluster
-// its node's, otherwise the client's own.
-func (c *Client) primaryOf(ctx context.Context, key string) (redis.Cmdable, error) {
-	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
-		return cc.MasterForKey(ctx, key)
-	}
-	return c.rdb, nil
 }
 
 // checkSync checks the WAIT that followed an acquire of key: nil when
@@ -104,11 +50,11 @@ func (c *Client) checkSync(ctx context.Context, sync impl.SyncDef, key string, w
 	}
 	// Too few: how many replicas are connected? (A second round trip,
 	// only on this path.)
-	rdb, err := c.primaryOf(ctx, key)
+	primary, err := c.conn.PrimaryOf(ctx, key)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrNotReplicated, key, err)
 	}
-	info, err := rdb.Info(ctx, "replication").Result()
+	info, err := primary.Info(ctx, "replication").Result()
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrNotReplicated, key, err)
 	}

@@ -22,7 +22,7 @@ func newWatchdog(c *Client) *watchdog.Watchdog {
 		for i, cmd := range watchdog.RenewOn(ctx, c.rdb, batch) {
 			batch[i].Outcome = watchdog.RenewOutcome(cmd)
 			c.observeRenewal(ctx, batch[i].Renew.Object, batch[i].Outcome, cmd.Err())
-			c.reloadOnConnError(cmd.Err())
+			c.conn.ReloadOnConnError(cmd.Err())
 		}
 	})
 	w.OnLost = c.observeLost
@@ -42,7 +42,7 @@ func (h *leaseHold) Extend(until time.Time) bool { return (*Lease)(h).extend(unt
 // renewal (Renewal.ArgsOf).
 func (h *leaseHold) RenewArgs() []any {
 	le := (*Lease)(h)
-	return le.lock.args(le.lease.Milliseconds(), le.owner)
+	return le.lock.ops.Args(le.lease.Milliseconds(), le.owner)
 }
 
 // YoungNode is the watchdog's node of the lease's hold while young.

@@ -37,6 +37,14 @@ type LockScripts struct {
 	MultiRelease *Script
 }
 
+// RegistryTTL and HandoffLease are the waiter registry's timings (the
+// runtime's RegistryTTL and HandoffLease document them); the scripts'
+// registry_ttl is RegistryTTL.
+const (
+	RegistryTTL  = time.Second
+	HandoffLease = RegistryTTL
+)
+
 // LockKind is the kind of a lock.
 type LockKind int
 
