@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/values"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"github.com/lockgen/lockgen/runtime/internal/rdb"
@@ -46,7 +45,10 @@ func (l *Latch) Key() string { return l.key }
 // Name returns the latch's name in the spec.
 func (l *Latch) Name() string { return l.def.Name }
 
-func (l *Latch) channel() string { return keys.Sub(l.key, "ch") }
+func (l *Latch) channel() string { return l.ops().Channel() }
+
+// ops returns l's script operations (runtime/internal/rdb).
+func (l *Latch) ops() rdb.Latch { return rdb.Latch{Conn: &l.c.conn, Def: l.def, Key: l.key} }
 
 // TrySetCount sets the latch's count to count, with the spec's expiry,
 // unless the latch is already set (by TrySetCount or a CountDown); it
@@ -81,7 +83,7 @@ func (l *Latch) CountDown(ctx context.Context) (int, error) {
 	// latch_count_down reply: int
 	op := l.c.newSharedOp() // the same in every send (see resolve)
 	send := func() *redis.Cmd {
-		return l.c.conn.Eval(ctx, l.def.Scripts.CountDown, []string{l.key}, l.def.Count, l.def.Expire.Milliseconds(), l.channel(), l.c.publishCmd(), op)
+		return l.ops().CountDown(ctx, op)
 	}
 	n, err := resolve(ctx, send(), send).Int()
 	if err != nil {

@@ -49,35 +49,6 @@ func checkLimiter(d *impl.LimiterDef) error {
 	return nil
 }
 
-// limiterConfigTTL is how long the config outlives the last write, in
-// milliseconds: longer than any state can live (the time an empty limiter
-// takes to fill up), so a config is never missing while state it governed
-// is still there.
-func limiterConfigTTL(d *impl.LimiterDef) int64 {
-	fill := d.Per
-	if d.Algorithm != impl.SlidingWindow {
-		fill = time.Duration(float64(d.Per) * float64(d.Burst+1) / float64(d.Rate))
-	}
-	if d.IdleTTL > 0 && d.IdleTTL < fill {
-		fill = d.IdleTTL // the state lives no longer
-	}
-	return fill.Milliseconds() + 1000
-}
-
-// limiterIdleMillis is the idle TTL as the scripts take it: 0 for none.
-func limiterIdleMillis(d *impl.LimiterDef) int64 {
-	if d.IdleTTL <= 0 {
-		return 0
-	}
-	return ceilMillis(d.IdleTTL)
-}
-
-// limiterArgs returns the scripts' ARGV: the config, as the scripts store it,
-// then extra.
-func limiterArgs(d *impl.LimiterDef, extra ...any) []any {
-	return append([]any{d.Algorithm.String(), d.Rate, d.Per.Microseconds(), d.Burst, d.Scope.String(), nil, nil, nil}[:5], extra...)
-}
-
 func describeLimiter(d *impl.LimiterDef) string {
 	return fmt.Sprintf("%s %d per %v burst %d %s", d.Algorithm, d.Rate, d.Per, d.Burst, d.Scope)
 }
@@ -204,6 +175,11 @@ func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (in
 	return code, r, err
 }
 
+// ops returns l's script operations (runtime/internal/rdb).
+func (l *Limiter) ops() rdb.Limiter {
+	return rdb.Limiter{Conn: &l.c.conn, Def: l.def, Config: l.cfg, State: l.state}
+}
+
 // run sends the algorithm's script for n requests (a negative n refunds
 // -n) with patience. A call that counts or refunds names its operation
 // (see opArg), so a run after the first (go-redis resends a command whose
@@ -211,11 +187,11 @@ func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (in
 // returns by ctx's end although Redis does not answer (within): the
 // script may then have run, or may still.
 func (l *Limiter) run(ctx context.Context, n int, patience time.Duration) *redis.Cmd {
-	args := limiterArgs(l.def, n, limiterConfigTTL(l.def), patience.Microseconds(), limiterIdleMillis(l.def))
+	var op *rdb.Marked
 	if n != 0 {
-		args = append(args, l.opArg(n))
+		op = l.opArg(n)
 	}
-	send := func() *redis.Cmd { return l.c.conn.Eval(ctx, l.def.Scripts.Allow, []string{l.cfg, l.state}, args...) }
+	send := func() *redis.Cmd { return l.ops().Allow(ctx, n, patience, op) }
 	return l.bounded(ctx, send)
 }
 
@@ -443,12 +419,7 @@ func (l *Limiter) Reconfigure(ctx context.Context, opts ...ReconfigureOption) (b
 	for _, o := range opts {
 		o(&r)
 	}
-	reset := "0"
-	if r.reset {
-		reset = "1"
-	}
-	args := limiterArgs(l.def, limiterConfigTTL(l.def), reset)
-	n, err := l.c.conn.Eval(ctx, l.def.Scripts.Configure, []string{l.cfg, l.state}, args...).Int()
+	n, err := l.ops().Configure(ctx, r.reset)
 	if err != nil {
 		return false, fmt.Errorf("lockgen: reconfiguring %s: %w", l.key, err)
 	}

@@ -563,10 +563,6 @@ func (le *Lease) Unlock(ctx context.Context) error {
 	return releaseResult(l.key, lost, n, err, ErrLockLost, ErrNotHeld)
 }
 
-// scriptKeys returns the KEYS of the lock's scripts: the lock's key, then
-// the keys of its kind (all in the lock's hash slot).
-func (l *Lock) scriptKeys() []string { return l.ops.Keys() }
-
 func (c *Client) checkOpen() error {
 	select {
 	case <-c.hub.Closed():

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
 
 // MultiLock is several locks taken together: all of them or none. Make one
@@ -275,8 +276,6 @@ func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptio
 	if err := ctx.Err(); err != nil {
 		return nil, 0, 0, waitError(ctx, err)
 	}
-	ks := make([]string, 0, 3*len(m.locks))
-	args := make([]any, 0, 3+2*len(m.locks))
 	flag := "0"
 	if registered > 0 {
 		flag = "2:" + strconv.Itoa(registered)
@@ -284,16 +283,13 @@ func (m *MultiLock) attempt(ctx context.Context, owner string, os []acquireOptio
 	if _, carried := ctx.Value(ownerKey{}).(string); !carried { // a new owner: see multi_acquire
 		flag = "n" + flag
 	}
-	args = append(args, owner, reg.Milliseconds(), flag)
-	for i, l := range m.locks {
-		ks = append(ks, l.scriptKeys()...)
-		args = append(args, l.def.Kind.String(), os[i].lease.Milliseconds())
-	}
+	ops := multiOps(m.locks, os)
+	ks := ops.Keys()
 	start := time.Now()
 	// Not cut short by ctx, like Lock's attempt: an abandoned reply would
 	// leave the locks held for a lease with nobody to release them.
 	// multi_acquire reply: {int, int} | {int, int, int}
-	res, err := c.conn.Eval(context.WithoutCancel(ctx), m.locks[0].def.Scripts.MultiAcquire, ks, args...).Int64Slice()
+	res, err := ops.Acquire(context.WithoutCancel(ctx), owner, reg, flag).Int64Slice()
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("lockgen: acquiring %s: %w", strings.Join(ks, ", "), err)
 	}
@@ -469,6 +465,16 @@ func (ml *MultiLease) Unlock(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// multiOps returns the script operations of locks held with os' leases
+// (runtime/internal/rdb).
+func multiOps(locks []*Lock, os []acquireOptions) rdb.MultiLock {
+	m := rdb.MultiLock{Locks: make([]*rdb.Lock, len(locks)), Leases: make([]time.Duration, len(locks))}
+	for i, l := range locks {
+		m.Locks[i], m.Leases[i] = &l.ops, os[i].lease
+	}
+	return m
+}
+
 // releaseAll runs the multi-release script for owner's holds of locks
 // (os: each hold's lease), under a release context (see ReleaseTimeout),
 // and returns its code per lock.
@@ -478,15 +484,10 @@ func releaseAll(ctx context.Context, owner string, locks []*Lock, os []acquireOp
 	}
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
-	ks := make([]string, 0, 3*len(locks))
-	args := make([]any, 0, 2+4*len(locks))
-	args = append(args, owner, locks[0].c.publishCmd())
-	for i, l := range locks {
-		ks = append(ks, l.scriptKeys()...)
-		args = append(args, l.def.Kind.String(), os[i].lease.Milliseconds(), l.channel(), HandoffLease.Milliseconds())
-	}
+	ops := multiOps(locks, os)
+	ks := ops.Keys()
 	// multi_release reply: {int...}
-	codes, err := locks[0].c.conn.Eval(ctx, locks[0].def.Scripts.MultiRelease, ks, args...).Int64Slice()
+	codes, err := ops.Release(ctx, owner).Int64Slice()
 	if err != nil {
 		return nil, notReleased(strings.Join(ks, ", "), err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,24 +148,12 @@ func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time,
 	if !at.IsZero() && !at.After(time.Now()) {
 		at = time.Time{} // not in the future: ready now
 	}
-	op := q.c.newSharedOp()
-	record, ttl := keys.Sub(q.key, "op:"+op), offerRecordArg
+	op, ops := q.c.newSharedOp(), q.ops()
+	record, recordFor := ops.OpRecord(op), OfferRecordTTL
 	if key != "" {
-		record, ttl = keys.Sub(q.key, "key:"+key), window.Milliseconds()
+		record, recordFor = ops.KeyRecord(key), window
 	}
-	args := make([]any, 0, 6+len(bodies))
-	args = append(args, q.c.publishCmd(), q.mode(), "", "", op, ttl)
-	switch {
-	case delay > 0:
-		args[2] = ceilMillis(delay)
-	case !at.IsZero():
-		args[3] = ceilUnixMillis(at)
-	}
-	for _, b := range bodies {
-		args = append(args, b)
-	}
-	ks := append(q.keys[:len(q.keys):len(q.keys)], record)
-	send := func() *redis.Cmd { return q.c.conn.Eval(ctx, q.def.Scripts.Offer, ks, args...) }
+	send := func() *redis.Cmd { return ops.Offer(ctx, delay, at, op, record, recordFor, bodies) }
 	cmd := send()
 	if rdb.IsConnError(cmd.Err()) && ctx.Err() == nil {
 		// No reply after go-redis' retries: the offer may have landed.
@@ -197,9 +184,7 @@ func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time,
 // OfferRecordTTL is how long an offer's record lives in Redis (see
 // queue_offer): a run of the same call within it (go-redis sends a
 // command again when its reply was lost, within seconds) adds nothing.
-const OfferRecordTTL = time.Minute
-
-var offerRecordArg any = OfferRecordTTL.Milliseconds()
+const OfferRecordTTL = impl.OfferRecordTTL
 
 // checkDelay validates the delay of OfferIn.
 func checkDelay(d time.Duration) error {
@@ -215,18 +200,6 @@ func checkAt(t time.Time) error {
 		return fmt.Errorf("%w: zero time", ErrInvalidArgument)
 	}
 	return nil
-}
-
-func ceilMillis(d time.Duration) int64 {
-	return int64(math.Ceil(float64(d) / float64(time.Millisecond)))
-}
-
-func ceilUnixMillis(t time.Time) int64 {
-	ms := t.UnixMilli()
-	if t.Sub(time.UnixMilli(ms)) > 0 {
-		ms++
-	}
-	return ms
 }
 
 // waitEnd is when a take with the given wait (< 0: as long as ctx
@@ -462,7 +435,7 @@ func (q *queue) peek(ctx context.Context, n int) ([][]byte, error) {
 	res, err := readValue(ctx, func() ([]string, error) {
 		if q.def.Reliable {
 			// queue_peek reply: {string...}
-			return q.c.conn.Eval(ctx, q.def.Scripts.Peek, q.keys, q.c.publishCmd(), n).StringSlice()
+			return q.ops().Peek(ctx, n).StringSlice()
 		}
 		return q.c.rdb.LRange(ctx, q.key, 0, int64(n)-1).Result()
 	})
@@ -516,9 +489,10 @@ func removeItems[T any](ctx context.Context, q *queue, codec Codec[T], v T, limi
 	if err := q.c.checkOpen(); err != nil {
 		return 0, err
 	}
-	ks, resent := q.recorded()
+	ops := q.ops()
+	record, resent := ops.Recorded(q.c.newSharedOp())
 	// queue_remove reply: int
-	n, err := q.c.conn.Eval(ctx, q.def.Scripts.Remove, ks, q.c.publishCmd(), q.mode(), b, []byte{codecTag(codec)}, limit, resent, offerRecordArg).Int()
+	n, err := ops.Remove(ctx, record, resent, b, codecTag(codec), limit).Int()
 	if err != nil {
 		return 0, fmt.Errorf("lockgen: removing from %s: %w", q.key, err)
 	}
@@ -542,9 +516,10 @@ func drain[T any](ctx context.Context, q *queue, codec Codec[T]) ([]T, error) {
 		if left > 0 {
 			batch = int(min(left, drainBatch))
 		}
-		ks, resent := q.recorded()
+		ops := q.ops()
+		record, resent := ops.Recorded(q.c.newSharedOp())
 		// queue_drain reply: {int, string...}
-		res, err := q.c.conn.Eval(ctx, q.def.Scripts.Drain, ks, q.c.publishCmd(), q.mode(), batch, resent, offerRecordArg).Slice()
+		res, err := ops.Drain(ctx, record, resent, batch).Slice()
 		if err != nil {
 			return out, fmt.Errorf("lockgen: draining %s: %w", q.key, err)
 		}
@@ -571,19 +546,16 @@ func drain[T any](ctx context.Context, q *queue, codec Codec[T]) ([]T, error) {
 	return out, nil
 }
 
-// recorded returns the keys of a call that keeps its reply in a record
-// (queue_redrive, queue_remove, queue_drain): the queue's and the
-// record's, <queue>:op:<op>, living OfferRecordTTL; and the argument that
-// tells the script it was sent again, which only then reads the record.
-func (q *queue) recorded() ([]string, *rdb.Marked) {
-	return append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+q.c.newSharedOp())), &rdb.Marked{}
+// ops returns q's script operations (runtime/internal/rdb).
+func (q *queue) ops() rdb.Queue {
+	return rdb.Queue{Conn: &q.c.conn, Def: q.def, Key: q.key, Keys: q.keys}
 }
 
 // bury puts a body a plain queue's consumer could not decode on the dead
 // list.
 func (q *queue) bury(ctx context.Context, body []byte, cause error) error {
 	// queue_bury reply: string (not read)
-	err := q.c.conn.Eval(context.WithoutCancel(ctx), q.def.Scripts.Bury, q.keys, q.c.publishCmd(), body, "decode: "+cause.Error(), q.c.newSharedOp()).Err()
+	err := q.ops().Bury(context.WithoutCancel(ctx), body, "decode: "+cause.Error(), q.c.newSharedOp()).Err()
 	if err != nil {
 		return fmt.Errorf("lockgen: dead-lettering an item of %s that does not decode (%v): %w", q.key, cause, err)
 	}
@@ -642,7 +614,7 @@ func deadLetters[T any](ctx context.Context, q *queue, codec Codec[T], n int) ([
 	}
 	// queue_dead reply: {string...}
 	res, err := readValue(ctx, func() ([]string, error) {
-		return q.c.conn.Eval(ctx, q.def.Scripts.Dead, q.keys, q.c.publishCmd(), 0, n).StringSlice()
+		return q.ops().Dead(ctx, 0, n).StringSlice()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lockgen: dead letters of %s: %w", q.key, err)
@@ -669,9 +641,10 @@ func (q *queue) redrive(ctx context.Context, n int) (int, error) {
 	total := 0
 	for total < n {
 		batch := min(n-total, redriveBatch)
-		ks, resent := q.recorded()
+		ops := q.ops()
+		record, resent := ops.Recorded(q.c.newSharedOp())
 		// queue_redrive reply: int
-		moved, err := q.c.conn.Eval(ctx, q.def.Scripts.Redrive, ks, q.c.publishCmd(), q.mode(), batch, resent, offerRecordArg).Int()
+		moved, err := ops.Redrive(ctx, record, resent, batch).Int()
 		if err != nil {
 			return total, fmt.Errorf("lockgen: re-driving dead letters of %s: %w", q.key, err)
 		}
@@ -975,15 +948,11 @@ const moveTimeout = 5 * time.Second
 // With observers, the script also replies how late each delayed item it
 // moved was, and each is reported as EventDue.
 func (q *queue) Move() (time.Duration, error) {
-	late := ""
-	if len(q.c.observers) > 0 {
-		late = "1"
-	}
+	late := len(q.c.observers) > 0
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
 		// queue_move reply: {int, int, int, int, int...}
-		res, err := q.c.conn.Eval(ctx, q.def.Scripts.Move, q.keys, q.c.publishCmd(), q.mode(), moveBatch,
-			q.def.Visibility.Milliseconds(), q.def.MaxDeliveries, late).Int64Slice()
+		res, err := q.ops().Move(ctx, moveBatch, late).Int64Slice()
 		cancel()
 		if err != nil {
 			return 0, fmt.Errorf("lockgen: delay timer of %s: %w", q.key, err)

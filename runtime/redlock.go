@@ -105,6 +105,11 @@ func (r *RedLock) Name() string { return r.def.Name }
 // node of c (see wakePrefix).
 func (r *RedLock) channel(c *Client) string { return c.wakePrefix(r.key) }
 
+// ops returns r's script operations on node c (runtime/internal/rdb).
+func (r *RedLock) ops(c *Client) rdb.RedLock {
+	return rdb.RedLock{Conn: &c.conn, Scripts: r.def.Scripts, Key: r.key, Keys: r.keys}
+}
+
 // drift is the clock drift allowed for over a lease: the lease is trusted
 // for this much less than its TTL on the nodes.
 func drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
@@ -330,7 +335,7 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []strin
 		if members != nil {
 			member = members[i]
 		}
-		return c.conn.Eval(ctx, r.def.Scripts.Acquire, r.keys, lease.Milliseconds(), value, member, reg.Milliseconds(), flag)
+		return r.ops(c).Acquire(ctx, lease, value, member, reg, flag)
 	}
 	granted := func(cmd *redis.Cmd) bool {
 		res, err := cmd.Int64Slice()
@@ -473,7 +478,7 @@ const (
 // releaseCmd runs redlock_release on node c for value (a hold's value, or
 // with redLeave a waiter's member) in mode.
 func (r *RedLock) releaseCmd(ctx context.Context, c *Client, value any, mode string) *redis.Cmd {
-	return c.conn.Eval(ctx, r.def.Scripts.Release, r.keys, value, HandoffLease.Milliseconds(), r.channel(c), c.publishCmd(), mode)
+	return r.ops(c).Release(ctx, value, mode)
 }
 
 // release compare-and-deletes value on the given nodes, each of which
@@ -544,7 +549,7 @@ func (r *RedLock) releaseOn(i int, value, mode string) {
 func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
 	replies := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
 		ch := rdb.NewCounted(r.channel(c)) // a resend that finds it gone: it was held (see Lock.ForceUnlock)
-		cmd := c.conn.Eval(ctx, r.def.Scripts.ForceUnlock, r.keys, ch, c.publishCmd())
+		cmd := r.ops(c).ForceUnlock(ctx, ch)
 		if n, err := cmd.Int(); err == nil && n == 0 && ch.Sends() > 1 {
 			cmd.SetVal(int64(1))
 		}

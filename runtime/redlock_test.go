@@ -279,10 +279,10 @@ func TestRedLockKeyGoneOnMajority(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.Independent(t, 5)
-	// Renewed every 2s; the lease itself would end only after 6s, so a
-	// cancellation within 4s comes from the renewal that found the key gone
-	// (with 2s to spare for a loaded machine).
-	const lease = 6 * time.Second
+	// Renewed every 4s; the lease itself would end only after 12s, so a
+	// cancellation within 8s comes from the renewal that found the key
+	// gone (with 4s to spare for a loaded machine: 2s was once too few).
+	const lease = 12 * time.Second
 	d := redDef(t, lease, true, 0)
 	k := key(t)
 	l := quorum(t, nodes).RedLock(d, k)

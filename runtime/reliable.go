@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
@@ -359,7 +358,6 @@ func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *
 	// Not cut short by ctx: a claim that ran while its reply was
 	// queue_take reply: nil | {int, int, any...}
 	// abandoned would hide the items for a whole visibility timeout.
-	ks := append(q.keys[:len(q.keys):len(q.keys)], keys.Sub(q.key, "op:"+op.S))
 	// Bounded by the deadline (and the wait), not cut short by a
 	// cancellation: a claim that ran while its reply was abandoned hides
 	// its items until their visibility runs out.
@@ -369,7 +367,7 @@ func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *
 	uctx, cancel := attemptContext(context.WithoutCancel(ctx), true, end)
 	defer cancel()
 	claim := func() *redis.Cmd {
-		return q.c.conn.Eval(uctx, q.def.Scripts.Take, ks, q.c.publishCmd(), q.def.Visibility.Milliseconds(), id, n, op)
+		return q.ops().Take(uctx, id, n, op)
 	}
 	var cmd *redis.Cmd
 	if _, bounded := uctx.Deadline(); bounded {
@@ -426,14 +424,10 @@ func (d *delivery) settle(ctx context.Context, reason, mode string, delay time.D
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	q := d.q
-	ms := int64(0)
-	if delay > 0 {
-		ms = ceilMillis(delay)
-	}
 	// queue_nack reply: int
 	id := rdb.NewCounted(d.id)
 	send := func() *redis.Cmd {
-		return q.c.conn.Eval(ctx, q.def.Scripts.Nack, q.keys, q.c.publishCmd(), id, d.n, q.def.MaxDeliveries, reason, mode, ms)
+		return q.ops().Nack(ctx, id, d.n, reason, mode, delay)
 	}
 	n, err := resolve(ctx, send(), send).Int()
 	switch {
@@ -501,7 +495,7 @@ func (d *delivery) ack(ctx context.Context) error {
 	q := d.q
 	// queue_ack reply: int
 	id := rdb.NewCounted(d.id)
-	send := func() *redis.Cmd { return q.c.conn.Eval(ctx, q.def.Scripts.Ack, q.keys, q.c.publishCmd(), id, d.n) }
+	send := func() *redis.Cmd { return q.ops().Ack(ctx, id, d.n) }
 	n, err := resolve(ctx, send(), send).Int()
 	switch {
 	case err != nil:
@@ -586,7 +580,7 @@ func (d *delivery) extend(ctx context.Context, visibility time.Duration) error {
 	}
 	q := d.q
 	// queue_extend reply: {int, int} | nil
-	res, err := q.c.conn.Eval(ctx, q.def.Scripts.Extend, q.keys, q.c.publishCmd(), d.id, d.n, ceilMillis(visibility)).Int64Slice()
+	res, err := q.ops().Extend(ctx, d.id, d.n, visibility).Int64Slice()
 	received := time.Now()
 	switch {
 	case isNil(err):

@@ -45,6 +45,10 @@ const (
 	HandoffLease = RegistryTTL
 )
 
+// OfferRecordTTL is how long a queue operation's record lives (the
+// runtime's OfferRecordTTL documents it).
+const OfferRecordTTL = time.Minute
+
 // LockKind is the kind of a lock.
 type LockKind int
 

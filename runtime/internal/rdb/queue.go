@@ -1,0 +1,199 @@
+package rdb
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/runtime/internal/impl"
+)
+
+// Queue is a queue's script operations (templates/queue_*.lua): a small
+// value, made per call. Every queue script takes the queue's ten keys
+// (ready, delayed, data, seq, armed, proc, inflight, att, dead, err: Keys)
+// and the publish command first; those that keep a record of their
+// operation take the record's key after them.
+type Queue struct {
+	Conn *Conn
+	Def  *impl.QueueDef
+	Key  string   // the ready list
+	Keys []string // the scripts' ten keys
+}
+
+// recordTTL is impl.OfferRecordTTL in milliseconds, boxed.
+var recordTTL any = impl.OfferRecordTTL.Milliseconds()
+
+// mode is the queue's type as the scripts take it: "r" reliable, "p"
+// plain.
+func (q Queue) mode() any {
+	if q.Def.Reliable {
+		return modeReliable
+	}
+	return modePlain
+}
+
+var modeReliable, modePlain any = "r", "p"
+
+// withRecord returns the ten keys and record's.
+func (q Queue) withRecord(record string) []string {
+	return append(q.Keys[:len(q.Keys):len(q.Keys)], record)
+}
+
+// Recorded returns, for a call that keeps its reply in a record
+// (Remove, Drain, Redrive), the record's key, <queue>:op:<op> (op unique
+// across clients), and the argument that tells the script it was sent
+// again, which only then reads the record.
+func (q Queue) Recorded(op string) (record string, resent *Marked) {
+	return keys.Sub(q.Key, "op:"+op), &Marked{}
+}
+
+// OpRecord returns the key of an offer's record, <queue>:op:<op>.
+func (q Queue) OpRecord(op string) string { return keys.Sub(q.Key, "op:"+op) }
+
+// KeyRecord returns the key of a dedupe key's record, <queue>:key:<key>.
+func (q Queue) KeyRecord(key string) string { return keys.Sub(q.Key, "key:"+key) }
+
+// Offer runs queue_offer: bodies, ready now unless delay or at say when
+// they are due, as operation op, recorded at record for recordFor:
+//
+//	KEYS: the ten, record
+//	ARGV: publish, mode, delay_ms, due_ms, op, record_ms, items...
+//
+// The caller decodes its reply (see the script's header).
+func (q Queue) Offer(ctx context.Context, delay time.Duration, at time.Time, op, record string, recordFor time.Duration, bodies [][]byte) *redis.Cmd {
+	ttl := recordTTL
+	if recordFor != impl.OfferRecordTTL {
+		ttl = recordFor.Milliseconds()
+	}
+	args := make([]any, 0, 6+len(bodies))
+	args = append(args, q.Conn.publish(), q.mode(), "", "", op, ttl)
+	switch {
+	case delay > 0:
+		args[2] = CeilMillis(delay)
+	case !at.IsZero():
+		args[3] = ceilUnixMillis(at)
+	}
+	for _, b := range bodies {
+		args = append(args, b)
+	}
+	return q.Conn.Eval(ctx, q.Def.Scripts.Offer, q.withRecord(record), args...)
+}
+
+// ceilUnixMillis returns t in Unix milliseconds, rounded up.
+func ceilUnixMillis(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.Sub(time.UnixMilli(ms)) > 0 {
+		ms++
+	}
+	return ms
+}
+
+// Peek runs queue_peek: up to n ready bodies, first ready first.
+//
+//	KEYS: the ten
+//	ARGV: publish, n
+func (q Queue) Peek(ctx context.Context, n int) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Peek, q.Keys, q.Conn.publish(), n)
+}
+
+// Remove runs queue_remove: up to limit (0: all) ready and delayed items
+// equal to value, encoded by the codec tagged tag, recorded at record:
+//
+//	KEYS: the ten, record
+//	ARGV: publish, mode, value, tag, n, resent, record_ms
+func (q Queue) Remove(ctx context.Context, record string, resent *Marked, value []byte, tag byte, limit int) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Remove, q.withRecord(record), q.Conn.publish(), q.mode(), value, []byte{tag}, limit, resent, recordTTL)
+}
+
+// Drain runs queue_drain: up to n ready items out of the queue for good,
+// recorded at record:
+//
+//	KEYS: the ten, record
+//	ARGV: publish, mode, n, resent, record_ms
+func (q Queue) Drain(ctx context.Context, record string, resent *Marked, n int) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Drain, q.withRecord(record), q.Conn.publish(), q.mode(), n, resent, recordTTL)
+}
+
+// Redrive runs queue_redrive: up to n of the oldest dead letters back on
+// the ready list, recorded at record:
+//
+//	KEYS: the ten, record
+//	ARGV: publish, mode, n, resent, record_ms
+func (q Queue) Redrive(ctx context.Context, record string, resent *Marked, n int) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Redrive, q.withRecord(record), q.Conn.publish(), q.mode(), n, resent, recordTTL)
+}
+
+// Bury runs queue_bury: body on the dead list for reason, named id
+// (unique across clients: a resend adds nothing).
+//
+//	KEYS: the ten
+//	ARGV: publish, body, reason, id
+func (q Queue) Bury(ctx context.Context, body []byte, reason, id string) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Bury, q.Keys, q.Conn.publish(), body, reason, id)
+}
+
+// Dead runs queue_dead: the n oldest dead letters after skip.
+//
+//	KEYS: the ten
+//	ARGV: publish, skip, n
+func (q Queue) Dead(ctx context.Context, skip, n int) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Dead, q.Keys, q.Conn.publish(), skip, n)
+}
+
+// Move runs queue_move, the delay timer's step: up to batch due items to
+// the ready list and expired deliveries back; with late, it also replies
+// how late each moved item was.
+//
+//	KEYS: the ten
+//	ARGV: publish, mode, batch, visibility_ms, max_deliveries, lateness?
+func (q Queue) Move(ctx context.Context, batch int, late bool) *redis.Cmd {
+	lateness := ""
+	if late {
+		lateness = "1"
+	}
+	return q.Conn.Eval(ctx, q.Def.Scripts.Move, q.Keys, q.Conn.publish(), q.mode(), batch,
+		q.Def.Visibility.Milliseconds(), q.Def.MaxDeliveries, lateness)
+}
+
+// Take runs queue_take: claims up to n ready items of a reliable queue
+// for consumer id, as operation op (its record <queue>:op:<op>):
+//
+//	KEYS: the ten, record
+//	ARGV: publish, visibility_ms, id, n, op
+func (q Queue) Take(ctx context.Context, id string, n int, op *Marked) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op)
+}
+
+// Nack runs queue_nack for delivery n of item id (an argument that counts
+// its sends): back on the queue after delay, or dead-lettered for reason
+// (dead: the script's mode).
+//
+//	KEYS: the ten
+//	ARGV: publish, id, delivery, max_deliveries, reason, dead, delay_ms
+func (q Queue) Nack(ctx context.Context, id any, n int64, reason, dead string, delay time.Duration) *redis.Cmd {
+	ms := int64(0)
+	if delay > 0 {
+		ms = CeilMillis(delay)
+	}
+	return q.Conn.Eval(ctx, q.Def.Scripts.Nack, q.Keys, q.Conn.publish(), id, n, q.Def.MaxDeliveries, reason, dead, ms)
+}
+
+// Ack runs queue_ack for delivery n of item id (an argument that counts
+// its sends).
+//
+//	KEYS: the ten
+//	ARGV: publish, id, delivery
+func (q Queue) Ack(ctx context.Context, id any, n int64) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, q.Conn.publish(), id, n)
+}
+
+// Extend runs queue_extend: delivery n of item id stays invisible for
+// visibility from now.
+//
+//	KEYS: the ten
+//	ARGV: publish, id, delivery, visibility_ms
+func (q Queue) Extend(ctx context.Context, id string, n int64, visibility time.Duration) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Extend, q.Keys, q.Conn.publish(), id, n, CeilMillis(visibility))
+}
