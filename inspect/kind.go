@@ -47,6 +47,11 @@ type kind interface {
 	gauges(o *ObjectState) []Gauge
 	// view is one instance as the dashboard shows it.
 	view(inst *Instance) View
+	// waitsFor returns an instance's edges in the wait-for graph: every
+	// waiter waits for every holder (NewGraph). A kind whose waiter
+	// waits for any one holder (a semaphore's) returns none: a cycle
+	// through it need not be a deadlock.
+	waitsFor(inst *Instance) ([]Holder, []Waiter)
 }
 
 // reader turns the replies of an instance's reads into its state, given
@@ -108,17 +113,16 @@ func kindOf(name string) kind {
 // inspect does not know.
 type noKind struct{}
 
-func (noKind) names() []string          { return nil }
-func (noKind) name(spec.Obj) string     { return "" }
-func (noKind) total(*Totals, *Instance) {}
-func (noKind) summary(*ObjectState) string {
-	return ""
-}
-func (noKind) brief(*ObjectState) string    { return "" }
-func (noKind) state(*Instance) string       { return "" }
-func (noKind) details(io.Writer, *Instance) {}
-func (noKind) gauges(*ObjectState) []Gauge  { return nil }
-func (noKind) view(*Instance) View          { return View{} }
+func (noKind) names() []string                         { return nil }
+func (noKind) name(spec.Obj) string                    { return "" }
+func (noKind) total(*Totals, *Instance)                {}
+func (noKind) summary(*ObjectState) string             { return "" }
+func (noKind) brief(*ObjectState) string               { return "" }
+func (noKind) state(*Instance) string                  { return "" }
+func (noKind) details(io.Writer, *Instance)            {}
+func (noKind) gauges(*ObjectState) []Gauge             { return nil }
+func (noKind) view(*Instance) View                     { return View{} }
+func (noKind) waitsFor(*Instance) ([]Holder, []Waiter) { return nil, nil }
 func (noKind) read(context.Context, *Inspector, redis.Pipeliner, *found, *Instance) reader {
 	return done(func(int64) {})
 }

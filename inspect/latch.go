@@ -84,3 +84,6 @@ func (latchKind) view(inst *Instance) View {
 	}
 	return View{State: fmt.Sprintf("count %d, expires in %s", l.Count, msText(l.TTLMs))}
 }
+
+// waitsFor: none; a latch has no holders.
+func (latchKind) waitsFor(*Instance) ([]Holder, []Waiter) { return nil, nil }

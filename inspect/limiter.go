@@ -132,3 +132,6 @@ func (limiterKind) gauges(o *ObjectState) []Gauge {
 }
 
 func (k limiterKind) view(inst *Instance) View { return View{State: k.clients(inst, msText)} }
+
+// waitsFor: none; a limiter has no holders.
+func (limiterKind) waitsFor(*Instance) ([]Holder, []Waiter) { return nil, nil }

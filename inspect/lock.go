@@ -210,6 +210,14 @@ func (lockKind) view(inst *Instance) View {
 	return v
 }
 
+// waitsFor: a lock's waiter waits for all of its holders.
+func (lockKind) waitsFor(inst *Instance) ([]Holder, []Waiter) {
+	if inst.Lock == nil {
+		return nil, nil
+	}
+	return inst.Lock.Holders, inst.Lock.Waiters
+}
+
 // lockDef returns the runtime definition of a lock object (defs.Lock, as
 // generated code has it); a redlock, forced open on the one deployment
 // inspect reads, is a simple lock with the RedLock's scripts there.

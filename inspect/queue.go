@@ -268,3 +268,6 @@ func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key st
 		}
 	}
 }
+
+// waitsFor: none; a queue has no holders.
+func (queueKind) waitsFor(*Instance) ([]Holder, []Waiter) { return nil, nil }

@@ -114,3 +114,7 @@ func (semaphoreKind) view(inst *Instance) View {
 	v.Actions = []Offer{{Action: "set-permits", Label: "Set permits", Question: "Set the permits of " + inst.Key + " to", N: &n}}
 	return v
 }
+
+// waitsFor: none; a semaphore's waiter waits for any one of its holders,
+// not all, so semaphores stay out of the wait-for graph.
+func (semaphoreKind) waitsFor(*Instance) ([]Holder, []Waiter) { return nil, nil }
