@@ -114,6 +114,15 @@ func TestKindSwitchesListed(t *testing.T) {
 		t.Fatal(`CONTRIBUTING.md has no section "Adding a kind of object"`)
 	}
 	table, _, _ = strings.Cut(table, "\n## ")
+	// Only the table's rows list files: the prose around it may name
+	// files a new kind does not touch.
+	var rows []string
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, "|") {
+			rows = append(rows, line)
+		}
+	}
+	table = strings.Join(rows, "\n")
 	for _, sw := range kindSwitches {
 		if !sw.re.MatchString(sw.sample) {
 			t.Errorf("pattern %s does not match its sample %q: it could not fail", sw.re, sw.sample)
