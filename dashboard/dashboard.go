@@ -9,8 +9,10 @@
 // Routes, relative to where it is mounted:
 //
 //	GET  /                    the page (HTML, JS and CSS embedded; nothing from a CDN)
-//	GET  /api/snapshot        every object's totals and the wait-for graph (JSON)
-//	GET  /api/objects/{name}  one object's live instances (JSON)
+//	GET  /api/snapshot        every object's totals, each with its "summary" as the
+//	                          page shows it (inspect.Brief), and the wait-for graph (JSON)
+//	GET  /api/objects/{name}  one object's live instances (JSON), each with its "view"
+//	                          (inspect.View: what the page shows and offers)
 //	POST /api/action          {"action": "force-unlock"|"redrive"|"purge"|"set-permits",
 //	                           "object": "Order", "params": ["42"], "n": 0}
 //	                          or on one queue item by id:
@@ -28,6 +30,9 @@
 // changed it): a second run, or an unknown id, answers done false and
 // says nothing changed; an item the action does not apply to (a remove of
 // one in flight) answers 409 with the reason.
+//
+// The page renders every kind alike, from the summaries and views: a
+// kind's words, details and actions are its file's in package inspect.
 //
 // Actions are refused with 403 when ReadOnly is set, and need a JSON
 // body (Content-Type: application/json), which a cross-site form cannot
@@ -147,14 +152,31 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var insts []*inspect.Instance
-	for _, o := range snap.Objects {
+	objs := make([]objectSummary, len(snap.Objects))
+	for i, o := range snap.Objects {
 		insts = append(insts, o.Instances...)
+		objs[i] = objectSummary{o, inspect.Brief(o)}
 		o.Instances = nil
 	}
 	writeJSON(w, http.StatusOK, struct {
 		*inspect.Snapshot
-		Graph *inspect.Graph `json:"waitFor"`
-	}{snap, inspect.NewGraph(insts)})
+		Objects []objectSummary `json:"objects"`
+		Graph   *inspect.Graph  `json:"waitFor"`
+	}{snap, objs, inspect.NewGraph(insts)})
+}
+
+// objectSummary is an object of /api/snapshot: its totals and what the
+// page shows of them (inspect.Brief), whatever its kind.
+type objectSummary struct {
+	*inspect.ObjectState
+	Summary string `json:"summary"`
+}
+
+// instanceView is an instance of /api/objects/{name}: its state and what
+// the page shows of it (inspect.ViewOf), whatever its kind.
+type instanceView struct {
+	*inspect.Instance
+	View inspect.View `json:"view"`
 }
 
 func (h *handler) object(w http.ResponseWriter, r *http.Request) {
@@ -165,7 +187,14 @@ func (h *handler) object(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, l)
+	insts := make([]instanceView, len(l.Instances))
+	for i, inst := range l.Instances {
+		insts[i] = instanceView{inst, inspect.ViewOf(inst)}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		*inspect.Listing
+		Instances []instanceView `json:"instances"`
+	}{l, insts})
 }
 
 // Action is the body of POST /api/action.

@@ -157,6 +157,53 @@ func TestSnapshotAndMetrics(t *testing.T) {
 	}
 }
 
+// TestSummariesAndViews checks what the page renders every kind from:
+// each object's summary in /api/snapshot and each instance's view in
+// /api/objects/{name} (inspect.Brief and inspect.ViewOf).
+func TestSummariesAndViews(t *testing.T) {
+	srv, _ := setup(t, dashboard.Options{})
+	var snap struct {
+		Objects []struct{ Name, Summary string } `json:"objects"`
+	}
+	get(t, srv.URL+"/api/snapshot", &snap)
+	summaries := map[string]string{}
+	for _, o := range snap.Objects {
+		summaries[o.Name] = o.Summary
+	}
+	for name, want := range map[string]string{
+		"Order": "1 held", "Export": "3/4 permits in use", "Email": "2 ready, 1 delayed, 1 in flight, 1 dead",
+		"Warmup": "0 open", "API": "0 exhausted",
+	} {
+		if summaries[name] != want {
+			t.Errorf("%s's summary %q, want %q", name, summaries[name], want)
+		}
+	}
+	view := func(object string) inspect.View {
+		var l struct {
+			Instances []struct{ View inspect.View } `json:"instances"`
+		}
+		get(t, srv.URL+"/api/objects/"+object, &l)
+		if len(l.Instances) != 1 {
+			t.Fatalf("%s: %d instances, want 1", object, len(l.Instances))
+		}
+		return l.Instances[0].View
+	}
+	if v := view("Order"); v.Class != "held" || !strings.HasPrefix(v.State, "held by billing:1, ") || len(v.Actions) != 1 || v.Actions[0].Action != "force-unlock" {
+		t.Errorf("Order's view %+v", v)
+	}
+	if v := view("Export"); v.State != "3/4 permits in use, 1 free" || len(v.Actions) != 1 || v.Actions[0].N == nil || *v.Actions[0].N != 4 {
+		t.Errorf("Export's view %+v", v)
+	}
+	v := view("Email")
+	var states []string
+	for _, it := range v.Items {
+		states = append(states, it.State)
+	}
+	if got := strings.Join(states, " "); got != "ready ready delayed in-flight dead" || len(v.Actions) != 2 {
+		t.Errorf("Email's view: items %s, actions %+v", got, v.Actions)
+	}
+}
+
 func TestActions(t *testing.T) {
 	srv, rdb := setup(t, dashboard.Options{})
 	code, m := post(t, srv.URL+"/api/action", "application/json", `{"action":"force-unlock","object":"Order","params":["42"]}`)

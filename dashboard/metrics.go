@@ -60,26 +60,8 @@ func writeMetrics(b *bufio.Writer, snap *inspect.Snapshot, g *inspect.Graph) {
 	for _, o := range snap.Objects {
 		obj := []string{"object", o.Name, "kind", o.Kind}
 		add("lockgen_instances", "Live instances of an object found by the scan.", float64(o.Count), obj...)
-		switch o.Kind {
-		case inspect.KindSemaphore:
-			add("lockgen_semaphore_permits_in_use", "Permits held, summed over a semaphore's instances.", float64(o.Held), obj...)
-			add("lockgen_semaphore_permits", "Capacity, summed over a semaphore's instances.", float64(o.Capacity), obj...)
-			add("lockgen_waiters", "Registered waiters, summed over an object's instances.", float64(o.Waiters), obj...)
-		case inspect.KindQueue:
-			for _, s := range []struct {
-				state string
-				n     int64
-			}{{"ready", o.Ready}, {"delayed", o.Delayed}, {"in_flight", o.InFlight}, {"dead", o.Dead}} {
-				add("lockgen_queue_items", "Items of a queue by state, summed over its instances.", float64(s.n), append(obj, "state", s.state)...)
-			}
-			add("lockgen_queue_dead_letters", "Items on a queue's dead-letter lists.", float64(o.Dead), obj...)
-		case inspect.KindLatch:
-			add("lockgen_latches_open", "Latches counted down to zero.", float64(o.Open), obj...)
-		case inspect.KindLimiter:
-			add("lockgen_limiter_exhausted", "Limiter allowances with no request left.", float64(o.Empty), obj...)
-		default:
-			add("lockgen_locks_held", "Instances of a lock that are held.", float64(o.Held), obj...)
-			add("lockgen_waiters", "Registered waiters, summed over an object's instances.", float64(o.Waiters), obj...)
+		for _, g := range inspect.Gauges(o) {
+			add(g.Name, g.Help, g.Value, append(obj[:len(obj):len(obj)], g.Labels...)...)
 		}
 	}
 	add("lockgen_deadlocks", "Cycles in the wait-for graph.", float64(len(g.Cycles)))

@@ -21,12 +21,13 @@ func (in *Inspector) ForceUnlock(ctx context.Context, object string, values ...s
 		return false, err
 	}
 	o := in.byNm[object]
-	if o.lock == nil {
+	l, ok := o.obj.(*spec.Lock)
+	if !ok {
 		return false, fmt.Errorf("%w: force-unlock of %s, a %s", ErrUnsupported, o.name, o.kind)
 	}
 	rt := in.runtimeClient("")
-	def := lockDef(o.lock)
-	if o.lock.Kind == spec.ReadWrite {
+	def := lockDef(l)
+	if l.Kind == spec.ReadWrite {
 		return lockimpl.NewRWLock(rt, def, key).ForceUnlock(ctx)
 	}
 	return lockimpl.NewLock(rt, def, key).ForceUnlock(ctx)
@@ -49,10 +50,11 @@ func (in *Inspector) runtimeQueue(object string, values []string) (deadQueue, *o
 		return nil, nil, "", err
 	}
 	o := in.byNm[object]
-	if o.queue == nil {
+	sq, ok := o.obj.(*spec.Queue)
+	if !ok {
 		return nil, o, "", fmt.Errorf("%w: %s is a %s, not a queue", ErrUnsupported, o.name, o.kind)
 	}
-	rt, def := in.runtimeClient(""), defs.Queue(o.queue)
+	rt, def := in.runtimeClient(""), defs.Queue(sq)
 	var q deadQueue
 	switch {
 	case def.Reliable && def.Delay:
@@ -130,10 +132,11 @@ func (in *Inspector) SetPermits(ctx context.Context, n int, object string, value
 		return err
 	}
 	o := in.byNm[object]
-	if o.sem == nil {
+	sem, ok := o.obj.(*spec.Semaphore)
+	if !ok {
 		return fmt.Errorf("%w: set-permits of %s, a %s", ErrUnsupported, o.name, o.kind)
 	}
-	s := lockimpl.NewSemaphore(in.runtimeClient(""), defs.Semaphore(o.sem), key)
+	s := lockimpl.NewSemaphore(in.runtimeClient(""), defs.Semaphore(sem), key)
 	if n == 0 {
 		return s.ResetPermits(ctx)
 	}

@@ -50,17 +50,7 @@ func (in *Inspector) WaitFor(ctx context.Context) (*Graph, error) {
 func NewGraph(insts []*Instance) *Graph {
 	g := &Graph{Edges: []Edge{}}
 	for _, inst := range insts {
-		var holders []Holder
-		var waiters []Waiter
-		switch {
-		case inst.Lock != nil:
-			holders, waiters = inst.Lock.Holders, inst.Lock.Waiters
-		default:
-			// A semaphore's waiter waits for any one of its holders,
-			// not all: a cycle through it need not be a deadlock, so
-			// semaphores stay out of the graph.
-			continue
-		}
+		holders, waiters := kindOf(inst.Kind).waitsFor(inst)
 		for _, w := range waiters {
 			for _, h := range holders {
 				if h.Owner == w.Owner || w.Side == "read" && h.Side == "read" {

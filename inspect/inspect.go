@@ -39,11 +39,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/runtime"
-	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // Errors of the package, matchable with errors.Is.
@@ -57,7 +55,7 @@ var (
 )
 
 // Object kinds as inspect reports them: the lock kinds of the spec, and
-// one word for each other section.
+// one word for each other section. Each is its kind's (see kind).
 const (
 	KindSemaphore = "semaphore"
 	KindLatch     = "latch"
@@ -113,11 +111,8 @@ type object struct {
 	params   []spec.Param
 	literals []string
 
-	lock  *spec.Lock
-	sem   *spec.Semaphore
-	latch *spec.Latch
-	lim   *spec.Limiter
-	queue *spec.Queue
+	obj spec.Obj // *spec.Lock, *spec.Semaphore, ...
+	k   kind     // its kind's home in this package
 }
 
 // Load reads and validates the spec at path and returns an Inspector of
@@ -142,25 +137,15 @@ func Parse(rdb redis.UniversalClient, file string, data []byte, opts Options) (*
 
 func newInspector(rdb redis.UniversalClient, s *spec.Spec, opts Options) *Inspector {
 	in := &Inspector{rdb: rdb, spec: s, opts: opts.withDefaults(), byNm: map[string]*object{}, rts: map[string]*runtime.Client{}}
-	add := func(o *object, obj spec.Object) {
-		o.name, o.id, o.pattern, o.params, o.literals = obj.Name, obj.Identity(), obj.Key.Pattern, obj.Key.Params, obj.Key.Literals
+	for _, obj := range s.Objects() {
+		c := obj.Common()
+		k := kindOfSection[c.Section]
+		if k == nil {
+			panic("inspect: no kind for section " + c.Section + " (see CONTRIBUTING.md, Adding a kind of object)")
+		}
+		o := &object{name: c.Name, id: c.Identity(), kind: k.name(obj), pattern: c.Key.Pattern, params: c.Key.Params, literals: c.Key.Literals, obj: obj, k: k}
 		in.objs = append(in.objs, o)
 		in.byNm[o.name] = o
-	}
-	for _, l := range s.Locks {
-		add(&object{kind: string(l.Kind), lock: l}, l.Object)
-	}
-	for _, x := range s.Semaphores {
-		add(&object{kind: KindSemaphore, sem: x}, x.Object)
-	}
-	for _, x := range s.Latches {
-		add(&object{kind: KindLatch, latch: x}, x.Object)
-	}
-	for _, x := range s.Limiters {
-		add(&object{kind: KindLimiter, lim: x}, x.Object)
-	}
-	for _, x := range s.Queues {
-		add(&object{kind: KindQueue, queue: x}, x.Object)
 	}
 	sort.Slice(in.objs, func(i, j int) bool { return in.objs[i].name < in.objs[j].name })
 	return in
@@ -262,15 +247,4 @@ func checkValue(t, v string) error {
 		return err
 	}
 	return nil
-}
-
-// lockDef returns the runtime definition of a lock object (defs.Lock, as
-// generated code has it); a redlock, forced open on the one deployment
-// inspect reads, is a simple lock with the RedLock's scripts there.
-func lockDef(l *spec.Lock) *lockimpl.LockDef {
-	if l.Kind == spec.RedLock {
-		r := defs.RedLock(l)
-		return &lockimpl.LockDef{Name: r.Name, Kind: lockimpl.Simple, Lease: r.Lease, Renew: r.Renew, Wait: r.Wait, Scripts: r.Scripts}
-	}
-	return defs.Lock(l)
 }

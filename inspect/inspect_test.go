@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/scripts/redistest"
@@ -67,7 +68,7 @@ func (w *world) key(object string, values ...string) string {
 }
 
 func (w *world) lock(client, object string, values ...string) *runtime.Lock {
-	return lockimpl.NewLock(w.rt(client), lockDef(w.in.byNm[object].lock), w.key(object, values...))
+	return lockimpl.NewLock(w.rt(client), lockDef(w.in.byNm[object].obj.(*spec.Lock)), w.key(object, values...))
 }
 
 func must[T any](t *testing.T) func(v T, err error) T {
@@ -89,26 +90,26 @@ func (w *world) populate(ctx context.Context) {
 	lease(w.lock("alpha", "Doc", "a").Lock(ctx))
 	lease(w.lock("beta", "Job", "acme", "mon").Lock(ctx))
 	rw := func(client string) *runtime.RWLock {
-		return lockimpl.NewRWLock(w.rt(client), lockDef(w.in.byNm["Rates"].lock), w.key("Rates", "EUR"))
+		return lockimpl.NewRWLock(w.rt(client), lockDef(w.in.byNm["Rates"].obj.(*spec.Lock)), w.key("Rates", "EUR"))
 	}
 	lease(rw("alpha").Read().Lock(ctx))
 	lease(rw("beta").Read().Lock(ctx))
 	lease(w.lock("alpha", "Line", "1").Lock(ctx))
-	sem := lockimpl.NewSemaphore(w.rt("alpha"), defs.Semaphore(w.in.byNm["Export"].sem), w.key("Export", "acme"))
+	sem := lockimpl.NewSemaphore(w.rt("alpha"), defs.Semaphore(w.in.byNm["Export"].obj.(*spec.Semaphore)), w.key("Export", "acme"))
 	must[*runtime.Permit](t)(sem.Acquire(ctx, 3))
 	latch := lockimpl.NewLatch(w.rt("alpha"), &lockimpl.LatchDef{Name: "Warmup", Count: 3, Expire: time.Hour, Scripts: lockimpl.Scripts().Latches()}, w.key("Warmup", "j1"))
 	must[int](t)(latch.CountDown(ctx))
-	api := lockimpl.NewLimiter(w.rt("alpha"), defs.Limiter(w.in.byNm["API"].lim), w.key("API", "u1"))
+	api := lockimpl.NewLimiter(w.rt("alpha"), defs.Limiter(w.in.byNm["API"].obj.(*spec.Limiter)), w.key("API", "u1"))
 	for range 2 {
 		if r := must[runtime.LimitResult](t)(api.Allow(ctx)); !r.Allowed {
 			t.Fatal("API limiter denied a request")
 		}
 	}
 	for _, c := range []string{"alpha", "beta"} {
-		mine := lockimpl.NewLimiter(w.rt(c), defs.Limiter(w.in.byNm["Mine"].lim), w.key("Mine", "u1"))
+		mine := lockimpl.NewLimiter(w.rt(c), defs.Limiter(w.in.byNm["Mine"].obj.(*spec.Limiter)), w.key("Mine", "u1"))
 		must[runtime.LimitResult](t)(mine.Allow(ctx))
 	}
-	q := lockimpl.NewDelayedReliableQueue[string](w.rt("alpha"), defs.Queue(w.in.byNm["Jobs"].queue), runtime.JSON[string]{}, w.key("Jobs", "acme"))
+	q := lockimpl.NewDelayedReliableQueue[string](w.rt("alpha"), defs.Queue(w.in.byNm["Jobs"].obj.(*spec.Queue)), runtime.JSON[string]{}, w.key("Jobs", "acme"))
 	for _, s := range []string{"one", "two", "three", "four"} {
 		if _, err := q.Offer(ctx, s); err != nil {
 			t.Fatal(err)
@@ -566,7 +567,7 @@ func TestDeadLetterCarried(t *testing.T) {
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	producer := runtime.New(rdb, runtime.WithObserver(traceparent(tp)))
 	defer producer.Close()
-	def := defs.Queue(w.in.byNm["Jobs"].queue)
+	def := defs.Queue(w.in.byNm["Jobs"].obj.(*spec.Queue))
 	k := w.key("Jobs", "traced")
 	if _, err := lockimpl.NewDelayedReliableQueue(producer, def, runtime.JSON[string]{}, k).Offer(ctx, "poison"); err != nil {
 		t.Fatal(err)

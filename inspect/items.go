@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/internal/spec"
 )
 
 // Item actions, as ItemResult.Action and the dashboard name them.
@@ -174,10 +175,11 @@ func (in *Inspector) queueKey(object string, values []string) (string, bool, err
 		return "", false, err
 	}
 	o := in.byNm[object]
-	if o.queue == nil {
+	q, ok := o.obj.(*spec.Queue)
+	if !ok {
 		return "", false, fmt.Errorf("%w: %s is a %s, not a queue", ErrUnsupported, o.name, o.kind)
 	}
-	return key, o.queue.Reliable != nil, nil
+	return key, q.Reliable != nil, nil
 }
 
 // queueKeyList returns a queue's keys in the scripts' KEYS order: its key

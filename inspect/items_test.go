@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/scripts/redistest"
@@ -184,7 +185,7 @@ func TestItemActions(t *testing.T) {
 	check("RunItemNow(delayed) again", r, err, ItemReady, false, false)
 
 	// A consumer takes them in that order, with their bodies.
-	jobs := lockimpl.NewDelayedReliableQueue[string](w.rt("beta"), defs.Queue(w.in.byNm["Jobs"].queue), runtime.JSON[string]{}, k)
+	jobs := lockimpl.NewDelayedReliableQueue[string](w.rt("beta"), defs.Queue(w.in.byNm["Jobs"].obj.(*spec.Queue)), runtime.JSON[string]{}, k)
 	var got []string
 	for range 3 {
 		d := must[*runtime.Delivery[string]](t)(jobs.TryTake(ctx, time.Second))
@@ -259,7 +260,7 @@ queues:
 	c := runtime.New(rdb)
 	defer c.Close()
 	k := must[string](t)(in.Key("Mail"))
-	q := lockimpl.NewDelayedQueue[string](c, defs.Queue(in.byNm["Mail"].queue), runtime.JSON[string]{}, k)
+	q := lockimpl.NewDelayedQueue[string](c, defs.Queue(in.byNm["Mail"].obj.(*spec.Queue)), runtime.JSON[string]{}, k)
 	for _, s := range []string{"now"} {
 		if err := q.Offer(ctx, s); err != nil {
 			t.Fatal(err)

@@ -14,11 +14,26 @@ type Instance struct {
 	Key    string  `json:"key"`
 	Params []Param `json:"params"`
 
+	// The instance's state: one field per kind, set by the kind's read.
 	Lock      *LockState      `json:"lock,omitempty"`
 	Semaphore *SemaphoreState `json:"semaphore,omitempty"`
 	Latch     *LatchState     `json:"latch,omitempty"`
 	Limiter   *LimiterState   `json:"limiter,omitempty"`
 	Queue     *QueueState     `json:"queue,omitempty"`
+}
+
+// Totals add up an object's instances (each kind its own, see kind.total).
+type Totals struct {
+	Held     int   `json:"held,omitempty"`     // locks held; semaphore permits in use
+	Holders  int   `json:"holders,omitempty"`  // holds (a read-write lock's readers count one each)
+	Waiters  int   `json:"waiters,omitempty"`  // known waiters
+	Capacity int   `json:"capacity,omitempty"` // semaphores: permits in all
+	Ready    int64 `json:"ready,omitempty"`
+	Delayed  int64 `json:"delayed,omitempty"`
+	InFlight int64 `json:"inFlight,omitempty"`
+	Dead     int64 `json:"dead,omitempty"`
+	Open     int   `json:"open,omitempty"`      // latches open
+	Empty    int   `json:"exhausted,omitempty"` // limiter allowances with nothing left
 }
 
 // Param is one decoded param value, as the generated code formatted it.

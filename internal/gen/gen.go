@@ -126,9 +126,33 @@ func check(s *spec.Spec, opts Options) (*generator, error) {
 	return g, nil
 }
 
-// newSections returns a renderer per row of spec.Kinds, in its order.
+// renderers holds the renderer of each section of the kind table, by
+// section name ("locks"): each renderer's file registers its own
+// (registerSection, from an init function), so a new kind adds its file
+// and nothing here.
+var renderers = map[string]func() section{}
+
+// registerSection makes mk the renderer of a section of spec.Kinds. It
+// panics when the section has one already.
+func registerSection(name string, mk func() section) {
+	if renderers[name] != nil {
+		panic("gen: two renderers for section " + name)
+	}
+	renderers[name] = mk
+}
+
+// newSections returns a renderer per row of spec.Kinds, in its order. A
+// row without one panics: TestSectionPerKind catches it first.
 func newSections() []section {
-	return []section{&locksSection{}, &semaphoresSection{}, &latchesSection{}, &limitersSection{}, &queuesSection{}}
+	out := make([]section, len(spec.Kinds))
+	for i, k := range spec.Kinds {
+		mk := renderers[k.Section]
+		if mk == nil {
+			panic("gen: no renderer for section " + k.Section + " (see CONTRIBUTING.md, Adding a kind of object)")
+		}
+		out[i] = mk()
+	}
+	return out
 }
 
 // generator holds the state of one Generate.

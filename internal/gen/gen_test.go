@@ -215,8 +215,25 @@ func TestDuplicateIdentifiers(t *testing.T) {
 }
 
 // TestSectionPerKind checks that every row of the kind table has a
-// renderer: a kind added to spec.Kinds without one fails here.
+// renderer and every renderer a row: a kind added to spec.Kinds without
+// one, or a renderer registered under a section the table lacks, fails
+// here.
 func TestSectionPerKind(t *testing.T) {
+	sections := map[string]bool{}
+	for _, k := range spec.Kinds {
+		sections[k.Section] = true
+		if renderers[k.Section] == nil {
+			t.Errorf("section %s of spec.Kinds has no renderer (registerSection)", k.Section)
+		}
+	}
+	for name := range renderers {
+		if !sections[name] {
+			t.Errorf("a renderer is registered for %s, which spec.Kinds lacks", name)
+		}
+	}
+	if t.Failed() {
+		return
+	}
 	if got, want := len(newSections()), len(spec.Kinds); got != want {
 		t.Fatalf("%d section renderers for %d kinds in spec.Kinds", got, want)
 	}

@@ -27,6 +27,8 @@ type latchesSection struct {
 	latches []*latch // sorted by name
 }
 
+func init() { registerSection("latches", func() section { return &latchesSection{} }) }
+
 // collect keeps the spec's latches and checks param names.
 func (sec *latchesSection) collect(g *generator) {
 	for _, sl := range g.spec.Latches {

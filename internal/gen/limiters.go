@@ -35,6 +35,8 @@ type limitersSection struct {
 	limiters []*limiter // sorted by name
 }
 
+func init() { registerSection("limiters", func() section { return &limitersSection{} }) }
+
 // collect keeps the spec's limiters and checks param names.
 func (s *limitersSection) collect(g *generator) {
 	for _, sl := range g.spec.Limiters {

@@ -27,6 +27,8 @@ type locksSection struct {
 	locks []*lock // sorted by name
 }
 
+func init() { registerSection("locks", func() section { return &locksSection{} }) }
+
 // collect keeps the spec's locks, reports kinds not supported yet and
 // checks param names.
 func (s *locksSection) collect(g *generator) {

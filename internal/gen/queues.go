@@ -73,6 +73,8 @@ type queuesSection struct {
 	queues []*queue // sorted by name
 }
 
+func init() { registerSection("queues", func() section { return &queuesSection{} }) }
+
 // collect keeps the spec's queues and checks param names.
 func (s *queuesSection) collect(g *generator) {
 	for _, sq := range g.spec.Queues {

@@ -27,6 +27,8 @@ type semaphoresSection struct {
 	semaphores []*semaphore // sorted by name
 }
 
+func init() { registerSection("semaphores", func() section { return &semaphoresSection{} }) }
+
 // collect keeps the spec's semaphores and checks param names.
 func (sec *semaphoresSection) collect(g *generator) {
 	for _, ss := range g.spec.Semaphores {

@@ -10,10 +10,10 @@ import (
 )
 
 // This file is the kind table: every section of a spec, the fields of its
-// objects, and what changing each field does to a running deployment.
-// The parser, the unknown-field hints, the compatibility check (package
-// evolve) and the schema test read it; adding a kind starts here (see
-// CONTRIBUTING.md).
+// objects, their JSON Schema, and what changing each field does to a
+// running deployment. The parser, the unknown-field hints, the
+// compatibility check (package evolve) and the schema's generator
+// (schema.go) read it; adding a kind starts here (see CONTRIBUTING.md).
 
 // Change says what changing a field's value between two versions of a
 // spec does while old and new code run side by side (a rolling deploy).
@@ -53,6 +53,18 @@ type Kind struct {
 	SpecField string
 
 	parse func(p *parser, s *Spec, k *Kind, e entry)
+
+	// The section's part of the JSON Schema, from which generateSchema
+	// writes lockgen.schema.json: what one object is (Doc) and what the
+	// section holds (SectionDoc); each field's schema beyond the fields
+	// every object has (FieldSchemas: JSON by field name, written in the
+	// order of Fields); the fields besides key that an object must have
+	// (Required); and further members of the object's definition (Rules:
+	// JSON object members, such as an if/then), if any.
+	Doc, SectionDoc string
+	FieldSchemas    map[string]string
+	Required        []string
+	Rules           string
 }
 
 // common are the fields every object has, first in every row.
@@ -65,42 +77,88 @@ func fieldsOf(fs ...Field) []Field { return append(slices.Clip(common), fs...) }
 var Kinds = []*Kind{
 	{
 		Section: "locks", Noun: "lock",
-		Example:   `Order: { key: "order:{orderID}", params: { orderID: int64 } }`,
-		Fields:    fieldsOf(Field{"kind", Breaking}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}, Field{"sync", Behaviour}),
-		Extra:     map[string][]string{"sync": {"replicas", "timeout"}},
-		SpecField: "Locks",
-		parse:     parseLock,
+		Example:    `Order: { key: "order:{orderID}", params: { orderID: int64 } }`,
+		Fields:     fieldsOf(Field{"kind", Breaking}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}, Field{"sync", Behaviour}),
+		Extra:      map[string][]string{"sync": {"replicas", "timeout"}},
+		SpecField:  "Locks",
+		parse:      parseLock,
+		Doc:        "A distributed lock.",
+		SectionDoc: "Locks by exported Go name.",
+		FieldSchemas: map[string]string{
+			"kind":  `{"enum": ["reentrant", "fair", "readwrite", "fenced", "simple", "redlock"], "default": "reentrant", "description": "The lock's kind. Default reentrant."}`,
+			"lease": `{"$ref": "#/$defs/duration", "description": "TTL on the key while held. Default defaults.lease."}`,
+			"renew": `{"type": "boolean", "default": true, "description": "Whether the watchdog extends the lease while held. Default true."}`,
+			"wait":  `{"$ref": "#/$defs/wait", "description": "Default wait of Lock; 0 means try once. Default defaults.wait."}`,
+			"sync":  `{"type": "object", "description": "Replica sync: after an acquire, wait (Redis WAIT) until this many replicas have the lock, so that it survives a failover; the acquire fails with ErrNotReplicated when fewer acknowledged while replicas are connected. Not for kind redlock.", "properties": {"replicas": {"$ref": "#/$defs/count", "description": "How many replicas must acknowledge the lock."}, "timeout": {"$ref": "#/$defs/duration", "description": "How long to wait for them. Default 1s.", "default": "1s"}}, "required": ["replicas"], "additionalProperties": false}`,
+		},
 	},
 	{
 		Section: "semaphores", Noun: "semaphore",
-		Example:   `Export: { key: "export:{tenant}", params: { tenant: string }, permits: 4 }`,
-		Fields:    fieldsOf(Field{"permits", Behaviour}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}),
-		SpecField: "Semaphores",
-		parse:     parseSemaphore,
+		Example:    `Export: { key: "export:{tenant}", params: { tenant: string }, permits: 4 }`,
+		Fields:     fieldsOf(Field{"permits", Behaviour}, Field{"lease", Behaviour}, Field{"renew", Behaviour}, Field{"wait", Behaviour}),
+		SpecField:  "Semaphores",
+		parse:      parseSemaphore,
+		Doc:        "A distributed semaphore: at most permits holders at once.",
+		SectionDoc: "Semaphores by exported Go name.",
+		FieldSchemas: map[string]string{
+			"permits": `{"$ref": "#/$defs/count", "description": "How many may hold it at once."}`,
+			"lease":   `{"$ref": "#/$defs/duration", "description": "TTL of a permit while held. Default defaults.lease."}`,
+			"renew":   `{"type": "boolean", "default": true, "description": "Whether the watchdog extends held permits. Default true."}`,
+			"wait":    `{"$ref": "#/$defs/wait", "description": "Default wait of Acquire; 0 means try once. Default defaults.wait."}`,
+		},
+		Required: []string{"permits"},
 	},
 	{
 		Section: "latches", Noun: "latch",
-		Example:   `Warmup: { key: "warmup:{job}", params: { job: string }, count: 3 }`,
-		Fields:    fieldsOf(Field{"count", Behaviour}, Field{"expire", Behaviour}),
-		SpecField: "Latches",
-		parse:     parseLatch,
+		Example:    `Warmup: { key: "warmup:{job}", params: { job: string }, count: 3 }`,
+		Fields:     fieldsOf(Field{"count", Behaviour}, Field{"expire", Behaviour}),
+		SpecField:  "Latches",
+		parse:      parseLatch,
+		Doc:        "A count-down latch: opens after count count-downs.",
+		SectionDoc: "Count-down latches by exported Go name.",
+		FieldSchemas: map[string]string{
+			"count":  `{"$ref": "#/$defs/count", "description": "How many count-downs open the latch."}`,
+			"expire": `{"$ref": "#/$defs/duration", "description": "How long the latch key lives after it was set. Default 24h.", "default": "24h"}`,
+		},
+		Required: []string{"count"},
 	},
 	{
 		Section: "limiters", Noun: "limiter",
 		Example: `API: { key: "api:{userID}", params: { userID: string }, algorithm: gcra, rate: 100, per: 1m }`,
 		Fields: fieldsOf(Field{"algorithm", Behaviour}, Field{"rate", Behaviour}, Field{"per", Behaviour},
 			Field{"burst", Behaviour}, Field{"scope", Behaviour}, Field{"idleTTL", Behaviour}),
-		SpecField: "Limiters",
-		parse:     parseLimiter,
+		SpecField:  "Limiters",
+		parse:      parseLimiter,
+		Doc:        "A rate limiter.",
+		SectionDoc: "Rate limiters by exported Go name.",
+		FieldSchemas: map[string]string{
+			"algorithm": `{"enum": ["gcra", "token-bucket", "sliding-window"], "description": "The limiting algorithm."}`,
+			"rate":      `{"$ref": "#/$defs/count", "description": "How many requests are allowed per period."}`,
+			"per":       `{"$ref": "#/$defs/duration", "description": "The period of the rate, e.g. 1m."}`,
+			"burst":     `{"type": "integer", "minimum": 0, "maximum": 2147483647, "default": 0, "description": "How many requests may come at once above the rate. Default 0; sliding-window has none."}`,
+			"scope":     `{"enum": ["overall", "per-client"], "default": "overall", "description": "Whether the limit is shared by all clients or applies to each. Default overall."}`,
+			"idleTTL":   `{"$ref": "#/$defs/duration", "description": "The longest the limiter's keys outlive its last counted request: after that long idle it is full again. Default: until it has refilled."}`,
+		},
+		Required: []string{"algorithm", "rate", "per"},
+		Rules:    `"if": {"properties": {"algorithm": {"const": "sliding-window"}}, "required": ["algorithm"]}, "then": {"properties": {"burst": {"const": 0}}}`,
 	},
 	{
 		Section: "queues", Noun: "queue",
 		Example: `OrderClose: { key: "order-close", payload: example.com/orders.CloseRequest }`,
 		Fields: fieldsOf(Field{"payload", Breaking}, Field{"codec", Breaking}, Field{"delay", Behaviour},
 			Field{"reliable", Behaviour}),
-		Extra:     map[string][]string{"reliable": {"visibility", "maxDeliveries", "dedupe"}},
-		SpecField: "Queues",
-		parse:     parseQueue,
+		Extra:      map[string][]string{"reliable": {"visibility", "maxDeliveries", "dedupe"}},
+		SpecField:  "Queues",
+		parse:      parseQueue,
+		Doc:        "A queue of typed items.",
+		SectionDoc: "Queues by exported Go name.",
+		FieldSchemas: map[string]string{
+			"payload":  `{"type": "string", "anyOf": [{"enum": ["string", "[]byte"]}, {"pattern": "^[A-Za-z0-9._~+-]+(/[A-Za-z0-9._~+-]+)*\\.\\p{Lu}[\\p{L}\\p{Nd}_]*$"}], "description": "The Go type of an item: \"import/path.Type\", string or []byte."}`,
+			"codec":    `{"anyOf": [{"enum": ["json", "protobuf", "bytes", "string"]}, {"pattern": "^[A-Za-z0-9._~+-]+(/[A-Za-z0-9._~+-]+)+\\.\\p{Lu}[\\p{L}\\p{Nd}_]*$"}], "default": "json", "description": "How items are encoded: json (default), protobuf (a protoc-gen-go message payload), bytes ([]byte payloads), string (string payloads), or a custom codec's \"import/path.Type\"."}`,
+			"delay":    `{"type": "boolean", "default": false, "description": "Whether items may be offered with a delay. Default false."}`,
+			"reliable": `{"type": "object", "description": "Acknowledged delivery: an item taken and not acknowledged within visibility is delivered again, up to maxDeliveries times, then dead-lettered.", "properties": {"visibility": {"$ref": "#/$defs/duration", "description": "How long a taken item stays hidden before it is delivered again."}, "maxDeliveries": {"$ref": "#/$defs/count", "description": "How many times an item is delivered before it is dead-lettered. Default 5.", "default": 5}, "dedupe": {"$ref": "#/$defs/duration", "description": "How long Enqueue with lockrt.Dedupe(key) keeps a dedupe key: a repeat within it adds nothing and returns the first item's id. Default: none."}}, "required": ["visibility"], "additionalProperties": false}`,
+		},
+		Required: []string{"payload"},
 	},
 }
 

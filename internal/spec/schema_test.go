@@ -163,9 +163,22 @@ func TestSchemaRules(t *testing.T) {
 	}
 }
 
-// TestSchemaMatchesKindTable checks that the schema has a section for
-// every row of Kinds, with exactly the row's fields in the row's order.
+// TestSchemaMatchesKindTable checks that the committed schema is the one
+// generated from the kind table (go test -run TestSchemaMatchesKindTable
+// -update rewrites it), and that it has a section for every row of
+// Kinds, with exactly the row's fields in the row's order.
 func TestSchemaMatchesKindTable(t *testing.T) {
+	gen, err := generateSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile("lockgen.schema.json", gen, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if !bytes.Equal(gen, Schema) {
+		t.Errorf("lockgen.schema.json is not the schema generated from the kind table: run go test ./internal/spec -run TestSchemaMatchesKindTable -update\n%s", firstDiff(Schema, gen))
+	}
 	var doc struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 		Defs       map[string]json.RawMessage `json:"$defs"`
@@ -243,4 +256,22 @@ func orderedKeys(raw json.RawMessage, field string) ([]string, error) {
 		}
 	}
 	return keys, nil
+}
+
+// firstDiff shows where two texts first differ, by line.
+func firstDiff(a, b []byte) string {
+	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return fmt.Sprintf("line %d: committed %q, generated %q", i+1, x, y)
+		}
+	}
+	return "same lines"
 }
