@@ -14,6 +14,10 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
 
+func init() {
+	impl.NewLatch = func(c any, def *impl.LatchDef, key string) any { return c.(*Client).newLatch(def, key) }
+}
+
 // Latch returns the count-down latch with the given definition (emitted by
 // lockgen) and key. It does not contact Redis.
 func (c *Client) newLatch(def *impl.LatchDef, key string) *Latch {

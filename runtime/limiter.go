@@ -14,6 +14,10 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
 
+func init() {
+	impl.NewLimiter = func(c any, def *impl.LimiterDef, key string) any { return c.(*Client).newLimiter(def, key) }
+}
+
 // Limiter errors.
 var (
 	// ErrLimited: Wait could not be allowed in time: the context ended

@@ -17,6 +17,12 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
+// The constructor generated code calls, through package lockimpl (see
+// runtime/internal/impl).
+func init() {
+	impl.NewLock = func(c any, def *impl.LockDef, key string) any { return c.(*Client).newLock(def, key) }
+}
+
 // Lock is one distributed lock: a generated constructor's result, such as
 // locks.Order(42). It is a small value that does not contact Redis until a
 // method is called; make as many as you like. Its kind (reentrant or

@@ -17,6 +17,25 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
 
+func init() {
+	impl.SetUpQueue = func(q, c any, def *impl.QueueDef, codec any, key string) {
+		q.(queueSetUp).setUp(c.(*Client), def, codec, key)
+	}
+}
+
+// queueSetUp is implemented by *Queue[T] and *ReliableQueue[T] for every T.
+type queueSetUp interface {
+	setUp(c *Client, def *impl.QueueDef, codec any, key string)
+}
+
+func (q *Queue[T]) setUp(c *Client, def *impl.QueueDef, codec any, key string) {
+	*q = *makeQueue(c, def, codec.(Codec[T]), key)
+}
+
+func (q *ReliableQueue[T]) setUp(c *Client, def *impl.QueueDef, codec any, key string) {
+	*q = *makeReliableQueue(c, def, codec.(Codec[T]), key)
+}
+
 // Queue errors.
 var (
 	// ErrEmpty: nothing could be taken from a queue within the wait. When

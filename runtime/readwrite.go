@@ -9,6 +9,10 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
+func init() {
+	impl.NewRWLock = func(c any, def *impl.LockDef, key string) any { return c.(*Client).newRWLock(def, key) }
+}
+
 // ErrUpgrade: the write side of a read-write lock was requested by an
 // owner holding its read side. Upgrading is refused rather than waited
 // for: two readers upgrading at once would wait for each other forever.

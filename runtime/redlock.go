@@ -18,6 +18,10 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
+func init() {
+	impl.NewRedLock = func(q any, def *impl.RedLockDef, key string) any { return q.(*Quorum).newRedLock(def, key) }
+}
+
 // ErrNoQuorum: so many RedLock nodes failed to answer (down, unreachable,
 // or slower than the per-node timeout) that a majority cannot be reached.
 // The lock is not obtained, and the error also matches ErrNotObtained;

@@ -9,6 +9,16 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
+// The constructors generated code calls go through package lockimpl (see
+// runtime/internal/impl): they take the definitions lockgen emits, so
+// they are not part of this package's API. Each kind's file sets its
+// own; Preload is the client's.
+func init() {
+	impl.Preload = func(ctx context.Context, c any, scripts ...*impl.Script) error {
+		return c.(*Client).preload(ctx, scripts...)
+	}
+}
+
 // Boxed arguments that cost no allocation per call.
 var (
 	publishArg, spublishArg any = "publish", "spublish"

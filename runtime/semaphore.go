@@ -15,6 +15,10 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
+func init() {
+	impl.NewSemaphore = func(c any, def *impl.SemaphoreDef, key string) any { return c.(*Client).newSemaphore(def, key) }
+}
+
 // Semaphore errors. ErrPermitLost also matches ErrLockLost, and
 // ErrPermitNotHeld also matches ErrNotHeld, so code that handles locks and
 // permits alike can test for either.

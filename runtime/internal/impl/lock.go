@@ -1,0 +1,123 @@
+package impl
+
+import (
+	"time"
+
+	"github.com/lockgen/lockgen/templates"
+)
+
+// LockScripts are the scripts that implement one lock kind. Every kind
+// follows the same calling convention (see templates/README.md).
+type LockScripts struct {
+	Acquire     *Script
+	Release     *Script
+	Renew       *Script
+	ForceUnlock *Script
+	// MultiAcquire and MultiRelease take and give up several locks of the
+	// kinds that have them (reentrant, simple) in one script, when a
+	// MultiLock's keys are on one slot; nil for the other kinds.
+	MultiAcquire *Script
+	MultiRelease *Script
+}
+
+// LockKind is the kind of a lock.
+type LockKind int
+
+func (k LockKind) String() string {
+	switch k {
+	case Reentrant:
+		return "reentrant"
+	case Simple:
+		return "simple"
+	case Fair:
+		return "fair"
+	case ReadWrite:
+		return "readwrite"
+	case Fenced:
+		return "fenced"
+	}
+	return "unknown"
+}
+
+// LockDef is the static definition of a lock declared in a spec.
+type LockDef struct {
+	Name    string   // the spec's name, for errors
+	Kind    LockKind // Reentrant, Simple, Fair, ReadWrite or Fenced
+	Lease   time.Duration
+	Renew   bool          // the watchdog renews the lease while held
+	Wait    time.Duration // default wait of Lock
+	Scripts *LockScripts
+	// WaiterTTL is how long a registered waiter keeps its place in the
+	// waiter registry without refreshing it (it refreshes every
+	// WaiterTTL/3 while it waits, so only a dead waiter loses it); 0 means
+	// RegistryTTL (DefaultWaiterTTL).
+	WaiterTTL time.Duration
+	// Sync, when Replicas > 0, makes every acquire wait until that many
+	// replicas have the lock (see "Replica sync" in docs/design.md).
+	Sync SyncDef
+}
+
+// SyncDef is a lock's replica sync (spec sync:): after an acquire, Redis
+// WAIT for Replicas replicas, at most Timeout.
+type SyncDef struct {
+	Replicas int
+	Timeout  time.Duration
+}
+
+// RedLockDef is the static definition of a redlock lock declared in a
+// spec. Its scripts are a simple lock's (SET NX PX, compare-and-delete,
+// compare-and-pexpire), run on every node.
+type RedLockDef struct {
+	Name  string // the spec's name, for errors
+	Lease time.Duration
+	Renew bool          // renewed on a majority while held
+	Wait  time.Duration // default wait of Lock
+	// WaiterTTL is how long a waiter keeps its place in each node's
+	// waiter registry without a refresh (it refreshes every WaiterTTL/3
+	// while it waits); 0 means RegistryTTL.
+	WaiterTTL time.Duration
+	Scripts   *LockScripts
+}
+
+// NewLock makes a lock (runtime.Client's).
+var NewLock func(c any, def *LockDef, key string) any
+
+// NewRWLock makes a read-write lock (runtime.Client's).
+var NewRWLock func(c any, def *LockDef, key string) any
+
+// NewRedLock makes a RedLock (runtime.Quorum's).
+var NewRedLock func(q any, def *RedLockDef, key string) any
+
+// Locks returns the scripts of a lock kind.
+func (p *Pinned) Locks(kind LockKind) *LockScripts {
+	return p.lockSet(templates.Locks[kind.String()])
+}
+
+// RedLocks returns the scripts of RedLocks.
+func (p *Pinned) RedLocks() *LockScripts { return p.lockSet(templates.Locks["redlock"]) }
+
+func (p *Pinned) lockSet(set templates.LockSet) *LockScripts {
+	return &LockScripts{
+		Acquire: p.get(set.Acquire), Release: p.get(set.Release), Renew: p.get(set.Renew),
+		ForceUnlock: p.get(set.ForceUnlock), MultiAcquire: p.get(set.MultiAcquire), MultiRelease: p.get(set.MultiRelease),
+	}
+}
+
+// The lock kinds this runtime implements.
+const (
+	// Reentrant locks may be taken again by their holder; each Lock needs
+	// its own Unlock.
+	Reentrant LockKind = iota + 1
+	// Simple locks are SET NX PX with a random value and
+	// compare-and-delete; taking one twice is ErrNotReentrant.
+	Simple
+	// Fair locks are reentrant locks whose waiters get the lock in arrival
+	// order; see "Fair locks" in docs/design.md.
+	Fair
+	// ReadWrite locks have a shared read side and an exclusive write side
+	// (see RWLock).
+	ReadWrite
+	// Fenced locks are reentrant locks whose every hold carries a fencing
+	// token (see Lease.Token).
+	Fenced
+)
