@@ -34,8 +34,6 @@ type Client struct {
 
 	conn rdb.Conn // the scripts' calls (runtime/internal/rdb)
 
-	// Arguments boxed once (see lockPrep): *LockDef -> *defArgs.
-	defArgs sync.Map
 	// The classic wake-up prefix of each namespace (see wakePrefix).
 	wakesMu sync.RWMutex
 	wakes   map[string]*rdb.Prefix
