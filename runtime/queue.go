@@ -54,6 +54,13 @@ var (
 	// or an Ack of one it gave back. Redis was not contacted. (A second
 	// Ack of an acknowledged delivery is not an error: it does nothing.)
 	ErrDeliverySettled = errors.New("lockgen: delivery already settled")
+
+	// ErrItemTooLarge: an offer (Offer, OfferMany, OfferIn, OfferAt,
+	// Enqueue) of an item whose encoded size is above the client's limit
+	// (WithMaxItemSize; DefaultMaxItemSize, Redis' proto-max-bulk-len, by
+	// default). The error names the size and the limit; nothing was sent,
+	// so no item of the call was added.
+	ErrItemTooLarge = errors.New("lockgen: queue item too large")
 )
 
 // queueKeys are the suffixes of a queue's keys after its own key, the ready
@@ -164,6 +171,9 @@ func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time,
 		return "", nil
 	}
 	q.c.injectItems(ctx, bodies)
+	if err := q.c.checkItemSizes(q.key, bodies); err != nil {
+		return "", err
+	}
 	if !at.IsZero() && !at.After(time.Now()) {
 		at = time.Time{} // not in the future: ready now
 	}
@@ -198,6 +208,18 @@ func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time,
 		q.c.sched.Expect(q.serve(false), at)
 	}
 	return id, nil
+}
+
+// checkItemSizes returns ErrItemTooLarge, naming the size and the limit,
+// for the first of bodies above the client's limit.
+func (c *Client) checkItemSizes(key string, bodies [][]byte) error {
+	for i, b := range bodies {
+		if int64(len(b)) > c.maxItem {
+			return fmt.Errorf("%w: item %d of the offer to %s is %d bytes encoded, the limit is %d (WithMaxItemSize)",
+				ErrItemTooLarge, i+1, key, len(b), c.maxItem)
+		}
+	}
+	return nil
 }
 
 // OfferRecordTTL is how long an offer's record lives in Redis (see
@@ -702,14 +724,14 @@ func (q *Queue[T]) Key() string { return q.q.key }
 // Name returns the queue's name in the spec.
 func (q *Queue[T]) Name() string { return q.q.def.Name }
 
-// Offer appends v to the queue. It returns an encoding error, ErrClosed,
+// Offer appends v to the queue. It returns an encoding error, ErrItemTooLarge, ErrClosed,
 // or a Redis error.
 func (q *Queue[T]) Offer(ctx context.Context, v T) error {
 	return q.OfferMany(ctx, v)
 }
 
 // OfferMany appends vs to the queue, in order, in one round trip. It
-// returns an encoding error, ErrClosed, or a Redis error.
+// returns an encoding error, ErrItemTooLarge, ErrClosed, or a Redis error.
 func (q *Queue[T]) OfferMany(ctx context.Context, vs ...T) error {
 	bodies, err := encodeAll(q.q, q.codec, vs)
 	if err != nil {
@@ -896,7 +918,7 @@ func makeDelayedQueue[T any](c *Client, def *impl.QueueDef, codec Codec[T], key 
 
 // OfferIn adds v, due after delay, as measured by the Redis server's
 // clock; 0 makes it ready now. It returns ErrInvalidArgument for a
-// negative delay, an encoding error, ErrClosed, or a Redis error.
+// negative delay, an encoding error, ErrItemTooLarge, ErrClosed, or a Redis error.
 func (q *DelayedQueue[T]) OfferIn(ctx context.Context, v T, delay time.Duration) error {
 	if err := checkDelay(delay); err != nil {
 		return err
@@ -907,7 +929,7 @@ func (q *DelayedQueue[T]) OfferIn(ctx context.Context, v T, delay time.Duration)
 
 // OfferAt adds v, due at t on the Redis server's clock; a time already
 // past makes it ready now. It returns ErrInvalidArgument for the zero
-// time, an encoding error, ErrClosed, or a Redis error.
+// time, an encoding error, ErrItemTooLarge, ErrClosed, or a Redis error.
 func (q *DelayedQueue[T]) OfferAt(ctx context.Context, v T, t time.Time) error {
 	if err := checkAt(t); err != nil {
 		return err

@@ -43,13 +43,13 @@ func (q *ReliableQueue[T]) Name() string { return q.q.def.Name }
 
 // Offer appends v to the queue and returns its id, the one its
 // deliveries have (Delivery.ID) and RemoveID takes. It returns an encoding
-// error, ErrClosed, or a Redis error.
+// error, ErrItemTooLarge, ErrClosed, or a Redis error.
 func (q *ReliableQueue[T]) Offer(ctx context.Context, v T) (string, error) {
 	return offerOne(ctx, q.q, q.codec, v, 0, time.Time{})
 }
 
 // OfferMany appends vs to the queue, in order, in one round trip, and
-// returns their ids. It returns an encoding error, ErrClosed, or a Redis
+// returns their ids. It returns an encoding error, ErrItemTooLarge, ErrClosed, or a Redis
 // error.
 func (q *ReliableQueue[T]) OfferMany(ctx context.Context, vs ...T) ([]string, error) {
 	bodies, err := encodeAll(q.q, q.codec, vs)
@@ -103,7 +103,7 @@ func Dedupe(key string) OfferOption {
 // every offer it adds v once although its command ran twice (a reply
 // lost). It returns ErrInvalidArgument for a negative delay, an empty
 // key or a window under a millisecond, Dedupe on a queue whose spec has
-// no dedupe window, an encoding error, ErrClosed, or a Redis error.
+// no dedupe window, an encoding error, ErrItemTooLarge, ErrClosed, or a Redis error.
 func (q *ReliableQueue[T]) Enqueue(ctx context.Context, v T, opts ...OfferOption) (string, error) {
 	var o offerOptions
 	for _, opt := range opts {
@@ -680,7 +680,7 @@ func makeDelayedReliableQueue[T any](c *Client, def *impl.QueueDef, codec Codec[
 
 // OfferIn adds v, due after delay, as measured by the Redis server's
 // clock (0 makes it ready now), and returns its id. It returns
-// ErrInvalidArgument for a negative delay, an encoding error, ErrClosed,
+// ErrInvalidArgument for a negative delay, an encoding error, ErrItemTooLarge, ErrClosed,
 // or a Redis error.
 func (q *DelayedReliableQueue[T]) OfferIn(ctx context.Context, v T, delay time.Duration) (string, error) {
 	if err := checkDelay(delay); err != nil {
@@ -691,7 +691,7 @@ func (q *DelayedReliableQueue[T]) OfferIn(ctx context.Context, v T, delay time.D
 
 // OfferAt adds v, due at t on the Redis server's clock (a time already
 // past makes it ready now), and returns its id. It returns
-// ErrInvalidArgument for the zero time, an encoding error, ErrClosed, or
+// ErrInvalidArgument for the zero time, an encoding error, ErrItemTooLarge, ErrClosed, or
 // a Redis error.
 func (q *DelayedReliableQueue[T]) OfferAt(ctx context.Context, v T, t time.Time) (string, error) {
 	if err := checkAt(t); err != nil {
