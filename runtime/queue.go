@@ -520,6 +520,65 @@ func peekOne[T any](ctx context.Context, q *queue, codec Codec[T]) (T, error) {
 	return vs[0], nil
 }
 
+// DelayedItem is a delayed queue's item that is not ready yet: offered
+// with a delay (or, on a reliable queue, given back with one) and not
+// moved to the ready items.
+type DelayedItem[T any] struct {
+	// ID is the item's id: on a reliable queue, the id of its deliveries
+	// once it is ready (Delivery.ID, RemoveID); a plain queue's item keeps
+	// it only while it is delayed.
+	ID    string
+	Due   time.Time // when it is due, on the Redis server's clock
+	Value T
+}
+
+// delayedItems returns up to n (0: all) delayed items, due first first.
+// An item that does not decode ends it with the decode error.
+func delayedItems[T any](ctx context.Context, q *queue, codec Codec[T], n int) ([]DelayedItem[T], error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%w: peek %d", ErrInvalidArgument, n)
+	}
+	if err := q.c.checkOpen(); err != nil {
+		return nil, err
+	}
+	// queue_delayed reply: {string...} | int
+	res, err := readValue(ctx, func() ([]string, error) { return q.ops().Delayed(ctx, n).StringSlice() })
+	if err != nil {
+		return nil, fmt.Errorf("lockgen: reading the delayed items of %s: %w", q.key, err)
+	}
+	out := make([]DelayedItem[T], 0, len(res)/3)
+	for i := 0; i+2 < len(res); i += 3 {
+		due, err := strconv.ParseInt(res[i+1], 10, 64)
+		if err != nil {
+			return out, fmt.Errorf("lockgen: reading the delayed items of %s: due time %q: %w", q.key, res[i+1], err)
+		}
+		v, err := decodeItem(codec, []byte(res[i+2]))
+		if err != nil {
+			return out, fmt.Errorf("lockgen: reading the delayed items of %s: item %s does not decode: %w", q.key, res[i], err)
+		}
+		out = append(out, DelayedItem[T]{ID: res[i], Due: time.UnixMilli(due), Value: v})
+	}
+	return out, nil
+}
+
+// containsDelayed reports whether a delayed item holds v (compared by the
+// codec's bytes, as removeItems compares).
+func containsDelayed[T any](ctx context.Context, q *queue, codec Codec[T], v T) (bool, error) {
+	b, err := codec.Encode(v)
+	if err != nil {
+		return false, fmt.Errorf("lockgen: encoding an item for %s: %w", q.key, err)
+	}
+	if err := q.c.checkOpen(); err != nil {
+		return false, err
+	}
+	// queue_delayed reply: {string...} | int
+	n, err := readValue(ctx, func() (int64, error) { return q.ops().DelayedHolds(ctx, b, codecTag(codec)).Int64() })
+	if err != nil {
+		return false, fmt.Errorf("lockgen: looking for a delayed item of %s: %w", q.key, err)
+	}
+	return n == 1, nil
+}
+
 // removeItems removes up to limit (0: all) ready and delayed items equal
 // to v's encoding, ready ones first.
 func removeItems[T any](ctx context.Context, q *queue, codec Codec[T], v T, limit int) (int, error) {
@@ -936,6 +995,36 @@ func (q *DelayedQueue[T]) OfferAt(ctx context.Context, v T, t time.Time) error {
 	}
 	_, err := offerOne(ctx, q.q, q.codec, v, 0, t)
 	return err
+}
+
+// PeekDelayed returns up to n items not ready yet, due first first, with
+// their due times and ids, without changing anything (Redisson's
+// RDelayedQueue.peek, for n items). Items due already that no delay timer
+// has moved yet are among them (their Due is past). It is one round trip
+// (a read-only script, one consistent view) and returns
+// ErrInvalidArgument for n < 1, the items before one that does not decode
+// with its decode error, ErrClosed, or a Redis error.
+func (q *DelayedQueue[T]) PeekDelayed(ctx context.Context, n int) ([]DelayedItem[T], error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: peek %d", ErrInvalidArgument, n)
+	}
+	return delayedItems(ctx, q.q, q.codec, n)
+}
+
+// ReadDelayed returns every item not ready yet, as PeekDelayed does
+// (Redisson's RDelayedQueue.readAll). It reads them all in one round trip:
+// O(N) in Redis and in memory. It returns the errors of PeekDelayed.
+func (q *DelayedQueue[T]) ReadDelayed(ctx context.Context) ([]DelayedItem[T], error) {
+	return delayedItems(ctx, q.q, q.codec, 0)
+}
+
+// ContainsDelayed reports whether an item not ready yet equals v
+// (Redisson's RDelayedQueue.contains): equal as Remove compares, by the
+// codec's bytes. It reads the delayed items in Redis until it finds one,
+// in one round trip (a read-only script: O(N)), and changes nothing. It
+// returns an encoding error, ErrClosed, or a Redis error.
+func (q *DelayedQueue[T]) ContainsDelayed(ctx context.Context, v T) (bool, error) {
+	return containsDelayed(ctx, q.q, q.codec, v)
 }
 
 // offerOne offers v and returns its id ("" for a plain queue's item ready

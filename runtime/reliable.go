@@ -678,6 +678,37 @@ func makeDelayedReliableQueue[T any](c *Client, def *impl.QueueDef, codec Codec[
 	return &DelayedReliableQueue[T]{makeReliableQueue(c, def, codec, key)}
 }
 
+// PeekDelayed returns up to n items not ready yet (offered with a delay,
+// or given back with one by Retry or a worker's backoff), due first
+// first, with their due times and ids, without changing anything
+// (Redisson's RDelayedQueue.peek, for n items). Items due already that no
+// delay timer has moved yet are among them (their Due is past). It is one
+// round trip (a read-only script, one consistent view) and returns
+// ErrInvalidArgument for n < 1, the items before one that does not decode
+// with its decode error, ErrClosed, or a Redis error.
+func (q *DelayedReliableQueue[T]) PeekDelayed(ctx context.Context, n int) ([]DelayedItem[T], error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: peek %d", ErrInvalidArgument, n)
+	}
+	return delayedItems(ctx, q.q, q.codec, n)
+}
+
+// ReadDelayed returns every item not ready yet, as PeekDelayed does
+// (Redisson's RDelayedQueue.readAll). It reads them all in one round trip:
+// O(N) in Redis and in memory. It returns the errors of PeekDelayed.
+func (q *DelayedReliableQueue[T]) ReadDelayed(ctx context.Context) ([]DelayedItem[T], error) {
+	return delayedItems(ctx, q.q, q.codec, 0)
+}
+
+// ContainsDelayed reports whether an item not ready yet equals v
+// (Redisson's RDelayedQueue.contains): equal as Remove compares, by the
+// codec's bytes. It reads the delayed items in Redis until it finds one,
+// in one round trip (a read-only script: O(N)), and changes nothing. It
+// returns an encoding error, ErrClosed, or a Redis error.
+func (q *DelayedReliableQueue[T]) ContainsDelayed(ctx context.Context, v T) (bool, error) {
+	return containsDelayed(ctx, q.q, q.codec, v)
+}
+
 // OfferIn adds v, due after delay, as measured by the Redis server's
 // clock (0 makes it ready now), and returns its id. It returns
 // ErrInvalidArgument for a negative delay, an encoding error, ErrItemTooLarge, ErrClosed,
