@@ -12,8 +12,8 @@
 -- ARGV[4]? tag: the codec's tag (with value)
 -- reply: {string...} | int
 --   Without value: each item's id, due time (unix ms, server clock) and
---   body, due first first; an item whose body is gone (a race the
---   script cannot lose, but a body deleted by hand) is passed over. The
+--   body, due first first; an id whose body is missing (deleted by
+--   hand: no script leaves one so) is passed over. The
 --   delayed zset also holds items due already that no delay timer has
 --   moved yet (their due times are past). With value: 1 when a delayed
 --   item holds it, 0 when none does. Both read up to every delayed item:

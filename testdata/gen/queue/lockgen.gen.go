@@ -133,7 +133,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_ack":     "c5d0ee78e266d995143072337eb11c70e34bc8db",
 	"queue_bury":    "ab64504cff5468039d236f629f301ee6e4eee6f7",
 	"queue_dead":    "b309e657d9f11719241600677003082747688a38",
-	"queue_delayed": "57d0f7d86100a6b753f381e47e5f1c28a146696d",
+	"queue_delayed": "998917e1f6233ece28db527a9cd187aa19f47d99",
 	"queue_drain":   "1602d0fe1fc4bca3303de2aa7e3ff53343d27b89",
 	"queue_extend":  "ad13ff9de6281214917d3a88edeae71cce0ebfff",
 	"queue_move":    "f7b5277c176e243929555759c3fe74d3633356eb",
