@@ -43,6 +43,8 @@ type Client struct {
 	closeOnce     sync.Once
 	shardedPubSub bool // sharded pub/sub may be chosen (runtime/internal/hub)
 
+	maxItem int64 // the largest encoded queue item an offer sends (WithMaxItemSize)
+
 	observers   []Observer       // see WithObserver (observer.go)
 	propagators []ItemPropagator // the observers that carry context in queue items
 }
@@ -62,10 +64,31 @@ func WithID(id string) Option { return func(c *Client) { c.id = id } }
 // crosses the cluster bus to every node.
 func WithClassicPubSub() Option { return func(c *Client) { c.shardedPubSub = false } }
 
+// DefaultMaxItemSize is the largest encoded queue item a Client sends
+// unless WithMaxItemSize says otherwise: Redis' default
+// proto-max-bulk-len, 512 MB, above which Redis refuses the command.
+const DefaultMaxItemSize = 512 << 20
+
+// WithMaxItemSize sets the largest encoded queue item (the codec's bytes
+// in their envelope, with any trace context) an offer sends: Offer,
+// OfferMany, OfferIn, OfferAt and Enqueue of a larger one return
+// ErrItemTooLarge and send nothing. Set it to your server's
+// proto-max-bulk-len when that is lower than the default
+// (DefaultMaxItemSize), or lower still to keep large items out of Redis.
+// n <= 0 keeps the default.
+func WithMaxItemSize(n int64) Option {
+	return func(c *Client) {
+		if n > 0 {
+			c.maxItem = n
+		}
+	}
+}
+
 // New returns a client over rdb. It does not contact Redis. Close it to
-// stop its watchdog and pub/sub connection; rdb stays open.
+// stop its watchdog and pub/sub connection; rdb stays open. Options:
+// WithID, WithClassicPubSub, WithMaxItemSize, WithObserver, WithLogger.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
-	c := &Client{rdb: rdb, shardedPubSub: shardedPubSub}
+	c := &Client{rdb: rdb, shardedPubSub: shardedPubSub, maxItem: DefaultMaxItemSize}
 	for _, o := range opts {
 		o(c)
 	}

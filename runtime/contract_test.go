@@ -227,6 +227,9 @@ func TestScriptContracts(t *testing.T) {
 	must(sem.ResetPermits(ctx))
 	_, err = sem.Available(ctx)
 	must(err)
+	_, err = p.TTL(ctx)
+	must(err)
+	must(p.SetLease(ctx, time.Minute))
 	must(p.Release(ctx))
 
 	// A latch.
@@ -243,6 +246,11 @@ func TestScriptContracts(t *testing.T) {
 		_, _ = lockimpl.NewLimiter(c, limiterDef(t, a, 20, time.Second, 1, lockrt.ScopeOverall), k).Allow(ctx)
 		_, err = l.Reconfigure(ctx)
 		must(err)
+		_, _, err = l.Config(ctx)
+		must(err)
+		if _, err := lockimpl.NewLimiter(c, limiterDef(t, a, 10, time.Second, 1, lockrt.ScopeOverall), key(t, "limit", "none", a.String())).Reconfigure(ctx, lockrt.IfExists()); !errors.Is(err, lockrt.ErrNoConfig) {
+			t.Fatalf("Reconfigure(IfExists) of a limiter without config: %v", err)
+		}
 	}
 
 	// A delayed reliable queue: offered, delayed, taken, extended, given
@@ -253,6 +261,10 @@ func TestScriptContracts(t *testing.T) {
 	_, err = q.Offer(ctx, "a")
 	must(err)
 	_, err = q.OfferIn(ctx, "b", 10*time.Millisecond)
+	must(err)
+	_, err = q.PeekDelayed(ctx, 1)
+	must(err)
+	_, err = q.ContainsDelayed(ctx, "b")
 	must(err)
 	for range 2 {
 		d, err := q.Take(ctx)

@@ -20,7 +20,8 @@
 // shard, for sharded pub/sub; WithClassicPubSub keeps classic pub/sub).
 // Close stops both and ends every hold's context with ErrClosed; it does
 // not close the redis client. Options: WithID, WithClassicPubSub,
-// WithObserver, WithLogger.
+// WithMaxItemSize (the largest queue item an offer sends), WithObserver,
+// WithLogger.
 //
 //	rt := lockrt.New(rdb)
 //	defer rt.Close()
@@ -158,7 +159,11 @@
 // permit's context with ErrPermitLost (which matches ErrLockLost). Acquire
 // and Release are one round trip when no wait is needed, as are
 // Available, Capacity, Acquired, Drain and the operators' SetPermits,
-// AddPermits, ResetPermits and TrySetPermits. Errors: ErrTooManyPermits
+// AddPermits, ResetPermits and TrySetPermits. A Permit's TTL reads the
+// lease its hold has left in Redis, and SetLease gives it a new one (the
+// watchdog renews with it from then on); both are one round trip and
+// return ErrPermitNotHeld when the hold is gone, as Release does.
+// Errors: ErrTooManyPermits
 // (more than the capacity, unless WithCapacityWait), ErrNoPermit (matches
 // ErrNotObtained), ErrPermitNotHeld (matches ErrNotHeld), ErrNotReleased.
 //
@@ -177,9 +182,11 @@
 // SlidingWindow never more than Rate in any window of length Per.
 // ScopePerClient gives each Client its own allowance. The config is
 // stored with the state: a program with another definition gets
-// ErrConfigMismatch until one calls Reconfigure. Refund gives back
-// requests counted before; Reset forgets them. Each call is one round
-// trip. Errors: ErrExceedsCapacity, ErrConfigMismatch, ErrLimited.
+// ErrConfigMismatch until one calls Reconfigure (with IfExists, only
+// when a config is stored: ErrNoConfig otherwise, nothing written);
+// Config reads the stored config. Refund gives back requests counted
+// before; Reset forgets them. Each call is one round trip. Errors:
+// ErrExceedsCapacity, ErrConfigMismatch, ErrLimited, ErrNoConfig.
 //
 // # Queues
 //
@@ -209,14 +216,20 @@
 // Enqueue(ctx, v, WithKey(key, window)) or Dedupe(key) adds an item once
 // per key and window and returns the first item's id.
 //
+// A delayed queue's PeekDelayed, ReadDelayed and ContainsDelayed read the
+// items not ready yet, due first first with their due times, in one
+// read-only script call. An offer of an item whose encoding is larger
+// than WithMaxItemSize (by default 512 MB, Redis' proto-max-bulk-len)
+// returns ErrItemTooLarge and sends nothing.
+//
 // Round trips: Offer, OfferMany, OfferIn, OfferAt, Enqueue, Len, Stats,
-// Peek, PeekN, Remove, RemoveAll, DeadLetters, Ack, Nack and Extend are
-// one each; RemoveID two; Redrive and Drain one per 1000 items; Take and
+// Peek, PeekN, PeekDelayed, ReadDelayed, ContainsDelayed, Remove,
+// RemoveAll, DeadLetters, Ack, Nack and Extend are one each; RemoveID two; Redrive and Drain one per 1000 items; Take and
 // TakeN one when an item is ready, else a blocking command (BLPOP,
 // BLMPOP, or BLMOVE and then the claim), in blocks of at most a second:
 // keep go-redis' ReadTimeout above that and its PoolSize above the number
 // of concurrent Takes. Errors: ErrEmpty (the wait ran out),
-// ErrDeliveryExpired, ErrDeliverySettled, ErrHandlerTimeout,
+// ErrItemTooLarge, ErrDeliveryExpired, ErrDeliverySettled, ErrHandlerTimeout,
 // ErrSkipRetry (a handler's error wrapping it dead-letters at once).
 //
 // # Observers
@@ -240,7 +253,8 @@
 // ErrFenceReset, ErrNotReplicated, ErrNoQuorum (locks); ErrTooManyPermits,
 // ErrNoPermit, ErrPermitLost, ErrPermitNotHeld (semaphores, matching the
 // lock errors they name); ErrLimited, ErrConfigMismatch,
-// ErrExceedsCapacity (limiters); ErrEmpty, ErrDeliveryExpired,
+// ErrExceedsCapacity, ErrNoConfig (limiters); ErrEmpty, ErrItemTooLarge,
+// ErrDeliveryExpired,
 // ErrDeliverySettled, ErrEnvelope, ErrHandlerTimeout, ErrShutdown,
 // ErrSkipRetry (queues); ErrClosed, ErrInvalidArgument and
 // ErrScriptMismatch (the generated code must be regenerated) for every

@@ -425,6 +425,23 @@ func (c *holdContext) extend(until time.Time) bool {
 	}
 }
 
+// reset moves the deadline to until, earlier or later (a permit's new
+// lease, Permit.SetLease), and the timer that ends an unrenewed hold's
+// context with it. It reports false, moving nothing, when the context has
+// ended.
+func (c *holdContext) reset(until time.Time) bool {
+	if c.Err() != nil {
+		return false
+	}
+	c.until.Store(mono(until))
+	c.mu.Lock()
+	if c.timer != nil {
+		c.timer.Reset(time.Until(until))
+	}
+	c.mu.Unlock()
+	return true
+}
+
 // hold is what a lease and a permit share: the context that ends with the
 // hold, and giving the hold up once.
 type hold struct {

@@ -36,6 +36,12 @@ var (
 	// limiter ever allows at once (its Capacity), so no wait could end
 	// with them allowed. Redis was not contacted.
 	ErrExceedsCapacity = errors.New("lockgen: request exceeds the limiter's capacity")
+
+	// ErrNoConfig: Reconfigure with IfExists found no config stored in
+	// Redis (no call stored one yet, or it expired with the idle
+	// limiter), and stored none: Redisson's updateRate on a limiter that
+	// does not exist.
+	ErrNoConfig = errors.New("lockgen: no limiter config stored")
 )
 
 // checkLimiter reports a definition the scripts cannot work with.
@@ -390,7 +396,7 @@ func (l *Limiter) Reset(ctx context.Context) error {
 // ReconfigureOption changes what Reconfigure does.
 type ReconfigureOption func(*reconfigure)
 
-type reconfigure struct{ reset bool }
+type reconfigure struct{ reset, ifExists bool }
 
 // KeepState makes Reconfigure keep the requests counted so far (the
 // default): the new config reads them, and never allows more than a full
@@ -403,19 +409,27 @@ func KeepState() ReconfigureOption { return func(r *reconfigure) { r.reset = fal
 // setRate.
 func ResetState() ReconfigureOption { return func(r *reconfigure) { r.reset = true } }
 
+// IfExists makes Reconfigure change only a config stored already: on a
+// limiter without one (no call stored one yet, or it expired with the
+// idle limiter) it writes nothing and returns ErrNoConfig. It is
+// Redisson's updateRate, which returns false and creates nothing then.
+func IfExists() ReconfigureOption { return func(r *reconfigure) { r.ifExists = true } }
+
 // Reconfigure makes this program's definition the limiter's config in
 // Redis, replacing another (see ErrConfigMismatch); clients still on the
 // old definition get ErrConfigMismatch from then on. The requests counted
 // so far stay counted (KeepState, the default: the new config never
-// allows more than a full limiter), or are forgotten with ResetState. It
-// reports whether the config changed; it costs one round trip and returns
-// ErrInvalidArgument for a malformed definition, ErrClosed, or a Redis
-// error.
+// allows more than a full limiter), or are forgotten with ResetState;
+// with IfExists a limiter without a config is left alone. It reports
+// whether the config changed; a call whose reply was lost and that
+// go-redis therefore sent again answers what its first run did (the
+// script keeps the call's id with the config). It costs one round trip
+// and returns ErrNoConfig (IfExists), ErrInvalidArgument for a malformed
+// definition, ErrClosed, or a Redis error.
 func (l *Limiter) Reconfigure(ctx context.Context, opts ...ReconfigureOption) (bool, error) {
 	if err := checkLimiter(l.def); err != nil {
 		return false, err
 	}
-	// limiter_configure reply: int
 	if err := l.c.checkOpen(); err != nil {
 		return false, err
 	}
@@ -423,9 +437,59 @@ func (l *Limiter) Reconfigure(ctx context.Context, opts ...ReconfigureOption) (b
 	for _, o := range opts {
 		o(&r)
 	}
-	n, err := l.ops().Configure(ctx, r.reset)
-	if err != nil {
+	// limiter_configure reply: int
+	n, err := l.ops().Configure(ctx, r.reset, r.ifExists, &rdb.Marked{S: l.c.newSharedOp()}).Int()
+	switch {
+	case err != nil:
 		return false, fmt.Errorf("lockgen: reconfiguring %s: %w", l.key, err)
+	case n < 0:
+		return false, fmt.Errorf("%w: %s (limiter %s): Reconfigure with IfExists stored nothing", ErrNoConfig, l.cfg, l.def.Name)
 	}
 	return n == 1, nil
+}
+
+// LimiterConfig is a limiter's config as Redis holds it (Config).
+type LimiterConfig struct {
+	// Algorithm is "gcra", "token-bucket" or "sliding-window" (as the
+	// spec's algorithm field names them).
+	Algorithm string
+	Rate      int           // requests per Per
+	Per       time.Duration // the period
+	Burst     int           // GCRA and TokenBucket: allowed at once above one
+	Scope     string        // "overall" or "per-client"
+}
+
+// Config returns the config stored in Redis (Redisson's getConfig): the
+// one every client's calls are held to, which may be another program's
+// definition (see ErrConfigMismatch), and ok true; or ok false and the
+// zero LimiterConfig when none is stored yet (the first Allow, Wait,
+// Refund or Reconfigure stores this program's definition) or it expired
+// with the idle limiter. It is one round trip (HMGET) and writes nothing.
+// It returns ErrClosed, the context's error when it ends first, or a
+// Redis error.
+func (l *Limiter) Config(ctx context.Context) (cfg LimiterConfig, ok bool, err error) {
+	if err := l.c.checkOpen(); err != nil {
+		return LimiterConfig{}, false, err
+	}
+	v, err := readValue(ctx, func() ([]any, error) { return l.ops().StoredConfig(ctx).Result() })
+	if err != nil {
+		return LimiterConfig{}, false, fmt.Errorf("lockgen: reading the config of %s: %w", l.key, err)
+	}
+	s := make([]string, len(v))
+	for i := range v {
+		s[i], _ = v[i].(string)
+	}
+	if len(s) != 5 || s[0] == "" {
+		return LimiterConfig{}, false, nil
+	}
+	cfg = LimiterConfig{Algorithm: s[0], Scope: s[4]}
+	var per int64
+	_, e1 := fmt.Sscan(s[1], &cfg.Rate)
+	_, e2 := fmt.Sscan(s[2], &per)
+	_, e3 := fmt.Sscan(s[3], &cfg.Burst)
+	if err := errors.Join(e1, e2, e3); err != nil {
+		return LimiterConfig{}, false, fmt.Errorf("lockgen: reading the config of %s: unexpected %v: %w", l.key, s, err)
+	}
+	cfg.Per = time.Duration(per) * time.Microsecond
+	return cfg, true, nil
 }

@@ -54,6 +54,13 @@ var (
 	// or an Ack of one it gave back. Redis was not contacted. (A second
 	// Ack of an acknowledged delivery is not an error: it does nothing.)
 	ErrDeliverySettled = errors.New("lockgen: delivery already settled")
+
+	// ErrItemTooLarge: an offer (Offer, OfferMany, OfferIn, OfferAt,
+	// Enqueue) of an item whose encoded size is above the client's limit
+	// (WithMaxItemSize; DefaultMaxItemSize, Redis' proto-max-bulk-len, by
+	// default). The error names the size and the limit; nothing was sent,
+	// so no item of the call was added.
+	ErrItemTooLarge = errors.New("lockgen: queue item too large")
 )
 
 // queueKeys are the suffixes of a queue's keys after its own key, the ready
@@ -164,6 +171,9 @@ func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time,
 		return "", nil
 	}
 	q.c.injectItems(ctx, bodies)
+	if err := q.c.checkItemSizes(q.key, bodies); err != nil {
+		return "", err
+	}
 	if !at.IsZero() && !at.After(time.Now()) {
 		at = time.Time{} // not in the future: ready now
 	}
@@ -198,6 +208,18 @@ func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time,
 		q.c.sched.Expect(q.serve(false), at)
 	}
 	return id, nil
+}
+
+// checkItemSizes returns ErrItemTooLarge, naming the size and the limit,
+// for the first of bodies above the client's limit.
+func (c *Client) checkItemSizes(key string, bodies [][]byte) error {
+	for i, b := range bodies {
+		if int64(len(b)) > c.maxItem {
+			return fmt.Errorf("%w: item %d of the offer to %s is %d bytes encoded, the limit is %d (WithMaxItemSize)",
+				ErrItemTooLarge, i+1, key, len(b), c.maxItem)
+		}
+	}
+	return nil
 }
 
 // OfferRecordTTL is how long an offer's record lives in Redis (see
@@ -498,6 +520,65 @@ func peekOne[T any](ctx context.Context, q *queue, codec Codec[T]) (T, error) {
 	return vs[0], nil
 }
 
+// DelayedItem is a delayed queue's item that is not ready yet: offered
+// with a delay (or, on a reliable queue, given back with one) and not
+// moved to the ready items.
+type DelayedItem[T any] struct {
+	// ID is the item's id: on a reliable queue, the id of its deliveries
+	// once it is ready (Delivery.ID, RemoveID); a plain queue's item keeps
+	// it only while it is delayed.
+	ID    string
+	Due   time.Time // when it is due, on the Redis server's clock
+	Value T
+}
+
+// delayedItems returns up to n (0: all) delayed items, due first first.
+// An item that does not decode ends it with the decode error.
+func delayedItems[T any](ctx context.Context, q *queue, codec Codec[T], n int) ([]DelayedItem[T], error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%w: peek %d", ErrInvalidArgument, n)
+	}
+	if err := q.c.checkOpen(); err != nil {
+		return nil, err
+	}
+	// queue_delayed reply: {string...} | int
+	res, err := readValue(ctx, func() ([]string, error) { return q.ops().Delayed(ctx, n).StringSlice() })
+	if err != nil {
+		return nil, fmt.Errorf("lockgen: reading the delayed items of %s: %w", q.key, err)
+	}
+	out := make([]DelayedItem[T], 0, len(res)/3)
+	for i := 0; i+2 < len(res); i += 3 {
+		due, err := strconv.ParseInt(res[i+1], 10, 64)
+		if err != nil {
+			return out, fmt.Errorf("lockgen: reading the delayed items of %s: due time %q: %w", q.key, res[i+1], err)
+		}
+		v, err := decodeItem(codec, []byte(res[i+2]))
+		if err != nil {
+			return out, fmt.Errorf("lockgen: reading the delayed items of %s: item %s does not decode: %w", q.key, res[i], err)
+		}
+		out = append(out, DelayedItem[T]{ID: res[i], Due: time.UnixMilli(due), Value: v})
+	}
+	return out, nil
+}
+
+// containsDelayed reports whether a delayed item holds v (compared by the
+// codec's bytes, as removeItems compares).
+func containsDelayed[T any](ctx context.Context, q *queue, codec Codec[T], v T) (bool, error) {
+	b, err := codec.Encode(v)
+	if err != nil {
+		return false, fmt.Errorf("lockgen: encoding an item for %s: %w", q.key, err)
+	}
+	if err := q.c.checkOpen(); err != nil {
+		return false, err
+	}
+	// queue_delayed reply: {string...} | int
+	n, err := readValue(ctx, func() (int64, error) { return q.ops().DelayedHolds(ctx, b, codecTag(codec)).Int64() })
+	if err != nil {
+		return false, fmt.Errorf("lockgen: looking for a delayed item of %s: %w", q.key, err)
+	}
+	return n == 1, nil
+}
+
 // removeItems removes up to limit (0: all) ready and delayed items equal
 // to v's encoding, ready ones first.
 func removeItems[T any](ctx context.Context, q *queue, codec Codec[T], v T, limit int) (int, error) {
@@ -702,14 +783,14 @@ func (q *Queue[T]) Key() string { return q.q.key }
 // Name returns the queue's name in the spec.
 func (q *Queue[T]) Name() string { return q.q.def.Name }
 
-// Offer appends v to the queue. It returns an encoding error, ErrClosed,
+// Offer appends v to the queue. It returns an encoding error, ErrItemTooLarge, ErrClosed,
 // or a Redis error.
 func (q *Queue[T]) Offer(ctx context.Context, v T) error {
 	return q.OfferMany(ctx, v)
 }
 
 // OfferMany appends vs to the queue, in order, in one round trip. It
-// returns an encoding error, ErrClosed, or a Redis error.
+// returns an encoding error, ErrItemTooLarge, ErrClosed, or a Redis error.
 func (q *Queue[T]) OfferMany(ctx context.Context, vs ...T) error {
 	bodies, err := encodeAll(q.q, q.codec, vs)
 	if err != nil {
@@ -896,7 +977,7 @@ func makeDelayedQueue[T any](c *Client, def *impl.QueueDef, codec Codec[T], key 
 
 // OfferIn adds v, due after delay, as measured by the Redis server's
 // clock; 0 makes it ready now. It returns ErrInvalidArgument for a
-// negative delay, an encoding error, ErrClosed, or a Redis error.
+// negative delay, an encoding error, ErrItemTooLarge, ErrClosed, or a Redis error.
 func (q *DelayedQueue[T]) OfferIn(ctx context.Context, v T, delay time.Duration) error {
 	if err := checkDelay(delay); err != nil {
 		return err
@@ -907,13 +988,43 @@ func (q *DelayedQueue[T]) OfferIn(ctx context.Context, v T, delay time.Duration)
 
 // OfferAt adds v, due at t on the Redis server's clock; a time already
 // past makes it ready now. It returns ErrInvalidArgument for the zero
-// time, an encoding error, ErrClosed, or a Redis error.
+// time, an encoding error, ErrItemTooLarge, ErrClosed, or a Redis error.
 func (q *DelayedQueue[T]) OfferAt(ctx context.Context, v T, t time.Time) error {
 	if err := checkAt(t); err != nil {
 		return err
 	}
 	_, err := offerOne(ctx, q.q, q.codec, v, 0, t)
 	return err
+}
+
+// PeekDelayed returns up to n items not ready yet, due first first, with
+// their due times and ids, without changing anything (Redisson's
+// RDelayedQueue.peek, for n items). Items due already that no delay timer
+// has moved yet are among them (their Due is past). It is one round trip
+// (a read-only script, one consistent view) and returns
+// ErrInvalidArgument for n < 1, the items before one that does not decode
+// with its decode error, ErrClosed, or a Redis error.
+func (q *DelayedQueue[T]) PeekDelayed(ctx context.Context, n int) ([]DelayedItem[T], error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: peek %d", ErrInvalidArgument, n)
+	}
+	return delayedItems(ctx, q.q, q.codec, n)
+}
+
+// ReadDelayed returns every item not ready yet, as PeekDelayed does
+// (Redisson's RDelayedQueue.readAll). It reads them all in one round trip:
+// O(N) in Redis and in memory. It returns the errors of PeekDelayed.
+func (q *DelayedQueue[T]) ReadDelayed(ctx context.Context) ([]DelayedItem[T], error) {
+	return delayedItems(ctx, q.q, q.codec, 0)
+}
+
+// ContainsDelayed reports whether an item not ready yet equals v
+// (Redisson's RDelayedQueue.contains): equal as Remove compares, by the
+// codec's bytes. It reads the delayed items in Redis until it finds one,
+// in one round trip (a read-only script: O(N)), and changes nothing. It
+// returns an encoding error, ErrClosed, or a Redis error.
+func (q *DelayedQueue[T]) ContainsDelayed(ctx context.Context, v T) (bool, error) {
+	return containsDelayed(ctx, q.q, q.codec, v)
 }
 
 // offerOne offers v and returns its id ("" for a plain queue's item ready

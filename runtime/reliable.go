@@ -43,13 +43,13 @@ func (q *ReliableQueue[T]) Name() string { return q.q.def.Name }
 
 // Offer appends v to the queue and returns its id, the one its
 // deliveries have (Delivery.ID) and RemoveID takes. It returns an encoding
-// error, ErrClosed, or a Redis error.
+// error, ErrItemTooLarge, ErrClosed, or a Redis error.
 func (q *ReliableQueue[T]) Offer(ctx context.Context, v T) (string, error) {
 	return offerOne(ctx, q.q, q.codec, v, 0, time.Time{})
 }
 
 // OfferMany appends vs to the queue, in order, in one round trip, and
-// returns their ids. It returns an encoding error, ErrClosed, or a Redis
+// returns their ids. It returns an encoding error, ErrItemTooLarge, ErrClosed, or a Redis
 // error.
 func (q *ReliableQueue[T]) OfferMany(ctx context.Context, vs ...T) ([]string, error) {
 	bodies, err := encodeAll(q.q, q.codec, vs)
@@ -103,7 +103,7 @@ func Dedupe(key string) OfferOption {
 // every offer it adds v once although its command ran twice (a reply
 // lost). It returns ErrInvalidArgument for a negative delay, an empty
 // key or a window under a millisecond, Dedupe on a queue whose spec has
-// no dedupe window, an encoding error, ErrClosed, or a Redis error.
+// no dedupe window, an encoding error, ErrItemTooLarge, ErrClosed, or a Redis error.
 func (q *ReliableQueue[T]) Enqueue(ctx context.Context, v T, opts ...OfferOption) (string, error) {
 	var o offerOptions
 	for _, opt := range opts {
@@ -678,9 +678,40 @@ func makeDelayedReliableQueue[T any](c *Client, def *impl.QueueDef, codec Codec[
 	return &DelayedReliableQueue[T]{makeReliableQueue(c, def, codec, key)}
 }
 
+// PeekDelayed returns up to n items not ready yet (offered with a delay,
+// or given back with one by Retry or a worker's backoff), due first
+// first, with their due times and ids, without changing anything
+// (Redisson's RDelayedQueue.peek, for n items). Items due already that no
+// delay timer has moved yet are among them (their Due is past). It is one
+// round trip (a read-only script, one consistent view) and returns
+// ErrInvalidArgument for n < 1, the items before one that does not decode
+// with its decode error, ErrClosed, or a Redis error.
+func (q *DelayedReliableQueue[T]) PeekDelayed(ctx context.Context, n int) ([]DelayedItem[T], error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: peek %d", ErrInvalidArgument, n)
+	}
+	return delayedItems(ctx, q.q, q.codec, n)
+}
+
+// ReadDelayed returns every item not ready yet, as PeekDelayed does
+// (Redisson's RDelayedQueue.readAll). It reads them all in one round trip:
+// O(N) in Redis and in memory. It returns the errors of PeekDelayed.
+func (q *DelayedReliableQueue[T]) ReadDelayed(ctx context.Context) ([]DelayedItem[T], error) {
+	return delayedItems(ctx, q.q, q.codec, 0)
+}
+
+// ContainsDelayed reports whether an item not ready yet equals v
+// (Redisson's RDelayedQueue.contains): equal as Remove compares, by the
+// codec's bytes. It reads the delayed items in Redis until it finds one,
+// in one round trip (a read-only script: O(N)), and changes nothing. It
+// returns an encoding error, ErrClosed, or a Redis error.
+func (q *DelayedReliableQueue[T]) ContainsDelayed(ctx context.Context, v T) (bool, error) {
+	return containsDelayed(ctx, q.q, q.codec, v)
+}
+
 // OfferIn adds v, due after delay, as measured by the Redis server's
 // clock (0 makes it ready now), and returns its id. It returns
-// ErrInvalidArgument for a negative delay, an encoding error, ErrClosed,
+// ErrInvalidArgument for a negative delay, an encoding error, ErrItemTooLarge, ErrClosed,
 // or a Redis error.
 func (q *DelayedReliableQueue[T]) OfferIn(ctx context.Context, v T, delay time.Duration) (string, error) {
 	if err := checkDelay(delay); err != nil {
@@ -691,7 +722,7 @@ func (q *DelayedReliableQueue[T]) OfferIn(ctx context.Context, v T, delay time.D
 
 // OfferAt adds v, due at t on the Redis server's clock (a time already
 // past makes it ready now), and returns its id. It returns
-// ErrInvalidArgument for the zero time, an encoding error, ErrClosed, or
+// ErrInvalidArgument for the zero time, an encoding error, ErrItemTooLarge, ErrClosed, or
 // a Redis error.
 func (q *DelayedReliableQueue[T]) OfferAt(ctx context.Context, v T, t time.Time) (string, error) {
 	if err := checkAt(t); err != nil {

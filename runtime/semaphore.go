@@ -34,7 +34,8 @@ var (
 	ErrPermitLost error = &sentinel{"lockgen: permit lost", ErrLockLost}
 
 	// ErrPermitNotHeld: a permit released twice, or released after it was
-	// lost.
+	// lost; Permit.TTL or Permit.SetLease of a permit released or whose
+	// hold no longer exists in Redis.
 	ErrPermitNotHeld error = &sentinel{"lockgen: permit not held", ErrNotHeld}
 
 	// ErrNoPermit: the permits asked for were not free for the whole wait.
@@ -506,7 +507,8 @@ func (p *Permit) Semaphore() *Semaphore { return p.sem }
 // ReleaseTimeout. It returns ErrPermitLost when the permit was known to be
 // lost (the hold is released all the same if Redis still has it),
 // ErrPermitNotHeld when this permit was already released or its hold no
-// longer exists, or ErrNotReleased wrapping the Redis error when Redis
+// longer exists (it is Redisson's releaseIfExists too: nothing else is
+// released), or ErrNotReleased wrapping the Redis error when Redis
 // could not be reached: the hold is no longer renewed then, and the
 // permits come back at the end of its lease.
 func (p *Permit) Release(ctx context.Context) error {
@@ -524,6 +526,96 @@ func (p *Permit) Release(ctx context.Context) error {
 	n, err := s.release(ctx, p.owner)
 	s.c.observe(ctx, Event{Kind: EventReleased, Object: s.def.Name, Duration: time.Since(p.taken)})
 	return releaseResult(s.key, lost, n, err, ErrPermitLost, ErrPermitNotHeld)
+}
+
+// TTL returns how long the permit's hold has left of its lease in Redis,
+// on the server's clock (Redisson's getLeaseTime, for the permit's hold):
+// up to the lease, and renewed every third of it when the spec renews; 0
+// when the lease ran out and nobody evicted the hold yet. It is one round
+// trip (a read-only script) and returns ErrPermitNotHeld when the permit
+// was released or its hold no longer exists in Redis (its lease ran out
+// and it was evicted), ErrClosed, or a Redis error.
+func (p *Permit) TTL(ctx context.Context) (time.Duration, error) {
+	if p == nil {
+		return 0, ErrPermitNotHeld
+	}
+	if p.given() {
+		return 0, ErrPermitNotHeld
+	}
+	s := p.sem
+	if err := s.c.checkOpen(); err != nil {
+		return 0, err
+	}
+	// semaphore_lease reply: int
+	ms, err := readValue(ctx, func() (int64, error) { return s.ops().Lease(ctx, p.owner).Int64() })
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("lockgen: reading the lease of a permit of %s: %w", s.key, err)
+	case ms < 0:
+		return 0, fmt.Errorf("%w: %s holds nothing for %s", ErrPermitNotHeld, s.key, p.owner)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// SetLease makes the permit's hold last d from now in Redis, shorter or
+// longer than its lease was (Redisson's updateLeaseTime), and moves its
+// context's deadline with it. When the spec renews the semaphore, the
+// watchdog renews the hold with d from then on, every third of d (a
+// renewal already in flight when SetLease runs may extend it once more
+// by the old lease). When it does not, the hold ends d from now unless
+// released or set again. It is one round trip (semaphore_renew, the
+// watchdog's script) and returns ErrInvalidArgument for d under a
+// millisecond, ErrPermitNotHeld when the permit was released or its hold
+// no longer exists in Redis (its lease ran out and it was evicted: the
+// permit stays lost, SetLease does not take it again), ErrPermitLost
+// when the permit's context had ended with its old lease before the reply
+// came, ErrClosed, or a Redis error.
+func (p *Permit) SetLease(ctx context.Context, d time.Duration) error {
+	if d < time.Millisecond {
+		return fmt.Errorf("%w: a lease of %v (at least 1ms)", ErrInvalidArgument, d)
+	}
+	if p == nil || p.given() {
+		return ErrPermitNotHeld
+	}
+	s := p.sem
+	if err := s.c.checkOpen(); err != nil {
+		return err
+	}
+	sent := time.Now()
+	// semaphore_renew reply: int
+	n, err := s.ops().Renew(ctx, p.owner, d).Int()
+	switch {
+	case err != nil:
+		return fmt.Errorf("lockgen: setting the lease of a permit of %s: %w", s.key, err)
+	case n == 0:
+		return fmt.Errorf("%w: %s holds nothing for %s", ErrPermitNotHeld, s.key, p.owner)
+	}
+	if !p.ctx.reset(sent.Add(d)) {
+		if p.given() {
+			return ErrPermitNotHeld // released meanwhile
+		}
+		return ErrPermitLost // its context ended (its old deadline passed) before the reply
+	}
+	if !s.def.Renew {
+		return nil
+	}
+	// Renewed with d from now on: a new watchdog entry (a renewal of the
+	// old one in flight finds it gone and does nothing).
+	s.c.wd.Remove(p.held(), (*permitHold)(p))
+	if err := s.c.wd.Add(p.held(), s.renewal(p.owner, d), (*permitHold)(p), sent); err != nil {
+		return err // ErrClosed: Close ended the permit's context
+	}
+	if p.given() { // released meanwhile: its Release may have missed the entry
+		s.c.wd.Remove(p.held(), (*permitHold)(p))
+	}
+	return nil
+}
+
+// given reports whether the permit was given up (released).
+func (p *Permit) given() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gone
 }
 
 // Drain takes every permit free now as one hold and returns it: its

@@ -35,38 +35,11 @@ end
 local want, tag, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local reliable = ARGV[2] == 'r'
 
+-- #include queue
+
 -- equal reports whether an item holds the value.
 local function equal(item)
-  if not item then
-    return false
-  end
-  if string.byte(item, 1) ~= 0 then
-    return item == want
-  end
-  local version = string.byte(item, 2)
-  if string.sub(item, 3, 3) ~= tag then
-    return false
-  end
-  if version == 1 then
-    return string.sub(item, 4) == want
-  elseif version ~= 2 then
-    return false -- an envelope version this script does not read
-  end
-  -- Skip the carrier section: a uvarint length, then that many bytes.
-  local n, scale, i = 0, 1, 4
-  while true do
-    local b = string.byte(item, i)
-    if not b or scale > 2 ^ 49 then
-      return false
-    end
-    n = n + (b % 128) * scale
-    i = i + 1
-    if b < 128 then
-      break
-    end
-    scale = scale * 128
-  end
-  return #item - (i + n) + 1 == #want and string.sub(item, i + n) == want
+  return queue_holds(item, want, tag)
 end
 
 local removed = 0

@@ -22,12 +22,12 @@ package templates
 // QueueSet names the scripts of queues.
 type QueueSet struct {
 	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive string
-	Peek, Remove, Drain                                       string
+	Peek, Remove, Drain, Delayed                              string
 }
 
 // Names returns the set's script names in a fixed order.
 func (s QueueSet) Names() []string {
-	return []string{s.Offer, s.Move, s.Take, s.Ack, s.Nack, s.Extend, s.Bury, s.Dead, s.Redrive, s.Peek, s.Remove, s.Drain}
+	return []string{s.Offer, s.Move, s.Take, s.Ack, s.Nack, s.Extend, s.Bury, s.Dead, s.Redrive, s.Peek, s.Remove, s.Drain, s.Delayed}
 }
 
 // Queue names the scripts of queues: every queue uses the same set.
@@ -44,4 +44,5 @@ var Queue = QueueSet{
 	Peek:    "queue_peek",
 	Remove:  "queue_remove",
 	Drain:   "queue_drain",
+	Delayed: "queue_delayed",
 }

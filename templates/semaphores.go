@@ -7,12 +7,12 @@ package templates
 
 // SemaphoreSet names the scripts of semaphores.
 type SemaphoreSet struct {
-	Acquire, Release, Renew, State, Capacity string
+	Acquire, Release, Renew, State, Capacity, Lease string
 }
 
 // Names returns the set's script names in a fixed order.
 func (s SemaphoreSet) Names() []string {
-	return []string{s.Acquire, s.Release, s.Renew, s.State, s.Capacity}
+	return []string{s.Acquire, s.Release, s.Renew, s.State, s.Capacity, s.Lease}
 }
 
 // Semaphore names the scripts of semaphores.
@@ -22,4 +22,5 @@ var Semaphore = SemaphoreSet{
 	Renew:    "semaphore_renew",
 	State:    "semaphore_state",
 	Capacity: "semaphore_capacity",
+	Lease:    "semaphore_lease",
 }

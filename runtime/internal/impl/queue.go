@@ -14,7 +14,7 @@ const OfferRecordTTL = time.Minute
 // for their calling convention). Every queue uses the same set.
 type QueueScripts struct {
 	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive *Script
-	Peek, Remove, Drain                                       *Script
+	Peek, Remove, Drain, Delayed                              *Script
 }
 
 // QueueDef is the static definition of a queue declared in a spec.
@@ -39,5 +39,6 @@ func (p *Pinned) Queues() *QueueScripts {
 		Offer: p.get(set.Offer), Move: p.get(set.Move), Take: p.get(set.Take), Ack: p.get(set.Ack),
 		Nack: p.get(set.Nack), Extend: p.get(set.Extend), Bury: p.get(set.Bury), Dead: p.get(set.Dead),
 		Redrive: p.get(set.Redrive), Peek: p.get(set.Peek), Remove: p.get(set.Remove), Drain: p.get(set.Drain),
+		Delayed: p.get(set.Delayed),
 	}
 }

@@ -13,6 +13,7 @@ type SemaphoreScripts struct {
 	Renew    *Script
 	State    *Script
 	Capacity *Script
+	Lease    *Script
 }
 
 // SemaphoreDef is the static definition of a semaphore declared in a spec.
@@ -37,6 +38,6 @@ func (p *Pinned) Semaphores() *SemaphoreScripts {
 	set := templates.Semaphore
 	return &SemaphoreScripts{
 		Acquire: p.get(set.Acquire), Release: p.get(set.Release), Renew: p.get(set.Renew),
-		State: p.get(set.State), Capacity: p.get(set.Capacity),
+		State: p.get(set.State), Capacity: p.get(set.Capacity), Lease: p.get(set.Lease),
 	}
 }

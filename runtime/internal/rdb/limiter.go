@@ -38,19 +38,34 @@ func (l Limiter) Allow(ctx context.Context, n int, patience time.Duration, op *M
 	return l.Conn.Eval(ctx, l.Def.Scripts.Allow, []string{l.Config, l.State}, args...)
 }
 
-// Configure runs limiter_configure: it makes the definition's config the
-// limiter's, and resets its state when reset:
+// Configure runs limiter_configure as operation op: it makes the
+// definition's config the limiter's (with ifExists, only when one is
+// stored), and resets its state when reset:
 //
 //	KEYS: config, state
-//	ARGV: algorithm, rate, period_us, burst, scope, config_ttl_ms, reset
+//	ARGV: algorithm, rate, period_us, burst, scope, config_ttl_ms, reset,
+//	      if_exists, op
 //
-//	limiter_configure reply: int
-func (l Limiter) Configure(ctx context.Context, reset bool) (int, error) {
-	flag := flag0
+// The caller decodes its reply (see the script's header).
+func (l Limiter) Configure(ctx context.Context, reset, ifExists bool, op *Marked) *redis.Cmd {
+	flag, only := flag0, flag0
 	if reset {
 		flag = flag1
 	}
-	return l.Conn.Eval(ctx, l.Def.Scripts.Configure, []string{l.Config, l.State}, l.config(ConfigTTL(l.Def), flag)...).Int()
+	if ifExists {
+		only = flag1
+	}
+	return l.Conn.Eval(ctx, l.Def.Scripts.Configure, []string{l.Config, l.State}, l.config(ConfigTTL(l.Def), flag, only, op)...)
+}
+
+// ConfigFields are the fields of the config hash that hold the config, in
+// the scripts' ARGV order (algorithm, rate, period_us, burst, scope).
+var ConfigFields = []string{"algorithm", "rate", "per", "burst", "scope"}
+
+// StoredConfig reads the config hash's config fields (ConfigFields): one
+// HMGET, nils when none is stored.
+func (l Limiter) StoredConfig(ctx context.Context) *redis.SliceCmd {
+	return l.Conn.R.HMGet(ctx, l.Config, ConfigFields...)
 }
 
 // config returns the scripts' ARGV: the config, as the scripts store it,

@@ -98,6 +98,24 @@ func (q Queue) Peek(ctx context.Context, n int) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Peek, q.Keys, q.Conn.publish(), n)
 }
 
+// Delayed runs queue_delayed: up to n (0: all) delayed items, due first
+// first, read only.
+//
+//	KEYS: the ten
+//	ARGV: publish, n
+func (q Queue) Delayed(ctx context.Context, n int) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Delayed, q.Keys, q.Conn.publish(), n)
+}
+
+// DelayedHolds runs queue_delayed for whether a delayed item holds value,
+// encoded by the codec tagged tag, read only.
+//
+//	KEYS: the ten
+//	ARGV: publish, n (0), value, tag
+func (q Queue) DelayedHolds(ctx context.Context, value []byte, tag byte) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Delayed, q.Keys, q.Conn.publish(), 0, value, []byte{tag})
+}
+
 // Remove runs queue_remove: up to limit (0: all) ready and delayed items
 // equal to value, encoded by the codec tagged tag, recorded at record:
 //

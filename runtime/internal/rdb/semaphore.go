@@ -106,3 +106,24 @@ func (s Semaphore) SetCapacity(ctx context.Context, mode string, value int, op s
 	return s.Conn.Eval(ctx, s.Scripts.Capacity, []string{s.Capacity(), s.Key, s.Counts(), keys.Sub(s.Key, "queue"), keys.Sub(s.Key, "waiters")},
 		mode, value, s.Permits, prefix, publish, handoffArg, op)
 }
+
+// Lease runs semaphore_lease: how long owner's hold has left.
+//
+//	KEYS: holds
+//	ARGV: owner
+//
+// The caller decodes its reply (see the script's header).
+func (s Semaphore) Lease(ctx context.Context, owner string) *redis.Cmd {
+	return s.Conn.Eval(ctx, s.Scripts.Lease, []string{s.Key}, owner)
+}
+
+// Renew runs semaphore_renew: owner's hold is held for lease from now,
+// shorter or longer than it was.
+//
+//	KEYS: holds, counts
+//	ARGV: lease_ms, owner
+//
+// The caller decodes its reply (see the script's header).
+func (s Semaphore) Renew(ctx context.Context, owner string, lease time.Duration) *redis.Cmd {
+	return s.Conn.Eval(ctx, s.Scripts.Renew, []string{s.Key, s.Counts()}, lease.Milliseconds(), owner)
+}

@@ -101,7 +101,7 @@ var tokenBucketLimiterScripts = lockgenScripts.Limiters(lockimpl.TokenBucket)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"limiter_configure":      "8d73b6ed6fd3f8a0ef7acda2ab072e9644428c9f",
+	"limiter_configure":      "278f9df23fc5968c07ad1cc144fbae5d099307d4",
 	"limiter_gcra":           "9076d3e598a56620895c2c5c93c00675e77ac96f",
 	"limiter_sliding_window": "c4c80c0deb2745620f50cbe9db045f84030676b7",
 	"limiter_token_bucket":   "4d92672bc17bee96a84454c4542961113d9349f8",

@@ -133,6 +133,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_ack":     "c5d0ee78e266d995143072337eb11c70e34bc8db",
 	"queue_bury":    "ab64504cff5468039d236f629f301ee6e4eee6f7",
 	"queue_dead":    "b309e657d9f11719241600677003082747688a38",
+	"queue_delayed": "998917e1f6233ece28db527a9cd187aa19f47d99",
 	"queue_drain":   "1602d0fe1fc4bca3303de2aa7e3ff53343d27b89",
 	"queue_extend":  "ad13ff9de6281214917d3a88edeae71cce0ebfff",
 	"queue_move":    "f7b5277c176e243929555759c3fe74d3633356eb",
@@ -140,7 +141,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_offer":   "6d811c0605f1a18bde80c2ceabbc3e10e608b92f",
 	"queue_peek":    "965415ba2e44ba8b0aa75818404e4fc721301499",
 	"queue_redrive": "ad13bc9e9d28158272247003fa68611072c75967",
-	"queue_remove":  "b8d7674142442c8eeb261ef067ea731f2f0b744d",
+	"queue_remove":  "e26d1b9b4e7f0d0a5178c75895834858ede32845",
 	"queue_take":    "d744b49af35d85f5800414f89e21dc6781fee233",
 })
 
