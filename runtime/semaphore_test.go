@@ -31,7 +31,7 @@ func TestSemaphoreBound(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		d := semDef(t, permits, 5*time.Second, true, time.Minute)
 		k := key(t)
-		var inside, most, done atomic.Int64
+		var inside, most, done, lost atomic.Int64
 		var wg sync.WaitGroup
 		for range clients {
 			c := newClient(t, b)
@@ -51,7 +51,14 @@ func TestSemaphoreBound(t *testing.T) {
 						time.Sleep(time.Millisecond) // hold it a little, so holds overlap
 						done.Add(1)
 						inside.Add(-1)
-						if err := p.Release(context.Background()); err != nil {
+						switch err := p.Release(context.Background()); {
+						case errors.Is(err, lockrt.ErrPermitLost):
+							// Its lease ran out in Redis (a stall past a
+							// hand-off's 1 s lease on a loaded machine):
+							// its context said so, and another holder
+							// may have had the permit meanwhile.
+							lost.Add(1)
+						case err != nil:
 							t.Error(err)
 							return
 						}
@@ -60,8 +67,13 @@ func TestSemaphoreBound(t *testing.T) {
 			}
 		}
 		wg.Wait()
-		if got := most.Load(); got != permits {
+		switch got := most.Load(); {
+		case lost.Load() == 0 && got != permits:
 			t.Errorf("at most %d holders at once, want %d (never more, and all permits used)", got, permits)
+		case got > permits+lost.Load():
+			t.Errorf("at most %d holders at once with %d permits lost, want at most %d", got, lost.Load(), permits+lost.Load())
+		case lost.Load() > 0:
+			t.Logf("%d permits lost (their leases ran out while held: a loaded machine)", lost.Load())
 		}
 		if got, want := done.Load(), int64(clients*goroutines*n); got != want {
 			t.Errorf("%d acquisitions, want %d", got, want)
