@@ -72,8 +72,9 @@ func TestWatchdogBoundedPipelines(t *testing.T) {
 		c := lockrt.New(rdb)
 		defer c.Close()
 		// A long lease: on a busy machine, under -race, taking 5 000
-		// locks takes seconds.
-		d := def(t, lockrt.Reentrant, 10*time.Second, true, 0)
+		// locks takes seconds, and renewing them all can take more than
+		// a 10 s lease allows (beside two busy loops, once).
+		d := def(t, lockrt.Reentrant, 30*time.Second, true, 0)
 		keys := make([]string, locks)
 		leases := make([]*lockrt.Lease, locks)
 		var wg sync.WaitGroup
@@ -96,7 +97,7 @@ func TestWatchdogBoundedPipelines(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		eventually(t, 40*time.Second, func() bool {
+		eventually(t, 90*time.Second, func() bool {
 			_, _, renewed := h.stats(keys)
 			return renewed == locks
 		}, "not every lock was renewed")

@@ -169,10 +169,12 @@ func TestWorkerTimeout(t *testing.T) {
 	t.Parallel()
 	ctx := withTimeout(t, time.Minute)
 	b := backends()[0]
-	// A visibility of 1.5 s: the worker extends every vis/3, so a loaded
-	// machine must starve it for a second before a delivery runs out (at
-	// 900 ms, CI's race run once let both items' run out).
-	vis := 1500 * time.Millisecond
+	// A visibility of 3 s: the worker extends every vis/3, so a loaded
+	// machine must starve it for 2 s before a delivery runs out (at 900 ms
+	// CI's race run once let both items' run out; at 1.5 s a run beside
+	// two busy loops let item 2's second delivery run out before its
+	// timeout).
+	vis := 3 * time.Second
 	q := lockrt.NewReliableQueue(newClient(t, b), queueDef(t, false, vis, 2), lockrt.JSON[int]{}, key(t))
 	// Another client consumes too: a delivery whose visibility ran out
 	// would reach it.
@@ -202,14 +204,17 @@ func TestWorkerTimeout(t *testing.T) {
 		mu.Unlock()
 		return ctx.Err()
 	}
-	opts := []lockrt.WorkerOption{lockrt.WithConcurrency(2), lockrt.WithTimeout(6 * time.Second),
+	opts := []lockrt.WorkerOption{lockrt.WithConcurrency(2), lockrt.WithTimeout(3*vis + time.Second),
 		lockrt.WithBackoff(func(int, error) time.Duration { return 0 })}
 	serve(t, q, h, opts...)
 	serve(t, other, h, opts...)
-	until(t, func() bool {
+	eventually(t, time.Minute, func() bool { // two timeouts, then the dead letter
+		mu.Lock()
+		ended := len(causes)
+		mu.Unlock()
 		st, err := q.Stats(ctx)
-		return err == nil && st.Dead == 1 && st.Ready == 0 && st.InFlight == 0 && st.Delayed == 0
-	})
+		return err == nil && ended == 2 && st.Dead == 1 && st.Ready == 0 && st.InFlight == 0 && st.Delayed == 0
+	}, "item 2 was not dead-lettered after two timeouts")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen[1]) != 1 {
