@@ -22,9 +22,12 @@ import (
 const masterName = "redistest"
 
 // sentinelTimeout bounds StartSentinel's wait for the deployment to be
-// ready, and Failover's when its context has no deadline. A variable, so
-// this package's tests can shorten it.
-var sentinelTimeout = 20 * time.Second
+// ready, and Failover's when its context has no deadline: longer than a
+// Sentinel's TILT mode (30 s without acting, entered when its timer ran
+// more than 2 s late: a starved process, seen beside two busy loops in
+// the middle of a failover). A variable, so this package's tests can
+// shorten it.
+var sentinelTimeout = time.Minute
 
 // Sentinel is a primary, one replica of it and one Sentinel process that
 // monitors them, each a Node on a free port of 127.0.0.1 in a directory of
@@ -274,7 +277,8 @@ func (s *Sentinel) promotable(ctx context.Context, sc *redis.SentinelClient, pri
 //
 // Failover requires a healthy deployment: all three nodes running, the
 // sentinel seeing both data nodes. If ctx has no deadline, it gives up
-// after 20s. It returns ErrClosed after Close, and otherwise an error that
+// after a minute (a sentinel in TILT mode finishes the failover only
+// after it). It returns ErrClosed after Close, and otherwise an error that
 // says which step did not complete, with the sentinel's log.
 func (s *Sentinel) Failover(ctx context.Context) error {
 	s.failover.Lock()
