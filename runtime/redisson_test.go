@@ -373,3 +373,42 @@ func TestDelayedReads(t *testing.T) {
 		}
 	})
 }
+
+// TestRenewalNeverShortens: a renewal of a permit's hold only extends it,
+// so one the watchdog sent with an older, shorter lease that arrives after
+// SetLease made the hold longer leaves the longer lease alone (beside two
+// busy loops, the old entry's last renewal landed after SetLease(1m) and
+// cut the hold back to 600 ms, while the client believed it held it for a
+// minute); SetLease's set mode shortens it.
+func TestRenewalNeverShortens(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := withTimeout(t, 30*time.Second)
+		c := newClient(t, b)
+		sem := lockimpl.NewSemaphore(c, semDef(t, 2, time.Minute, false, 0), key(t))
+		p, err := sem.Acquire(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Release(ctx)
+		owners, err := c.Redis().ZRange(ctx, sem.Key(), 0, -1).Result()
+		if err != nil || len(owners) != 1 {
+			t.Fatalf("holds: %v, %v; want the one permit's", owners, err)
+		}
+		owner := owners[0]
+		ks := []string{sem.Key(), keys.Sub(sem.Key(), "counts")}
+		renew := script(t, "semaphore_renew")
+		// The watchdog's renewal with a 600 ms lease, late: extend mode.
+		if n, err := c.Redis().EvalSha(ctx, renew.SHA1, ks, 600, owner).Int(); err != nil || n != 1 {
+			t.Fatalf("renewal: %d, %v", n, err)
+		}
+		if ttl, err := p.TTL(ctx); err != nil || ttl <= 50*time.Second {
+			t.Fatalf("TTL after a late renewal with a shorter lease: %v, %v; want the minute kept", ttl, err)
+		}
+		if err := p.SetLease(ctx, 600*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if ttl, err := p.TTL(ctx); err != nil || ttl > 600*time.Millisecond {
+			t.Fatalf("TTL after SetLease(600ms): %v, %v", ttl, err)
+		}
+	})
+}

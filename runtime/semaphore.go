@@ -561,10 +561,11 @@ func (p *Permit) TTL(ctx context.Context) (time.Duration, error) {
 // longer than its lease was (Redisson's updateLeaseTime), and moves its
 // context's deadline with it. When the spec renews the semaphore, the
 // watchdog renews the hold with d from then on, every third of d (a
-// renewal already in flight when SetLease runs may extend it once more
-// by the old lease). When it does not, the hold ends d from now unless
-// released or set again. It is one round trip (semaphore_renew, the
-// watchdog's script) and returns ErrInvalidArgument for d under a
+// renewal with the old lease still in flight when SetLease runs never
+// shortens the new one: renewals only extend a hold; one with a longer
+// old lease may extend it once more). When it does not, the hold ends d from now unless
+// released or set again. It is one round trip (semaphore_renew in its
+// set mode) and returns ErrInvalidArgument for d under a
 // millisecond, ErrPermitNotHeld when the permit was released or its hold
 // no longer exists in Redis (its lease ran out and it was evicted: the
 // permit stays lost, SetLease does not take it again), ErrPermitLost
@@ -583,7 +584,7 @@ func (p *Permit) SetLease(ctx context.Context, d time.Duration) error {
 	}
 	sent := time.Now()
 	// semaphore_renew reply: int
-	n, err := s.ops().Renew(ctx, p.owner, d).Int()
+	n, err := s.ops().SetLease(ctx, p.owner, d).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("lockgen: setting the lease of a permit of %s: %w", s.key, err)

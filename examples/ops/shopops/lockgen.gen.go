@@ -263,7 +263,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"semaphore_capacity": "4ce2d4e0c3c4d0faee13a55cd5dd7b553033abdf",
 	"semaphore_lease":    "6a0676c91ece619c23c6bc0beec0930f87ca21e7",
 	"semaphore_release":  "30838a33a526fd678d95d11f27a7b65dc1e52b30",
-	"semaphore_renew":    "52cad92a4a1042d182c0f8bc257d99576cb700d6",
+	"semaphore_renew":    "28380baa0b97496ba98dad9c766c5e0978967ed9",
 	"semaphore_state":    "77af4defcedf14ff84d679229c57c0187906dc3a",
 })
 

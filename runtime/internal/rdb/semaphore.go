@@ -117,13 +117,15 @@ func (s Semaphore) Lease(ctx context.Context, owner string) *redis.Cmd {
 	return s.Conn.Eval(ctx, s.Scripts.Lease, []string{s.Key}, owner)
 }
 
-// Renew runs semaphore_renew: owner's hold is held for lease from now,
-// shorter or longer than it was.
+// SetLease runs semaphore_renew in its set mode: owner's hold is held
+// for lease from now, shorter or longer than it was. (The watchdog's
+// renewals run it in its extend mode, which never shortens a hold: one
+// sent with an older lease that arrives after this leaves it alone.)
 //
 //	KEYS: holds, counts
-//	ARGV: lease_ms, owner
+//	ARGV: lease_ms, owner, set ('1')
 //
 // The caller decodes its reply (see the script's header).
-func (s Semaphore) Renew(ctx context.Context, owner string, lease time.Duration) *redis.Cmd {
-	return s.Conn.Eval(ctx, s.Scripts.Renew, []string{s.Key, s.Counts()}, lease.Milliseconds(), owner)
+func (s Semaphore) SetLease(ctx context.Context, owner string, lease time.Duration) *redis.Cmd {
+	return s.Conn.Eval(ctx, s.Scripts.Renew, []string{s.Key, s.Counts()}, lease.Milliseconds(), owner, flag1)
 }
