@@ -385,6 +385,12 @@ func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *
 	switch {
 	case isNil(err):
 		return nil, nil
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		// The wait (or the caller's context) ended before the claim's
+		// reply: nothing was taken, as far as the caller is concerned
+		// (what the claim may have taken comes back after its
+		// visibility), as when the wait ends with the queue empty.
+		return nil, fmt.Errorf("%w: taking from %s: %w", ErrEmpty, q.key, err)
 	case err != nil:
 		return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
 	case len(res) < 5 || (len(res)-2)%3 != 0:

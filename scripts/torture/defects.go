@@ -179,11 +179,13 @@ func (r *Report) defects(events []Event) {
 	items := map[string][]Event{} // item -> its takes and acks, in log order
 	msgItems := map[string]map[string]bool{}
 	// A worker killed between its Take's claim and its log line leaves a
-	// delivery unlogged: a gap in attempts spanning such a kill is not a
-	// Take that ran twice.
+	// delivery unlogged, and one stopped there (SIGSTOP) logs it late,
+	// after the delivery that followed when its visibility ran out: a gap
+	// in attempts spanning such a kill or stop is not a Take that ran
+	// twice.
 	var kills []int64
 	for _, e := range events {
-		if e.Ev == evFault && (e.Fault == "kill-holder" || e.Fault == "kill-consumer") {
+		if e.Ev == evFault && (e.Fault == "kill-holder" || e.Fault == "kill-consumer" || e.Fault == "sigstop-holder") {
 			kills = append(kills, e.T)
 		}
 	}

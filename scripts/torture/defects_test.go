@@ -45,6 +45,12 @@ func TestDefectsFromEvents(t *testing.T) {
 		{T: 43, Ev: evHealed, Fault: "kill-consumer"},
 		{T: 45, W: "w0.0", Ev: evTake, Obj: objJobs, Msg: "m2", Item: "i2", Att: 2, TCall: 44},
 		{T: 46, W: "w0.0", Ev: evAck, Obj: objJobs, Msg: "m2", Item: "i2", Att: 2, TCall: 45},
+		// Another, but a worker was stopped (SIGSTOP) between its claim
+		// and its log line: its attempt 1 is logged after attempt 2.
+		{T: 50, Ev: evFault, Fault: "sigstop-holder", Target: "w1"},
+		{T: 52, W: "w0.0", Ev: evTake, Obj: objJobs, Msg: "m3", Item: "i3", Att: 2, TCall: 51},
+		{T: 53, W: "w1.0", Ev: evTake, Obj: objJobs, Msg: "m3", Item: "i3", Att: 1, TCall: 49},
+		{T: 54, W: "w0.0", Ev: evAck, Obj: objJobs, Msg: "m3", Item: "i3", Att: 2, TCall: 53},
 		// A permit's Release that ran twice: "not held" at once, while it
 		// was alive just before (counted); another that a partition held
 		// for more than a lease: its permit ran out meanwhile (not counted).
