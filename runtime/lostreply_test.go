@@ -476,7 +476,9 @@ func silentClient(t *testing.T) *lockrt.Client {
 // TestDeadlinesWhenUnreachable: against a Redis that accepts connections
 // and never answers (go-redis' defaults: 3 s read timeout, 3 retries), a
 // Lock, a TryLock, a semaphore's Acquire, a reliable queue's TryTake and
-// a RedLock's Lock and TryLock (three such nodes) return within their context's deadline plus the stated bound
+// a RedLock's Lock and TryLock (three such nodes), and the reads
+// (IsLocked ... DeadLetters, Limiter.Config, the delayed-queue reads)
+// return within their context's deadline plus the stated bound
 // (deadlineSlack): their clean-up goes on in the background.
 func TestDeadlinesWhenUnreachable(t *testing.T) {
 	t.Parallel()
@@ -489,6 +491,8 @@ func TestDeadlinesWhenUnreachable(t *testing.T) {
 	pq := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "plain"))
 	silentNodes := []*lockrt.Client{silentClient(t), silentClient(t), silentClient(t)}
 	red := lockrt.NewQuorum(silentNodes...).RedLock(redDef(t, 30*time.Second, true, time.Minute), key(t, "red"))
+	lim := c.Limiter(limiterDef(t, lockrt.GCRA, 10, time.Second, 2, lockrt.ScopeOverall), key(t, "limiter"))
+	dq := lockrt.NewDelayedReliableQueue(c, queueDef(t, true, 5*time.Second, 3), lockrt.JSON[int]{}, key(t, "delayed"))
 	for name, call := range map[string]func(context.Context) error{
 		"Lock":       func(ctx context.Context) error { _, err := lk.Lock(ctx); return err },
 		"TryLock":    func(ctx context.Context) error { _, err := lk.TryLock(context.Background(), budget); return err },
@@ -497,18 +501,22 @@ func TestDeadlinesWhenUnreachable(t *testing.T) {
 		"TakeWithin": func(ctx context.Context) error { _, err := q.Take(ctx); return err },
 		"RedLock":    func(ctx context.Context) error { _, err := red.Lock(ctx); return err },
 		// Reads and waits that change nothing.
-		"IsLocked":     func(ctx context.Context) error { _, err := lk.IsLocked(ctx); return err },
-		"TTL":          func(ctx context.Context) error { _, err := lk.TTL(ctx); return err },
-		"Available":    func(ctx context.Context) error { _, err := s.Available(ctx); return err },
-		"LatchCount":   func(ctx context.Context) error { _, err := lt.Count(ctx); return err },
-		"Await":        func(ctx context.Context) error { return lt.Await(ctx) },
-		"Len":          func(ctx context.Context) error { _, err := q.Len(ctx); return err },
-		"PlainTake":    func(ctx context.Context) error { _, err := pq.Take(ctx); return err },
-		"PlainTryTake": func(ctx context.Context) error { _, err := pq.TryTake(context.Background(), budget); return err },
-		"Stats":        func(ctx context.Context) error { _, err := q.Stats(ctx); return err },
-		"Peek":         func(ctx context.Context) error { _, err := q.Peek(ctx); return err },
-		"DeadLetters":  func(ctx context.Context) error { _, err := q.DeadLetters(ctx, 1); return err },
-		"RedTryLock":   func(ctx context.Context) error { _, err := red.TryLock(context.Background(), budget); return err },
+		"IsLocked":        func(ctx context.Context) error { _, err := lk.IsLocked(ctx); return err },
+		"TTL":             func(ctx context.Context) error { _, err := lk.TTL(ctx); return err },
+		"Available":       func(ctx context.Context) error { _, err := s.Available(ctx); return err },
+		"LatchCount":      func(ctx context.Context) error { _, err := lt.Count(ctx); return err },
+		"Await":           func(ctx context.Context) error { return lt.Await(ctx) },
+		"Len":             func(ctx context.Context) error { _, err := q.Len(ctx); return err },
+		"PlainTake":       func(ctx context.Context) error { _, err := pq.Take(ctx); return err },
+		"PlainTryTake":    func(ctx context.Context) error { _, err := pq.TryTake(context.Background(), budget); return err },
+		"Stats":           func(ctx context.Context) error { _, err := q.Stats(ctx); return err },
+		"Peek":            func(ctx context.Context) error { _, err := q.Peek(ctx); return err },
+		"DeadLetters":     func(ctx context.Context) error { _, err := q.DeadLetters(ctx, 1); return err },
+		"RedTryLock":      func(ctx context.Context) error { _, err := red.TryLock(context.Background(), budget); return err },
+		"LimiterConfig":   func(ctx context.Context) error { _, _, err := lim.Config(ctx); return err },
+		"PeekDelayed":     func(ctx context.Context) error { _, err := dq.PeekDelayed(ctx, 1); return err },
+		"ReadDelayed":     func(ctx context.Context) error { _, err := dq.ReadDelayed(ctx); return err },
+		"ContainsDelayed": func(ctx context.Context) error { _, err := dq.ContainsDelayed(ctx, 1); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

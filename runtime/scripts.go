@@ -19,20 +19,6 @@ func init() {
 	}
 }
 
-// Boxed arguments that cost no allocation per call.
-var (
-	publishArg, spublishArg any = "publish", "spublish"
-	handoffArg              any = HandoffLease.Milliseconds()
-)
-
-// publishArg returns publishCmd boxed.
-func (c *Client) publishArg() any {
-	if c.publishCmd() == "spublish" {
-		return spublishArg
-	}
-	return publishArg
-}
-
 // Preload loads scripts on every primary (every master of a cluster, every
 // shard of a ring, the one server otherwise), so that no later call needs
 // the NOSCRIPT fallback. A cluster client also settles its pub/sub mode

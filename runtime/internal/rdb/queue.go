@@ -46,7 +46,7 @@ func (q Queue) withRecord(record string) []string {
 // across clients), and the argument that tells the script it was sent
 // again, which only then reads the record.
 func (q Queue) Recorded(op string) (record string, resent *Marked) {
-	return keys.Sub(q.Key, "op:"+op), &Marked{}
+	return q.OpRecord(op), &Marked{}
 }
 
 // OpRecord returns the key of an offer's record, <queue>:op:<op>.
