@@ -38,6 +38,8 @@ type Client struct {
 	wakesMu sync.RWMutex
 	wakes   map[string]*rdb.Prefix
 
+	regs refresher // its waiters' registrations (refresh.go)
+
 	fences fences // the last fencing token seen per fenced lock (fenced.go)
 
 	closeOnce     sync.Once

@@ -188,6 +188,16 @@ func TestScriptContracts(t *testing.T) {
 	}
 	must(r.Unlock(ctx))
 
+	// A waiter its client keeps registered (registry_refresh), until the
+	// holder's fixed lease runs out unreleased.
+	wd := def(t, lockrt.Reentrant, 200*time.Millisecond, false, 0)
+	wk := key(t, "refresh")
+	_, err = lockimpl.NewLock(c, wd, wk).Lock(ctx) //lockgen:ignore left to run out
+	must(err)
+	wle, err := lockimpl.NewLock(c2, wd, wk).TryLock(ctx, 10*time.Second)
+	must(err)
+	must(wle.Unlock(ctx))
+
 	// A multi-lock on one slot.
 	md := def(t, lockrt.Reentrant, time.Minute, false, 0)
 	ml := lockrt.NewMultiLock(lockimpl.NewLock(c, md, "contract:{multi}:a"), lockimpl.NewLock(c, md, "contract:{multi}:b"))

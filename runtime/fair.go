@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
+
 	"time"
 )
 
@@ -25,10 +27,43 @@ const DefaultWaiterTTL = RegistryTTL
 // it is dropped at its deadline).
 
 // registryTTL is how long a registered waiter of l keeps its place
-// unrefreshed: LockDef's WaiterTTL, or RegistryTTL.
+// unrefreshed as its calls are prepared (the usual wait's, waitTTL):
+// LockDef's WaiterTTL, or LiveRegistryTTL.
 func (l *Lock) registryTTL() time.Duration {
 	if l.def.WaiterTTL > 0 {
 		return l.def.WaiterTTL
 	}
+	return LiveRegistryTTL
+}
+
+// multiTTL is how long a waiter of an atomic multi-lock keeps its place
+// in l's registry unrefreshed: LockDef's WaiterTTL, or RegistryTTL (it
+// refreshes its entry itself, see MultiLock).
+func (l *Lock) multiTTL() time.Duration {
+	if l.def.WaiterTTL > 0 {
+		return l.def.WaiterTTL
+	}
 	return RegistryTTL
+}
+
+// waitTTL is how long a registered waiter of l keeps its place
+// unrefreshed: LockDef's WaiterTTL, or the client's (LiveRegistryTTL
+// where a release can tell a gone waiter, else RegistryTTL).
+func (l *Lock) waitTTL() time.Duration {
+	if l.def.WaiterTTL > 0 {
+		return l.def.WaiterTTL
+	}
+	return l.c.waitRegistryTTL()
+}
+
+// registration is a waiter's entry as owner in l's registry, whose hold
+// had pttl left at its last attempt.
+func (l *Lock) registration(owner string, ttl, pttl time.Duration) *registration {
+	k := l.ops.Keys()
+	r := &registration{reg: rdb.Registry{Hold: k[0], Queue: k[1], Waiters: k[2]}, ttl: ttl, member: owner, pttl: pttl}
+	if l.mode != "" { // a read-write lock: KEYS lock, holds, queue, waiters
+		r.reg.Hold, r.reg.Queue, r.reg.Waiters, r.reg.Deadlines = k[1], k[2], k[3], true
+		r.member = owner + " " + l.mode
+	}
+	return r
 }

@@ -12,17 +12,21 @@ import (
 // runtime/internal/hub).
 
 // RegistryTTL is how long a waiter's entry in an object's waiter registry
-// (see "Waiter registry" in docs/design.md) stays without a refresh: a
-// live waiter refreshes it every RegistryTTL/3, so one that died is
-// passed over at most this long after its last refresh.
+// (see "Waiter registry" in docs/design.md) stays without a refresh where
+// a release cannot tell a waiter whose client went away (classic pub/sub
+// on a cluster or a Ring; elsewhere LiveRegistryTTL), and for the waiters
+// of a RedLock or an atomic multi-lock: a live waiter refreshes it every
+// RegistryTTL/3, so one that died is passed over at most this long after
+// its last refresh.
 const RegistryTTL = impl.RegistryTTL
 
 // HandoffLease is the lease a lock (or a semaphore's permits) handed to a
 // waiter by a release gets until its new holder renews it or extends it
-// to the spec's lease: RegistryTTL, so that a hand-off to a waiter that
-// died (within its entry's last RegistryTTL) blocks the lock for at most
-// this long, and the next waiter's refresh, due within RegistryTTL/3,
-// finds it free.
+// to the spec's lease: one second, so that a hand-off to a waiter that
+// stopped (a pause, SIGSTOP) with its connection open blocks the lock for
+// at most this long (a waiter whose client went away is passed over at
+// once, see LiveRegistryTTL); its client's next refresh of the others'
+// registrations (refresher) finds it free.
 //
 // The woken waiter's hold counts as held for HandoffLease (or its lease,
 // when shorter) from the send of its last attempt: the release ran after

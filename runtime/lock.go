@@ -115,7 +115,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	}
 	reg := time.Duration(0) // no registry entry for a try that does not wait
 	if wait != 0 {
-		reg = l.registryTTL()
+		reg = l.waitTTL()
 	}
 	var trust handoffTrust
 	trust.sending()
@@ -135,7 +135,8 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	err = l.c.waitFor(ctx, wait, waitObject{l.def.Name, l.key}, l.waitChannel(), owner, true, refresh(ttl, reg), func(msg string) (bool, time.Duration, error) {
+	obj := waitObject{name: l.def.Name, key: l.key, reg: l.registration(owner, reg, ttl)}
+	err = l.c.waitFor(ctx, wait, obj, l.waitChannel(), owner, true, groupedSleep, func(msg string) (bool, time.Duration, error) {
 		var err error
 		if msg != "" {
 			if le, err = l.handed(ctx, owner, o, msg, &trust); le != nil || err != nil {
@@ -143,9 +144,14 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 			}
 		}
 		prev := trust.sending()
-		le, ttl, err = l.attempt(ctx, owner, o, reg, true, trust.sent)
+		le, _, err = l.attempt(ctx, owner, o, reg, true, trust.sent)
 		trust.replied(prev)
-		return le != nil, refresh(ttl, reg), err
+		if msg != "" && carried && le == nil && err == nil {
+			// The message was not this wait's: it may be another's of
+			// this owner.
+			l.c.wakeOwner(owner, obj.reg.reg.Waiters)
+		}
+		return le != nil, groupedSleep, err
 	})
 	if err != nil {
 		if le == nil {

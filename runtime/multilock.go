@@ -183,7 +183,7 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 	reg := time.Duration(0) // the longest WaiterTTL of the locks
 	for _, l := range m.locks {
 		if wait != 0 {
-			reg = max(reg, l.registryTTL())
+			reg = max(reg, l.multiTTL())
 		}
 	}
 	ml, blocked, ttl, err := m.attempt(ctx, owner, os, reg, 0)
@@ -207,7 +207,7 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 		}
 		at, moved := blocked, false
 		var tryErr error
-		err = c.waitFor(ctx, w, waitObject{m.locks[at].def.Name, m.locks[at].key}, m.locks[at].waitChannel(), owner, registered, sleep, func(string) (bool, time.Duration, error) {
+		err = c.waitFor(ctx, w, waitObject{name: m.locks[at].def.Name, key: m.locks[at].key}, m.locks[at].waitChannel(), owner, registered, sleep, func(string) (bool, time.Duration, error) {
 			var b int
 			ml, b, ttl, tryErr = m.attempt(ctx, owner, os, reg, at+1)
 			switch {

@@ -98,12 +98,13 @@ func (s *Semaphore) ops() rdb.Semaphore {
 func (s *Semaphore) waitChannel() string { return s.channel() + ":" + s.c.id }
 
 // registryTTL is how long a registered waiter of s keeps its place
-// unrefreshed: SemaphoreDef's WaiterTTL, or RegistryTTL.
+// unrefreshed: SemaphoreDef's WaiterTTL, or the client's (see
+// Lock.waitTTL).
 func (s *Semaphore) registryTTL() time.Duration {
 	if s.def.WaiterTTL > 0 {
 		return s.def.WaiterTTL
 	}
-	return RegistryTTL
+	return s.c.waitRegistryTTL()
 }
 
 // Acquire takes n permits as one hold, waiting until that many are free:
@@ -202,7 +203,11 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	err = s.c.waitFor(ctx, wait, waitObject{s.def.Name, s.key}, s.waitChannel(), owner, true, refresh(next, reg), func(msg string) (bool, time.Duration, error) {
+	ops := s.ops()
+	k := ops.Keys()
+	obj := waitObject{name: s.def.Name, key: s.key, reg: &registration{
+		reg: rdb.Registry{Hold: k[0], Queue: k[3], Waiters: k[4], Deadlines: true}, ttl: reg, member: owner + " " + strconv.Itoa(n), pttl: next}}
+	err = s.c.waitFor(ctx, wait, obj, s.waitChannel(), owner, true, groupedSleep, func(msg string) (bool, time.Duration, error) {
 		var err error
 		if msg == owner && trust.fresh(o.lease) && (s.def.Renew || o.lease <= HandoffLease) {
 			// A release handed this waiter its permits, with the hand-off
@@ -220,9 +225,9 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 		if msg != "" {
 			registered = "1"
 		}
-		p, next, err = s.attempt(ctx, owner, strconv.Itoa(n), o, reg, registered)
+		p, _, err = s.attempt(ctx, owner, strconv.Itoa(n), o, reg, registered)
 		trust.replied(prev)
-		return p != nil, refresh(next, reg), err
+		return p != nil, groupedSleep, err
 	})
 	if err != nil {
 		if p == nil {

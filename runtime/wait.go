@@ -74,7 +74,12 @@ func (c *Client) waitFor(ctx context.Context, wait time.Duration, obj waitObject
 // waitObject names what a wait waits for in its EventWaitFallback: the
 // spec's object name and the key ("" name: no event; a latch's and a
 // RedLock's waits use the timer for more than the fallback).
-type waitObject struct{ name, key string }
+type waitObject struct {
+	name, key string
+	// reg, when set, is the waiter's registration, which its client
+	// refreshes (refresher) for as long as the wait lasts.
+	reg *registration
+}
 
 // waitSource is one channel a wait listens on: channel on c's hub, whose
 // messages naming owner are for this waiter.
@@ -111,6 +116,9 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 	ws := make([]*hub.Waiter, len(srcs))
 	for i, s := range srcs {
 		ws[i] = s.c.hub.JoinAs(subs[i], s.owner, signal)
+	}
+	if obj.reg != nil {
+		defer srcs[0].c.joinRefresh(obj.reg, signal)()
 	}
 	ok := false
 	defer func() {

@@ -57,6 +57,14 @@ if pttl == -2 then
     purge(queue, waiters, now)
     head = redis.call('lindex', queue, 0)
   end
+  -- A head whose client no longer listens is passed over (notify).
+  while head and head ~= owner do
+    unregister(queue, waiters, head)
+    if notify(ARGV[6], ARGV[5], head, head) then
+      break
+    end
+    head = redis.call('lindex', queue, 0)
+  end
   if not head or head == owner then
     if head then
       unregister(queue, waiters, owner)
@@ -65,10 +73,8 @@ if pttl == -2 then
     redis.call('pexpire', lock, lease)
     return {1, 1}
   end
-  unregister(queue, waiters, head)
   redis.call('hset', lock, head, 1)
   redis.call('pexpire', lock, ARGV[7])
-  notify(ARGV[6], ARGV[5], head, head)
   pttl = tonumber(ARGV[7])
 end
 if ttl ~= '0' then

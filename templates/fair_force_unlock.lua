@@ -14,10 +14,13 @@ local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 if redis.call('del', lock) == 0 then
   return 0
 end
-local next = pop(queue, waiters, now_ms())
+local now = now_ms()
+local next = pop(queue, waiters, now)
+while next and not notify(ARGV[2], ARGV[1], next, next) do
+  next = pop(queue, waiters, now, true) -- its client no longer listens
+end
 if next then
   redis.call('hset', lock, next, 1)
   redis.call('pexpire', lock, ARGV[3])
-  notify(ARGV[2], ARGV[1], next, next)
 end
 return 1

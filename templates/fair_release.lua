@@ -40,10 +40,14 @@ if holds > 1 then
   return holds - 1
 end
 redis.call('del', lock)
-local next = pop(queue, waiters, now_ms())
+local now = now_ms()
+local next = pop(queue, waiters, now)
+-- A waiter whose client no longer listens is passed over (notify).
+while next and not notify(ARGV[4], ARGV[3], next, next) do
+  next = pop(queue, waiters, now, true)
+end
 if next then
   redis.call('hset', lock, next, 1)
   redis.call('pexpire', lock, ARGV[5])
-  notify(ARGV[4], ARGV[3], next, next)
 end
 return 0

@@ -22,6 +22,6 @@ end
 if queue then
   notify_all(ARGV[2], ARGV[1], queue, waiters, now_ms())
 else
-  redis.call(ARGV[2], ARGV[1], 'released')
+  redis.call(publish_cmd(ARGV[2]), ARGV[1], 'released')
 end
 return 1

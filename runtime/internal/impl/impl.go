@@ -23,12 +23,13 @@ type Script struct {
 	Err error
 }
 
-// RegistryTTL and HandoffLease are the waiter registry's timings (the
-// runtime's RegistryTTL and HandoffLease document them); the scripts'
-// registry_ttl is RegistryTTL.
+// RegistryTTL, LiveRegistryTTL and HandoffLease are the waiter
+// registry's timings (the runtime's document them); the scripts'
+// registry_ttl is LiveRegistryTTL.
 const (
-	RegistryTTL  = time.Second
-	HandoffLease = RegistryTTL
+	RegistryTTL     = time.Second
+	LiveRegistryTTL = 30 * time.Second
+	HandoffLease    = time.Second
 )
 
 // KeyDef is an object's key pattern, as emitted by lockgen.

@@ -151,3 +151,9 @@ func (p *Pinned) get(name string) *Script {
 	}
 	return s
 }
+
+// RegistryRefresh is the runtime's registry_refresh script, which every
+// kind with a waiter registry shares: the runtime's own, not part of a
+// kind's set, so generated code does not pin it (nothing generated
+// depends on its contract).
+func RegistryRefresh() *Script { return own()["registry_refresh"] }

@@ -136,9 +136,39 @@ func (c *Conn) EvalWait(ctx context.Context, s *impl.Script, sync impl.SyncDef, 
 }
 
 // wake returns the wake-up prefix of key's waiters and the publish
-// command, boxed.
+// command of the scripts that keep a waiter registry, boxed (wakePublish).
 func (c *Conn) wake(key string) (prefix, publish any) {
-	return c.WakePrefix(key), c.publish()
+	return c.WakePrefix(key), c.wakePublish()
+}
+
+// wakePublish returns the publish command of the scripts that keep a
+// waiter registry, boxed: SPUBLISH, or PUBLISH whose count of receivers
+// tells whether a waiter's client still listens (a single primary, where
+// every subscriber of the channel is on the server that runs the
+// script), or "publish!" when that count says nothing (classic pub/sub
+// on a cluster or a Ring, whose subscribers may be on another node): the
+// registry's notify then takes every waiter as listening (see notify in
+// templates/registry.luainc).
+func (c *Conn) wakePublish() any {
+	switch {
+	case c.Sharded():
+		return spublishArg
+	case c.CountsReceivers():
+		return publishArg
+	}
+	return blindPublishArg
+}
+
+// CountsReceivers reports whether the wake-ups' publish counts every
+// subscriber of a channel: with sharded pub/sub, or on a single primary
+// (a standalone server, or Sentinel's). Its waiters may then keep their
+// registration long (see the runtime's LiveRegistryTTL).
+func (c *Conn) CountsReceivers() bool {
+	if c.Sharded() {
+		return true
+	}
+	_, single := c.R.(*redis.Client)
+	return single
 }
 
 // publish returns the publish command, boxed.

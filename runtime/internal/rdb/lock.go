@@ -56,6 +56,7 @@ var (
 	flag0, flag1, flag2         any = "0", "1", "2"
 	zero                        any = int64(0)
 	publishArg, spublishArg     any = "publish", "spublish"
+	blindPublishArg             any = "publish!" // see Conn.wakePublish
 	handoffArg                  any = impl.HandoffLease.Milliseconds()
 	suffixes                        = [...]string{":queue", ":waiters", ":fence", ":ch"}
 	rwSuffixes                      = [...]string{":holds", ":queue", ":waiters", ":ch"}
@@ -136,7 +137,7 @@ func (l *Lock) wake() (prefix, publish any) {
 	if l.conn.Sharded() {
 		return l.channel, spublishArg
 	}
-	return l.classic.Arg, publishArg
+	return l.classic.Arg, l.conn.wakePublish()
 }
 
 // lease returns d in milliseconds, boxed (without an allocation when it
@@ -203,7 +204,7 @@ func (l *Lock) Acquire(ctx context.Context, a Attempt) (cmd, wait *redis.Cmd) {
 	}
 	if len(args) == 4 && !a.Waiting { // a first attempt leaves the registered flag out
 		args = args[:3]
-		if a.Reg == impl.RegistryTTL { // the scripts' default: one argument less
+		if a.Reg == impl.LiveRegistryTTL { // the scripts' default: one argument less
 			args = args[:2]
 		}
 	}

@@ -52,7 +52,7 @@ func (m MultiLock) Acquire(ctx context.Context, owner string, reg time.Duration,
 func (m MultiLock) Release(ctx context.Context, owner string) *redis.Cmd {
 	c := m.Locks[0].conn
 	args := make([]any, 0, 2+4*len(m.Locks))
-	args = append(args, owner, c.publish())
+	args = append(args, owner, c.wakePublish())
 	for i, l := range m.Locks {
 		args = append(args, l.kind.String(), m.Leases[i].Milliseconds(), l.Channel(), handoffArg)
 	}

@@ -50,5 +50,5 @@ func (r RedLock) Release(ctx context.Context, value any, mode string) *redis.Cmd
 //	KEYS: lock, queue, waiters
 //	ARGV: prefix, publish
 func (r RedLock) ForceUnlock(ctx context.Context, prefix any) *redis.Cmd {
-	return r.Conn.Eval(ctx, r.Scripts.ForceUnlock, r.Keys, prefix, r.Conn.publish())
+	return r.Conn.Eval(ctx, r.Scripts.ForceUnlock, r.Keys, prefix, r.Conn.wakePublish())
 }

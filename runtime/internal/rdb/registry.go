@@ -1,0 +1,46 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/impl"
+)
+
+// Registry names one object's waiter registry: the key that tells how
+// long its hold lasts, and the registry's two keys, in one slot.
+type Registry struct {
+	Hold, Queue, Waiters string
+	// Deadlines: Hold is a sorted set of the holds' deadlines (a
+	// read-write lock's holds, a semaphore's), not a key whose TTL is
+	// the hold's.
+	Deadlines bool
+}
+
+// Refresh runs registry_refresh for members, one client's waiters of the
+// registry's object, registered for ttl from now:
+//
+//	KEYS: hold, queue, waiters
+//	ARGV: registry_ttl_ms, hold_kind, members...
+//
+// registry_refresh reply: {int, int}
+func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, members []string) (registered int64, pttl time.Duration, err error) {
+	args := make([]any, 0, 2+len(members))
+	kind := "k"
+	if r.Deadlines {
+		kind = "z"
+	}
+	args = append(args, ttl.Milliseconds(), kind)
+	for _, m := range members {
+		args = append(args, m)
+	}
+	v, err := conn.Eval(ctx, impl.RegistryRefresh(), []string{r.Hold, r.Queue, r.Waiters}, args...).Int64Slice()
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(v) != 2 {
+		return 0, 0, fmt.Errorf("unexpected reply %v", v)
+	}
+	return v[0], time.Duration(v[1]) * time.Millisecond, nil
+}

@@ -1,0 +1,222 @@
+package runtime
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
+)
+
+// LiveRegistryTTL is how long a waiter's registration lasts unrefreshed
+// where a release can tell a waiter whose client went away from its
+// wake-up's count of receivers (a single primary, or sharded pub/sub on
+// a cluster: Conn.CountsReceivers): a dead or disconnected client is
+// passed over at once, so the deadline only bounds a client that stopped
+// (SIGSTOP, a long pause) with its connection open, and a client keeps
+// its waiters registered with one refresh per object every third of it,
+// however many of its goroutines wait there (see "Waiter registry" in
+// docs/design.md). Elsewhere (classic pub/sub on a cluster or a Ring) a
+// registration lasts RegistryTTL.
+const LiveRegistryTTL = impl.LiveRegistryTTL
+
+// waitRegistryTTL is how long a registration of a waiter of this client
+// lasts unrefreshed, when its object does not set one (WaiterTTL).
+func (c *Client) waitRegistryTTL() time.Duration {
+	c.publishCmd() // the pub/sub mode decides (probed once)
+	if c.conn.CountsReceivers() {
+		return LiveRegistryTTL
+	}
+	return RegistryTTL
+}
+
+// registration is a waiter's entry in its object's waiter registry, which
+// its client refreshes together with its other waiters' there (refresher).
+type registration struct {
+	reg    rdb.Registry
+	ttl    time.Duration
+	member string
+	pttl   time.Duration // the hold's TTL its last attempt saw
+}
+
+// refresher keeps a client's waiters registered: one group per object,
+// whose one timer refreshes every member of the group in one call
+// (registry_refresh) every third of the registration TTL, or when the
+// object's hold runs out if that is sooner. A waiter then costs nothing
+// per second, and a waiting client one call per object it waits on per
+// period. A refresh that finds a member gone (handed what it waited for,
+// or passed over: its message was lost or its client seemed gone) wakes
+// the group's waiters to try again; one that finds the object free with
+// members still registered (the holder's lease ran out, or a hand-off to
+// a stopped client did) wakes the longest-waiting of them.
+type refresher struct {
+	mu     sync.Mutex
+	groups map[string]*regGroup // by the registry's waiters key
+}
+
+// regGroup is one object's waiters of a client.
+type regGroup struct {
+	reg      rdb.Registry
+	ttl      time.Duration
+	members  []*regMember // the oldest first
+	timer    *time.Timer
+	failures int
+}
+
+type regMember struct {
+	member string
+	signal chan struct{}
+}
+
+// join adds a waiter, woken on signal, to its object's group, and returns
+// its leave.
+func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func()) {
+	m := &regMember{member: r.member, signal: signal}
+	f := &c.regs
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.groups == nil {
+		f.groups = map[string]*regGroup{}
+	}
+	g := f.groups[r.reg.Waiters]
+	if g == nil || g.ttl != r.ttl {
+		if g != nil {
+			g.timer.Stop()
+		}
+		g = &regGroup{reg: r.reg, ttl: r.ttl}
+		f.groups[r.reg.Waiters] = g
+		g.timer = time.AfterFunc(g.next(r.pttl), func() { c.refresh(g) })
+	}
+	g.members = append(g.members, m)
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i, o := range g.members {
+			if o == m {
+				g.members = append(g.members[:i], g.members[i+1:]...)
+				break
+			}
+		}
+		if len(g.members) == 0 && f.groups[r.reg.Waiters] == g {
+			g.timer.Stop()
+			delete(f.groups, r.reg.Waiters)
+		}
+	}
+}
+
+// next is when the group refreshes after a call that saw the hold's TTL
+// pttl: a third of the registration TTL, or just after the hold runs out
+// when that is sooner (a holder that died is found without a release),
+// a little earlier at random so that a client's groups spread out.
+func (g *regGroup) next(pttl time.Duration) time.Duration {
+	d := g.ttl / 3
+	if pttl > 0 && pttl+10*time.Millisecond < d {
+		d = pttl + 10*time.Millisecond
+	}
+	return max(d-time.Duration(rand.Int64N(int64(d)/10+1)), 10*time.Millisecond)
+}
+
+// refresh runs the group's refresh and wakes its waiters as it finds
+// (see refresher), then arms the next.
+func (c *Client) refresh(g *regGroup) {
+	f := &c.regs
+	f.mu.Lock()
+	if f.groups[g.reg.Waiters] != g || len(g.members) == 0 {
+		f.mu.Unlock()
+		return
+	}
+	members := make([]string, len(g.members))
+	for i, m := range g.members {
+		members[i] = m.member
+	}
+	f.mu.Unlock()
+	if c.hub.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.ttl/3)
+	defer cancel()
+	type result struct {
+		n    int64
+		pttl time.Duration
+		err  error
+	}
+	var n int64
+	pttl := time.Duration(-1)
+	var err error
+	// Members in batches that keep each call's arguments small.
+	for i := 0; i < len(members) && err == nil; i += refreshBatch {
+		batch := members[i:min(i+refreshBatch, len(members))]
+		r, ok := within(ctx, func() result {
+			n, p, err := g.reg.Refresh(ctx, &c.conn, g.ttl, batch)
+			return result{n, p, err}
+		})
+		if !ok {
+			r.err = ctx.Err()
+		}
+		n, pttl, err = n+r.n, r.pttl, r.err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.groups[g.reg.Waiters] != g {
+		return
+	}
+	if err != nil {
+		// Redis unreachable: try again soon; the waiters ride it out on
+		// their own (a reconnection wakes them, see "Waiting").
+		g.timer.Reset(retryBackoff(g.failures))
+		g.failures++
+		return
+	}
+	g.failures = 0
+	switch {
+	case n < int64(len(members)):
+		for _, m := range g.members {
+			wake(m.signal)
+		}
+	case pttl == -2*time.Millisecond && len(g.members) > 0:
+		wake(g.members[0].signal)
+	}
+	g.timer.Reset(g.next(pttl))
+}
+
+// refreshBatch is the most members one registry_refresh call carries.
+const refreshBatch = 512
+
+// wake signals a waiter without blocking (a signal pending is enough).
+func wake(signal chan struct{}) {
+	select {
+	case signal <- struct{}{}:
+	default:
+	}
+}
+
+// groupedSleep is how long a waiter whose client refreshes its
+// registration (refresher) sleeps at most when nothing wakes it: its
+// group's refresh does the looking, and this only bounds a wait whose
+// group could not.
+const groupedSleep = 5 * time.Minute
+
+// wakeOwner wakes the waits of owner on other objects than the one whose
+// registry's waiters key is except: a wake-up names an owner, not an
+// object, so one that reached a wait of a carried owner (an owner that
+// waits on several objects at once, on one channel) and did not serve it
+// may have been for another of its waits (see "Waiting" in
+// docs/design.md).
+func (c *Client) wakeOwner(owner, except string) {
+	f := &c.regs
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for w, g := range f.groups {
+		if w == except {
+			continue
+		}
+		for _, m := range g.members {
+			if m.member == owner || strings.HasPrefix(m.member, owner+" ") {
+				wake(m.signal)
+			}
+		}
+	}
+}

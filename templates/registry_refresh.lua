@@ -1,0 +1,42 @@
+-- registry_refresh: keep one client's waiters of an object registered:
+-- one call per client and object, however many of its waiters wait there
+-- (see "Waiter registry" in docs/design.md). It moves the deadline of
+-- each member still registered (one ZADD XX), keeps the registry's keys
+-- alive as long, and reads the object's hold TTL, which tells the client
+-- when to look again. It changes nothing else, so a run again (a reply
+-- lost) only moves the same deadlines again.
+-- KEYS[1] hold: the object's key whose TTL is its holder's (an exclusive
+--   lock's), or the sorted set of its holds' deadlines in server
+--   milliseconds (a read-write lock's holds, a semaphore's)
+-- KEYS[2] queue: the waiter registry's wait queue
+-- KEYS[3] waiters: the waiter registry's deadlines
+-- ARGV[1] registry_ttl_ms: how long the registrations last from now
+-- ARGV[2] hold_kind: 'k' when hold's TTL is the hold's, 'z' when hold
+--   holds deadlines
+-- ARGV[3...] members: the client's members, as registered
+-- reply: {int, int}
+--   {registered, pttl}: how many of the members were still registered
+--   (a member gone was handed what it waited for, or passed over), and
+--   how long the (first) hold has left in milliseconds: -2 when none is
+--   left, or the first ran out unreleased; -1 when the key has no TTL.
+-- #include registry
+local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[1]
+local now = now_ms()
+local deadline = now + tonumber(ttl)
+local args = {'XX', 'CH'}
+for i = 3, #ARGV do
+  args[#args + 1] = deadline
+  args[#args + 1] = ARGV[i]
+end
+local n = redis.call('zadd', waiters, unpack(args))
+if n > 0 then
+  keep_registry(queue, waiters, ttl)
+end
+if ARGV[2] == 'k' then
+  return {n, redis.call('pttl', KEYS[1])}
+end
+local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
+if not first[2] or tonumber(first[2]) <= now then
+  return {n, -2}
+end
+return {n, tonumber(first[2]) - now}
