@@ -188,15 +188,25 @@ func TestScriptContracts(t *testing.T) {
 	}
 	must(r.Unlock(ctx))
 
-	// A waiter its client keeps registered (registry_refresh), until the
-	// holder's fixed lease runs out unreleased.
-	wd := def(t, lockrt.Reentrant, 200*time.Millisecond, false, 0)
+	// A waiter its client keeps registered (registry_refresh), every
+	// 100ms, until the holder lets go.
+	wd := def(t, lockrt.Reentrant, time.Minute, false, 0)
+	wd.WaiterTTL = 300 * time.Millisecond
 	wk := key(t, "refresh")
-	_, err = lockimpl.NewLock(c, wd, wk).Lock(ctx) //lockgen:ignore left to run out
+	held, err := lockimpl.NewLock(c, wd, wk).Lock(ctx)
 	must(err)
-	wle, err := lockimpl.NewLock(c2, wd, wk).TryLock(ctx, 10*time.Second)
-	must(err)
-	must(wle.Unlock(ctx))
+	refreshes := h.count("registry_refresh")
+	got := make(chan error, 1)
+	go func() {
+		wle, err := lockimpl.NewLock(c2, wd, wk).TryLock(ctx, time.Minute)
+		if err == nil {
+			err = wle.Unlock(ctx)
+		}
+		got <- err
+	}()
+	h.waitFor(t, "registry_refresh", refreshes)
+	must(held.Unlock(ctx))
+	must(<-got)
 
 	// A multi-lock on one slot.
 	md := def(t, lockrt.Reentrant, time.Minute, false, 0)

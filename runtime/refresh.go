@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/impl"
@@ -40,6 +41,9 @@ type registration struct {
 	ttl    time.Duration
 	member string
 	pttl   time.Duration // the hold's TTL its last attempt saw
+
+	woken atomic.Bool // a refresh woke the waiter (its wait's fallback)
+	group *regGroup   // (the refresher's)
 }
 
 // refresher keeps a client's waiters registered: one group per object,
@@ -64,17 +68,24 @@ type regGroup struct {
 	members  []*regMember // the oldest first
 	timer    *time.Timer
 	failures int
+	lastErr  error // the last refresh's, while Redis could not be reached
 }
 
 type regMember struct {
-	member string
+	r      *registration
 	signal chan struct{}
+}
+
+// wake signals m's waiter, as its wait's fallback.
+func (m *regMember) wake() {
+	m.r.woken.Store(true)
+	wake(m.signal)
 }
 
 // join adds a waiter, woken on signal, to its object's group, and returns
 // its leave.
 func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func()) {
-	m := &regMember{member: r.member, signal: signal}
+	m := &regMember{r: r, signal: signal}
 	f := &c.regs
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -91,6 +102,7 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 		g.timer = time.AfterFunc(g.next(r.pttl), func() { c.refresh(g) })
 	}
 	g.members = append(g.members, m)
+	r.group = g
 	return func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -130,7 +142,7 @@ func (c *Client) refresh(g *regGroup) {
 	}
 	members := make([]string, len(g.members))
 	for i, m := range g.members {
-		members[i] = m.member
+		members[i] = m.r.member
 	}
 	f.mu.Unlock()
 	if c.hub.IsClosed() {
@@ -168,16 +180,17 @@ func (c *Client) refresh(g *regGroup) {
 		// their own (a reconnection wakes them, see "Waiting").
 		g.timer.Reset(retryBackoff(g.failures))
 		g.failures++
+		g.lastErr = err
 		return
 	}
-	g.failures = 0
+	g.failures, g.lastErr = 0, nil
 	switch {
 	case n < int64(len(members)):
 		for _, m := range g.members {
-			wake(m.signal)
+			m.wake()
 		}
 	case pttl == -2*time.Millisecond && len(g.members) > 0:
-		wake(g.members[0].signal)
+		g.members[0].wake()
 	}
 	g.timer.Reset(g.next(pttl))
 }
@@ -191,6 +204,18 @@ func wake(signal chan struct{}) {
 	case signal <- struct{}{}:
 	default:
 	}
+}
+
+// refreshErr returns the error of r's group's last refresh while Redis
+// could not be reached, nil otherwise: the waits ride an outage on their
+// group's refreshes, and one that ends meanwhile matches it too.
+func (c *Client) refreshErr(r *registration) error {
+	c.regs.mu.Lock()
+	defer c.regs.mu.Unlock()
+	if r.group == nil {
+		return nil
+	}
+	return r.group.lastErr
 }
 
 // groupedSleep is how long a waiter whose client refreshes its
@@ -214,7 +239,7 @@ func (c *Client) wakeOwner(owner, except string) {
 			continue
 		}
 		for _, m := range g.members {
-			if m.member == owner || strings.HasPrefix(m.member, owner+" ") {
+			if m.r.member == owner || strings.HasPrefix(m.r.member, owner+" ") {
 				wake(m.signal)
 			}
 		}

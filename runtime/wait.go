@@ -159,7 +159,9 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 		timer.Reset(sleep)
 		select {
 		case <-signal:
-			byTimer = false
+			// (A wake-up by the client's refresh of the registration is
+			// the wait's fallback: refresher.)
+			byTimer = obj.reg != nil && obj.reg.woken.Swap(false)
 			for i, s := range srcs {
 				msgs[i] = s.c.hub.Message(ws[i])
 			}
@@ -169,6 +171,9 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 		case <-srcs[0].c.hub.Closed():
 			return ErrClosed
 		case <-wctx.Done():
+			if lastErr == nil && obj.reg != nil {
+				lastErr = srcs[0].c.refreshErr(obj.reg)
+			}
 			return lastError(waitError(ctx, wctx.Err()), lastErr)
 		}
 	}

@@ -133,8 +133,8 @@ func refreshWindow(tb testing.TB, node *redistest.Node, k string, waiters int64,
 }
 
 // checkRefreshCost logs and checks what waiters waiting for window cost
-// in scripts and in all commands (INFO commandstats): at most one script
-// per WaiterTTL/3 (ttl) each, and want commands per script, give or take
+// in scripts and in all commands (INFO commandstats): at most about one
+// script per WaiterTTL/3 (ttl) each, and want commands per script, give or take
 // slack (0.5: a refresh late enough on a loaded machine that the entry
 // expired makes the full attempt once).
 func checkRefreshCost(t *testing.T, name string, waiters int, window, ttl time.Duration, scripts, all int64, want, slack float64) {
@@ -146,7 +146,8 @@ func checkRefreshCost(t *testing.T, name string, waiters int, window, ttl time.D
 	if scripts == 0 {
 		t.Fatal("no refresh while waiting")
 	}
-	if perSecond > 3/ttl.Seconds()*1.1 {
+	// (A client's refresh comes up to a tenth early, at random: 1.25.)
+	if perSecond > 3/ttl.Seconds()*1.25 {
 		t.Errorf("%.1f scripts per waiting second, want at most one per WaiterTTL/3", perSecond)
 	}
 	if perCall > want+slack {
@@ -169,28 +170,27 @@ type refreshCase struct {
 	aheadWaiters int64 // queued before the waiters counted
 }
 
-// TestWaiterRefreshCost: what a waiter costs Redis per second while
-// another owner holds the lock, counted by INFO commandstats: one
-// EVALSHA per WaiterTTL/3, which only refreshes the waiter's entry (TIME,
-// ZADD XX, PTTL and two PEXPIREs: 6 commands with the EVALSHA, where a
-// full attempt costs 7 or more), for every kind of lock with a registry
-// and for an atomic multi-lock. At the default WaiterTTL (1s) that is 3
-// scripts and 18 commands per waiting second. See "Waiter registry" in
-// the runtime's package doc.
+// TestWaiterRefreshCost: what a waiting client costs Redis per second
+// while another owner holds the lock, counted by INFO commandstats: one
+// registry_refresh per WaiterTTL/3 per client and object, which moves
+// the deadlines of the client's waiters there (TIME, ZADD XX, two
+// PEXPIREs and the hold's PTTL: 6 commands with the EVALSHA), for every
+// kind of lock with a registry; an atomic multi-lock's waiter refreshes
+// its entry itself (its acquire's refresh path, also 6). Each waiter here
+// is on a client of its own. At the default WaiterTTL
+// (LiveRegistryTTL, 30s) that is one script per client and object every
+// 10s; TestWaitingCostPerClient counts many waiters per client. See
+// "Waiter registry" in docs/design.md.
 func TestWaiterRefreshCost(t *testing.T) {
 	testRefreshCost(t, refreshCases(t)[:5])
 }
 
 // TestRWSemaphoreWaiterRefreshCost: TestWaiterRefreshCost for read-write
-// lock and semaphore waiters. While another owner writes, a waiting
-// writer or reader refreshes its entry with one EVALSHA per WaiterTTL/3
-// that only moves its deadline: TIME, ZRANGE of the holds (a writer) or
-// ZSCORE of the write hold (a reader), ZADD XX and two PEXPIREs, 6
-// commands with the EVALSHA. A semaphore waiter's refresh (for one
-// permit) also reads the registry's oldest deadline: 7. Readers queued
-// behind a waiting writer while another reader holds check that the
-// queue's head is a live writer (LINDEX, ZSCORE) and read the earliest
-// hold's deadline (ZRANGE): 9.
+// lock and semaphore waiters: their client's registry_refresh reads the
+// earliest hold's deadline (ZRANGE of the holds) where a lock's reads its
+// PTTL: 6 commands with the EVALSHA, for a waiting writer, a waiting
+// reader, a semaphore waiter and readers queued behind a waiting writer
+// while another reader holds.
 func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
 	testRefreshCost(t, refreshCases(t)[5:])
 }
@@ -356,12 +356,8 @@ func refreshCases(t *testing.T) []refreshCase {
 		{lockObject("multi", lockimpl.Reentrant, true), 6, 0.5, 0},
 		{rwSide("rw-write", false), 6, 0.5, 0},
 		{rwSide("rw-read", true), 6, 0.5, 0},
-		// A semaphore waiter's refresh makes the full attempt while any
-		// registered waiter is past its deadline: on a loaded machine
-		// one late waiter turns the others' next refresh into a full
-		// attempt (7.78 seen once under -race, load 5).
-		{semaphore, 7, 1, 0},
-		{readBehindWriter, 9, 0.5, 1},
+		{semaphore, 6, 0.5, 0},
+		{readBehindWriter, 6, 0.5, 1},
 	}
 }
 
