@@ -38,7 +38,8 @@ type Client struct {
 	wakesMu sync.RWMutex
 	wakes   map[string]*rdb.Prefix
 
-	regs refresher // its waiters' registrations (refresh.go)
+	regs   refresher    // its waiters' registrations (refresh.go)
+	clocks serverClocks // its primaries' clocks (clock.go)
 
 	fences fences // the last fencing token seen per fenced lock (fenced.go)
 

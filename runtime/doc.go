@@ -84,8 +84,9 @@
 // Round trips: an uncontended Lock is one EVALSHA, Unlock one (5 Redis
 // commands for the pair); a waiter registers in its failed attempt, adds
 // a SUBSCRIBE when its client's wake-up channel is not subscribed yet,
-// takes a lock a release hands it without another call, and refreshes
-// its place every RegistryTTL/3 (one small script). HoldCount, IsHeldBy,
+// takes a lock a release hands it without another call; its client
+// keeps its place with one small script per object every
+// LiveRegistryTTL/3, for all its waiters there. HoldCount, IsHeldBy,
 // Lease.IsHeld, IsLocked, TTL and ForceUnlock are one each;
 // Lease.Downgrade two; Lease.Token none. Errors: ErrNotObtained,
 // ErrNotReentrant, ErrUpgrade, ErrFenceReset, ErrNotReplicated,

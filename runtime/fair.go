@@ -7,19 +7,21 @@ import (
 )
 
 // DefaultWaiterTTL is how long a waiter of a fair lock keeps its place in
-// the queue without refreshing it, unless its LockDef says otherwise: the
-// waiter registry's RegistryTTL. A live waiter refreshes it every third
-// of it; a waiter that died is passed over at most this long after its
-// last refresh (or, when a release handed it the lock meanwhile, once the
-// hand-off's lease, HandoffLease, as long, runs out).
-const DefaultWaiterTTL = RegistryTTL
+// the queue without a refresh, unless its LockDef says otherwise, where a
+// release can tell a waiter whose client went away (it passes such a
+// waiter over at once; see LiveRegistryTTL): its client refreshes it
+// every third of it; a waiter whose client stopped is passed over at
+// most this long after the last refresh (or, when a release handed it
+// the lock meanwhile, once the hand-off's lease, HandoffLease, runs
+// out). Elsewhere the default is RegistryTTL.
+const DefaultWaiterTTL = LiveRegistryTTL
 
 // A fair lock is a reentrant Lock whose waiters get it in arrival order.
 // Its scripts keep, next to the lock hash, the waiter registry (see
 // "Waiter registry" in docs/design.md): the wait queue (":queue", a list
 // of owners) and each waiter's deadline (":waiters", a zset scored by the
 // Redis server's clock). A waiter registers in its failed attempt,
-// refreshes its deadline every WaiterTTL/3 while it waits, and sleeps on
+// its client refreshes its deadline every WaiterTTL/3 while it waits, and it sleeps on
 // its client's channel; a release hands the lock to the first live waiter
 // and tells it so, and a newcomer never takes a free lock past a live
 // waiter. Scripts of the lock drop the waiters whose deadline passed; a
@@ -60,7 +62,8 @@ func (l *Lock) waitTTL() time.Duration {
 // had pttl left at its last attempt.
 func (l *Lock) registration(owner string, ttl, pttl time.Duration) *registration {
 	k := l.ops.Keys()
-	r := &registration{reg: rdb.Registry{Hold: k[0], Queue: k[1], Waiters: k[2]}, ttl: ttl, member: owner, pttl: pttl}
+	r := &registration{reg: rdb.Registry{Hold: k[0], Queue: k[1], Waiters: k[2]}, ttl: ttl, member: owner, pttl: pttl,
+		short: l.def.Lease <= 2*HandoffLease}
 	if l.mode != "" { // a read-write lock: KEYS lock, holds, queue, waiters
 		r.reg.Hold, r.reg.Queue, r.reg.Waiters, r.reg.Deadlines = k[1], k[2], k[3], true
 		r.member = owner + " " + l.mode

@@ -69,6 +69,23 @@ func (h *handoffTrust) replied(prev time.Time) {
 	}
 }
 
+// start returns when a hand-off message that came now, saying the
+// hand-off started at server time ms (0: it does not say), started at the
+// earliest by this process's clock, and whether that leaves the hold
+// enough to take it without asking Redis (fresh). With the server's clock
+// known (Client.handedAt) the message says it itself, however long the
+// wait; otherwise it is the send of the waiter's last attempt, and only
+// a message that no gap made suspect counts.
+func (h *handoffTrust) start(c *Client, key string, ms int64, lease time.Duration) (time.Time, bool) {
+	v := min(HandoffLease, lease)
+	if ms > 0 {
+		if at, ok := c.handedAt(key, ms); ok {
+			return at, time.Since(at) < v-watchdog.RenewEvery(v)
+		}
+	}
+	return h.sent, h.fresh(lease)
+}
+
 // fresh reports whether a hand-off message that came now leaves the hold
 // enough to take it without asking Redis: no gap made it suspect, and a
 // third at least of the hold's first validity (the hand-off's lease, or

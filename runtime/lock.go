@@ -178,10 +178,15 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 // than the last one this client saw for the lock.
 func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg string, trust *handoffTrust) (*Lease, error) {
 	rest, ok := strings.CutPrefix(msg, owner)
-	if !ok || !o.fresh || !trust.fresh(o.lease) || (!l.def.Renew && o.lease > HandoffLease) {
+	if !ok || !o.fresh || (!l.def.Renew && o.lease > HandoffLease) {
 		return nil, nil
 	}
-	le, err := l.newLeaseFirst(ctx, owner, o, trust.sent, HandoffLease)
+	rest, ms := handoffTime(rest)
+	start, ok := trust.start(l.c, l.key, ms, o.lease)
+	if !ok {
+		return nil, nil
+	}
+	le, err := l.newLeaseFirst(ctx, owner, o, start, HandoffLease)
 	if le == nil || rest == "" {
 		return le, err
 	}

@@ -41,6 +41,10 @@ type registration struct {
 	ttl    time.Duration
 	member string
 	pttl   time.Duration // the hold's TTL its last attempt saw
+	// short: the object's lease is at most twice HandoffLease, so its
+	// hold's TTL does not tell a holder's lease from a hand-off's: its
+	// group always watches the hold's end (see next).
+	short bool
 
 	woken atomic.Bool // a refresh woke the waiter (its wait's fallback)
 	group *regGroup   // (the refresher's)
@@ -65,8 +69,10 @@ type refresher struct {
 type regGroup struct {
 	reg      rdb.Registry
 	ttl      time.Duration
+	short    bool         // (registration's)
 	members  []*regMember // the oldest first
 	timer    *time.Timer
+	watching bool // the timer is the hold's end, not the registrations' (next)
 	failures int
 	lastErr  error // the last refresh's, while Redis could not be reached
 }
@@ -74,6 +80,7 @@ type regGroup struct {
 type regMember struct {
 	r      *registration
 	signal chan struct{}
+	since  time.Time // when its attempt registered it (about: its join)
 }
 
 // wake signals m's waiter, as its wait's fallback.
@@ -85,7 +92,7 @@ func (m *regMember) wake() {
 // join adds a waiter, woken on signal, to its object's group, and returns
 // its leave.
 func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func()) {
-	m := &regMember{r: r, signal: signal}
+	m := &regMember{r: r, signal: signal, since: time.Now()}
 	f := &c.regs
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -97,9 +104,9 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 		if g != nil {
 			g.timer.Stop()
 		}
-		g = &regGroup{reg: r.reg, ttl: r.ttl}
+		g = &regGroup{reg: r.reg, ttl: r.ttl, short: r.short}
 		f.groups[r.reg.Waiters] = g
-		g.timer = time.AfterFunc(g.next(r.pttl), func() { c.refresh(g) })
+		g.timer = time.AfterFunc(g.next(r.pttl, false), func() { c.refresh(g) })
 	}
 	g.members = append(g.members, m)
 	r.group = g
@@ -121,11 +128,16 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 
 // next is when the group refreshes after a call that saw the hold's TTL
 // pttl: a third of the registration TTL, or just after the hold runs out
-// when that is sooner (a holder that died is found without a release),
-// a little earlier at random so that a client's groups spread out.
-func (g *regGroup) next(pttl time.Duration) time.Duration {
+// when that is sooner and the group watches it (watch: its client's
+// member heads the queue, or the hold is a holder's lease rather than a
+// hand-off's: a holder that died is found without a release, by one
+// client rather than every waiting one), a little earlier at random so
+// that a client's groups spread out.
+func (g *regGroup) next(pttl time.Duration, head bool) time.Duration {
 	d := g.ttl / 3
-	if pttl > 0 && pttl+10*time.Millisecond < d {
+	watch := head || g.short || pttl > HandoffLease
+	g.watching = watch && pttl > 0 && pttl+10*time.Millisecond < d
+	if g.watching {
 		d = pttl + 10*time.Millisecond
 	}
 	return max(d-time.Duration(rand.Int64N(int64(d)/10+1)), 10*time.Millisecond)
@@ -140,10 +152,25 @@ func (c *Client) refresh(g *regGroup) {
 		f.mu.Unlock()
 		return
 	}
+	// Waiters that registered less than a third of the TTL ago need no
+	// refresh yet (under contention most waits are that short): unless
+	// the group watches the hold's end, the call waits for the oldest.
+	oldest := g.members[0].since
+	for _, m := range g.members {
+		if m.since.Before(oldest) {
+			oldest = m.since
+		}
+	}
+	if due := oldest.Add(g.ttl / 3); !g.watching && time.Until(due) > g.ttl/30 {
+		g.timer.Reset(time.Until(due))
+		f.mu.Unlock()
+		return
+	}
 	members := make([]string, len(g.members))
 	for i, m := range g.members {
 		members[i] = m.r.member
 	}
+	refreshed := time.Now()
 	f.mu.Unlock()
 	if c.hub.IsClosed() {
 		return
@@ -153,22 +180,23 @@ func (c *Client) refresh(g *regGroup) {
 	type result struct {
 		n    int64
 		pttl time.Duration
+		head bool
 		err  error
 	}
 	var n int64
-	pttl := time.Duration(-1)
+	pttl, head := time.Duration(-1), false
 	var err error
 	// Members in batches that keep each call's arguments small.
 	for i := 0; i < len(members) && err == nil; i += refreshBatch {
 		batch := members[i:min(i+refreshBatch, len(members))]
 		r, ok := within(ctx, func() result {
-			n, p, err := g.reg.Refresh(ctx, &c.conn, g.ttl, batch)
-			return result{n, p, err}
+			n, p, h, err := g.reg.Refresh(ctx, &c.conn, g.ttl, batch)
+			return result{n, p, h, err}
 		})
 		if !ok {
 			r.err = ctx.Err()
 		}
-		n, pttl, err = n+r.n, r.pttl, r.err
+		n, pttl, head, err = n+r.n, r.pttl, head || r.head, r.err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -184,6 +212,11 @@ func (c *Client) refresh(g *regGroup) {
 		return
 	}
 	g.failures, g.lastErr = 0, nil
+	for _, m := range g.members {
+		if !m.since.After(refreshed) { // (those that joined since registered later)
+			m.since = refreshed
+		}
+	}
 	switch {
 	case n < int64(len(members)):
 		for _, m := range g.members {
@@ -192,7 +225,7 @@ func (c *Client) refresh(g *regGroup) {
 	case pttl == -2*time.Millisecond && len(g.members) > 0:
 		g.members[0].wake()
 	}
-	g.timer.Reset(g.next(pttl))
+	g.timer.Reset(g.next(pttl, head))
 }
 
 // refreshBatch is the most members one registry_refresh call carries.

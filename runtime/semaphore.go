@@ -206,16 +206,21 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	ops := s.ops()
 	k := ops.Keys()
 	obj := waitObject{name: s.def.Name, key: s.key, reg: &registration{
-		reg: rdb.Registry{Hold: k[0], Queue: k[3], Waiters: k[4], Deadlines: true}, ttl: reg, member: owner + " " + strconv.Itoa(n), pttl: next}}
+		reg: rdb.Registry{Hold: k[0], Queue: k[3], Waiters: k[4], Deadlines: true}, ttl: reg, member: owner + " " + strconv.Itoa(n), pttl: next,
+		short: s.def.Lease <= 2*HandoffLease}}
 	err = s.c.waitFor(ctx, wait, obj, s.waitChannel(), owner, true, groupedSleep, func(msg string) (bool, time.Duration, error) {
 		var err error
-		if msg == owner && trust.fresh(o.lease) && (s.def.Renew || o.lease <= HandoffLease) {
+		if rest, ok := strings.CutPrefix(msg, owner); ok && (s.def.Renew || o.lease <= HandoffLease) {
 			// A release handed this waiter its permits, with the hand-off
 			// lease: the watchdog's first renewal (or a lease that fits
 			// in it) makes them this waiter's without another call; a
 			// late or suspect message is confirmed by the attempt.
-			p, err = s.newPermit(ctx, owner, n, o, trust.sent, HandoffLease)
-			return p != nil, 0, err
+			if rest, ms := handoffTime(rest); rest == "" {
+				if start, fresh := trust.start(s.c, s.key, ms, o.lease); fresh {
+					p, err = s.newPermit(ctx, owner, n, o, start, HandoffLease)
+					return p != nil, 0, err
+				}
+			}
 		}
 		prev := trust.sending()
 		// A wake-up without permits ("<owner> retry": the capacity

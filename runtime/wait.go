@@ -119,6 +119,7 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 	}
 	if obj.reg != nil {
 		defer srcs[0].c.joinRefresh(obj.reg, signal)()
+		srcs[0].c.sampleClock(obj.reg.reg.Hold) // to tell a hand-off's age
 	}
 	ok := false
 	defer func() {

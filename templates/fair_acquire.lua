@@ -60,7 +60,7 @@ if pttl == -2 then
   -- A head whose client no longer listens is passed over (notify).
   while head and head ~= owner do
     unregister(queue, waiters, head)
-    if notify(ARGV[6], ARGV[5], head, head) then
+    if notify(ARGV[6], ARGV[5], head, handed_at(head, now)) then
       break
     end
     head = redis.call('lindex', queue, 0)

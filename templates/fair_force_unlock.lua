@@ -16,7 +16,7 @@ if redis.call('del', lock) == 0 then
 end
 local now = now_ms()
 local next = pop(queue, waiters, now)
-while next and not notify(ARGV[2], ARGV[1], next, next) do
+while next and not notify(ARGV[2], ARGV[1], next, handed_at(next, now)) do
   next = pop(queue, waiters, now, true) -- its client no longer listens
 end
 if next then

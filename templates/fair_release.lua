@@ -43,7 +43,7 @@ redis.call('del', lock)
 local now = now_ms()
 local next = pop(queue, waiters, now)
 -- A waiter whose client no longer listens is passed over (notify).
-while next and not notify(ARGV[4], ARGV[3], next, next) do
+while next and not notify(ARGV[4], ARGV[3], next, handed_at(next, now)) do
   next = pop(queue, waiters, now, true)
 end
 if next then

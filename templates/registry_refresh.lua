@@ -3,8 +3,11 @@
 -- (see "Waiter registry" in docs/design.md). It moves the deadline of
 -- each member still registered (one ZADD XX), keeps the registry's keys
 -- alive as long, and reads the object's hold TTL, which tells the client
--- when to look again. It changes nothing else, so a run again (a reply
--- lost) only moves the same deadlines again.
+-- when to look again, and whether one of the members is the queue's
+-- head (whose client watches the hold's end: a holder that died is found
+-- by that client's refresh, the others' come every third of the TTL). It
+-- changes nothing else, so a run again (a reply lost) only moves the same
+-- deadlines again.
 -- KEYS[1] hold: the object's key whose TTL is its holder's (an exclusive
 --   lock's), or the sorted set of its holds' deadlines in server
 --   milliseconds (a read-write lock's holds, a semaphore's)
@@ -14,11 +17,12 @@
 -- ARGV[2] hold_kind: 'k' when hold's TTL is the hold's, 'z' when hold
 --   holds deadlines
 -- ARGV[3...] members: the client's members, as registered
--- reply: {int, int}
---   {registered, pttl}: how many of the members were still registered
---   (a member gone was handed what it waited for, or passed over), and
---   how long the (first) hold has left in milliseconds: -2 when none is
---   left, or the first ran out unreleased; -1 when the key has no TTL.
+-- reply: {int, int, int}
+--   {registered, pttl, head}: how many of the members were still
+--   registered (a member gone was handed what it waited for, or passed
+--   over); how long the (first) hold has left in milliseconds: -2 when
+--   none is left, or the first ran out unreleased; -1 when the key has no
+--   TTL; and 1 when the queue's head is one of the members, else 0.
 -- #include registry
 local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[1]
 local now = now_ms()
@@ -29,14 +33,22 @@ for i = 3, #ARGV do
   args[#args + 1] = ARGV[i]
 end
 local n = redis.call('zadd', waiters, unpack(args))
+local head = 0
 if n > 0 then
   keep_registry(queue, waiters, ttl)
+  local first = redis.call('lindex', queue, 0)
+  for i = 3, #ARGV do
+    if ARGV[i] == first then
+      head = 1
+      break
+    end
+  end
 end
 if ARGV[2] == 'k' then
-  return {n, redis.call('pttl', KEYS[1])}
+  return {n, redis.call('pttl', KEYS[1]), head}
 end
 local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
 if not first[2] or tonumber(first[2]) <= now then
-  return {n, -2}
+  return {n, -2, head}
 end
-return {n, tonumber(first[2]) - now}
+return {n, tonumber(first[2]) - now, head}

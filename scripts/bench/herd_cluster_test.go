@@ -92,21 +92,28 @@ func BenchmarkHerdCluster(b *testing.B) {
 	for i, n := range nodes {
 		addrs[i] = n.Options().Addr
 	}
-	for _, n := range []int{8, 32, 64} {
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			lockers := make([][]locker, len(clusterHerdLibs))
-			for i, lib := range clusterHerdLibs {
-				for range n {
-					rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-					b.Cleanup(func() { rdb.Close() })
-					l := lib.open(b, rdb)
-					warmUp(b, l)
-					lockers[i] = append(lockers[i], l)
+	libs := keepLibs(clusterHerdLibs, func(l clusterHerdLib) string { return l.name })
+	var names []string
+	for _, l := range libs {
+		names = append(names, l.name)
+	}
+	for _, n := range herdNs() {
+		for _, hold := range herdHolds() {
+			b.Run(fmt.Sprintf("N=%d/hold=%v", n, hold), func(b *testing.B) {
+				lockers := make([][]locker, len(libs))
+				for i, lib := range libs {
+					for range n {
+						rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+						b.Cleanup(func() { rdb.Close() })
+						l := lib.open(b, rdb)
+						warmUp(b, l)
+						lockers[i] = append(lockers[i], l)
+					}
 				}
-			}
-			runs := herdRounds(b, lockers, fmt.Sprintf("cherd%d", n), func() map[string]int64 { return clusterStats(b, nodes) })
-			reportHerd(b, "cluster N="+strconv.Itoa(n), clusterLibNames(), runs, true)
-		})
+				runs := herdRounds(b, lockers, fmt.Sprintf("cherd%d-%v", n, hold), hold, func() map[string]int64 { return clusterStats(b, nodes) })
+				reportHerd(b, fmt.Sprintf("cluster N=%d hold=%v", n, hold), names, runs, true)
+			})
+		}
 	}
 }
 

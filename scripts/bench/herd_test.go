@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,8 +167,18 @@ func BenchmarkHerd(b *testing.B) { benchHerd(b, herdLibs) }
 
 // benchHerd runs BenchmarkHerd's rounds over libs.
 func benchHerd(b *testing.B, herdLibs []lib) {
-	for _, n := range []int{8, 32, 64} {
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+	herdLibs = herdLibFilter(herdLibs)
+	for _, n := range herdNs() {
+		for _, hold := range herdHolds() {
+			b.Run(fmt.Sprintf("N=%d/hold=%v", n, hold), func(b *testing.B) { benchHerdN(b, herdLibs, n, hold) })
+		}
+	}
+}
+
+// benchHerdN is one N and hold of benchHerd.
+func benchHerdN(b *testing.B, herdLibs []lib, n int, hold time.Duration) {
+	{
+		{
 			flush(b)
 			lockers := make([][]locker, len(herdLibs))
 			for i, lib := range herdLibs {
@@ -176,10 +187,78 @@ func benchHerd(b *testing.B, herdLibs []lib) {
 					warmUp(b, l)
 				}
 			}
-			runs := herdRounds(b, lockers, fmt.Sprintf("herd%d", n), func() map[string]int64 { return commandStats(b) })
-			reportHerd(b, "N="+strconv.Itoa(n), libNames(herdLibs), runs, false)
-		})
+			runs := herdRounds(b, lockers, fmt.Sprintf("herd%d-%v", n, hold), hold, func() map[string]int64 { return commandStats(b) })
+			reportHerd(b, fmt.Sprintf("N=%d hold=%v", n, hold), libNames(herdLibs), runs, false)
+		}
 	}
+}
+
+// herdNs are the numbers of clients of the herd benchmarks: HERD_N, a
+// comma-separated list (e.g. 8,32,64,128,256), or 8, 32 and 64.
+func herdNs() []int {
+	ns := []int{8, 32, 64}
+	if v := os.Getenv("HERD_N"); v != "" {
+		ns = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				panic("HERD_N: " + err.Error())
+			}
+			ns = append(ns, n)
+		}
+	}
+	return ns
+}
+
+// herdHolds are the holds of the herd benchmarks: HERD_HOLDS, a
+// comma-separated list of durations (e.g. 1ms,10ms), or 1ms.
+func herdHolds() []time.Duration {
+	holds := []time.Duration{time.Millisecond}
+	if v := os.Getenv("HERD_HOLDS"); v != "" {
+		holds = nil
+		for _, f := range strings.Split(v, ",") {
+			d, err := time.ParseDuration(f)
+			if err != nil {
+				panic("HERD_HOLDS: " + err.Error())
+			}
+			holds = append(holds, d)
+		}
+	}
+	return holds
+}
+
+// herdLibFilter keeps the libraries HERD_LIBS names (comma-separated), or
+// all of them.
+func herdLibFilter(libs []lib) []lib {
+	return keepLibs(libs, func(l lib) string { return l.name })
+}
+
+// keepLibs keeps the libraries (named by name) HERD_LIBS names
+// (comma-separated), or all of them.
+func keepLibs[T any](libs []T, name func(T) string) []T {
+	v := os.Getenv("HERD_LIBS")
+	if v == "" {
+		return libs
+	}
+	var kept []T
+	for _, l := range libs {
+		if slices.Contains(strings.Split(v, ","), name(l)) {
+			kept = append(kept, l)
+		}
+	}
+	return kept
+}
+
+// herdAcquisitions is how many acquisitions one herd run of n clients
+// makes: 1000 with holds of 1ms or less, else about 3s of holds (at least
+// 300); and at least 4 per client, so that what a client's first wait
+// costs (its subscription) is spread as in a long run.
+func herdAcquisitions(n int, hold time.Duration) int {
+	a := 1000
+	if hold > time.Millisecond {
+		a = max(300, int(3*time.Second/hold))
+	}
+	return max(a, 4*n)
 }
 
 // medianStats returns the median of each figure of runs (min and max
@@ -201,14 +280,13 @@ func medianStats(runs []herdStats) herdStats {
 	}
 }
 
-// herdRounds runs b.N rounds of herds, 1000 acquisitions and a 1ms hold
-// each: a round runs every library's lockers (lockers[i]) once, in an
+// herdRounds runs b.N rounds of herds, herdAcquisitions with hold each: a round runs every library's lockers (lockers[i]) once, in an
 // order rotated per round, so that load from elsewhere hits them alike;
 // stats reads what Redis ran. It returns each library's runs, timed.
-func herdRounds(b *testing.B, lockers [][]locker, id string, stats func() map[string]int64) [][]herdStats {
+func herdRounds(b *testing.B, lockers [][]locker, id string, hold time.Duration, stats func() map[string]int64) [][]herdStats {
 	runs := make([][]herdStats, len(lockers))
 	rotatedRounds(b, len(lockers), func(i, round int) {
-		res, err := herdCounted(b, lockers[i], fmt.Sprintf("%s-%d", id, round), 1000, time.Millisecond, stats)
+		res, err := herdCounted(b, lockers[i], fmt.Sprintf("%s-%d", id, round), herdAcquisitions(len(lockers[i]), hold), hold, stats)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -206,7 +206,7 @@ func BenchmarkHerdRedLock(b *testing.B) {
 					lockers[i] = append(lockers[i], l)
 				}
 			}
-			runs := herdRounds(b, lockers, fmt.Sprintf("rherd%d", n), func() map[string]int64 { return nodesStats(b, admins) })
+			runs := herdRounds(b, lockers, fmt.Sprintf("rherd%d", n), time.Millisecond, func() map[string]int64 { return nodesStats(b, admins) })
 			reportHerd(b, fmt.Sprintf("redlock N=%d", n), names, runs, false)
 		})
 	}

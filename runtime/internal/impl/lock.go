@@ -48,9 +48,10 @@ type LockDef struct {
 	Wait    time.Duration // default wait of Lock
 	Scripts *LockScripts
 	// WaiterTTL is how long a registered waiter keeps its place in the
-	// waiter registry without refreshing it (it refreshes every
-	// WaiterTTL/3 while it waits, so only a dead waiter loses it); 0 means
-	// RegistryTTL (DefaultWaiterTTL).
+	// waiter registry without a refresh (its client refreshes it every
+	// WaiterTTL/3 while it waits, so only a stopped waiter loses it); 0
+	// means the client's: LiveRegistryTTL where a release can tell a
+	// waiter whose client went away, else RegistryTTL.
 	WaiterTTL time.Duration
 	// Sync, when Replicas > 0, makes every acquire wait until that many
 	// replicas have the lock (see "Replica sync" in docs/design.md).

@@ -24,8 +24,8 @@ type SemaphoreDef struct {
 	Renew   bool          // the watchdog renews held permits
 	Wait    time.Duration // default wait of Acquire
 	// WaiterTTL is how long a waiter keeps its place in the semaphore's
-	// waiter registry without a refresh (it refreshes every WaiterTTL/3
-	// while it waits); 0 means RegistryTTL.
+	// waiter registry without a refresh (its client refreshes it every
+	// WaiterTTL/3 while it waits); 0 means the client's, as a lock's.
 	WaiterTTL time.Duration
 	Scripts   *SemaphoreScripts
 }

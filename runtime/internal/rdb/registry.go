@@ -24,8 +24,8 @@ type Registry struct {
 //	KEYS: hold, queue, waiters
 //	ARGV: registry_ttl_ms, hold_kind, members...
 //
-// registry_refresh reply: {int, int}
-func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, members []string) (registered int64, pttl time.Duration, err error) {
+// registry_refresh reply: {int, int, int}
+func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, members []string) (registered int64, pttl time.Duration, head bool, err error) {
 	args := make([]any, 0, 2+len(members))
 	kind := "k"
 	if r.Deadlines {
@@ -37,10 +37,10 @@ func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, me
 	}
 	v, err := conn.Eval(ctx, impl.RegistryRefresh(), []string{r.Hold, r.Queue, r.Waiters}, args...).Int64Slice()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
-	if len(v) != 2 {
-		return 0, 0, fmt.Errorf("unexpected reply %v", v)
+	if len(v) != 3 {
+		return 0, 0, false, fmt.Errorf("unexpected reply %v", v)
 	}
-	return v[0], time.Duration(v[1]) * time.Millisecond, nil
+	return v[0], time.Duration(v[1]) * time.Millisecond, v[2] == 1, nil
 }

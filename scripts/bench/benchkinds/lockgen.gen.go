@@ -100,17 +100,17 @@ var readwriteLockScripts = lockgenScripts.Locks(lockimpl.ReadWrite)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fair_acquire":      "0d4971644e3688a0e0dfd925c2e20aa7262f54d0",
-	"fair_force_unlock": "1e12e9b24c040cc4e13e3fd8e6fce1f06939ce5e",
-	"fair_release":      "12c6e329b19308ff2549f1b0f78d75759c259892",
+	"fair_acquire":      "f925bf4f2cafe1710cb74f0d4a8569a98a75c37b",
+	"fair_force_unlock": "b3e7c3b18780a557832db0597d18eaf890f5c861",
+	"fair_release":      "0f160f4b2ab58d60a306b3d682c6484068105300",
 	"fair_renew":        "cf6eeb2bd6a4596407b75c985f7f8c5b318971a9",
-	"fenced_acquire":    "f067d8b1a708d22cf540ed06ed2db3e9d3fe7649",
-	"force_unlock":      "85f34c3c74fe139718937ad316f95db9d7790ee9",
-	"reentrant_release": "a4861388da55b03a9fd3add6cb7798e790e95442",
+	"fenced_acquire":    "5091c4ec788e7fe8d5c686abb77b6514f3dc8af6",
+	"force_unlock":      "b0915d4ece54376f0f92aa4182d434bc2546cb47",
+	"reentrant_release": "a7adbe0641acf72bb04597d2cafa89f28511b37f",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"rw_acquire":        "da6f4b73abd63bc2942b54ca4be5cf4e43d746dc",
-	"rw_force_unlock":   "7792a8048b8634afbb995a6225d8eff05b0e3b53",
-	"rw_release":        "bea18490ba02f624b3c2f6a5faa86b8e7a301d9d",
+	"rw_acquire":        "5acbaf10f4328a48851bdd5322dead3afc1ed4e0",
+	"rw_force_unlock":   "c76c6c6fd39d59d6ae7f013ca6a4d986ba837b5f",
+	"rw_release":        "ee512134a91b21f80c2976f296bc2a6e2ad78123",
 	"rw_renew":          "96c4996774861d3d8ea443d5431757e5a1469c00",
 })
 

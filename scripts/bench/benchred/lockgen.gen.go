@@ -52,9 +52,9 @@ var redlockLockScripts = lockgenScripts.RedLocks()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":    "85f34c3c74fe139718937ad316f95db9d7790ee9",
-	"redlock_acquire": "e946adfd439433cb86c5c3d536af1ccb38341488",
-	"redlock_release": "b72431e12add092347ea253c32f258f53baf8a27",
+	"force_unlock":    "b0915d4ece54376f0f92aa4182d434bc2546cb47",
+	"redlock_acquire": "d418e09cb40bb01c77a37ea9aee83791c73d9b02",
+	"redlock_release": "5b6b52f0fd7fdb2b40245883ede4d68785a77f3e",
 	"simple_renew":    "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })
 

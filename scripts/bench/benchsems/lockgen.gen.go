@@ -73,12 +73,12 @@ var semaphoreScripts = lockgenScripts.Semaphores()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"semaphore_acquire":  "e89131c08d0ac82f42fe0177b2c6e9c102f4edd5",
-	"semaphore_capacity": "4ce2d4e0c3c4d0faee13a55cd5dd7b553033abdf",
+	"semaphore_acquire":  "8ef2bfa3cb136e51f65781df2ede7d9ff6a64c2b",
+	"semaphore_capacity": "a0960f69cc7591988e10e7aaa2dd5ca32c44d63e",
 	"semaphore_lease":    "6a0676c91ece619c23c6bc0beec0930f87ca21e7",
-	"semaphore_release":  "30838a33a526fd678d95d11f27a7b65dc1e52b30",
+	"semaphore_release":  "b38d0ff7651752f52c3364de500d3c2f6676483a",
 	"semaphore_renew":    "28380baa0b97496ba98dad9c766c5e0978967ed9",
-	"semaphore_state":    "77af4defcedf14ff84d679229c57c0187906dc3a",
+	"semaphore_state":    "ea110dc0e531876dc15f269fd9d6060cca5c70f0",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

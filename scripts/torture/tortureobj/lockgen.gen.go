@@ -173,11 +173,11 @@ var queueScripts = lockgenScripts.Queues()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fenced_acquire":     "f067d8b1a708d22cf540ed06ed2db3e9d3fe7649",
-	"force_unlock":       "85f34c3c74fe139718937ad316f95db9d7790ee9",
+	"fenced_acquire":     "5091c4ec788e7fe8d5c686abb77b6514f3dc8af6",
+	"force_unlock":       "b0915d4ece54376f0f92aa4182d434bc2546cb47",
 	"latch_count_down":   "67c5d39a139d71fe77f7df10b53db5467c3764bd",
-	"multi_acquire":      "300e3fb0896841d8dddfdb1d50c5adfaa96e2ec9",
-	"multi_release":      "6a63a7a2e34d2e424134cff75177641b2d57c466",
+	"multi_acquire":      "3e46a24c90ef941cc5ed1c43416e87dca8db45fb",
+	"multi_release":      "572e80f25824c3aaff120d4e1299fb8cbb062b52",
 	"queue_ack":          "c5d0ee78e266d995143072337eb11c70e34bc8db",
 	"queue_bury":         "ab64504cff5468039d236f629f301ee6e4eee6f7",
 	"queue_dead":         "b309e657d9f11719241600677003082747688a38",
@@ -191,15 +191,15 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_redrive":      "ad13bc9e9d28158272247003fa68611072c75967",
 	"queue_remove":       "e26d1b9b4e7f0d0a5178c75895834858ede32845",
 	"queue_take":         "d744b49af35d85f5800414f89e21dc6781fee233",
-	"reentrant_acquire":  "b36fce50570a84cea8ae32139cafc6eaf0bc6b37",
-	"reentrant_release":  "a4861388da55b03a9fd3add6cb7798e790e95442",
+	"reentrant_acquire":  "20a1a52ae5b4600a86d40c4d5a5a69431e792b6e",
+	"reentrant_release":  "a7adbe0641acf72bb04597d2cafa89f28511b37f",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"semaphore_acquire":  "e89131c08d0ac82f42fe0177b2c6e9c102f4edd5",
-	"semaphore_capacity": "4ce2d4e0c3c4d0faee13a55cd5dd7b553033abdf",
+	"semaphore_acquire":  "8ef2bfa3cb136e51f65781df2ede7d9ff6a64c2b",
+	"semaphore_capacity": "a0960f69cc7591988e10e7aaa2dd5ca32c44d63e",
 	"semaphore_lease":    "6a0676c91ece619c23c6bc0beec0930f87ca21e7",
-	"semaphore_release":  "30838a33a526fd678d95d11f27a7b65dc1e52b30",
+	"semaphore_release":  "b38d0ff7651752f52c3364de500d3c2f6676483a",
 	"semaphore_renew":    "28380baa0b97496ba98dad9c766c5e0978967ed9",
-	"semaphore_state":    "77af4defcedf14ff84d679229c57c0187906dc3a",
+	"semaphore_state":    "ea110dc0e531876dc15f269fd9d6060cca5c70f0",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

@@ -82,11 +82,11 @@ var reentrantLockScripts = lockgenScripts.Locks(lockimpl.Reentrant)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":      "85f34c3c74fe139718937ad316f95db9d7790ee9",
-	"multi_acquire":     "300e3fb0896841d8dddfdb1d50c5adfaa96e2ec9",
-	"multi_release":     "6a63a7a2e34d2e424134cff75177641b2d57c466",
-	"reentrant_acquire": "b36fce50570a84cea8ae32139cafc6eaf0bc6b37",
-	"reentrant_release": "a4861388da55b03a9fd3add6cb7798e790e95442",
+	"force_unlock":      "b0915d4ece54376f0f92aa4182d434bc2546cb47",
+	"multi_acquire":     "3e46a24c90ef941cc5ed1c43416e87dca8db45fb",
+	"multi_release":     "572e80f25824c3aaff120d4e1299fb8cbb062b52",
+	"reentrant_acquire": "20a1a52ae5b4600a86d40c4d5a5a69431e792b6e",
+	"reentrant_release": "a7adbe0641acf72bb04597d2cafa89f28511b37f",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 })
 

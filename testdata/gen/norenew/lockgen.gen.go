@@ -51,11 +51,11 @@ var simpleLockScripts = lockgenScripts.Locks(lockimpl.Simple)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":   "85f34c3c74fe139718937ad316f95db9d7790ee9",
-	"multi_acquire":  "300e3fb0896841d8dddfdb1d50c5adfaa96e2ec9",
-	"multi_release":  "6a63a7a2e34d2e424134cff75177641b2d57c466",
-	"simple_acquire": "2adb0ec959cfa63abf7ae8f5a3456969bb7013a7",
-	"simple_release": "367410a3b736600c45a0b8936cb697a6d569ce61",
+	"force_unlock":   "b0915d4ece54376f0f92aa4182d434bc2546cb47",
+	"multi_acquire":  "3e46a24c90ef941cc5ed1c43416e87dca8db45fb",
+	"multi_release":  "572e80f25824c3aaff120d4e1299fb8cbb062b52",
+	"simple_acquire": "bc2f6566be3a7fc3c082b4e80b800fce3daf65a6",
+	"simple_release": "3c944d13f6b365337d8517c01881705fe72ce4e8",
 	"simple_renew":   "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })
 
