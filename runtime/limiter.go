@@ -99,6 +99,7 @@ type Limiter struct {
 	def   *impl.LimiterDef
 	key   string
 	cfg   string
+	cfgv  string
 	state string
 }
 
@@ -109,7 +110,7 @@ func (c *Client) newLimiter(def *impl.LimiterDef, key string) *Limiter {
 	if def.Scope == impl.ScopePerClient {
 		state = keys.Sub(state, c.id)
 	}
-	return &Limiter{c: c, def: def, key: key, cfg: keys.Sub(key, "cfg"), state: state}
+	return &Limiter{c: c, def: def, key: key, cfg: keys.Sub(key, "cfg"), cfgv: keys.Sub(key, "cfgv"), state: state}
 }
 
 // Key returns the limiter's key; its Redis keys are derived from it.
@@ -187,7 +188,7 @@ func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (in
 
 // ops returns l's script operations (runtime/internal/rdb).
 func (l *Limiter) ops() rdb.Limiter {
-	return rdb.Limiter{Conn: &l.c.conn, Def: l.def, Config: l.cfg, State: l.state}
+	return rdb.Limiter{Conn: &l.c.conn, Def: l.def, Config: l.cfg, State: l.state, ConfigKey: l.cfgv}
 }
 
 // run sends the algorithm's script for n requests (a negative n refunds
@@ -222,13 +223,19 @@ func (l *Limiter) bounded(ctx context.Context, send func() *redis.Cmd) *redis.Cm
 
 // opArg returns the operation argument of a call that counts or refunds n
 // requests: an id of this client's (newOp) when only its calls write the
-// state (ScopePerClient), one unique across clients (newSharedOp) when
-// others' do too (ScopeOverall, and a sliding window's refund, recorded in
-// the config every client shares). It is sent as an rdb.Marked: the script
-// records it with the state it writes, and looks for it only on a resend.
+// state (ScopePerClient), one unique across clients when others' do too:
+// ScopeOverall's (newTaggedOp for a GCRA or token bucket state, which
+// holds eight of them and is rewritten on every decision; newSharedOp for
+// a sliding window, whose requests are named after it) and a sliding
+// window's refund (newSharedOp: recorded in the config key every client
+// shares). It is sent as an rdb.Marked: the script records it with the
+// state it writes, and looks for it only on a resend.
 func (l *Limiter) opArg(n int) *rdb.Marked {
-	if l.def.Scope == impl.ScopePerClient && (l.def.Algorithm != impl.SlidingWindow || n > 0) {
+	switch {
+	case l.def.Scope == impl.ScopePerClient && (l.def.Algorithm != impl.SlidingWindow || n > 0):
 		return &rdb.Marked{S: l.c.newOp()}
+	case l.def.Algorithm != impl.SlidingWindow:
+		return &rdb.Marked{S: l.c.newTaggedOp()}
 	}
 	return &rdb.Marked{S: l.c.newSharedOp()}
 }
