@@ -69,27 +69,33 @@ func describeLimiter(d *impl.LimiterDef) string {
 //
 // Every decision is one script call that reads the Redis server's clock,
 // never the client's: clients whose clocks disagree get the same answers.
-// In Redis a limiter is its config hash (key:cfg), compared with the
-// caller's definition on every call, and its state: key:<algorithm> for
-// ScopeOverall, key:<algorithm>:<client id> for ScopePerClient. Both
-// expire on their own once the limiter is idle and full again (a GCRA or
-// token bucket state at least a second after its last write: it holds
-// the records below), or idle for the definition's IdleTTL.
+// In Redis a limiter is its config, a hash (key:cfg, which Config reads)
+// and the same as one string (key:cfgv), and its state: key:<algorithm>
+// for ScopeOverall, key:<algorithm>:<client id> for ScopePerClient. A
+// decision reads the config string and the state in one MGET (a sliding
+// window: a GET, its state being a sorted set) and compares the config
+// with the caller's definition on every call; it writes the config only
+// on the first decision and when the config has less than a second (and
+// the time to fill up) to live: a GCRA or token-bucket decision is then 4
+// Redis commands (EVALSHA, TIME, MGET, SET), as go-redis/redis_rate's.
+// The state expires on its own once the limiter is idle and full again
+// (a GCRA or token bucket state at least a second after its last write:
+// it holds the records below), or idle for the definition's IdleTTL; the
+// config a second later, and up to a minute after that.
 //
 // Exactly one effect: a decision or a refund whose reply was lost, and
 // which go-redis therefore sent again (MaxRetries), counts once and
 // answers what its first run did. Each such call names its operation (an
-// id from the client's counter; for ScopeOverall, after the client's id),
-// and the script records the last eight in the state it writes anyway:
-// after a GCRA limiter's arrival time ("<tat> <op>[@<at>],..."), in a
-// token bucket's hash (field ops), as the names of a sliding window's
-// requests, whose refunds go to the config's field ops. The id is looked
-// for only on a resend. It costs no Redis command on a decision; a
-// refund that fills a token bucket one (HSET and PEXPIRE where it was a
-// DEL), a resent sliding-window decision one (ZSCORE). A resend that
-// comes after eight other writes of the same state, after a GCRA or
-// token bucket state expired, or after a sliding window's request left
-// the window, counts again (TestLimiterLostReplies).
+// id from the client's counter; for ScopeOverall, after a tag of the
+// client's id), and the script records the last eight in the state it
+// writes anyway: after a GCRA limiter's arrival time ("<tat> <op>[@<at>],...")
+// or a token bucket's tokens ("<tokens> <ts> <op>[@<at>],..."), as the
+// names of a sliding window's requests, whose refunds go to the config
+// string. The id is looked for only on a resend. It costs no Redis
+// command on a decision; a resent sliding-window decision one (ZSCORE).
+// A resend that comes after eight other writes of the same state, after
+// a GCRA or token bucket state expired, or after a sliding window's
+// request left the window, counts again (TestLimiterLostReplies).
 //
 // Every call returns by its context's end even when Redis stops
 // answering (go-redis does not, see within); a decision or refund given

@@ -24,7 +24,7 @@ import (
 // the other, count Redis commands (INFO stats; the scripts' inside
 // included), allocations (the whole process) and redis-server CPU per
 // decision: INFO cpu's used_cpu_sys+user (-redis-cpu-µs/op, the medians
-// of the passes) and the µs INFO commandstats gives EVALSHA (the whole
+// of the passes; this process's getrusage: -client-cpu-µs/op) and the µs INFO commandstats gives EVALSHA (the whole
 // script, with its commands: -evalsha-µs/op). Every library uses the
 // keys of limiterIDs, each well under its rate: every decision is an
 // allowed one, the full write path; each key is used once before the
@@ -71,17 +71,19 @@ func BenchmarkLimiterInterleaved(b *testing.B) {
 	var ms runtime.MemStats
 	cmds, allocs := make([]int64, len(allows)), make([]uint64, len(allows))
 	serverCPU, evalUS := make([][]float64, len(allows)), make([][]float64, len(allows))
+	clientCPU := make([][]float64, len(allows))
 	for pass := range passes {
 		for k := range allows {
 			i := (pass + k) % len(allows)
 			runtime.ReadMemStats(&ms)
 			st0, s0 := commandTable(b), redisCPU(b)
-			c0, a0 := count(), ms.Mallocs
+			c0, a0, p0 := count(), ms.Mallocs, selfCPU(b)
 			for range counted {
 				run(i, n[i])
 				n[i]++
 			}
-			c1 := count()
+			p1, c1 := selfCPU(b), count()
+			clientCPU[i] = append(clientCPU[i], float64(p1-p0)/counted/float64(time.Microsecond))
 			serverCPU[i] = append(serverCPU[i], float64(redisCPU(b)-s0)/counted/float64(time.Microsecond))
 			runtime.ReadMemStats(&ms)
 			cmds[i] += c1 - c0 - 1 // less the first count's INFO
@@ -146,6 +148,7 @@ func BenchmarkLimiterInterleaved(b *testing.B) {
 		b.ReportMetric(float64(cmds[i])/passes/counted, name+"-cmds/op")
 		b.ReportMetric(float64(allocs[i])/passes/counted, name+"-allocs/op")
 		b.ReportMetric(median(serverCPU[i]), name+"-redis-cpu-µs/op")
+		b.ReportMetric(median(clientCPU[i]), name+"-client-cpu-µs/op")
 		b.ReportMetric(median(evalUS[i]), name+"-evalsha-µs/op")
 	}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {

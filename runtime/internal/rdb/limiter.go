@@ -2,9 +2,11 @@ package rdb
 
 import (
 	"context"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,7 +53,7 @@ type limiterArgs struct {
 	config, configTTL, idle any
 }
 
-// limiterConfig is what the config argument is made of.
+// limiterConfig is what the arguments are made of.
 type limiterConfig struct {
 	algorithm impl.LimiterAlgorithm
 	rate      int
@@ -61,26 +63,36 @@ type limiterConfig struct {
 	idle      time.Duration
 }
 
+// limiterArgsOf maps each limiterConfig seen to its limiterArgs: a map
+// never changed once stored (a new one replaces it), so a decision reads
+// it without a lock. It grows with the distinct definitions, not with the
+// calls or the *impl.LimiterDef values made.
 var (
-	limiterArgsMu sync.RWMutex
-	limiterArgsOf = map[limiterConfig]*limiterArgs{}
+	limiterArgsOf atomic.Pointer[map[limiterConfig]*limiterArgs]
+	limiterArgsMu sync.Mutex
 )
 
 // decisionArgs returns d's boxed arguments, made on the first call with
-// its values (a map keyed by them: a definition changed after a call gets
-// its own).
+// its values.
 func decisionArgs(d *impl.LimiterDef) *limiterArgs {
 	k := limiterConfig{d.Algorithm, d.Rate, d.Per, d.Burst, d.Scope, d.IdleTTL}
-	limiterArgsMu.RLock()
-	a := limiterArgsOf[k]
-	limiterArgsMu.RUnlock()
-	if a != nil {
-		return a
+	if m := limiterArgsOf.Load(); m != nil {
+		if a := (*m)[k]; a != nil {
+			return a
+		}
 	}
-	a = &limiterArgs{config: ConfigString(d), configTTL: ConfigTTL(d), idle: idleMillis(d)}
 	limiterArgsMu.Lock()
-	limiterArgsOf[k] = a
-	limiterArgsMu.Unlock()
+	defer limiterArgsMu.Unlock()
+	next := map[limiterConfig]*limiterArgs{}
+	if m := limiterArgsOf.Load(); m != nil {
+		if a := (*m)[k]; a != nil {
+			return a
+		}
+		maps.Copy(next, *m)
+	}
+	a := &limiterArgs{config: ConfigString(d), configTTL: ConfigTTL(d), idle: idleMillis(d)}
+	next[k] = a
+	limiterArgsOf.Store(&next)
 	return a
 }
 
