@@ -27,6 +27,9 @@ type Client struct {
 	id  string
 	seq atomic.Uint64
 	ops atomic.Uint64 // operation ids (see newOp)
+	// tag is a short stand-in for id in the operation ids a limiter's
+	// state records (see newTaggedOp), made once from id.
+	tag string
 
 	wd    *watchdog.Watchdog
 	hub   *hub.Hub
@@ -100,6 +103,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 		_, _ = rand.Read(b[:])
 		c.id = hex.EncodeToString(b[:])
 	}
+	c.tag = opTag(c.id)
 	c.conn.R = rdb
 	c.conn.Sharded = func() bool { return c.publishCmd() == "spublish" }
 	c.conn.WakePrefix = c.wakePrefix

@@ -69,27 +69,33 @@ func describeLimiter(d *impl.LimiterDef) string {
 //
 // Every decision is one script call that reads the Redis server's clock,
 // never the client's: clients whose clocks disagree get the same answers.
-// In Redis a limiter is its config hash (key:cfg), compared with the
-// caller's definition on every call, and its state: key:<algorithm> for
-// ScopeOverall, key:<algorithm>:<client id> for ScopePerClient. Both
-// expire on their own once the limiter is idle and full again (a GCRA or
-// token bucket state at least a second after its last write: it holds
-// the records below), or idle for the definition's IdleTTL.
+// In Redis a limiter is its config, a hash (key:cfg, which Config reads)
+// and the same as one string (key:cfgv), and its state: key:<algorithm>
+// for ScopeOverall, key:<algorithm>:<client id> for ScopePerClient. A
+// decision reads the config string and the state in one MGET (a sliding
+// window: a GET, its state being a sorted set) and compares the config
+// with the caller's definition on every call; it writes the config only
+// on the first decision and when the config has less than a second (and
+// the time to fill up) to live: a GCRA or token-bucket decision is then 4
+// Redis commands (EVALSHA, TIME, MGET, SET), as go-redis/redis_rate's.
+// The state expires on its own once the limiter is idle and full again
+// (a GCRA or token bucket state at least a second after its last write:
+// it holds the records below), or idle for the definition's IdleTTL; the
+// config a second later, and up to a minute after that.
 //
 // Exactly one effect: a decision or a refund whose reply was lost, and
 // which go-redis therefore sent again (MaxRetries), counts once and
 // answers what its first run did. Each such call names its operation (an
-// id from the client's counter; for ScopeOverall, after the client's id),
-// and the script records the last eight in the state it writes anyway:
-// after a GCRA limiter's arrival time ("<tat> <op>[@<at>],..."), in a
-// token bucket's hash (field ops), as the names of a sliding window's
-// requests, whose refunds go to the config's field ops. The id is looked
-// for only on a resend. It costs no Redis command on a decision; a
-// refund that fills a token bucket one (HSET and PEXPIRE where it was a
-// DEL), a resent sliding-window decision one (ZSCORE). A resend that
-// comes after eight other writes of the same state, after a GCRA or
-// token bucket state expired, or after a sliding window's request left
-// the window, counts again (TestLimiterLostReplies).
+// id from the client's counter; for ScopeOverall, after a tag of the
+// client's id), and the script records the last eight in the state it
+// writes anyway: after a GCRA limiter's arrival time ("<tat> <op>[@<at>],...")
+// or a token bucket's tokens ("<tokens> <ts> <op>[@<at>],..."), as the
+// names of a sliding window's requests, whose refunds go to the config
+// string. The id is looked for only on a resend. It costs no Redis
+// command on a decision; a resent sliding-window decision one (ZSCORE).
+// A resend that comes after eight other writes of the same state, after
+// a GCRA or token bucket state expired, or after a sliding window's
+// request left the window, counts again (TestLimiterLostReplies).
 //
 // Every call returns by its context's end even when Redis stops
 // answering (go-redis does not, see within); a decision or refund given
@@ -99,6 +105,7 @@ type Limiter struct {
 	def   *impl.LimiterDef
 	key   string
 	cfg   string
+	cfgv  string
 	state string
 }
 
@@ -109,7 +116,7 @@ func (c *Client) newLimiter(def *impl.LimiterDef, key string) *Limiter {
 	if def.Scope == impl.ScopePerClient {
 		state = keys.Sub(state, c.id)
 	}
-	return &Limiter{c: c, def: def, key: key, cfg: keys.Sub(key, "cfg"), state: state}
+	return &Limiter{c: c, def: def, key: key, cfg: keys.Sub(key, "cfg"), cfgv: keys.Sub(key, "cfgv"), state: state}
 }
 
 // Key returns the limiter's key; its Redis keys are derived from it.
@@ -187,7 +194,7 @@ func (l *Limiter) decide(ctx context.Context, n int, patience time.Duration) (in
 
 // ops returns l's script operations (runtime/internal/rdb).
 func (l *Limiter) ops() rdb.Limiter {
-	return rdb.Limiter{Conn: &l.c.conn, Def: l.def, Config: l.cfg, State: l.state}
+	return rdb.Limiter{Conn: &l.c.conn, Def: l.def, Config: l.cfg, State: l.state, ConfigKey: l.cfgv}
 }
 
 // run sends the algorithm's script for n requests (a negative n refunds
@@ -222,13 +229,19 @@ func (l *Limiter) bounded(ctx context.Context, send func() *redis.Cmd) *redis.Cm
 
 // opArg returns the operation argument of a call that counts or refunds n
 // requests: an id of this client's (newOp) when only its calls write the
-// state (ScopePerClient), one unique across clients (newSharedOp) when
-// others' do too (ScopeOverall, and a sliding window's refund, recorded in
-// the config every client shares). It is sent as an rdb.Marked: the script
-// records it with the state it writes, and looks for it only on a resend.
+// state (ScopePerClient), one unique across clients when others' do too:
+// ScopeOverall's (newTaggedOp for a GCRA or token bucket state, which
+// holds eight of them and is rewritten on every decision; newSharedOp for
+// a sliding window, whose requests are named after it) and a sliding
+// window's refund (newSharedOp: recorded in the config key every client
+// shares). It is sent as an rdb.Marked: the script records it with the
+// state it writes, and looks for it only on a resend.
 func (l *Limiter) opArg(n int) *rdb.Marked {
-	if l.def.Scope == impl.ScopePerClient && (l.def.Algorithm != impl.SlidingWindow || n > 0) {
+	switch {
+	case l.def.Scope == impl.ScopePerClient && (l.def.Algorithm != impl.SlidingWindow || n > 0):
 		return &rdb.Marked{S: l.c.newOp()}
+	case l.def.Algorithm != impl.SlidingWindow:
+		return &rdb.Marked{S: l.c.newTaggedOp()}
 	}
 	return &rdb.Marked{S: l.c.newSharedOp()}
 }

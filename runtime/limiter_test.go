@@ -205,8 +205,12 @@ func TestLimiterFollowingCall(t *testing.T) {
 			n, err := rdb.Exists(ctx, l.Key()+":"+a.String()).Result()
 			return err == nil && n == 0
 		}, "the state key of a full limiter is still there")
-		if ttl, err := rdb.PTTL(ctx, l.Key()+":cfg").Result(); err != nil || ttl <= 0 || ttl > d.Per*time.Duration(capacity)+2*time.Second {
-			t.Errorf("config key TTL = %v, %v; want a TTL", ttl, err)
+		// The config: the time to fill up, a second and the minute of
+		// limiter_config_refresh.
+		for _, k := range []string{l.Key() + ":cfg", l.Key() + ":cfgv"} {
+			if ttl, err := rdb.PTTL(ctx, k).Result(); err != nil || ttl <= 0 || ttl > d.Per*time.Duration(capacity)+time.Second+time.Minute {
+				t.Errorf("%s TTL = %v, %v; want a TTL", k, ttl, err)
+			}
 		}
 	})
 }
@@ -412,7 +416,44 @@ func TestLimiterConfigMismatch(t *testing.T) {
 				t.Errorf("%s: err = %v, want ErrConfigMismatch", d.Algorithm, err)
 			}
 		}
+
+		// Per client: another client's Reconfigure is seen at once by a
+		// client whose own state it never touched (every decision reads
+		// the config key with the state).
+		pk := key(t, "per-client")
+		pa, pb := limiterDef(t, a, 3, time.Minute, 2, lockrt.ScopePerClient), limiterDef(t, a, 4, time.Minute, 2, lockrt.ScopePerClient)
+		la, lb := newClient(t, b).Limiter(pa, pk), newClient(t, b).Limiter(pb, pk)
+		if r, err := la.Allow(ctx); err != nil || !r.Allowed {
+			t.Fatalf("per-client Allow: %+v, %v", r, err)
+		}
+		if changed, err := lb.Reconfigure(ctx); err != nil || !changed {
+			t.Fatalf("another client's Reconfigure = %v, %v; want changed", changed, err)
+		}
+		if _, err := la.Allow(ctx); !errors.Is(err, lockrt.ErrConfigMismatch) {
+			t.Fatalf("per-client Allow after another client's Reconfigure: err = %v, want ErrConfigMismatch", err)
+		}
 	})
+}
+
+// TestLimiterTokenBucketHashState: a token bucket's state in the hash
+// form of versions before the string one reads as a full bucket, and the
+// decision replaces it with the string form.
+func TestLimiterTokenBucketHashState(t *testing.T) {
+	t.Parallel()
+	ctx := withTimeout(t, 20*time.Second)
+	c := newClient(t, backends()[0])
+	k := key(t)
+	state := keys.Sub(k, "token-bucket")
+	d := limiterDef(t, lockrt.TokenBucket, 1, time.Minute, 1, lockrt.ScopeOverall) // 2 at once
+	if err := c.Redis().HSet(ctx, state, "tokens", "0", "ts", "1", "ops", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Limiter(d, k).Allow(ctx); err != nil || !r.Allowed || r.Remaining != 1 {
+		t.Fatalf("Allow over a hash state: %+v, %v; want allowed, 1 remaining", r, err)
+	}
+	if typ, err := c.Redis().Type(ctx, state).Result(); err != nil || typ != "string" {
+		t.Fatalf("state type %q (%v), want string", typ, err)
+	}
 }
 
 // TestLimiterRoundTrips: every operation is one command; a request above
@@ -715,8 +756,10 @@ func TestLimiterIdleTTL(t *testing.T) {
 		if ttl := pttl(state); ttl <= 0 || ttl > d.IdleTTL {
 			t.Errorf("state TTL %v, want at most the idle TTL %v", ttl, d.IdleTTL)
 		}
-		if ttl := pttl(keys.Sub(k, "cfg")); ttl <= 0 || ttl > d.IdleTTL+time.Second {
-			t.Errorf("config TTL %v, want at most the idle TTL + 1s", ttl)
+		for _, cfg := range []string{keys.Sub(k, "cfg"), keys.Sub(k, "cfgv")} {
+			if ttl := pttl(cfg); ttl <= 0 || ttl > d.IdleTTL+time.Second+time.Minute {
+				t.Errorf("%s TTL %v, want at most the idle TTL + 1s + 1m", cfg, ttl)
+			}
 		}
 		if r, err := l.Allow(ctx); err != nil || r.Allowed {
 			t.Fatalf("second Allow = %+v, %v; want denied", r, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/keys"
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
@@ -866,55 +867,83 @@ func commandStats(t *testing.T, node *redis.Client) map[string]int64 {
 
 // TestLimiterCommands counts, from INFO commandstats of a node of its
 // own, the Redis commands of each limiter call (the scripts preloaded,
-// EVALSHA included): the exactly-once records cost none on a decision
-// (as before them, but a sliding window's AllowN(4): 9, one ZADD where it
-// was 12) or a denial; a refund that fills a token bucket one (HSET and
-// PEXPIRE where it was a DEL: 6, was 5); a sliding window's refund none
-// (an HSET of its record where it was a second ZCARD).
+// EVALSHA included). A GCRA or token-bucket decision is 4 (EVALSHA,
+// TIME, one MGET of the config key and the state, one SET of the state:
+// redis_rate's count), a report or a denial 3: the exactly-once records
+// cost none (a refund that fills the limiter SETs its record where it
+// would have deleted the state), the config check none but on the first
+// decision (the config hash and key written: 8) and on one a minute (the
+// config key about to expire: HMGET, PEXPIRE, SET, 7). A sliding window's
+// decision is 8 (its GET of the config key, 4 commands on its log, the
+// log's PEXPIRE), its AllowN(4) too (one ZADD where it was 4), its refund
+// 9 (the record a SET of the config key), its first decision 12.
 func TestLimiterCommands(t *testing.T) {
 	t.Parallel()
 	node := ownClient(t)
 	for _, a := range []lockrt.LimiterAlgorithm{lockrt.GCRA, lockrt.TokenBucket, lockrt.SlidingWindow} {
-		ctx := withTimeout(t, 30*time.Second)
-		c := lockrt.New(node)
-		defer c.Close()
-		d := limiterDef(t, a, 1, time.Minute, 3, lockrt.ScopeOverall) // 4 at once
-		if a == lockrt.SlidingWindow {
-			d = limiterDef(t, a, 4, time.Minute, 0, lockrt.ScopeOverall)
-		}
-		if err := c.Preload(ctx, d.Scripts.Allow, d.Scripts.Configure); err != nil {
-			t.Fatal(err)
-		}
-		l := c.Limiter(d, key(t, a.String()))
-		want := map[lockrt.LimiterAlgorithm][]int64{
-			lockrt.GCRA:          {8, 6, 4, 5, 5, 6, 4},
-			lockrt.TokenBucket:   {9, 7, 4, 6, 6, 7, 4},
-			lockrt.SlidingWindow: {11, 9, 6, 9, 8, 9, 7},
-		}[a]
-		for i, step := range []struct {
-			name string
-			f    func() error
-		}{
-			{"first Allow", func() error { _, err := l.Allow(ctx); return err }},
-			{"Allow", func() error { _, err := l.Allow(ctx); return err }},
-			{"AllowN(0)", func() error { _, err := l.AllowN(ctx, 0); return err }},
-			{"Refund(1)", func() error { _, err := l.Refund(ctx, 1); return err }},
-			{"Refund to full", func() error { _, err := l.Refund(ctx, 1); return err }},
-			{"AllowN(4)", func() error { _, err := l.AllowN(ctx, 4); return err }},
-			{"denied Allow", func() error { _, err := l.Allow(ctx); return err }},
-		} {
-			resetStats(t, []*redis.Client{node})
-			if err := step.f(); err != nil {
-				t.Fatalf("%s %s: %v", a, step.name, err)
+		for _, scope := range []lockrt.LimiterScope{lockrt.ScopeOverall, lockrt.ScopePerClient} {
+			ctx := withTimeout(t, 30*time.Second)
+			c := lockrt.New(node)
+			defer c.Close()
+			d := limiterDef(t, a, 1, time.Minute, 3, scope) // 4 at once
+			if a == lockrt.SlidingWindow {
+				d = limiterDef(t, a, 4, time.Minute, 0, scope)
 			}
-			st := commandStats(t, node)
-			var total int64
-			for _, n := range st {
-				total += n
+			if err := c.Preload(ctx, d.Scripts.Allow, d.Scripts.Configure); err != nil {
+				t.Fatal(err)
 			}
-			t.Logf("%s %s: %d %v", a, step.name, total, st)
-			if total != want[i] {
-				t.Errorf("%s %s: %d commands %v, want %d", a, step.name, total, st, want[i])
+			k := key(t, a.String(), scope.String())
+			l := c.Limiter(d, k)
+			want := map[lockrt.LimiterAlgorithm][]int64{
+				lockrt.GCRA:          {8, 4, 4, 3, 4, 4, 4, 3, 6, 3},
+				lockrt.TokenBucket:   {8, 4, 4, 3, 4, 4, 4, 3, 6, 3},
+				lockrt.SlidingWindow: {12, 8, 8, 6, 9, 8, 8, 7, 9, 6},
+			}[a]
+			// expire makes the config key read as about to expire, as a
+			// minute after its last write.
+			expire := func() error {
+				v, err := node.Get(ctx, keys.Sub(k, "cfgv")).Result()
+				if err != nil {
+					return err
+				}
+				head, _, _ := strings.Cut(v, "|")
+				return node.Set(ctx, keys.Sub(k, "cfgv"), head+"|0", time.Minute).Err()
+			}
+			for i, step := range []struct {
+				name string
+				f    func() error
+			}{
+				{"first Allow", func() error { _, err := l.Allow(ctx); return err }},
+				{"Allow", func() error { _, err := l.Allow(ctx); return err }},
+				{"Allow again", func() error { _, err := l.Allow(ctx); return err }},
+				{"AllowN(0)", func() error { _, err := l.AllowN(ctx, 0); return err }},
+				{"Refund(1)", func() error { _, err := l.Refund(ctx, 1); return err }},
+				{"Refund to full", func() error { _, err := l.Refund(ctx, 2); return err }},
+				{"AllowN(4)", func() error { _, err := l.AllowN(ctx, 4); return err }},
+				{"denied Allow", func() error { _, err := l.Allow(ctx); return err }},
+				{"AllowN(0) as the config key is about to expire", func() error {
+					if err := expire(); err != nil {
+						return err
+					}
+					resetStats(t, []*redis.Client{node})
+					_, err := l.AllowN(ctx, 0)
+					return err
+				}},
+				{"AllowN(0) after", func() error { _, err := l.AllowN(ctx, 0); return err }},
+			} {
+				resetStats(t, []*redis.Client{node})
+				if err := step.f(); err != nil {
+					t.Fatalf("%s %s %s: %v", a, scope, step.name, err)
+				}
+				st := commandStats(t, node)
+				var total int64
+				for _, n := range st {
+					total += n
+				}
+				t.Logf("%s %s %s: %d %v", a, scope, step.name, total, st)
+				if total != want[i] {
+					t.Errorf("%s %s %s: %d commands %v, want %d", a, scope, step.name, total, st, want[i])
+				}
 			}
 		}
 	}

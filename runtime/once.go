@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"time"
 	"unsafe"
@@ -41,6 +42,36 @@ func (c *Client) newSharedOp() string {
 	var buf [64]byte
 	b := append(append(buf[:0], c.id...), '.')
 	return string(strconv.AppendUint(b, c.ops.Add(1), 36))
+}
+
+// newTaggedOp returns an operation id for a record that several
+// clients' calls share and that only a resend looks for (a GCRA or token
+// bucket limiter's state): newOp's, after the client's tag, a 10-byte
+// hash of its id (opTag). It is a third of newSharedOp's length, which
+// the state holding eight of them is read and written with on every
+// decision; two clients whose tags collide (a chance of one in 2^50 for
+// a pair) could only take each other's record for their own when their
+// counters also meet within eight writes of one state, and a resend
+// came then.
+func (c *Client) newTaggedOp() string {
+	var buf [32]byte
+	b := append(append(buf[:0], c.tag...), '.')
+	return string(strconv.AppendUint(b, c.ops.Add(1), 36))
+}
+
+// opTag returns a client's tag (newTaggedOp): 50 bits of the FNV-1a hash
+// of its id, in base 32 (10 characters).
+func opTag(id string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	x := h.Sum64()
+	const digits = "0123456789abcdefghijklmnopqrstuv"
+	var b [10]byte
+	for i := range b {
+		b[i] = digits[x&31]
+		x >>= 5
+	}
+	return string(b[:])
 }
 
 // leaseOwner is a Lease sent as its owner argument: its sends are counted

@@ -156,8 +156,9 @@ func TestLimiterConfigureTwice(t *testing.T) {
 	s := script(t, "limiter_configure")
 	run := func(op, ifExists string, cfgKey string) int64 {
 		t.Helper()
-		// ARGV: algorithm, rate, period_us, burst, scope, config_ttl_ms, reset, if_exists, op
-		n, err := rdb.Eval(ctx, s.Source, []string{cfgKey, state}, "token-bucket", 30, 1_000_000, 2, "overall", 60_000, "1", ifExists, op).Int64()
+		// KEYS: config, state, config key; ARGV: algorithm, rate,
+		// period_us, burst, scope, config_ttl_ms, reset, if_exists, op
+		n, err := rdb.Eval(ctx, s.Source, []string{cfgKey, state, cfgKey + "v"}, "token-bucket", 30, 1_000_000, 2, "overall", 60_000, "1", ifExists, op).Int64()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,13 +8,17 @@
 -- the first did and changes nothing.
 -- KEYS[1] config: the limiter's config hash
 -- KEYS[2] state: its state (the caller's, for a per-client limiter)
+-- KEYS[3] cfgv: the config key, "<config>|<until_ms>[|<ops>]", the copy
+--   of the config the decision scripts read (see limiter_config): written
+--   with the hash, keeping its records (ops)
 -- ARGV[1] algorithm: the caller's algorithm
 -- ARGV[2] rate: requests per period
 -- ARGV[3] period_us: the period in microseconds
 -- ARGV[4] burst: the burst
 -- ARGV[5] scope: the scope
 -- ARGV[6] config_ttl_ms: how long the config outlives the last write, in
---   milliseconds
+--   milliseconds: the hash and the config key live that plus a minute
+--   (limiter_config_refresh) from this call, the hash at least
 -- ARGV[7] reset: '1' to reset the state (the limiter is full again), '0'
 --   to keep it
 -- ARGV[8] if_exists: '1' to change only a stored config, '0' to store
@@ -29,6 +33,7 @@
 --   record is there answers the recorded reply. A resent call that found
 --   no config on its first run may find one its second run: that run is
 --   then the call's one effect.
+-- #include limiter
 local cfg = KEYS[1]
 local op = ARGV[9]
 local s = redis.call('hmget', cfg, 'algorithm', 'rate', 'per', 'burst', 'scope', 'reconf')
@@ -50,9 +55,18 @@ for i = 1, 5 do
 end
 redis.call('hset', cfg, 'algorithm', ARGV[1], 'rate', ARGV[2], 'per', ARGV[3], 'burst', ARGV[4], 'scope', ARGV[5],
   'reconf', (1 - same) .. ' ' .. op)
-if redis.call('pttl', cfg) < tonumber(ARGV[6]) then
-  redis.call('pexpire', cfg, ARGV[6])
+local ttl = tonumber(ARGV[6]) + limiter_config_refresh
+if redis.call('pttl', cfg) < ttl then
+  redis.call('pexpire', cfg, ttl)
 end
+local t = redis.call('time')
+local head = table.concat({ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]}, ' ') .. '|'
+  .. string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl)
+local ops = string.match(redis.call('get', KEYS[3]) or '', '^[^|]*|%d+|(.+)$')
+if ops then
+  head = head .. '|' .. ops
+end
+redis.call('set', KEYS[3], head, 'PX', ttl)
 if ARGV[7] == '1' then
   redis.call('del', KEYS[2])
 end

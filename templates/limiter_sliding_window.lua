@@ -1,27 +1,29 @@
 -- limiter_sliding_window: one rate-limit decision over an exact log of the
 -- requests allowed in the last period: never more than rate of them in any
 -- window of that length.
--- KEYS[1] config: the limiter's config hash; its field ops records the
---   last refunds ("<op>,...", at most 8, newest first)
+-- KEYS[1] config: the limiter's config hash, written on first use and by
+--   limiter_configure, read when the config key is missing or about to
+--   expire (see limiter_config)
 -- KEYS[2] state: a sorted set of the allowed requests scored by their
 --   time in microseconds of the Redis server clock, named after their
 --   operation: "<op>" for the first of a call's requests, "<op>:<i>" for
 --   the others
--- ARGV[1] algorithm: the caller's algorithm
--- ARGV[2] rate: requests per period
--- ARGV[3] period_us: the period in microseconds
--- ARGV[4] burst: the burst
--- ARGV[5] scope: the scope
--- ARGV[6] n: the requests to count (0 only reports; a negative n refunds
+-- KEYS[3] cfgv: the config key, "<config>|<until_ms>[|<op>,...]": the
+--   stored config, read on every call, then the records of the last
+--   refunds (at most 8, newest first)
+-- ARGV[1] config: the caller's "<algorithm> <rate> <period_us> <burst>
+--   <scope>" (rate: requests per period, period_us: the period in
+--   microseconds)
+-- ARGV[2] n: the requests to count (0 only reports; a negative n refunds
 --   -n requests: it forgets the -n latest entries of the log
 --   (never more than it holds))
--- ARGV[7] config_ttl_ms: how long the config outlives the last write, in
---   milliseconds
--- ARGV[8] patience_us: how long the caller would wait, in microseconds (0:
+-- ARGV[3] config_ttl_ms: how long the config outlives the last write, at
+--   least, in milliseconds
+-- ARGV[4] patience_us: how long the caller would wait, in microseconds (0:
 --   not at all)
--- ARGV[9] idle_ttl_ms: the most the state outlives the last request
+-- ARGV[5] idle_ttl_ms: the most the state outlives the last request
 --   counted, in milliseconds (0: until the limiter is full again)
--- ARGV[10]? op: the operation id of a call that counts or refunds
+-- ARGV[6]? op: the operation id of a call that counts or refunds
 --   (n ~= 0), '!' appended when the call may have run before (a resend):
 --   a run that finds it recorded answers what the first run did (allowed,
 --   going ahead at the same time; a refund: where the limiter stands) and
@@ -29,8 +31,8 @@
 --   all of them, no extra command); a resend of a counting call looks
 --   for its first request (ZSCORE: one command more, on a resend only),
 --   which is there while it is in the window; a refund records itself in
---   the config's field ops (HSET: one command more; it reads the count
---   it left from ZPOPMAX's reply instead of a second ZCARD).
+--   the config key (SET KEEPTTL: one command more; it reads the count it
+--   left from ZPOPMAX's reply instead of a second ZCARD).
 -- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 --   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
 --   after us (the wait), reset after us, server time us}, or {-1,
@@ -40,18 +42,20 @@
 --   replies {1, remaining, 0, reset after us, server time us}.
 -- #include limiter
 local cfg, state = KEYS[1], KEYS[2]
-local mismatch, refunds = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local config = ARGV[1]
+local mismatch, refunds, untl = limiter_config(cfg, KEYS[3], redis.call('get', KEYS[3]), config,
+  now / 1000, tonumber(ARGV[3]))
 if mismatch then
   return mismatch
 end
 
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local n = tonumber(ARGV[6])
-local patience = tonumber(ARGV[8])
-local limit = tonumber(ARGV[2])
-local per = tonumber(ARGV[3])
-local op, resent = limiter_op(ARGV[10])
+local limit, per = string.match(config, '^%S+ (%d+) (%d+)')
+limit, per = tonumber(limit), tonumber(per)
+local n = tonumber(ARGV[2])
+local patience = tonumber(ARGV[4])
+local op, resent = limiter_op(ARGV[6])
 
 -- A resend looks for its record before the window moves on.
 local found, first = false, nil
@@ -73,7 +77,7 @@ local function reset()
   end
   return math.max(0, tonumber(last[2]) + per - now)
 end
-local idle = tonumber(ARGV[9]) or 0
+local idle = tonumber(ARGV[5]) or 0
 -- ttl is how long the state lives, in ms: until the limiter is full
 -- again, at most the idle TTL.
 local function ttl(ms)
@@ -88,7 +92,10 @@ end
 if n < 0 then
   count = count - #redis.call('zpopmax', state, -n) / 2
   if op then
-    redis.call('hset', cfg, 'ops', limiter_record(refunds, op, nil))
+    -- The config key as limiter_config left it, with the refund's
+    -- record in front of the others.
+    local head = config .. '|' .. string.format('%d', untl)
+    redis.call('set', KEYS[3], limiter_value(head, '|', refunds, 1, op, nil), 'KEEPTTL')
   end
   local left = reset()
   if left > 0 then
@@ -132,7 +139,6 @@ end
 local left = reset()
 if n > 0 then
   redis.call('pexpire', state, ttl(left / 1000))
-  redis.call('pexpire', cfg, ARGV[7], 'GT')
 end
 if at > now then
   return {2, 0, at - now, left, now}

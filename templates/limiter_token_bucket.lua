@@ -1,31 +1,35 @@
 -- limiter_token_bucket: one rate-limit decision by a token bucket of
 -- burst + 1 tokens refilled continuously at rate per period.
--- KEYS[1] config: the limiter's config hash
--- KEYS[2] state: a hash of tokens (a fraction), ts (when they were
---   counted, in microseconds of the Redis server clock) and ops (the
---   records of the last operations that wrote it, "<op>[@<at>],...", at
---   most 8, newest first; at: when a reservation's requests go ahead)
--- ARGV[1] algorithm: the caller's algorithm
--- ARGV[2] rate: requests per period
--- ARGV[3] period_us: the period in microseconds
--- ARGV[4] burst: the burst
--- ARGV[5] scope: the scope
--- ARGV[6] n: the requests to count (0 only reports; a negative n refunds
+-- KEYS[1] config: the limiter's config hash, written on first use and by
+--   limiter_configure, read when the config key is missing or about to
+--   expire (see limiter_config)
+-- KEYS[2] state: "<tokens> <ts>[ <op>[@<at>],...]": the tokens (a
+--   fraction), when they were counted (microseconds of the Redis server
+--   clock), then the records of the last operations that wrote it (at
+--   most 8, newest first; at: when a reservation's requests go ahead).
+--   A state of the hash form of earlier versions reads as missing (a
+--   full bucket) and is replaced.
+-- KEYS[3] cfgv: the config key, "<config>|<until_ms>": the stored
+--   config, read with the state in one MGET on every call
+-- ARGV[1] config: the caller's "<algorithm> <rate> <period_us> <burst>
+--   <scope>" (rate: requests per period, period_us: the period in
+--   microseconds)
+-- ARGV[2] n: the requests to count (0 only reports; a negative n refunds
 --   -n requests: gives them back to the limiter, never above
 --   what a full limiter allows)
--- ARGV[7] config_ttl_ms: how long the config outlives the last write, in
---   milliseconds
--- ARGV[8] patience_us: how long the caller would wait, in microseconds (0:
+-- ARGV[3] config_ttl_ms: how long the config outlives the last write, at
+--   least, in milliseconds
+-- ARGV[4] patience_us: how long the caller would wait, in microseconds (0:
 --   not at all)
--- ARGV[9] idle_ttl_ms: the most the state outlives the last request
+-- ARGV[5] idle_ttl_ms: the most the state outlives the last request
 --   counted, in milliseconds (0: until the limiter is full again)
--- ARGV[10]? op: the operation id of a call that counts or refunds
+-- ARGV[6]? op: the operation id of a call that counts or refunds
 --   (n ~= 0), '!' appended when the call may have run before (a resend):
 --   a run that finds it recorded answers what the first run did (allowed,
 --   going ahead at the same time; a refund: where the limiter stands) and
---   changes nothing. The record is a field of the HSET it does anyway
---   (no extra command); a refund that fills the bucket writes it (HSET
---   and PEXPIRE: one command more) where it would have deleted the state.
+--   changes nothing. The record is written in the SET of the tokens: no
+--   extra command; a refund that fills the bucket SETs it (a record)
+--   where it would have deleted it.
 -- reply: {int, int, int, int, int} | {int, string, string, string, string, string}
 --   {1 allowed | 2 allowed after the wait | 0 denied, remaining, retry
 --   after us (the wait), reset after us, server time us}, or {-1,
@@ -34,83 +38,90 @@
 --   now, at the time it may go ahead: it reserves its place. A refund
 --   replies {1, remaining, 0, reset after us, server time us}.
 -- #include limiter
-local cfg, state = KEYS[1], KEYS[2]
-local mismatch = limiter_config(cfg, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7])
+local state = KEYS[2]
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local config = ARGV[1]
+local got = redis.call('mget', KEYS[3], state)
+local mismatch = limiter_config(KEYS[1], KEYS[3], got[1], config, now / 1000, tonumber(ARGV[3]))
 if mismatch then
   return mismatch
 end
 
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local n = tonumber(ARGV[6])
-local patience = tonumber(ARGV[8])
-local interval = tonumber(ARGV[3]) / tonumber(ARGV[2]) -- us per token
-local capacity = tonumber(ARGV[4]) + 1
-local op, resent = limiter_op(ARGV[10])
+-- Lua reads a number out of a string in arithmetic.
+local rate, per, burst = string.match(config, '^%S+ (%d+) (%d+) (%d+)')
+local n = tonumber(ARGV[2])
+local interval = per / rate -- us per token
+local capacity = burst + 1
+local op, resent = limiter_op(ARGV[6])
+-- The state's lifetime, in ms: until the limiter is full again, at most
+-- the idle TTL, and at least the records' lifetime.
+local idle, floor = tonumber(ARGV[5]) or 0, op and limiter_record_ms or 1
 
-local b = redis.call('hmget', state, 'tokens', 'ts', 'ops')
-local tokens, ts, ops = tonumber(b[1]), tonumber(b[2]), b[3] or ''
+local v = got[2]
+local tokens, ts, from -- from: where the records start
+if v then
+  local sp = string.find(v, ' ', 1, true)
+  if sp then
+    local sp2 = string.find(v, ' ', sp + 1, true)
+    tokens = tonumber(string.sub(v, 1, sp - 1))
+    ts = tonumber(string.sub(v, sp + 1, sp2 and sp2 - 1 or -1))
+    from = sp2 and sp2 + 1
+  end
+end
 if tokens == nil or ts == nil then
-  tokens, ts = capacity, now
+  tokens, ts, from = capacity, now, nil
 elseif now > ts then
   tokens = math.min(capacity, tokens + (now - ts) / interval)
   ts = now
 end
 -- Float sums may leave a whole token a hair short.
 local eps = 1e-9
-local function after(want) -- us until the bucket holds want tokens
-  return math.max(0, math.ceil((want - tokens) * interval - eps))
-end
-local idle = tonumber(ARGV[9]) or 0
--- ttl is how long the state lives, in ms: until the limiter is full
--- again, at most the idle TTL, and at least the records' lifetime.
-local function ttl(ms)
-  return limiter_ttl(ms, idle, op and limiter_record_ms or 1)
-end
--- write stores the tokens with the records, op's in front.
-local function write(at)
-  if op then
-    redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts), 'ops', limiter_record(ops, op, at))
-  else
-    redis.call('hset', state, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
-  end
-  redis.call('pexpire', state, ttl(after(capacity) / 1000))
-end
-local function remaining()
-  return math.max(0, math.floor(tokens + eps))
-end
+-- full: us until the bucket holds capacity tokens.
+local full = math.max(0, math.ceil((capacity - tokens) * interval - eps))
 if resent then
-  local found, at = limiter_find(ops, op)
+  local found, at = limiter_find(from and string.sub(v, from) or '', op)
   if found then
     if n > 0 and at and at > now then
-      return {2, 0, at - now, after(capacity), now}
+      return {2, 0, at - now, full, now}
     end
-    return {1, remaining(), 0, after(capacity), now}
+    return {1, math.max(0, math.floor(tokens + eps)), 0, full, now}
   end
 end
 if n < 0 then
   tokens = math.min(capacity, tokens - n)
+  full = math.max(0, math.ceil((capacity - tokens) * interval - eps))
   if tokens + eps >= capacity and not op then
     redis.call('del', state)
   else
-    write(nil)
+    -- A refund that fills the bucket keeps its record where it would
+    -- delete the state.
+    local head = string.format('%.17g %d', tokens, ts)
+    redis.call('set', state, op and limiter_value(head, ' ', v, from, op, nil) or head,
+      'PX', limiter_ttl(full / 1000, idle, floor))
   end
-  return {1, remaining(), 0, after(capacity), now}
+  return {1, math.max(0, math.floor(tokens + eps)), 0, full, now}
 end
 local wait = 0
 if tokens + eps < n then
-  wait = after(n)
-  if wait > patience then
-    return {0, remaining(), wait, after(capacity), now}
+  wait = math.max(0, math.ceil((n - tokens) * interval - eps))
+  if wait > tonumber(ARGV[4]) then
+    return {0, math.max(0, math.floor(tokens + eps)), wait, full, now}
   end
 end
 if n > 0 then
-  -- A reservation leaves the bucket in debt: negative tokens.
+  -- A reservation leaves the bucket in debt: negative tokens. The tokens
+  -- are written with the records, op's in front.
   tokens = tokens - n
-  write(wait > 0 and now + wait or nil)
-  redis.call('pexpire', cfg, ARGV[7], 'GT')
+  full = math.max(0, math.ceil((capacity - tokens) * interval - eps))
+  local head = string.format('%.17g %d', tokens, ts)
+  local value = head
+  if op then
+    value = limiter_value(head, ' ', v, from, op, wait > 0 and now + wait or nil)
+  end
+  redis.call('set', state, value, 'PX', limiter_ttl(full / 1000, idle, floor))
 end
 if wait > 0 then
-  return {2, 0, wait, after(capacity), now}
+  return {2, 0, wait, full, now}
 end
-return {1, remaining(), 0, after(capacity), now}
+return {1, math.max(0, math.floor(tokens + eps)), 0, full, now}

@@ -49,14 +49,16 @@ type LimiterDef struct {
 	Per       time.Duration // at least a microsecond
 	Burst     int           // requests allowed at once above the rate (GCRA, TokenBucket)
 	Scope     LimiterScope
-	// IdleTTL bounds how long the limiter's keys outlive the last request
-	// counted: after IdleTTL without one, the state and config expire and
+	// IdleTTL bounds how long the limiter's state outlives the last
+	// request counted: after IdleTTL without one, the state expires and
 	// the limiter is full again, even if it would not have refilled by
 	// then (a limit of 1000 per day with an IdleTTL of 1h forgets a user
 	// after an idle hour). 0, the default: the state expires when the
 	// limiter is full again (Per*(Burst+1)/Rate after the last request,
-	// Per for SlidingWindow) and the config a second after that. An
-	// IdleTTL longer than that changes nothing.
+	// Per for SlidingWindow). The config (<key>:cfg and <key>:cfgv)
+	// expires a second after the state would at the latest, and up to a
+	// minute later than that (a decision rewrites it at most once a
+	// minute). An IdleTTL longer than the time to fill up changes nothing.
 	IdleTTL time.Duration
 	Scripts *LimiterScripts
 }
@@ -88,7 +90,7 @@ const (
 	// the theoretical arrival time of the next request.
 	GCRA LimiterAlgorithm = iota + 1
 	// TokenBucket holds Burst+1 tokens, refilled continuously at Rate per
-	// Per; the state is a hash of the tokens and when they were counted.
+	// Per; the state is the tokens and when they were counted.
 	TokenBucket
 	// SlidingWindow keeps an exact log of the requests allowed in the last
 	// Per (a sorted set), so it never allows more than Rate in any window

@@ -81,6 +81,30 @@ func (c *Conn) EvalBoxed(ctx context.Context, s *impl.Script, keys []any, args .
 	return cmd
 }
 
+// EvalArgs is Eval for a caller that builds the whole command in one
+// slice: cmdArgs[0] and [1] are left for the command and the SHA1 (it
+// fills them), [2] is the number of keys, nkeys, and the keys and
+// arguments follow. It saves the copies and the boxing of EvalSha.
+func (c *Conn) EvalArgs(ctx context.Context, s *impl.Script, cmdArgs []any, nkeys int) *redis.Cmd {
+	if s.Err != nil {
+		return Failed(ctx, s.Err)
+	}
+	sha, ok := c.shas.Load(s)
+	if !ok {
+		sha = any(s.SHA1)
+		c.shas.Store(s, sha)
+	}
+	cmdArgs[0], cmdArgs[1] = "evalsha", sha
+	cmd := c.process(ctx, cmdArgs, nkeys > 0)
+	if IsNoScript(cmd.Err()) {
+		c.noScript(ctx, s, cmdArgs[3+nkeys:])
+		cmdArgs[0], cmdArgs[1] = "eval", s.Source
+		cmd = c.process(ctx, cmdArgs, nkeys > 0)
+	}
+	c.ReloadOnConnError(cmd.Err())
+	return cmd
+}
+
 func (c *Conn) process(ctx context.Context, args []any, keyed bool) *redis.Cmd {
 	cmd := redis.NewCmd(ctx, args...)
 	if keyed {

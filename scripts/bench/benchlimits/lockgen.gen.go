@@ -101,10 +101,10 @@ var tokenBucketLimiterScripts = lockgenScripts.Limiters(lockimpl.TokenBucket)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"limiter_configure":      "278f9df23fc5968c07ad1cc144fbae5d099307d4",
-	"limiter_gcra":           "9076d3e598a56620895c2c5c93c00675e77ac96f",
-	"limiter_sliding_window": "c4c80c0deb2745620f50cbe9db045f84030676b7",
-	"limiter_token_bucket":   "4d92672bc17bee96a84454c4542961113d9349f8",
+	"limiter_configure":      "3ddf958934a5867aecd64fe6646b506c9337e855",
+	"limiter_gcra":           "1a047255fabc0800545264c604cf67479dcaed71",
+	"limiter_sliding_window": "49f0643a977bdeff0ea53566ac7f6a3dcaf44697",
+	"limiter_token_bucket":   "0c727162ccd9c2bacead80592079b4ed30675cf5",
 })
 
 // Preload loads every Lua script of this package on every primary of c's
