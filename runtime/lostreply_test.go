@@ -620,10 +620,10 @@ func TestExactlyOnceCosts(t *testing.T) {
 		map[string]int64{"evalsha": 1, "get": 1, "set": 1, "decr": 0})
 	plain := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "plain"))
 	check("plain Offer", func() error { return plain.Offer(ctx, 1) },
-		map[string]int64{"evalsha": 1, "set": 1, "rpush": 1})
+		map[string]int64{"evalsha": 1, "set": 1, "rpush": 1, "zpopmin": 1}) // nobody waits: one ZPOPMIN of no key, no PUBLISH
 	rel := lockrt.NewReliableQueue(c, qd, lockrt.JSON[int]{}, key(t, "reliable"))
 	check("reliable Offer", func() error { _, err := rel.Offer(ctx, 1); return err },
-		map[string]int64{"evalsha": 1, "set": 1, "hset": 1, "rpush": 1})
+		map[string]int64{"evalsha": 1, "set": 1, "hset": 1, "rpush": 1, "zpopmin": 1, "publish": 0})
 	// A first claim serves the queue on this client's delay timer (its
 	// first move) and arms the timer for the claim's deadline (it announces
 	// it: the timer runs another move). The claim measured next comes due
@@ -1034,7 +1034,7 @@ func TestLimiterDeadlinesWhenUnreachable(t *testing.T) {
 
 // TestPlainTakeGivesBack: a plain queue's blocking Take whose caller gave
 // up (its wait and cleanUpWait passed) while Redis had not answered puts
-// the item the BLPOP took later back at the head of the queue: Redis is
+// the item its LPOP took later back at the head of the queue: Redis is
 // paused (CLIENT PAUSE WRITE) past the wait, then pops the item.
 func TestPlainTakeGivesBack(t *testing.T) {
 	t.Parallel()
@@ -1064,8 +1064,8 @@ func TestPlainTakeGivesBack(t *testing.T) {
 	if took := time.Since(start); took > 100*time.Millisecond+deadlineSlack {
 		t.Errorf("TryTake returned after %v", took)
 	}
-	// The pause ends, the BLPOP pops 1, and the runtime gives it back.
-	eventually(t, failAfter, func() bool { return cmdCalls(t, admin)["blpop"] >= 1 }, "the BLPOP did not run after the pause")
+	// The pause ends, the LPOP pops 1, and the runtime gives it back.
+	eventually(t, failAfter, func() bool { return cmdCalls(t, admin)["lpop"] >= 1 }, "the LPOP did not run after the pause")
 	eventually(t, failAfter, func() bool {
 		vs, err := q.PeekN(ctx, 3)
 		return err == nil && slices.Equal(vs, []int{1, 2})
