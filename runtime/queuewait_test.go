@@ -161,4 +161,3 @@ func newClientOf(t testing.TB, addr string) *lockrt.Client {
 	t.Cleanup(func() { c.Close(); rdb.Close() })
 	return c
 }
-
