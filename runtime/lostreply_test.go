@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -390,7 +391,63 @@ func TestQueueLostReplies(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		_ = rdb
+		// A waiting Take registers once although its registration ran
+		// twice (queue_wait, or the take script on a reliable queue),
+		// gets the item an offer whose reply was lost wakes it for, and
+		// leaves no entry behind.
+		for _, reliable := range []bool{false, true} {
+			t.Run(fmt.Sprintf("waiting/reliable=%v", reliable), func(t *testing.T) {
+				vis := time.Duration(0)
+				if reliable {
+					vis = 10 * time.Second
+				}
+				d := queueDef(t, false, vis, 3)
+				k := key(t)
+				got := make(chan int, 1)
+				var offer func() error
+				if reliable {
+					q := lockrt.NewReliableQueue(c, d, lockrt.JSON[int]{}, k)
+					offer = func() error { _, err := q.Offer(ctx, 7); return err }
+					l.lose(d.Scripts.Take.SHA1, 1)
+					go func() {
+						dl, err := q.Take(ctx)
+						if err != nil {
+							t.Error(err)
+							got <- -1
+							return
+						}
+						if dl.Attempt() != 1 {
+							t.Errorf("delivery attempt %d, want 1", dl.Attempt())
+						}
+						got <- dl.Value
+					}()
+				} else {
+					q := lockrt.NewQueue(c, d, lockrt.JSON[int]{}, k)
+					offer = func() error { return q.Offer(ctx, 7) }
+					l.lose(d.Scripts.Wait.SHA1, 1)
+					go func() {
+						v, err := q.Take(ctx)
+						if err != nil {
+							t.Error(err)
+						}
+						got <- v
+					}()
+				}
+				waitTakers(t, rdb, k, 1)
+				mustLose(t, l)
+				l.lose(d.Scripts.Offer.SHA1, 1)
+				if err := offer(); err != nil {
+					t.Fatal(err)
+				}
+				mustLose(t, l)
+				if v := <-got; v != 7 {
+					t.Fatalf("took %d, want 7", v)
+				}
+				if n, err := rdb.ZCard(ctx, k+":takers").Result(); err != nil || n != 0 {
+					t.Errorf("%d consumers still registered (%v), want 0", n, err)
+				}
+			})
+		}
 	})
 }
 

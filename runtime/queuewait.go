@@ -53,6 +53,19 @@ type takeAttempt func(owner string, registered bool) (took bool, sleep time.Dura
 // attempt's error.
 func (q *queue) await(ctx context.Context, end time.Time, attempt takeAttempt) error {
 	owner := q.c.newOwner()
+	channel := q.c.wakePrefix(q.key) + ":" + q.c.id
+	if !q.c.hub.Ready(channel) {
+		// Subscribed before the first attempt registers, so that the
+		// wait loop finds it ready and sleeps: a wake-up cannot be
+		// missed, and the wait needs no second attempt once subscribed
+		// (many Takes starting together on a client would each make one).
+		sctx, cancel := boundedContext(ctx, end)
+		sub, err := q.c.hub.Subscribe(sctx, channel)
+		cancel()
+		if err == nil {
+			defer q.c.hub.Unsubscribe(sub)
+		}
+	}
 	var lastErr error
 	took, sleep, err := attempt(owner, false)
 	switch {
@@ -72,7 +85,6 @@ func (q *queue) await(ctx context.Context, end time.Time, attempt takeAttempt) e
 			return lastError(emptyError(ctx), lastErr)
 		}
 	}
-	channel := q.c.wakePrefix(q.key) + ":" + q.c.id
 	err = q.c.waitFor(ctx, wait, waitObject{name: q.def.Name, key: q.key}, channel, owner, registered, sleep,
 		func(msg string) (bool, time.Duration, error) {
 			took, sleep, err := attempt(owner, msg == "")
