@@ -716,9 +716,9 @@ func (q *queue) redrive(ctx context.Context, n int) (int, error) {
 // Redis until a method is called. Many producers and consumers, on any
 // number of clients, may use one queue.
 //
-// Take blocks on the server (BLPOP) in blocks of at most a second, each
-// holding one connection of the go-redis pool: size the pool
-// (PoolSize, default 10 per CPU) above the number of concurrent Takes.
+// A Take that finds the queue empty waits holding no connection of the
+// go-redis pool: it registers as a waiting consumer and an offer wakes
+// one waiting Take per item (see "Queues" in docs/design.md).
 type Queue[T any] struct {
 	q     *queue
 	codec Codec[T]

@@ -20,10 +20,10 @@ import (
 // maxDeliveries deliveries an item goes to the dead-letter list, where it
 // can be inspected and re-driven.
 //
-// Take blocks on the server (BLMOVE from the ready list to a processing
-// list, then a claim script) in blocks of at most a second, each holding
-// one connection of the go-redis pool: size the pool (PoolSize, default
-// 10 per CPU) above the number of concurrent Takes.
+// Take claims with one script call (the take script); when there is
+// nothing to claim, the same call registers it as a waiting consumer, and
+// it waits holding no connection of the go-redis pool until an offer (or
+// the delay timer) wakes it (see "Queues" in docs/design.md).
 type ReliableQueue[T any] struct {
 	q     *queue
 	codec Codec[T]
@@ -204,8 +204,8 @@ func (q *ReliableQueue[T]) TryTake(ctx context.Context, wait time.Duration) (*De
 // TakeN returns up to n deliveries, first ready first, waiting as long as
 // the context allows until at least one item is ready. Every delivery is
 // in flight with the same visibility deadline, and is settled on its own
-// (Ack, Nack, ...). It is one round trip when an item is ready (a blocking
-// command and the claim when it had to wait). Items that do not decode
+// (Ack, Nack, ...). It is one round trip when an item is ready (and one
+// more per wake-up when it had to wait). Items that do not decode
 // are dead-lettered as by Take.
 //
 // It returns ErrInvalidArgument for n < 1, and the errors of Take.
