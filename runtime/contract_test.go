@@ -317,6 +317,11 @@ func TestScriptContracts(t *testing.T) {
 	}
 	_, err = q.Drain(ctx)
 	must(err)
+	// A wait that runs out on an empty plain queue registers and leaves
+	// (queue_wait).
+	if _, err := lockimpl.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "wait")).TryTake(ctx, 10*time.Millisecond); !errors.Is(err, lockrt.ErrEmpty) {
+		t.Fatalf("TryTake of an empty queue: %v, want ErrEmpty", err)
+	}
 	pk := key(t, "plain")
 	must(lockimpl.NewQueue(c, queueDef(t, false, 0, 0), lockrt.String{}, pk).Offer(ctx, "not json"))
 	if _, err := lockimpl.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, pk).TryTake(ctx, 0); err == nil {

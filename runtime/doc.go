@@ -226,10 +226,12 @@
 // Round trips: Offer, OfferMany, OfferIn, OfferAt, Enqueue, Len, Stats,
 // Peek, PeekN, PeekDelayed, ReadDelayed, ContainsDelayed, Remove,
 // RemoveAll, DeadLetters, Ack, Nack and Extend are one each; RemoveID two; Redrive and Drain one per 1000 items; Take and
-// TakeN one when an item is ready, else a blocking command (BLPOP,
-// BLMPOP, or BLMOVE and then the claim), in blocks of at most a second:
-// keep go-redis' ReadTimeout above that and its PoolSize above the number
-// of concurrent Takes. Errors: ErrEmpty (the wait ran out),
+// TakeN one when an item is ready; a Take that finds nothing registers
+// as a waiting consumer (one more round trip, on a client's first wait
+// also a subscription of its wake-up channel) and then holds no pool
+// connection while it waits: the offer or delay-timer move that makes an
+// item ready wakes one waiting Take per item, which takes it in one round
+// trip (a waiting Take refreshes its registration every second). Errors: ErrEmpty (the wait ran out),
 // ErrItemTooLarge, ErrDeliveryExpired, ErrDeliverySettled, ErrHandlerTimeout,
 // ErrSkipRetry (a handler's error wrapping it dead-letters at once).
 //

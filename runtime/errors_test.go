@@ -71,7 +71,7 @@ func TestBlockingCallsRideOutOutage(t *testing.T) {
 	waitWaiting(t, lc, lk, 1, 1)
 	waitWaiting(t, sc, sk, 1, 1)
 	waitAwaiting(t, lak, ac)
-	waitBlocked(t, qc.Redis())
+	waitTakers(t, qc.Redis(), key(t, "queue"), 1)
 
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -391,7 +392,63 @@ func TestQueueLostReplies(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		_ = rdb
+		// A waiting Take registers once although its registration ran
+		// twice (queue_wait, or the take script on a reliable queue),
+		// gets the item an offer whose reply was lost wakes it for, and
+		// leaves no entry behind.
+		for _, reliable := range []bool{false, true} {
+			t.Run(fmt.Sprintf("waiting/reliable=%v", reliable), func(t *testing.T) {
+				vis := time.Duration(0)
+				if reliable {
+					vis = 10 * time.Second
+				}
+				d := queueDef(t, false, vis, 3)
+				k := key(t)
+				got := make(chan int, 1)
+				var offer func() error
+				if reliable {
+					q := lockrt.NewReliableQueue(c, d, lockrt.JSON[int]{}, k)
+					offer = func() error { _, err := q.Offer(ctx, 7); return err }
+					l.lose(d.Scripts.Take.SHA1, 1)
+					go func() {
+						dl, err := q.Take(ctx)
+						if err != nil {
+							t.Error(err)
+							got <- -1
+							return
+						}
+						if dl.Attempt() != 1 {
+							t.Errorf("delivery attempt %d, want 1", dl.Attempt())
+						}
+						got <- dl.Value
+					}()
+				} else {
+					q := lockrt.NewQueue(c, d, lockrt.JSON[int]{}, k)
+					offer = func() error { return q.Offer(ctx, 7) }
+					l.lose(d.Scripts.Wait.SHA1, 1)
+					go func() {
+						v, err := q.Take(ctx)
+						if err != nil {
+							t.Error(err)
+						}
+						got <- v
+					}()
+				}
+				waitTakers(t, rdb, k, 1)
+				mustLose(t, l)
+				l.lose(d.Scripts.Offer.SHA1, 1)
+				if err := offer(); err != nil {
+					t.Fatal(err)
+				}
+				mustLose(t, l)
+				if v := <-got; v != 7 {
+					t.Fatalf("took %d, want 7", v)
+				}
+				if n, err := rdb.ZCard(ctx, k+":takers").Result(); err != nil || n != 0 {
+					t.Errorf("%d consumers still registered (%v), want 0", n, err)
+				}
+			})
+		}
 	})
 }
 
@@ -621,10 +678,10 @@ func TestExactlyOnceCosts(t *testing.T) {
 		map[string]int64{"evalsha": 1, "get": 1, "set": 1, "decr": 0})
 	plain := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "plain"))
 	check("plain Offer", func() error { return plain.Offer(ctx, 1) },
-		map[string]int64{"evalsha": 1, "set": 1, "rpush": 1})
+		map[string]int64{"evalsha": 1, "set": 1, "rpush": 1, "zpopmin": 1}) // nobody waits: one ZPOPMIN of no key, no PUBLISH
 	rel := lockrt.NewReliableQueue(c, qd, lockrt.JSON[int]{}, key(t, "reliable"))
 	check("reliable Offer", func() error { _, err := rel.Offer(ctx, 1); return err },
-		map[string]int64{"evalsha": 1, "set": 1, "hset": 1, "rpush": 1})
+		map[string]int64{"evalsha": 1, "set": 1, "hset": 1, "rpush": 1, "zpopmin": 1, "publish": 0})
 	// A first claim serves the queue on this client's delay timer (its
 	// first move) and arms the timer for the claim's deadline (it announces
 	// it: the timer runs another move). The claim measured next comes due
@@ -1063,7 +1120,7 @@ func TestLimiterDeadlinesWhenUnreachable(t *testing.T) {
 
 // TestPlainTakeGivesBack: a plain queue's blocking Take whose caller gave
 // up (its wait and cleanUpWait passed) while Redis had not answered puts
-// the item the BLPOP took later back at the head of the queue: Redis is
+// the item its LPOP took later back at the head of the queue: Redis is
 // paused (CLIENT PAUSE WRITE) past the wait, then pops the item.
 func TestPlainTakeGivesBack(t *testing.T) {
 	t.Parallel()
@@ -1093,8 +1150,8 @@ func TestPlainTakeGivesBack(t *testing.T) {
 	if took := time.Since(start); took > 100*time.Millisecond+deadlineSlack {
 		t.Errorf("TryTake returned after %v", took)
 	}
-	// The pause ends, the BLPOP pops 1, and the runtime gives it back.
-	eventually(t, failAfter, func() bool { return cmdCalls(t, admin)["blpop"] >= 1 }, "the BLPOP did not run after the pause")
+	// The pause ends, the LPOP pops 1, and the runtime gives it back.
+	eventually(t, failAfter, func() bool { return cmdCalls(t, admin)["lpop"] >= 1 }, "the LPOP did not run after the pause")
 	eventually(t, failAfter, func() bool {
 		vs, err := q.PeekN(ctx, 3)
 		return err == nil && slices.Equal(vs, []int{1, 2})

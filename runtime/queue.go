@@ -65,7 +65,7 @@ var (
 
 // queueKeys are the suffixes of a queue's keys after its own key, the ready
 // list, in the scripts' KEYS order.
-var queueKeys = [...]string{"delayed", "data", "seq", "armed", "proc", "inflight", "att", "dead", "err"}
+var queueKeys = [...]string{"delayed", "data", "seq", "armed", "proc", "inflight", "att", "dead", "err", "takers"}
 
 // Indexes in queue.keys.
 const (
@@ -79,11 +79,8 @@ const (
 	kAtt
 	kDead
 	kErr
+	kTakers
 )
-
-// maxBlock bounds one blocking command, so that a Take notices its
-// context's cancellation and the client's Close within a second.
-const maxBlock = time.Second
 
 // queue is what every queue type is built on: one queue instance, its
 // keys and definition, and the untyped operations.
@@ -269,107 +266,9 @@ func emptyError(ctx context.Context) error {
 	return ErrEmpty
 }
 
-// block runs a blocking list command (BLPOP, BLMOVE) built by cmd for a
-// block timeout, in blocks of at most maxBlock, until it returns an
-// element, end passes, ctx ends or the client closes. The command itself
-// is not cut short by ctx: an element the server handed over must reach
-// us. It needs a go-redis ReadTimeout above maxBlock (the default is 3s).
-//
-// Transient errors (see transient) do not end the wait: it retries after
-// a backoff, and when the wait ends meanwhile its error also matches the
-// last one.
-//
-// The wait keeps its end (ctx's deadline, or end) plus cleanUpWait also
-// when the server stops answering: the command then goes on alone, and
-// giveBack (if not nil) hands back what it took should it still reply
-// (see withinOr).
-func (q *queue) block(ctx context.Context, end time.Time, cmd func(timeout string) []any, giveBack func(any)) (any, error) {
-	return q.blockAt(ctx, end, 0, cmd, giveBack)
-}
-
-// blockAt is block for a command whose first key is its argument keyPos
-// (0: where the command's COMMAND info says), such as BLMPOP's 3.
-func (q *queue) blockAt(ctx context.Context, end time.Time, keyPos int8, cmd func(timeout string) []any, giveBack func(any)) (any, error) {
-	// wctx bounds each blocking command: the wait's end (or ctx's
-	// deadline) and cleanUpWait, for the reply of a block that ends then.
-	wctx, bound := context.WithoutCancel(ctx), end
-	if dl, ok := ctx.Deadline(); ok && (bound.IsZero() || dl.Before(bound)) {
-		bound = dl
-	}
-	if !bound.IsZero() {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithDeadline(wctx, bound.Add(cleanUpWait))
-		defer cancel()
-	}
-	var lastErr error
-	for retries := 0; ; {
-		if err := q.c.checkOpen(); err != nil {
-			return nil, err
-		}
-		if ctx.Err() != nil {
-			return nil, lastError(emptyError(ctx), lastErr)
-		}
-		d := maxBlock
-		if !end.IsZero() {
-			left := time.Until(end)
-			if left <= 0 {
-				return nil, lastError(emptyError(ctx), lastErr)
-			}
-			d = min(d, left)
-		}
-		timeout := strconv.FormatFloat(max(d.Seconds(), 0.001), 'f', 3, 64)
-		bctx := context.WithoutCancel(ctx)
-		c := redis.NewCmd(bctx, cmd(timeout)...)
-		if keyPos > 0 {
-			c.SetFirstKeyPos(keyPos)
-		}
-		run := func() *redis.Cmd {
-			_ = q.c.rdb.Process(bctx, c)
-			return c
-		}
-		if wctx.Done() != nil {
-			var ok bool
-			if _, ok = withinOr(wctx, run, func(c *redis.Cmd) {
-				if res, err := c.Result(); err == nil && giveBack != nil {
-					giveBack(res)
-				}
-			}); !ok {
-				return nil, lastError(emptyError(ctx), lastErr)
-			}
-		} else {
-			run()
-		}
-		res, err := c.Result()
-		switch {
-		case errors.Is(err, redis.Nil):
-			lastErr, retries = nil, 0
-			continue
-		case transient(err):
-			lastErr = fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
-			d := retryBackoff(retries)
-			if !end.IsZero() {
-				d = min(d, max(time.Until(end), 0))
-			}
-			pause := time.NewTimer(d)
-			retries++
-			select {
-			case <-pause.C:
-			case <-ctx.Done():
-				pause.Stop()
-			case <-q.c.hub.Closed():
-				pause.Stop()
-			}
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
-		}
-		return res, nil
-	}
-}
-
-// giveBack puts what a plain queue's blocking pop took after its caller
-// gave up (a BLPOP's or BLMPOP's reply) back at the head of the queue, in
-// its order: best effort, under a release context.
+// giveBack puts what a plain queue's pop took after its caller gave up
+// (popped's {key, item or items}) back at the head of the queue, in its
+// order: best effort, under a release context.
 func (q *queue) giveBack(res any) {
 	kv, ok := res.([]any)
 	if !ok || len(kv) != 2 {
@@ -394,68 +293,124 @@ func (q *queue) giveBack(res any) {
 // pop takes the first ready body of a plain queue, waiting until end
 // (zero: as long as ctx allows) unless once.
 func (q *queue) pop(ctx context.Context, end time.Time, once bool) ([]byte, error) {
-	if err := q.c.checkOpen(); err != nil {
-		return nil, err
-	}
-	if once {
-		b, err := q.c.rdb.LPop(ctx, q.key).Bytes()
-		switch {
-		case errors.Is(err, redis.Nil):
-			return nil, ErrEmpty
-		case err != nil:
-			return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
-		}
-		return b, nil
-	}
-	res, err := q.block(ctx, end, func(timeout string) []any { return []any{"blpop", q.key, timeout} }, q.giveBack)
+	bodies, err := q.popN(ctx, end, once, 1)
 	if err != nil {
 		return nil, err
 	}
-	kv, ok := res.([]any)
-	if !ok || len(kv) != 2 {
-		return nil, fmt.Errorf("lockgen: taking from %s: unexpected reply %v", q.key, res)
-	}
-	s, _ := kv[1].(string)
-	return []byte(s), nil
+	return bodies[0], nil
 }
 
-// popN takes up to n ready bodies of a plain queue (LPOP with a count),
-// waiting until end (zero: as long as ctx allows) for the first unless
-// once (BLMPOP).
+// popN takes up to n ready bodies of a plain queue (LPOP, with a count
+// when n > 1), waiting until end (zero: as long as ctx allows) for the
+// first unless once. A waiting take holds no pool connection: it
+// registers as a waiting consumer and sleeps until an offer (or the delay
+// timer) wakes it, or its refresh (see await).
 func (q *queue) popN(ctx context.Context, end time.Time, once bool, n int) ([][]byte, error) {
 	if err := q.c.checkOpen(); err != nil {
 		return nil, err
 	}
 	if once {
-		res, err := q.c.rdb.LPopCount(ctx, q.key, n).Result()
+		bodies, err := q.lpop(ctx, time.Time{}, n)
 		switch {
-		case errors.Is(err, redis.Nil):
-			return nil, ErrEmpty
 		case err != nil:
-			return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
+			return nil, err
+		case len(bodies) == 0:
+			return nil, ErrEmpty
 		}
-		return bytesOf(res), nil
+		return bodies, nil
 	}
-	res, err := q.blockAt(ctx, end, 3, func(timeout string) []any {
-		return []any{"blmpop", timeout, 1, q.key, "left", "count", n}
-	}, q.giveBack)
+	var out [][]byte
+	err := q.await(ctx, end, func(owner string, registered bool) (bool, time.Duration, error) {
+		if err := q.c.checkOpen(); err != nil {
+			return false, 0, err
+		}
+		wctx, cancel := boundedContext(ctx, end)
+		defer cancel()
+		if registered {
+			// Woken by the timer, not by name: refresh the entry first
+			// (it takes the entry out when items are ready), so that a
+			// take leaves none behind.
+			sleep, err := q.register(wctx, owner)
+			if err != nil || sleep > 0 {
+				return false, sleep, err
+			}
+		}
+		bodies, err := q.lpop(ctx, end, n)
+		if err != nil || len(bodies) > 0 {
+			out = bodies
+			return len(bodies) > 0, 0, err
+		}
+		sleep, err := q.register(wctx, owner)
+		return false, sleep, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	kv, ok := res.([]any)
-	if !ok || len(kv) != 2 {
-		return nil, fmt.Errorf("lockgen: taking from %s: unexpected reply %v", q.key, res)
+	return out, nil
+}
+
+// lpop takes up to n ready bodies (LPOP, with a count when n > 1) within
+// end and ctx's deadline; what it takes after its caller gave up goes
+// back (giveBack). It returns none when the queue is empty.
+func (q *queue) lpop(ctx context.Context, end time.Time, n int) ([][]byte, error) {
+	wctx, cancel := boundedContext(ctx, end)
+	defer cancel()
+	bctx := context.WithoutCancel(ctx)
+	run := func() redis.Cmder {
+		if n == 1 {
+			return q.c.rdb.LPop(bctx, q.key)
+		}
+		return q.c.rdb.LPopCount(bctx, q.key, n)
 	}
-	items, ok := kv[1].([]any)
-	if !ok {
-		return nil, fmt.Errorf("lockgen: taking from %s: unexpected reply %v", q.key, res)
+	var cmd redis.Cmder
+	if wctx.Done() != nil {
+		var ok bool
+		if cmd, ok = withinOr(wctx, run, func(c redis.Cmder) { q.giveBack(popped(c)) }); !ok {
+			return nil, fmt.Errorf("%w: taking from %s: %w", ErrEmpty, q.key, wctx.Err())
+		}
+	} else {
+		cmd = run()
 	}
-	bodies := make([][]byte, len(items))
-	for i, it := range items {
-		s, _ := it.(string)
-		bodies[i] = []byte(s)
+	var bodies [][]byte
+	var err error
+	switch c := cmd.(type) {
+	case *redis.StringCmd:
+		var b []byte
+		if b, err = c.Bytes(); err == nil {
+			bodies = [][]byte{b}
+		}
+	case *redis.StringSliceCmd:
+		var ss []string
+		if ss, err = c.Result(); err == nil {
+			bodies = bytesOf(ss)
+		}
+	}
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
 	}
 	return bodies, nil
+}
+
+// popped returns what an LPOP took, as giveBack takes it.
+func popped(c redis.Cmder) any {
+	switch c := c.(type) {
+	case *redis.StringCmd:
+		if s, err := c.Result(); err == nil {
+			return []any{"", s}
+		}
+	case *redis.StringSliceCmd:
+		if ss, err := c.Result(); err == nil && len(ss) > 0 {
+			items := make([]any, len(ss))
+			for i, s := range ss {
+				items[i] = s
+			}
+			return []any{"", items}
+		}
+	}
+	return nil
 }
 
 func bytesOf(ss []string) [][]byte {
@@ -761,9 +716,9 @@ func (q *queue) redrive(ctx context.Context, n int) (int, error) {
 // Redis until a method is called. Many producers and consumers, on any
 // number of clients, may use one queue.
 //
-// Take blocks on the server (BLPOP) in blocks of at most a second, each
-// holding one connection of the go-redis pool: size the pool
-// (PoolSize, default 10 per CPU) above the number of concurrent Takes.
+// A Take that finds the queue empty waits holding no connection of the
+// go-redis pool: it registers as a waiting consumer and an offer wakes
+// one waiting Take per item (see "Queues" in docs/design.md).
 type Queue[T any] struct {
 	q     *queue
 	codec Codec[T]

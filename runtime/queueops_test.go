@@ -282,7 +282,7 @@ func TestReliableTakeN(t *testing.T) {
 			}
 			got <- ds
 		}()
-		waitBlocked(t, c.Redis())
+		waitTakers(t, c.Redis(), q.Key(), 1)
 		if _, err := q.OfferMany(ctx, 5, 6); err != nil {
 			t.Fatal(err)
 		}
@@ -298,8 +298,9 @@ func TestReliableTakeN(t *testing.T) {
 	})
 }
 
-// TestQueueTakeNWaits: a plain queue's blocked TakeN (BLMPOP, routed to
-// the key's node on a cluster) takes what a producer offers, in order.
+// TestQueueTakeNWaits: a plain queue's waiting TakeN (registered in the
+// queue's takers, woken by the offer) takes what a producer offers, in
+// order.
 func TestQueueTakeNWaits(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := withTimeout(t, 20*time.Second)
@@ -320,7 +321,7 @@ func TestQueueTakeNWaits(t *testing.T) {
 			}
 			got <- vs
 		}()
-		waitBlocked(t, c.Redis())
+		waitTakers(t, c.Redis(), k, 1)
 		if err := q.OfferMany(ctx, 1, 2, 3, 4); err != nil {
 			t.Fatal(err)
 		}

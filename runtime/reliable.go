@@ -20,10 +20,10 @@ import (
 // maxDeliveries deliveries an item goes to the dead-letter list, where it
 // can be inspected and re-driven.
 //
-// Take blocks on the server (BLMOVE from the ready list to a processing
-// list, then a claim script) in blocks of at most a second, each holding
-// one connection of the go-redis pool: size the pool (PoolSize, default
-// 10 per CPU) above the number of concurrent Takes.
+// Take claims with one script call (the take script); when there is
+// nothing to claim, the same call registers it as a waiting consumer, and
+// it waits holding no connection of the go-redis pool until an offer (or
+// the delay timer) wakes it (see "Queues" in docs/design.md).
 type ReliableQueue[T any] struct {
 	q     *queue
 	codec Codec[T]
@@ -204,8 +204,8 @@ func (q *ReliableQueue[T]) TryTake(ctx context.Context, wait time.Duration) (*De
 // TakeN returns up to n deliveries, first ready first, waiting as long as
 // the context allows until at least one item is ready. Every delivery is
 // in flight with the same visibility deadline, and is settled on its own
-// (Ack, Nack, ...). It is one round trip when an item is ready (a blocking
-// command and the claim when it had to wait). Items that do not decode
+// (Ack, Nack, ...). It is one round trip when an item is ready (and one
+// more per wake-up when it had to wait). Items that do not decode
 // are dead-lettered as by Take.
 //
 // It returns ErrInvalidArgument for n < 1, and the errors of Take.
@@ -232,9 +232,8 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) 
 	e := q.q.serve(true)
 	defer q.q.done(e)
 	end := waitEnd(ctx, wait)
-	id := ""
 	for {
-		if id == "" && ctx.Err() != nil {
+		if ctx.Err() != nil {
 			// Claims are not cut short by ctx (see claim): an ended
 			// context must not start one.
 			return nil, emptyError(ctx)
@@ -243,11 +242,25 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) 
 		if wait == 0 {
 			cend = time.Time{}
 		}
-		ds, err := q.q.claimAgain(ctx, cend, wait != 0, id, n)
+		var ds []*delivery
+		if wait == 0 {
+			ds, err = q.q.claimAgain(ctx, cend, false, "", n, "", false)
+		} else {
+			// A waiting take registers as a waiting consumer when it
+			// claims nothing, and sleeps holding no pool connection
+			// (see await).
+			err = q.q.await(ctx, end, func(owner string, registered bool) (bool, time.Duration, error) {
+				if err := q.q.c.checkOpen(); err != nil {
+					return false, 0, err
+				}
+				var err error
+				ds, err = q.q.claimAgain(ctx, cend, true, "", n, owner, registered)
+				return len(ds) > 0, queueRefresh, err
+			})
+		}
 		if err != nil {
 			return nil, err
 		}
-		id = ""
 		var buryErr error
 		for _, d := range ds {
 			v, err := decodeItem(q.codec, d.body)
@@ -271,17 +284,6 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) 
 		case wait == 0:
 			return nil, ErrEmpty
 		}
-		res, err := q.q.block(ctx, end, func(timeout string) []any {
-			return []any{"blmove", q.q.keys[kReady], q.q.keys[kProc], "left", "right", timeout}
-		}, nil) // an id moved after the caller gave up comes back as a crashed consumer's does (queue_move)
-		if err != nil {
-			return nil, err
-		}
-		s, ok := res.(string)
-		if !ok {
-			return nil, fmt.Errorf("lockgen: taking from %s: unexpected reply %v", q.q.key, res)
-		}
-		id = s
 	}
 }
 
@@ -324,10 +326,10 @@ func (d *delivery) settledError(ack bool) (bool, error) {
 // run that happened answers its deliveries (see queue_take's record), so
 // a Take rides an outage out, as every other blocking call does, and
 // finds what a lost reply claimed.
-func (q *queue) claimAgain(ctx context.Context, end time.Time, wait bool, id string, n int) ([]*delivery, error) {
+func (q *queue) claimAgain(ctx context.Context, end time.Time, wait bool, id string, n int, owner string, registered bool) ([]*delivery, error) {
 	op := &rdb.Marked{S: q.c.newSharedOp()}
 	for retries := 0; ; retries++ {
-		ds, err := q.claim(ctx, end, id, n, op)
+		ds, err := q.claim(ctx, end, id, n, op, owner, registered)
 		if err == nil || !transient(err) || !wait {
 			return ds, err
 		}
@@ -350,8 +352,10 @@ func (q *queue) claimAgain(ctx context.Context, end time.Time, wait bool, id str
 
 // claim runs the take script as operation op: it claims up to n
 // deliveries, id first (when not "", from the processing list), then the
-// first ready items. It returns none when there was nothing to claim.
-func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *rdb.Marked) ([]*delivery, error) {
+// first ready items. It returns none when there was nothing to claim;
+// with an owner, it then registered owner as a waiting consumer
+// (registered: owner may be registered already, see rdb.Queue.Take).
+func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *rdb.Marked, owner string, registered bool) ([]*delivery, error) {
 	if err := q.c.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -367,7 +371,7 @@ func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *
 	uctx, cancel := attemptContext(context.WithoutCancel(ctx), true, end)
 	defer cancel()
 	claim := func() *redis.Cmd {
-		return q.ops().Take(uctx, id, n, op)
+		return q.ops().Take(uctx, id, n, op, owner, registered)
 	}
 	var cmd *redis.Cmd
 	if _, bounded := uctx.Deadline(); bounded {

@@ -206,6 +206,16 @@ func namedClient(t testing.TB, b backend) *lockrt.Client {
 
 // waitBlocked waits until a connection of t's namedClient is blocked in
 // a command (BLMPOP, BLMOVE, …) on one of rdb's nodes.
+// waitTakers waits until n consumers wait for the items of the queue at
+// key (its takers zset, where a waiting Take registers).
+func waitTakers(t testing.TB, rdb redis.UniversalClient, key string, n int64) {
+	t.Helper()
+	eventually(t, failAfter, func() bool {
+		got, err := rdb.ZCard(context.Background(), key+":takers").Result()
+		return err == nil && got == n
+	}, fmt.Sprintf("%d consumers of %s did not wait", n, key))
+}
+
 func waitBlocked(t testing.TB, rdb redis.UniversalClient) {
 	t.Helper()
 	name := connName(t)

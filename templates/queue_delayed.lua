@@ -2,7 +2,7 @@
 -- bodies in data), due first first, or whether one of them holds a value
 -- (compared as queue_remove compares, see queue.luainc). It only reads:
 -- one consistent view, in one call.
--- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+-- KEYS[1..11] ready, delayed, data, seq, armed, proc, inflight, att, dead, err, takers:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
 -- ARGV[1] publish: the publish command (unused)

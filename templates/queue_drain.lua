@@ -1,9 +1,9 @@
 -- queue_drain: take the first ready items out of a queue for good (at
 -- most once, also for a reliable queue: they are not put in flight).
--- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+-- KEYS[1..11] ready, delayed, data, seq, armed, proc, inflight, att, dead, err, takers:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
--- KEYS[11] record: this call's record, KEYS[1]..':op:'..op (op unique
+-- KEYS[12] record: this call's record, KEYS[1]..':op:'..op (op unique
 --   across clients): its reply, for record_ms
 -- ARGV[1] publish: the publish command (unused)
 -- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
@@ -19,7 +19,7 @@
 --   (its bodies, kept in the record with cmsgpack) and takes nothing: one
 --   SET, two commands on a resend.
 if ARGV[4] == '!' then -- it may have run: answer as it did
-  local prev = redis.call('get', KEYS[11])
+  local prev = redis.call('get', KEYS[12])
   if prev then
     return cmsgpack.unpack(prev)
   end
@@ -44,5 +44,5 @@ if taken then
   end
 end
 out[1] = redis.call('llen', KEYS[1])
-redis.call('set', KEYS[11], cmsgpack.pack(out), 'PX', ARGV[5])
+redis.call('set', KEYS[12], cmsgpack.pack(out), 'PX', ARGV[5])
 return out

@@ -5,11 +5,11 @@
 -- "armed" records the earliest due time every live timer is armed for:
 -- an item due earlier must be announced on the channel. It expires a
 -- second after that time, so it never outlives the clients.
--- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+-- KEYS[1..11] ready, delayed, data, seq, armed, proc, inflight, att, dead, err, takers:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
 -- ARGV[1] publish: the command that publishes on the timer channel,
---   KEYS[1]..':ch' (publish or spublish)
+--   KEYS[1]..':ch', and wakes waiting consumers (publish or spublish)
 -- ARGV[2] mode: 'r' reliable, 'p' plain
 -- ARGV[3] batch: the batch size
 -- ARGV[4] visibility_ms: the visibility timeout in milliseconds
@@ -19,6 +19,7 @@
 --   {now, next due or -1, items moved, 1 when a batch was full}, followed
 --   with ARGV[6] by how late each delayed item moved was (now minus its
 --   due time, ms).
+-- #include queue
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local reliable = ARGV[2] == 'r'
@@ -27,6 +28,7 @@ local full = 0
 
 local due = redis.call('zrangebyscore', KEYS[2], '-inf', now, 'withscores', 'limit', 0, batch)
 local ids, late = {}, {}
+local ready_n = 0 -- items put on the ready list
 for i = 1, #due, 2 do
   ids[#ids + 1] = due[i]
   late[#late + 1] = now - tonumber(due[i + 1])
@@ -34,11 +36,13 @@ end
 for _, id in ipairs(ids) do
   if reliable then
     redis.call('rpush', KEYS[1], id)
+    ready_n = ready_n + 1
   else
     local body = redis.call('hget', KEYS[3], id)
     if body then
       redis.call('rpush', KEYS[1], body)
       redis.call('hdel', KEYS[3], id)
+      ready_n = ready_n + 1
     end
   end
 end
@@ -61,6 +65,7 @@ if reliable then
       redis.call('rpush', KEYS[9], id)
     else
       redis.call('rpush', KEYS[1], id)
+      ready_n = ready_n + 1
     end
   end
   if #expired > 0 then
@@ -79,6 +84,9 @@ if reliable then
     end
   end
 end
+
+-- Each item made ready wakes one waiting consumer.
+queue_wake(KEYS[1], KEYS[11], ARGV[1], ready_n, now)
 
 local next = -1
 local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')

@@ -1,11 +1,11 @@
 -- queue_nack: give a delivery of a reliable queue back: deliver it again
 -- (now, or after a delay), dead-letter it when it reached max deliveries
 -- (or when asked to), or put it back unharmed.
--- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+-- KEYS[1..11] ready, delayed, data, seq, armed, proc, inflight, att, dead, err, takers:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
 -- ARGV[1] publish: the command that publishes on the timer channel,
---   KEYS[1]..':ch' (publish or spublish)
+--   KEYS[1]..':ch', and wakes waiting consumers (publish or spublish)
 -- ARGV[2] id: the item's id
 -- ARGV[3] delivery: the delivery number
 -- ARGV[4] max_deliveries: deliveries before an item is dead
@@ -18,6 +18,7 @@
 -- reply: int
 --   1 when queued again, 2 when dead-lettered, 3 when delayed, 0 when the
 --   delivery is no longer in flight.
+-- #include queue
 local id = ARGV[2]
 local n = redis.call('hget', KEYS[8], id)
 if n ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
@@ -27,6 +28,7 @@ redis.call('zrem', KEYS[7], id)
 if ARGV[6] == 'b' then
   redis.call('hincrby', KEYS[8], id, -1)
   redis.call('lpush', KEYS[1], id)
+  queue_wake(KEYS[1], KEYS[11], ARGV[1], 1, nil)
   return 1
 end
 redis.call('hset', KEYS[10], id, ARGV[5])
@@ -37,6 +39,7 @@ end
 local delay = tonumber(ARGV[7]) or 0
 if delay <= 0 then
   redis.call('rpush', KEYS[1], id)
+  queue_wake(KEYS[1], KEYS[11], ARGV[1], 1, nil)
   return 1
 end
 local t = redis.call('time')

@@ -2,14 +2,14 @@
 -- operation: a call that runs again (its reply was lost), or an offer
 -- under a dedupe key offered already within its window, finds its record
 -- and adds nothing.
--- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+-- KEYS[1..11] ready, delayed, data, seq, armed, proc, inflight, att, dead, err, takers:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
--- KEYS[11] record: the offer's record, KEYS[1]..':op:'..op, or
+-- KEYS[12] record: the offer's record, KEYS[1]..':op:'..op, or
 --   KEYS[1]..':key:'..key for an offer under a caller's dedupe key: "<due>
 --   <first item's id>" while it lives
 -- ARGV[1] publish: the command that publishes on the timer channel,
---   KEYS[1]..':ch' (publish or spublish)
+--   KEYS[1]..':ch', and wakes waiting consumers (publish or spublish)
 -- ARGV[2] mode: 'r' reliable (lists hold ids and bodies live in data) or
 --   'p' plain (the ready list holds bodies)
 -- ARGV[3] delay_ms: the delay in milliseconds, or ''
@@ -24,7 +24,9 @@
 --   now, and the first item's id ('' for a plain queue's ready items,
 --   which have none); the first offer's, when the record was there. An
 --   item that becomes the earliest due one is announced on the channel,
---   so that every client's delay timer re-arms.
+--   so that every client's delay timer re-arms. Items ready now wake as
+--   many waiting consumers (see queue_wake in queue.luainc).
+-- #include queue
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = 0
@@ -44,7 +46,7 @@ local id1 = ''
 if byId then
   id1 = many and op .. '-1' or op
 end
-local first = redis.call('set', KEYS[11], due .. ' ' .. id1, 'NX', 'PX', ARGV[6], 'GET')
+local first = redis.call('set', KEYS[12], due .. ' ' .. id1, 'NX', 'PX', ARGV[6], 'GET')
 if first then -- this offer ran already, or its key was offered
   local d, id = string.match(first, '^(%d+) ?(.*)$')
   return {tonumber(d), id}
@@ -66,6 +68,7 @@ for i = 7, #ARGV do
   end
 end
 if not delayed then
+  queue_wake(KEYS[1], KEYS[11], ARGV[1], #ARGV - 6, now)
   return {0, id1}
 end
 local armed = redis.call('get', KEYS[5])

@@ -1,7 +1,7 @@
 -- queue_peek: the bodies of the first ready items of a reliable queue,
 -- without taking them (a plain queue's ready list holds the bodies, so
 -- the runtime reads it with LRANGE instead).
--- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+-- KEYS[1..11] ready, delayed, data, seq, armed, proc, inflight, att, dead, err, takers:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
 -- ARGV[1] publish: the publish command (unused)

@@ -5,10 +5,10 @@
 -- codec's bytes. Items without the 0 byte predate the envelope and are
 -- compared whole; a carrier (a trace context) does not matter.
 -- Items in flight and dead letters are left alone.
--- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+-- KEYS[1..11] ready, delayed, data, seq, armed, proc, inflight, att, dead, err, takers:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
--- KEYS[11] record: this call's record, KEYS[1]..':op:'..op (op unique
+-- KEYS[12] record: this call's record, KEYS[1]..':op:'..op (op unique
 --   across clients): its reply, for record_ms
 -- ARGV[1] publish: the publish command (unused)
 -- ARGV[2] mode: 'r' reliable (the ready list holds ids) or 'p' plain (it
@@ -27,7 +27,7 @@
 --   first run's count and removes nothing (one SET, two commands on a
 --   resend).
 if ARGV[6] == '!' then -- it may have run: answer as it did
-  local prev = redis.call('get', KEYS[11])
+  local prev = redis.call('get', KEYS[12])
   if prev then
     return tonumber(prev)
   end
@@ -99,5 +99,5 @@ while not full() do
   end
   first = first + kept
 end
-redis.call('set', KEYS[11], removed, 'PX', ARGV[7])
+redis.call('set', KEYS[12], removed, 'PX', ARGV[7])
 return removed

@@ -1,10 +1,10 @@
 -- queue_take: claim deliveries of a reliable queue, each put in flight
 -- with the same visibility deadline.
--- KEYS[1..10] ready, delayed, data, seq, armed, proc, inflight, att, dead, err:
+-- KEYS[1..11] ready, delayed, data, seq, armed, proc, inflight, att, dead, err, takers:
 --   the queue's keys, the same for every queue script (lockgen's queue
 --   layout: ready is the queue's key, the others its sub-keys)
 -- ARGV[1] publish: the command that publishes on the timer channel,
---   KEYS[1]..':ch' (publish or spublish)
+--   KEYS[1]..':ch', and wakes waiting consumers (publish or spublish)
 -- ARGV[2] visibility_ms: the visibility timeout in milliseconds
 -- ARGV[3] id: the id a blocking move put on the proc list, or '' to take
 --   the first ready item
@@ -13,16 +13,23 @@
 -- ARGV[5]? op: the claim's operation id, '!' appended when the call is
 --   sent again (a lost reply): then its record, when there is one, is
 --   the reply, with the bodies read again
--- KEYS[11]? record: the claim's record, KEYS[1]..':op:'..op: "<deadline>
+-- ARGV[6]? owner: a consumer that waits when there is nothing to claim:
+--   it is then registered in takers (see queue_wait), and taken out when
+--   it claims
+-- ARGV[7]? registered: '1' when the consumer may still be registered
+--   from an earlier call (its entry is taken out when it claims)
+-- KEYS[12]? record: the claim's record, KEYS[1]..':op:'..op: "<deadline>
 --   <now> <id> <n> ...", living as long as the visibility timeout
 -- reply: nil | {int, int, any...}
 --   false when there is nothing to claim (nothing ready, and the id was ''
---   or already recovered by a delay timer), or {deadline, now, id, body,
+--   or already recovered by a delay timer; with an owner, it is then
+--   registered), or {deadline, now, id, body,
 --   delivery number, id, body, delivery number, ...}. An id whose item is
 --   gone (acknowledged meanwhile) is cleaned up and passed over. A claim
 --   that ran already answers its record.
+-- #include queue
 if ARGV[5] and string.sub(ARGV[5], -1) == '!' then
-  local rec = redis.call('get', KEYS[11])
+  local rec = redis.call('get', KEYS[12])
   if rec then -- this claim ran already: its deliveries again
     local f = {}
     for w in string.gmatch(rec, '%S+') do
@@ -77,7 +84,14 @@ while claimed < want do
   end
 end
 if claimed == 0 then
+  if ARGV[6] and ARGV[6] ~= '' then
+    redis.call('zadd', KEYS[11], now + taker_ttl, ARGV[6])
+    redis.call('pexpire', KEYS[11], taker_ttl)
+  end
   return false
+end
+if ARGV[7] == '1' then
+  redis.call('zrem', KEYS[11], ARGV[6])
 end
 
 -- Ids other consumers moved but have not claimed yet get a deadline too:
@@ -98,6 +112,6 @@ if ARGV[5] then
     rec[#rec + 1] = out[i]
     rec[#rec + 1] = out[i + 2]
   end
-  redis.call('set', KEYS[11], table.concat(rec, ' '), 'PX', ARGV[2])
+  redis.call('set', KEYS[12], table.concat(rec, ' '), 'PX', ARGV[2])
 end
 return out

@@ -15,6 +15,7 @@ package templates
 //	KEYS[8]  att       hash: id -> deliveries so far
 //	KEYS[9]  dead      list: ids of dead letters, oldest first
 //	KEYS[10] err       hash: id -> why it was dead-lettered (or last given back)
+//	KEYS[11] takers    zset: consumers waiting for items ("<clientID>:<n>"), scored by deadline (server ms)
 //
 // The ready list is the queue's own key; the others are keys.Sub(key,
 // name) with the names above (runtime/queue.go builds them).
@@ -22,12 +23,12 @@ package templates
 // QueueSet names the scripts of queues.
 type QueueSet struct {
 	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive string
-	Peek, Remove, Drain, Delayed                              string
+	Peek, Remove, Drain, Delayed, Wait                        string
 }
 
 // Names returns the set's script names in a fixed order.
 func (s QueueSet) Names() []string {
-	return []string{s.Offer, s.Move, s.Take, s.Ack, s.Nack, s.Extend, s.Bury, s.Dead, s.Redrive, s.Peek, s.Remove, s.Drain, s.Delayed}
+	return []string{s.Offer, s.Move, s.Take, s.Ack, s.Nack, s.Extend, s.Bury, s.Dead, s.Redrive, s.Peek, s.Remove, s.Drain, s.Delayed, s.Wait}
 }
 
 // Queue names the scripts of queues: every queue uses the same set.
@@ -45,4 +46,5 @@ var Queue = QueueSet{
 	Remove:  "queue_remove",
 	Drain:   "queue_drain",
 	Delayed: "queue_delayed",
+	Wait:    "queue_wait",
 }

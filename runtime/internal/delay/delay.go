@@ -281,12 +281,7 @@ func (s *Scheduler) run() {
 			s.Hub.Leave(f.sub, f.w, true)
 			s.Hub.Unsubscribe(f.sub)
 		}
-		for _, e := range moves {
-			d, err := e.q.Move()
-			if retry := s.moved(e, d, err); err != nil && s.OnRetry != nil {
-				s.OnRetry(e.q, retry, err)
-			}
-		}
+		s.runMoves(moves)
 		if len(moves) > 0 {
 			continue // a move may have made another one due
 		}
@@ -302,6 +297,42 @@ func (s *Scheduler) run() {
 			return
 		}
 	}
+}
+
+// MaxMoves bounds how many moves the scheduler runs at once: queues due
+// together (many keyed queues whose items came due in the same
+// millisecond) are moved in parallel, each on a pool connection for one
+// round trip, and a few at a time, so that the pool keeps connections for
+// the client's other calls.
+const MaxMoves = 8
+
+// runMoves runs the moves of the given queues, up to MaxMoves at once, and
+// returns when all have run.
+func (s *Scheduler) runMoves(moves []*Served) {
+	move := func(e *Served) {
+		d, err := e.q.Move()
+		if retry := s.moved(e, d, err); err != nil && s.OnRetry != nil {
+			s.OnRetry(e.q, retry, err)
+		}
+	}
+	if len(moves) == 1 {
+		move(moves[0])
+		return
+	}
+	next := make(chan *Served)
+	var wg sync.WaitGroup
+	for range min(len(moves), MaxMoves) {
+		wg.Go(func() {
+			for e := range next {
+				move(e)
+			}
+		})
+	}
+	for _, e := range moves {
+		next <- e
+	}
+	close(next)
+	wg.Wait()
 }
 
 // turn takes the queues whose move is due and the idle ones to forget,

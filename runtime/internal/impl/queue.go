@@ -10,11 +10,16 @@ import (
 // runtime's OfferRecordTTL documents it).
 const OfferRecordTTL = time.Minute
 
+// QueueWaiterTTL is how long a waiting consumer's entry in a queue's
+// takers lives after its last refresh (templates/queue.luainc's
+// taker_ttl; the runtime's QueueWaiterTTL documents it).
+const QueueWaiterTTL = 3 * time.Second
+
 // QueueScripts are the scripts of queues (see lockgen's templates/queues.go
 // for their calling convention). Every queue uses the same set.
 type QueueScripts struct {
 	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive *Script
-	Peek, Remove, Drain, Delayed                              *Script
+	Peek, Remove, Drain, Delayed, Wait                        *Script
 }
 
 // QueueDef is the static definition of a queue declared in a spec.
@@ -39,6 +44,6 @@ func (p *Pinned) Queues() *QueueScripts {
 		Offer: p.get(set.Offer), Move: p.get(set.Move), Take: p.get(set.Take), Ack: p.get(set.Ack),
 		Nack: p.get(set.Nack), Extend: p.get(set.Extend), Bury: p.get(set.Bury), Dead: p.get(set.Dead),
 		Redrive: p.get(set.Redrive), Peek: p.get(set.Peek), Remove: p.get(set.Remove), Drain: p.get(set.Drain),
-		Delayed: p.get(set.Delayed),
+		Delayed: p.get(set.Delayed), Wait: p.get(set.Wait),
 	}
 }

@@ -11,15 +11,16 @@ import (
 )
 
 // Queue is a queue's script operations (templates/queue_*.lua): a small
-// value, made per call. Every queue script takes the queue's ten keys
-// (ready, delayed, data, seq, armed, proc, inflight, att, dead, err: Keys)
+// value, made per call. Every queue script takes the queue's eleven keys
+// (ready, delayed, data, seq, armed, proc, inflight, att, dead, err,
+// takers: Keys)
 // and the publish command first; those that keep a record of their
 // operation take the record's key after them.
 type Queue struct {
 	Conn *Conn
 	Def  *impl.QueueDef
 	Key  string   // the ready list
-	Keys []string // the scripts' ten keys
+	Keys []string // the scripts' eleven keys
 }
 
 // recordTTL is impl.OfferRecordTTL in milliseconds, boxed.
@@ -36,7 +37,7 @@ func (q Queue) mode() any {
 
 var modeReliable, modePlain any = "r", "p"
 
-// withRecord returns the ten keys and record's.
+// withRecord returns the eleven keys and record's.
 func (q Queue) withRecord(record string) []string {
 	return append(q.Keys[:len(q.Keys):len(q.Keys)], record)
 }
@@ -58,7 +59,7 @@ func (q Queue) KeyRecord(key string) string { return keys.Sub(q.Key, "key:"+key)
 // Offer runs queue_offer: bodies, ready now unless delay or at say when
 // they are due, as operation op, recorded at record for recordFor:
 //
-//	KEYS: the ten, record
+//	KEYS: the eleven, record
 //	ARGV: publish, mode, delay_ms, due_ms, op, record_ms, items...
 //
 // The caller decodes its reply (see the script's header).
@@ -92,7 +93,7 @@ func ceilUnixMillis(t time.Time) int64 {
 
 // Peek runs queue_peek: up to n ready bodies, first ready first.
 //
-//	KEYS: the ten
+//	KEYS: the eleven
 //	ARGV: publish, n
 func (q Queue) Peek(ctx context.Context, n int) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Peek, q.Keys, q.Conn.publish(), n)
@@ -101,7 +102,7 @@ func (q Queue) Peek(ctx context.Context, n int) *redis.Cmd {
 // Delayed runs queue_delayed: up to n (0: all) delayed items, due first
 // first, read only.
 //
-//	KEYS: the ten
+//	KEYS: the eleven
 //	ARGV: publish, n
 func (q Queue) Delayed(ctx context.Context, n int) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Delayed, q.Keys, q.Conn.publish(), n)
@@ -110,7 +111,7 @@ func (q Queue) Delayed(ctx context.Context, n int) *redis.Cmd {
 // DelayedHolds runs queue_delayed for whether a delayed item holds value,
 // encoded by the codec tagged tag, read only.
 //
-//	KEYS: the ten
+//	KEYS: the eleven
 //	ARGV: publish, n (0), value, tag
 func (q Queue) DelayedHolds(ctx context.Context, value []byte, tag byte) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Delayed, q.Keys, q.Conn.publish(), 0, value, []byte{tag})
@@ -119,7 +120,7 @@ func (q Queue) DelayedHolds(ctx context.Context, value []byte, tag byte) *redis.
 // Remove runs queue_remove: up to limit (0: all) ready and delayed items
 // equal to value, encoded by the codec tagged tag, recorded at record:
 //
-//	KEYS: the ten, record
+//	KEYS: the eleven, record
 //	ARGV: publish, mode, value, tag, n, resent, record_ms
 func (q Queue) Remove(ctx context.Context, record string, resent *Marked, value []byte, tag byte, limit int) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Remove, q.withRecord(record), q.Conn.publish(), q.mode(), value, []byte{tag}, limit, resent, recordTTL)
@@ -128,7 +129,7 @@ func (q Queue) Remove(ctx context.Context, record string, resent *Marked, value 
 // Drain runs queue_drain: up to n ready items out of the queue for good,
 // recorded at record:
 //
-//	KEYS: the ten, record
+//	KEYS: the eleven, record
 //	ARGV: publish, mode, n, resent, record_ms
 func (q Queue) Drain(ctx context.Context, record string, resent *Marked, n int) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Drain, q.withRecord(record), q.Conn.publish(), q.mode(), n, resent, recordTTL)
@@ -137,7 +138,7 @@ func (q Queue) Drain(ctx context.Context, record string, resent *Marked, n int) 
 // Redrive runs queue_redrive: up to n of the oldest dead letters back on
 // the ready list, recorded at record:
 //
-//	KEYS: the ten, record
+//	KEYS: the eleven, record
 //	ARGV: publish, mode, n, resent, record_ms
 func (q Queue) Redrive(ctx context.Context, record string, resent *Marked, n int) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Redrive, q.withRecord(record), q.Conn.publish(), q.mode(), n, resent, recordTTL)
@@ -146,7 +147,7 @@ func (q Queue) Redrive(ctx context.Context, record string, resent *Marked, n int
 // Bury runs queue_bury: body on the dead list for reason, named id
 // (unique across clients: a resend adds nothing).
 //
-//	KEYS: the ten
+//	KEYS: the eleven
 //	ARGV: publish, body, reason, id
 func (q Queue) Bury(ctx context.Context, body []byte, reason, id string) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Bury, q.Keys, q.Conn.publish(), body, reason, id)
@@ -154,7 +155,7 @@ func (q Queue) Bury(ctx context.Context, body []byte, reason, id string) *redis.
 
 // Dead runs queue_dead: the n oldest dead letters after skip.
 //
-//	KEYS: the ten
+//	KEYS: the eleven
 //	ARGV: publish, skip, n
 func (q Queue) Dead(ctx context.Context, skip, n int) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Dead, q.Keys, q.Conn.publish(), skip, n)
@@ -164,7 +165,7 @@ func (q Queue) Dead(ctx context.Context, skip, n int) *redis.Cmd {
 // the ready list and expired deliveries back; with late, it also replies
 // how late each moved item was.
 //
-//	KEYS: the ten
+//	KEYS: the eleven
 //	ARGV: publish, mode, batch, visibility_ms, max_deliveries, lateness?
 func (q Queue) Move(ctx context.Context, batch int, late bool) *redis.Cmd {
 	lateness := ""
@@ -176,19 +177,44 @@ func (q Queue) Move(ctx context.Context, batch int, late bool) *redis.Cmd {
 }
 
 // Take runs queue_take: claims up to n ready items of a reliable queue
-// for consumer id, as operation op (its record <queue>:op:<op>):
+// (id first, when not "": an id a blocking move of an older runtime put
+// on the proc list), as operation op (its record <queue>:op:<op>). With
+// an owner, a claim that finds nothing registers owner as a waiting
+// consumer (see Wait); registered says that owner may be registered from
+// an earlier call, so that a claim takes its entry out.
 //
-//	KEYS: the ten, record
-//	ARGV: publish, visibility_ms, id, n, op
-func (q Queue) Take(ctx context.Context, id string, n int, op *Marked) *redis.Cmd {
-	return q.Conn.Eval(ctx, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op)
+//	KEYS: the eleven, record
+//	ARGV: publish, visibility_ms, id, n, op, owner?, registered?
+func (q Queue) Take(ctx context.Context, id string, n int, op *Marked, owner string, registered bool) *redis.Cmd {
+	if owner == "" {
+		return q.Conn.Eval(ctx, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op)
+	}
+	reg := ""
+	if registered {
+		reg = "1"
+	}
+	return q.Conn.Eval(ctx, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op, owner, reg)
+}
+
+// Wait runs queue_wait: registers owner as a consumer waiting for the
+// queue's items (or refreshes its entry) unless items are ready, or, with
+// leave, takes its entry out and passes a wake-up it did not use on.
+//
+//	KEYS: the eleven
+//	ARGV: publish, owner, leave
+func (q Queue) Wait(ctx context.Context, owner string, leave bool) *redis.Cmd {
+	l := ""
+	if leave {
+		l = "1"
+	}
+	return q.Conn.Eval(ctx, q.Def.Scripts.Wait, q.Keys, q.Conn.publish(), owner, l)
 }
 
 // Nack runs queue_nack for delivery n of item id (an argument that counts
 // its sends): back on the queue after delay, or dead-lettered for reason
 // (dead: the script's mode).
 //
-//	KEYS: the ten
+//	KEYS: the eleven
 //	ARGV: publish, id, delivery, max_deliveries, reason, dead, delay_ms
 func (q Queue) Nack(ctx context.Context, id any, n int64, reason, dead string, delay time.Duration) *redis.Cmd {
 	ms := int64(0)
@@ -201,7 +227,7 @@ func (q Queue) Nack(ctx context.Context, id any, n int64, reason, dead string, d
 // Ack runs queue_ack for delivery n of item id (an argument that counts
 // its sends).
 //
-//	KEYS: the ten
+//	KEYS: the eleven
 //	ARGV: publish, id, delivery
 func (q Queue) Ack(ctx context.Context, id any, n int64) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, q.Conn.publish(), id, n)
@@ -210,7 +236,7 @@ func (q Queue) Ack(ctx context.Context, id any, n int64) *redis.Cmd {
 // Extend runs queue_extend: delivery n of item id stays invisible for
 // visibility from now.
 //
-//	KEYS: the ten
+//	KEYS: the eleven
 //	ARGV: publish, id, delivery, visibility_ms
 func (q Queue) Extend(ctx context.Context, id string, n int64, visibility time.Duration) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Extend, q.Keys, q.Conn.publish(), id, n, CeilMillis(visibility))

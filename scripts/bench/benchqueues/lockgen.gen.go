@@ -130,19 +130,20 @@ var queueScripts = lockgenScripts.Queues()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"queue_ack":     "c5d0ee78e266d995143072337eb11c70e34bc8db",
-	"queue_bury":    "ab64504cff5468039d236f629f301ee6e4eee6f7",
-	"queue_dead":    "b309e657d9f11719241600677003082747688a38",
-	"queue_delayed": "998917e1f6233ece28db527a9cd187aa19f47d99",
-	"queue_drain":   "1602d0fe1fc4bca3303de2aa7e3ff53343d27b89",
-	"queue_extend":  "ad13ff9de6281214917d3a88edeae71cce0ebfff",
-	"queue_move":    "f7b5277c176e243929555759c3fe74d3633356eb",
-	"queue_nack":    "1eebddf94a62a57eb0296a03847429d853d3e8d7",
-	"queue_offer":   "6d811c0605f1a18bde80c2ceabbc3e10e608b92f",
-	"queue_peek":    "965415ba2e44ba8b0aa75818404e4fc721301499",
-	"queue_redrive": "ad13bc9e9d28158272247003fa68611072c75967",
-	"queue_remove":  "e26d1b9b4e7f0d0a5178c75895834858ede32845",
-	"queue_take":    "d744b49af35d85f5800414f89e21dc6781fee233",
+	"queue_ack":     "0237c871dc4798c623756a46baa0f9f3facf27a5",
+	"queue_bury":    "d4462926f897753533d7ec248f75dc5670e9ac0a",
+	"queue_dead":    "b61bbfa8a621263c52451f4b1f81ce1fcdb25b4d",
+	"queue_delayed": "a8ad9e5abae25b76203b5425bc4e99f85b277f83",
+	"queue_drain":   "78b362ba94e289d0d27f13bff4ef7d975511dc7d",
+	"queue_extend":  "d916ec2e8a869389af3348867bd47d8b91ff325f",
+	"queue_move":    "b4a13494caba0f3ffda595e4568d6c1d1d84600a",
+	"queue_nack":    "ff9bcc2443b4f69b109f22f57cff14747bb15b40",
+	"queue_offer":   "f7ce619c192841b4a0452eca62074347fbe161fa",
+	"queue_peek":    "7151d0064aa21c13f2b3c6d1081cefcec3717bf2",
+	"queue_redrive": "38207d052de5cf33be10d84b840ed1d704f47c9b",
+	"queue_remove":  "2fa754b3e63d38d7b203e74ffb096f7108b8b70f",
+	"queue_take":    "984de3a51772693f624cd47022a9f7f7fe0995c4",
+	"queue_wait":    "aea776c4e6586c856a6166f15778091dd362c4a6",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

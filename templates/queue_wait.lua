@@ -1,0 +1,33 @@
+-- queue_wait: a consumer that found nothing to take waits for a queue's
+-- items: it registers (or refreshes its registration) in takers, unless
+-- items are ready; or it leaves, passing on a wake-up it did not use.
+-- KEYS[1..11] ready, delayed, data, seq, armed, proc, inflight, att, dead, err, takers:
+--   the queue's keys, the same for every queue script (lockgen's queue
+--   layout: ready is the queue's key, the others its sub-keys)
+-- ARGV[1] publish: the command that publishes wake-ups (publish or
+--   spublish)
+-- ARGV[2] owner: the waiting consumer, "<clientID>:<n>"
+-- ARGV[3] leave: '' to register or refresh, '1' to leave
+-- reply: int
+--   Registering: 0 when items are ready (the consumer is not registered,
+--   and takes now), else how long its entry lives (ms). Leaving: 1 when
+--   the consumer had been woken (its entry was taken out) and items are
+--   ready, so that its wake-up went on to the next consumer, else 0.
+--   Running it twice changes nothing more (ZADD and ZREM of one member).
+-- #include queue
+if ARGV[3] == '1' then
+  if redis.call('zrem', KEYS[11], ARGV[2]) == 1 or redis.call('llen', KEYS[1]) == 0 then
+    return 0
+  end
+  queue_wake(KEYS[1], KEYS[11], ARGV[1], 1, nil)
+  return 1
+end
+if redis.call('llen', KEYS[1]) > 0 then
+  redis.call('zrem', KEYS[11], ARGV[2])
+  return 0
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('zadd', KEYS[11], now + taker_ttl, ARGV[2])
+redis.call('pexpire', KEYS[11], taker_ttl)
+return taker_ttl
