@@ -29,8 +29,10 @@ const RegistryTTL = impl.RegistryTTL
 // registrations (refresher) finds it free.
 //
 // The woken waiter's hold counts as held for HandoffLease (or its lease,
-// when shorter) from the send of its last attempt: the release ran after
-// that attempt's script, so Redis keeps the hand-off at least that long.
+// when shorter) from the server time the message carries, made local by
+// the client's sample of that server's clock (clock.go), or, without a
+// sample, from the send of its last attempt: the release ran after that
+// attempt's script, so Redis keeps the hand-off at least that long.
 // A waiter does not take the message at its word, but confirms it with
 // its next attempt (which extends a hold still its own to the spec's
 // lease, and otherwise queues it again), when less than a third of that
