@@ -20,15 +20,17 @@ import (
 // per item, by name (queue_wake in templates/queue.luainc); with nobody
 // registered it costs one ZPOPMIN of a key that does not exist. A woken
 // consumer takes again; one that finds the item gone (another consumer
-// was quicker) registers again. A wake-up that is lost (a pub/sub
-// connection that failed, a consumer that died) costs latency, never
-// liveness: a waiting Take refreshes its entry every queueRefresh and
-// takes what is ready then.
+// was quicker) registers again. A consumer whose client went away is
+// passed over at once (the wake-up reaches no subscriber, as a lock's
+// release finds: "Waiter registry" in docs/design.md). A wake-up that is
+// lost (a pub/sub connection that failed, a consumer stopped with its
+// connection open) costs latency, never liveness: a waiting Take
+// refreshes its entry every queueRefresh and takes what is ready then.
 
 // queueRefresh is how long a waiting Take sleeps without a wake-up: it
 // then refreshes its entry in the queue's takers (the entry lives
 // QueueWaiterTTL), or takes what a lost wake-up left ready.
-const queueRefresh = time.Second
+const queueRefresh = QueueWaiterTTL / 3
 
 // QueueWaiterTTL is how long a waiting Take's entry in its queue's takers
 // lives after its last registration or refresh (templates/queue.luainc's

@@ -13,7 +13,7 @@ const OfferRecordTTL = time.Minute
 // QueueWaiterTTL is how long a waiting consumer's entry in a queue's
 // takers lives after its last refresh (templates/queue.luainc's
 // taker_ttl; the runtime's QueueWaiterTTL documents it).
-const QueueWaiterTTL = 3 * time.Second
+const QueueWaiterTTL = 30 * time.Second
 
 // QueueScripts are the scripts of queues (see lockgen's templates/queues.go
 // for their calling convention). Every queue uses the same set.
