@@ -56,7 +56,9 @@ func (e *sentinel) Unwrap() error { return e.parent }
 // Semaphore returns the semaphore with the given definition (emitted by
 // lockgen) and key. It does not contact Redis.
 func (c *Client) newSemaphore(def *impl.SemaphoreDef, key string) *Semaphore {
-	return &Semaphore{c: c, def: def, key: key}
+	s := &Semaphore{c: c, def: def, key: key}
+	s.rdb.Prepare(&c.conn, def.Scripts, key, def.Permits, def.Lease, s.registryTTL(), c.classicWake(key))
+	return s
 }
 
 // Semaphore is one distributed counting semaphore: a generated
@@ -77,6 +79,9 @@ type Semaphore struct {
 	c   *Client
 	def *impl.SemaphoreDef
 	key string
+	// rdb are its scripts' calls, prepared once per Semaphore (keys and
+	// constant arguments boxed), in the same allocation.
+	rdb rdb.Semaphore
 }
 
 // Key returns the Redis key of the semaphore's holds.
@@ -88,9 +93,7 @@ func (s *Semaphore) Name() string { return s.def.Name }
 func (s *Semaphore) channel() string { return s.c.wakePrefix(s.key) }
 
 // ops returns s's script operations (runtime/internal/rdb).
-func (s *Semaphore) ops() rdb.Semaphore {
-	return rdb.Semaphore{Conn: &s.c.conn, Scripts: s.def.Scripts, Key: s.key, Permits: s.def.Permits}
-}
+func (s *Semaphore) ops() *rdb.Semaphore { return &s.rdb }
 
 // waitChannel is the channel s's waiters on this client wait on: releases
 // name the waiters they hand permits to on their client's channel (see
@@ -280,8 +283,8 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 	} else {
 		cmd = acquire()
 	}
-	// semaphore_acquire reply: {int, int, int} | {int, int}
-	res, err := cmd.Int64Slice()
+	var buf [3]int64
+	res, err := rdb.SemAcquireReply(cmd, &buf) // semaphore_acquire reply: int | {int, int, int} | {int, int}
 	if err != nil {
 		return nil, 0, attemptError(s.key, err)
 	}
@@ -466,7 +469,7 @@ func (s *Semaphore) renewal(owner string, lease time.Duration) watchdog.Renewal 
 	return watchdog.Renewal{
 		Object: s.def.Name,
 		Script: s.def.Scripts.Renew,
-		Keys:   []string{s.key, s.ops().Counts()},
+		Keys:   s.ops().Keys()[:2],
 		Args:   []any{lease.Milliseconds(), owner},
 		Lease:  lease,
 	}

@@ -2,34 +2,85 @@ package rdb
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
-// Semaphore is a semaphore's script operations (templates/semaphore_*.lua):
-// a small value, made per call.
+// Semaphore is a semaphore's script operations (templates/semaphore_*.lua),
+// prepared once per semaphore (the runtime's Semaphore holds one): the
+// KEYS its scripts take and the arguments that do not change between
+// calls, boxed, so that an operation allocates little more than its
+// command (as Lock's).
 type Semaphore struct {
 	Conn    *Conn
 	Scripts *impl.SemaphoreScripts
 	Key     string // the holds
 	Permits int    // the spec's capacity
+	lease   time.Duration
+	boxed   []any  // in b: holds, counts, capacity, queue, waiters
+	keys    []string // in k
+	channel string  // the wake-up prefix with sharded pub/sub (<key>:ch)
+	classic *Prefix // the wake-up prefix with classic pub/sub (<namespace>:wake)
+	args    *semArgs
+	k       [5]string
+	b       [5]any
+}
+
+// semArgs are a semaphore definition's constant arguments, boxed.
+type semArgs struct {
+	permits, lease, reg any
+	leaseD, regD        time.Duration
+}
+
+// Prepare makes s the operations of the semaphore of scripts and the
+// spec's capacity permits at key, on conn, whose holds last lease unless
+// an acquire says otherwise and whose waiters register for reg, woken on
+// classic or on <key>:ch.
+func (s *Semaphore) Prepare(conn *Conn, scripts *impl.SemaphoreScripts, key string, permits int, lease, reg time.Duration, classic *Prefix) {
+	s.Conn, s.Scripts, s.Key, s.Permits, s.classic = conn, scripts, key, permits, classic
+	sfx := [...]string{":counts", ":capacity", ":queue", ":waiters", ":ch"}
+	var b strings.Builder
+	b.Grow(5*len(key) + 40)
+	for _, x := range sfx {
+		b.WriteString(key)
+		b.WriteString(x)
+	}
+	all, names := b.String(), [5]string{}
+	for i, x := range sfx {
+		names[i], all = all[:len(key)+len(x)], all[len(key)+len(x):]
+	}
+	s.channel = names[4]
+	s.keys, s.boxed = s.k[:], s.b[:]
+	s.keys[0] = key
+	copy(s.keys[1:], names[:4])
+	for i, k := range s.keys {
+		s.boxed[i] = k
+	}
+	s.args = &semArgs{permits: permits, lease: lease.Milliseconds(), reg: reg.Milliseconds(), leaseD: lease, regD: reg}
 }
 
 // Keys returns the KEYS of the acquire and release scripts: the holds, the
 // counts, the capacity and the waiter registry, in one slot.
-func (s Semaphore) Keys() []string {
-	return []string{s.Key, s.Counts(), s.Capacity(), keys.Sub(s.Key, "queue"), keys.Sub(s.Key, "waiters")}
-}
+func (s *Semaphore) Keys() []string { return s.keys }
 
 // Counts is the key of the permits per hold.
-func (s Semaphore) Counts() string { return keys.Sub(s.Key, "counts") }
+func (s *Semaphore) Counts() string { return s.keys[1] }
 
 // Capacity is the key of the capacity an operator set.
-func (s Semaphore) Capacity() string { return keys.Sub(s.Key, "capacity") }
+func (s *Semaphore) Capacity() string { return s.keys[2] }
+
+// wake returns the wake-up prefix and the publish command, boxed.
+func (s *Semaphore) wake() (prefix, publish any) {
+	if s.Conn.Sharded() {
+		return s.channel, spublishArg
+	}
+	return s.classic.Arg, publishArg
+}
 
 // SemAttempt is one acquire attempt (see Semaphore.Acquire).
 type SemAttempt struct {
@@ -50,8 +101,8 @@ type SemAttempt struct {
 //	ARGV: owner, n, lease_ms, spec_capacity, registry_ttl_ms, registered,
 //	      prefix, publish, handoff_ms, wait_capacity
 //
-// The caller decodes its reply (see the script's header).
-func (s Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
+// Decode its reply with SemAcquireReply.
+func (s *Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
 	grow := flag0
 	if a.WaitCapacity {
 		grow = flag1
@@ -63,10 +114,53 @@ func (s Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
 	case "2":
 		registered = flag2
 	}
-	prefix, publish := s.Conn.wake(s.Key)
-	return s.Conn.Eval(ctx, s.Scripts.Acquire, s.Keys(),
-		a.Owner, a.N, a.Lease.Milliseconds(), s.Permits, a.Reg.Milliseconds(), registered,
+	var n any = a.N
+	if a.N == "1" {
+		n = flag1
+	}
+	var lease any = a.Lease.Milliseconds()
+	if a.Lease == s.args.leaseD {
+		lease = s.args.lease
+	}
+	var reg any = zero
+	switch {
+	case a.Reg == s.args.regD:
+		reg = s.args.reg
+	case a.Reg != 0:
+		reg = a.Reg.Milliseconds()
+	}
+	prefix, publish := s.wake()
+	return s.Conn.EvalBoxed(ctx, s.Scripts.Acquire, s.boxed,
+		a.Owner, n, lease, s.args.permits, reg, registered,
 		prefix, publish, handoffArg, grow)
+}
+
+// SemAcquireReply decodes semaphore_acquire's reply into buf: a table as
+// it is, or the fast path's integer n as {1, 0, n} (taken, n permits).
+//
+//	semaphore_acquire reply: int | {int, int, int} | {int, int}
+func SemAcquireReply(cmd *redis.Cmd, buf *[3]int64) ([]int64, error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return nil, err
+	}
+	switch v := v.(type) {
+	case int64:
+		buf[0], buf[1], buf[2] = 1, 0, v
+		return buf[:3], nil
+	case []any:
+		if len(v) == 2 || len(v) == 3 {
+			for i, e := range v {
+				n, ok := e.(int64)
+				if !ok {
+					return nil, fmt.Errorf("unexpected reply %v", v)
+				}
+				buf[i] = n
+			}
+			return buf[:len(v)], nil
+		}
+	}
+	return nil, fmt.Errorf("unexpected reply %v", v)
 }
 
 // Release runs semaphore_release for owner's hold (owner: the id, or an
@@ -77,9 +171,13 @@ func (s Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
 //	ARGV: owner, prefix, publish, spec_capacity, handoff_ms, leaving
 //
 // semaphore_release reply: int
-func (s Semaphore) Release(ctx context.Context, owner any, leaving int) *redis.Cmd {
-	prefix, publish := s.Conn.wake(s.Key)
-	return s.Conn.Eval(ctx, s.Scripts.Release, s.Keys(), owner, prefix, publish, s.Permits, handoffArg, leaving)
+func (s *Semaphore) Release(ctx context.Context, owner any, leaving int) *redis.Cmd {
+	prefix, publish := s.wake()
+	var l any = flag0
+	if leaving != 0 {
+		l = leaving
+	}
+	return s.Conn.EvalBoxed(ctx, s.Scripts.Release, s.boxed, owner, prefix, publish, s.args.permits, handoffArg, l)
 }
 
 // State runs semaphore_state: it evicts the holds whose lease ran out and
@@ -89,8 +187,8 @@ func (s Semaphore) Release(ctx context.Context, owner any, leaving int) *redis.C
 //	ARGV: spec_capacity
 //
 // semaphore_state reply: {int, int}
-func (s Semaphore) State(ctx context.Context) *redis.Cmd {
-	return s.Conn.Eval(ctx, s.Scripts.State, []string{s.Key, s.Counts(), s.Capacity()}, s.Permits)
+func (s *Semaphore) State(ctx context.Context) *redis.Cmd {
+	return s.Conn.Eval(ctx, s.Scripts.State, s.keys[:3], s.args.permits)
 }
 
 // SetCapacity runs semaphore_capacity: mode "set", "tryset", "add" or
@@ -101,20 +199,20 @@ func (s Semaphore) State(ctx context.Context) *redis.Cmd {
 //	ARGV: mode, value, spec_capacity, prefix, publish, handoff_ms, op
 //
 // semaphore_capacity reply: {int, int}
-func (s Semaphore) SetCapacity(ctx context.Context, mode string, value int, op string) *redis.Cmd {
-	prefix, publish := s.Conn.wake(s.Key)
-	return s.Conn.Eval(ctx, s.Scripts.Capacity, []string{s.Capacity(), s.Key, s.Counts(), keys.Sub(s.Key, "queue"), keys.Sub(s.Key, "waiters")},
+func (s *Semaphore) SetCapacity(ctx context.Context, mode string, value int, op string) *redis.Cmd {
+	prefix, publish := s.wake()
+	return s.Conn.Eval(ctx, s.Scripts.Capacity, []string{s.keys[2], s.keys[0], s.keys[1], s.keys[3], s.keys[4]},
 		mode, value, s.Permits, prefix, publish, handoffArg, op)
 }
 
 // Lease runs semaphore_lease: how long owner's hold has left.
 //
-//	KEYS: holds
+//	KEYS: holds, counts
 //	ARGV: owner
 //
 // The caller decodes its reply (see the script's header).
-func (s Semaphore) Lease(ctx context.Context, owner string) *redis.Cmd {
-	return s.Conn.Eval(ctx, s.Scripts.Lease, []string{s.Key}, owner)
+func (s *Semaphore) Lease(ctx context.Context, owner string) *redis.Cmd {
+	return s.Conn.Eval(ctx, s.Scripts.Lease, s.keys[:2], owner)
 }
 
 // SetLease runs semaphore_renew in its set mode: owner's hold is held
@@ -126,6 +224,6 @@ func (s Semaphore) Lease(ctx context.Context, owner string) *redis.Cmd {
 //	ARGV: lease_ms, owner, set ('1')
 //
 // The caller decodes its reply (see the script's header).
-func (s Semaphore) SetLease(ctx context.Context, owner string, lease time.Duration) *redis.Cmd {
-	return s.Conn.Eval(ctx, s.Scripts.Renew, []string{s.Key, s.Counts()}, lease.Milliseconds(), owner, flag1)
+func (s *Semaphore) SetLease(ctx context.Context, owner string, lease time.Duration) *redis.Cmd {
+	return s.Conn.Eval(ctx, s.Scripts.Renew, s.keys[:2], lease.Milliseconds(), owner, flag1)
 }
