@@ -22,10 +22,10 @@ type Semaphore struct {
 	Key     string // the holds
 	Permits int    // the spec's capacity
 	lease   time.Duration
-	boxed   []any  // in b: holds, counts, capacity, queue, waiters
+	boxed   []any    // in b: holds, counts, capacity, queue, waiters
 	keys    []string // in k
-	channel string  // the wake-up prefix with sharded pub/sub (<key>:ch)
-	classic *Prefix // the wake-up prefix with classic pub/sub (<namespace>:wake)
+	channel string   // the wake-up prefix with sharded pub/sub (<key>:ch)
+	classic *Prefix  // the wake-up prefix with classic pub/sub (<namespace>:wake)
 	args    *semArgs
 	k       [5]string
 	b       [5]any
