@@ -259,7 +259,10 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		if err != nil {
 			return nil, 0, err
 		}
-		le.fast = fast
+		// Only a reentrant or simple lock's fast-path hold is released
+		// with the trimmed call (rdb.Lock.ReleaseFast); the other kinds'
+		// release scripts find their fast path's holds themselves.
+		le.fast = fast && (l.def.Kind == impl.Reentrant || l.def.Kind == impl.Simple)
 		if len(res) == 3 {
 			le.token = res[2]
 			if err := l.c.fences.check(l.key, res[1], res[2]); err != nil {
