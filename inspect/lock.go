@@ -45,6 +45,9 @@ func (lockKind) read(ctx context.Context, in *Inspector, pipe redis.Pipeliner, f
 		waiters := in.readWaiters(ctx, pipe, key)
 		return done(func(nowMs int64) {
 			for owner, n := range h.Val() {
+				if owner == "s" {
+					continue // the fast path's mark (see fair_acquire), not a holder
+				}
 				hd := holder(owner)
 				c, _, _ := strings.Cut(n, " ") // "<holds>[ <op>,...]"
 				hd.Holds, _ = strconv.Atoi(c)

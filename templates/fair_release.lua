@@ -1,6 +1,7 @@
 -- fair_release: give up one hold of a fair lock; the last hold hands the
 -- lock to the first live waiter, if any.
--- KEYS[1] lock: the lock hash
+-- KEYS[1] lock: the lock hash ("s" -> the owner of a hold fair_acquire's
+--   fast path took, while nobody registered since)
 -- KEYS[2] queue: the waiter registry's wait queue
 -- KEYS[3] waiters: the waiter registry's deadlines
 -- ARGV[1] owner: the owner id
@@ -17,14 +18,22 @@
 --   -1 when the owner does not hold the lock, the holds left when still
 --   held (the lease is restarted), or 0 when released. The waiter handed
 --   the lock gets "<waiter>" on its client's channel.
+local lock, owner = KEYS[1], ARGV[1]
+local state = redis.call('hmget', lock, owner, 's')
+-- The uncontended fast path runs before the registry's functions are
+-- defined: the one hold the acquire's fast path took, nobody registered
+-- since, is released by deleting the key.
+if state[2] == owner and state[1] == '1' and ARGV[6] ~= '1' then
+  redis.call('del', lock)
+  return 0
+end
 -- #include registry
-local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
-local owner = ARGV[1]
+local queue, waiters = KEYS[2], KEYS[3]
 
 if ARGV[6] == '1' then
   unregister(queue, waiters, owner)
 end
-local held = redis.call('hget', lock, owner)
+local held = state[1]
 if not held then
   return -1
 end

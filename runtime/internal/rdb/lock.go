@@ -222,7 +222,7 @@ func (l *Lock) Acquire(ctx context.Context, a Attempt) (cmd, wait *redis.Cmd) {
 //
 //	reentrant_acquire reply: int | {int, int}
 //	simple_acquire reply: int | {int, int}
-//	fair_acquire reply: {int, int}
+//	fair_acquire reply: int | {int, int}
 //	rw_acquire reply: int | {int, int}
 //	fenced_acquire reply: {int, int, int} | {int, int}
 func AcquireReply(cmd *redis.Cmd, buf *[3]int64) (res []int64, fast bool, err error) {
