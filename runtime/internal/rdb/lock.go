@@ -217,21 +217,26 @@ func (l *Lock) Acquire(ctx context.Context, a Attempt) (cmd, wait *redis.Cmd) {
 
 // AcquireReply decodes an acquire script's reply into buf: a table of 2
 // or 3 integers as it is, or the integer n of an uncontended fast path as
-// {1, n} (taken, n holds), with fast true. The replies, as the acquire
+// {1, n} (taken, n holds), or for a fenced lock (fenced) as {1, 1, n}
+// (taken, one hold, token n), with fast true. The replies, as the acquire
 // scripts' headers state them:
 //
 //	reentrant_acquire reply: int | {int, int}
 //	simple_acquire reply: int | {int, int}
 //	fair_acquire reply: int | {int, int}
 //	rw_acquire reply: int | {int, int}
-//	fenced_acquire reply: {int, int, int} | {int, int}
-func AcquireReply(cmd *redis.Cmd, buf *[3]int64) (res []int64, fast bool, err error) {
+//	fenced_acquire reply: int | {int, int, int} | {int, int}
+func AcquireReply(cmd *redis.Cmd, buf *[3]int64, fenced bool) (res []int64, fast bool, err error) {
 	v, err := cmd.Result()
 	if err != nil {
 		return nil, false, err
 	}
 	switch v := v.(type) {
 	case int64:
+		if fenced {
+			buf[0], buf[1], buf[2] = 1, 1, v
+			return buf[:3], true, nil
+		}
 		buf[0], buf[1] = 1, v
 		return buf[:2], true, nil
 	case []any:
