@@ -99,7 +99,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"multi_acquire":     "300e3fb0896841d8dddfdb1d50c5adfaa96e2ec9",
 	"multi_release":     "6a63a7a2e34d2e424134cff75177641b2d57c466",
 	"reentrant_acquire": "b36fce50570a84cea8ae32139cafc6eaf0bc6b37",
-	"reentrant_release": "a4861388da55b03a9fd3add6cb7798e790e95442",
+	"reentrant_release": "13c4641c59d5921292262b6865cc89b8edeb9050",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"simple_acquire":    "2adb0ec959cfa63abf7ae8f5a3456969bb7013a7",
 	"simple_release":    "367410a3b736600c45a0b8936cb697a6d569ce61",

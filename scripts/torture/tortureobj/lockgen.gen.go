@@ -173,7 +173,7 @@ var queueScripts = lockgenScripts.Queues()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fenced_acquire":     "f067d8b1a708d22cf540ed06ed2db3e9d3fe7649",
+	"fenced_acquire":     "e5ba33d16f00425971c7a76de6a570e37f261472",
 	"force_unlock":       "85f34c3c74fe139718937ad316f95db9d7790ee9",
 	"latch_count_down":   "67c5d39a139d71fe77f7df10b53db5467c3764bd",
 	"multi_acquire":      "300e3fb0896841d8dddfdb1d50c5adfaa96e2ec9",
@@ -192,14 +192,14 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_remove":       "e26d1b9b4e7f0d0a5178c75895834858ede32845",
 	"queue_take":         "d744b49af35d85f5800414f89e21dc6781fee233",
 	"reentrant_acquire":  "b36fce50570a84cea8ae32139cafc6eaf0bc6b37",
-	"reentrant_release":  "a4861388da55b03a9fd3add6cb7798e790e95442",
+	"reentrant_release":  "13c4641c59d5921292262b6865cc89b8edeb9050",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"semaphore_acquire":  "e89131c08d0ac82f42fe0177b2c6e9c102f4edd5",
-	"semaphore_capacity": "4ce2d4e0c3c4d0faee13a55cd5dd7b553033abdf",
-	"semaphore_lease":    "6a0676c91ece619c23c6bc0beec0930f87ca21e7",
-	"semaphore_release":  "30838a33a526fd678d95d11f27a7b65dc1e52b30",
-	"semaphore_renew":    "28380baa0b97496ba98dad9c766c5e0978967ed9",
-	"semaphore_state":    "77af4defcedf14ff84d679229c57c0187906dc3a",
+	"semaphore_acquire":  "57e0e6b7a906e174fa85b8245a8b74931566b814",
+	"semaphore_capacity": "84cd216a9518618bf793e91863d6214efbc3319a",
+	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
+	"semaphore_release":  "58cbacb62e04dfe2a9cb3e396f3078068ebd85fb",
+	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
+	"semaphore_state":    "6dd9a08ad247c8c34cc585c9270d71755dbea066",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

@@ -101,7 +101,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_remove":      "e26d1b9b4e7f0d0a5178c75895834858ede32845",
 	"queue_take":        "d744b49af35d85f5800414f89e21dc6781fee233",
 	"reentrant_acquire": "b36fce50570a84cea8ae32139cafc6eaf0bc6b37",
-	"reentrant_release": "a4861388da55b03a9fd3add6cb7798e790e95442",
+	"reentrant_release": "13c4641c59d5921292262b6865cc89b8edeb9050",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 })
 

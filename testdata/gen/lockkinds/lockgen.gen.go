@@ -101,18 +101,18 @@ var readwriteLockScripts = lockgenScripts.Locks(lockimpl.ReadWrite)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fair_acquire":      "0d4971644e3688a0e0dfd925c2e20aa7262f54d0",
+	"fair_acquire":      "9579fc6b25e167522f6776dedcecc8b43eddf615",
 	"fair_force_unlock": "1e12e9b24c040cc4e13e3fd8e6fce1f06939ce5e",
-	"fair_release":      "12c6e329b19308ff2549f1b0f78d75759c259892",
+	"fair_release":      "b653bbe01ffa1cbce6de6bb5387bd92f6364b0d6",
 	"fair_renew":        "cf6eeb2bd6a4596407b75c985f7f8c5b318971a9",
-	"fenced_acquire":    "f067d8b1a708d22cf540ed06ed2db3e9d3fe7649",
+	"fenced_acquire":    "e5ba33d16f00425971c7a76de6a570e37f261472",
 	"force_unlock":      "85f34c3c74fe139718937ad316f95db9d7790ee9",
-	"reentrant_release": "a4861388da55b03a9fd3add6cb7798e790e95442",
+	"reentrant_release": "13c4641c59d5921292262b6865cc89b8edeb9050",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"rw_acquire":        "da6f4b73abd63bc2942b54ca4be5cf4e43d746dc",
+	"rw_acquire":        "313bc8158af17c0db121759a5a6b3fcd65b47ecb",
 	"rw_force_unlock":   "7792a8048b8634afbb995a6225d8eff05b0e3b53",
-	"rw_release":        "bea18490ba02f624b3c2f6a5faa86b8e7a301d9d",
-	"rw_renew":          "96c4996774861d3d8ea443d5431757e5a1469c00",
+	"rw_release":        "e62de2a7417e66c1ce1f8f71e10d96c381494e95",
+	"rw_renew":          "0c29e183a13fbd77bd45dafe7fa0e59d43a55e96",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

@@ -110,7 +110,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"redlock_acquire":   "e946adfd439433cb86c5c3d536af1ccb38341488",
 	"redlock_release":   "b72431e12add092347ea253c32f258f53baf8a27",
 	"reentrant_acquire": "b36fce50570a84cea8ae32139cafc6eaf0bc6b37",
-	"reentrant_release": "a4861388da55b03a9fd3add6cb7798e790e95442",
+	"reentrant_release": "13c4641c59d5921292262b6865cc89b8edeb9050",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"simple_renew":      "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })

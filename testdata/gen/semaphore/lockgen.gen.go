@@ -91,12 +91,12 @@ var semaphoreScripts = lockgenScripts.Semaphores()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"semaphore_acquire":  "e89131c08d0ac82f42fe0177b2c6e9c102f4edd5",
-	"semaphore_capacity": "4ce2d4e0c3c4d0faee13a55cd5dd7b553033abdf",
-	"semaphore_lease":    "6a0676c91ece619c23c6bc0beec0930f87ca21e7",
-	"semaphore_release":  "30838a33a526fd678d95d11f27a7b65dc1e52b30",
-	"semaphore_renew":    "28380baa0b97496ba98dad9c766c5e0978967ed9",
-	"semaphore_state":    "77af4defcedf14ff84d679229c57c0187906dc3a",
+	"semaphore_acquire":  "57e0e6b7a906e174fa85b8245a8b74931566b814",
+	"semaphore_capacity": "84cd216a9518618bf793e91863d6214efbc3319a",
+	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
+	"semaphore_release":  "58cbacb62e04dfe2a9cb3e396f3078068ebd85fb",
+	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
+	"semaphore_state":    "6dd9a08ad247c8c34cc585c9270d71755dbea066",
 })
 
 // Preload loads every Lua script of this package on every primary of c's
