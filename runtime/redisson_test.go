@@ -398,6 +398,9 @@ func TestRenewalNeverShortens(t *testing.T) {
 		}
 		ks := []string{sem.Key(), keys.Sub(sem.Key(), "counts")}
 		renew := script(t, "semaphore_renew")
+		if err := c.Preload(ctx, renew); err != nil { // (called by hand below)
+			t.Fatal(err)
+		}
 		// The watchdog's renewal with a 600 ms lease, late: extend mode.
 		if n, err := c.Redis().EvalSha(ctx, renew.SHA1, ks, 600, owner).Int(); err != nil || n != 1 {
 			t.Fatalf("renewal: %d, %v", n, err)

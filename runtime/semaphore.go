@@ -57,7 +57,7 @@ func (e *sentinel) Unwrap() error { return e.parent }
 // lockgen) and key. It does not contact Redis.
 func (c *Client) newSemaphore(def *impl.SemaphoreDef, key string) *Semaphore {
 	s := &Semaphore{c: c, def: def, key: key}
-	s.rdb.Prepare(&c.conn, def.Scripts, key, def.Permits, def.Lease, s.registryTTL(), c.classicWake(key))
+	s.rdb.Prepare(&c.conn, def, key, s.registryTTL(), c.classicWake(key))
 	return s
 }
 
@@ -436,6 +436,9 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 		return p, nil
 	}
 	r := s.renewal(owner, o.lease)
+	// Its ARGV made at its first renewal, if one comes (an uncontended
+	// Acquire+Release builds none).
+	r.Args, r.ArgsOf = nil, (*permitHold)(p)
 	r.First = first
 	if err := s.c.wd.Add(p.held(), r, (*permitHold)(p), start); err != nil {
 		p.abandon(err)

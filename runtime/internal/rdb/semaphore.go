@@ -34,15 +34,15 @@ type Semaphore struct {
 // semArgs are a semaphore definition's constant arguments, boxed.
 type semArgs struct {
 	permits, lease, reg any
-	leaseD, regD        time.Duration
+	// what they were boxed from
+	leaseD, regD time.Duration
+	permitsN     int
 }
 
-// Prepare makes s the operations of the semaphore of scripts and the
-// spec's capacity permits at key, on conn, whose holds last lease unless
-// an acquire says otherwise and whose waiters register for reg, woken on
-// classic or on <key>:ch.
-func (s *Semaphore) Prepare(conn *Conn, scripts *impl.SemaphoreScripts, key string, permits int, lease, reg time.Duration, classic *Prefix) {
-	s.Conn, s.Scripts, s.Key, s.Permits, s.classic = conn, scripts, key, permits, classic
+// Prepare makes s the operations of the semaphore of def at key, on
+// conn, whose waiters register for reg, woken on classic or on <key>:ch.
+func (s *Semaphore) Prepare(conn *Conn, def *impl.SemaphoreDef, key string, reg time.Duration, classic *Prefix) {
+	s.Conn, s.Scripts, s.Key, s.Permits, s.classic = conn, def.Scripts, key, def.Permits, classic
 	sfx := [...]string{":counts", ":capacity", ":queue", ":waiters", ":ch"}
 	var b strings.Builder
 	b.Grow(5*len(key) + 40)
@@ -61,7 +61,16 @@ func (s *Semaphore) Prepare(conn *Conn, scripts *impl.SemaphoreScripts, key stri
 	for i, k := range s.keys {
 		s.boxed[i] = k
 	}
-	s.args = &semArgs{permits: permits, lease: lease.Milliseconds(), reg: reg.Milliseconds(), leaseD: lease, regD: reg}
+	// Boxed once per definition and client (a definition changed since,
+	// or another registry TTL, is boxed again).
+	if a, ok := conn.defaults.Load(def); ok {
+		if a := a.(*semArgs); a.leaseD == def.Lease && a.regD == reg && a.permitsN == def.Permits {
+			s.args = a
+			return
+		}
+	}
+	s.args = &semArgs{permits: def.Permits, lease: def.Lease.Milliseconds(), reg: reg.Milliseconds(), leaseD: def.Lease, regD: reg, permitsN: def.Permits}
+	conn.defaults.Store(def, s.args)
 }
 
 // Keys returns the KEYS of the acquire and release scripts: the holds, the
