@@ -259,11 +259,10 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		if err != nil {
 			return nil, 0, err
 		}
-		// Only a reentrant, simple or fenced lock's fast-path hold is
-		// released with the trimmed call (rdb.Lock.ReleaseFast); the
-		// other kinds' release scripts find their fast path's holds
-		// themselves.
-		le.fast = fast && l.def.Kind != impl.Fair && l.def.Kind != impl.ReadWrite
+		// A read-write lock's fast-path hold is released by the full
+		// call (its script finds it there): the trimmed call could not
+		// release it once re-entered (rdb.Lock.ReleaseFast).
+		le.fast = fast && l.def.Kind != impl.ReadWrite
 		if len(res) == 3 {
 			le.token = res[2]
 			if err := l.c.fences.check(l.key, res[1], res[2]); err != nil {
@@ -466,7 +465,7 @@ func (l *Lock) release(ctx context.Context, owner string, lease time.Duration) (
 // rdb.SendCounter (an Unlock's leaseOwner); resent reports whether the
 // call that answered was sent more than once.
 func (l *Lock) releaseHold(ctx context.Context, owner string, arg any, lease time.Duration, fast bool) (n int, resent bool, err error) {
-	if fast { // only reentrant, simple and fenced holds (see attempt)
+	if fast {
 		// No lease for a simple lock (one hold) or a renewed one (the
 		// watchdog renews the holds left: the script keeps the TTL).
 		withLease := !l.def.Renew && l.def.Kind != impl.Simple

@@ -260,18 +260,22 @@ func AcquireReply(cmd *redis.Cmd, buf *[3]int64, fenced bool) (res []int64, fast
 const HandOnDue = -3
 
 // ReleaseFast runs the release script with the lock's key alone, for a
-// hold the acquire's fast path took (reentrant and simple locks):
+// hold the acquire's fast path took (reentrant, simple, fenced and fair
+// locks: a read-write lock's release finds its fast path's hold in the
+// full call):
 //
 //	KEYS: the lock
-//	ARGV: owner, lease_ms (when withLease: a reentrant lock the watchdog
-//	      does not renew, whose holds left keep the lease)
+//	ARGV: owner, lease_ms (when withLease: a reentrant or fenced lock the
+//	      watchdog does not renew, whose holds left keep the lease; never
+//	      for a fair lock, whose script answers HandOnDue for holds left)
 //
 // owner is the owner id, or an argument that counts its sends.
 //
 //	reentrant_release reply: int
 //	simple_release reply: int
+//	fair_release reply: int
 func (l *Lock) ReleaseFast(ctx context.Context, owner any, lease time.Duration, withLease bool) *redis.Cmd {
-	if withLease {
+	if withLease && l.kind != impl.Fair {
 		return l.conn.EvalBoxed(ctx, l.scripts.Release, l.boxed[:1], owner, l.lease(lease))
 	}
 	return l.conn.EvalBoxed(ctx, l.scripts.Release, l.boxed[:1], owner)
