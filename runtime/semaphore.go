@@ -284,7 +284,7 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 		cmd = acquire()
 	}
 	var buf [3]int64
-	res, err := rdb.SemAcquireReply(cmd, &buf) // semaphore_acquire reply: int | {int, int, int} | {int, int}
+	res, fast, err := rdb.SemAcquireReply(cmd, &buf) // semaphore_acquire reply: int | {int, int, int} | {int, int}
 	if err != nil {
 		return nil, 0, attemptError(s.key, err)
 	}
@@ -294,6 +294,7 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 		if err != nil {
 			return nil, 0, err
 		}
+		p.fast = fast
 		if err := ctx.Err(); err != nil {
 			// Cancelled while the script ran: give the permits back.
 			_ = p.Release(ctx)
@@ -417,6 +418,7 @@ type Permit struct {
 	owner string
 	n     int
 	taken time.Time
+	fast  bool // taken by the acquire's fast path (see Semaphore.release)
 }
 
 // newPermit makes the permit of owner's hold of n permits of s, taken at
@@ -443,7 +445,7 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 	if err := s.c.wd.Add(p.held(), r, (*permitHold)(p), start); err != nil {
 		p.abandon(err)
 		// Nobody will renew or release it: give it back now.
-		_, _ = s.release(parent, owner)
+		_, _ = s.release(parent, owner, false)
 		return nil, err
 	}
 	return p, nil
@@ -453,14 +455,25 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 // context (see ReleaseTimeout); it returns the script's code.
 // A release whose hold is gone after the call was sent more than once
 // (a reply lost) released it: it reports n = 0 then (see rdb.SendCounter).
-func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
+func (s *Semaphore) release(ctx context.Context, owner string, fast bool) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	arg := rdb.NewCounted(owner)
-	send := func() *redis.Cmd {
-		return s.ops().Release(ctx, arg, 0)
+	n, err := rdb.HandOnDue, error(nil)
+	if fast {
+		// A hold the acquire's fast path took: first with the keys a
+		// release reads while nobody waits (rdb.Semaphore.ReleaseFast),
+		// whole when waiters may be due permits.
+		fast := func() *redis.Cmd { return s.ops().ReleaseFast(ctx, arg) }
+		n, err = resolve(ctx, fast(), fast).Int()
+		if err == nil && n == rdb.HandOnDue {
+			arg.ResetSends() // that call changed nothing
+		}
 	}
-	n, err := resolve(ctx, send(), send).Int()
+	if err == nil && n == rdb.HandOnDue {
+		send := func() *redis.Cmd { return s.ops().Release(ctx, arg, 0) }
+		n, err = resolve(ctx, send(), send).Int()
+	}
 	if n < 0 && rdb.Resent(arg) {
 		n = 0
 	}
@@ -529,7 +542,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	if s.def.Renew {
 		s.c.wd.Remove(p.held(), (*permitHold)(p))
 	}
-	n, err := s.release(ctx, p.owner)
+	n, err := s.release(ctx, p.owner, p.fast)
 	s.c.observe(ctx, Event{Kind: EventReleased, Object: s.def.Name, Duration: time.Since(p.taken)})
 	return releaseResult(s.key, lost, n, err, ErrPermitLost, ErrPermitNotHeld)
 }

@@ -5,16 +5,19 @@
 --   held in all, 'q' -> 1 while waiters may be registered, 'c' -> the
 --   capacity key's value cached, 0 for none; 's' -> the owner of a
 --   compact single hold, see semaphore_acquire)
--- KEYS[3] capacity: the capacity, when an operator set one
--- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
--- KEYS[5] waiters: the waiter registry's deadlines
+-- KEYS[3]? capacity: the capacity, when an operator set one (a release
+--   of one hold is first sent with KEYS[1..2] and ARGV[1] alone: then the
+--   reply is -3, nothing changed, when waiters may be registered, and the
+--   caller sends it again whole)
+-- KEYS[4]? queue: the waiter registry's wait queue (members "<owner> <n>")
+-- KEYS[5]? waiters: the waiter registry's deadlines
 -- ARGV[1] owner: the owner id
--- ARGV[2] prefix: the wake-up channel prefix (a client's channel is
+-- ARGV[2]? prefix: the wake-up channel prefix (a client's channel is
 --   prefix:<clientID>)
--- ARGV[3] publish: the publish command (publish or spublish)
--- ARGV[4] spec_capacity: the spec's capacity
--- ARGV[5] handoff_ms: the hand-off lease in milliseconds
--- ARGV[6] leaving: when the owner gives up waiting, the permits it waited
+-- ARGV[3]? publish: the publish command (publish or spublish)
+-- ARGV[4]? spec_capacity: the spec's capacity
+-- ARGV[5]? handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6]? leaving: when the owner gives up waiting, the permits it waited
 --   for (it leaves the registry, and gives back permits it was handed but
 --   did not use), else '0'
 -- reply: int
@@ -28,19 +31,23 @@ local c = redis.call('hmget', counts, owner, '*', 'q', 'c', 's')
 -- The uncontended fast path runs before the registry's functions are
 -- defined: the owner's compact single hold (nobody registered since it
 -- was taken) is the counts alone.
+local leaving = ARGV[6] or '0'
 if c[5] == owner then
   redis.call('del', counts)
-  if ARGV[6] == '0' then
+  if leaving == '0' then
     return 1
   end
+end
+if not KEYS[3] and c[3] then
+  return -3 -- waiters may be due the permits: call again with every key
 end
 -- #include registry
 -- #include sem
 local queue, waiters = KEYS[4], KEYS[5]
 local handoff = ARGV[5]
 
-if ARGV[6] ~= '0' then
-  unregister(queue, waiters, owner .. ' ' .. ARGV[6])
+if leaving ~= '0' then
+  unregister(queue, waiters, owner .. ' ' .. leaving)
 end
 if c[5] == owner then
   return 1

@@ -145,31 +145,32 @@ func (s *Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
 }
 
 // SemAcquireReply decodes semaphore_acquire's reply into buf: a table as
-// it is, or the fast path's integer n as {1, 0, n} (taken, n permits).
+// it is, or the fast path's integer n as {1, 0, n} (taken, n permits),
+// with fast true.
 //
 //	semaphore_acquire reply: int | {int, int, int} | {int, int}
-func SemAcquireReply(cmd *redis.Cmd, buf *[3]int64) ([]int64, error) {
+func SemAcquireReply(cmd *redis.Cmd, buf *[3]int64) (res []int64, fast bool, err error) {
 	v, err := cmd.Result()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch v := v.(type) {
 	case int64:
 		buf[0], buf[1], buf[2] = 1, 0, v
-		return buf[:3], nil
+		return buf[:3], true, nil
 	case []any:
 		if len(v) == 2 || len(v) == 3 {
 			for i, e := range v {
 				n, ok := e.(int64)
 				if !ok {
-					return nil, fmt.Errorf("unexpected reply %v", v)
+					return nil, false, fmt.Errorf("unexpected reply %v", v)
 				}
 				buf[i] = n
 			}
-			return buf[:len(v)], nil
+			return buf[:len(v)], false, nil
 		}
 	}
-	return nil, fmt.Errorf("unexpected reply %v", v)
+	return nil, false, fmt.Errorf("unexpected reply %v", v)
 }
 
 // Release runs semaphore_release for owner's hold (owner: the id, or an
@@ -187,6 +188,20 @@ func (s *Semaphore) Release(ctx context.Context, owner any, leaving int) *redis.
 		l = leaving
 	}
 	return s.Conn.EvalBoxed(ctx, s.Scripts.Release, s.boxed, owner, prefix, publish, s.args.permits, handoffArg, l)
+}
+
+// ReleaseFast runs semaphore_release for owner's hold (owner: the id, or
+// an argument that counts its sends) with the holds' and counts' keys
+// and the owner alone: what a release reads while nobody waits. It
+// answers HandOnDue, having changed nothing, when waiters may be
+// registered: then send Release.
+//
+//	KEYS: holds, counts
+//	ARGV: owner
+//
+// semaphore_release reply: int
+func (s *Semaphore) ReleaseFast(ctx context.Context, owner any) *redis.Cmd {
+	return s.Conn.EvalBoxed(ctx, s.Scripts.Release, s.boxed[:2], owner)
 }
 
 // State runs semaphore_state: it evicts the holds whose lease ran out and

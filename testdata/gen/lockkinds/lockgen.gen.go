@@ -103,7 +103,7 @@ var readwriteLockScripts = lockgenScripts.Locks(lockimpl.ReadWrite)
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"fair_acquire":      "9579fc6b25e167522f6776dedcecc8b43eddf615",
 	"fair_force_unlock": "1e12e9b24c040cc4e13e3fd8e6fce1f06939ce5e",
-	"fair_release":      "b653bbe01ffa1cbce6de6bb5387bd92f6364b0d6",
+	"fair_release":      "25802d22d8f5a4c70a884b5dc24f49ea41ea5b1b",
 	"fair_renew":        "cf6eeb2bd6a4596407b75c985f7f8c5b318971a9",
 	"fenced_acquire":    "e5ba33d16f00425971c7a76de6a570e37f261472",
 	"force_unlock":      "85f34c3c74fe139718937ad316f95db9d7790ee9",
