@@ -71,7 +71,9 @@ func (c *Client) newSemaphore(def *impl.SemaphoreDef, key string) *Semaphore {
 // watchdog (spec renew: true, the default).
 //
 // In Redis the semaphore is a sorted set of holds (the key itself, scored
-// by expiry in server time), a hash of the permits per hold (key:counts),
+// by expiry in server time; a single hold of one permit taken while
+// nothing was held is compact, key:counts alone, see "Semaphores and
+// permits" in docs/design.md), a hash of the permits per hold (key:counts),
 // the capacity when an operator set one (key:capacity), and its waiter
 // registry (key:queue, key:waiters); waiters are woken on key:ch:<client
 // ID>.

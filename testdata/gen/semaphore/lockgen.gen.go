@@ -94,7 +94,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"semaphore_acquire":  "57e0e6b7a906e174fa85b8245a8b74931566b814",
 	"semaphore_capacity": "84cd216a9518618bf793e91863d6214efbc3319a",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
-	"semaphore_release":  "58cbacb62e04dfe2a9cb3e396f3078068ebd85fb",
+	"semaphore_release":  "e3a57b2f8d74f579566461aeee8b3c9595071a78",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
 	"semaphore_state":    "6dd9a08ad247c8c34cc585c9270d71755dbea066",
 })
