@@ -27,8 +27,9 @@
 -- ARGV[7] prefix: the wake-up channel prefix
 -- ARGV[8] publish: the publish command (publish or spublish)
 -- ARGV[9] handoff_ms: the hand-off lease in milliseconds
--- ARGV[10] wait_capacity: '1' when a request above the capacity waits for
---   it to grow instead of failing
+-- ARGV[10]? wait_capacity: '1' when a request above the capacity waits
+--   for it to grow instead of failing; '0' or absent otherwise (left out:
+--   one argument less)
 -- reply: int | {int, int, int} | {int, int}
 --   1 when the fast path took the one permit asked for: nothing was held
 --   and nobody registered (an integer costs less than a table); {1, free,

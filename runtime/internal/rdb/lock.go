@@ -109,6 +109,17 @@ func (l *Lock) Prepare(conn *Conn, def *impl.LockDef, key, mode string, reg time
 	}
 }
 
+// Side makes l the operations of the other side ("r" or "w") of the
+// read-write lock it was prepared for: a copy of a prepared Lock keeps
+// its keys (its slices point into the original's arrays).
+func (l *Lock) Side(mode string) {
+	if mode == "r" {
+		l.mode = modeRead
+	} else {
+		l.mode = modeWrite
+	}
+}
+
 // Keys returns the KEYS of the lock's scripts: the lock's key, then its
 // kind's.
 func (l *Lock) Keys() []string { return l.keys }

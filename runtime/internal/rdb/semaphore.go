@@ -108,14 +108,10 @@ type SemAttempt struct {
 //
 //	KEYS: holds, counts, capacity, queue, waiters (Keys)
 //	ARGV: owner, n, lease_ms, spec_capacity, registry_ttl_ms, registered,
-//	      prefix, publish, handoff_ms, wait_capacity
+//	      prefix, publish, handoff_ms, wait_capacity (only when set)
 //
 // Decode its reply with SemAcquireReply.
 func (s *Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
-	grow := flag0
-	if a.WaitCapacity {
-		grow = flag1
-	}
 	registered := flag0
 	switch a.Registered {
 	case "1":
@@ -139,9 +135,14 @@ func (s *Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
 		reg = a.Reg.Milliseconds()
 	}
 	prefix, publish := s.wake()
+	if !a.WaitCapacity { // the script's default: one argument less
+		return s.Conn.EvalBoxed(ctx, s.Scripts.Acquire, s.boxed,
+			a.Owner, n, lease, s.args.permits, reg, registered,
+			prefix, publish, handoffArg)
+	}
 	return s.Conn.EvalBoxed(ctx, s.Scripts.Acquire, s.boxed,
 		a.Owner, n, lease, s.args.permits, reg, registered,
-		prefix, publish, handoffArg, grow)
+		prefix, publish, handoffArg, flag1)
 }
 
 // SemAcquireReply decodes semaphore_acquire's reply into buf: a table as
