@@ -100,7 +100,7 @@ func TestUncontendedAllocs(t *testing.T) {
 // on 2026-11-27 (scripts/bench/README.md, "Issue 27: uncontended kinds"),
 // two more for slack.
 var kindAllocsBudget = map[string]float64{
-	"lockgen-fenced": 22, "lockgen-fair": 21, "write": 31, "read": 31, "lockgen-semaphore": 33,
+	"lockgen-fenced": 22, "lockgen-fair": 21, "write": 24, "read": 24, "lockgen-semaphore": 33,
 }
 
 // TestUncontendedKindsAllocs is TestUncontendedAllocs for the fenced and

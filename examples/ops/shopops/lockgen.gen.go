@@ -259,7 +259,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"rw_force_unlock":    "7792a8048b8634afbb995a6225d8eff05b0e3b53",
 	"rw_release":         "e62de2a7417e66c1ce1f8f71e10d96c381494e95",
 	"rw_renew":           "0c29e183a13fbd77bd45dafe7fa0e59d43a55e96",
-	"semaphore_acquire":  "57e0e6b7a906e174fa85b8245a8b74931566b814",
+	"semaphore_acquire":  "c4b83ff84cdf42a3ebc94f8929be2ca7ee82ace5",
 	"semaphore_capacity": "84cd216a9518618bf793e91863d6214efbc3319a",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
 	"semaphore_release":  "e3a57b2f8d74f579566461aeee8b3c9595071a78",

@@ -194,7 +194,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"reentrant_acquire":  "b36fce50570a84cea8ae32139cafc6eaf0bc6b37",
 	"reentrant_release":  "13c4641c59d5921292262b6865cc89b8edeb9050",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"semaphore_acquire":  "57e0e6b7a906e174fa85b8245a8b74931566b814",
+	"semaphore_acquire":  "c4b83ff84cdf42a3ebc94f8929be2ca7ee82ace5",
 	"semaphore_capacity": "84cd216a9518618bf793e91863d6214efbc3319a",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
 	"semaphore_release":  "e3a57b2f8d74f579566461aeee8b3c9595071a78",

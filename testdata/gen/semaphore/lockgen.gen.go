@@ -91,7 +91,7 @@ var semaphoreScripts = lockgenScripts.Semaphores()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"semaphore_acquire":  "57e0e6b7a906e174fa85b8245a8b74931566b814",
+	"semaphore_acquire":  "c4b83ff84cdf42a3ebc94f8929be2ca7ee82ace5",
 	"semaphore_capacity": "84cd216a9518618bf793e91863d6214efbc3319a",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
 	"semaphore_release":  "e3a57b2f8d74f579566461aeee8b3c9595071a78",
