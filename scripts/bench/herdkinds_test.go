@@ -254,7 +254,7 @@ func BenchmarkHerdRWMixed(b *testing.B) {
 // one read-write lock: at most 25.5 Redis commands per acquisition (25.2
 // before a reader's release that leaves other holds stopped trying to
 // hand the lock on, which popped the writer at the head and pushed it
-// back, then at most 24.5; 24.85-25.05 since issue 27's fast path: the
+// back, then at most 24.5; 24.85-25.14 since issue 27's fast path: the
 // EXISTS of a first attempt that finds the lock held, and a compact
 // hold turned into the full form when contention starts; writers alone
 // cost about 20), writers take a quarter of the acquisitions and every
