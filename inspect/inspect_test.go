@@ -632,3 +632,33 @@ func TestParamlessInstances(t *testing.T) {
 		t.Errorf("released: %d instances, want 0", n)
 	}
 }
+
+// TestCompactHolds: the single holds the fast paths take without their
+// auxiliary keys (a read-write lock's hash alone, a semaphore's counts
+// alone: see rw_acquire and semaphore_acquire) read as the holds they
+// are, with their TTLs.
+func TestCompactHolds(t *testing.T) {
+	node := redistest.Single(t)
+	w := newWorld(t, node.Client(), Options{})
+	ctx := context.Background()
+	rw := lockimpl.NewRWLock(w.rt("alpha"), lockDef(w.in.byNm["Rates"].obj.(*spec.Lock)), w.key("Rates", "USD"))
+	must[*runtime.Lease](t)(rw.Write().Lock(ctx))
+	if n, err := node.Client().Exists(ctx, w.key("Rates", "USD")+":holds").Result(); err != nil || n != 0 {
+		t.Fatalf("the write hold has a holds key (%d, %v): not the compact form", n, err)
+	}
+	inst, err := w.in.Instance(ctx, "Rates", "USD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := inst.Lock; !l.Held || len(l.Holders) != 1 || l.Holders[0].Side != "write" || l.Holders[0].TTLMs <= 0 {
+		t.Errorf("compact write hold read as %+v", l)
+	}
+	sem := lockimpl.NewSemaphore(w.rt("alpha"), defs.Semaphore(w.in.byNm["Export"].obj.(*spec.Semaphore)), w.key("Export", "compact"))
+	must[*runtime.Permit](t)(sem.Acquire(ctx, 1))
+	if inst, err = w.in.Instance(ctx, "Export", "compact"); err != nil {
+		t.Fatal(err)
+	}
+	if s := inst.Semaphore; s.Held != 1 || len(s.Holders) != 1 || s.Holders[0].Permits != 1 || s.Holders[0].TTLMs <= 0 || s.Free != s.Capacity-1 {
+		t.Errorf("compact permit read as %+v", s)
+	}
+}

@@ -45,6 +45,9 @@ func (lockKind) read(ctx context.Context, in *Inspector, pipe redis.Pipeliner, f
 		waiters := in.readWaiters(ctx, pipe, key)
 		return done(func(nowMs int64) {
 			for owner, n := range h.Val() {
+				if owner == "s" {
+					continue // the fast path's mark (see fair_acquire), not a holder
+				}
 				hd := holder(owner)
 				c, _, _ := strings.Cut(n, " ") // "<holds>[ <op>,...]"
 				hd.Holds, _ = strconv.Atoi(c)
@@ -57,6 +60,7 @@ func (lockKind) read(ctx context.Context, in *Inspector, pipe redis.Pipeliner, f
 	case spec.ReadWrite:
 		h := pipe.HGetAll(ctx, key)
 		dl := pipe.ZRangeWithScores(ctx, keys.Sub(key, "holds"), 0, maxZset-1)
+		ttl := pipe.PTTL(ctx, key)
 		waiters := in.readWaiters(ctx, pipe, key)
 		return done(func(nowMs int64) {
 			st.Waiters = waiters(nowMs)
@@ -65,6 +69,11 @@ func (lockKind) read(ctx context.Context, in *Inspector, pipe redis.Pipeliner, f
 				deadlines[z.Member.(string)] = int64(z.Score)
 			}
 			fields := h.Val()
+			if m, ok := fields["s"]; ok && len(deadlines) == 0 && ttl.Val() > 0 {
+				// A compact single hold (rw_acquire's fast path): no holds
+				// key, the hold lives as long as the lock's hash.
+				deadlines[m] = nowMs + ttl.Val().Milliseconds()
+			}
 			if w, ok := fields["writer"]; ok {
 				if d, ok := deadlines["w"]; ok && d > nowMs {
 					hd := holder(w)

@@ -30,6 +30,7 @@ func (semaphoreKind) read(ctx context.Context, in *Inspector, pipe redis.Pipelin
 	inst.Semaphore = st
 	holds := pipe.ZRangeWithScores(ctx, key, 0, maxZset-1)
 	counts := pipe.HGetAll(ctx, keys.Sub(key, "counts"))
+	countsTTL := pipe.PTTL(ctx, keys.Sub(key, "counts"))
 	capacity := pipe.Get(ctx, keys.Sub(key, "capacity"))
 	permits := f.obj.obj.(*spec.Semaphore).Permits
 	waiters := in.readWaiters(ctx, pipe, key)
@@ -43,7 +44,13 @@ func (semaphoreKind) read(ctx context.Context, in *Inspector, pipe redis.Pipelin
 			st.Capacity, st.CapacitySet = c, true
 		}
 		cs := counts.Val()
-		for _, z := range holds.Val() {
+		zs := holds.Val()
+		if o, ok := cs["s"]; ok && len(zs) == 0 && countsTTL.Val() > 0 {
+			// The compact single hold (semaphore_acquire's fast path): the
+			// counts alone, living as long as the hold.
+			zs = []redis.Z{{Member: o, Score: float64(nowMs + countsTTL.Val().Milliseconds())}}
+		}
+		for _, z := range zs {
 			if int64(z.Score) <= nowMs {
 				continue // ran out; evicted by the next script run
 			}

@@ -255,7 +255,7 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		cmd, wait = l.ops.Acquire(uctx, a)
 	}
 	var buf [3]int64
-	res, fast, err := rdb.AcquireReply(cmd, &buf)
+	res, fast, err := rdb.AcquireReply(cmd, &buf, l.def.Kind == impl.Fenced)
 	if err != nil {
 		return nil, 0, attemptError(l.key, err)
 	}
@@ -270,7 +270,10 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		if err != nil {
 			return nil, 0, err
 		}
-		le.fast = fast
+		// A read-write lock's fast-path hold is released by the full
+		// call (its script finds it there): the trimmed call could not
+		// release it once re-entered (rdb.Lock.ReleaseFast).
+		le.fast = fast && l.def.Kind != impl.ReadWrite
 		if len(res) == 3 {
 			le.token = res[2]
 			if err := l.c.fences.check(l.key, res[1], res[2]); err != nil {
@@ -473,7 +476,7 @@ func (l *Lock) release(ctx context.Context, owner string, lease time.Duration) (
 // rdb.SendCounter (an Unlock's leaseOwner); resent reports whether the
 // call that answered was sent more than once.
 func (l *Lock) releaseHold(ctx context.Context, owner string, arg any, lease time.Duration, fast bool) (n int, resent bool, err error) {
-	if fast { // only reentrant and simple acquires reply fast
+	if fast {
 		// No lease for a simple lock (one hold) or a renewed one (the
 		// watchdog renews the holds left: the script keeps the TTL).
 		withLease := !l.def.Renew && l.def.Kind != impl.Simple

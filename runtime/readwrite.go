@@ -41,23 +41,28 @@ var ErrUpgrade = errors.New("lockgen: a read lock cannot be upgraded to a write 
 // to every reader up to the first waiting writer; a new reader queues
 // behind a waiting writer (see "Read-write locks" in docs/design.md).
 type RWLock struct {
-	read, write *Lock
+	read, write Lock
 }
 
 // RWLock returns the read-write lock with the given definition (of kind
 // ReadWrite, emitted by lockgen) and key. It does not contact Redis.
+// Both sides are made in one allocation, and share their prepared keys
+// (the read side's slices point into the write side's arrays, which
+// live as long as the RWLock).
 func (c *Client) newRWLock(def *impl.LockDef, key string) *RWLock {
-	return &RWLock{
-		read:  c.lock(def, key, "r"),
-		write: c.lock(def, key, "w"),
-	}
+	rw := &RWLock{write: Lock{c: c, def: def, key: key, mode: "w"}}
+	rw.write.ops.Prepare(&c.conn, def, key, "w", rw.write.registryTTL(), c.classicWake(key))
+	rw.read = rw.write
+	rw.read.mode = "r"
+	rw.read.ops.Side("r")
+	return rw
 }
 
 // Read returns the shared side of the lock.
-func (rw *RWLock) Read() *Lock { return rw.read }
+func (rw *RWLock) Read() *Lock { return &rw.read }
 
 // Write returns the exclusive side of the lock.
-func (rw *RWLock) Write() *Lock { return rw.write }
+func (rw *RWLock) Write() *Lock { return &rw.write }
 
 // Key returns the Redis key of the lock.
 func (rw *RWLock) Key() string { return rw.write.key }

@@ -391,13 +391,17 @@ func TestRenewalNeverShortens(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Release(ctx)
-		owners, err := c.Redis().ZRange(ctx, sem.Key(), 0, -1).Result()
-		if err != nil || len(owners) != 1 {
-			t.Fatalf("holds: %v, %v; want the one permit's", owners, err)
+		// The one hold is the compact form (the counts alone, see
+		// semaphore_acquire), the one the renewal must understand too.
+		owner, err := c.Redis().HGet(ctx, keys.Sub(sem.Key(), "counts"), "s").Result()
+		if err != nil || owner == "" {
+			t.Fatalf("the compact hold's owner: %q, %v", owner, err)
 		}
-		owner := owners[0]
 		ks := []string{sem.Key(), keys.Sub(sem.Key(), "counts")}
 		renew := script(t, "semaphore_renew")
+		if err := c.Preload(ctx, renew); err != nil { // (called by hand below)
+			t.Fatal(err)
+		}
 		// The watchdog's renewal with a 600 ms lease, late: extend mode.
 		if n, err := c.Redis().EvalSha(ctx, renew.SHA1, ks, 600, owner).Int(); err != nil || n != 1 {
 			t.Fatalf("renewal: %d, %v", n, err)
@@ -410,6 +414,30 @@ func TestRenewalNeverShortens(t *testing.T) {
 		}
 		if ttl, err := p.TTL(ctx); err != nil || ttl > 600*time.Millisecond {
 			t.Fatalf("TTL after SetLease(600ms): %v, %v", ttl, err)
+		}
+		// The full form: a second hold turns the compact one into it.
+		if err := p.SetLease(ctx, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		p2, err := sem.Acquire(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p2.Release(ctx)
+		if d, err := c.Redis().ZScore(ctx, sem.Key(), owner).Result(); err != nil || d <= 0 {
+			t.Fatalf("the first hold in the full form: %v, %v", d, err)
+		}
+		if n, err := c.Redis().EvalSha(ctx, renew.SHA1, ks, 600, owner).Int(); err != nil || n != 1 {
+			t.Fatalf("renewal: %d, %v", n, err)
+		}
+		if ttl, err := p.TTL(ctx); err != nil || ttl <= 50*time.Second {
+			t.Fatalf("TTL after a late renewal of the full form: %v, %v; want the minute kept", ttl, err)
+		}
+		if err := p.SetLease(ctx, 600*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if ttl, err := p.TTL(ctx); err != nil || ttl > 600*time.Millisecond {
+			t.Fatalf("TTL after SetLease(600ms) of the full form: %v, %v", ttl, err)
 		}
 	})
 }

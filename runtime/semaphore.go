@@ -56,7 +56,9 @@ func (e *sentinel) Unwrap() error { return e.parent }
 // Semaphore returns the semaphore with the given definition (emitted by
 // lockgen) and key. It does not contact Redis.
 func (c *Client) newSemaphore(def *impl.SemaphoreDef, key string) *Semaphore {
-	return &Semaphore{c: c, def: def, key: key}
+	s := &Semaphore{c: c, def: def, key: key}
+	s.rdb.Prepare(&c.conn, def, key, s.registryTTL(), c.classicWake(key))
+	return s
 }
 
 // Semaphore is one distributed counting semaphore: a generated
@@ -69,7 +71,9 @@ func (c *Client) newSemaphore(def *impl.SemaphoreDef, key string) *Semaphore {
 // watchdog (spec renew: true, the default).
 //
 // In Redis the semaphore is a sorted set of holds (the key itself, scored
-// by expiry in server time), a hash of the permits per hold (key:counts),
+// by expiry in server time; a single hold of one permit taken while
+// nothing was held is compact, key:counts alone, see "Semaphores and
+// permits" in docs/design.md), a hash of the permits per hold (key:counts),
 // the capacity when an operator set one (key:capacity), and its waiter
 // registry (key:queue, key:waiters); waiters are woken on key:ch:<client
 // ID>.
@@ -77,6 +81,9 @@ type Semaphore struct {
 	c   *Client
 	def *impl.SemaphoreDef
 	key string
+	// rdb are its scripts' calls, prepared once per Semaphore (keys and
+	// constant arguments boxed), in the same allocation.
+	rdb rdb.Semaphore
 }
 
 // Key returns the Redis key of the semaphore's holds.
@@ -88,9 +95,7 @@ func (s *Semaphore) Name() string { return s.def.Name }
 func (s *Semaphore) channel() string { return s.c.wakePrefix(s.key) }
 
 // ops returns s's script operations (runtime/internal/rdb).
-func (s *Semaphore) ops() rdb.Semaphore {
-	return rdb.Semaphore{Conn: &s.c.conn, Scripts: s.def.Scripts, Key: s.key, Permits: s.def.Permits}
-}
+func (s *Semaphore) ops() *rdb.Semaphore { return &s.rdb }
 
 // waitChannel is the channel s's waiters on this client wait on: releases
 // name the waiters they hand permits to on their client's channel (see
@@ -290,8 +295,8 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 	} else {
 		cmd = acquire()
 	}
-	// semaphore_acquire reply: {int, int, int} | {int, int}
-	res, err := cmd.Int64Slice()
+	var buf [3]int64
+	res, fast, err := rdb.SemAcquireReply(cmd, &buf) // semaphore_acquire reply: int | {int, int, int} | {int, int}
 	if err != nil {
 		return nil, 0, attemptError(s.key, err)
 	}
@@ -301,6 +306,7 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 		if err != nil {
 			return nil, 0, err
 		}
+		p.fast = fast
 		if err := ctx.Err(); err != nil {
 			// Cancelled while the script ran: give the permits back.
 			_ = p.Release(ctx)
@@ -424,6 +430,7 @@ type Permit struct {
 	owner string
 	n     int
 	taken time.Time
+	fast  bool // taken by the acquire's fast path (see Semaphore.release)
 }
 
 // newPermit makes the permit of owner's hold of n permits of s, taken at
@@ -443,11 +450,14 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 		return p, nil
 	}
 	r := s.renewal(owner, o.lease)
+	// Its ARGV made at its first renewal, if one comes (an uncontended
+	// Acquire+Release builds none).
+	r.Args, r.ArgsOf = nil, (*permitHold)(p)
 	r.First = first
 	if err := s.c.wd.Add(p.held(), r, (*permitHold)(p), start); err != nil {
 		p.abandon(err)
 		// Nobody will renew or release it: give it back now.
-		_, _ = s.release(parent, owner)
+		_, _ = s.release(parent, owner, false)
 		return nil, err
 	}
 	return p, nil
@@ -457,14 +467,25 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 // context (see ReleaseTimeout); it returns the script's code.
 // A release whose hold is gone after the call was sent more than once
 // (a reply lost) released it: it reports n = 0 then (see rdb.SendCounter).
-func (s *Semaphore) release(ctx context.Context, owner string) (int, error) {
+func (s *Semaphore) release(ctx context.Context, owner string, fast bool) (int, error) {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	arg := rdb.NewCounted(owner)
-	send := func() *redis.Cmd {
-		return s.ops().Release(ctx, arg, 0)
+	n, err := rdb.HandOnDue, error(nil)
+	if fast {
+		// A hold the acquire's fast path took: first with the keys a
+		// release reads while nobody waits (rdb.Semaphore.ReleaseFast),
+		// whole when waiters may be due permits.
+		fast := func() *redis.Cmd { return s.ops().ReleaseFast(ctx, arg) }
+		n, err = resolve(ctx, fast(), fast).Int()
+		if err == nil && n == rdb.HandOnDue {
+			arg.ResetSends() // that call changed nothing
+		}
 	}
-	n, err := resolve(ctx, send(), send).Int()
+	if err == nil && n == rdb.HandOnDue {
+		send := func() *redis.Cmd { return s.ops().Release(ctx, arg, 0) }
+		n, err = resolve(ctx, send(), send).Int()
+	}
 	if n < 0 && rdb.Resent(arg) {
 		n = 0
 	}
@@ -476,7 +497,7 @@ func (s *Semaphore) renewal(owner string, lease time.Duration) watchdog.Renewal 
 	return watchdog.Renewal{
 		Object: s.def.Name,
 		Script: s.def.Scripts.Renew,
-		Keys:   []string{s.key, s.ops().Counts()},
+		Keys:   s.ops().Keys()[:2],
 		Args:   []any{lease.Milliseconds(), owner},
 		Lease:  lease,
 	}
@@ -533,7 +554,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	if s.def.Renew {
 		s.c.wd.Remove(p.held(), (*permitHold)(p))
 	}
-	n, err := s.release(ctx, p.owner)
+	n, err := s.release(ctx, p.owner, p.fast)
 	s.c.observe(ctx, Event{Kind: EventReleased, Object: s.def.Name, Duration: time.Since(p.taken)})
 	return releaseResult(s.key, lost, n, err, ErrPermitLost, ErrPermitNotHeld)
 }

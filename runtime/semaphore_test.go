@@ -436,28 +436,53 @@ func TestSemaphoreCapacity(t *testing.T) {
 }
 
 // TestSemaphoreKeysExpire: the keys of a semaphore live no longer than
-// its holds, and are gone once every permit is released.
+// its holds, and are gone once every permit is released; also the
+// compact single hold's (the counts alone) and the full form's.
 func TestSemaphoreKeysExpire(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		d := semDef(t, 2, 5*time.Second, true, 0)
 		c := newClient(t, b)
 		s := c.Semaphore(d, key(t))
+		rdb := c.Redis()
+		within := func(ks ...string) {
+			t.Helper()
+			for _, k := range ks {
+				if ttl, err := rdb.PTTL(ctx, k).Result(); err != nil || ttl <= 0 || ttl > 5*time.Second {
+					t.Errorf("PTTL %s = %v, %v; want within the lease", k, ttl, err)
+				}
+			}
+		}
 		p, err := s.Acquire(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rdb := c.Redis()
-		for _, k := range []string{s.Key(), s.Key() + ":counts"} {
-			if ttl, err := rdb.PTTL(ctx, k).Result(); err != nil || ttl <= 0 || ttl > 5*time.Second {
-				t.Errorf("PTTL %s = %v, %v; want within the lease", k, ttl, err)
+		within(s.Key() + ":counts")
+		if n, err := rdb.Exists(ctx, s.Key()).Result(); err != nil || n != 0 {
+			t.Errorf("the compact single hold has a holds key (%d, %v)", n, err)
+		}
+		p2, err := s.Acquire(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		within(s.Key(), s.Key()+":counts")
+		for _, p := range []*lockrt.Permit{p, p2} {
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
 			}
+		}
+		if n, err := rdb.Exists(ctx, s.Key(), s.Key()+":counts", s.Key()+":capacity").Result(); err != nil || n != 0 {
+			t.Errorf("%d keys left after the last release, %v", n, err)
+		}
+		p, err = s.Acquire(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := p.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := rdb.Exists(ctx, s.Key(), s.Key()+":counts", s.Key()+":capacity").Result(); err != nil || n != 0 {
-			t.Errorf("%d keys left after the last release, %v", n, err)
+			t.Errorf("%d keys left after the compact hold's release, %v", n, err)
 		}
 	})
 }

@@ -55,7 +55,15 @@ func (h *leaseHold) Promoted() (watchdog.Key, watchdog.Renewal, time.Time) {
 	return le.held(), le.lock.renewal(le, 0), le.taken
 }
 
-func (h *permitHold) Cancel(cause error)          { (*Permit)(h).cancel(cause) }
+func (h *permitHold) Cancel(cause error) { (*Permit)(h).cancel(cause) }
+
+// RenewArgs returns the ARGV of the permit's renewal, made at its first
+// renewal (Renewal.ArgsOf): its lease and owner.
+func (h *permitHold) RenewArgs() []any {
+	p := (*Permit)(h)
+	return []any{p.lease.Milliseconds(), p.owner}
+}
+
 func (h *permitHold) Extend(until time.Time) bool { return (*Permit)(h).extend(until) }
 func (h *redHold) Cancel(cause error)             { (*RedLockLease)(h).cancel(cause) }
 func (h *redHold) Extend(until time.Time) bool    { return (*RedLockLease)(h).extend(until) }

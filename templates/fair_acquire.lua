@@ -1,6 +1,8 @@
 -- fair_acquire: take or re-enter a fair lock, first come first served; a
 -- caller that cannot take it registers as a waiter in the same call.
--- KEYS[1] lock: the lock hash (field: owner, value: hold count)
+-- KEYS[1] lock: the lock hash (field: owner, value: hold count; "s" ->
+--   the owner of a hold the fast path took, while nobody registered
+--   since: its release then only deletes the key)
 -- KEYS[2] queue: the waiter registry's wait queue, in arrival order
 -- KEYS[3] waiters: the waiter registry's deadlines, in server milliseconds
 -- ARGV[1] lease_ms: the lease in milliseconds
@@ -16,13 +18,26 @@
 --   count ("<holds> <op>[,<op>...]", the last four): a call that finds it
 --   recorded ran already; absent for a new owner, whose call finding its
 --   own hold ran already
--- reply: {int, int}
---   {1, holds} when taken, re-entered, or found handed to this waiter by a
+-- reply: int | {int, int}
+--   1 when the fast path took the free lock (a new owner's first
+--   attempt, nobody registered: neither the lock nor the queue exists;
+--   an integer costs Redis and the client less than a table); {1, holds}
+--   when taken, re-entered, or found handed to this waiter by a
 --   release (its lease is then extended to the full lease); {0, pttl}
 --   otherwise. A free lock with a live waiter first is handed to that
 --   waiter (its hand-off ran out, or was lost), never taken past it.
+local lock, queue = KEYS[1], KEYS[2]
+-- The uncontended fast path runs before the registry's functions are
+-- defined: a new owner's first attempt on a free lock nobody waits for
+-- takes it, marked "s" so that its release needs no registry read. A
+-- second run of this call finds its hold below.
+if ARGV[4] == '0' and not ARGV[8] and redis.call('exists', lock, queue) == 0 then
+  redis.call('hset', lock, ARGV[2], '1', 's', ARGV[2])
+  redis.call('pexpire', lock, ARGV[1])
+  return 1
+end
 -- #include registry
-local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+local waiters = KEYS[3]
 local lease, owner = ARGV[1], ARGV[2]
 local ttl, waiting = ARGV[3], ARGV[4] == '1' or ARGV[4] == '2'
 
@@ -33,7 +48,8 @@ if ARGV[4] == '2' then
   end
 end
 
-local held = redis.call('hget', lock, owner)
+local state = redis.call('hmget', lock, owner, 's')
+local held = state[1]
 if held then
   local holds, ops = string.match(held, '^(%d+) ?(.*)$')
   holds = tonumber(holds)
@@ -79,5 +95,8 @@ if pttl == -2 then
 end
 if ttl ~= '0' then
   register(queue, waiters, owner, ttl, now or now_ms())
+  if state[2] then
+    redis.call('hdel', lock, 's') -- its release must read the registry
+  end
 end
 return {0, pttl}

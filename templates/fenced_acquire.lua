@@ -15,8 +15,10 @@
 --   absent otherwise (a first attempt leaves it out)
 -- ARGV[5]? op: a re-entry's operation id; absent for a new owner (see
 --   reentrant_acquire: a call that ran already answers its hold)
--- reply: {int, int, int} | {int, int}
---   {1, holds, token} when taken, re-entered (a re-entry keeps the hold's
+-- reply: int | {int, int, int} | {int, int}
+--   token when the fast path took the free lock (one hold: an integer
+--   costs Redis and the client less than a table); {1, holds, token}
+--   when taken, re-entered (a re-entry keeps the hold's
 --   token) or found handed to this waiter; {0, pttl} when another owner
 --   holds it.
 local lock, fence = KEYS[1], KEYS[4]
@@ -29,7 +31,7 @@ if not waiting then
   if not value then
     local token = redis.call('incr', fence)
     redis.call('set', lock, owner .. ' 1 ' .. token, 'PX', lease)
-    return {1, 1, token}
+    return token
   end
 end
 -- #include registry

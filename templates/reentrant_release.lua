@@ -37,7 +37,9 @@ local value
 -- The uncontended fast path runs before the registry's functions are defined.
 if ARGV[6] ~= '1' then
   value = redis.call('get', lock)
-  if value == owner then
+  -- A reentrant lock's single hold is "<owner>", a fenced lock's
+  -- "<owner> 1 <token>" (nobody registered: no " w").
+  if value == owner or (value and string.match(value, '^(.-) 1 %d+$') == owner) then
     redis.call('del', lock)
     return 0
   end

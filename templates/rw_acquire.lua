@@ -28,16 +28,37 @@
 -- ARGV[8] side: r or w
 -- ARGV[9]? op: a re-entry's operation id (see opsfield); absent for a new
 --   owner, whose call finding its own hold ran already
--- reply: {int, int}
---   {1, holds} when taken, re-entered, or found handed to this waiter by a
+-- reply: int | {int, int}
+--   1 when the fast path took the free lock (a new owner's first
+--   attempt, neither key there: the compact single hold, see rw_first;
+--   an integer costs Redis and the client less than a table); {1, holds}
+--   when taken, re-entered, or found handed to this waiter by a
 --   release (its hold then gets the full lease); {0, ms} when the caller
 --   must wait, ms being when the first hold in its way runs out (after a
 --   refresh that only moved the entry's deadline, too); {-2, 0}
 --   when a reader asks for the write side (an upgrade, refused: two
 --   upgrading readers would wait for each other forever).
+local lock, deadlines = KEYS[1], KEYS[2]
+-- The uncontended fast path runs before the registry's functions are
+-- defined: a new owner's first attempt on a free lock (neither key there,
+-- so nobody registered since it was last held) takes it as the compact
+-- single hold (see rw_first), without TIME or the holds key. A second
+-- run of this call finds its hold below.
+if ARGV[4] == '0' and not ARGV[9] and redis.call('exists', lock, deadlines) == 0 then
+  if ARGV[8] == 'w' then
+    redis.call('hset', lock, 'writer', ARGV[2], 'writes', '1', 's', 'w')
+    redis.call('pexpire', lock, ARGV[1])
+    return 1
+  elseif ARGV[8] == 'r' then
+    local reader = 'r:' .. ARGV[2]
+    redis.call('hset', lock, reader, '1', 's', reader)
+    redis.call('pexpire', lock, ARGV[1])
+    return 1
+  end
+end
 -- #include registry
 -- #include rw
-local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local queue, waiters = KEYS[3], KEYS[4]
 local lease, owner, ttl, waiting = ARGV[1], ARGV[2], ARGV[3], ARGV[4] ~= '0'
 local side = ARGV[8]
 if side ~= 'r' and side ~= 'w' then

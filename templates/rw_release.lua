@@ -2,7 +2,8 @@
 -- lets waiters proceed, hand the lock to them.
 -- KEYS[1] lock: the lock hash ("writer" -> the write holder's owner id,
 --   "writes" -> its hold count, "r:<owner>" -> a reader's hold count, "q"
---   -> 1 while waiters may be registered)
+--   -> 1 while waiters may be registered, "s" -> a compact single hold's
+--   member: see rw_first)
 -- KEYS[2] holds: the holds' deadlines (a zset: "w" for the write hold,
 --   "r:<owner>" per reader -> server ms when that hold's lease runs out),
 --   so a dead reader's share runs out alone
@@ -27,23 +28,42 @@
 --   and publishes: the live waiters at the head that can now proceed (a
 --   writer alone, or the readers before the first waiting writer) are
 --   handed the lock (see rw_hand_on).
--- #include registry
--- #include rw
-local lock, deadlines, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner, lease, side = ARGV[1], tonumber(ARGV[2]), ARGV[7]
-local now = now_ms()
-local first = rw_first(lock, deadlines, now)
-
-if ARGV[6] == '1' then
-  unregister(queue, waiters, owner .. ' ' .. side)
-end
+local lock, deadlines = KEYS[1], KEYS[2]
+local owner, side = ARGV[1], ARGV[7]
 local reader = 'r:' .. owner
 local field, hold = reader, reader
 if side == 'w' then
   field, hold = 'writes', 'w'
 end
 local opsfield, op = 'o' .. side .. ':' .. owner, ARGV[8]
-local state = redis.call('hmget', lock, 'writer', 'q', field, reader, opsfield)
+local state = redis.call('hmget', lock, 'writer', 'q', field, reader, opsfield, 's')
+-- The uncontended fast path runs before the registry's functions are
+-- defined: the owner's compact single hold (see rw_first; nobody
+-- registered since it was taken) is the lock hash alone.
+local single = state[6] == hold and (side ~= 'w' or state[1] == owner)
+if single then
+  redis.call('del', lock)
+  if ARGV[6] ~= '1' then
+    return 0
+  end
+end
+-- #include registry
+-- #include rw
+local queue, waiters = KEYS[3], KEYS[4]
+local lease = tonumber(ARGV[2])
+
+if ARGV[6] == '1' then
+  unregister(queue, waiters, owner .. ' ' .. side)
+end
+if single then
+  return 0
+end
+local now = now_ms()
+local first, evicted = rw_first(lock, deadlines, now)
+if evicted then
+  -- Holds ran out: their fields are gone.
+  state = redis.call('hmget', lock, 'writer', 'q', field, reader, opsfield)
+end
 local writer, flagged = state[1], state[2]
 local held = state[3]
 if side == 'w' and writer ~= owner then

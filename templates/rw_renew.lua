@@ -1,6 +1,7 @@
 -- rw_renew: extend the lease of one side of a read-write lock held by owner,
 -- without touching the other holds' leases.
--- KEYS[1] lock: the lock hash
+-- KEYS[1] lock: the lock hash (a compact single hold, see rw_acquire, is
+--   this key alone, its lease the key's TTL)
 -- KEYS[2] holds: the holds' deadlines (see rw_acquire)
 -- KEYS[3]? queue: the waiter registry's wait queue (unused)
 -- KEYS[4]? waiters: the waiter registry's deadlines (unused)
@@ -24,6 +25,11 @@ elseif redis.call('hexists', lock, member) == 0 then
   return 0
 end
 local deadline = redis.call('zscore', deadlines, member)
+if not deadline and redis.call('hget', lock, 's') == member then
+  -- The compact single hold (see rw_first): its lease is the lock's TTL.
+  redis.call('pexpire', lock, ARGV[1])
+  return 1
+end
 if not deadline or tonumber(deadline) <= now then
   return 0 -- ran out: the next script that runs drops it
 end

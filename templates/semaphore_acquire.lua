@@ -5,7 +5,10 @@
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
 -- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
 --   held in all, 'q' -> 1 while waiters may be registered, 'c' -> the
---   capacity key's value cached, 0 for none)
+--   capacity key's value cached, 0 for none). A single hold taken by the
+--   fast path (nothing held, nobody registered) is the counts alone, with
+--   's' -> its owner and the hold's lease as the key's TTL, and no holds
+--   key: see sem_used, which turns it into the full form
 -- KEYS[3] capacity: the capacity, when an operator set one
 -- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
 -- KEYS[5] waiters: the waiter registry's deadlines
@@ -24,18 +27,32 @@
 -- ARGV[7] prefix: the wake-up channel prefix
 -- ARGV[8] publish: the publish command (publish or spublish)
 -- ARGV[9] handoff_ms: the hand-off lease in milliseconds
--- ARGV[10] wait_capacity: '1' when a request above the capacity waits for
---   it to grow instead of failing
--- reply: {int, int, int} | {int, int}
---   {1, free, n} when taken, found handed to this waiter by a release or
+-- ARGV[10]? wait_capacity: '1' when a request above the capacity waits
+--   for it to grow instead of failing; '0' or absent otherwise (left out:
+--   one argument less)
+-- reply: int | {int, int, int} | {int, int}
+--   1 when the fast path took the one permit asked for: nothing was held
+--   and nobody registered (an integer costs less than a table); {1, free,
+--   n} when taken, found handed to this waiter by a release or
 --   found taken by an earlier run of this call (its hold then gets the
 --   full lease; free: permits still free, n: permits taken), {0, free, ms} when not (ms: until the earliest hold
 --   expires, -1 if none; free is 0 after a refresh that only moved the
 --   entry's deadline), or {-1, capacity} when more permits are wanted
 --   than the semaphore has.
+local holds, counts = KEYS[1], KEYS[2]
+-- The uncontended fast path runs before the registry's functions are
+-- defined: a first attempt for one permit (never above the capacity,
+-- which is at least 1) while nothing is held and nobody is registered
+-- (neither key exists) takes it as the compact single hold, without TIME
+-- or the holds key. A second run of this call finds its hold below.
+if ARGV[2] == '1' and ARGV[6] == '0' and redis.call('exists', holds, counts) == 0 then
+  redis.call('hset', counts, 's', ARGV[1], ARGV[1], '1', '*', '1')
+  redis.call('pexpire', counts, ARGV[3])
+  return 1
+end
 -- #include registry
 -- #include sem
-local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
+local queue, waiters = KEYS[4], KEYS[5]
 local owner, lease = ARGV[1], ARGV[3]
 local ttl, waiting, handoff = ARGV[5], ARGV[6] ~= '0', ARGV[9]
 local member = owner .. ' ' .. ARGV[2]

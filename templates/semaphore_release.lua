@@ -3,17 +3,21 @@
 -- KEYS[1] holds: the holds (a zset: owner -> expiry in server ms)
 -- KEYS[2] counts: the counts (a hash: owner -> its permits, '*' -> permits
 --   held in all, 'q' -> 1 while waiters may be registered, 'c' -> the
---   capacity key's value cached, 0 for none)
--- KEYS[3] capacity: the capacity, when an operator set one
--- KEYS[4] queue: the waiter registry's wait queue (members "<owner> <n>")
--- KEYS[5] waiters: the waiter registry's deadlines
+--   capacity key's value cached, 0 for none; 's' -> the owner of a
+--   compact single hold, see semaphore_acquire)
+-- KEYS[3]? capacity: the capacity, when an operator set one (a release
+--   of one hold is first sent with KEYS[1..2] and ARGV[1] alone: then the
+--   reply is -3, nothing changed, when waiters may be registered, and the
+--   caller sends it again whole)
+-- KEYS[4]? queue: the waiter registry's wait queue (members "<owner> <n>")
+-- KEYS[5]? waiters: the waiter registry's deadlines
 -- ARGV[1] owner: the owner id
--- ARGV[2] prefix: the wake-up channel prefix (a client's channel is
+-- ARGV[2]? prefix: the wake-up channel prefix (a client's channel is
 --   prefix:<clientID>)
--- ARGV[3] publish: the publish command (publish or spublish)
--- ARGV[4] spec_capacity: the spec's capacity
--- ARGV[5] handoff_ms: the hand-off lease in milliseconds
--- ARGV[6] leaving: when the owner gives up waiting, the permits it waited
+-- ARGV[3]? publish: the publish command (publish or spublish)
+-- ARGV[4]? spec_capacity: the spec's capacity
+-- ARGV[5]? handoff_ms: the hand-off lease in milliseconds
+-- ARGV[6]? leaving: when the owner gives up waiting, the permits it waited
 --   for (it leaves the registry, and gives back permits it was handed but
 --   did not use), else '0'
 -- reply: int
@@ -22,15 +26,32 @@
 --   'q' flag says that waiters are registered reads the registry and
 --   publishes: the waiters the free permits satisfy, in arrival order, get
 --   them (see sem_hand_on).
+local holds, counts, owner = KEYS[1], KEYS[2], ARGV[1]
+local c = redis.call('hmget', counts, owner, '*', 'q', 'c', 's')
+-- The uncontended fast path runs before the registry's functions are
+-- defined: the owner's compact single hold (nobody registered since it
+-- was taken) is the counts alone.
+local leaving = ARGV[6] or '0'
+if c[5] == owner then
+  redis.call('del', counts)
+  if leaving == '0' then
+    return 1
+  end
+end
+if not KEYS[3] and c[3] then
+  return -3 -- waiters may be due the permits: call again with every key
+end
 -- #include registry
 -- #include sem
-local holds, counts, queue, waiters = KEYS[1], KEYS[2], KEYS[4], KEYS[5]
-local owner, handoff = ARGV[1], ARGV[5]
+local queue, waiters = KEYS[4], KEYS[5]
+local handoff = ARGV[5]
 
-if ARGV[6] ~= '0' then
-  unregister(queue, waiters, owner .. ' ' .. ARGV[6])
+if leaving ~= '0' then
+  unregister(queue, waiters, owner .. ' ' .. leaving)
 end
-local c = redis.call('hmget', counts, owner, '*', 'q', 'c')
+if c[5] == owner then
+  return 1
+end
 local n, used = -1, tonumber(c[2]) or 0
 if redis.call('zrem', holds, owner) == 1 then
   n = tonumber(c[1]) or 0

@@ -2,7 +2,8 @@
 -- shorten it: a renewal that arrives late, sent with an older and shorter
 -- lease, leaves a longer one alone), or set it (Permit.SetLease).
 -- KEYS[1] holds: the holds (see semaphore_acquire)
--- KEYS[2] counts: the counts (see semaphore_acquire)
+-- KEYS[2] counts: the counts (see semaphore_acquire; a compact single
+--   hold's lease is their TTL)
 -- KEYS[3]? capacity: the capacity (unused)
 -- KEYS[4]? queue: the waiter registry's wait queue (unused)
 -- KEYS[5]? waiters: the waiter registry's deadlines (unused)
@@ -18,7 +19,15 @@ local holds, counts = KEYS[1], KEYS[2]
 local lease = ARGV[1]
 
 if redis.call('zscore', holds, ARGV[2]) == false then
-  return 0
+  -- The compact single hold (see semaphore_acquire) lives as long as
+  -- the counts: their TTL is its lease.
+  if redis.call('hget', counts, 's') ~= ARGV[2] then
+    return 0
+  end
+  if ARGV[3] == '1' or redis.call('pttl', counts) < tonumber(lease) then
+    redis.call('pexpire', counts, lease)
+  end
+  return 1
 end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

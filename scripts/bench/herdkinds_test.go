@@ -251,11 +251,14 @@ func BenchmarkHerdRWMixed(b *testing.B) {
 
 // TestHerdRWMixedCounts: BenchmarkHerdRWMixed's load as a count, 8
 // clients (1 writer in 4, each its own client) and 1000 acquisitions on
-// one read-write lock: at most 24.5 Redis commands per acquisition (25.2
+// one read-write lock: at most 25.5 Redis commands per acquisition (25.2
 // before a reader's release that leaves other holds stopped trying to
 // hand the lock on, which popped the writer at the head and pushed it
-// back; writers alone cost about 20), writers take a quarter of the
-// acquisitions and every writer is served.
+// back, then at most 24.5; 24.85-25.14 since issue 27's fast path: the
+// EXISTS of a first attempt that finds the lock held, and a compact
+// hold turned into the full form when contention starts; writers alone
+// cost about 20), writers take a quarter of the acquisitions and every
+// writer is served.
 func TestHerdRWMixedCounts(t *testing.T) {
 	ls, writer := openMixed(t, 8)
 	for _, l := range ls {
@@ -266,8 +269,8 @@ func TestHerdRWMixedCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%.2f commands, %.2f EVALSHA per acquisition; writes %.1f%%, per writer %.0f-%.0f", s.commands, s.evalsha, s.writes, s.wMin, s.wMax)
-	if s.commands > 24.5 {
-		t.Errorf("%.2f commands per acquisition, want at most 24.5", s.commands)
+	if s.commands > 25.5 {
+		t.Errorf("%.2f commands per acquisition, want at most 25.5", s.commands)
 	}
 	if s.writes < 20 || s.writes > 30 || s.wMin == 0 {
 		t.Errorf("writes %.1f%% of acquisitions, fewest by one writer %.0f: want about 25%% and every writer served", s.writes, s.wMin)

@@ -7,11 +7,14 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/bench/benchsems"
 	"github.com/lockgen/lockgen/templates"
 )
 
@@ -50,6 +53,67 @@ func BenchmarkUncontendedInterleaved(b *testing.B) {
 	}
 	names = append(names, "lockgen-calls")
 	ops = append(ops, uncontendedCalls(b, newRedis(b)))
+	interleaved(b, names, ops, lockgenReentrant.name, lockgenSimple.name, "lockgen-calls")
+}
+
+// BenchmarkUncontendedKindsInterleaved is BenchmarkUncontendedInterleaved
+// for the other kinds (issue 27): an uncontended acquire+release of a
+// fenced, a fair lock, each side of a read-write lock and one permit of a
+// 3-permit semaphore (each on a key nobody holds, their 30s leases renewed
+// by the watchdog), beside lockgen's reentrant lock and redislock, each
+// reported as its ratio to redislock in the same round:
+//
+//	go test -run '^$' -bench UncontendedKindsInterleaved -benchtime 200x
+func BenchmarkUncontendedKindsInterleaved(b *testing.B) {
+	libs := []lib{lockgenReentrant, lockgenFenced, lockgenFair, lockgenWrite, lockgenRead, redislockDefault}
+	var names []string
+	var ops []func(int) error
+	for _, lib := range libs {
+		name := lib.name
+		if !strings.HasPrefix(name, "lockgen") && !strings.HasPrefix(name, "redislock") {
+			name = "lockgen-rw-" + name
+		}
+		names = append(names, name)
+		ops = append(ops, uncontended(b, lib, newRedis(b)))
+	}
+	names = append(names, "lockgen-semaphore")
+	ops = append(ops, uncontendedPermits(b, newRedis(b)))
+	var rated []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "lockgen") {
+			rated = append(rated, n)
+		}
+	}
+	interleaved(b, names, ops, rated...)
+}
+
+// uncontendedPermits returns an operation that takes and releases one
+// permit of the benchmarks' 3-permit semaphore on the i-th key.
+func uncontendedPermits(tb testing.TB, rdb *redis.Client) func(int) error {
+	c := lockrt.New(rdb)
+	tb.Cleanup(func() { c.Close() })
+	if err := benchsems.Preload(context.Background(), c); err != nil {
+		tb.Fatal(err)
+	}
+	sems := benchsems.NewSemaphores(c)
+	ids := make([]string, numKeys)
+	for i := range ids {
+		ids[i] = "u" + strconv.Itoa(i)
+	}
+	ctx := context.Background()
+	return func(i int) error {
+		p, err := sems.Slots(ids[i%numKeys]).Acquire(ctx, 1)
+		if err != nil {
+			return err
+		}
+		return p.Release(ctx)
+	}
+}
+
+// interleaved runs the operations ops (named names, a redislockDefault
+// among them) in the interleaved shape of BenchmarkUncontendedInterleaved
+// and reports each one's ratio to redislock for the names in rated.
+func interleaved(b *testing.B, names []string, ops []func(int) error, rated ...string) {
 	n := 0 // operations so far, each on a key of its own
 	run := func(i int) {
 		if err := ops[i](n); err != nil {
@@ -106,7 +170,7 @@ func BenchmarkUncontendedInterleaved(b *testing.B) {
 	}
 	redislockAt := slices.Index(names, redislockDefault.name)
 	for i, name := range names {
-		if name == lockgenReentrant.name || name == lockgenSimple.name || name == "lockgen-calls" {
+		if slices.Contains(rated, name) {
 			var ratios []float64
 			for k := range us[i] {
 				ratios = append(ratios, us[i][k]/us[redislockAt][k])

@@ -95,6 +95,43 @@ func TestUncontendedAllocs(t *testing.T) {
 	}
 }
 
+// kindAllocsBudget is the allocations an uncontended acquire+release of
+// each other kind may make (issue 27: at most redislock's 34): measured
+// on 2026-11-27 (scripts/bench/README.md, "Issue 27: uncontended kinds"),
+// two more for slack.
+var kindAllocsBudget = map[string]float64{
+	"lockgen-fenced": 22, "lockgen-fair": 21, "write": 24, "read": 24, "lockgen-semaphore": 33,
+}
+
+// TestUncontendedKindsAllocs is TestUncontendedAllocs for the fenced and
+// fair locks, each side of a read-write lock and one permit of a
+// semaphore (as BenchmarkUncontendedKindsInterleaved takes them): each
+// makes at most its kindAllocsBudget and at most redislock's in the same
+// run.
+func TestUncontendedKindsAllocs(t *testing.T) {
+	ops := map[string]func(int) error{}
+	for _, lib := range []lib{lockgenFenced, lockgenFair, lockgenWrite, lockgenRead, redislockDefault} {
+		ops[lib.name] = uncontended(t, lib, newRedis(t))
+	}
+	ops["lockgen-semaphore"] = uncontendedPermits(t, newRedis(t))
+	allocs := map[string]float64{}
+	for _, name := range []string{"lockgen-fenced", "lockgen-fair", "write", "read", "lockgen-semaphore", redislockDefault.name} {
+		op, i := ops[name], 0
+		allocs[name] = testing.AllocsPerRun(500, func() {
+			if err := op(i); err != nil {
+				t.Fatal(err)
+			}
+			i++
+		})
+		t.Logf("%s: %.0f allocations per uncontended acquire+release", name, allocs[name])
+	}
+	for name, budget := range kindAllocsBudget {
+		if a := allocs[name]; a > budget || a > allocs[redislockDefault.name] {
+			t.Errorf("%s: %.0f allocations per uncontended acquire+release, want at most %.0f and at most redislock's %.0f", name, a, budget, allocs[redislockDefault.name])
+		}
+	}
+}
+
 // TestHandoff runs each library's BenchmarkHandoff for a few hand-offs.
 func TestHandoff(t *testing.T) {
 	const n = 16

@@ -34,7 +34,7 @@ type Conn struct {
 	WakePrefix func(key string) string
 
 	shas     sync.Map     // *impl.Script -> its SHA1, boxed once
-	defaults sync.Map     // *impl.LockDef -> *defaults (see Lock)
+	defaults sync.Map     // *impl.LockDef -> *defaults (see Lock), *impl.SemaphoreDef -> *semArgs (see Semaphore)
 	reloaded atomic.Int64 // when the slot map was last reloaded (Unix ns), see ReloadOnConnError
 }
 

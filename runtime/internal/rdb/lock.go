@@ -110,6 +110,17 @@ func (l *Lock) Prepare(conn *Conn, def *impl.LockDef, key, mode string, reg time
 	}
 }
 
+// Side makes l the operations of the other side ("r" or "w") of the
+// read-write lock it was prepared for: a copy of a prepared Lock keeps
+// its keys (its slices point into the original's arrays).
+func (l *Lock) Side(mode string) {
+	if mode == "r" {
+		l.mode = modeRead
+	} else {
+		l.mode = modeWrite
+	}
+}
+
 // Keys returns the KEYS of the lock's scripts: the lock's key, then its
 // kind's.
 func (l *Lock) Keys() []string { return l.keys }
@@ -218,21 +229,26 @@ func (l *Lock) Acquire(ctx context.Context, a Attempt) (cmd, wait *redis.Cmd) {
 
 // AcquireReply decodes an acquire script's reply into buf: a table of 2
 // or 3 integers as it is, or the integer n of an uncontended fast path as
-// {1, n} (taken, n holds), with fast true. The replies, as the acquire
+// {1, n} (taken, n holds), or for a fenced lock (fenced) as {1, 1, n}
+// (taken, one hold, token n), with fast true. The replies, as the acquire
 // scripts' headers state them:
 //
 //	reentrant_acquire reply: int | {int, int}
 //	simple_acquire reply: int | {int, int}
-//	fair_acquire reply: {int, int}
-//	rw_acquire reply: {int, int}
-//	fenced_acquire reply: {int, int, int} | {int, int}
-func AcquireReply(cmd *redis.Cmd, buf *[3]int64) (res []int64, fast bool, err error) {
+//	fair_acquire reply: int | {int, int}
+//	rw_acquire reply: int | {int, int}
+//	fenced_acquire reply: int | {int, int, int} | {int, int}
+func AcquireReply(cmd *redis.Cmd, buf *[3]int64, fenced bool) (res []int64, fast bool, err error) {
 	v, err := cmd.Result()
 	if err != nil {
 		return nil, false, err
 	}
 	switch v := v.(type) {
 	case int64:
+		if fenced {
+			buf[0], buf[1], buf[2] = 1, 1, v
+			return buf[:3], true, nil
+		}
 		buf[0], buf[1] = 1, v
 		return buf[:2], true, nil
 	case []any:
@@ -256,18 +272,22 @@ func AcquireReply(cmd *redis.Cmd, buf *[3]int64) (res []int64, fast bool, err er
 const HandOnDue = -3
 
 // ReleaseFast runs the release script with the lock's key alone, for a
-// hold the acquire's fast path took (reentrant and simple locks):
+// hold the acquire's fast path took (reentrant, simple, fenced and fair
+// locks: a read-write lock's release finds its fast path's hold in the
+// full call):
 //
 //	KEYS: the lock
-//	ARGV: owner, lease_ms (when withLease: a reentrant lock the watchdog
-//	      does not renew, whose holds left keep the lease)
+//	ARGV: owner, lease_ms (when withLease: a reentrant or fenced lock the
+//	      watchdog does not renew, whose holds left keep the lease; never
+//	      for a fair lock, whose script answers HandOnDue for holds left)
 //
 // owner is the owner id, or an argument that counts its sends.
 //
 //	reentrant_release reply: int
 //	simple_release reply: int
+//	fair_release reply: int
 func (l *Lock) ReleaseFast(ctx context.Context, owner any, lease time.Duration, withLease bool) *redis.Cmd {
-	if withLease {
+	if withLease && l.kind != impl.Fair {
 		return l.conn.EvalBoxed(ctx, l.scripts.Release, l.boxed[:1], owner, l.lease(lease))
 	}
 	return l.conn.EvalBoxed(ctx, l.scripts.Release, l.boxed[:1], owner)

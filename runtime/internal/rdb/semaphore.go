@@ -2,34 +2,94 @@ package rdb
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/runtime/internal/impl"
 )
 
-// Semaphore is a semaphore's script operations (templates/semaphore_*.lua):
-// a small value, made per call.
+// Semaphore is a semaphore's script operations (templates/semaphore_*.lua),
+// prepared once per semaphore (the runtime's Semaphore holds one): the
+// KEYS its scripts take and the arguments that do not change between
+// calls, boxed, so that an operation allocates little more than its
+// command (as Lock's).
 type Semaphore struct {
 	Conn    *Conn
 	Scripts *impl.SemaphoreScripts
 	Key     string // the holds
 	Permits int    // the spec's capacity
+	lease   time.Duration
+	boxed   []any    // in b: holds, counts, capacity, queue, waiters
+	keys    []string // in k
+	channel string   // the wake-up prefix with sharded pub/sub (<key>:ch)
+	classic *Prefix  // the wake-up prefix with classic pub/sub (<namespace>:wake)
+	args    *semArgs
+	k       [5]string
+	b       [5]any
+}
+
+// semArgs are a semaphore definition's constant arguments, boxed.
+type semArgs struct {
+	permits, lease, reg any
+	// what they were boxed from
+	leaseD, regD time.Duration
+	permitsN     int
+}
+
+// Prepare makes s the operations of the semaphore of def at key, on
+// conn, whose waiters register for reg, woken on classic or on <key>:ch.
+func (s *Semaphore) Prepare(conn *Conn, def *impl.SemaphoreDef, key string, reg time.Duration, classic *Prefix) {
+	s.Conn, s.Scripts, s.Key, s.Permits, s.classic = conn, def.Scripts, key, def.Permits, classic
+	sfx := [...]string{":counts", ":capacity", ":queue", ":waiters", ":ch"}
+	var b strings.Builder
+	b.Grow(5*len(key) + 40)
+	for _, x := range sfx {
+		b.WriteString(key)
+		b.WriteString(x)
+	}
+	all, names := b.String(), [5]string{}
+	for i, x := range sfx {
+		names[i], all = all[:len(key)+len(x)], all[len(key)+len(x):]
+	}
+	s.channel = names[4]
+	s.keys, s.boxed = s.k[:], s.b[:]
+	s.keys[0] = key
+	copy(s.keys[1:], names[:4])
+	for i, k := range s.keys {
+		s.boxed[i] = k
+	}
+	// Boxed once per definition and client (a definition changed since,
+	// or another registry TTL, is boxed again).
+	if a, ok := conn.defaults.Load(def); ok {
+		if a := a.(*semArgs); a.leaseD == def.Lease && a.regD == reg && a.permitsN == def.Permits {
+			s.args = a
+			return
+		}
+	}
+	s.args = &semArgs{permits: def.Permits, lease: def.Lease.Milliseconds(), reg: reg.Milliseconds(), leaseD: def.Lease, regD: reg, permitsN: def.Permits}
+	conn.defaults.Store(def, s.args)
 }
 
 // Keys returns the KEYS of the acquire and release scripts: the holds, the
 // counts, the capacity and the waiter registry, in one slot.
-func (s Semaphore) Keys() []string {
-	return []string{s.Key, s.Counts(), s.Capacity(), keys.Sub(s.Key, "queue"), keys.Sub(s.Key, "waiters")}
-}
+func (s *Semaphore) Keys() []string { return s.keys }
 
 // Counts is the key of the permits per hold.
-func (s Semaphore) Counts() string { return keys.Sub(s.Key, "counts") }
+func (s *Semaphore) Counts() string { return s.keys[1] }
 
 // Capacity is the key of the capacity an operator set.
-func (s Semaphore) Capacity() string { return keys.Sub(s.Key, "capacity") }
+func (s *Semaphore) Capacity() string { return s.keys[2] }
+
+// wake returns the wake-up prefix and the publish command, boxed.
+func (s *Semaphore) wake() (prefix, publish any) {
+	if s.Conn.Sharded() {
+		return s.channel, spublishArg
+	}
+	return s.classic.Arg, s.Conn.wakePublish()
+}
 
 // SemAttempt is one acquire attempt (see Semaphore.Acquire).
 type SemAttempt struct {
@@ -48,14 +108,10 @@ type SemAttempt struct {
 //
 //	KEYS: holds, counts, capacity, queue, waiters (Keys)
 //	ARGV: owner, n, lease_ms, spec_capacity, registry_ttl_ms, registered,
-//	      prefix, publish, handoff_ms, wait_capacity
+//	      prefix, publish, handoff_ms, wait_capacity (only when set)
 //
-// The caller decodes its reply (see the script's header).
-func (s Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
-	grow := flag0
-	if a.WaitCapacity {
-		grow = flag1
-	}
+// Decode its reply with SemAcquireReply.
+func (s *Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
 	registered := flag0
 	switch a.Registered {
 	case "1":
@@ -63,10 +119,59 @@ func (s Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
 	case "2":
 		registered = flag2
 	}
-	prefix, publish := s.Conn.wake(s.Key)
-	return s.Conn.Eval(ctx, s.Scripts.Acquire, s.Keys(),
-		a.Owner, a.N, a.Lease.Milliseconds(), s.Permits, a.Reg.Milliseconds(), registered,
-		prefix, publish, handoffArg, grow)
+	var n any = a.N
+	if a.N == "1" {
+		n = flag1
+	}
+	var lease any = a.Lease.Milliseconds()
+	if a.Lease == s.args.leaseD {
+		lease = s.args.lease
+	}
+	var reg any = zero
+	switch {
+	case a.Reg == s.args.regD:
+		reg = s.args.reg
+	case a.Reg != 0:
+		reg = a.Reg.Milliseconds()
+	}
+	prefix, publish := s.wake()
+	if !a.WaitCapacity { // the script's default: one argument less
+		return s.Conn.EvalBoxed(ctx, s.Scripts.Acquire, s.boxed,
+			a.Owner, n, lease, s.args.permits, reg, registered,
+			prefix, publish, handoffArg)
+	}
+	return s.Conn.EvalBoxed(ctx, s.Scripts.Acquire, s.boxed,
+		a.Owner, n, lease, s.args.permits, reg, registered,
+		prefix, publish, handoffArg, flag1)
+}
+
+// SemAcquireReply decodes semaphore_acquire's reply into buf: a table as
+// it is, or the fast path's integer n as {1, 0, n} (taken, n permits),
+// with fast true.
+//
+//	semaphore_acquire reply: int | {int, int, int} | {int, int}
+func SemAcquireReply(cmd *redis.Cmd, buf *[3]int64) (res []int64, fast bool, err error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return nil, false, err
+	}
+	switch v := v.(type) {
+	case int64:
+		buf[0], buf[1], buf[2] = 1, 0, v
+		return buf[:3], true, nil
+	case []any:
+		if len(v) == 2 || len(v) == 3 {
+			for i, e := range v {
+				n, ok := e.(int64)
+				if !ok {
+					return nil, false, fmt.Errorf("unexpected reply %v", v)
+				}
+				buf[i] = n
+			}
+			return buf[:len(v)], false, nil
+		}
+	}
+	return nil, false, fmt.Errorf("unexpected reply %v", v)
 }
 
 // Release runs semaphore_release for owner's hold (owner: the id, or an
@@ -77,9 +182,27 @@ func (s Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
 //	ARGV: owner, prefix, publish, spec_capacity, handoff_ms, leaving
 //
 // semaphore_release reply: int
-func (s Semaphore) Release(ctx context.Context, owner any, leaving int) *redis.Cmd {
-	prefix, publish := s.Conn.wake(s.Key)
-	return s.Conn.Eval(ctx, s.Scripts.Release, s.Keys(), owner, prefix, publish, s.Permits, handoffArg, leaving)
+func (s *Semaphore) Release(ctx context.Context, owner any, leaving int) *redis.Cmd {
+	prefix, publish := s.wake()
+	var l any = flag0
+	if leaving != 0 {
+		l = leaving
+	}
+	return s.Conn.EvalBoxed(ctx, s.Scripts.Release, s.boxed, owner, prefix, publish, s.args.permits, handoffArg, l)
+}
+
+// ReleaseFast runs semaphore_release for owner's hold (owner: the id, or
+// an argument that counts its sends) with the holds' and counts' keys
+// and the owner alone: what a release reads while nobody waits. It
+// answers HandOnDue, having changed nothing, when waiters may be
+// registered: then send Release.
+//
+//	KEYS: holds, counts
+//	ARGV: owner
+//
+// semaphore_release reply: int
+func (s *Semaphore) ReleaseFast(ctx context.Context, owner any) *redis.Cmd {
+	return s.Conn.EvalBoxed(ctx, s.Scripts.Release, s.boxed[:2], owner)
 }
 
 // State runs semaphore_state: it evicts the holds whose lease ran out and
@@ -89,8 +212,8 @@ func (s Semaphore) Release(ctx context.Context, owner any, leaving int) *redis.C
 //	ARGV: spec_capacity
 //
 // semaphore_state reply: {int, int}
-func (s Semaphore) State(ctx context.Context) *redis.Cmd {
-	return s.Conn.Eval(ctx, s.Scripts.State, []string{s.Key, s.Counts(), s.Capacity()}, s.Permits)
+func (s *Semaphore) State(ctx context.Context) *redis.Cmd {
+	return s.Conn.Eval(ctx, s.Scripts.State, s.keys[:3], s.args.permits)
 }
 
 // SetCapacity runs semaphore_capacity: mode "set", "tryset", "add" or
@@ -101,20 +224,20 @@ func (s Semaphore) State(ctx context.Context) *redis.Cmd {
 //	ARGV: mode, value, spec_capacity, prefix, publish, handoff_ms, op
 //
 // semaphore_capacity reply: {int, int}
-func (s Semaphore) SetCapacity(ctx context.Context, mode string, value int, op string) *redis.Cmd {
-	prefix, publish := s.Conn.wake(s.Key)
-	return s.Conn.Eval(ctx, s.Scripts.Capacity, []string{s.Capacity(), s.Key, s.Counts(), keys.Sub(s.Key, "queue"), keys.Sub(s.Key, "waiters")},
+func (s *Semaphore) SetCapacity(ctx context.Context, mode string, value int, op string) *redis.Cmd {
+	prefix, publish := s.wake()
+	return s.Conn.Eval(ctx, s.Scripts.Capacity, []string{s.keys[2], s.keys[0], s.keys[1], s.keys[3], s.keys[4]},
 		mode, value, s.Permits, prefix, publish, handoffArg, op)
 }
 
 // Lease runs semaphore_lease: how long owner's hold has left.
 //
-//	KEYS: holds
+//	KEYS: holds, counts
 //	ARGV: owner
 //
 // The caller decodes its reply (see the script's header).
-func (s Semaphore) Lease(ctx context.Context, owner string) *redis.Cmd {
-	return s.Conn.Eval(ctx, s.Scripts.Lease, []string{s.Key}, owner)
+func (s *Semaphore) Lease(ctx context.Context, owner string) *redis.Cmd {
+	return s.Conn.Eval(ctx, s.Scripts.Lease, s.keys[:2], owner)
 }
 
 // SetLease runs semaphore_renew in its set mode: owner's hold is held
@@ -126,6 +249,6 @@ func (s Semaphore) Lease(ctx context.Context, owner string) *redis.Cmd {
 //	ARGV: lease_ms, owner, set ('1')
 //
 // The caller decodes its reply (see the script's header).
-func (s Semaphore) SetLease(ctx context.Context, owner string, lease time.Duration) *redis.Cmd {
-	return s.Conn.Eval(ctx, s.Scripts.Renew, []string{s.Key, s.Counts()}, lease.Milliseconds(), owner, flag1)
+func (s *Semaphore) SetLease(ctx context.Context, owner string, lease time.Duration) *redis.Cmd {
+	return s.Conn.Eval(ctx, s.Scripts.Renew, s.keys[:2], lease.Milliseconds(), owner, flag1)
 }

@@ -73,12 +73,12 @@ var semaphoreScripts = lockgenScripts.Semaphores()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"semaphore_acquire":  "8ef2bfa3cb136e51f65781df2ede7d9ff6a64c2b",
-	"semaphore_capacity": "a0960f69cc7591988e10e7aaa2dd5ca32c44d63e",
-	"semaphore_lease":    "6a0676c91ece619c23c6bc0beec0930f87ca21e7",
-	"semaphore_release":  "b38d0ff7651752f52c3364de500d3c2f6676483a",
-	"semaphore_renew":    "28380baa0b97496ba98dad9c766c5e0978967ed9",
-	"semaphore_state":    "ea110dc0e531876dc15f269fd9d6060cca5c70f0",
+	"semaphore_acquire":  "108753f6445b3e5bdd27abd96a36cb91964a8cb4",
+	"semaphore_capacity": "4406e26f408f59cc087897d0e534edf258c4f590",
+	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
+	"semaphore_release":  "5548d733f50d5774da3ee24672eb2c04d8efd031",
+	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
+	"semaphore_state":    "0228b0193c72cc11a783f3c33a654e19483dbc70",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

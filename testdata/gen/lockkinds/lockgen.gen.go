@@ -101,18 +101,18 @@ var readwriteLockScripts = lockgenScripts.Locks(lockimpl.ReadWrite)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fair_acquire":      "f925bf4f2cafe1710cb74f0d4a8569a98a75c37b",
+	"fair_acquire":      "979adbc109770fc86af42daae9955e5f01f61206",
 	"fair_force_unlock": "b3e7c3b18780a557832db0597d18eaf890f5c861",
-	"fair_release":      "0f160f4b2ab58d60a306b3d682c6484068105300",
+	"fair_release":      "09e54188229b1ea958f069527bcf2a50f244e3d5",
 	"fair_renew":        "cf6eeb2bd6a4596407b75c985f7f8c5b318971a9",
-	"fenced_acquire":    "5091c4ec788e7fe8d5c686abb77b6514f3dc8af6",
+	"fenced_acquire":    "32d96c12e00c0aa6755685fc836fb4c17cbd89fd",
 	"force_unlock":      "b0915d4ece54376f0f92aa4182d434bc2546cb47",
-	"reentrant_release": "a7adbe0641acf72bb04597d2cafa89f28511b37f",
+	"reentrant_release": "7053aacc9d9f89169cbfffaba4de4aad1604659e",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"rw_acquire":        "5acbaf10f4328a48851bdd5322dead3afc1ed4e0",
+	"rw_acquire":        "6862a79de7b1fbbf0b634b32f5e6ee6b3e3e70a3",
 	"rw_force_unlock":   "c76c6c6fd39d59d6ae7f013ca6a4d986ba837b5f",
-	"rw_release":        "ee512134a91b21f80c2976f296bc2a6e2ad78123",
-	"rw_renew":          "96c4996774861d3d8ea443d5431757e5a1469c00",
+	"rw_release":        "6a44aae9cd0a4a81f1b153aeb7cb43cfc387d3f1",
+	"rw_renew":          "0c29e183a13fbd77bd45dafe7fa0e59d43a55e96",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

@@ -86,7 +86,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"multi_acquire":     "3e46a24c90ef941cc5ed1c43416e87dca8db45fb",
 	"multi_release":     "572e80f25824c3aaff120d4e1299fb8cbb062b52",
 	"reentrant_acquire": "20a1a52ae5b4600a86d40c4d5a5a69431e792b6e",
-	"reentrant_release": "a7adbe0641acf72bb04597d2cafa89f28511b37f",
+	"reentrant_release": "7053aacc9d9f89169cbfffaba4de4aad1604659e",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"simple_acquire":    "bc2f6566be3a7fc3c082b4e80b800fce3daf65a6",
 	"simple_release":    "3c944d13f6b365337d8517c01881705fe72ce4e8",

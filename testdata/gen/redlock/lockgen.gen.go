@@ -110,7 +110,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"redlock_acquire":   "d418e09cb40bb01c77a37ea9aee83791c73d9b02",
 	"redlock_release":   "5b6b52f0fd7fdb2b40245883ede4d68785a77f3e",
 	"reentrant_acquire": "20a1a52ae5b4600a86d40c4d5a5a69431e792b6e",
-	"reentrant_release": "a7adbe0641acf72bb04597d2cafa89f28511b37f",
+	"reentrant_release": "7053aacc9d9f89169cbfffaba4de4aad1604659e",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"simple_renew":      "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })

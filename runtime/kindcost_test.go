@@ -1,0 +1,94 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+)
+
+// TestUncontendedKindCommands counts, from INFO commandstats of a node
+// of its own, the Redis commands of an uncontended acquire+release of
+// every lock kind, each side of a read-write lock and a semaphore's one
+// permit, scripts' inner commands included: each kind's fast path (see
+// "Cost conventions" in templates/README.md) touches only the object's
+// own keys, reads no registry and publishes nothing. The counts are per
+// cycle, exact, over cycles on keys of their own (each free and never
+// waited for) and on the same key again (free after its release).
+func TestUncontendedKindCommands(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	nodes := []*redis.Client{node.Client()}
+	ctx := context.Background()
+	c := newClient(t, b)
+	const lease = 30 * time.Second
+	lockOf := func(kind lockrt.LockKind) *lockrt.LockDef {
+		d := def(t, kind, lease, true, time.Minute)
+		d.Name = t.Name() + kind.String()
+		preloadLock(t, b, d)
+		return d
+	}
+	reentrant, simple, fenced, fair, rw := lockOf(lockrt.Reentrant), lockOf(lockrt.Simple), lockOf(lockrt.Fenced), lockOf(lockrt.Fair), lockOf(lockrt.ReadWrite)
+	sd := semDef(t, 3, lease, true, time.Minute)
+	if err := c.Preload(ctx, sd.Scripts.Acquire, sd.Scripts.Release); err != nil {
+		t.Fatal(err)
+	}
+	lockCycle := func(l func(k string) *lockrt.Lock) func(k string) error {
+		return func(k string) error {
+			le, err := l(k).Lock(ctx)
+			if err != nil {
+				return err
+			}
+			return le.Unlock(ctx)
+		}
+	}
+	cases := []struct {
+		name  string
+		cycle func(k string) error
+		want  map[string]int64 // per cycle
+	}{
+		{"reentrant", lockCycle(func(k string) *lockrt.Lock { return c.Lock(reentrant, k) }),
+			map[string]int64{"evalsha": 2, "set": 1, "get": 1, "del": 1}},
+		{"simple", lockCycle(func(k string) *lockrt.Lock { return c.Lock(simple, k) }),
+			map[string]int64{"evalsha": 2, "set": 1, "get": 1, "del": 1}},
+		{"fenced", lockCycle(func(k string) *lockrt.Lock { return c.Lock(fenced, k) }),
+			map[string]int64{"evalsha": 2, "get": 2, "incr": 1, "set": 1, "del": 1}},
+		{"fair", lockCycle(func(k string) *lockrt.Lock { return c.Lock(fair, k) }),
+			map[string]int64{"evalsha": 2, "exists": 1, "hset": 1, "pexpire": 1, "hmget": 1, "del": 1}},
+		{"read-write writer", lockCycle(func(k string) *lockrt.Lock { return c.RWLock(rw, k).Write() }),
+			map[string]int64{"evalsha": 2, "exists": 1, "hset": 1, "pexpire": 1, "hmget": 1, "del": 1}},
+		{"read-write reader", lockCycle(func(k string) *lockrt.Lock { return c.RWLock(rw, k).Read() }),
+			map[string]int64{"evalsha": 2, "exists": 1, "hset": 1, "pexpire": 1, "hmget": 1, "del": 1}},
+		{"semaphore", func(k string) error {
+			p, err := c.Semaphore(sd, k).Acquire(ctx, 1)
+			if err != nil {
+				return err
+			}
+			return p.Release(ctx)
+		}, map[string]int64{"evalsha": 2, "exists": 1, "hset": 1, "pexpire": 1, "hmget": 1, "del": 1}},
+	}
+	const cycles = 20
+	for _, tc := range cases {
+		resetStats(t, nodes)
+		for i := range cycles {
+			// Keys of their own, then the first one again.
+			k := key(t, tc.name, string(rune('a'+i%(cycles/2))))
+			if err := tc.cycle(k); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		}
+		var sum int64
+		for cmd, n := range tc.want {
+			sum += n
+			if got := commandCalls(t, nodes, cmd); got != n*cycles {
+				t.Errorf("%s: %d %s calls in %d cycles, want %d per cycle", tc.name, got, cmd, cycles, n)
+			}
+		}
+		if all := allCalls(t, nodes); all != sum*cycles {
+			t.Errorf("%s: %.2f commands per cycle, want %d", tc.name, float64(all)/cycles, sum)
+		}
+	}
+}
