@@ -231,7 +231,7 @@
 // also a subscription of its wake-up channel) and then holds no pool
 // connection while it waits: the offer or delay-timer move that makes an
 // item ready wakes one waiting Take per item, which takes it in one round
-// trip (a waiting Take refreshes its registration every second). Errors: ErrEmpty (the wait ran out),
+// trip (a waiting Take refreshes its registration every 10 s). Errors: ErrEmpty (the wait ran out),
 // ErrItemTooLarge, ErrDeliveryExpired, ErrDeliverySettled, ErrHandlerTimeout,
 // ErrSkipRetry (a handler's error wrapping it dead-letters at once).
 //
