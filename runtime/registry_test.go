@@ -227,8 +227,10 @@ func TestWakeOneAcrossClients(t *testing.T) {
 				}
 				per := float64(allCalls(t, dep.nodes)) / float64(acquired)
 				t.Logf("fair, %d clients: %d acquisitions, %.1f commands per acquisition (scripts' included); per client %v", n, acquired, per, counts)
-				if costsChecked && per > 20 {
-					t.Errorf("%.1f commands per fair acquisition with %d waiting clients, want <= 20", per, n)
+				// (20.0 measured at 32 clients with the free lock's "s"
+				// mark of issue 27's fast path: 20.5.)
+				if costsChecked && per > 20.5 {
+					t.Errorf("%.1f commands per fair acquisition with %d waiting clients, want <= 20.5", per, n)
 				}
 			})
 		}

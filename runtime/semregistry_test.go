@@ -28,8 +28,10 @@ func preloadSem(t testing.TB, b backend, d *lockrt.SemaphoreDef) {
 // per acquisition of TestSemaphoreWakeOneAcrossClients: about 22 (it was
 // 44-47): an acquire that registers (8 commands: EVALSHA, TIME, ZRANGE,
 // HMGET, ZADD, RPUSH, 2 PEXPIRE; the capacity cached in the counts) and a
-// release that hands on (13-14), the exclusive lock's about 19 in all.
-const semCommandsPerAcquisition = 23.0
+// release that hands on (13-14), the exclusive lock's about 19 in all;
+// 23.1-23.5 measured with the uncontended fast path (issue 27), whose
+// first attempt checks the compact hold first.
+const semCommandsPerAcquisition = 24.0
 
 // TestSemaphoreWakeOneAcrossClients: N clients (each its own go-redis and
 // runtime client) loop Acquire(1), a short hold, Release on a semaphore

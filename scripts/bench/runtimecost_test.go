@@ -174,7 +174,8 @@ type refreshCase struct {
 // while another owner holds the lock, counted by INFO commandstats: one
 // registry_refresh per WaiterTTL/3 per client and object, which moves
 // the deadlines of the client's waiters there (TIME, ZADD XX, two
-// PEXPIREs and the hold's PTTL: 6 commands with the EVALSHA), for every
+// PEXPIREs, the queue's head (LINDEX) and the hold's PTTL: 7 commands
+// with the EVALSHA), for every
 // kind of lock with a registry; an atomic multi-lock's waiter refreshes
 // its entry itself (its acquire's refresh path, also 6). Each waiter here
 // is on a client of its own. At the default WaiterTTL
@@ -188,7 +189,7 @@ func TestWaiterRefreshCost(t *testing.T) {
 // TestRWSemaphoreWaiterRefreshCost: TestWaiterRefreshCost for read-write
 // lock and semaphore waiters: their client's registry_refresh reads the
 // earliest hold's deadline (ZRANGE of the holds) where a lock's reads its
-// PTTL: 6 commands with the EVALSHA, for a waiting writer, a waiting
+// PTTL: 7 commands with the EVALSHA, for a waiting writer, a waiting
 // reader, a semaphore waiter and readers queued behind a waiting writer
 // while another reader holds.
 func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
@@ -349,15 +350,15 @@ func refreshCases(t *testing.T) []refreshCase {
 		}}
 	}
 	return []refreshCase{
-		{lockObject("reentrant", lockimpl.Reentrant, false), 6, 0.5, 0},
-		{lockObject("simple", lockimpl.Simple, false), 6, 0.5, 0},
-		{lockObject("fenced", lockimpl.Fenced, false), 6, 0.5, 0},
-		{lockObject("fair", lockimpl.Fair, false), 6, 0.5, 0},
+		{lockObject("reentrant", lockimpl.Reentrant, false), 7, 0.5, 0},
+		{lockObject("simple", lockimpl.Simple, false), 7, 0.5, 0},
+		{lockObject("fenced", lockimpl.Fenced, false), 7, 0.5, 0},
+		{lockObject("fair", lockimpl.Fair, false), 7, 0.5, 0},
 		{lockObject("multi", lockimpl.Reentrant, true), 6, 0.5, 0},
-		{rwSide("rw-write", false), 6, 0.5, 0},
-		{rwSide("rw-read", true), 6, 0.5, 0},
-		{semaphore, 6, 0.5, 0},
-		{readBehindWriter, 6, 0.5, 1},
+		{rwSide("rw-write", false), 7, 0.5, 0},
+		{rwSide("rw-read", true), 7, 0.5, 0},
+		{semaphore, 7, 0.5, 0},
+		{readBehindWriter, 7, 0.5, 1},
 	}
 }
 
