@@ -202,7 +202,7 @@ func TestWatchdogKeepsLease(t *testing.T) {
 func TestDeadHolderExpires(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		const lease = 1500 * time.Millisecond // renewed every 500ms: survives a 1s stall
+		const lease = 3 * time.Second // renewed every 1s: survives a 2s stall (two busy loops beside the suite stalled the 1.5s lease past its end)
 		d := def(t, lockrt.Reentrant, lease, true, 0)
 		k := key(t)
 		rdb := b.new()

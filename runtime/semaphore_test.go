@@ -162,7 +162,7 @@ func TestSemaphoreManyPermits(t *testing.T) {
 func TestSemaphoreDeadHolder(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		const lease = 1500 * time.Millisecond // renewed every 500ms: survives a 1s stall
+		const lease = 3 * time.Second // renewed every 1s: survives a 2s stall (two busy loops beside the suite stalled the 1.5s lease past its end)
 		d := semDef(t, 3, lease, true, 0)
 		k := key(t)
 		rdb := b.new()
