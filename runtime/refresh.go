@@ -62,11 +62,12 @@ type registration struct {
 // a stopped client did) wakes the longest-waiting of them.
 type refresher struct {
 	mu     sync.Mutex
-	groups map[string]*regGroup // by the registry's waiters key
+	groups map[string]*regGroup // by regGroup.key
 }
 
 // regGroup is one object's waiters of a client.
 type regGroup struct {
+	key      string // in refresher.groups: the registry's waiters key and the TTL
 	reg      rdb.Registry
 	ttl      time.Duration
 	short    bool         // (registration's)
@@ -99,13 +100,13 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 	if f.groups == nil {
 		f.groups = map[string]*regGroup{}
 	}
-	g := f.groups[r.reg.Waiters]
-	if g == nil || g.ttl != r.ttl {
-		if g != nil {
-			g.timer.Stop()
-		}
-		g = &regGroup{reg: r.reg, ttl: r.ttl, short: r.short}
-		f.groups[r.reg.Waiters] = g
+	// One group per registry and TTL: waits of two definitions of one
+	// key (another WaiterTTL) keep their own, neither dropping the other.
+	key := r.reg.Waiters + "\x00" + r.ttl.String()
+	g := f.groups[key]
+	if g == nil {
+		g = &regGroup{key: key, reg: r.reg, ttl: r.ttl, short: r.short}
+		f.groups[key] = g
 		g.timer = time.AfterFunc(g.next(r.pttl, false), func() { c.refresh(g) })
 	}
 	g.members = append(g.members, m)
@@ -119,9 +120,9 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 				break
 			}
 		}
-		if len(g.members) == 0 && f.groups[r.reg.Waiters] == g {
+		if len(g.members) == 0 && f.groups[g.key] == g {
 			g.timer.Stop()
-			delete(f.groups, r.reg.Waiters)
+			delete(f.groups, g.key)
 		}
 	}
 }
@@ -148,7 +149,7 @@ func (g *regGroup) next(pttl time.Duration, head bool) time.Duration {
 func (c *Client) refresh(g *regGroup) {
 	f := &c.regs
 	f.mu.Lock()
-	if f.groups[g.reg.Waiters] != g || len(g.members) == 0 {
+	if f.groups[g.key] != g || len(g.members) == 0 {
 		f.mu.Unlock()
 		return
 	}
@@ -200,7 +201,7 @@ func (c *Client) refresh(g *regGroup) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.groups[g.reg.Waiters] != g {
+	if f.groups[g.key] != g {
 		return
 	}
 	if err != nil {
@@ -267,8 +268,8 @@ func (c *Client) wakeOwner(owner, except string) {
 	f := &c.regs
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for w, g := range f.groups {
-		if w == except {
+	for _, g := range f.groups {
+		if g.reg.Waiters == except {
 			continue
 		}
 		for _, m := range g.members {
