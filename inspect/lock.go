@@ -101,11 +101,11 @@ func (lockKind) read(ctx context.Context, in *Inspector, pipe redis.Pipeliner, f
 			st.Holders = append(st.Holders, readers...)
 			st.Held = len(st.Holders) > 0
 		})
-	default: // reentrant, fenced, simple, redlock
+	default: // reentrant, fenced, simple, redlock, leader (a fenced lock: its holder leads, its token is the epoch)
 		v := pipe.Get(ctx, key)
 		ttl := pipe.PTTL(ctx, key)
 		var fence *redis.StringCmd
-		if l.Kind == spec.Fenced {
+		if l.Kind == spec.Fenced || l.Kind == spec.Leader {
 			fence = pipe.Get(ctx, keys.Sub(key, "fence"))
 		}
 		kind := l.Kind

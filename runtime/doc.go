@@ -93,6 +93,20 @@
 // ErrClosed, ErrInvalidArgument; Unlock: ErrNotHeld, ErrLockLost,
 // ErrNotReleased.
 //
+// # Leader election
+//
+// A spec lock of kind leader generates a constructor returning an
+// *Election over a fenced lock (NewElection builds one over any fenced
+// Lock). Campaign blocks until this process leads and returns a
+// *Leadership: its Context ends when the lead is lost (also by the local
+// lease deadline), when Campaign's context ends, or after Resign, which
+// hands the lead to the longest campaigner at once; its Epoch, the
+// lock's fencing token, is larger than every earlier term's. Leader and
+// Observe tell followers who leads. A campaign costs what a Lock's wait
+// costs, a term its lease's renewals; winning and resigning publish one
+// message each; an observer reads the lock once per lease while one leads
+// (see leader.go).
+//
 // # Multi-locks and RedLocks
 //
 // NewMultiLock takes several generated locks (any kinds, keys and

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(pauseChildEnv) != "" { // a child of TestPausedHolderWritesNothing
 		os.Exit(pauseChild())
 	}
+	if os.Getenv(leaderChildEnv) != "" { // a child of TestElectionFaults
+		os.Exit(leaderChild())
+	}
 	if os.Getenv(waiterChildEnv) != "" { // a child of TestDeadWaiterPassedOver or TestStoppedWaiter
 		os.Exit(waiterChild())
 	}

@@ -20,6 +20,7 @@ var LockKinds = map[spec.LockKind]lockimpl.LockKind{
 	spec.Fair:      lockimpl.Fair,
 	spec.ReadWrite: lockimpl.ReadWrite,
 	spec.Fenced:    lockimpl.Fenced,
+	spec.Leader:    lockimpl.Fenced, // a fenced lock, campaigned for (lockrt.Election)
 }
 
 // LimiterAlgorithms maps each limiter algorithm to the runtime's.

@@ -128,7 +128,7 @@ func TestScriptsCheckAndHash(t *testing.T) {
 
 func TestEveryKindHasScripts(t *testing.T) {
 	for kind := range defs.LockKinds {
-		if _, ok := templates.Locks[string(kind)]; !ok {
+		if _, ok := templates.Locks[string(scriptKind(kind))]; !ok {
 			t.Errorf("lock kind %s has a runtime kind but no scripts in templates.Locks", kind)
 		}
 	}

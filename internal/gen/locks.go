@@ -62,14 +62,23 @@ func (s *locksSection) scripts() []string {
 // lockScriptsVar names the lockimpl.LockScripts of a kind.
 func lockScriptsVar(kind spec.LockKind) string { return string(kind) + "LockScripts" }
 
-// kindsUsed returns the kinds of the locks, each once, sorted.
+// scriptKind returns the kind whose scripts a lock of kind runs: a
+// leader's are a fenced lock's.
+func scriptKind(kind spec.LockKind) spec.LockKind {
+	if kind == spec.Leader {
+		return spec.Fenced
+	}
+	return kind
+}
+
+// kindsUsed returns the kinds of the locks' scripts, each once, sorted.
 func (s *locksSection) kindsUsed() []spec.LockKind {
 	seen := map[spec.LockKind]bool{}
 	var kinds []spec.LockKind
 	for _, l := range s.locks {
-		if !seen[l.Kind] {
-			seen[l.Kind] = true
-			kinds = append(kinds, l.Kind)
+		if k := scriptKind(l.Kind); !seen[k] {
+			seen[k] = true
+			kinds = append(kinds, k)
 		}
 	}
 	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
@@ -136,8 +145,11 @@ func (g *generator) renderLock(f *jen.File, l *lock) {
 	f.Add(comment(doc))
 	// A read-write lock is a pair of locks, its Read and Write sides.
 	typ := "Lock"
-	if l.Kind == spec.ReadWrite {
+	switch l.Kind {
+	case spec.ReadWrite:
 		typ = "RWLock"
+	case spec.Leader: // a fenced lock, campaigned for
+		typ = "Election"
 	}
 	f.Func().Params(jen.Id(receiver).Op("*").Id("Locks")).Id(l.Name).Params(signature(l.params)...).
 		Op("*").Qual(runtimePath, typ).Block(
@@ -150,7 +162,7 @@ func (g *generator) renderLock(f *jen.File, l *lock) {
 
 	f.Var().Defs(
 		jen.Id(l.keyVar()).Op("=").Add(keyDef(ns, l.Object)),
-		jen.Id(l.defVar()).Op("=").Add(literal(defs.Lock(l.Lock), jen.Id(lockScriptsVar(l.Kind)))),
+		jen.Id(l.defVar()).Op("=").Add(literal(defs.Lock(l.Lock), jen.Id(lockScriptsVar(scriptKind(l.Kind))))),
 	)
 }
 
@@ -170,8 +182,11 @@ func signature(params []*param) []jen.Code {
 
 // kindDoc names a lock kind in a doc comment: "Reentrant lock".
 func kindDoc(kind spec.LockKind) string {
-	if kind == spec.ReadWrite {
+	switch kind {
+	case spec.ReadWrite:
 		return "Read-write lock"
+	case spec.Leader:
+		return "Leader election"
 	}
 	return capitalize(string(kind)) + " lock"
 }
@@ -185,6 +200,8 @@ func kindNote(kind spec.LockKind) string {
 		return "Read() is shared, Write() is exclusive."
 	case spec.Fenced:
 		return "Pass each lease's Token() to the storage it guards."
+	case spec.Leader:
+		return "Campaign blocks until this process leads; pass the leadership's Epoch() to the storage it guards."
 	}
 	return ""
 }
@@ -197,6 +214,9 @@ func leaseDoc(l *spec.Lock) string {
 }
 
 func waitDoc(l *spec.Lock) string {
+	if l.Kind == spec.Leader {
+		return "Campaign waits as long as its context allows"
+	}
 	if l.Wait == 0 {
 		return "no default wait"
 	}

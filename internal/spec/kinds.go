@@ -85,7 +85,7 @@ var Kinds = []*Kind{
 		Doc:        "A distributed lock.",
 		SectionDoc: "Locks by exported Go name.",
 		FieldSchemas: map[string]string{
-			"kind":  `{"enum": ["reentrant", "fair", "readwrite", "fenced", "simple", "redlock"], "default": "reentrant", "description": "The lock's kind. Default reentrant."}`,
+			"kind":  `{"enum": ["reentrant", "fair", "readwrite", "fenced", "simple", "redlock", "leader"], "default": "reentrant", "description": "The lock's kind. Default reentrant. leader: a fenced lock for leader election (Campaign, Resign, the leader's epoch)."}`,
 			"lease": `{"$ref": "#/$defs/duration", "description": "TTL on the key while held. Default defaults.lease."}`,
 			"renew": `{"type": "boolean", "default": true, "description": "Whether the watchdog extends the lease while held. Default true."}`,
 			"wait":  `{"$ref": "#/$defs/wait", "description": "Default wait of Lock; 0 means try once. Default defaults.wait."}`,

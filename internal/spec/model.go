@@ -125,10 +125,14 @@ const (
 	Fenced    LockKind = "fenced"
 	Simple    LockKind = "simple"
 	RedLock   LockKind = "redlock"
+	// Leader is a fenced lock used for leader election: its generated
+	// type campaigns (lockrt.Election) instead of locking, and its
+	// fencing tokens are the leaders' epochs.
+	Leader LockKind = "leader"
 )
 
 // LockKinds lists every lock kind, in the order the docs give them.
-var LockKinds = []LockKind{Reentrant, Fair, ReadWrite, Fenced, Simple, RedLock}
+var LockKinds = []LockKind{Reentrant, Fair, ReadWrite, Fenced, Simple, RedLock, Leader}
 
 // Lock is an entry of locks:.
 type Lock struct {

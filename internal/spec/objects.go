@@ -30,6 +30,17 @@ func parseLock(p *parser, s *Spec, k *Kind, e entry) {
 		l.Kind, l.KindPos = LockKind(v), p.pos(n)
 	}
 	f.hold(&l.Lease, &l.Renew, &l.Wait)
+	if l.Kind == Leader {
+		// Campaign waits as long as its context allows, and leading ends
+		// only by loss or Resign: a leader's lease is always renewed.
+		if r, ok := f.get("wait"); ok {
+			p.errorf(r.at, "Campaign waits as long as its context allows; leave wait out", "%s: wait is not for kind leader", f.what)
+		}
+		if r, ok := f.get("renew"); ok && !l.Renew {
+			p.errorf(r.at, "a leader's lease is renewed while it leads; leave renew out", "%s: renew: false is not for kind leader", f.what)
+		}
+		l.Wait, l.Renew = 0, true
+	}
 	if r, ok := f.get("sync"); ok {
 		switch {
 		case r.val.Kind != yaml.MappingNode:

@@ -161,7 +161,7 @@ func TestAllOptions(t *testing.T) {
 		names = append(names, l.Name)
 		kinds[l.Name] = l.Kind
 	}
-	if got := strings.Join(names, " "); got != "Checkout Ledger Payout Reindex Session Stock" {
+	if got := strings.Join(names, " "); got != "Checkout Ledger Payout Reindex Session Settlement Stock" {
 		t.Errorf("locks in order %s", got)
 	}
 	if len(kinds) != len(LockKinds) {
@@ -170,7 +170,7 @@ func TestAllOptions(t *testing.T) {
 	if ledger := s.Locks[1]; ledger.Sync == nil || *ledger.Sync != (Sync{Replicas: 1, Timeout: 500 * time.Millisecond}) || s.Locks[0].Sync != nil {
 		t.Errorf("Ledger sync: %+v, Checkout sync: %+v", ledger.Sync, s.Locks[0].Sync)
 	}
-	stock := s.Locks[5]
+	stock := s.Locks[6]
 	if stock.Kind != ReadWrite || stock.Lease != 10*time.Second || stock.Renew || stock.Wait != 0 {
 		t.Errorf("Stock: %+v", *stock)
 	}

@@ -140,3 +140,9 @@ func NewDelayedReliableQueue[T any](c *lockrt.Client, def *QueueDef, codec lockr
 func Preload(ctx context.Context, c *lockrt.Client, scripts ...*Script) error {
 	return impl.Preload(ctx, c, scripts...)
 }
+
+// NewElection returns the leader election of def (a spec lock of kind
+// leader: a fenced lock) with key over c.
+func NewElection(c *lockrt.Client, def *LockDef, key string) *lockrt.Election {
+	return lockrt.NewElection(NewLock(c, def, key))
+}

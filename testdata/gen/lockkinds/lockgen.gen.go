@@ -67,6 +67,26 @@ var (
 	}
 )
 
+// Settlement runs the nightly settlement loop on one replica at a time.
+//
+// Leader election on key bank:{Settlement:settlement},
+// lease 10s renewed while held, Campaign waits as long as its context allows.
+// Campaign blocks until this process leads; pass the leadership's Epoch() to the storage it guards.
+func (l *Locks) Settlement() *lockrt.Election {
+	return lockimpl.NewElection(l.c, &settlementLock, settlementKey.Key())
+}
+
+var (
+	settlementKey  = lockimpl.KeyDef{Namespace: "bank", Object: "Settlement", Literals: []string{"settlement"}}
+	settlementLock = lockimpl.LockDef{
+		Name:    "Settlement",
+		Kind:    lockimpl.Fenced,
+		Lease:   10 * time.Second,
+		Renew:   true,
+		Scripts: fencedLockScripts,
+	}
+)
+
 // Teller serves the customers of one branch in arrival order.
 //
 // Fair lock on key bank:{Teller:teller:<branch>}, lease 20s renewed while held, default wait 1m.

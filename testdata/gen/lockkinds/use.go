@@ -29,5 +29,14 @@ func use(ctx context.Context, c *lockrt.Client) (int64, error) {
 		return 0, err
 	}
 	defer r.Unlock(ctx)
-	return account.Token(), Preload(ctx, c)
+
+	term, err := locks.Settlement().Campaign(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer term.Resign(ctx)
+	if err := term.Context().Err(); err != nil {
+		return 0, err
+	}
+	return account.Token() + term.Epoch(), Preload(ctx, c)
 }
