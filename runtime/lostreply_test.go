@@ -551,6 +551,7 @@ func TestDeadlinesWhenUnreachable(t *testing.T) {
 	red := lockrt.NewQuorum(silentNodes...).RedLock(redDef(t, 30*time.Second, true, time.Minute), key(t, "red"))
 	lim := c.Limiter(limiterDef(t, lockrt.GCRA, 10, time.Second, 2, lockrt.ScopeOverall), key(t, "limiter"))
 	dq := lockrt.NewDelayedReliableQueue(c, queueDef(t, true, 5*time.Second, 3), lockrt.JSON[int]{}, key(t, "delayed"))
+	el := lockrt.NewElection(c.Lock(def(t, lockrt.Fenced, 5*time.Second, true, 0), key(t, "leader")))
 	for name, call := range map[string]func(context.Context) error{
 		"Lock":       func(ctx context.Context) error { _, err := lk.Lock(ctx); return err },
 		"TryLock":    func(ctx context.Context) error { _, err := lk.TryLock(context.Background(), budget); return err },
@@ -558,6 +559,7 @@ func TestDeadlinesWhenUnreachable(t *testing.T) {
 		"TryTake":    func(ctx context.Context) error { _, err := q.TryTake(context.Background(), budget); return err },
 		"TakeWithin": func(ctx context.Context) error { _, err := q.Take(ctx); return err },
 		"RedLock":    func(ctx context.Context) error { _, err := red.Lock(ctx); return err },
+		"Campaign":   func(ctx context.Context) error { _, err := el.Campaign(ctx); return err },
 		// Reads and waits that change nothing.
 		"IsLocked":        func(ctx context.Context) error { _, err := lk.IsLocked(ctx); return err },
 		"TTL":             func(ctx context.Context) error { _, err := lk.TTL(ctx); return err },
@@ -575,6 +577,12 @@ func TestDeadlinesWhenUnreachable(t *testing.T) {
 		"PeekDelayed":     func(ctx context.Context) error { _, err := dq.PeekDelayed(ctx, 1); return err },
 		"ReadDelayed":     func(ctx context.Context) error { _, err := dq.ReadDelayed(ctx); return err },
 		"ContainsDelayed": func(ctx context.Context) error { _, err := dq.ContainsDelayed(ctx, 1); return err },
+		"Leader":          func(ctx context.Context) error { _, err := el.Leader(ctx); return err },
+		"Observe": func(ctx context.Context) error {
+			for range el.Observe(ctx) { // closed when ctx ends
+			}
+			return ctx.Err()
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
