@@ -251,6 +251,11 @@ func TestScriptContracts(t *testing.T) {
 	must(err)
 	must(p.SetLease(ctx, time.Minute))
 	must(p.Release(ctx))
+	each, err := sem.AcquireEach(ctx, 2)
+	must(err)
+	for _, p := range each {
+		must(p.Release(ctx))
+	}
 
 	// A latch.
 	latch := lockimpl.NewLatch(c, latchDef(t, 2, time.Minute), key(t, "latch"))

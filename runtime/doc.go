@@ -177,7 +177,9 @@
 // AddPermits, ResetPermits and TrySetPermits. A Permit's TTL reads the
 // lease its hold has left in Redis, and SetLease gives it a new one (the
 // watchdog renews with it from then on); both are one round trip and
-// return ErrPermitNotHeld when the hold is gone, as Release does.
+// return ErrPermitNotHeld when the hold is gone, as Release does. Split
+// turns a Permit of n into n permits of one, each released alone (one
+// round trip); AcquireEach(ctx, n) is Acquire and Split.
 // Errors: ErrTooManyPermits
 // (more than the capacity, unless WithCapacityWait), ErrNoPermit (matches
 // ErrNotObtained), ErrPermitNotHeld (matches ErrNotHeld), ErrNotReleased.

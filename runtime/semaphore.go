@@ -528,7 +528,91 @@ func (p *Permit) Context() context.Context {
 }
 
 // Permits returns how many permits this hold has.
-func (p *Permit) Permits() int { return p.n }
+func (p *Permit) Permits() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// AcquireEach acquires n permits as Acquire does, as n permits of one
+// each, each released (renewed, lost) alone: Redisson's acquire(n), which
+// returns n permit ids. It is Acquire followed by Split (one more round
+// trip when n > 1), and returns the errors of both; when the split fails
+// the permits are released, and nothing is held.
+func (s *Semaphore) AcquireEach(ctx context.Context, n int, opts ...AcquireOption) ([]*Permit, error) {
+	p, err := s.Acquire(ctx, n, opts...)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := p.Split(ctx)
+	if err != nil {
+		_ = p.Release(ctx)
+		return nil, err
+	}
+	return ps, nil
+}
+
+// Split turns the permit, one hold of Permits() permits, into that many
+// permits of one each, with its lease left: p itself, now of one permit,
+// and Permits()-1 new ones, each released, renewed and lost alone. A
+// permit of one returns []*Permit{p} without a round trip. Otherwise it
+// is one round trip (semaphore_split: safe to run twice) and returns
+// ErrPermitNotHeld when p was released or its hold no longer exists in
+// Redis, ErrPermitLost when p's context has ended, ErrClosed, or a Redis
+// error (then p may hold one permit in Redis, and the others come back at
+// the end of its lease).
+func (p *Permit) Split(ctx context.Context) ([]*Permit, error) {
+	if p == nil || p.given() {
+		return nil, ErrPermitNotHeld
+	}
+	if p.ctx.Err() != nil {
+		return nil, ErrPermitLost
+	}
+	n := p.Permits()
+	if n == 1 {
+		return []*Permit{p}, nil
+	}
+	s := p.sem
+	if err := s.c.checkOpen(); err != nil {
+		return nil, err
+	}
+	owners := make([]string, n-1)
+	for i := range owners {
+		owners[i] = s.c.newOwner()
+	}
+	sent := time.Now()
+	deadline, _ := p.ctx.Deadline()
+	// semaphore_split reply: int
+	code, err := s.ops().Split(ctx, p.owner, owners).Int()
+	switch {
+	case err != nil:
+		cleanUp(ctx, func(ctx context.Context) { // a split that ran: its new holds go back
+			for _, o := range owners {
+				_, _ = s.release(ctx, o, false)
+			}
+		})
+		return nil, fmt.Errorf("lockgen: splitting a permit of %s: %w", s.key, err)
+	case code == 0:
+		return nil, fmt.Errorf("%w: %s holds nothing for %s", ErrPermitNotHeld, s.key, p.owner)
+	case code < 0:
+		return nil, fmt.Errorf("lockgen: splitting a permit of %s: Redis holds another count than %d for %s", s.key, n, p.owner)
+	}
+	p.mu.Lock()
+	p.n = 1
+	p.mu.Unlock()
+	ps := []*Permit{p}
+	o := acquireOptions{lease: p.lease, parentCancel: p.ctx.parentCancel}
+	for _, owner := range owners {
+		// Its hold has p's expiry in Redis, which p's local deadline,
+		// taken before, does not pass: the same deadline, from the send.
+		np, err := s.newPermit(p.ctx.parent, owner, 1, o, sent, max(deadline.Sub(sent), time.Millisecond))
+		if err != nil {
+			return ps, err // ErrClosed: the client closed meanwhile (the rest expire)
+		}
+		ps = append(ps, np)
+	}
+	return ps, nil
+}
 
 // Semaphore returns the semaphore the permit belongs to.
 func (p *Permit) Semaphore() *Semaphore { return p.sem }

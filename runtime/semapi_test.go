@@ -176,3 +176,64 @@ func TestSemaphoreCapacityWait(t *testing.T) {
 		}
 	})
 }
+
+// TestSemaphoreAcquireEach: AcquireEach(3) holds three permits, each
+// released alone: after one Release one permit is free (a waiter gets
+// it), after the others none is held. A split whose reply was lost
+// (go-redis runs it again) splits once. A permit of one splits into
+// itself; a released one does not split.
+func TestSemaphoreAcquireEach(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		c, l, _ := lossyClient(t, b)
+		d := semDef(t, 3, 5*time.Second, true, time.Minute)
+		s := c.Semaphore(d, key(t))
+		l.lose(d.Scripts.Split.SHA1, 1)
+		ps, err := s.AcquireEach(ctx, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustLose(t, l)
+		if len(ps) != 3 {
+			t.Fatalf("%d permits, want 3", len(ps))
+		}
+		for i, p := range ps {
+			if p.Permits() != 1 {
+				t.Fatalf("permit %d holds %d", i, p.Permits())
+			}
+			if d, err := p.TTL(ctx); err != nil || d <= 0 {
+				t.Fatalf("permit %d: TTL %v, %v", i, d, err)
+			}
+		}
+		if n, err := s.Acquired(ctx); err != nil || n != 3 {
+			t.Fatalf("Acquired: %d, %v; want 3", n, err)
+		}
+		if err := ps[1].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := ps[1].Release(ctx); !errors.Is(err, lockrt.ErrPermitNotHeld) {
+			t.Fatalf("second Release: %v", err)
+		}
+		if n, err := s.Available(ctx); err != nil || n != 1 {
+			t.Fatalf("Available after one Release: %d, %v; want 1", n, err)
+		}
+		other, err := s.TryAcquire(ctx, 1, 0)
+		if err != nil {
+			t.Fatalf("a permit released alone is free: %v", err)
+		}
+		if _, err := ps[1].Split(ctx); !errors.Is(err, lockrt.ErrPermitNotHeld) {
+			t.Fatalf("Split of a released permit: %v", err)
+		}
+		if one, err := ps[0].Split(ctx); err != nil || len(one) != 1 || one[0] != ps[0] {
+			t.Fatalf("Split of one permit: %v, %v", one, err)
+		}
+		for _, p := range []*lockrt.Permit{ps[0], ps[2], other} {
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := s.Acquired(ctx); err != nil || n != 0 {
+			t.Fatalf("Acquired after every Release: %d, %v", n, err)
+		}
+	})
+}

@@ -7,12 +7,12 @@ package templates
 
 // SemaphoreSet names the scripts of semaphores.
 type SemaphoreSet struct {
-	Acquire, Release, Renew, State, Capacity, Lease string
+	Acquire, Release, Renew, State, Capacity, Lease, Split string
 }
 
 // Names returns the set's script names in a fixed order.
 func (s SemaphoreSet) Names() []string {
-	return []string{s.Acquire, s.Release, s.Renew, s.State, s.Capacity, s.Lease}
+	return []string{s.Acquire, s.Release, s.Renew, s.State, s.Capacity, s.Lease, s.Split}
 }
 
 // Semaphore names the scripts of semaphores.
@@ -23,4 +23,5 @@ var Semaphore = SemaphoreSet{
 	State:    "semaphore_state",
 	Capacity: "semaphore_capacity",
 	Lease:    "semaphore_lease",
+	Split:    "semaphore_split",
 }

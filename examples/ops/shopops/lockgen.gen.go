@@ -265,6 +265,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
 	"semaphore_release":  "5548d733f50d5774da3ee24672eb2c04d8efd031",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
+	"semaphore_split":    "1039f3ae417cb453ed36c0015bd3428f1b73c202",
 	"semaphore_state":    "0228b0193c72cc11a783f3c33a654e19483dbc70",
 })
 

@@ -14,6 +14,7 @@ type SemaphoreScripts struct {
 	State    *Script
 	Capacity *Script
 	Lease    *Script
+	Split    *Script
 }
 
 // SemaphoreDef is the static definition of a semaphore declared in a spec.
@@ -38,6 +39,6 @@ func (p *Pinned) Semaphores() *SemaphoreScripts {
 	set := templates.Semaphore
 	return &SemaphoreScripts{
 		Acquire: p.get(set.Acquire), Release: p.get(set.Release), Renew: p.get(set.Renew),
-		State: p.get(set.State), Capacity: p.get(set.Capacity), Lease: p.get(set.Lease),
+		State: p.get(set.State), Capacity: p.get(set.Capacity), Lease: p.get(set.Lease), Split: p.get(set.Split),
 	}
 }

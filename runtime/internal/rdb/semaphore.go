@@ -252,3 +252,19 @@ func (s *Semaphore) Lease(ctx context.Context, owner string) *redis.Cmd {
 func (s *Semaphore) SetLease(ctx context.Context, owner string, lease time.Duration) *redis.Cmd {
 	return s.Conn.Eval(ctx, s.Scripts.Renew, s.keys[:2], lease.Milliseconds(), owner, flag1)
 }
+
+// Split runs semaphore_split: owner's hold of 1 + len(owners) permits
+// becomes one permit each for owner and owners, with its expiry.
+//
+//	KEYS: holds, counts
+//	ARGV: owner, owners...
+//
+// The caller decodes its reply (see the script's header).
+func (s *Semaphore) Split(ctx context.Context, owner string, owners []string) *redis.Cmd {
+	args := make([]any, 0, 1+len(owners))
+	args = append(args, owner)
+	for _, o := range owners {
+		args = append(args, o)
+	}
+	return s.Conn.Eval(ctx, s.Scripts.Split, s.keys[:2], args...)
+}
