@@ -38,8 +38,9 @@ func (semaphoreKind) read(ctx context.Context, in *Inspector, pipe redis.Pipelin
 	return done(func(nowMs int64) {
 		st.Waiters = waiters(nowMs)
 		st.Capacity = permits
-		// "<capacity>[ <op>,...]" (see semaphore_capacity)
+		// "<capacity>[e][ <op>,...]" (see semaphore_capacity; e: it expires)
 		c, _, _ := strings.Cut(capacity.Val(), " ")
+		c = strings.TrimSuffix(c, "e")
 		if c, err := strconv.Atoi(c); err == nil && capacity.Err() == nil {
 			st.Capacity, st.CapacitySet = c, true
 		}

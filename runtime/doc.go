@@ -179,7 +179,9 @@
 // watchdog renews with it from then on); both are one round trip and
 // return ErrPermitNotHeld when the hold is gone, as Release does. Split
 // turns a Permit of n into n permits of one, each released alone (one
-// round trip); AcquireEach(ctx, n) is Acquire and Split.
+// round trip); AcquireEach(ctx, n) is Acquire and Split. WithCapacityTTL
+// makes a capacity set by SetPermits, TrySetPermits or AddPermits last a
+// while, then the spec's applies again.
 // Errors: ErrTooManyPermits
 // (more than the capacity, unless WithCapacityWait), ErrNoPermit (matches
 // ErrNotObtained), ErrPermitNotHeld (matches ErrNotHeld), ErrNotReleased.

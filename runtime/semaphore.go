@@ -356,37 +356,55 @@ func (s *Semaphore) state(ctx context.Context) (capacity, held int, err error) {
 
 // SetPermits sets the semaphore's capacity to n, for operators; it stays
 // until changed again or ResetPermits, also across restarts and spec
-// changes. Lowering it below what is held takes nothing back: new
-// holders wait until enough is released. Waiters that the free permits
-// now satisfy get them, in arrival order; waiters asking more than n fail
-// with ErrTooManyPermits (unless they wait for the capacity to grow). It
-// returns ErrInvalidArgument when n < 1, or a Redis error.
-func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
+// changes, or, with WithCapacityTTL(d), for d (then the spec's permits
+// apply again: Redisson's expire on a semaphore). Lowering it below what
+// is held takes nothing back: new holders wait until enough is released.
+// Waiters that the free permits now satisfy get them, in arrival order;
+// waiters asking more than n fail with ErrTooManyPermits (unless they
+// wait for the capacity to grow). It returns ErrInvalidArgument when n <
+// 1 or the TTL is under a millisecond, or a Redis error.
+func (s *Semaphore) SetPermits(ctx context.Context, n int, opts ...CapacityOption) error {
 	if n < 1 {
 		return fmt.Errorf("%w: capacity %d", ErrInvalidArgument, n)
 	}
-	_, err := s.setCapacity(ctx, "set", n)
+	_, err := s.setCapacity(ctx, "set", n, opts)
 	return err
 }
 
 // AddPermits changes the semaphore's capacity by delta (which may be
-// negative) and returns the new capacity; see SetPermits. It returns
+// negative) and returns the new capacity; see SetPermits. A capacity set
+// with a TTL keeps it, unless WithCapacityTTL gives another. It returns
 // ErrInvalidArgument, changing nothing, when the capacity would fall below
 // 1, or a Redis error.
-func (s *Semaphore) AddPermits(ctx context.Context, delta int) (int, error) {
-	return s.setCapacity(ctx, "add", delta)
+func (s *Semaphore) AddPermits(ctx context.Context, delta int, opts ...CapacityOption) (int, error) {
+	return s.setCapacity(ctx, "add", delta, opts)
+}
+
+// CapacityOption configures SetPermits, TrySetPermits and AddPermits.
+type CapacityOption func(*capacityOptions)
+
+type capacityOptions struct{ ttl time.Duration }
+
+// WithCapacityTTL makes the capacity set last d (at least a millisecond):
+// after it the spec's permits apply again (Redisson's trySetPermits(n,
+// ttl), or expire on a semaphore). When it ends the capacity shrinks or
+// grows without a call: holds above a smaller capacity keep their
+// permits until released; waiters that a larger capacity satisfies get
+// their permits at the next release (or their next attempt), not at once.
+func WithCapacityTTL(d time.Duration) CapacityOption {
+	return func(o *capacityOptions) { o.ttl = d }
 }
 
 // ResetPermits forgets a capacity set by SetPermits or AddPermits, so that
 // the spec's permits apply again, and wakes waiters as SetPermits does. It returns a
 // Redis error when Redis fails.
 func (s *Semaphore) ResetPermits(ctx context.Context) error {
-	_, err := s.setCapacity(ctx, "reset", 0)
+	_, err := s.setCapacity(ctx, "reset", 0, nil)
 	return err
 }
 
-func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int) (int, error) {
-	res, err := s.capacityScript(ctx, mode, v)
+func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int, opts []CapacityOption) (int, error) {
+	res, err := s.capacityScript(ctx, mode, v, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -395,10 +413,17 @@ func (s *Semaphore) setCapacity(ctx context.Context, mode string, v int) (int, e
 
 // capacityScript runs the capacity script; its reply is {1, capacity}, or
 // {0, capacity} when tryset found one set.
-func (s *Semaphore) capacityScript(ctx context.Context, mode string, v int) ([]int64, error) {
+func (s *Semaphore) capacityScript(ctx context.Context, mode string, v int, opts []CapacityOption) ([]int64, error) {
+	var o capacityOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if len(opts) > 0 && o.ttl < time.Millisecond {
+		return nil, fmt.Errorf("%w: a capacity TTL of %v (at least 1ms)", ErrInvalidArgument, o.ttl)
+	}
 	op := s.c.newSharedOp() // the same in every send (see resolve)
 	send := func() *redis.Cmd {
-		return s.ops().SetCapacity(ctx, mode, v, op)
+		return s.ops().SetCapacity(ctx, mode, v, op, o.ttl)
 	}
 	cmd := send()
 	if rdb.IsConnError(cmd.Err()) && ctx.Err() == nil {
@@ -765,13 +790,14 @@ func (s *Semaphore) Drain(ctx context.Context, opts ...AcquireOption) (p *Permit
 // already (by SetPermits, AddPermits or an earlier TrySetPermits), and
 // reports whether it did; see SetPermits for what a new capacity does to
 // waiters. The spec's permits, which apply while none is set, do not
-// count as set. It returns ErrInvalidArgument when n < 1, or a Redis
-// error.
-func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
+// count as set. With WithCapacityTTL(d) the capacity lasts d (Redisson's
+// trySetPermits(n, ttl)). It returns ErrInvalidArgument when n < 1 or the
+// TTL is under a millisecond, or a Redis error.
+func (s *Semaphore) TrySetPermits(ctx context.Context, n int, opts ...CapacityOption) (bool, error) {
 	if n < 1 {
 		return false, fmt.Errorf("%w: capacity %d", ErrInvalidArgument, n)
 	}
-	res, err := s.capacityScript(ctx, "tryset", n)
+	res, err := s.capacityScript(ctx, "tryset", n, opts)
 	return err == nil && res[0] == 1, err
 }
 

@@ -237,3 +237,74 @@ func TestSemaphoreAcquireEach(t *testing.T) {
 		}
 	})
 }
+
+// TestSemaphoreCapacityTTL: a capacity set WithCapacityTTL lasts its TTL,
+// then the spec's permits apply again, also to scripts that cached the
+// capacity while waiters were registered: a release after the TTL hands
+// nothing to a waiter the spec's one permit does not leave room for.
+// TrySetPermits succeeds again after the TTL; AddPermits keeps the TTL.
+func TestSemaphoreCapacityTTL(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		const ttl = 500 * time.Millisecond
+		c := newClient(t, b)
+		s := c.Semaphore(semDef(t, 1, 30*time.Second, true, time.Minute), key(t))
+		if err := s.SetPermits(ctx, 2, lockrt.WithCapacityTTL(0)); !errors.Is(err, lockrt.ErrInvalidArgument) {
+			t.Fatalf("a TTL of 0: %v", err)
+		}
+		if err := s.SetPermits(ctx, 2, lockrt.WithCapacityTTL(ttl)); err != nil {
+			t.Fatal(err)
+		}
+		p1, err := s.TryAcquire(ctx, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p2, err := s.TryAcquire(ctx, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := inBackground(t, func() (*lockrt.Permit, error) { return s.Acquire(ctx, 1) })
+		waitWaiting(t, c, s.Key(), 1, 1) // registered: the scripts cached the capacity
+		eventually(t, failAfter, func() bool { n, err := s.Capacity(ctx); return err == nil && n == 1 },
+			"the capacity did not go back to the spec's after its TTL")
+		if err := p1.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Acquired(ctx); err != nil || n != 1 {
+			t.Fatalf("after a release past the TTL: %d held (%v), want 1 (the spec's capacity)", n, err)
+		}
+		if err := p2.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var pw *lockrt.Permit
+		select {
+		case pw = <-w:
+		case <-time.After(failAfter):
+			t.Fatal("the waiter got no permit")
+		}
+		if err := pw.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		if ok, err := s.TrySetPermits(ctx, 3, lockrt.WithCapacityTTL(ttl)); err != nil || !ok {
+			t.Fatalf("TrySetPermits: %v, %v", ok, err)
+		}
+		if ok, err := s.TrySetPermits(ctx, 4); err != nil || ok {
+			t.Fatalf("TrySetPermits while one is set: %v, %v", ok, err)
+		}
+		if n, err := s.AddPermits(ctx, 1); err != nil || n != 4 {
+			t.Fatalf("AddPermits: %d, %v", n, err)
+		}
+		if d := c.Redis().PTTL(ctx, s.Key()+":capacity").Val(); d <= 0 || d > ttl {
+			t.Fatalf("the capacity's TTL after AddPermits: %v, want (0, %v]", d, ttl)
+		}
+		eventually(t, failAfter, func() bool { ok, err := s.TrySetPermits(ctx, 5); return err == nil && ok },
+			"TrySetPermits did not succeed after the TTL")
+		if n, err := s.Capacity(ctx); err != nil || n != 5 {
+			t.Fatalf("Capacity: %d, %v", n, err)
+		}
+		if d := c.Redis().PTTL(ctx, s.Key()+":capacity").Val(); d != -1 {
+			t.Fatalf("a capacity set without a TTL has TTL %v", d)
+		}
+	})
+}

@@ -1,8 +1,9 @@
 -- semaphore_capacity: change a semaphore's capacity (an operator's call)
--- and hand permits on to the waiters it lets proceed. 'set' and 'add'
--- store the capacity without expiry; 'tryset' does so only when no
--- capacity is stored; 'reset' deletes it, so the spec's capacity applies
--- again.
+-- and hand permits on to the waiters it lets proceed. 'set' stores the
+-- capacity, for ttl_ms when given, else without expiry; 'tryset' does so
+-- only when no capacity is stored; 'add' changes it, keeping its expiry
+-- unless ttl_ms is given; 'reset' deletes it. Once the key is gone
+-- (reset, or expired) the spec's capacity applies again.
 -- KEYS[1] capacity: the capacity
 -- KEYS[2] holds: the holds (see semaphore_acquire)
 -- KEYS[3] counts: the counts (see semaphore_acquire)
@@ -15,9 +16,11 @@
 -- ARGV[5] publish: the publish command (publish or spublish)
 -- ARGV[6] handoff_ms: the hand-off lease in milliseconds
 -- ARGV[7]? op: the call's operation id, unique across clients, recorded
---   after the capacity ("<capacity> <op>,...", the last four): a call
---   that finds it recorded ran already (its reply was lost) and answers
---   the capacity
+--   after the capacity ("<capacity>[e] <op>,...", the last four; 'e'
+--   when the key expires): a call that finds it recorded ran already (its
+--   reply was lost) and answers the capacity
+-- ARGV[8]? ttl_ms: how long the capacity stored lasts (absent: 'set' and
+--   'tryset' store it without expiry, 'add' keeps its expiry)
 -- reply: {int, int}
 --   {1, new capacity}, {0, capacity} when 'tryset' found one stored, or
 --   {-1, capacity} when it would fall below 1 (nothing is changed). When
@@ -31,7 +34,7 @@ local holds, counts, queue, waiters = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, v, default = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
 local value = redis.call('get', KEYS[1]) or ''
-local stored, ops = string.match(value, '^(%-?%d+) ?(.*)$')
+local stored, expires, ops = string.match(value, '^(%-?%d+)(e?) ?(.*)$')
 stored, ops = tonumber(stored), ops or ''
 local op = ARGV[7]
 if op and stored and ops_has(ops, op) then
@@ -56,11 +59,22 @@ if mode == 'reset' then
   redis.call('del', KEYS[1])
   cache = 0
 else
+  local ttl = ARGV[8]
+  local keep = not ttl and mode == 'add' and expires == 'e'
   local v = capacity
-  if op then
-    v = capacity .. ' ' .. ops_push(ops, op)
+  if ttl or keep then
+    v = v .. 'e' -- it expires: the scripts read it, not a cached copy
   end
-  redis.call('set', KEYS[1], v)
+  if op then
+    v = v .. ' ' .. ops_push(ops, op)
+  end
+  if ttl then
+    redis.call('set', KEYS[1], v, 'PX', ttl)
+  elseif keep then
+    redis.call('set', KEYS[1], v, 'KEEPTTL')
+  else
+    redis.call('set', KEYS[1], v)
+  end
 end
 redis.call('hdel', counts, 'c') -- the scripts' cache of the key (see sem_capacity)
 if redis.call('hget', counts, 'q') then

@@ -218,16 +218,19 @@ func (s *Semaphore) State(ctx context.Context) *redis.Cmd {
 
 // SetCapacity runs semaphore_capacity: mode "set", "tryset", "add" or
 // "reset" with value, as operation op (unique across clients: the same in
-// every send of the call):
+// every send of the call), stored for ttl when it is positive:
 //
 //	KEYS: capacity, holds, counts, queue, waiters
-//	ARGV: mode, value, spec_capacity, prefix, publish, handoff_ms, op
+//	ARGV: mode, value, spec_capacity, prefix, publish, handoff_ms, op[, ttl_ms]
 //
 // semaphore_capacity reply: {int, int}
-func (s *Semaphore) SetCapacity(ctx context.Context, mode string, value int, op string) *redis.Cmd {
+func (s *Semaphore) SetCapacity(ctx context.Context, mode string, value int, op string, ttl time.Duration) *redis.Cmd {
 	prefix, publish := s.wake()
-	return s.Conn.Eval(ctx, s.Scripts.Capacity, []string{s.keys[2], s.keys[0], s.keys[1], s.keys[3], s.keys[4]},
-		mode, value, s.Permits, prefix, publish, handoffArg, op)
+	keys := []string{s.keys[2], s.keys[0], s.keys[1], s.keys[3], s.keys[4]}
+	if ttl > 0 {
+		return s.Conn.Eval(ctx, s.Scripts.Capacity, keys, mode, value, s.Permits, prefix, publish, handoffArg, op, ttl.Milliseconds())
+	}
+	return s.Conn.Eval(ctx, s.Scripts.Capacity, keys, mode, value, s.Permits, prefix, publish, handoffArg, op)
 }
 
 // Lease runs semaphore_lease: how long owner's hold has left.

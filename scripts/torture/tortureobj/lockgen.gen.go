@@ -195,13 +195,13 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"reentrant_acquire":  "20a1a52ae5b4600a86d40c4d5a5a69431e792b6e",
 	"reentrant_release":  "7053aacc9d9f89169cbfffaba4de4aad1604659e",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"semaphore_acquire":  "108753f6445b3e5bdd27abd96a36cb91964a8cb4",
-	"semaphore_capacity": "4406e26f408f59cc087897d0e534edf258c4f590",
+	"semaphore_acquire":  "caf5ac432df83ad0086cd6180a85a6cfaeb2409b",
+	"semaphore_capacity": "37b8088db4bf1463c66f321c1d5bce85c686a607",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
-	"semaphore_release":  "5548d733f50d5774da3ee24672eb2c04d8efd031",
+	"semaphore_release":  "7ce7c02ec1f7551da98df8c06b4062a4f80aa469",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
 	"semaphore_split":    "1039f3ae417cb453ed36c0015bd3428f1b73c202",
-	"semaphore_state":    "0228b0193c72cc11a783f3c33a654e19483dbc70",
+	"semaphore_state":    "a6520f104fadfa274cdf9c5bb56b13d00ec92474",
 })
 
 // Preload loads every Lua script of this package on every primary of c's
