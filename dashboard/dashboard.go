@@ -34,10 +34,18 @@
 // The page renders every kind alike, from the summaries and views: a
 // kind's words, details and actions are its file's in package inspect.
 //
-// Actions are refused with 403 when ReadOnly is set, and need a JSON
-// body (Content-Type: application/json), which a cross-site form cannot
-// send. The handler does no authentication: bind it to loopback (serve's
-// default) or mount it behind your own.
+// # Security
+//
+// Every request first passes the guard (guard.go): its Host header must
+// name an IP literal, localhost or one of Options.AllowedHosts (else 403:
+// DNS rebinding); a POST from another origin is refused with 403
+// (net/http's CrossOriginProtection); and with Options.Token set, the API
+// and /metrics need "Authorization: Bearer <token>" (else 401). Actions
+// are then refused with 403 when ReadOnly is set, and need a JSON body
+// (Content-Type: application/json, else 415). Without a token the handler
+// does no authentication: bind it to loopback (serve's default; serve
+// refuses another address with actions enabled and no token), set a
+// Token, or mount it behind your own.
 package dashboard
 
 import (
@@ -66,6 +74,18 @@ type Options struct {
 	Refresh time.Duration
 	// Timeout bounds one request's Redis work (0: 10s).
 	Timeout time.Duration
+	// AllowedHosts are the names the Host header may give besides IP
+	// literals, localhost and names under .localhost, which are always
+	// allowed: "dash.example.com", ".example.com" (any name under it), or
+	// "*" (any: behind a proxy that checks it). A request naming another
+	// host is refused with 403 (a page rebinding its own name to this
+	// address: DNS rebinding).
+	AllowedHosts []string
+	// Token, when set, is required as "Authorization: Bearer <token>" by
+	// every /api/ and /metrics request (401 without it). The page asks for
+	// it once, or takes it from its URL's fragment (#token=...), and keeps
+	// it in the tab's sessionStorage.
+	Token string
 }
 
 type handler struct {
@@ -92,7 +112,7 @@ func New(in *inspect.Inspector, opts Options) http.Handler {
 	h.mux.HandleFunc("GET /api/objects/{name}", h.object)
 	h.mux.HandleFunc("POST /api/action", h.action)
 	h.mux.HandleFunc("GET /metrics", h.metrics)
-	return h
+	return guard(h, opts)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
