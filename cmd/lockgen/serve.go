@@ -91,6 +91,7 @@ func (c *cli) serve(args []string) int {
 		defer cancel()
 		srv.Shutdown(shut)
 	}()
+	go sampleHistory(ctx, in)
 	fmt.Fprintf(c.stdout, "lockgen dashboard on http://%s/ (metrics at /metrics)\n", ln.Addr())
 	if token != "" {
 		fmt.Fprintf(c.stdout, "the API and /metrics need the token (Authorization: Bearer); the page asks for it once, or open http://%s/#token=TOKEN\n", ln.Addr())
@@ -137,4 +138,22 @@ func hostOf(addr string) string {
 		return h
 	}
 	return addr
+}
+
+// sampleHistory samples the objects' state into the dashboard's history
+// now and every minute until ctx ends, so that its charts of state have
+// no gaps while no page is open (a failure leaves one).
+func sampleHistory(ctx context.Context, in *inspect.Inspector) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = dashboard.Sample(sctx, in)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
