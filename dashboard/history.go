@@ -55,6 +55,37 @@ var eventNames = map[string]string{
 	"denied": "rejected (denied)",
 }
 
+// rank orders the series of a chart: the known ones in the order of an
+// item's or a hold's life, then the others by name.
+var rank = map[string]int{}
+
+func init() {
+	for i, n := range []string{
+		"gauge.queue_items.ready", "gauge.queue_items.delayed", "gauge.queue_items.in_flight", "gauge.queue_items.dead",
+		"enqueued", "due", "delivered", "acked", "nacked", "dead", "timer-retry",
+		"acquired", "released", "renewed", "renew-failed", "lease-lost", "wait-fallback", "allowed", "denied",
+	} {
+		rank[n] = i + 1
+	}
+}
+
+// byRank sorts counter names by rank, then by name.
+func byRank(names []string) {
+	sort.Slice(names, func(i, j int) bool {
+		ri, rj := rank[names[i]], rank[names[j]]
+		if ri == 0 {
+			ri = len(rank) + 1
+		}
+		if rj == 0 {
+			rj = len(rank) + 1
+		}
+		if ri != rj {
+			return ri < rj
+		}
+		return names[i] < names[j]
+	})
+}
+
 // durationNames are the means of the events with a duration.
 var durationNames = map[string]string{
 	"acquired": "wait (acquired)", "released": "hold (released)", "due": "delivery lateness (due)",
@@ -104,9 +135,9 @@ func historyOf(object string, ms []runtime.StatsMinute) History {
 			counts = append(counts, c)
 		}
 	}
-	sort.Strings(gauges)
-	sort.Strings(counts)
-	sort.Strings(durs)
+	byRank(gauges)
+	byRank(counts)
+	byRank(durs)
 	hist.Counted = len(counts) > 0
 	series := func(name string, value func(map[string]int64) *float64) Series {
 		s := Series{Name: name, Values: make([]*float64, len(ms))}
