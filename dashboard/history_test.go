@@ -3,8 +3,11 @@ package dashboard_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/dashboard"
 	"github.com/lockgen/lockgen/examples/ops/shopops"
@@ -157,5 +160,44 @@ func TestHistory(t *testing.T) {
 
 	if r := get(t, srv.URL+"/api/history/Nope", nil); r.StatusCode != 404 {
 		t.Errorf("the history of an unknown object: %s", r.Status)
+	}
+}
+
+// hsetCounter counts the HSETs sent through a client.
+type hsetCounter struct{ n atomic.Int64 }
+
+func (h *hsetCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *hsetCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "hset" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *hsetCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == "hset" {
+				h.n.Add(1)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestHistorySampledOncePerMinute: the page's snapshots (every 2 s)
+// write one sample a minute, not one each.
+func TestHistorySampledOncePerMinute(t *testing.T) {
+	srv, rdb := setup(t, dashboard.Options{})
+	var h hsetCounter
+	rdb.(*redis.Client).AddHook(&h)
+	start := time.Now().Unix() / 60
+	for range 5 {
+		get(t, srv.URL+"/api/snapshot", nil)
+	}
+	minutes := time.Now().Unix()/60 - start + 1 // 2 when the snapshots straddled a minute's end
+	if n := h.n.Load(); n < 1 || n > minutes {
+		t.Errorf("5 snapshots in %d minute(s) wrote %d samples", minutes, n)
 	}
 }
