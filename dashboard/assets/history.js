@@ -65,12 +65,18 @@ const historyView = (() => {
     q("#history-note").hidden = notes.length === 0;
     const width = Math.max(320, Math.min(box.clientWidth || 900, 1200));
     for (const c of h.charts) {
-      const lasts = {};
-      for (const s of c.series) lasts[s.name] = last(s.values);
+      // For tests and tooltips: each series' last value, and the sum of
+      // its last two minutes (the current one is partial).
+      const lasts = {}, recent = {};
+      for (const s of c.series) {
+        lasts[s.name] = last(s.values);
+        recent[s.name] = s.values.slice(-2).reduce((a, v) => a + (v || 0), 0);
+      }
       const div = document.createElement("div");
       div.className = "chart";
       div.dataset.chart = c.id;
       div.dataset.last = JSON.stringify(lasts);
+      div.dataset.recent = JSON.stringify(recent);
       box.append(div);
       const opts = {
         title: c.title + (c.unit ? ` (${c.unit})` : ""),
