@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockgen/lockgen/examples/orders/shoplocks"
 	"github.com/lockgen/lockgen/runtime"
@@ -169,5 +170,34 @@ func TestServeExposed(t *testing.T) {
 	base := "http://127.0.0.1:" + port(startServe(t, "-spec", locksSpec, "-redis", url, "-addr", "0.0.0.0:0"))
 	if got := status("POST", base+"/api/action", "", token); got != 200 {
 		t.Errorf("an action with the token: %d, want 200", got)
+	}
+}
+
+// TestServeSamplesHistory: serve samples the objects' state into the
+// dashboard's history when it starts (and every minute), with no page
+// open.
+func TestServeSamplesHistory(t *testing.T) {
+	node := redistest.Single(t)
+	rt := runtime.New(node.Client(), runtime.WithID("svc"))
+	defer rt.Close()
+	if _, err := shoplocks.NewLocks(rt).Order(7).Lock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	startServe(t, "-spec", locksSpec, "-redis", "redis://"+node.Addr, "-addr", "127.0.0.1:0", "-read-only")
+	rdb := node.Client()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		now := time.Now()
+		ms, err := runtime.ReadStats(context.Background(), rdb, "shop", now.Add(-time.Minute), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ms[len(ms)-1].Objects["Order"]["gauge.locks_held"] == 1 || ms[0].Objects["Order"]["gauge.locks_held"] == 1 {
+			return
+		}
+		if now.After(deadline) {
+			t.Fatalf("no sample of Order's locks held in the history: %+v", ms)
+		}
+		time.Sleep(20 * time.Millisecond) // polling Redis for serve's first sample
 	}
 }
