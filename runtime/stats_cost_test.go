@@ -1,31 +1,37 @@
 //go:build costs
 
-package runtime
+package runtime_test
 
 import (
 	"context"
 	"testing"
 	"time"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
 )
 
-// TestStatsEventCost: counting an event allocates nothing once its
-// minute's counter exists, and an operation's start and end allocate
-// nothing (make costs).
-func TestStatsEventCost(t *testing.T) {
-	s := &statsRecorder{ns: "cost"}
-	e := Event{Kind: EventAcquired, Object: "Order", Duration: time.Millisecond}
+// TestStatsLockCost: a Lock and its Unlock allocate no more with
+// WithStats than without (make costs).
+func TestStatsLockCost(t *testing.T) {
+	_, b := ownNode(t)
 	ctx := context.Background()
-	s.Event(ctx, e)
-	if n := testing.AllocsPerRun(1000, func() { s.Event(ctx, e) }); n != 0 {
-		t.Errorf("an event allocates %v times, want 0", n)
+	d := def(t, lockrt.Reentrant, time.Minute, false, time.Second)
+	allocs := func(c *lockrt.Client, k string) float64 {
+		l := c.Lock(d, k)
+		return testing.AllocsPerRun(200, func() {
+			le, err := l.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := le.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
-	if n := testing.AllocsPerRun(1000, func() { _, end := s.Start(ctx, Op{Kind: OpLock, Object: "Order"}); end(nil) }); n != 0 {
-		t.Errorf("an operation's start and end allocate %v times, want 0", n)
+	plain := allocs(newClient(t, b), key(t, "plain"))
+	stats := allocs(newClientWith(t, b, lockrt.WithStats(statsNS(t))), key(t, "stats"))
+	t.Logf("a Lock and Unlock: %v allocations without stats, %v with", plain, stats)
+	if stats > plain {
+		t.Errorf("WithStats adds %v allocations to a Lock and Unlock", stats-plain)
 	}
-	r := testing.Benchmark(func(b *testing.B) {
-		for b.Loop() {
-			s.Event(ctx, e)
-		}
-	})
-	t.Logf("an event costs %v", time.Duration(r.NsPerOp()))
 }
