@@ -258,8 +258,10 @@
 // keys nothing else needs. Its costs, with it on:
 //   - per event, in memory: one map update under a mutex (about 150 ns,
 //     no allocation; BenchmarkStatsEvent) and no Redis command: an
-//     operation sends exactly what it sends without (TestStats); an
-//     unobserved Lock then reads the clock as an observed one does;
+//     operation sends exactly what it sends without (TestStats) and
+//     allocates no more (TestStatsLockCost, -tags costs). The client is
+//     then an observed one: a Lock reads the clock twice, and the delay
+//     timer's move replies each moved item's lateness;
 //   - per client and minute with anything counted: one pipeline, one
 //     round trip, of one HINCRBY per non-zero counter (object × kind,
 //     and × 2 for kinds with a duration) and one EXPIRE, to the hash
