@@ -137,7 +137,7 @@ func (c *Client) Redis() redis.UniversalClient { return c.rdb }
 // Close stops renewing: the contexts of the leases still held are
 // cancelled with ErrClosed and their locks expire after their lease unless
 // unlocked. Waiters return ErrClosed. Close does not close the Redis
-// connection it was given. With WithStats it first sends the counts not
+// connection it was given. With WithStats it also sends the counts not
 // yet sent, within a second. It always returns nil; closing twice is a
 // no-op.
 func (c *Client) Close() error {

@@ -6,13 +6,14 @@
 
 const auth = (() => {
   const storeKey = "lockgen-token";
-  const params = new URLSearchParams(location.hash.slice(1));
-  if (params.has("token")) {
-    sessionStorage.setItem(storeKey, params.get("token"));
-    params.delete("token");
-    // Keep the rest of the fragment (the selected object), drop the token
-    // from the address bar and the history.
-    const rest = [...params.keys()].map((k) => params.get(k) === "" ? k : k + "=" + params.get(k)).join("&");
+  // The fragment's parts, "&"-separated: "token=..." (percent-decoded,
+  // a "+" kept as such) and the rest, kept for app.js (the object shown).
+  const parts = location.hash.slice(1).split("&");
+  const tok = parts.find((p) => p.startsWith("token="));
+  if (tok !== undefined) {
+    sessionStorage.setItem(storeKey, decodeURIComponent(tok.slice("token=".length)));
+    const rest = parts.filter((p) => p !== tok && p !== "").join("&");
+    // Drop the token from the address bar and the history.
     history.replaceState(null, "", location.pathname + location.search + (rest ? "#" + rest : ""));
   }
   return {

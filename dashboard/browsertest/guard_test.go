@@ -83,7 +83,7 @@ func submit(input, value string) chromedp.Action[chromedp.Void] {
 // address' fragment, which it then drops from the address bar.
 func TestTokenInChromium(t *testing.T) {
 	ctx := context.Background()
-	const token = "browser-test-token-0123456789"
+	const token = "browser+test/token=0123456789" // a base64 token's characters
 	rdb, srv := demoDashboardWith(t, dashboard.Options{Refresh: 300 * time.Millisecond, Token: token}, nil)
 
 	b := browser(t)
@@ -131,7 +131,7 @@ func TestTokenInChromium(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`sessionStorage.clear()`),
 		chromedp.Navigate("about:blank"),
 		chromedp.Navigate(srv.URL+"/#Email&token="+token),
-		waitFor(`document.body.dataset.loaded === "true"`),
+		waitReload(`document.body.dataset.loaded === "true"`),
 		waitFor(`document.querySelector("#detail-title").textContent.startsWith("Email")`),
 		waitFor(`location.hash === "#Email" && !location.href.includes("token")`),
 	)
