@@ -68,6 +68,8 @@ type statsRecorder struct {
 
 	stop, done chan struct{}
 	closeOnce  sync.Once
+
+	every time.Duration // the flushes' interval, and the first's delay (tests; 0: a minute, from the next one)
 }
 
 // statField is a counter: an event kind's count, or (us) the sum of its
@@ -194,6 +196,10 @@ func (s *statsRecorder) run(rdb redis.UniversalClient) {
 	defer close(s.done)
 	now := time.Now()
 	first := now.Truncate(time.Minute).Add(time.Minute).Sub(now) + rand.N(statsJitter)
+	every := statsInterval
+	if s.every > 0 {
+		first, every = s.every, s.every
+	}
 	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
@@ -204,7 +210,7 @@ func (s *statsRecorder) run(rdb redis.UniversalClient) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_ = s.flush(ctx, rdb) // kept for the next one
 			cancel()
-			t.Reset(statsInterval)
+			t.Reset(every)
 		}
 	}
 }

@@ -170,6 +170,12 @@ func TestStatsKeptWhileRedisDown(t *testing.T) {
 		}
 	}
 	lock()
+	closing := newClientWith(t, b, lockrt.WithStats(ns+"-closing"))
+	if le, err := closing.Lock(d, key(t, "closing")).Lock(ctx); err != nil {
+		t.Fatal(err)
+	} else if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := node.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +184,12 @@ func TestStatsKeptWhileRedisDown(t *testing.T) {
 		t.Fatal("a flush to a stopped Redis returned nil")
 	}
 	cancel()
+	// Close's flush gives up after a second when Redis is down.
+	start := time.Now()
+	closing.Close()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Close with counts to send and Redis down took %v, want about 1s", took)
+	}
 	if err := node.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -219,5 +231,27 @@ func TestStatsGauges(t *testing.T) {
 		if len(ms[0].Objects) != 0 {
 			t.Errorf("an hour ago: %v, want nothing", ms[0].Objects)
 		}
+	})
+}
+
+// TestStatsFlushedByItself: a client flushes its counts on its own, on
+// its interval (here 100ms rather than a minute).
+func TestStatsFlushedByItself(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		ns := statsNS(t)
+		c := newClientWith(t, b, lockrt.WithStatsEvery(ns, 100*time.Millisecond))
+		d := def(t, lockrt.Reentrant, time.Minute, false, time.Second)
+		for range 2 {
+			le, err := c.Lock(d, key(t)).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := le.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, failAfter, func() bool { return minuteOf(t, c.Redis(), ns, d.Name)["released"] == 2 },
+			"the client did not flush its counts on its own")
 	})
 }
