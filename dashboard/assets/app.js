@@ -24,8 +24,7 @@ function el(tag, attrs, ...children) {
 }
 
 async function getJSON(url) {
-  const r = await fetch(url, { cache: "no-store", headers: auth.headers() });
-  if (r.status === 401) auth.unauthorized();
+  const r = await fetch(url, { cache: "no-store" });
   const body = await r.json();
   if (!r.ok) throw new Error(body.error || r.statusText);
   return body;
@@ -121,8 +120,7 @@ async function confirmed() {
   if (!a) return;
   if (!$("#confirm-n").hidden) a.n = parseInt($("#confirm-n").value, 10) || 0;
   try {
-    const r = await fetch("api/action", { method: "POST", headers: auth.headers({ "Content-Type": "application/json" }), body: JSON.stringify(a) });
-    if (r.status === 401) auth.unauthorized();
+    const r = await fetch("api/action", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(a) });
     const body = await r.json();
     if (!r.ok) throw new Error(body.error || r.statusText);
     show(`${a.object} ${(a.params || []).join(" ")}: ${body.result}`, false);

@@ -1,7 +1,9 @@
 // The dashboard's token (dashboard.Options.Token, serve -token-file): taken
 // from the URL's fragment (#token=..., never sent to a server) or asked for
 // once, kept in this tab's sessionStorage, and sent as a bearer token on
-// every API call. Loaded before app.js.
+// every call to the dashboard: this file wraps fetch, so app.js and
+// history.js call it as if there were no token. A 401 shows the form.
+// Loaded before the other scripts.
 "use strict";
 
 const auth = (() => {
@@ -16,16 +18,10 @@ const auth = (() => {
     // Drop the token from the address bar and the history.
     history.replaceState(null, "", location.pathname + location.search + (rest ? "#" + rest : ""));
   }
-  return {
-    // headers returns the headers an API call carries.
-    headers(extra) {
-      const h = Object.assign({}, extra || {});
-      const t = sessionStorage.getItem(storeKey);
-      if (t) h["Authorization"] = "Bearer " + t;
-      return h;
-    },
-    // ask shows the token form (after a 401); submitting it stores the
-    // token and reloads the page.
+
+  const self = {
+    // ask shows the token form; submitting it stores the token and
+    // reloads the page.
     ask(wrong) {
       const form = document.querySelector("#login");
       if (!form.hidden) return;
@@ -38,8 +34,24 @@ const auth = (() => {
       }, { once: true });
       document.querySelector("#login-token").focus();
     },
-    // unauthorized handles a 401: asks for the token, saying the stored
-    // one was refused when there was one.
-    unauthorized() { this.ask(!!sessionStorage.getItem(storeKey)); },
   };
+
+  // Every fetch of this origin carries the token, and a 401 asks for it
+  // (saying the stored one was refused when there was one).
+  const plainFetch = window.fetch.bind(window);
+  window.fetch = async (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input), location.href);
+    const token = sessionStorage.getItem(storeKey);
+    if (url.origin !== location.origin) return plainFetch(input, init);
+    if (token) {
+      init = Object.assign({}, init);
+      const headers = new Headers(init.headers || (input instanceof Request ? input.headers : undefined));
+      if (!headers.has("Authorization")) headers.set("Authorization", "Bearer " + token);
+      init.headers = headers;
+    }
+    const r = await plainFetch(input, init);
+    if (r.status === 401) self.ask(!!token);
+    return r;
+  };
+  return self;
 })();

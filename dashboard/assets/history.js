@@ -30,8 +30,7 @@ const historyView = (() => {
     if (loading || (name === object && Date.now() - fetchedAt < every)) return;
     loading = true;
     try {
-      const r = await fetch("api/history/" + encodeURIComponent(name), { cache: "no-store", headers: auth.headers() });
-      if (r.status === 401) auth.unauthorized();
+      const r = await fetch("api/history/" + encodeURIComponent(name), { cache: "no-store" });
       const h = await r.json();
       if (!r.ok) throw new Error(h.error || r.statusText);
       object = name;
