@@ -201,3 +201,23 @@ func TestServeSamplesHistory(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling Redis for serve's first sample
 	}
 }
+
+// TestServeRefusesExposedName: a name that resolves to an address other
+// hosts reach (this host's name, where it does) is refused once
+// listened on, as its IP would be. Skipped where the name is loopback.
+func TestServeRefusesExposedName(t *testing.T) {
+	t.Setenv(tokenEnv, "")
+	name, err := os.Hostname()
+	if err != nil {
+		t.Skip(err)
+	}
+	ips, err := net.LookupIP(name)
+	if err != nil || len(ips) == 0 || ips[0].IsLoopback() {
+		t.Skipf("%s resolves to %v (%v): no name of this host other hosts reach", name, ips, err)
+	}
+	node := redistest.Single(t)
+	code, _, stderr := lockgen(t, "serve", "-spec", locksSpec, "-redis", "redis://"+node.Addr, "-addr", net.JoinHostPort(name, "0"))
+	if code != exitUsage || !strings.Contains(stderr, "is reachable from other hosts: give a token") {
+		t.Errorf("serve -addr %s:0: exit %d: %s", name, code, stderr)
+	}
+}
