@@ -83,7 +83,7 @@ const historyView = (() => {
         scales: { x: { time: true } },
         series: [{}].concat(c.series.map((s, i) => ({
           label: s.name, stroke: colours[s.name] || palette[i % palette.length], width: 1.5,
-          points: { show: false }, spanGaps: false,
+          points: { size: 4 }, spanGaps: false, // uPlot shows the points when they are sparse: a lone sample too
         }))),
         axes: [{}, { size: 60 }],
       };
