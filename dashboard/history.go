@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -99,7 +100,7 @@ func (h *handler) history(w http.ResponseWriter, r *http.Request) {
 		known = known || o.Name == name
 	}
 	if !known {
-		fail(w, inspect.ErrUnknownObject)
+		fail(w, fmt.Errorf("%w: %q", inspect.ErrUnknownObject, name))
 		return
 	}
 	ctx, cancel := h.ctx(r)
