@@ -71,9 +71,9 @@
 //     is what every producer and consumer did): the dashboard writes the
 //     gauges of a snapshot (those of /metrics: queue items by state,
 //     locks held, permits in use, waiters) at most once a minute (one
-//     HSET and one EXPIRE), when the page asks for a snapshot; `lockgen
-//     serve` also samples every minute (Sample). A minute no dashboard
-//     sampled is a gap in those charts.
+//     HSET and one EXPIRE), when the page asks for a snapshot or a
+//     scraper for /metrics; `lockgen serve` also samples every minute
+//     (Sample). A minute no dashboard sampled is a gap in those charts.
 //
 // Prometheus is not read: where one scrapes /metrics or the runtime's
 // adapter, its graphs hold longer histories, while this hour needs no
