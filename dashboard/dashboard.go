@@ -19,6 +19,7 @@
 //	                          {"action": "remove-item"|"redrive-item"|"run-item-now",
 //	                           "object": "Email", "params": ["acme"], "id": "billing.7"}
 //	GET  /metrics             the observed state in Prometheus' text format
+//	GET  /api/history/{name}  one object's last hour, a minute at a time (JSON; see History)
 //
 // A queue instance lists its items with their ids: the first ready ones,
 // the delayed ones with their due times, the deliveries in flight with
@@ -34,10 +35,51 @@
 // The page renders every kind alike, from the summaries and views: a
 // kind's words, details and actions are its file's in package inspect.
 //
-// Actions are refused with 403 when ReadOnly is set, and need a JSON
-// body (Content-Type: application/json), which a cross-site form cannot
-// send. The handler does no authentication: bind it to loopback (serve's
-// default) or mount it behind your own.
+// # Security
+//
+// Every request first passes the guard (guard.go): its Host header must
+// name an IP literal, localhost or one of Options.AllowedHosts (else 403:
+// DNS rebinding); a POST from another origin is refused with 403
+// (net/http's CrossOriginProtection); and with Options.Token set, the API
+// and /metrics need "Authorization: Bearer <token>" (else 401). Actions
+// are then refused with 403 when ReadOnly is set, and need a JSON body
+// (Content-Type: application/json, else 415). Without a token the handler
+// does no authentication: bind it to loopback (serve's default; serve
+// refuses another address with actions enabled and no token), set a
+// Token, or mount it behind your own.
+//
+// # History
+//
+// GET /api/history/{name} answers an object's last hour, a minute at a
+// time, as the charts the page draws under the object's instances
+// (History; drawn with uPlot, vendored in assets/vendor/uplot with its
+// license). It comes from the namespace's per-minute hashes in Redis
+// (runtime.StatsKey; the hour read in one pipeline, runtime.ReadStats),
+// written by two sources:
+//
+//   - Counts of what the services did, by the runtime of every client
+//     created with runtime.WithStats(namespace): each event per object
+//     and minute (locks acquired and released, with the wait and the
+//     hold summed; queue items enqueued, delivered, acked, nacked,
+//     dead-lettered and made due, with their lateness; limiter requests
+//     allowed and denied; a kind added later, such as a schedule's fires,
+//     shows by its name). Counted where it happens, in memory, and
+//     flushed once a minute per client (one pipelined HINCRBY batch): no
+//     command per operation, and nothing to run beside the services.
+//     Only the runtime sees these: a scan of Redis cannot.
+//   - Samples of state, which no one runtime sees whole (a queue's depth
+//     is what every producer and consumer did): the dashboard writes the
+//     gauges of a snapshot (those of /metrics: queue items by state,
+//     locks held, permits in use, waiters) at most once a minute (one
+//     HSET and one EXPIRE), when the page asks for a snapshot or a
+//     scraper for /metrics; `lockgen serve` also samples every minute
+//     (Sample). A minute no dashboard sampled is a gap in those charts.
+//
+// Prometheus is not read: where one scrapes /metrics or the runtime's
+// adapter, its graphs hold longer histories, while this hour needs no
+// Prometheus and shares the services' Redis. A read-only dashboard still
+// writes its samples (they are no object's state); a Redis user that may
+// not write makes them fail, silently, leaving the charts of state empty.
 package dashboard
 
 import (
@@ -50,6 +92,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockgen/lockgen/inspect"
@@ -66,12 +109,26 @@ type Options struct {
 	Refresh time.Duration
 	// Timeout bounds one request's Redis work (0: 10s).
 	Timeout time.Duration
+	// AllowedHosts are the names the Host header may give besides IP
+	// literals, localhost and names under .localhost, which are always
+	// allowed: "dash.example.com", ".example.com" (any name under it), or
+	// "*" (any: behind a proxy that checks it). A request naming another
+	// host is refused with 403 (a page rebinding its own name to this
+	// address: DNS rebinding).
+	AllowedHosts []string
+	// Token, when set, is required as "Authorization: Bearer <token>" by
+	// every /api/ and /metrics request (401 without it). The page asks for
+	// it once, or takes it from its URL's fragment (#token=...), and keeps
+	// it in the tab's sessionStorage.
+	Token string
 }
 
 type handler struct {
 	in   *inspect.Inspector
 	opts Options
 	mux  *http.ServeMux
+
+	sampled atomic.Int64 // the last minute the history was sampled (history.go)
 }
 
 // New returns the dashboard of in's spec.
@@ -92,7 +149,8 @@ func New(in *inspect.Inspector, opts Options) http.Handler {
 	h.mux.HandleFunc("GET /api/objects/{name}", h.object)
 	h.mux.HandleFunc("POST /api/action", h.action)
 	h.mux.HandleFunc("GET /metrics", h.metrics)
-	return h
+	h.mux.HandleFunc("GET /api/history/{name}", h.history) // history.go
+	return guard(h, opts)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -151,6 +209,7 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	_ = sampleSnapshot(ctx, h.in, snap, &h.sampled) // once a minute; a failure leaves a gap
 	var insts []*inspect.Instance
 	objs := make([]objectSummary, len(snap.Objects))
 	for i, o := range snap.Objects {

@@ -21,6 +21,7 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	_ = sampleSnapshot(ctx, h.in, snap, &h.sampled) // the history's, once a minute (history.go)
 	var insts []*inspect.Instance
 	for _, o := range snap.Objects {
 		insts = append(insts, o.Instances...)

@@ -154,6 +154,9 @@ func newInspector(rdb redis.UniversalClient, s *spec.Spec, opts Options) *Inspec
 // Namespace returns the spec's namespace.
 func (in *Inspector) Namespace() string { return in.spec.Namespace }
 
+// Redis returns the Redis client the inspector was given.
+func (in *Inspector) Redis() redis.UniversalClient { return in.rdb }
+
 // Close stops the runtime clients the inspector made for its actions. It
 // does not close the Redis client it was given.
 func (in *Inspector) Close() error {

@@ -53,6 +53,8 @@ type Client struct {
 
 	observers   []Observer       // see WithObserver (observer.go)
 	propagators []ItemPropagator // the observers that carry context in queue items
+
+	stats *statsRecorder // WithStats' counts (stats.go); nil without
 }
 
 // Option configures a Client.
@@ -92,7 +94,8 @@ func WithMaxItemSize(n int64) Option {
 
 // New returns a client over rdb. It does not contact Redis. Close it to
 // stop its watchdog and pub/sub connection; rdb stays open. Options:
-// WithID, WithClassicPubSub, WithMaxItemSize, WithObserver, WithLogger.
+// WithID, WithClassicPubSub, WithMaxItemSize, WithObserver, WithLogger,
+// WithStats.
 func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	c := &Client{rdb: rdb, shardedPubSub: shardedPubSub, maxItem: DefaultMaxItemSize}
 	for _, o := range opts {
@@ -119,6 +122,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Client {
 	if len(c.observers) > 0 {
 		c.hub.OnLost = c.observePubSubLost
 	}
+	if c.stats != nil {
+		go c.stats.run(rdb)
+	}
 	return c
 }
 
@@ -131,11 +137,16 @@ func (c *Client) Redis() redis.UniversalClient { return c.rdb }
 // Close stops renewing: the contexts of the leases still held are
 // cancelled with ErrClosed and their locks expire after their lease unless
 // unlocked. Waiters return ErrClosed. Close does not close the Redis
-// connection it was given. It always returns nil; closing twice is a no-op.
+// connection it was given. With WithStats it also sends the counts not
+// yet sent, within a second. It always returns nil; closing twice is a
+// no-op.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.wd.Close()
 		c.hub.Close()
+		if c.stats != nil {
+			c.stats.close(c.rdb) // sends what is left, within a second
+		}
 	})
 	return nil
 }

@@ -21,7 +21,7 @@
 // Close stops both and ends every hold's context with ErrClosed; it does
 // not close the redis client. Options: WithID, WithClassicPubSub,
 // WithMaxItemSize (the largest queue item an offer sends), WithObserver,
-// WithLogger.
+// WithLogger, WithStats (the dashboard's history; see Stats).
 //
 //	rt := lockrt.New(rdb)
 //	defer rt.Close()
@@ -265,6 +265,33 @@
 // queue items. WithLogger logs with a *slog.Logger. The Prometheus and
 // OpenTelemetry adapters are modules of their own
 // (github.com/lockgen/lockgen/adapters/...).
+//
+// # Stats
+//
+// WithStats(namespace) keeps the history the dashboard charts (the last
+// hour, a minute at a time): an observer counts every event per object,
+// event kind and minute (its N, or one), and sums the durations of those
+// that have one (the wait of an acquisition, the hold of a release, the
+// lateness of a delayed item) in microseconds. Off by default: it writes
+// keys nothing else needs. Its costs, with it on:
+//   - per event, in memory: one map update under a mutex (about 150 ns,
+//     no allocation; BenchmarkStatsEvent) and no Redis command: an
+//     operation sends exactly what it sends without (TestStats) and
+//     allocates no more (TestStatsLockCost, -tags costs). The client is
+//     then an observed one: a Lock reads the clock twice, and the delay
+//     timer's move replies each moved item's lateness;
+//   - per client and minute with anything counted: one pipeline, one
+//     round trip, of one HINCRBY per non-zero counter (object × kind,
+//     and × 2 for kinds with a duration) and one EXPIRE, to the hash
+//     StatsKey(namespace, minute); nothing in a minute with no event;
+//   - in Redis: 62 hashes per namespace at most (StatsTTL), each with a
+//     field per counter used in its minute, in one slot per namespace.
+//
+// A flush that fails keeps its counts for the next; one whose reply was
+// lost after Redis applied it counts twice (HINCRBY is not idempotent):
+// the history is a chart's, not an account's. Close sends what is left,
+// within a second. ReadStats reads minutes back; WriteStatsGauges records
+// sampled states beside the counts (the dashboard's queue depths).
 //
 // # Errors
 //

@@ -138,12 +138,24 @@
 // # serve
 //
 //	lockgen serve -redis URL [-spec lockgen.yaml] [-addr 127.0.0.1:8080] [-read-only] [-refresh 2s]
+//	              [-token-file FILE] [-allow-host NAME,...]
 //
 // Serve serves what inspect shows as a web page that refreshes itself,
 // with the same actions (confirmed in the page; refused with
 // -read-only), and the observed state at /metrics in Prometheus' text
 // format. It listens on loopback unless told otherwise. The same page is
 // a package for services to mount: github.com/lockgen/lockgen/dashboard.
+//
+// On an address other hosts reach (":8080", "0.0.0.0:8080", a
+// non-loopback IP or name) serve refuses to start (exit 2) with actions
+// enabled unless a token is given: -token-file FILE, else
+// $LOCKGEN_DASHBOARD_TOKEN, at least 16 characters. With a token the API
+// and /metrics need "Authorization: Bearer TOKEN"; the page asks for it
+// once per tab, or takes it from its address' fragment
+// (http://host:8080/#token=TOKEN, never sent to a server). The page is
+// served only to a Host header naming an IP, localhost, the -addr name
+// or an -allow-host name (DNS rebinding), and an action from another
+// origin is refused.
 //
 // # Exit status
 //

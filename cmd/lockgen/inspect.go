@@ -27,7 +27,7 @@ func init() {
 		if cmd.name == "version" {
 			rest = append(rest,
 				struct{ name, args, summary string }{"inspect", "-redis URL [-spec lockgen.yaml] [-json] [-yes] [action] [Object [params...]]", "Show the live state of the spec's objects in Redis; force-unlock, redrive, purge, set permits; show, remove, redrive or run one queue item by id."},
-				struct{ name, args, summary string }{"serve", "-redis URL [-spec lockgen.yaml] [-addr 127.0.0.1:8080] [-read-only]", "Serve the live state as a web dashboard, with /metrics for Prometheus."})
+				struct{ name, args, summary string }{"serve", "-redis URL [-spec lockgen.yaml] [-addr 127.0.0.1:8080] [-read-only] [-token-file FILE]", "Serve the live state as a web dashboard, with /metrics for Prometheus."})
 		}
 		rest = append(rest, cmd)
 	}

@@ -151,6 +151,7 @@ async function refresh() {
   try {
     renderSnapshot(await getJSON("api/snapshot"));
     if (selected) renderInstances(await getJSON("api/objects/" + encodeURIComponent(selected)));
+    historyView.show(selected); // history.js
     $("#status").textContent = "updated " + new Date().toLocaleTimeString();
     document.body.dataset.loaded = "true";
   } catch (e) {

@@ -3,6 +3,7 @@ package browsertest
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -37,7 +38,7 @@ func artifacts(t *testing.T) string {
 
 // browser starts a headless Chromium (Debian's chromium package) and
 // returns a chromedp context on a new tab.
-func browser(t *testing.T) context.Context {
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
@@ -52,6 +53,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(1280, 900),
 	)
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	// No timeout on this context: it is the browser's life (chromedp.Run's
 	// rule); every wait below has its own.
@@ -93,6 +95,13 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // populated on a Redis of the test's own, until the test ends.
 func demoDashboard(t *testing.T) (*redis.Client, *httptest.Server) {
 	t.Helper()
+	return demoDashboardWith(t, dashboard.Options{Refresh: 300 * time.Millisecond}, nil)
+}
+
+// demoDashboardWith is demoDashboard with opts, and wrap around the
+// dashboard's handler when not nil.
+func demoDashboardWith(t *testing.T, opts dashboard.Options, wrap func(http.Handler) http.Handler) (*redis.Client, *httptest.Server) {
+	t.Helper()
 	rdb := redistest.Single(t).Client()
 	done, err := demo.Populate(context.Background(), rdb)
 	if err != nil {
@@ -104,7 +113,11 @@ func demoDashboard(t *testing.T) (*redis.Client, *httptest.Server) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Close() })
-	srv := httptest.NewServer(dashboard.New(in, dashboard.Options{Refresh: 300 * time.Millisecond}))
+	h := dashboard.New(in, opts)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return rdb, srv
 }

@@ -47,6 +47,11 @@ func main() {
 }
 
 func run(ctx context.Context, out *os.File, serve string) error {
+	if serve != "" && !dashboard.IsLoopback(serve) {
+		// The demo's dashboard has its actions and no token: loopback
+		// only (lockgen serve takes a token for another address).
+		return fmt.Errorf("-serve %s: the demo serves on a loopback address only (127.0.0.1:8080)", serve)
+	}
 	addr, stop, err := redisAddr()
 	if err != nil {
 		return err
