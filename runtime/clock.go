@@ -118,6 +118,22 @@ func (c *Client) primaryAddr(key string) (redis.Cmdable, string) {
 // handoffTime splits a hand-off message's " t<ms>" off rest (what follows
 // the owner in it): the rest before it, and the server time, or 0 when
 // the message carries none.
+// handoffTold splits a hand-off message's rest into what comes before
+// its " l<ms>" (the lease the hand-off gave, told for a lock the
+// watchdog does not renew: see hand_on in templates/registry.luainc) and
+// that lease, 0 when the message does not tell it.
+func handoffTold(rest string) (string, time.Duration) {
+	i := strings.LastIndex(rest, " l")
+	if i < 0 {
+		return rest, 0
+	}
+	ms, err := strconv.ParseInt(rest[i+2:], 10, 64)
+	if err != nil {
+		return rest, 0
+	}
+	return rest[:i], time.Duration(ms) * time.Millisecond
+}
+
 func handoffTime(rest string) (string, int64) {
 	i := strings.LastIndex(rest, " t")
 	if i < 0 {

@@ -26,7 +26,12 @@ const RegistryTTL = impl.RegistryTTL
 // stopped (a pause, SIGSTOP) with its connection open blocks the lock for
 // at most this long (a waiter whose client went away is passed over at
 // once, see LiveRegistryTTL); its client's next refresh of the others'
-// registrations (refresher) finds it free.
+// registrations (refresher) finds it free. A simple, reentrant or fenced
+// lock the watchdog does not renew is handed on with its spec's lease
+// instead, which the message tells (where a release can tell a waiter
+// whose client went away), so that its new holder need not extend it
+// with one more script: a waiter stopped with its connection open then
+// keeps it for that lease, as a stopped holder would.
 //
 // The woken waiter's hold counts as held for HandoffLease (or its lease,
 // when shorter) from the server time the message carries, made local by
@@ -79,22 +84,26 @@ func (h *handoffTrust) replied(prev time.Time) {
 // wait; otherwise it is the send of the waiter's last attempt, and only
 // a message that no gap made suspect counts.
 func (h *handoffTrust) start(c *Client, key string, ms int64, lease time.Duration) (time.Time, bool) {
-	v := min(HandoffLease, lease)
+	return h.startFor(c, key, ms, min(HandoffLease, lease))
+}
+
+// startFor is start for a hold whose first validity is v: the hand-off's
+// lease, or the hold's lease when shorter, or the whole lease when the
+// message says the hand-off gave it (see Lock.handed).
+func (h *handoffTrust) startFor(c *Client, key string, ms int64, v time.Duration) (time.Time, bool) {
 	if ms > 0 {
 		if at, ok := c.handedAt(key, ms); ok {
 			return at, time.Since(at) < v-watchdog.RenewEvery(v)
 		}
 	}
-	return h.sent, h.fresh(lease)
+	return h.sent, h.fresh(v)
 }
 
 // fresh reports whether a hand-off message that came now leaves the hold
 // enough to take it without asking Redis: no gap made it suspect, and a
-// third at least of the hold's first validity (the hand-off's lease, or
-// lease when shorter) is left, the time the watchdog's schedule gives a
-// renewal to land (the first renewal is due at once when the message
-// came after a third of it).
-func (h *handoffTrust) fresh(lease time.Duration) bool {
-	v := min(HandoffLease, lease)
+// third at least of the hold's first validity v is left, the time the
+// watchdog's schedule gives a renewal to land (the first renewal is due
+// at once when the message came after a third of it).
+func (h *handoffTrust) fresh(v time.Duration) bool {
 	return !h.late && time.Since(h.sent) < v-watchdog.RenewEvery(v)
 }

@@ -178,15 +178,25 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 // than the last one this client saw for the lock.
 func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg string, trust *handoffTrust) (*Lease, error) {
 	rest, ok := strings.CutPrefix(msg, owner)
-	if !ok || !o.fresh || (!l.def.Renew && o.lease > HandoffLease) {
+	if !ok || !o.fresh {
 		return nil, nil
 	}
+	rest, told := handoffTold(rest)
+	first := HandoffLease // until the watchdog's first renewal
+	if !l.def.Renew {
+		switch {
+		case told >= o.lease: // the release gave it the spec's lease, which this hold wants
+			first = o.lease
+		case o.lease > HandoffLease:
+			return nil, nil // an attempt extends it to the lease
+		}
+	}
 	rest, ms := handoffTime(rest)
-	start, ok := trust.start(l.c, l.key, ms, o.lease)
+	start, ok := trust.startFor(l.c, l.key, ms, min(first, o.lease))
 	if !ok {
 		return nil, nil
 	}
-	le, err := l.newLeaseFirst(ctx, owner, o, start, HandoffLease)
+	le, err := l.newLeaseFirst(ctx, owner, o, start, first)
 	if le == nil || rest == "" {
 		return le, err
 	}

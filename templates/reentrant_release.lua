@@ -13,7 +13,8 @@
 -- ARGV[3]? prefix: the wake-up channel prefix (a client's channel is
 --   prefix:<clientID>)
 -- ARGV[4]? publish: the publish command (publish or spublish)
--- ARGV[5]? handoff_ms: the lease of a hand-off in milliseconds
+-- ARGV[5]? handoff_ms: the lease of a hand-off in milliseconds; 'l<ms>' for a lock the
+--   watchdog does not renew: its lease, told to the waiter (see hand_on)
 -- ARGV[6]? leaving: '1' when the owner gives up waiting (it leaves the
 --   registry, and hands on a lock it was handed but did not use); '0' or
 --   absent otherwise

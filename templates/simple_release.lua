@@ -10,7 +10,8 @@
 --   one hold; the fast path's call leaves it out)
 -- ARGV[3]? prefix: the wake-up channel prefix
 -- ARGV[4]? publish: the publish command (publish or spublish)
--- ARGV[5]? handoff_ms: the hand-off lease in milliseconds
+-- ARGV[5]? handoff_ms: the hand-off lease in milliseconds; 'l<ms>' for a lock the
+--   watchdog does not renew: its lease, told to the waiter (see hand_on)
 -- ARGV[6]? leaving: '1' when the owner gives up waiting; '0' or absent
 --   otherwise
 -- reply: int

@@ -47,8 +47,12 @@ func NewPrefix(name string) *Prefix { return &Prefix{Name: name, Arg: name} }
 type defaults struct {
 	lease any // the spec's lease in milliseconds
 	reg   any // the registry TTL in milliseconds
+	// told is the hand-off lease a release of a lock the watchdog does
+	// not renew gives, "l<lease ms>" (see hand_on), nil for the others
+	told any
 	// what they were boxed from (a LockDef changed since is boxed again)
 	leaseD, regD time.Duration
+	renew        bool
 }
 
 // Boxed arguments that cost no allocation per call.
@@ -102,10 +106,13 @@ func (l *Lock) Prepare(conn *Conn, def *impl.LockDef, key, mode string, reg time
 	for i, k := range l.keys {
 		l.boxed[i] = k
 	}
-	if a, ok := conn.defaults.Load(def); ok && a.(*defaults).leaseD == def.Lease && a.(*defaults).regD == reg {
+	if a, ok := conn.defaults.Load(def); ok && a.(*defaults).leaseD == def.Lease && a.(*defaults).regD == reg && a.(*defaults).renew == def.Renew {
 		l.defaults = a.(*defaults)
 	} else {
-		l.defaults = &defaults{lease: def.Lease.Milliseconds(), reg: reg.Milliseconds(), leaseD: def.Lease, regD: reg}
+		l.defaults = &defaults{lease: def.Lease.Milliseconds(), reg: reg.Milliseconds(), leaseD: def.Lease, regD: reg, renew: def.Renew}
+		if !def.Renew && def.Kind != impl.Fair && def.Kind != impl.ReadWrite {
+			l.defaults.told = fmt.Sprintf("l%d", def.Lease.Milliseconds())
+		}
 		conn.defaults.Store(def, l.defaults)
 	}
 }
@@ -298,8 +305,10 @@ func (l *Lock) ReleaseFast(ctx context.Context, owner any, lease time.Duration, 
 // not sent); leaving when owner is a waiter that gives up:
 //
 //	KEYS: the lock, then its kind's (Keys)
-//	ARGV: owner, lease_ms, wake prefix, publish command, hand-off lease,
-//	      leaving ('1' or '0'), (read-write:) side, op
+//	ARGV: owner, lease_ms, wake prefix, publish command, hand-off lease
+//	      ("l<spec lease ms>" for a simple, reentrant or fenced lock the
+//	      watchdog does not renew, where receivers are counted), leaving
+//	      ('1' or '0'), (read-write:) side, op
 //
 //	fair_release reply: int
 //	rw_release reply: int
@@ -309,8 +318,16 @@ func (l *Lock) Release(ctx context.Context, owner any, lease time.Duration, leav
 		flag = flag1
 	}
 	prefix, publish := l.wake()
+	handoff := handoffArg
+	if l.told != nil && l.conn.CountsReceivers() {
+		// A lock the watchdog does not renew is handed on with its spec's
+		// lease, told to the waiter, which then need not extend it. (Where
+		// the count of receivers is blind, a waiter that went away could
+		// get it: then the short hand-off lease.)
+		handoff = l.told
+	}
 	var buf [8]any
-	args := append(buf[:0], owner, l.lease(lease), prefix, publish, handoffArg, flag)
+	args := append(buf[:0], owner, l.lease(lease), prefix, publish, handoff, flag)
 	if l.mode != nil {
 		args = append(args, l.mode)
 	}

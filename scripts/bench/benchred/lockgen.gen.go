@@ -52,9 +52,9 @@ var redlockLockScripts = lockgenScripts.RedLocks()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":    "b0915d4ece54376f0f92aa4182d434bc2546cb47",
-	"redlock_acquire": "d418e09cb40bb01c77a37ea9aee83791c73d9b02",
-	"redlock_release": "5b6b52f0fd7fdb2b40245883ede4d68785a77f3e",
+	"force_unlock":    "ba04c017c643cd8ac240aad7eab985705a5f5edc",
+	"redlock_acquire": "3574862c6a19fec69b996b40fce71f18b508c56e",
+	"redlock_release": "866aa810cf1a2a4d61a9ff24c59ffa02a2e67df4",
 	"simple_renew":    "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })
 

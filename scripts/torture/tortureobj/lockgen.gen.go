@@ -173,11 +173,11 @@ var queueScripts = lockgenScripts.Queues()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fenced_acquire":     "32d96c12e00c0aa6755685fc836fb4c17cbd89fd",
-	"force_unlock":       "b0915d4ece54376f0f92aa4182d434bc2546cb47",
+	"fenced_acquire":     "cc33123d9475f66f06b5377ec785f01ba304c74c",
+	"force_unlock":       "ba04c017c643cd8ac240aad7eab985705a5f5edc",
 	"latch_count_down":   "67c5d39a139d71fe77f7df10b53db5467c3764bd",
-	"multi_acquire":      "3e46a24c90ef941cc5ed1c43416e87dca8db45fb",
-	"multi_release":      "572e80f25824c3aaff120d4e1299fb8cbb062b52",
+	"multi_acquire":      "1974b455a7f22a51188ed49be20293fdeec07d5c",
+	"multi_release":      "fee04c4a18bdff2c379278a663be40e3b219e908",
 	"queue_ack":          "0237c871dc4798c623756a46baa0f9f3facf27a5",
 	"queue_bury":         "d4462926f897753533d7ec248f75dc5670e9ac0a",
 	"queue_dead":         "b61bbfa8a621263c52451f4b1f81ce1fcdb25b4d",
@@ -192,16 +192,16 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_remove":       "e0edc6cf16f7a445aafe16560bdf434b44fe78df",
 	"queue_take":         "e0038f16279c0f0fd8f07e9792787583becb6a38",
 	"queue_wait":         "70b10daf027c2468c7c63f962790d9640a81f566",
-	"reentrant_acquire":  "20a1a52ae5b4600a86d40c4d5a5a69431e792b6e",
-	"reentrant_release":  "7053aacc9d9f89169cbfffaba4de4aad1604659e",
+	"reentrant_acquire":  "53d54ffe98022ff268cbb0f5f02b2cb02483f789",
+	"reentrant_release":  "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"semaphore_acquire":  "caf5ac432df83ad0086cd6180a85a6cfaeb2409b",
-	"semaphore_capacity": "37b8088db4bf1463c66f321c1d5bce85c686a607",
+	"semaphore_acquire":  "08409922988bcece8c1e716ec36b760db4df99d5",
+	"semaphore_capacity": "e34b1183c7f5a3ebfb2403cc884a1b0f914c8d84",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
-	"semaphore_release":  "7ce7c02ec1f7551da98df8c06b4062a4f80aa469",
+	"semaphore_release":  "5a9fb284bac1256949fc0eb5567f0dc289634259",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
 	"semaphore_split":    "1039f3ae417cb453ed36c0015bd3428f1b73c202",
-	"semaphore_state":    "a6520f104fadfa274cdf9c5bb56b13d00ec92474",
+	"semaphore_state":    "cc13bd82eea0b19f12d9093bcc327ca7ccf68665",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

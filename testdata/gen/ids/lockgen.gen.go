@@ -84,9 +84,9 @@ var queueScripts = lockgenScripts.Queues()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":      "b0915d4ece54376f0f92aa4182d434bc2546cb47",
-	"multi_acquire":     "3e46a24c90ef941cc5ed1c43416e87dca8db45fb",
-	"multi_release":     "572e80f25824c3aaff120d4e1299fb8cbb062b52",
+	"force_unlock":      "ba04c017c643cd8ac240aad7eab985705a5f5edc",
+	"multi_acquire":     "1974b455a7f22a51188ed49be20293fdeec07d5c",
+	"multi_release":     "fee04c4a18bdff2c379278a663be40e3b219e908",
 	"queue_ack":         "0237c871dc4798c623756a46baa0f9f3facf27a5",
 	"queue_bury":        "d4462926f897753533d7ec248f75dc5670e9ac0a",
 	"queue_dead":        "b61bbfa8a621263c52451f4b1f81ce1fcdb25b4d",
@@ -101,8 +101,8 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_remove":      "e0edc6cf16f7a445aafe16560bdf434b44fe78df",
 	"queue_take":        "e0038f16279c0f0fd8f07e9792787583becb6a38",
 	"queue_wait":        "70b10daf027c2468c7c63f962790d9640a81f566",
-	"reentrant_acquire": "20a1a52ae5b4600a86d40c4d5a5a69431e792b6e",
-	"reentrant_release": "7053aacc9d9f89169cbfffaba4de4aad1604659e",
+	"reentrant_acquire": "53d54ffe98022ff268cbb0f5f02b2cb02483f789",
+	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 })
 

@@ -121,17 +121,17 @@ var readwriteLockScripts = lockgenScripts.Locks(lockimpl.ReadWrite)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fair_acquire":      "979adbc109770fc86af42daae9955e5f01f61206",
-	"fair_force_unlock": "b3e7c3b18780a557832db0597d18eaf890f5c861",
-	"fair_release":      "09e54188229b1ea958f069527bcf2a50f244e3d5",
+	"fair_acquire":      "18099fbc1d01a722219c64e830ed947f943bba2e",
+	"fair_force_unlock": "37a1295f443324bf49790bf24d6d57b864fffe2e",
+	"fair_release":      "8c643e5e507db2706fdd1e87dcbf77b0ac53fc80",
 	"fair_renew":        "cf6eeb2bd6a4596407b75c985f7f8c5b318971a9",
-	"fenced_acquire":    "32d96c12e00c0aa6755685fc836fb4c17cbd89fd",
-	"force_unlock":      "b0915d4ece54376f0f92aa4182d434bc2546cb47",
-	"reentrant_release": "7053aacc9d9f89169cbfffaba4de4aad1604659e",
+	"fenced_acquire":    "cc33123d9475f66f06b5377ec785f01ba304c74c",
+	"force_unlock":      "ba04c017c643cd8ac240aad7eab985705a5f5edc",
+	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"rw_acquire":        "6862a79de7b1fbbf0b634b32f5e6ee6b3e3e70a3",
-	"rw_force_unlock":   "c76c6c6fd39d59d6ae7f013ca6a4d986ba837b5f",
-	"rw_release":        "6a44aae9cd0a4a81f1b153aeb7cb43cfc387d3f1",
+	"rw_acquire":        "437ff9c42c342cdda412e0363e5add3d6d59bf62",
+	"rw_force_unlock":   "b06711f93181772717e4930d7b5648cc76d85fd9",
+	"rw_release":        "7dcc5a4539a3ef4320973092e48c556f791efc38",
 	"rw_renew":          "0c29e183a13fbd77bd45dafe7fa0e59d43a55e96",
 })
 

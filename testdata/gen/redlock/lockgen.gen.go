@@ -104,13 +104,13 @@ var reentrantLockScripts = lockgenScripts.Locks(lockimpl.Reentrant)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":      "b0915d4ece54376f0f92aa4182d434bc2546cb47",
-	"multi_acquire":     "3e46a24c90ef941cc5ed1c43416e87dca8db45fb",
-	"multi_release":     "572e80f25824c3aaff120d4e1299fb8cbb062b52",
-	"redlock_acquire":   "d418e09cb40bb01c77a37ea9aee83791c73d9b02",
-	"redlock_release":   "5b6b52f0fd7fdb2b40245883ede4d68785a77f3e",
-	"reentrant_acquire": "20a1a52ae5b4600a86d40c4d5a5a69431e792b6e",
-	"reentrant_release": "7053aacc9d9f89169cbfffaba4de4aad1604659e",
+	"force_unlock":      "ba04c017c643cd8ac240aad7eab985705a5f5edc",
+	"multi_acquire":     "1974b455a7f22a51188ed49be20293fdeec07d5c",
+	"multi_release":     "fee04c4a18bdff2c379278a663be40e3b219e908",
+	"redlock_acquire":   "3574862c6a19fec69b996b40fce71f18b508c56e",
+	"redlock_release":   "866aa810cf1a2a4d61a9ff24c59ffa02a2e67df4",
+	"reentrant_acquire": "53d54ffe98022ff268cbb0f5f02b2cb02483f789",
+	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"simple_renew":      "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })

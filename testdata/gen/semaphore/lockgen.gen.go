@@ -91,13 +91,13 @@ var semaphoreScripts = lockgenScripts.Semaphores()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"semaphore_acquire":  "caf5ac432df83ad0086cd6180a85a6cfaeb2409b",
-	"semaphore_capacity": "37b8088db4bf1463c66f321c1d5bce85c686a607",
+	"semaphore_acquire":  "08409922988bcece8c1e716ec36b760db4df99d5",
+	"semaphore_capacity": "e34b1183c7f5a3ebfb2403cc884a1b0f914c8d84",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
-	"semaphore_release":  "7ce7c02ec1f7551da98df8c06b4062a4f80aa469",
+	"semaphore_release":  "5a9fb284bac1256949fc0eb5567f0dc289634259",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
 	"semaphore_split":    "1039f3ae417cb453ed36c0015bd3428f1b73c202",
-	"semaphore_state":    "a6520f104fadfa274cdf9c5bb56b13d00ec92474",
+	"semaphore_state":    "cc13bd82eea0b19f12d9093bcc327ca7ccf68665",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

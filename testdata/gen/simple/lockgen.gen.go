@@ -52,11 +52,11 @@ var simpleLockScripts = lockgenScripts.Locks(lockimpl.Simple)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":   "b0915d4ece54376f0f92aa4182d434bc2546cb47",
-	"multi_acquire":  "3e46a24c90ef941cc5ed1c43416e87dca8db45fb",
-	"multi_release":  "572e80f25824c3aaff120d4e1299fb8cbb062b52",
-	"simple_acquire": "bc2f6566be3a7fc3c082b4e80b800fce3daf65a6",
-	"simple_release": "3c944d13f6b365337d8517c01881705fe72ce4e8",
+	"force_unlock":   "ba04c017c643cd8ac240aad7eab985705a5f5edc",
+	"multi_acquire":  "1974b455a7f22a51188ed49be20293fdeec07d5c",
+	"multi_release":  "fee04c4a18bdff2c379278a663be40e3b219e908",
+	"simple_acquire": "0f8c0984db9f679b98223fed9314072c0ee8cccf",
+	"simple_release": "5fee9a937fd3aa8a21bac64e778dc9862feec8ae",
 	"simple_renew":   "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })
 
