@@ -253,6 +253,12 @@
 // ErrItemTooLarge, ErrDeliveryExpired, ErrDeliverySettled, ErrHandlerTimeout,
 // ErrSkipRetry (a handler's error wrapping it dead-letters at once).
 //
+// TakeAny and TryTakeAny take from whichever of several plain queues has
+// an item first (waiting on all of them at once); MoveTo and TryMoveTo
+// move one item from a queue to another, waiting for it: a reliable
+// queue's move is an Enqueue keyed by the item's id and an Ack, so the
+// item is moved once also when a move is cut short (see queuemove.go).
+//
 // # Observers
 //
 // WithObserver installs an Observer that sees operations start and end
