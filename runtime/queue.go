@@ -168,6 +168,9 @@ func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time,
 		return "", nil
 	}
 	q.c.injectItems(ctx, bodies)
+	if key != "" {
+		markUnique(bodies, key) // the item shows its key (queueunique.go)
+	}
 	if err := q.c.checkItemSizes(q.key, bodies); err != nil {
 		return "", err
 	}

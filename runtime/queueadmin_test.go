@@ -329,3 +329,50 @@ func TestQueueItemActions(t *testing.T) {
 		}
 	})
 }
+
+// TestUniqueKeyCarried: an item enqueued under a unique key carries it
+// (Delivery.UniqueKey, SplitItem's fields for inspect) besides what a
+// propagator adds, while Remove by value still finds it; a second Unique
+// enqueue within the spec's window returns the first id.
+func TestUniqueKeyCarried(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := withTimeout(t, 30*time.Second)
+		c := newClient(t, b)
+		d := queueDef(t, false, time.Minute, 3)
+		d.Dedupe = time.Hour
+		q := lockrt.NewReliableQueue(c, d, lockrt.JSON[int]{}, key(t))
+		id, err := q.Enqueue(ctx, 1, lockrt.Unique("order-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := q.Enqueue(ctx, 2, lockrt.Unique("order-1")); err != nil || again != id {
+			t.Fatalf("Unique again: %q, %v; want %q", again, err, id)
+		}
+		raw, err := c.Redis().HGet(ctx, q.Key()+":data", id).Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, fields, payload, err := lockrt.SplitItem(raw); err != nil || fields[lockrt.UniqueKeyField] != "order-1" || string(payload) != "1" {
+			t.Fatalf("stored item: fields %v, payload %q, %v", fields, payload, err)
+		}
+		if _, err := q.Enqueue(ctx, 3, lockrt.WithKey("order-2", time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := q.Remove(ctx, 3); err != nil || !ok {
+			t.Fatalf("Remove of an item with a key: %v, %v", ok, err)
+		}
+		dl, err := q.TryTake(ctx, 0)
+		if err != nil || dl.Value != 1 || dl.UniqueKey() != "order-1" {
+			t.Fatalf("took %v (%v), want 1 with its key", dl, err)
+		}
+		if err := dl.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Offer(ctx, 4); err != nil {
+			t.Fatal(err)
+		}
+		if dl, err := q.TryTake(ctx, 0); err != nil || dl.UniqueKey() != "" {
+			t.Fatalf("an item without a key: %v, %v", dl, err)
+		}
+	})
+}
