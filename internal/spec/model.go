@@ -204,6 +204,10 @@ type Queue struct {
 	CustomCodec *PayloadType
 	Delay       bool      `spec:"delay"`
 	Reliable    *Reliable `spec:"reliable"` // nil when not reliable
+	// Unique is how long a key of Enqueue's lockrt.Unique(key) is kept (a
+	// reliable queue's): unique:, or its first spelling reliable.dedupe.
+	// 0: none.
+	Unique time.Duration `spec:"unique"`
 }
 
 // PayloadType names a Go type by import path.
@@ -223,5 +227,6 @@ func (t PayloadType) String() string {
 type Reliable struct {
 	Visibility    time.Duration `spec:"visibility"`
 	MaxDeliveries int           `spec:"maxDeliveries"`
-	Dedupe        time.Duration `spec:"dedupe"` // 0: none
+	// reliable.dedupe, the first spelling of unique:, is read into
+	// Queue.Unique.
 }

@@ -155,7 +155,19 @@ func parseQueue(p *parser, s *Spec, k *Kind, e entry) {
 				q.Reliable.MaxDeliveries = v
 			}
 			if v, ok := rf.duration("dedupe", false); ok {
-				q.Reliable.Dedupe = v
+				q.Unique = v // unique:'s first spelling
+			}
+		}
+	}
+	if e, ok := f.get("unique"); ok {
+		if v, ok := f.duration("unique", false); ok {
+			switch {
+			case q.Reliable == nil:
+				p.errorf(e.key, "add reliable: { visibility: 30s }, or remove unique", "%s: unique needs a reliable queue (Enqueue is a reliable queue's)", f.what)
+			case q.Unique != 0:
+				p.errorf(e.key, "keep unique: and remove reliable.dedupe (its first spelling)", "%s: unique and reliable.dedupe both set the unique window", f.what)
+			default:
+				q.Unique = v
 			}
 		}
 	}
