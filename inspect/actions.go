@@ -91,6 +91,37 @@ func (in *Inspector) Redrive(ctx context.Context, n int, object string, values .
 	return q.Redrive(ctx, n)
 }
 
+// pausable is what every runtime queue type offers to pause its
+// consumers.
+type pausable interface {
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+}
+
+// Pause pauses the consumers of a queue instance, through the runtime's
+// Pause: producers keep offering, Takes (and workers) take nothing until
+// Resume; waiting Takes keep waiting. Pausing a paused queue changes
+// nothing. It returns ErrUnknownObject, ErrBadParams, ErrUnsupported for
+// an object that is not a queue, or a Redis error.
+func (in *Inspector) Pause(ctx context.Context, object string, values ...string) error {
+	q, _, _, err := in.runtimeQueue(object, values)
+	if err != nil {
+		return err
+	}
+	return q.(pausable).Pause(ctx)
+}
+
+// Resume resumes the consumers of a paused queue instance, through the
+// runtime's Resume, waking its waiting Takes. It returns the errors of
+// Pause.
+func (in *Inspector) Resume(ctx context.Context, object string, values ...string) error {
+	q, _, _, err := in.runtimeQueue(object, values)
+	if err != nil {
+		return err
+	}
+	return q.(pausable).Resume(ctx)
+}
+
 // queueSuffixes are the suffixes of a queue's keys after its ready list
 // (runtime/queue.go's queueKeys).
 var queueSuffixes = []string{"delayed", "data", "seq", "armed", "proc", "inflight", "att", "dead", "err"}

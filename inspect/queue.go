@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/runtime"
 )
 
 // This file is the queues' home in inspect (see kind): reported as
@@ -51,6 +52,9 @@ func (k queueKind) brief(o *ObjectState) string { return k.summary(o) }
 // depths says a queue instance's depths, with ms formatting milliseconds.
 func depths(q *QueueState, ms func(int64) string) string {
 	s := fmt.Sprintf("%d ready, %d delayed, %d in flight, %d dead", q.Ready, q.Delayed, q.InFlight, q.Dead)
+	if q.Paused {
+		s = "PAUSED (consumers take nothing), " + s
+	}
 	if q.NextDueMs != nil {
 		s += ", next due in " + ms(*q.NextDueMs)
 	}
@@ -145,6 +149,13 @@ func (queueKind) view(inst *Instance) View {
 		v.Items = append(v.Items, it)
 	}
 	remove := [3]string{"remove-item", "Remove", "Remove"}
+	bury := [3]string{"bury-item", "Dead-letter", "Move to the dead letters"}
+	unique := func(key string) string {
+		if key == "" {
+			return ""
+		}
+		return fmt.Sprintf(" [unique %q]", key)
+	}
 	deliveries := func(n int) string {
 		if n == 0 {
 			return ""
@@ -152,21 +163,21 @@ func (queueKind) view(inst *Instance) View {
 		return fmt.Sprintf(", %d deliveries", n)
 	}
 	for _, it := range q.ReadyItems {
-		item(ItemReady, it.ID, fmt.Sprintf("ready%s: %s", deliveries(it.Deliveries), it.Body), remove)
+		item(ItemReady, it.ID, fmt.Sprintf("ready%s%s: %s", deliveries(it.Deliveries), unique(it.Unique), it.Body), bury, remove)
 	}
 	for _, it := range q.DelayedItems {
 		due := "undefined"
 		if it.DueMs != nil {
 			due = msText(*it.DueMs)
 		}
-		item(ItemDelayed, it.ID, fmt.Sprintf("delayed, due in %s%s: %s", due, deliveries(it.Deliveries), it.Body),
-			[3]string{"run-item-now", "Run now", "Make ready now"}, remove)
+		item(ItemDelayed, it.ID, fmt.Sprintf("delayed, due in %s%s%s: %s", due, deliveries(it.Deliveries), unique(it.Unique), it.Body),
+			[3]string{"run-item-now", "Run now", "Make ready now"}, bury, remove)
 	}
 	for _, d := range q.Deliveries {
-		item(ItemInFlight, d.ID, fmt.Sprintf("in flight: attempt %d, redelivered in %s: %s", d.Deliveries, msText(d.DeadlineMs), d.Body))
+		item(ItemInFlight, d.ID, fmt.Sprintf("in flight: attempt %d, redelivered in %s%s: %s", d.Deliveries, msText(d.DeadlineMs), unique(d.Unique), d.Body))
 	}
 	for _, d := range q.DeadLetters {
-		item(ItemDead, d.ID, fmt.Sprintf("dead after %d deliveries: %s — %s", d.Deliveries, d.Reason, d.Body),
+		item(ItemDead, d.ID, fmt.Sprintf("dead after %d deliveries%s: %s — %s", d.Deliveries, unique(d.Unique), d.Reason, d.Body),
 			[3]string{"redrive-item", "Redrive", "Redrive"}, remove)
 	}
 	if shown, total := int64(len(v.Items)), q.Ready+q.Delayed+q.InFlight+q.Dead; total > shown {
@@ -174,6 +185,11 @@ func (queueKind) view(inst *Instance) View {
 	}
 	if q.Dead > 0 {
 		v.Actions = append(v.Actions, Offer{Action: "redrive", Label: "Redrive", Question: fmt.Sprintf("Put the %d dead letters of %s back on the queue?", q.Dead, inst.Key)})
+	}
+	if q.Paused {
+		v.Actions = append(v.Actions, Offer{Action: "resume", Label: "Resume", Question: "Resume the consumers of " + inst.Key + "?"})
+	} else {
+		v.Actions = append(v.Actions, Offer{Action: "pause", Label: "Pause", Question: "Pause the consumers of " + inst.Key + " (producers keep offering)?"})
 	}
 	v.Actions = append(v.Actions, Offer{Action: "purge", Label: "Purge", Question: "Delete every item of " + inst.Key + "?"})
 	return v
@@ -193,8 +209,16 @@ func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key st
 	deliveries := pipe.ZRangeWithScores(ctx, sub("inflight"), 0, max-1)
 	dead := pipe.LLen(ctx, sub("dead"))
 	deadIDs := pipe.LRange(ctx, sub("dead"), 0, max-1)
+	paused := pipe.Get(ctx, sub("paused"))
 	return func(nowMs int64) func(redis.Pipeliner) func() {
 		st.Ready, st.Delayed, st.InFlight, st.Dead = ready.Val(), delayed.Val(), inflight.Val(), dead.Val()
+		if since, err := paused.Int64(); err == nil && since > 0 {
+			d := nowMs - since
+			if d < 0 {
+				d = 0 // clocks: nowMs is the server's, as since
+			}
+			st.Paused, st.PausedForMs = true, &d
+		}
 		// ids lists every item whose body and counters are read next:
 		// ready (a reliable queue's ids), delayed, in flight, dead.
 		var ids []string
@@ -245,11 +269,14 @@ func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key st
 					it := &st.DelayedItems[j]
 					it.Deliveries = atoiAny(atts[i])
 					it.Body, it.Codec, it.Carried = splitBody(strAny(bodies[i]))
+					it.Unique = it.Carried[runtime.UniqueKeyField]
 					i++
 				}
 				for j := range st.Deliveries {
+					var carried map[string]string
 					st.Deliveries[j].Deliveries = atoiAny(atts[i])
-					st.Deliveries[j].Body, _, _ = splitBody(strAny(bodies[i]))
+					st.Deliveries[j].Body, _, carried = splitBody(strAny(bodies[i]))
+					st.Deliveries[j].Unique = carried[runtime.UniqueKeyField]
 					i++
 				}
 				var reasons []any

@@ -127,6 +127,11 @@ type QueueState struct {
 	// NextDueMs is how long until the earliest delayed item is due (0
 	// when one is overdue); absent with nothing delayed.
 	NextDueMs *int64 `json:"nextDueMs,omitempty"`
+	// Paused reports that the queue's consumers are paused (the runtime's
+	// Pause): its Takes take nothing until it is resumed. PausedForMs is
+	// how long it has been paused.
+	Paused      bool   `json:"paused,omitempty"`
+	PausedForMs *int64 `json:"pausedForMs,omitempty"`
 	// ReadyItems are the first ready items, first ready first (the next
 	// Take's first). A plain queue's ready items have no id.
 	ReadyItems []QueueItem `json:"readyItems,omitempty"`
@@ -146,6 +151,8 @@ type Delivery struct {
 	DeadlineMs int64 `json:"deadlineMs"` // until it is delivered again
 	// Body is the item's codec bytes, as in DeadLetter.
 	Body string `json:"body,omitempty"`
+	// Unique is the key it was enqueued under, as in DeadLetter.
+	Unique string `json:"unique,omitempty"`
 }
 
 // Item states, as QueueItem.State and ItemResult.Was report them.
@@ -178,6 +185,8 @@ type QueueItem struct {
 	Body    string            `json:"body"`
 	Codec   string            `json:"codec,omitempty"`
 	Carried map[string]string `json:"carried,omitempty"`
+	// Unique is the key it was enqueued under, as in DeadLetter.
+	Unique string `json:"unique,omitempty"`
 }
 
 // DeadLetter is an item on a queue's dead-letter list.
@@ -195,12 +204,17 @@ type DeadLetter struct {
 	// Carried is what the item carries from its producer, such as the
 	// W3C traceparent of the Offer's span (see runtime.ItemPropagator).
 	Carried map[string]string `json:"carried,omitempty"`
+	// Unique is the key the item was enqueued under (the runtime's
+	// Unique or WithKey: asynq's task id), "" when none; Carried holds it
+	// too, as runtime.UniqueKeyField.
+	Unique string `json:"unique,omitempty"`
 }
 
 // deadLetter returns the dead letter id with its stored item raw.
 func deadLetter(id string, raw, reason string, deliveries int) DeadLetter {
 	d := DeadLetter{ID: id, Reason: reason, Deliveries: deliveries}
 	d.Body, d.Codec, d.Carried = splitBody(raw)
+	d.Unique = d.Carried[runtime.UniqueKeyField]
 	return d
 }
 
@@ -208,6 +222,7 @@ func deadLetter(id string, raw, reason string, deliveries int) DeadLetter {
 func queueItem(id, state, raw string, deliveries int) QueueItem {
 	it := QueueItem{ID: id, State: state, Deliveries: deliveries}
 	it.Body, it.Codec, it.Carried = splitBody(raw)
+	it.Unique = it.Carried[runtime.UniqueKeyField]
 	return it
 }
 
