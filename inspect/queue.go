@@ -41,10 +41,17 @@ func (queueKind) total(t *Totals, inst *Instance) {
 	t.Delayed += q.Delayed
 	t.InFlight += q.InFlight
 	t.Dead += q.Dead
+	if q.Paused {
+		t.Paused++
+	}
 }
 
 func (queueKind) summary(o *ObjectState) string {
-	return fmt.Sprintf("%d ready, %d delayed, %d in flight, %d dead", o.Ready, o.Delayed, o.InFlight, o.Dead)
+	s := fmt.Sprintf("%d ready, %d delayed, %d in flight, %d dead", o.Ready, o.Delayed, o.InFlight, o.Dead)
+	if o.Paused > 0 {
+		s += fmt.Sprintf(", %d paused", o.Paused)
+	}
+	return s
 }
 
 func (k queueKind) brief(o *ObjectState) string { return k.summary(o) }
