@@ -126,8 +126,9 @@ func (in *Inspector) Resume(ctx context.Context, object string, values ...string
 // (runtime/queue.go's queueKeys).
 var queueSuffixes = []string{"delayed", "data", "seq", "armed", "proc", "inflight", "att", "dead", "err"}
 
-// Purge deletes every item of a queue: ready, delayed, in flight and dead
-// (one DEL of its keys, which share a slot). Deliveries in flight then
+// Purge deletes every item of a queue: ready, delayed, in flight, dead
+// and the completed ones retention kept (one DEL of its keys, which share
+// a slot); a pause stays. Deliveries in flight then
 // fail their Ack with ErrDeliveryExpired. It reports whether there was
 // anything to delete, or returns ErrUnknownObject, ErrBadParams,
 // ErrUnsupported for an object that is not a queue, or a Redis error.
@@ -145,6 +146,7 @@ func (in *Inspector) Purge(ctx context.Context, object string, values ...string)
 		}
 		ks = append(ks, keys.Sub(key, s))
 	}
+	ks = append(ks, keys.Sub(key, "done")) // what retention kept; a pause stays
 	n, err := in.rdb.Del(ctx, ks...).Result()
 	if err != nil {
 		return false, fmt.Errorf("inspect: purging %s: %w", key, err)

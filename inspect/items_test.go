@@ -252,7 +252,7 @@ func TestItemActionRecord(t *testing.T) {
 // dead letters with its reason (and refuses one in flight), RedriveItem
 // brings it back; Pause shows the queue paused and offers Resume, a
 // runtime Take takes nothing until Resume; an item enqueued under a
-// unique key shows it.
+// unique key shows it; retention shows an acknowledged item as done.
 func TestBuryItemAndPause(t *testing.T) {
 	rdb := redistest.Single(t).Client()
 	in, err := Parse(rdb, "bury.yaml", []byte(`version: 1
@@ -265,6 +265,7 @@ queues:
     delay: true
     reliable: { visibility: 1m }
     unique: 1h
+    retention: { for: 1h, max: 10 }
 `), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -306,6 +307,14 @@ queues:
 	}
 	if err := d.Ack(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// Retention keeps the acknowledged item: shown as done.
+	inst = must[*Instance](t)(in.Instance(ctx, "Jobs"))
+	if c := inst.Queue.Completed; len(c) != 1 || c[0].ID != ready || c[0].State != ItemDone || c[0].Body != `"ready"` || c[0].Unique != "order-7" || c[0].DoneAgoMs == nil {
+		t.Fatalf("completed %+v", c)
+	}
+	if v := ViewOf(inst); !slices.ContainsFunc(v.Items, func(it ViewItem) bool { return it.State == ItemDone && strings.HasPrefix(it.Text, "done ") }) {
+		t.Fatalf("the view shows no done item: %+v", v.Items)
 	}
 
 	if err := in.Pause(ctx, "Jobs"); err != nil {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -29,7 +31,12 @@ func (queueKind) name(spec.Obj) string { return KindQueue }
 func (queueKind) read(ctx context.Context, in *Inspector, pipe redis.Pipeliner, f *found, inst *Instance) reader {
 	st := &QueueState{}
 	inst.Queue = st
-	return in.readQueue(ctx, pipe, f.key, f.obj.obj.(*spec.Queue).Reliable != nil, st)
+	sq := f.obj.obj.(*spec.Queue)
+	var retention time.Duration
+	if sq.Retention != nil {
+		retention = sq.Retention.For
+	}
+	return in.readQueue(ctx, pipe, f.key, sq.Reliable != nil, retention, st)
 }
 
 func (queueKind) total(t *Totals, inst *Instance) {
@@ -96,6 +103,12 @@ func (queueKind) details(tw io.Writer, inst *Instance) {
 		fmt.Fprintln(tw, "\nIN FLIGHT\tATTEMPT\tREDELIVERED IN\tBODY")
 		for _, d := range q.Deliveries {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", d.ID, d.Deliveries, ms(d.DeadlineMs), d.Body)
+		}
+	}
+	if len(q.Completed) > 0 {
+		fmt.Fprintln(tw, "\nDONE\tAGO\tATTEMPT\tBODY")
+		for _, it := range q.Completed {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", it.ID, ms(*it.DoneAgoMs), it.Deliveries, it.Body)
 		}
 	}
 	if len(q.DeadLetters) > 0 {
@@ -190,6 +203,9 @@ func (queueKind) view(inst *Instance) View {
 	if shown, total := int64(len(v.Items)), q.Ready+q.Delayed+q.InFlight+q.Dead; total > shown {
 		v.Note = fmt.Sprintf("first items only: %d of %d shown", shown, total)
 	}
+	for _, it := range q.Completed {
+		item(ItemDone, it.ID, fmt.Sprintf("done %s ago, attempt %d%s: %s", msText(*it.DoneAgoMs), it.Deliveries, unique(it.Unique), it.Body))
+	}
 	if q.Dead > 0 {
 		v.Actions = append(v.Actions, Offer{Action: "redrive", Label: "Redrive", Question: fmt.Sprintf("Put the %d dead letters of %s back on the queue?", q.Dead, inst.Key)})
 	}
@@ -205,7 +221,7 @@ func (queueKind) view(inst *Instance) View {
 // readQueue adds the reads of a queue instance to pipe: its depths and
 // the first items of each kind (ids from the lists and sets, then their
 // bodies, delivery counts and reasons in a second round).
-func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key string, reliable bool, st *QueueState) func(int64) func(redis.Pipeliner) func() {
+func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key string, reliable bool, retention time.Duration, st *QueueState) func(int64) func(redis.Pipeliner) func() {
 	sub := func(s string) string { return keys.Sub(key, s) }
 	max := int64(in.opts.MaxItems)
 	ready := pipe.LLen(ctx, key)
@@ -217,7 +233,14 @@ func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key st
 	dead := pipe.LLen(ctx, sub("dead"))
 	deadIDs := pipe.LRange(ctx, sub("dead"), 0, max-1)
 	paused := pipe.Get(ctx, sub("paused"))
+	var done *redis.StringSliceCmd
+	if retention > 0 {
+		done = pipe.LRange(ctx, sub("done"), 0, max-1)
+	}
 	return func(nowMs int64) func(redis.Pipeliner) func() {
+		if done != nil {
+			st.Completed = completed(done.Val(), nowMs, retention)
+		}
 		st.Ready, st.Delayed, st.InFlight, st.Dead = ready.Val(), delayed.Val(), inflight.Val(), dead.Val()
 		if since, err := paused.Int64(); err == nil && since > 0 {
 			d := nowMs - since
@@ -301,6 +324,31 @@ func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key st
 			}
 		}
 	}
+}
+
+// completed reads the done list's entries ("<id>\n<done ms>\n<delivery>\n<body>",
+// newest first: templates/queue_ack.lua) acknowledged within retention.
+func completed(entries []string, nowMs int64, retention time.Duration) []QueueItem {
+	var out []QueueItem
+	for _, e := range entries {
+		f := strings.SplitN(e, "\n", 4)
+		if len(f) != 4 {
+			continue
+		}
+		ms, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		ago := nowMs - ms
+		if ago > retention.Milliseconds() {
+			break // the rest are older still
+		}
+		ago = max(ago, 0)
+		it := queueItem(f[0], ItemDone, f[3], atoiAny(f[2]))
+		it.DoneAgoMs = &ago
+		out = append(out, it)
+	}
+	return out
 }
 
 // waitsFor: none; a queue has no holders.

@@ -141,6 +141,10 @@ type QueueState struct {
 	DelayedItems []QueueItem  `json:"delayedItems,omitempty"`
 	Deliveries   []Delivery   `json:"deliveries,omitempty"`  // in flight, earliest deadline first
 	DeadLetters  []DeadLetter `json:"deadLetters,omitempty"` // oldest first
+	// Completed are the items acknowledged within the spec's retention
+	// window, newest first (a queue with retention: { for: ... }), with
+	// DoneAgoMs.
+	Completed []QueueItem `json:"completed,omitempty"`
 }
 
 // Delivery is an item in flight on a reliable queue.
@@ -162,6 +166,7 @@ const (
 	ItemDelayed  = "delayed"
 	ItemInFlight = "in-flight"
 	ItemDead     = "dead"
+	ItemDone     = "done" // acknowledged, kept by the queue's retention
 )
 
 // QueueItem is one item of a queue: a ready or delayed one in a listing,
@@ -180,6 +185,8 @@ type QueueItem struct {
 	DueMs *int64 `json:"dueMs,omitempty"`
 	// DeadlineMs is how long until an item in flight is delivered again.
 	DeadlineMs *int64 `json:"deadlineMs,omitempty"`
+	// DoneAgoMs is how long ago a completed item was acknowledged.
+	DoneAgoMs *int64 `json:"doneAgoMs,omitempty"`
 	// Reason is why a dead letter is dead.
 	Reason string `json:"reason,omitempty"`
 	// Body, Codec and Carried are as in DeadLetter.

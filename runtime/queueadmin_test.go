@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	lockrt "github.com/lockgen/lockgen/runtime"
 )
 
@@ -375,4 +377,97 @@ func TestUniqueKeyCarried(t *testing.T) {
 			t.Fatalf("an item without a key: %v, %v", dl, err)
 		}
 	})
+}
+
+// TestQueueRetention: a queue with retention keeps its acknowledged
+// items, newest first, at most max, for the window; an Ack costs exactly
+// five commands more than without retention (INFO commandstats of a node
+// of the test's own).
+func TestQueueRetention(t *testing.T) {
+	t.Parallel()
+	ctx := withTimeout(t, 30*time.Second)
+	node := ownClient(t)
+	c := lockrt.New(node)
+	defer c.Close()
+	kept := queueDef(t, false, time.Minute, 3)
+	kept.Retention, kept.RetainMax = time.Hour, 3
+	q := lockrt.NewReliableQueue(c, kept, lockrt.JSON[int]{}, key(t, "kept"))
+	plain := lockrt.NewReliableQueue(c, queueDef(t, false, time.Minute, 3), lockrt.JSON[int]{}, key(t, "plain"))
+	if err := c.Preload(ctx, kept.Scripts.Offer, kept.Scripts.Take, kept.Scripts.Ack, kept.Scripts.Nack); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		if _, err := q.Offer(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := plain.Offer(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := q.TryTake(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Nack(ctx, errors.New("again")); err != nil { // item 1 comes back as attempt 2, last
+		t.Fatal(err)
+	}
+	check := commandCheck(t, []*redis.Client{node})
+	ack := func(q *lockrt.ReliableQueue[int]) func() error {
+		return func() error {
+			d, err := q.TryTake(ctx, 0)
+			if err != nil {
+				return err
+			}
+			return d.Ack(ctx)
+		}
+	}
+	// A TryTake and an Ack: the claim's HGET of the body, the Ack's HGET
+	// of the delivery count; with retention, the Ack's HGET of the body,
+	// LPUSH, LTRIM and PEXPIRE, and its TIME (not counted here: the
+	// delay timer's move, which the claim announces, reads TIME too).
+	check("Ack without retention", ack(plain), map[string]int64{"hget": 2, "hdel": 3, "zrem": 1, "lpush": 0, "ltrim": 0, "pexpire": 0})
+	check("Ack with retention", ack(q), map[string]int64{"hget": 3, "hdel": 3, "zrem": 1, "lpush": 1, "ltrim": 1, "pexpire": 1})
+	for range 4 {
+		if err := ack(q)(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done, err := q.Completed(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range done {
+		got = append(got, fmt.Sprintf("%d#%d", it.Value, it.Attempt))
+		if it.DecodeErr != nil || it.ID == "" || time.Since(it.Done) > time.Minute {
+			t.Errorf("completed item %+v", it)
+		}
+	}
+	if want := []string{"1#2", "5#1", "4#1"}; !slices.Equal(got, want) {
+		t.Fatalf("completed %v, want %v (newest first, at most 3)", got, want)
+	}
+	if _, err := plain.Completed(ctx, 10); !errors.Is(err, lockrt.ErrInvalidArgument) {
+		t.Fatalf("Completed without retention: %v", err)
+	}
+
+	// The window: items older than it are not shown, and the list expires.
+	short := queueDef(t, false, time.Minute, 3)
+	short.Retention, short.RetainMax = 200*time.Millisecond, 10
+	sq := lockrt.NewReliableQueue(c, short, lockrt.JSON[int]{}, key(t, "short"))
+	if _, err := sq.Offer(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := ack(sq)(); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := sq.Completed(ctx, 10); err != nil || len(done) != 1 {
+		t.Fatalf("completed %v, %v; want 1", done, err)
+	}
+	time.Sleep(2 * short.Retention) // the window, twice
+	if done, err := sq.Completed(ctx, 10); err != nil || len(done) != 0 {
+		t.Fatalf("completed past the window %v, %v; want none", done, err)
+	}
+	if n, err := node.Exists(ctx, sq.Key()+":done").Result(); err != nil || n != 0 {
+		t.Fatalf("the done list outlived its window: %d, %v", n, err)
+	}
 }

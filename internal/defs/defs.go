@@ -90,5 +90,8 @@ func Queue(q *spec.Queue) *lockimpl.QueueDef {
 	if r := q.Reliable; r != nil {
 		d.Visibility, d.MaxDeliveries, d.Dedupe = r.Visibility, r.MaxDeliveries, q.Unique
 	}
+	if r := q.Retention; r != nil {
+		d.Retention, d.RetainMax = r.For, r.Max
+	}
 	return d
 }

@@ -171,6 +171,25 @@ func parseQueue(p *parser, s *Spec, k *Kind, e entry) {
 			}
 		}
 	}
+	if r, ok := f.get("retention"); ok {
+		switch {
+		case r.val.Kind != yaml.MappingNode:
+			p.errorf(r.at, "for example retention: { for: 1h, max: 1000 }", "%s: retention must be a mapping, not %s", f.what, describe(r.val))
+		case q.Reliable == nil:
+			p.errorf(r.key, "add reliable: { visibility: 30s }, or remove retention", "%s: retention needs a reliable queue (it keeps acknowledged items)", f.what)
+		default:
+			rf := p.fieldsOf(r.val, f.what+": retention", r.key, k.Extra["retention"])
+			q.Retention = &Retention{Max: DefaultRetainMax}
+			if v, ok := rf.duration("for", false); ok {
+				q.Retention.For = v
+			} else {
+				rf.missing("for", "how long an acknowledged item is kept to inspect, e.g. for: 1h")
+			}
+			if v, ok := rf.integer("max", 1); ok {
+				q.Retention.Max = v
+			}
+		}
+	}
 	k.append(s, q)
 }
 

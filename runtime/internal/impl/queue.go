@@ -32,6 +32,8 @@ type QueueDef struct {
 	Visibility    time.Duration // reliable: how long a delivery stays hidden before it is redelivered
 	MaxDeliveries int           // reliable: deliveries before an item is dead-lettered
 	Dedupe        time.Duration // reliable: how long a dedupe key lives (0: none)
+	Retention     time.Duration // reliable: how long an acknowledged item is shown (0: not kept)
+	RetainMax     int           // reliable: how many acknowledged items are kept at most
 	Scripts       *QueueScripts
 }
 

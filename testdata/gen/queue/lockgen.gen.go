@@ -74,7 +74,8 @@ var (
 // OrderClose closes an order 30 minutes after it was created, unless it was paid.
 //
 // Delayed reliable queue of orders.CloseRequest on key shop:{OrderClose:order-close},
-// visibility 30s, at most 5 deliveries.
+// visibility 30s, at most 5 deliveries,
+// completed items kept 24h (at most 500), unique keys kept 1h.
 func (q *Queues) OrderClose() *lockrt.DelayedReliableQueue[orders.CloseRequest] {
 	return q.orderClose
 }
@@ -87,6 +88,9 @@ var (
 		Reliable:      true,
 		Visibility:    30 * time.Second,
 		MaxDeliveries: 5,
+		Dedupe:        time.Hour,
+		Retention:     24 * time.Hour,
+		RetainMax:     500,
 		Scripts:       queueScripts,
 	}
 )
@@ -130,7 +134,7 @@ var queueScripts = lockgenScripts.Queues()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"queue_ack":     "0237c871dc4798c623756a46baa0f9f3facf27a5",
+	"queue_ack":     "90d7d38337d15f54c8811c52d60dcfb235d3ee53",
 	"queue_bury":    "d4462926f897753533d7ec248f75dc5670e9ac0a",
 	"queue_dead":    "b61bbfa8a621263c52451f4b1f81ce1fcdb25b4d",
 	"queue_delayed": "e0c6c208f2b21d41adbd4710f37a4f39e7909c21",
