@@ -147,6 +147,7 @@ func (queueKind) gauges(o *ObjectState) []Gauge {
 	}{{"ready", o.Ready}, {"delayed", o.Delayed}, {"in_flight", o.InFlight}, {"dead", o.Dead}} {
 		gs = append(gs, Gauge{Name: "lockgen_queue_items", Help: "Items of a queue by state, summed over its instances.", Value: float64(s.n), Labels: []string{"state", s.state}})
 	}
+	gs = append(gs, Gauge{Name: "lockgen_queue_paused", Help: "Instances of a queue whose consumers are paused.", Value: float64(o.Paused)})
 	return append(gs, Gauge{Name: "lockgen_queue_dead_letters", Help: "Items on a queue's dead-letter lists.", Value: float64(o.Dead)})
 }
 

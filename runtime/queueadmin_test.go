@@ -471,3 +471,31 @@ func TestQueueRetention(t *testing.T) {
 		t.Fatalf("the done list outlived its window: %d, %v", n, err)
 	}
 }
+
+// TestRetentionLostAck: an Ack with retention whose reply was lost keeps
+// the item once, not twice (the Ack sent again finds it settled).
+func TestRetentionLostAck(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := withTimeout(t, 30*time.Second)
+		c, l, _ := lossyClient(t, b)
+		d := queueDef(t, false, time.Minute, 3)
+		d.Retention, d.RetainMax = time.Hour, 10
+		q := lockrt.NewReliableQueue(c, d, lockrt.JSON[int]{}, key(t))
+		if _, err := q.Offer(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		dl, err := q.TryTake(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.lose(d.Scripts.Ack.SHA1, 1)
+		if err := dl.Ack(ctx); err != nil {
+			t.Fatalf("Ack with its reply lost: %v", err)
+		}
+		mustLose(t, l)
+		done, err := q.Completed(ctx, 10)
+		if err != nil || len(done) != 1 || done[0].Value != 1 || done[0].ID != dl.ID() {
+			t.Fatalf("completed %+v, %v; want the item once", done, err)
+		}
+	})
+}
