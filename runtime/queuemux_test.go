@@ -251,3 +251,42 @@ func TestPlainServe(t *testing.T) {
 		}
 	})
 }
+
+// TestMuxWeightedConcurrent: four workers over three full queues of
+// weights 3, 2 and 1 share the first 240 items close to 120, 80 and 40
+// (workers pick concurrently, so the exact round robin of one worker
+// bends by a few items).
+func TestMuxWeightedConcurrent(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := withTimeout(t, 60*time.Second)
+		c := newClient(t, b)
+		items := make([]int, 200)
+		m := lockrt.NewMux()
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		log := &muxLog{stopAt: 240, cancel: cancel}
+		for i, name := range []string{"high", "mid", "low"} {
+			q := lockrt.NewReliableQueue(c, queueDef(t, false, time.Minute, 3), lockrt.JSON[int]{}, key(t, name))
+			if _, err := q.OfferMany(ctx, items...); err != nil {
+				t.Fatal(err)
+			}
+			lockrt.Handle(m, q, 3-i, log.handler(name))
+		}
+		if err := m.Serve(sctx, lockrt.WithConcurrency(4)); err != nil {
+			t.Fatal(err)
+		}
+		log.mu.Lock()
+		first := slices.Clone(log.seq[:240])
+		log.mu.Unlock()
+		n := map[string]int{}
+		for _, s := range first {
+			n[s]++
+		}
+		t.Logf("first 240: %v", n)
+		for name, want := range map[string]int{"high": 120, "mid": 80, "low": 40} {
+			if d := n[name] - want; d < -12 || d > 12 {
+				t.Errorf("%s: %d of the first 240, want %d±12 (%v)", name, n[name], want, n)
+			}
+		}
+	})
+}
