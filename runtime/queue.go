@@ -783,7 +783,8 @@ func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (_ T, err error
 
 // TakeN removes and returns up to n items, first ready first, waiting as
 // long as the context allows until at least one is ready. It is one round
-// trip (LPOP with a count, or BLMPOP when it has to wait). Items that do
+// trip (queue_pop: LPOP with a count after the pause check) when an item
+// is ready. Items that do
 // not decode are dead-lettered as by Take.
 //
 // It returns ErrInvalidArgument for n < 1, and the errors of Take.
