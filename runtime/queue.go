@@ -784,8 +784,7 @@ func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (_ T, err error
 // TakeN removes and returns up to n items, first ready first, waiting as
 // long as the context allows until at least one is ready. It is one round
 // trip (queue_pop: LPOP with a count after the pause check) when an item
-// is ready. Items that do
-// not decode are dead-lettered as by Take.
+// is ready. Items that do not decode are dead-lettered as by Take.
 //
 // It returns ErrInvalidArgument for n < 1, and the errors of Take.
 func (q *Queue[T]) TakeN(ctx context.Context, n int) ([]T, error) {
