@@ -23,7 +23,9 @@
 // A queue instance lists its items with their ids: the first ready ones,
 // the delayed ones with their due times, the deliveries in flight with
 // their attempt and deadline, and the dead letters with their reasons
-// (inspect.QueueState), and the unique key an item was enqueued under.
+// (inspect.QueueState), the unique key an item was enqueued under, and,
+// for a queue whose spec keeps them (retention), the items acknowledged
+// within the window, as done.
 // The page offers remove on ready, delayed and dead items, redrive on dead
 // letters, run now on delayed items and dead-letter (bury-item, with an
 // optional "reason") on ready and delayed ones; and pause or resume on a

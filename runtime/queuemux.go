@@ -507,9 +507,10 @@ func (q *Queue[T]) handle(hctx context.Context, v T, body []byte, handler func(c
 // gracefully: it takes nothing more and lets the running handlers finish
 // within the shutdown timeout (then their contexts are cancelled with
 // ErrShutdown as cause). A plain queue is at most once: an item is gone
-// from Redis once taken, so an item whose handler fails, panics or times
-// out is not retried (the error goes to WithErrorHandler), and an item
-// whose process dies while handling it is lost. Use a reliable queue for
+// from Redis once taken, so an item whose handler fails, panics, times
+// out or is cut short by the shutdown timeout is not retried (the error
+// goes to WithErrorHandler), and an item whose process dies while
+// handling it is lost. Use a reliable queue for
 // at-least-once handling with retries. Items that do not decode go to
 // the dead letters without reaching the handler.
 //
