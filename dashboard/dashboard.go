@@ -13,10 +13,10 @@
 //	                          page shows it (inspect.Brief), and the wait-for graph (JSON)
 //	GET  /api/objects/{name}  one object's live instances (JSON), each with its "view"
 //	                          (inspect.View: what the page shows and offers)
-//	POST /api/action          {"action": "force-unlock"|"redrive"|"purge"|"set-permits",
+//	POST /api/action          {"action": "force-unlock"|"redrive"|"purge"|"set-permits"|"pause"|"resume",
 //	                           "object": "Order", "params": ["42"], "n": 0}
 //	                          or on one queue item by id:
-//	                          {"action": "remove-item"|"redrive-item"|"run-item-now",
+//	                          {"action": "remove-item"|"redrive-item"|"run-item-now"|"bury-item",
 //	                           "object": "Email", "params": ["acme"], "id": "billing.7"}
 //	GET  /metrics             the observed state in Prometheus' text format
 //	GET  /api/history/{name}  one object's last hour, a minute at a time (JSON; see History)
@@ -24,8 +24,13 @@
 // A queue instance lists its items with their ids: the first ready ones,
 // the delayed ones with their due times, the deliveries in flight with
 // their attempt and deadline, and the dead letters with their reasons
-// (inspect.QueueState). The page offers remove on ready, delayed and dead
-// items, redrive on dead letters and run now on delayed items. An item
+// (inspect.QueueState), the unique key an item was enqueued under, and,
+// for a queue whose spec keeps them (retention), the items acknowledged
+// within the window, as done.
+// The page offers remove on ready, delayed and dead items, redrive on dead
+// letters, run now on delayed items and dead-letter (bury-item, with an
+// optional "reason") on ready and delayed ones; and pause or resume on a
+// queue instance, whose state then starts with PAUSED. An item
 // action answers 200 with "was" (where the item was: ready, delayed,
 // in-flight, dead, or "" when no item has the id) and "done" (whether it
 // changed it): a second run, or an unknown id, answers done false and
@@ -264,13 +269,18 @@ type Action struct {
 	// N is redrive's count (0: all) or set-permits' capacity (0: the
 	// spec's).
 	N int `json:"n"`
-	// ID is the queue item of remove-item, redrive-item and run-item-now.
+	// ID is the queue item of remove-item, redrive-item, run-item-now and
+	// bury-item.
 	ID string `json:"id,omitempty"`
+	// Reason is bury-item's reason for the dead letter (default
+	// inspect.DefaultBuryReason).
+	Reason string `json:"reason,omitempty"`
 }
 
 // itemActions maps the item actions of the API to inspect's.
 var itemActions = map[string]string{
 	"remove-item": inspect.ActionRemove, "redrive-item": inspect.ActionRedrive, "run-item-now": inspect.ActionRunNow,
+	"bury-item": inspect.ActionBury,
 }
 
 // ItemReply is the reply to an item action.
@@ -318,6 +328,12 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 		var did bool
 		did, err = h.in.Purge(ctx, a.Object, a.Params...)
 		result = fmt.Sprintf("purged (had items: %v)", did)
+	case "pause":
+		err = h.in.Pause(ctx, a.Object, a.Params...)
+		result = "paused its consumers (producers keep offering)"
+	case "resume":
+		err = h.in.Resume(ctx, a.Object, a.Params...)
+		result = "resumed its consumers"
 	case "set-permits":
 		err = h.in.SetPermits(ctx, a.N, a.Object, a.Params...)
 		result = fmt.Sprintf("permits set to %d", a.N)
@@ -345,6 +361,8 @@ func (h *handler) itemAction(ctx context.Context, w http.ResponseWriter, action 
 		r, err = h.in.RemoveItem(ctx, a.ID, a.Object, a.Params...)
 	case inspect.ActionRedrive:
 		r, err = h.in.RedriveItem(ctx, a.ID, a.Object, a.Params...)
+	case inspect.ActionBury:
+		r, err = h.in.BuryItem(ctx, a.ID, a.Reason, a.Object, a.Params...)
 	default:
 		r, err = h.in.RunItemNow(ctx, a.ID, a.Object, a.Params...)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -199,7 +200,7 @@ func TestSummariesAndViews(t *testing.T) {
 	for _, it := range v.Items {
 		states = append(states, it.State)
 	}
-	if got := strings.Join(states, " "); got != "ready ready delayed in-flight dead" || len(v.Actions) != 2 {
+	if got := strings.Join(states, " "); got != "ready ready delayed in-flight dead" || len(v.Actions) != 3 || v.Actions[1].Action != "pause" { // redrive, pause, purge
 		t.Errorf("Email's view: items %s, actions %+v", got, v.Actions)
 	}
 }
@@ -310,6 +311,64 @@ func TestItemActions(t *testing.T) {
 		if code, _, raw := act(body); code != want {
 			t.Errorf("%s: %d %s, want %d", body, code, raw, want)
 		}
+	}
+}
+
+// TestQueueOps pauses and resumes the demo's Email("acme") queue (the
+// listing says PAUSED and offers resume; a Take takes nothing meanwhile)
+// and dead-letters one ready item with a reason (bury-item).
+func TestQueueOps(t *testing.T) {
+	srv, rdb := setup(t, dashboard.Options{})
+	ctx := t.Context()
+	const key = "ops:{Email:email:acme}"
+	offers := func() []string {
+		var l inspect.Listing
+		get(t, srv.URL+"/api/objects/Email", &l)
+		var as []string
+		for _, a := range inspect.ViewOf(l.Instances[0]).Actions {
+			as = append(as, a.Action)
+		}
+		return as
+	}
+	if as := offers(); !slices.Contains(as, "pause") || slices.Contains(as, "resume") {
+		t.Fatalf("a running queue offers %v, want pause", as)
+	}
+	code, m := post(t, srv.URL+"/api/action", "application/json", `{"action":"pause","object":"Email","params":["acme"]}`)
+	if code != 200 || !strings.Contains(m["result"], "paused") {
+		t.Fatalf("pause: %d %v", code, m)
+	}
+	if rdb.Exists(ctx, key+":paused").Val() != 1 {
+		t.Fatal("no pause key")
+	}
+	var l inspect.Listing
+	get(t, srv.URL+"/api/objects/Email", &l)
+	if q := l.Instances[0].Queue; !q.Paused || !strings.HasPrefix(inspect.ViewOf(l.Instances[0]).State, "PAUSED") {
+		t.Fatalf("the listing of a paused queue: %+v", q)
+	}
+	if as := offers(); !slices.Contains(as, "resume") {
+		t.Fatalf("a paused queue offers %v, want resume", as)
+	}
+	ready := rdb.LRange(ctx, key, 0, -1).Val()
+	r, err := http.Post(srv.URL+"/api/action", "application/json", strings.NewReader(
+		`{"action":"bury-item","object":"Email","params":["acme"],"id":"`+ready[0]+`","reason":"bounced"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply dashboard.ItemReply
+	json.NewDecoder(r.Body).Decode(&reply)
+	r.Body.Close()
+	if r.StatusCode != 200 || !reply.Done || reply.Was != "ready" {
+		t.Fatalf("bury-item: %d %+v", r.StatusCode, reply)
+	}
+	if reason := rdb.HGet(ctx, key+":err", ready[0]).Val(); reason != "bounced" {
+		t.Errorf("the dead letter's reason is %q", reason)
+	}
+	code, m = post(t, srv.URL+"/api/action", "application/json", `{"action":"resume","object":"Email","params":["acme"]}`)
+	if code != 200 || !strings.Contains(m["result"], "resumed") || rdb.Exists(ctx, key+":paused").Val() != 0 {
+		t.Fatalf("resume: %d %v", code, m)
+	}
+	if code, m := post(t, srv.URL+"/api/action", "application/json", `{"action":"pause","object":"Order","params":["42"]}`); code != 400 {
+		t.Errorf("pause of a lock: %d %v, want 400", code, m)
 	}
 }
 

@@ -91,12 +91,44 @@ func (in *Inspector) Redrive(ctx context.Context, n int, object string, values .
 	return q.Redrive(ctx, n)
 }
 
+// pausable is what every runtime queue type offers to pause its
+// consumers.
+type pausable interface {
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+}
+
+// Pause pauses the consumers of a queue instance, through the runtime's
+// Pause: producers keep offering, Takes (and workers) take nothing until
+// Resume; waiting Takes keep waiting. Pausing a paused queue changes
+// nothing. It returns ErrUnknownObject, ErrBadParams, ErrUnsupported for
+// an object that is not a queue, or a Redis error.
+func (in *Inspector) Pause(ctx context.Context, object string, values ...string) error {
+	q, _, _, err := in.runtimeQueue(object, values)
+	if err != nil {
+		return err
+	}
+	return q.(pausable).Pause(ctx)
+}
+
+// Resume resumes the consumers of a paused queue instance, through the
+// runtime's Resume, waking its waiting Takes. It returns the errors of
+// Pause.
+func (in *Inspector) Resume(ctx context.Context, object string, values ...string) error {
+	q, _, _, err := in.runtimeQueue(object, values)
+	if err != nil {
+		return err
+	}
+	return q.(pausable).Resume(ctx)
+}
+
 // queueSuffixes are the suffixes of a queue's keys after its ready list
 // (runtime/queue.go's queueKeys).
 var queueSuffixes = []string{"delayed", "data", "seq", "armed", "proc", "inflight", "att", "dead", "err"}
 
-// Purge deletes every item of a queue: ready, delayed, in flight and dead
-// (one DEL of its keys, which share a slot). Deliveries in flight then
+// Purge deletes every item of a queue: ready, delayed, in flight, dead
+// and the completed ones retention kept (one DEL of its keys, which share
+// a slot); a pause stays. Deliveries in flight then
 // fail their Ack with ErrDeliveryExpired. It reports whether there was
 // anything to delete, or returns ErrUnknownObject, ErrBadParams,
 // ErrUnsupported for an object that is not a queue, or a Redis error.
@@ -114,6 +146,7 @@ func (in *Inspector) Purge(ctx context.Context, object string, values ...string)
 		}
 		ks = append(ks, keys.Sub(key, s))
 	}
+	ks = append(ks, keys.Sub(key, "done")) // what retention kept; a pause stays
 	n, err := in.rdb.Del(ctx, ks...).Result()
 	if err != nil {
 		return false, fmt.Errorf("inspect: purging %s: %w", key, err)

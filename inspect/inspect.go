@@ -14,9 +14,11 @@
 //
 // A queue instance lists its first items of each kind by id (QueueState:
 // ReadyItems, DelayedItems, Deliveries, DeadLetters), and Item finds one
-// by id wherever it is. The item actions run one script of this package's
-// own (item.lua), which finds where the item is and acts in the same run;
-// it records its operation for a minute, so that go-redis sending it
+// by id wherever it is. The item actions run the runtime's item script
+// (templates/queue_item.lua, the one behind its RunNow, BuryID, RedriveID
+// and RemoveID), which finds where the item is and acts in the same run,
+// waking a waiting Take for an item it makes ready; it records its
+// operation for a minute, so that go-redis sending it
 // again after a lost reply gets the first run's answer. They are safe to
 // run twice: ItemResult says where the item was (nowhere, the second
 // time) and whether the action changed it, and Refused tells an item the

@@ -2,17 +2,14 @@ package inspect
 
 import (
 	"context"
-	"crypto/rand"
-	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // Item actions, as ItemResult.Action and the dashboard name them.
@@ -20,25 +17,20 @@ const (
 	ActionRemove  = "remove"
 	ActionRedrive = "redrive"
 	ActionRunNow  = "run-now"
+	ActionBury    = "bury" // move to the dead letters
 )
 
-// itemScript is inspect's own script for the item actions (item.lua): the
-// runtime's RemoveID takes an item off the lists in a MULTI, but cannot
-// say where it was nor tell an item in flight from one that is gone, and
-// the runtime has no call that redrives or runs one item.
-//
-//go:embed item.lua
-var itemSource string
+// The item actions run the runtime's queue_item script (through
+// lockimpl.QueueItemAction): the runtime's RunNow, BuryID, RedriveID and
+// RemoveID are the same call.
 
-var itemScript = redis.NewScript(itemSource)
-
-// recordTTL is how long an item action's record lives: long enough for
-// go-redis to send the script again after a lost reply.
-const recordTTL = time.Minute
+// DefaultBuryReason is the reason BuryItem gives a dead letter when its
+// caller gives none.
+const DefaultBuryReason = "dead-lettered by an operator"
 
 // ItemResult is what an action on one item of a queue did.
 type ItemResult struct {
-	Action string `json:"action"` // ActionRemove, ActionRedrive or ActionRunNow
+	Action string `json:"action"` // ActionRemove, ActionRedrive, ActionRunNow or ActionBury
 	Key    string `json:"key"`    // the queue instance's key
 	ID     string `json:"id"`
 	// Was is where the item was when the action ran: ItemReady,
@@ -52,8 +44,9 @@ type ItemResult struct {
 }
 
 // Applies reports whether an item action (ActionRemove, ActionRedrive,
-// ActionRunNow) changes an item in state: a remove one that is ready,
-// delayed or dead, a redrive a dead one, a run-now a delayed one.
+// ActionRunNow, ActionBury) changes an item in state: a remove one that
+// is ready, delayed or dead, a redrive a dead one, a run-now a delayed
+// one, a bury a ready or delayed one.
 func Applies(action, state string) bool {
 	switch action {
 	case ActionRemove:
@@ -62,6 +55,8 @@ func Applies(action, state string) bool {
 		return state == ItemDead
 	case ActionRunNow:
 		return state == ItemDelayed
+	case ActionBury:
+		return state == ItemReady || state == ItemDelayed
 	}
 	return false
 }
@@ -70,15 +65,19 @@ func Applies(action, state string) bool {
 // to it where it is: a remove of an item in flight, a redrive of an item
 // that is not dead, a run-now of one that is not delayed. A result that
 // is neither Done nor Refused is a second run's: the item is gone, or
-// (redrive, run-now) ready already; nothing needed doing.
+// (redrive, run-now) ready already, or (bury) dead already; nothing
+// needed doing.
 func (r ItemResult) Refused() bool {
 	return !r.Done && r.Was != "" && r.Was != r.target()
 }
 
 // target is where the action puts an item ("" for gone).
 func (r ItemResult) target() string {
-	if r.Action == ActionRemove {
+	switch r.Action {
+	case ActionRemove:
 		return ""
+	case ActionBury:
+		return ItemDead
 	}
 	return ItemReady
 }
@@ -91,6 +90,8 @@ func (r ItemResult) String() string {
 		return fmt.Sprintf("removed %s (it was %s)", what, r.Was)
 	case r.Done && r.Action == ActionRedrive:
 		return fmt.Sprintf("redrove %s: ready again, its delivery count reset", what)
+	case r.Done && r.Action == ActionBury:
+		return fmt.Sprintf("moved %s to the dead letters (it was %s)", what, r.Was)
 	case r.Done:
 		return fmt.Sprintf("%s is ready now (it was delayed)", what)
 	case r.Was == "":
@@ -101,6 +102,8 @@ func (r ItemResult) String() string {
 		return fmt.Sprintf("%s is in flight: not removed (remove it once it is settled or dead-lettered); nothing changed", what)
 	case r.Action == ActionRedrive:
 		return fmt.Sprintf("%s is %s, not dead: not redriven; nothing changed", what, r.Was)
+	case r.Action == ActionBury:
+		return fmt.Sprintf("%s is %s: not dead-lettered (a delivery in flight is settled by its consumer); nothing changed", what, r.Was)
 	}
 	return fmt.Sprintf("%s is %s, not delayed: not run now; nothing changed", what, r.Was)
 }
@@ -124,6 +127,18 @@ func (in *Inspector) RedriveItem(ctx context.Context, id, object string, values 
 	return in.itemAction(ctx, ActionRedrive, id, object, values)
 }
 
+// BuryItem moves the ready or delayed item id of a queue instance to its
+// dead letters with reason (DefaultBuryReason when ""), keeping its
+// delivery count. It changes nothing for an item in flight (Refused: its
+// consumer settles it) or dead already, nor when no item has the id (Was
+// ""). It returns the errors of RemoveItem.
+func (in *Inspector) BuryItem(ctx context.Context, id, reason, object string, values ...string) (ItemResult, error) {
+	if reason == "" {
+		reason = DefaultBuryReason
+	}
+	return in.itemActionWhy(ctx, ActionBury, id, reason, object, values)
+}
+
 // RunItemNow makes the delayed item id of a queue instance ready now: it
 // moves to the end of the ready list, as the delay timer moves a due item
 // (a plain queue's item then has no id: its ready list holds bodies). It
@@ -138,7 +153,11 @@ func (in *Inspector) RunItemNow(ctx context.Context, id, object string, values .
 var ErrNoID = errors.New("inspect: an item action needs the item's id")
 
 func (in *Inspector) itemAction(ctx context.Context, action, id, object string, values []string) (ItemResult, error) {
-	key, reliable, err := in.queueKey(object, values)
+	return in.itemActionWhy(ctx, action, id, "", object, values)
+}
+
+func (in *Inspector) itemActionWhy(ctx context.Context, action, id, reason, object string, values []string) (ItemResult, error) {
+	q, _, key, err := in.runtimeQueue(object, values)
 	if err != nil {
 		return ItemResult{}, err
 	}
@@ -146,23 +165,11 @@ func (in *Inspector) itemAction(ctx context.Context, action, id, object string, 
 	if id == "" {
 		return r, fmt.Errorf("%w (%s of %s)", ErrNoID, action, key)
 	}
-	var op [12]byte
-	rand.Read(op[:])
-	ks := append(queueKeyList(key), keys.Sub(key, "op:inspect-"+hex.EncodeToString(op[:])))
-	mode := "p"
-	if reliable {
-		mode = "r"
-	}
-	res, err := itemScript.Run(ctx, in.rdb, ks, mode, action, id, recordTTL.Milliseconds()).Slice()
+	was, done, err := lockimpl.QueueItemAction(ctx, q, action, id, reason)
 	if err != nil {
 		return r, fmt.Errorf("inspect: %s item %s of %s: %w", action, id, key, err)
 	}
-	if len(res) != 2 {
-		return r, fmt.Errorf("inspect: %s item %s of %s: unexpected reply %v", action, id, key, res)
-	}
-	r.Was, _ = res[0].(string)
-	done, _ := res[1].(int64)
-	r.Done = done == 1
+	r.Was, r.Done = was, done
 	return r, nil
 }
 

@@ -3,9 +3,12 @@ package inspect
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/keys"
@@ -13,6 +16,7 @@ import (
 	"github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/scripts/redistest"
+	"github.com/lockgen/lockgen/templates"
 )
 
 // jobs returns the populated Jobs("acme") queue's items by body: ready
@@ -218,8 +222,9 @@ func TestItemActions(t *testing.T) {
 	}
 }
 
-// TestItemActionRecord: the script sent again as the same operation (a
-// lost reply) answers what its first run did, not "no item".
+// TestItemActionRecord: the runtime's item script (queue_item, which the
+// item actions run) sent again as the same operation (a lost reply)
+// answers what its first run did, not "no item".
 func TestItemActionRecord(t *testing.T) {
 	rdb := redistest.Single(t).Client()
 	w := newWorld(t, rdb, Options{})
@@ -227,15 +232,119 @@ func TestItemActionRecord(t *testing.T) {
 	w.populate(ctx)
 	_, ids := w.jobs(ctx)
 	k := w.key("Jobs", "acme")
-	ks := append(queueKeyList(k), keys.Sub(k, "op:inspect-test"))
+	src, err := templates.Source("queue_item")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := append(queueKeyList(k), keys.Sub(k, "takers"), keys.Sub(k, "op:inspect-test"))
 	for i := range 2 {
-		res, err := itemScript.Run(ctx, rdb, ks, "r", ActionRemove, ids[`"three"`], 60000).Slice()
+		res, err := redis.NewScript(src).Run(ctx, rdb, ks, "publish", "r", ActionRemove, ids[`"three"`], "", 60000).Slice()
 		if err != nil || len(res) != 2 || res[0] != ItemReady || res[1] != int64(1) {
 			t.Errorf("run %d = %v, %v; want [ready 1]", i+1, res, err)
 		}
 	}
-	if ttl := rdb.PTTL(ctx, ks[10]).Val(); ttl <= 0 || ttl > time.Minute {
+	if ttl := rdb.PTTL(ctx, ks[11]).Val(); ttl <= 0 || ttl > time.Minute {
 		t.Errorf("the record's TTL is %v, want in (0, 1m]", ttl)
+	}
+}
+
+// TestBuryItemAndPause: BuryItem moves a ready or a delayed item to the
+// dead letters with its reason (and refuses one in flight), RedriveItem
+// brings it back; Pause shows the queue paused and offers Resume, a
+// runtime Take takes nothing until Resume; an item enqueued under a
+// unique key shows it; retention shows an acknowledged item as done.
+func TestBuryItemAndPause(t *testing.T) {
+	rdb := redistest.Single(t).Client()
+	in, err := Parse(rdb, "bury.yaml", []byte(`version: 1
+package: p
+namespace: bu
+queues:
+  Jobs:
+    key: "jobs"
+    payload: string
+    delay: true
+    reliable: { visibility: 1m }
+    unique: 1h
+    retention: { for: 1h, max: 10 }
+`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	ctx := context.Background()
+	c := runtime.New(rdb)
+	defer c.Close()
+	k := must[string](t)(in.Key("Jobs"))
+	q := lockimpl.NewDelayedReliableQueue[string](c, defs.Queue(in.byNm["Jobs"].obj.(*spec.Queue)), runtime.JSON[string]{}, k)
+	ready := must[string](t)(q.Enqueue(ctx, "ready", runtime.Unique("order-7")))
+	later := must[string](t)(q.Enqueue(ctx, "later", runtime.After(time.Hour)))
+	inst := must[*Instance](t)(in.Instance(ctx, "Jobs"))
+	if it := inst.Queue.ReadyItems; len(it) != 1 || it[0].Unique != "order-7" || !strings.Contains(ViewOf(inst).Items[0].Text, `[unique "order-7"]`) {
+		t.Fatalf("ready items %+v, view %+v: want the unique key shown", it, ViewOf(inst).Items)
+	}
+	for _, id := range []string{ready, later} {
+		r, err := in.BuryItem(ctx, id, "", "Jobs")
+		if err != nil || !r.Done || r.Refused() {
+			t.Fatalf("BuryItem(%s) = %+v, %v", id, r, err)
+		}
+		if r, err := in.BuryItem(ctx, id, "", "Jobs"); err != nil || r.Done || r.Refused() || r.Was != ItemDead {
+			t.Fatalf("BuryItem(%s) again = %+v, %v; want dead already", id, r, err)
+		}
+	}
+	inst = must[*Instance](t)(in.Instance(ctx, "Jobs"))
+	if d := inst.Queue.DeadLetters; len(d) != 2 || d[0].Reason != DefaultBuryReason || d[0].Unique != "order-7" {
+		t.Fatalf("dead letters %+v", d)
+	}
+	if r, err := in.RedriveItem(ctx, ready, "Jobs"); err != nil || !r.Done {
+		t.Fatalf("RedriveItem = %+v, %v", r, err)
+	}
+	d, err := q.TryTake(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := in.BuryItem(ctx, d.ID(), "x", "Jobs"); err != nil || !r.Refused() || r.Was != ItemInFlight {
+		t.Fatalf("BuryItem of a delivery in flight = %+v, %v; want refused", r, err)
+	}
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Retention keeps the acknowledged item: shown as done.
+	inst = must[*Instance](t)(in.Instance(ctx, "Jobs"))
+	if c := inst.Queue.Completed; len(c) != 1 || c[0].ID != ready || c[0].State != ItemDone || c[0].Body != `"ready"` || c[0].Unique != "order-7" || c[0].DoneAgoMs == nil {
+		t.Fatalf("completed %+v", c)
+	}
+	if v := ViewOf(inst); !slices.ContainsFunc(v.Items, func(it ViewItem) bool { return it.State == ItemDone && strings.HasPrefix(it.Text, "done ") }) {
+		t.Fatalf("the view shows no done item: %+v", v.Items)
+	}
+
+	if err := in.Pause(ctx, "Jobs"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Offer(ctx, "while paused"); err != nil {
+		t.Fatal(err)
+	}
+	inst = must[*Instance](t)(in.Instance(ctx, "Jobs"))
+	if !inst.Queue.Paused || inst.Queue.PausedForMs == nil || !strings.HasPrefix(ViewOf(inst).State, "PAUSED") {
+		t.Fatalf("paused queue: %+v, state %q", inst.Queue, ViewOf(inst).State)
+	}
+	if !slices.ContainsFunc(ViewOf(inst).Actions, func(o Offer) bool { return o.Action == "resume" }) {
+		t.Fatalf("a paused queue offers %+v, want resume", ViewOf(inst).Actions)
+	}
+	if _, err := q.TryTake(ctx, 0); !errors.Is(err, runtime.ErrEmpty) {
+		t.Fatalf("TryTake of a paused queue: %v", err)
+	}
+	if err := in.Resume(ctx, "Jobs"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := q.TryTake(ctx, 0); err != nil || d.Value != "while paused" {
+		t.Fatalf("TryTake after Resume: %v, %v", d, err)
+	}
+	inst = must[*Instance](t)(in.Instance(ctx, "Jobs"))
+	if inst.Queue.Paused || !slices.ContainsFunc(ViewOf(inst).Actions, func(o Offer) bool { return o.Action == "pause" }) {
+		t.Fatalf("a resumed queue: %+v, offers %+v", inst.Queue, ViewOf(inst).Actions)
+	}
+	if err := in.Pause(ctx, "Order"); err == nil {
+		t.Fatal("Pause of an unknown object")
 	}
 }
 

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/runtime"
 )
 
 // This file is the queues' home in inspect (see kind): reported as
@@ -28,7 +31,12 @@ func (queueKind) name(spec.Obj) string { return KindQueue }
 func (queueKind) read(ctx context.Context, in *Inspector, pipe redis.Pipeliner, f *found, inst *Instance) reader {
 	st := &QueueState{}
 	inst.Queue = st
-	return in.readQueue(ctx, pipe, f.key, f.obj.obj.(*spec.Queue).Reliable != nil, st)
+	sq := f.obj.obj.(*spec.Queue)
+	var retention time.Duration
+	if sq.Retention != nil {
+		retention = sq.Retention.For
+	}
+	return in.readQueue(ctx, pipe, f.key, sq.Reliable != nil, retention, st)
 }
 
 func (queueKind) total(t *Totals, inst *Instance) {
@@ -40,10 +48,17 @@ func (queueKind) total(t *Totals, inst *Instance) {
 	t.Delayed += q.Delayed
 	t.InFlight += q.InFlight
 	t.Dead += q.Dead
+	if q.Paused {
+		t.Paused++
+	}
 }
 
 func (queueKind) summary(o *ObjectState) string {
-	return fmt.Sprintf("%d ready, %d delayed, %d in flight, %d dead", o.Ready, o.Delayed, o.InFlight, o.Dead)
+	s := fmt.Sprintf("%d ready, %d delayed, %d in flight, %d dead", o.Ready, o.Delayed, o.InFlight, o.Dead)
+	if o.Paused > 0 {
+		s += fmt.Sprintf(", %d paused", o.Paused)
+	}
+	return s
 }
 
 func (k queueKind) brief(o *ObjectState) string { return k.summary(o) }
@@ -51,6 +66,9 @@ func (k queueKind) brief(o *ObjectState) string { return k.summary(o) }
 // depths says a queue instance's depths, with ms formatting milliseconds.
 func depths(q *QueueState, ms func(int64) string) string {
 	s := fmt.Sprintf("%d ready, %d delayed, %d in flight, %d dead", q.Ready, q.Delayed, q.InFlight, q.Dead)
+	if q.Paused {
+		s = "PAUSED (consumers take nothing), " + s
+	}
 	if q.NextDueMs != nil {
 		s += ", next due in " + ms(*q.NextDueMs)
 	}
@@ -85,6 +103,12 @@ func (queueKind) details(tw io.Writer, inst *Instance) {
 		fmt.Fprintln(tw, "\nIN FLIGHT\tATTEMPT\tREDELIVERED IN\tBODY")
 		for _, d := range q.Deliveries {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", d.ID, d.Deliveries, ms(d.DeadlineMs), d.Body)
+		}
+	}
+	if len(q.Completed) > 0 {
+		fmt.Fprintln(tw, "\nDONE\tAGO\tATTEMPT\tBODY")
+		for _, it := range q.Completed {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", it.ID, ms(*it.DoneAgoMs), it.Deliveries, it.Body)
 		}
 	}
 	if len(q.DeadLetters) > 0 {
@@ -123,6 +147,7 @@ func (queueKind) gauges(o *ObjectState) []Gauge {
 	}{{"ready", o.Ready}, {"delayed", o.Delayed}, {"in_flight", o.InFlight}, {"dead", o.Dead}} {
 		gs = append(gs, Gauge{Name: "lockgen_queue_items", Help: "Items of a queue by state, summed over its instances.", Value: float64(s.n), Labels: []string{"state", s.state}})
 	}
+	gs = append(gs, Gauge{Name: "lockgen_queue_paused", Help: "Instances of a queue whose consumers are paused.", Value: float64(o.Paused)})
 	return append(gs, Gauge{Name: "lockgen_queue_dead_letters", Help: "Items on a queue's dead-letter lists.", Value: float64(o.Dead)})
 }
 
@@ -145,6 +170,13 @@ func (queueKind) view(inst *Instance) View {
 		v.Items = append(v.Items, it)
 	}
 	remove := [3]string{"remove-item", "Remove", "Remove"}
+	bury := [3]string{"bury-item", "Dead-letter", "Move to the dead letters"}
+	unique := func(key string) string {
+		if key == "" {
+			return ""
+		}
+		return fmt.Sprintf(" [unique %q]", key)
+	}
 	deliveries := func(n int) string {
 		if n == 0 {
 			return ""
@@ -152,28 +184,36 @@ func (queueKind) view(inst *Instance) View {
 		return fmt.Sprintf(", %d deliveries", n)
 	}
 	for _, it := range q.ReadyItems {
-		item(ItemReady, it.ID, fmt.Sprintf("ready%s: %s", deliveries(it.Deliveries), it.Body), remove)
+		item(ItemReady, it.ID, fmt.Sprintf("ready%s%s: %s", deliveries(it.Deliveries), unique(it.Unique), it.Body), bury, remove)
 	}
 	for _, it := range q.DelayedItems {
 		due := "undefined"
 		if it.DueMs != nil {
 			due = msText(*it.DueMs)
 		}
-		item(ItemDelayed, it.ID, fmt.Sprintf("delayed, due in %s%s: %s", due, deliveries(it.Deliveries), it.Body),
-			[3]string{"run-item-now", "Run now", "Make ready now"}, remove)
+		item(ItemDelayed, it.ID, fmt.Sprintf("delayed, due in %s%s%s: %s", due, deliveries(it.Deliveries), unique(it.Unique), it.Body),
+			[3]string{"run-item-now", "Run now", "Make ready now"}, bury, remove)
 	}
 	for _, d := range q.Deliveries {
-		item(ItemInFlight, d.ID, fmt.Sprintf("in flight: attempt %d, redelivered in %s: %s", d.Deliveries, msText(d.DeadlineMs), d.Body))
+		item(ItemInFlight, d.ID, fmt.Sprintf("in flight: attempt %d, redelivered in %s%s: %s", d.Deliveries, msText(d.DeadlineMs), unique(d.Unique), d.Body))
 	}
 	for _, d := range q.DeadLetters {
-		item(ItemDead, d.ID, fmt.Sprintf("dead after %d deliveries: %s — %s", d.Deliveries, d.Reason, d.Body),
+		item(ItemDead, d.ID, fmt.Sprintf("dead after %d deliveries%s: %s — %s", d.Deliveries, unique(d.Unique), d.Reason, d.Body),
 			[3]string{"redrive-item", "Redrive", "Redrive"}, remove)
 	}
 	if shown, total := int64(len(v.Items)), q.Ready+q.Delayed+q.InFlight+q.Dead; total > shown {
 		v.Note = fmt.Sprintf("first items only: %d of %d shown", shown, total)
 	}
+	for _, it := range q.Completed {
+		item(ItemDone, it.ID, fmt.Sprintf("done %s ago, attempt %d%s: %s", msText(*it.DoneAgoMs), it.Deliveries, unique(it.Unique), it.Body))
+	}
 	if q.Dead > 0 {
 		v.Actions = append(v.Actions, Offer{Action: "redrive", Label: "Redrive", Question: fmt.Sprintf("Put the %d dead letters of %s back on the queue?", q.Dead, inst.Key)})
+	}
+	if q.Paused {
+		v.Actions = append(v.Actions, Offer{Action: "resume", Label: "Resume", Question: "Resume the consumers of " + inst.Key + "?"})
+	} else {
+		v.Actions = append(v.Actions, Offer{Action: "pause", Label: "Pause", Question: "Pause the consumers of " + inst.Key + " (producers keep offering)?"})
 	}
 	v.Actions = append(v.Actions, Offer{Action: "purge", Label: "Purge", Question: "Delete every item of " + inst.Key + "?"})
 	return v
@@ -182,7 +222,7 @@ func (queueKind) view(inst *Instance) View {
 // readQueue adds the reads of a queue instance to pipe: its depths and
 // the first items of each kind (ids from the lists and sets, then their
 // bodies, delivery counts and reasons in a second round).
-func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key string, reliable bool, st *QueueState) func(int64) func(redis.Pipeliner) func() {
+func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key string, reliable bool, retention time.Duration, st *QueueState) func(int64) func(redis.Pipeliner) func() {
 	sub := func(s string) string { return keys.Sub(key, s) }
 	max := int64(in.opts.MaxItems)
 	ready := pipe.LLen(ctx, key)
@@ -193,8 +233,23 @@ func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key st
 	deliveries := pipe.ZRangeWithScores(ctx, sub("inflight"), 0, max-1)
 	dead := pipe.LLen(ctx, sub("dead"))
 	deadIDs := pipe.LRange(ctx, sub("dead"), 0, max-1)
+	paused := pipe.Get(ctx, sub("paused"))
+	var done *redis.StringSliceCmd
+	if retention > 0 {
+		done = pipe.LRange(ctx, sub("done"), 0, max-1)
+	}
 	return func(nowMs int64) func(redis.Pipeliner) func() {
+		if done != nil {
+			st.Completed = completed(done.Val(), nowMs, retention)
+		}
 		st.Ready, st.Delayed, st.InFlight, st.Dead = ready.Val(), delayed.Val(), inflight.Val(), dead.Val()
+		if since, err := paused.Int64(); err == nil && since > 0 {
+			d := nowMs - since
+			if d < 0 {
+				d = 0 // clocks: nowMs is the server's, as since
+			}
+			st.Paused, st.PausedForMs = true, &d
+		}
 		// ids lists every item whose body and counters are read next:
 		// ready (a reliable queue's ids), delayed, in flight, dead.
 		var ids []string
@@ -245,11 +300,14 @@ func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key st
 					it := &st.DelayedItems[j]
 					it.Deliveries = atoiAny(atts[i])
 					it.Body, it.Codec, it.Carried = splitBody(strAny(bodies[i]))
+					it.Unique = it.Carried[runtime.UniqueKeyField]
 					i++
 				}
 				for j := range st.Deliveries {
+					var carried map[string]string
 					st.Deliveries[j].Deliveries = atoiAny(atts[i])
-					st.Deliveries[j].Body, _, _ = splitBody(strAny(bodies[i]))
+					st.Deliveries[j].Body, _, carried = splitBody(strAny(bodies[i]))
+					st.Deliveries[j].Unique = carried[runtime.UniqueKeyField]
 					i++
 				}
 				var reasons []any
@@ -267,6 +325,31 @@ func (in *Inspector) readQueue(ctx context.Context, pipe redis.Pipeliner, key st
 			}
 		}
 	}
+}
+
+// completed reads the done list's entries ("<id>\n<done ms>\n<delivery>\n<body>",
+// newest first: templates/queue_ack.lua) acknowledged within retention.
+func completed(entries []string, nowMs int64, retention time.Duration) []QueueItem {
+	var out []QueueItem
+	for _, e := range entries {
+		f := strings.SplitN(e, "\n", 4)
+		if len(f) != 4 {
+			continue
+		}
+		ms, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		ago := nowMs - ms
+		if ago > retention.Milliseconds() {
+			break // the rest are older still
+		}
+		ago = max(ago, 0)
+		it := queueItem(f[0], ItemDone, f[3], atoiAny(f[2]))
+		it.DoneAgoMs = &ago
+		out = append(out, it)
+	}
+	return out
 }
 
 // waitsFor: none; a queue has no holders.

@@ -32,6 +32,7 @@ type Totals struct {
 	Delayed  int64 `json:"delayed,omitempty"`
 	InFlight int64 `json:"inFlight,omitempty"`
 	Dead     int64 `json:"dead,omitempty"`
+	Paused   int   `json:"paused,omitempty"`    // queue instances paused
 	Open     int   `json:"open,omitempty"`      // latches open
 	Empty    int   `json:"exhausted,omitempty"` // limiter allowances with nothing left
 }
@@ -127,6 +128,11 @@ type QueueState struct {
 	// NextDueMs is how long until the earliest delayed item is due (0
 	// when one is overdue); absent with nothing delayed.
 	NextDueMs *int64 `json:"nextDueMs,omitempty"`
+	// Paused reports that the queue's consumers are paused (the runtime's
+	// Pause): its Takes take nothing until it is resumed. PausedForMs is
+	// how long it has been paused.
+	Paused      bool   `json:"paused,omitempty"`
+	PausedForMs *int64 `json:"pausedForMs,omitempty"`
 	// ReadyItems are the first ready items, first ready first (the next
 	// Take's first). A plain queue's ready items have no id.
 	ReadyItems []QueueItem `json:"readyItems,omitempty"`
@@ -135,6 +141,10 @@ type QueueState struct {
 	DelayedItems []QueueItem  `json:"delayedItems,omitempty"`
 	Deliveries   []Delivery   `json:"deliveries,omitempty"`  // in flight, earliest deadline first
 	DeadLetters  []DeadLetter `json:"deadLetters,omitempty"` // oldest first
+	// Completed are the items acknowledged within the spec's retention
+	// window, newest first (a queue with retention: { for: ... }), with
+	// DoneAgoMs.
+	Completed []QueueItem `json:"completed,omitempty"`
 }
 
 // Delivery is an item in flight on a reliable queue.
@@ -146,6 +156,8 @@ type Delivery struct {
 	DeadlineMs int64 `json:"deadlineMs"` // until it is delivered again
 	// Body is the item's codec bytes, as in DeadLetter.
 	Body string `json:"body,omitempty"`
+	// Unique is the key it was enqueued under, as in DeadLetter.
+	Unique string `json:"unique,omitempty"`
 }
 
 // Item states, as QueueItem.State and ItemResult.Was report them.
@@ -154,6 +166,7 @@ const (
 	ItemDelayed  = "delayed"
 	ItemInFlight = "in-flight"
 	ItemDead     = "dead"
+	ItemDone     = "done" // acknowledged, kept by the queue's retention
 )
 
 // QueueItem is one item of a queue: a ready or delayed one in a listing,
@@ -172,12 +185,16 @@ type QueueItem struct {
 	DueMs *int64 `json:"dueMs,omitempty"`
 	// DeadlineMs is how long until an item in flight is delivered again.
 	DeadlineMs *int64 `json:"deadlineMs,omitempty"`
+	// DoneAgoMs is how long ago a completed item was acknowledged.
+	DoneAgoMs *int64 `json:"doneAgoMs,omitempty"`
 	// Reason is why a dead letter is dead.
 	Reason string `json:"reason,omitempty"`
 	// Body, Codec and Carried are as in DeadLetter.
 	Body    string            `json:"body"`
 	Codec   string            `json:"codec,omitempty"`
 	Carried map[string]string `json:"carried,omitempty"`
+	// Unique is the key it was enqueued under, as in DeadLetter.
+	Unique string `json:"unique,omitempty"`
 }
 
 // DeadLetter is an item on a queue's dead-letter list.
@@ -195,12 +212,17 @@ type DeadLetter struct {
 	// Carried is what the item carries from its producer, such as the
 	// W3C traceparent of the Offer's span (see runtime.ItemPropagator).
 	Carried map[string]string `json:"carried,omitempty"`
+	// Unique is the key the item was enqueued under (the runtime's
+	// Unique or WithKey: asynq's task id), "" when none; Carried holds it
+	// too, as runtime.UniqueKeyField.
+	Unique string `json:"unique,omitempty"`
 }
 
 // deadLetter returns the dead letter id with its stored item raw.
 func deadLetter(id string, raw, reason string, deliveries int) DeadLetter {
 	d := DeadLetter{ID: id, Reason: reason, Deliveries: deliveries}
 	d.Body, d.Codec, d.Carried = splitBody(raw)
+	d.Unique = d.Carried[runtime.UniqueKeyField]
 	return d
 }
 
@@ -208,6 +230,7 @@ func deadLetter(id string, raw, reason string, deliveries int) DeadLetter {
 func queueItem(id, state, raw string, deliveries int) QueueItem {
 	it := QueueItem{ID: id, State: state, Deliveries: deliveries}
 	it.Body, it.Codec, it.Carried = splitBody(raw)
+	it.Unique = it.Carried[runtime.UniqueKeyField]
 	return it
 }
 

@@ -322,6 +322,20 @@ func TestScriptContracts(t *testing.T) {
 	}
 	_, err = q.Drain(ctx)
 	must(err)
+	// Paused, read, resumed (queue_pause); one item run now, buried,
+	// redriven (queue_item).
+	must(q.Pause(ctx))
+	_, _, err = q.Paused(ctx)
+	must(err)
+	must(q.Resume(ctx))
+	id, err := q.Enqueue(ctx, "g", lockrt.After(time.Hour))
+	must(err)
+	_, err = q.RunNow(ctx, id)
+	must(err)
+	_, err = q.BuryID(ctx, id, "by hand")
+	must(err)
+	_, err = q.RedriveID(ctx, id)
+	must(err)
 	// A wait that runs out on an empty plain queue registers and leaves
 	// (queue_wait).
 	if _, err := lockimpl.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "wait")).TryTake(ctx, 10*time.Millisecond); !errors.Is(err, lockrt.ErrEmpty) {

@@ -232,8 +232,33 @@
 // ends (WithShutdownTimeout; items of unfinished handlers go back). An
 // item that does not decode, or was written by another codec
 // (ErrEnvelope), is dead-lettered and never blocks the queue.
-// Enqueue(ctx, v, WithKey(key, window)) or Dedupe(key) adds an item once
-// per key and window and returns the first item's id.
+// Enqueue(ctx, v, Unique(key)) (with the spec's unique window) or
+// WithKey(key, window) adds an item once per key and window and returns
+// the first item's id; the item carries its key (Delivery.UniqueKey).
+//
+// Queue.Serve is the worker of a plain (or delayed) queue: at most once,
+// so an item whose handler fails, panics or times out is reported
+// (WithErrorHandler) and gone, never retried, and an item whose process
+// dies while handling it is lost. A Mux serves several queues, plain and
+// reliable, with one pool of workers and a typed handler per queue
+// (Handle): weighted fair by default (smooth weighted round robin: with
+// weights 3:2:1 and every queue full, every 6 items are 3, 2 and 1), or
+// StrictPriority; when every queue is empty each worker waits on all of
+// them at once.
+//
+// Pause stops a queue's consumers in every process (producers keep
+// offering, the delay timer keeps moving due items) until Resume, which
+// wakes the waiting Takes; Paused and Stats tell. The pause is one key,
+// <queue>:paused, read by the take scripts in the same step as they take:
+// one EXISTS inside the script, and a plain Take is the queue_pop script
+// (the EXISTS, then LPOP) instead of a bare LPOP, in the same one round
+// trip. Per item by id: RunNow (a delayed or retrying item, ready now),
+// BuryID (a ready or delayed item to the dead letters), RedriveID (one
+// dead letter back) and RemoveID, each one script call, safe to run twice
+// (ErrItemState for an item where the action does not apply, such as a
+// delivery in flight). A reliable queue whose spec has retention keeps
+// its acknowledged items for the window (Completed), for five commands
+// more per Ack inside its one script call.
 //
 // A delayed queue's PeekDelayed, ReadDelayed and ContainsDelayed read the
 // items not ready yet, due first first with their due times, in one
@@ -250,7 +275,7 @@
 // connection while it waits: the offer or delay-timer move that makes an
 // item ready wakes one waiting Take per item, which takes it in one round
 // trip (a waiting Take refreshes its registration every 10 s). Errors: ErrEmpty (the wait ran out),
-// ErrItemTooLarge, ErrDeliveryExpired, ErrDeliverySettled, ErrHandlerTimeout,
+// ErrItemTooLarge, ErrDeliveryExpired, ErrDeliverySettled, ErrItemState, ErrHandlerTimeout,
 // ErrSkipRetry (a handler's error wrapping it dead-letters at once).
 //
 // TakeAny and TryTakeAny take from whichever of several plain queues has

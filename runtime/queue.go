@@ -168,6 +168,9 @@ func (q *queue) offerKey(ctx context.Context, delay time.Duration, at time.Time,
 		return "", nil
 	}
 	q.c.injectItems(ctx, bodies)
+	if key != "" {
+		markUnique(bodies, key) // the item shows its key (queueunique.go)
+	}
 	if err := q.c.checkItemSizes(q.key, bodies); err != nil {
 		return "", err
 	}
@@ -349,68 +352,46 @@ func (q *queue) popN(ctx context.Context, end time.Time, once bool, n int) ([][]
 	return out, nil
 }
 
-// lpop takes up to n ready bodies (LPOP, with a count when n > 1) within
-// end and ctx's deadline; what it takes after its caller gave up goes
-// back (giveBack). It returns none when the queue is empty.
+// lpop takes up to n ready bodies (queue_pop: LPOP with a count, unless
+// the queue is paused) within end and ctx's deadline; what it takes after
+// its caller gave up goes back (giveBack). It returns none when the queue
+// is empty or paused.
 func (q *queue) lpop(ctx context.Context, end time.Time, n int) ([][]byte, error) {
 	wctx, cancel := boundedContext(ctx, end)
 	defer cancel()
 	bctx := context.WithoutCancel(ctx)
-	run := func() redis.Cmder {
-		if n == 1 {
-			return q.c.rdb.LPop(bctx, q.key)
-		}
-		return q.c.rdb.LPopCount(bctx, q.key, n)
-	}
-	var cmd redis.Cmder
+	run := func() *redis.Cmd { return q.ops().Pop(bctx, n) }
+	var cmd *redis.Cmd
 	if wctx.Done() != nil {
 		var ok bool
-		if cmd, ok = withinOr(wctx, run, func(c redis.Cmder) { q.giveBack(popped(c)) }); !ok {
+		if cmd, ok = withinOr(wctx, run, func(c *redis.Cmd) { q.giveBack(popped(c)) }); !ok {
 			return nil, fmt.Errorf("%w: taking from %s: %w", ErrEmpty, q.key, wctx.Err())
 		}
 	} else {
 		cmd = run()
 	}
-	var bodies [][]byte
-	var err error
-	switch c := cmd.(type) {
-	case *redis.StringCmd:
-		var b []byte
-		if b, err = c.Bytes(); err == nil {
-			bodies = [][]byte{b}
-		}
-	case *redis.StringSliceCmd:
-		var ss []string
-		if ss, err = c.Result(); err == nil {
-			bodies = bytesOf(ss)
-		}
-	}
+	// queue_pop reply: nil | {string...}
+	ss, err := cmd.StringSlice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
 	}
-	return bodies, nil
+	return bytesOf(ss), nil
 }
 
-// popped returns what an LPOP took, as giveBack takes it.
-func popped(c redis.Cmder) any {
-	switch c := c.(type) {
-	case *redis.StringCmd:
-		if s, err := c.Result(); err == nil {
-			return []any{"", s}
-		}
-	case *redis.StringSliceCmd:
-		if ss, err := c.Result(); err == nil && len(ss) > 0 {
-			items := make([]any, len(ss))
-			for i, s := range ss {
-				items[i] = s
-			}
-			return []any{"", items}
-		}
+// popped returns what a queue_pop took, as giveBack takes it.
+func popped(c *redis.Cmd) any {
+	ss, err := c.StringSlice()
+	if err != nil || len(ss) == 0 {
+		return nil
 	}
-	return nil
+	items := make([]any, len(ss))
+	for i, s := range ss {
+		items[i] = s
+	}
+	return []any{"", items}
 }
 
 func bytesOf(ss []string) [][]byte {
@@ -624,6 +605,7 @@ type QueueStats struct {
 	Delayed  int64 // offered with a delay and not due yet (or not moved yet)
 	InFlight int64 // reliable: delivered and not acknowledged yet
 	Dead     int64 // on the dead-letter list
+	Paused   bool  // its consumers are paused (see Pause)
 }
 
 func (q *queue) len(ctx context.Context) (int64, error) {
@@ -641,8 +623,9 @@ func (q *queue) stats(ctx context.Context) (QueueStats, error) {
 		delayed := pipe.ZCard(ctx, q.keys[kDelayed])
 		inflight := pipe.ZCard(ctx, q.keys[kInflight])
 		dead := pipe.LLen(ctx, q.keys[kDead])
+		paused := pipe.Exists(ctx, q.ops().PausedKey())
 		_, err := pipe.Exec(ctx)
-		return QueueStats{Ready: ready.Val(), Delayed: delayed.Val(), InFlight: inflight.Val(), Dead: dead.Val()}, err
+		return QueueStats{Ready: ready.Val(), Delayed: delayed.Val(), InFlight: inflight.Val(), Dead: dead.Val(), Paused: paused.Val() == 1}, err
 	})
 	if err != nil {
 		return QueueStats{}, fmt.Errorf("lockgen: stats of %s: %w", q.key, err)
@@ -800,8 +783,8 @@ func (q *Queue[T]) take(ctx context.Context, wait time.Duration) (_ T, err error
 
 // TakeN removes and returns up to n items, first ready first, waiting as
 // long as the context allows until at least one is ready. It is one round
-// trip (LPOP with a count, or BLMPOP when it has to wait). Items that do
-// not decode are dead-lettered as by Take.
+// trip (queue_pop: LPOP with a count after the pause check) when an item
+// is ready. Items that do not decode are dead-lettered as by Take.
 //
 // It returns ErrInvalidArgument for n < 1, and the errors of Take.
 func (q *Queue[T]) TakeN(ctx context.Context, n int) ([]T, error) {

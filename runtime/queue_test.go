@@ -519,8 +519,8 @@ func TestQueueRoundTrips(t *testing.T) {
 
 // TestQueueBatchCommandStats: on the server's own count (INFO
 // commandstats after CONFIG RESETSTAT, on a server of the test's own), a
-// batch take of 50 items is one LPOP with a count (as is TryTakeN
-// without a wait) on a plain queue, and on a reliable one one LPOP with a count in
+// batch take of 50 items is one LPOP with a count in queue_pop, after its
+// pause check (as is TryTakeN without a wait) on a plain queue, and on a reliable one one LPOP with a count in
 // the claim script, which puts each of the 50 in flight (50 ZADDs of its
 // deadline, 50 HINCRBYs of its delivery count); Peek, PeekN, Remove and
 // Drain are one command each.
@@ -556,14 +556,14 @@ func TestQueueBatchCommandStats(t *testing.T) {
 			t.Errorf("TakeN(50) = %d items", len(vs))
 		}
 		return err
-	}, map[string]int64{"lpop": 1, "blmpop": 0, "evalsha": 0}) // items are ready: one LPOP, no registration
+	}, map[string]int64{"lpop": 1, "blmpop": 0, "evalsha": 1, "exists": 1}) // items are ready: one queue_pop (a pause check, LPOP), no registration
 	check("TryTakeN", func() error {
 		vs, err := plain.TryTakeN(ctx, 10, 0)
 		if len(vs) != 10 {
 			t.Errorf("TryTakeN(10) = %d items", len(vs))
 		}
 		return err
-	}, map[string]int64{"lpop": 1, "blmpop": 0, "evalsha": 0})
+	}, map[string]int64{"lpop": 1, "blmpop": 0, "evalsha": 1, "exists": 1})
 	check("Remove", func() error { _, err := plain.Remove(ctx, 70); return err }, map[string]int64{"evalsha": 1, "lrem": 1})
 	check("Drain", func() error {
 		vs, err := plain.Drain(ctx)

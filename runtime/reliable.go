@@ -90,9 +90,9 @@ func WithKey(key string, window time.Duration) OfferOption {
 	return func(o *offerOptions) { o.key, o.window = key, window }
 }
 
-// Dedupe is WithKey with the window of the queue's spec (reliable:
-// { dedupe: 1h }); Enqueue returns ErrInvalidArgument when the spec has
-// none.
+// Dedupe is Unique, by its first name: WithKey with the window of the
+// queue's spec (unique: 1h, or reliable: { dedupe: 1h }); Enqueue returns
+// ErrInvalidArgument when the spec has none.
 func Dedupe(key string) OfferOption {
 	return func(o *offerOptions) { o.key, o.window, o.specWindow = key, 0, true }
 }
@@ -102,8 +102,8 @@ func Dedupe(key string) OfferOption {
 // id, the one its deliveries have (Delivery.ID) and RemoveID takes. Like
 // every offer it adds v once although its command ran twice (a reply
 // lost). It returns ErrInvalidArgument for a negative delay, an empty
-// key or a window under a millisecond, Dedupe on a queue whose spec has
-// no dedupe window, an encoding error, ErrItemTooLarge, ErrClosed, or a Redis error.
+// key or a window under a millisecond, Unique (Dedupe) on a queue whose
+// spec has no unique window, an encoding error, ErrItemTooLarge, ErrClosed, or a Redis error.
 func (q *ReliableQueue[T]) Enqueue(ctx context.Context, v T, opts ...OfferOption) (string, error) {
 	var o offerOptions
 	for _, opt := range opts {
@@ -111,7 +111,7 @@ func (q *ReliableQueue[T]) Enqueue(ctx context.Context, v T, opts ...OfferOption
 	}
 	if o.specWindow {
 		if o.window = q.q.def.Dedupe; o.window == 0 {
-			return "", fmt.Errorf("%w: Dedupe(%q): queue %s has no dedupe window in its spec (reliable: { dedupe: ... }); use WithKey", ErrInvalidArgument, o.key, q.q.def.Name)
+			return "", fmt.Errorf("%w: Dedupe(%q): queue %s has no unique window in its spec (unique: ...); use WithKey", ErrInvalidArgument, o.key, q.q.def.Name)
 		}
 	}
 	switch {

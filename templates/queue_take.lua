@@ -26,7 +26,8 @@
 --   registered), or {deadline, now, id, body,
 --   delivery number, id, body, delivery number, ...}. An id whose item is
 --   gone (acknowledged meanwhile) is cleaned up and passed over. A claim
---   that ran already answers its record.
+--   that ran already answers its record. A paused queue (its key
+--   KEYS[1]..':paused' is there, see queue_pause) claims nothing.
 -- #include queue
 if ARGV[5] and string.sub(ARGV[5], -1) == '!' then
   local rec = redis.call('get', KEYS[12])
@@ -54,6 +55,9 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + tonumber(ARGV[2])
 local want = tonumber(ARGV[4])
+if redis.call('exists', KEYS[1] .. ':paused') == 1 then
+  want = 0 -- paused: claim nothing, and wait
+end
 local out = {deadline, now}
 local claimed = 0
 
@@ -71,7 +75,7 @@ local function claim(id)
   claimed = claimed + 1
 end
 
-if ARGV[3] ~= '' and redis.call('lrem', KEYS[6], 1, ARGV[3]) > 0 then
+if want > 0 and ARGV[3] ~= '' and redis.call('lrem', KEYS[6], 1, ARGV[3]) > 0 then
   claim(ARGV[3])
 end
 while claimed < want do

@@ -14,15 +14,18 @@
 --   the consumer had been woken (its entry was taken out) and items are
 --   ready, so that its wake-up went on to the next consumer, else 0.
 --   Running it twice changes nothing more (ZADD and ZREM of one member).
+--   A paused queue (KEYS[1]..':paused' is there, see queue_pause) counts
+--   as one without ready items.
 -- #include queue
 if ARGV[3] == '1' then
-  if redis.call('zrem', KEYS[11], ARGV[2]) == 1 or redis.call('llen', KEYS[1]) == 0 then
+  if redis.call('zrem', KEYS[11], ARGV[2]) == 1 or redis.call('llen', KEYS[1]) == 0
+    or redis.call('exists', KEYS[1] .. ':paused') == 1 then
     return 0
   end
   queue_wake(KEYS[1], KEYS[11], ARGV[1], 1, nil)
   return 1
 end
-if redis.call('llen', KEYS[1]) > 0 then
+if redis.call('llen', KEYS[1]) > 0 and redis.call('exists', KEYS[1] .. ':paused') == 0 then
   redis.call('zrem', KEYS[11], ARGV[2])
   return 0
 end

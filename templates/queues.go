@@ -17,6 +17,9 @@ package templates
 //	KEYS[10] err       hash: id -> why it was dead-lettered (or last given back)
 //	KEYS[11] takers    zset: consumers waiting for items ("<clientID>:<n>"), scored by deadline (server ms)
 //
+// A paused queue has one more key, paused (KEYS[1]..':paused', the time
+// it was paused): queue_pause writes it and passes it as KEYS[12],
+// queue_pop as KEYS[2]; queue_take and queue_wait read it by name.
 // The ready list is the queue's own key; the others are keys.Sub(key,
 // name) with the names above (runtime/queue.go builds them).
 
@@ -24,11 +27,12 @@ package templates
 type QueueSet struct {
 	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive string
 	Peek, Remove, Drain, Delayed, Wait                        string
+	Pause, Pop, Item                                          string
 }
 
 // Names returns the set's script names in a fixed order.
 func (s QueueSet) Names() []string {
-	return []string{s.Offer, s.Move, s.Take, s.Ack, s.Nack, s.Extend, s.Bury, s.Dead, s.Redrive, s.Peek, s.Remove, s.Drain, s.Delayed, s.Wait}
+	return []string{s.Offer, s.Move, s.Take, s.Ack, s.Nack, s.Extend, s.Bury, s.Dead, s.Redrive, s.Peek, s.Remove, s.Drain, s.Delayed, s.Wait, s.Pause, s.Pop, s.Item}
 }
 
 // Queue names the scripts of queues: every queue uses the same set.
@@ -47,4 +51,7 @@ var Queue = QueueSet{
 	Drain:   "queue_drain",
 	Delayed: "queue_delayed",
 	Wait:    "queue_wait",
+	Pause:   "queue_pause",
+	Pop:     "queue_pop",
+	Item:    "queue_item",
 }

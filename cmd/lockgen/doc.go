@@ -125,9 +125,13 @@
 // redelivery; dead with the reason); an object without params shows its
 // one instance so. -item ID shows one item (no such item exits 1). The
 // actions -remove ID (a ready, delayed or dead item), -redrive-id ID (a
-// dead letter, back at the end of the queue) and -run-now ID (a delayed
-// item, ready now) act on one item, atomically, and ask first unless
-// -yes. Run twice, they change nothing and say the item is gone (or ready
+// dead letter, back at the end of the queue), -run-now ID (a delayed
+// item, ready now) and -bury ID [-reason text] (a ready or delayed item,
+// to the dead letters) act on one item, atomically, and ask first unless
+// -yes. -pause and -resume pause and resume a queue instance's consumers
+// (producers keep offering; its Takes and workers take nothing while it
+// is paused, which the listing shows), without asking. An item enqueued
+// under a unique key shows it. Run twice, they change nothing and say the item is gone (or ready
 // already), exiting 0; an item the action does not apply to (a remove of
 // one in flight) exits 1. With -json, an item action prints its result
 // ({"action", "key", "id", "was", "done"}) on stdout.

@@ -26,7 +26,7 @@ func init() {
 	for _, cmd := range commands {
 		if cmd.name == "version" {
 			rest = append(rest,
-				struct{ name, args, summary string }{"inspect", "-redis URL [-spec lockgen.yaml] [-json] [-yes] [action] [Object [params...]]", "Show the live state of the spec's objects in Redis; force-unlock, redrive, purge, set permits; show, remove, redrive or run one queue item by id."},
+				struct{ name, args, summary string }{"inspect", "-redis URL [-spec lockgen.yaml] [-json] [-yes] [action] [Object [params...]]", "Show the live state of the spec's objects in Redis; force-unlock, redrive, purge, set permits; pause or resume a queue; show, remove, dead-letter, redrive or run one queue item by id."},
 				struct{ name, args, summary string }{"serve", "-redis URL [-spec lockgen.yaml] [-addr 127.0.0.1:8080] [-read-only] [-token-file FILE]", "Serve the live state as a web dashboard, with /metrics for Prometheus."})
 		}
 		rest = append(rest, cmd)
@@ -86,6 +86,10 @@ func (c *cli) inspect(args []string) int {
 	remove := fs.String("remove", "", "action: remove the queue's item with this `id` (ready, delayed or dead; not in flight)")
 	redriveID := fs.String("redrive-id", "", "action: put the queue's dead letter with this `id` back on the queue")
 	runNow := fs.String("run-now", "", "action: make the queue's delayed item with this `id` ready now")
+	bury := fs.String("bury", "", "action: move the queue's ready or delayed item with this `id` to the dead letters")
+	reason := fs.String("reason", "", "the dead letter's reason with -bury (default \""+inspect.DefaultBuryReason+"\")")
+	pause := fs.Bool("pause", false, "action: pause the queue's consumers (producers keep offering)")
+	resume := fs.Bool("resume", false, "action: resume the queue's consumers")
 	maxScan := fs.Int("max-scan", 0, "keys SCAN may visit per node (default 100000)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if code, ok := c.parse(fs, args, usage); !ok {
@@ -106,6 +110,7 @@ func (c *cli) inspect(args []string) int {
 		id     string
 	}{
 		{*forceUnlock, "", ""}, {*redrive >= 0, "", ""}, {*purge, "", ""}, {*setPermits >= 0, "", ""},
+		{*pause, "", ""}, {*resume, "", ""}, {*bury != "", inspect.ActionBury, *bury},
 		{*item != "", "show", *item}, {*remove != "", inspect.ActionRemove, *remove},
 		{*redriveID != "", inspect.ActionRedrive, *redriveID}, {*runNow != "", inspect.ActionRunNow, *runNow},
 	} {
@@ -137,7 +142,9 @@ func (c *cli) inspect(args []string) int {
 	case itemAction == "show":
 		return c.showItem(ctx, in, itemID, fs.Args(), *asJSON)
 	case itemAction != "":
-		return c.actOnItem(ctx, in, itemAction, itemID, fs.Args(), *yes, *asJSON)
+		return c.actOnItem(ctx, in, itemAction, itemID, *reason, fs.Args(), *yes, *asJSON)
+	case *pause || *resume:
+		return c.pause(ctx, in, fs.Args(), *pause)
 	case actions == 1:
 		return c.act(ctx, in, fs.Args(), *yes, *forceUnlock, *redrive, *purge, *setPermits)
 	case fs.NArg() == 0:
@@ -286,6 +293,23 @@ func (c *cli) act(ctx context.Context, in *inspect.Inspector, args []string, yes
 	return c.result(err)
 }
 
+// pause pauses (or resumes) the consumers of one queue instance: not
+// asked first, as it loses nothing and the other undoes it.
+func (c *cli) pause(ctx context.Context, in *inspect.Inspector, args []string, pause bool) int {
+	key, err := in.Key(args[0], args[1:]...)
+	if err != nil {
+		return c.result(err)
+	}
+	if pause {
+		if err = in.Pause(ctx, args[0], args[1:]...); err == nil {
+			fmt.Fprintf(c.stdout, "paused the consumers of %s (producers keep offering; -resume undoes it)\n", key)
+		}
+	} else if err = in.Resume(ctx, args[0], args[1:]...); err == nil {
+		fmt.Fprintf(c.stdout, "resumed the consumers of %s\n", key)
+	}
+	return c.result(err)
+}
+
 func countOrAll(n int) string {
 	if n == 0 {
 		return "all"
@@ -339,7 +363,7 @@ func (c *cli) showItem(ctx context.Context, in *inspect.Inspector, id string, ar
 // instance, after showing it and asking. A second run finds the item gone
 // (or ready already) and says so: exit 0, nothing changed. An item the
 // action does not apply to (a remove of one in flight) exits 1.
-func (c *cli) actOnItem(ctx context.Context, in *inspect.Inspector, action, id string, args []string, yes, asJSON bool) int {
+func (c *cli) actOnItem(ctx context.Context, in *inspect.Inspector, action, id, reason string, args []string, yes, asJSON bool) int {
 	key, err := in.Key(args[0], args[1:]...)
 	if err != nil {
 		return c.result(err)
@@ -361,6 +385,7 @@ func (c *cli) actOnItem(ctx context.Context, in *inspect.Inspector, action, id s
 			inspect.ActionRemove:  "remove item %s of %s",
 			inspect.ActionRedrive: "redrive item %s of %s",
 			inspect.ActionRunNow:  "make item %s of %s ready now",
+			inspect.ActionBury:    "move item %s of %s to the dead letters",
 		}[action]
 		if !c.confirm(fmt.Sprintf(what, id, key)) {
 			fmt.Fprintln(c.stderr, "lockgen inspect: not confirmed; nothing changed")
@@ -375,6 +400,8 @@ func (c *cli) actOnItem(ctx context.Context, in *inspect.Inspector, action, id s
 		r, err = in.RemoveItem(ctx, id, args[0], args[1:]...)
 	case inspect.ActionRedrive:
 		r, err = in.RedriveItem(ctx, id, args[0], args[1:]...)
+	case inspect.ActionBury:
+		r, err = in.BuryItem(ctx, id, reason, args[0], args[1:]...)
 	default:
 		r, err = in.RunItemNow(ctx, id, args[0], args[1:]...)
 	}

@@ -125,6 +125,38 @@ func TestInspectQueueActions(t *testing.T) {
 	if st, _ := q.Stats(ctx); st != (runtime.QueueStats{}) {
 		t.Fatalf("after purge: %+v", st)
 	}
+
+	// -pause and -resume: the listing says PAUSED; a Take takes nothing
+	// until -resume; -bury moves one item to the dead letters.
+	code, out, errs = lockgen(t, "inspect", "-spec", queuesSpec, "-redis", url, "-pause", "OrderClose")
+	if code != 0 || !strings.Contains(out, "paused the consumers of") {
+		t.Fatalf("pause: exit %d\n%s\n%s", code, out, errs)
+	}
+	id, err := q.Offer(ctx, orders.CloseRequest{OrderID: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = lockgen(t, "inspect", "-spec", queuesSpec, "-redis", url, "OrderClose")
+	if code != 0 || !strings.Contains(out, "PAUSED") {
+		t.Fatalf("listing a paused queue: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := q.TryTake(ctx, 0); !errors.Is(err, runtime.ErrEmpty) {
+		t.Fatalf("TryTake of a paused queue: %v", err)
+	}
+	code, out, errs = lockgen(t, "inspect", "-spec", queuesSpec, "-redis", url, "-yes", "-bury", id, "-reason", "bad order", "OrderClose")
+	if code != 0 || !strings.Contains(out, "moved item "+id) {
+		t.Fatalf("bury: exit %d\n%s\n%s", code, out, errs)
+	}
+	if dead, err := q.DeadLetters(ctx, 1); err != nil || len(dead) != 1 || dead[0].Reason != "bad order" {
+		t.Fatalf("dead letters %+v, %v", dead, err)
+	}
+	code, out, errs = lockgen(t, "inspect", "-spec", queuesSpec, "-redis", url, "-resume", "OrderClose")
+	if code != 0 || !strings.Contains(out, "resumed the consumers of") {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errs)
+	}
+	if paused, _, err := q.Paused(ctx); err != nil || paused {
+		t.Fatalf("after -resume: paused %v, %v", paused, err)
+	}
 }
 
 // TestInspectItemActions shows the example queue's items with their ids,

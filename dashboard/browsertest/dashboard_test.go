@@ -300,3 +300,54 @@ func instances(ctx context.Context) string {
 	}
 	return s
 }
+
+// TestQueueOpsInChromium pauses the demo's Email("acme") queue from its
+// Pause button (the instance then says PAUSED and offers Resume, and the
+// pause is in Redis), dead-letters one ready item from its Dead-letter
+// button, and resumes the queue.
+func TestQueueOpsInChromium(t *testing.T) {
+	ctx := context.Background()
+	rdb, srv := demoDashboard(t)
+	const key = "ops:{Email:email:acme}"
+	ready := rdb.LRange(ctx, key, 0, -1).Val()
+	inst := fmt.Sprintf(`tr[data-key=%q]`, key)
+	row := func(id string) string { return fmt.Sprintf(`%s li[data-item=%q]`, inst, id) }
+	b := browser(t)
+	err := chromedp.Do(b,
+		chromedp.Navigate(srv.URL+"/#Email"),
+		waitFor(`document.body.dataset.loaded === "true"`),
+		waitFor(fmt.Sprintf(`!!document.querySelector(%q)`, inst+` button[data-action="pause"]`)),
+		click(inst+` button[data-action="pause"]`),
+		waitFor(`!document.querySelector("#confirm").hidden`),
+		click("#confirm-yes"),
+		waitFor(fmt.Sprintf(`(document.querySelector(%q) || {}).textContent.includes("PAUSED")`, inst)),
+		waitFor(fmt.Sprintf(`!!document.querySelector(%q)`, inst+` button[data-action="resume"]`)),
+		waitFor(cellIs("Email", "2 ready, 1 delayed, 1 in flight, 1 dead, 1 paused")),
+	)
+	if err != nil {
+		t.Logf("the page's instances:\n%s", instances(b))
+		t.Fatalf("pause from the page: %v", err)
+	}
+	if rdb.Exists(ctx, key+":paused").Val() != 1 {
+		t.Fatal("the page says paused but Redis has no pause key")
+	}
+	screenshot(t, b, "dashboard-queue-paused.png")
+	err = chromedp.Do(b,
+		click(row(ready[0])+` button[data-action="bury-item"]`),
+		waitFor(`!document.querySelector("#confirm").hidden`),
+		click("#confirm-yes"),
+		waitFor(fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.dataset.state === "dead" })()`, row(ready[0]))),
+		click(inst+` button[data-action="resume"]`),
+		waitFor(`!document.querySelector("#confirm").hidden`),
+		click("#confirm-yes"),
+		waitFor(fmt.Sprintf(`!!document.querySelector(%q)`, inst+` button[data-action="pause"]`)),
+	)
+	if err != nil {
+		t.Logf("the page's instances:\n%s", instances(b))
+		t.Fatalf("dead-letter and resume from the page: %v", err)
+	}
+	if rdb.Exists(ctx, key+":paused").Val() != 0 || rdb.LPos(ctx, key+":dead", ready[0], redis.LPosArgs{}).Err() != nil {
+		t.Fatal("after the page's resume and dead-letter: still paused, or the item is not dead")
+	}
+	screenshot(t, b, "dashboard-queue-resumed.png")
+}

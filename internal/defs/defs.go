@@ -89,7 +89,10 @@ func Limiter(l *spec.Limiter) *lockimpl.LimiterDef {
 func Queue(q *spec.Queue) *lockimpl.QueueDef {
 	d := &lockimpl.QueueDef{Name: q.Name, Delay: q.Delay, Reliable: q.Reliable != nil, Scripts: lockimpl.Scripts().Queues()}
 	if r := q.Reliable; r != nil {
-		d.Visibility, d.MaxDeliveries, d.Dedupe = r.Visibility, r.MaxDeliveries, r.Dedupe
+		d.Visibility, d.MaxDeliveries, d.Dedupe = r.Visibility, r.MaxDeliveries, q.Unique
+	}
+	if r := q.Retention; r != nil {
+		d.Retention, d.RetainMax = r.For, r.Max
 	}
 	return d
 }

@@ -174,10 +174,24 @@ func (c *comparer) object(old, cur spec.Obj) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	shown := map[string]bool{}
 	for _, name := range names {
 		field, _, _ := strings.Cut(name, ".")
 		if ov[name] == nv[name] || field == "payload" {
 			continue
+		}
+		if _, had := ov[name]; !had || nv[field] == "none" {
+			// A nested mapping given where there was none, or the
+			// reverse: one finding for the field, not one per subfield.
+			if shown[field] {
+				continue
+			}
+			shown[field] = true
+			name = field
+			ov, nv = withNested(ov, field), withNested(nv, field)
+			if ov[name] == nv[name] {
+				continue
+			}
 		}
 		f, _ := kind.Field(field)
 		switch f.Change {
@@ -192,6 +206,36 @@ func (c *comparer) object(old, cur spec.Obj) {
 	if oq, ok := old.(*spec.Queue); ok {
 		c.payload(oq, cur.(*spec.Queue))
 	}
+}
+
+// nestedValue returns a field's value as a whole: its own ("none" for a
+// mapping not given), or its subfields' as "{a: 1, b: 2}".
+func nestedValue(vals map[string]string, field string) string {
+	if v, ok := vals[field]; ok {
+		return v
+	}
+	var parts []string
+	for k, v := range vals {
+		if sub, ok := strings.CutPrefix(k, field+"."); ok {
+			parts = append(parts, sub+": "+v)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	slices.Sort(parts)
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// withNested returns vals (a copy) with field's value as a whole
+// (nestedValue).
+func withNested(vals map[string]string, field string) map[string]string {
+	out := make(map[string]string, len(vals)+1)
+	for k, v := range vals {
+		out[k] = v
+	}
+	out[field] = nestedValue(vals, field)
+	return out
 }
 
 // key compares the key patterns and params of an object.

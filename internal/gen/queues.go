@@ -293,8 +293,11 @@ func (g *generator) queueDoc(q *queue) string {
 	facts := kind + " of " + q.payloadDoc() + " on key " + keyDoc(g.spec.Namespace, q.Object)
 	if q.Reliable != nil {
 		facts += fmt.Sprintf(",\nvisibility %s, at most %d deliveries", humanDuration(q.Reliable.Visibility), q.Reliable.MaxDeliveries)
-		if q.Reliable.Dedupe > 0 {
-			facts += fmt.Sprintf(", dedupe keys kept %s", humanDuration(q.Reliable.Dedupe))
+		if q.Retention != nil {
+			facts += fmt.Sprintf(",\ncompleted items kept %s (at most %d)", humanDuration(q.Retention.For), q.Retention.Max)
+		}
+		if q.Unique > 0 {
+			facts += fmt.Sprintf(", unique keys kept %s", humanDuration(q.Unique))
 		}
 	}
 	return doc + "\n\n" + facts + "."

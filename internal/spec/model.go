@@ -208,7 +208,24 @@ type Queue struct {
 	CustomCodec *PayloadType
 	Delay       bool      `spec:"delay"`
 	Reliable    *Reliable `spec:"reliable"` // nil when not reliable
+	// Unique is how long a key of Enqueue's lockrt.Unique(key) is kept (a
+	// reliable queue's): unique:, or its first spelling reliable.dedupe.
+	// 0: none.
+	Unique time.Duration `spec:"unique"`
+	// Retention keeps a reliable queue's acknowledged items for a while,
+	// to inspect what ran; nil: none.
+	Retention *Retention `spec:"retention"`
 }
+
+// Retention configures how acknowledged items are kept.
+type Retention struct {
+	For time.Duration `spec:"for"` // how long an acknowledged item is shown
+	Max int           `spec:"max"` // how many are kept at most, newest first
+}
+
+// DefaultRetainMax is how many acknowledged items retention keeps by
+// default.
+const DefaultRetainMax = 1000
 
 // PayloadType names a Go type by import path.
 type PayloadType struct {
@@ -227,5 +244,6 @@ func (t PayloadType) String() string {
 type Reliable struct {
 	Visibility    time.Duration `spec:"visibility"`
 	MaxDeliveries int           `spec:"maxDeliveries"`
-	Dedupe        time.Duration `spec:"dedupe"` // 0: none
+	// reliable.dedupe, the first spelling of unique:, is read into
+	// Queue.Unique.
 }

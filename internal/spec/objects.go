@@ -166,7 +166,38 @@ func parseQueue(p *parser, s *Spec, k *Kind, e entry) {
 				q.Reliable.MaxDeliveries = v
 			}
 			if v, ok := rf.duration("dedupe", false); ok {
-				q.Reliable.Dedupe = v
+				q.Unique = v // unique:'s first spelling
+			}
+		}
+	}
+	if e, ok := f.get("unique"); ok {
+		if v, ok := f.duration("unique", false); ok {
+			switch {
+			case q.Reliable == nil:
+				p.errorf(e.key, "add reliable: { visibility: 30s }, or remove unique", "%s: unique needs a reliable queue (Enqueue is a reliable queue's)", f.what)
+			case q.Unique != 0:
+				p.errorf(e.key, "keep unique: and remove reliable.dedupe (its first spelling)", "%s: unique and reliable.dedupe both set the unique window", f.what)
+			default:
+				q.Unique = v
+			}
+		}
+	}
+	if r, ok := f.get("retention"); ok {
+		switch {
+		case r.val.Kind != yaml.MappingNode:
+			p.errorf(r.at, "for example retention: { for: 1h, max: 1000 }", "%s: retention must be a mapping, not %s", f.what, describe(r.val))
+		case q.Reliable == nil:
+			p.errorf(r.key, "add reliable: { visibility: 30s }, or remove retention", "%s: retention needs a reliable queue (it keeps acknowledged items)", f.what)
+		default:
+			rf := p.fieldsOf(r.val, f.what+": retention", r.key, k.Extra["retention"])
+			q.Retention = &Retention{Max: DefaultRetainMax}
+			if v, ok := rf.duration("for", false); ok {
+				q.Retention.For = v
+			} else {
+				rf.missing("for", "how long an acknowledged item is kept to inspect, e.g. for: 1h")
+			}
+			if v, ok := rf.integer("max", 1); ok {
+				q.Retention.Max = v
 			}
 		}
 	}

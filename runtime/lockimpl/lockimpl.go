@@ -146,3 +146,15 @@ func Preload(ctx context.Context, c *lockrt.Client, scripts ...*Script) error {
 func NewElection(c *lockrt.Client, def *LockDef, key string) *lockrt.Election {
 	return lockrt.NewElection(NewLock(c, def, key))
 }
+
+// QueueItemAction runs an action on one item of q (a *lockrt.Queue[T] or
+// *lockrt.ReliableQueue[T], or a type that embeds one), named by its id,
+// for lockgen inspect and the dashboard: "remove" (a ready, delayed or
+// dead item), "run-now" (a delayed one), "bury" (a ready or delayed one,
+// dead-lettered with reason) or "redrive" (a dead letter). It returns
+// where the item was ("ready", "delayed", "in-flight", "dead", or "" when
+// no item has the id) and whether the action changed it; the runtime's
+// RunNow, BuryID, RedriveID and RemoveID are this call for users.
+func QueueItemAction(ctx context.Context, q any, action, id, reason string) (was string, done bool, err error) {
+	return impl.QueueItemAction(ctx, q, action, id, reason)
+}

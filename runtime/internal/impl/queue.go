@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"context"
 	"time"
 
 	"github.com/lockgen/lockgen/templates"
@@ -20,6 +21,7 @@ const QueueWaiterTTL = 30 * time.Second
 type QueueScripts struct {
 	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive *Script
 	Peek, Remove, Drain, Delayed, Wait                        *Script
+	Pause, Pop, Item                                          *Script
 }
 
 // QueueDef is the static definition of a queue declared in a spec.
@@ -30,12 +32,20 @@ type QueueDef struct {
 	Visibility    time.Duration // reliable: how long a delivery stays hidden before it is redelivered
 	MaxDeliveries int           // reliable: deliveries before an item is dead-lettered
 	Dedupe        time.Duration // reliable: how long a dedupe key lives (0: none)
+	Retention     time.Duration // reliable: how long an acknowledged item is shown (0: not kept)
+	RetainMax     int           // reliable: how many acknowledged items are kept at most
 	Scripts       *QueueScripts
 }
 
 // SetUpQueue makes q (a new *runtime.Queue[T] or *runtime.ReliableQueue[T])
 // the queue of def and key over c, with codec (a runtime.Codec[T]).
 var SetUpQueue func(q, c any, def *QueueDef, codec any, key string)
+
+// QueueItemAction runs an action ("remove", "run-now", "bury", "redrive")
+// on the item id of q (any runtime queue), with reason (a bury's): where
+// the item was ("ready", "delayed", "in-flight", "dead", or "" for none)
+// and whether the action changed it.
+var QueueItemAction func(ctx context.Context, q any, action, id, reason string) (was string, done bool, err error)
 
 // Queues returns the scripts of queues (every queue uses the same set).
 func (p *Pinned) Queues() *QueueScripts {
@@ -45,5 +55,6 @@ func (p *Pinned) Queues() *QueueScripts {
 		Nack: p.get(set.Nack), Extend: p.get(set.Extend), Bury: p.get(set.Bury), Dead: p.get(set.Dead),
 		Redrive: p.get(set.Redrive), Peek: p.get(set.Peek), Remove: p.get(set.Remove), Drain: p.get(set.Drain),
 		Delayed: p.get(set.Delayed), Wait: p.get(set.Wait),
+		Pause: p.get(set.Pause), Pop: p.get(set.Pop), Item: p.get(set.Item),
 	}
 }

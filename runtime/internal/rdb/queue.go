@@ -228,8 +228,11 @@ func (q Queue) Nack(ctx context.Context, id any, n int64, reason, dead string, d
 // its sends).
 //
 //	KEYS: the eleven
-//	ARGV: publish, id, delivery
+//	ARGV: publish, id, delivery, retention_ms?, max?
 func (q Queue) Ack(ctx context.Context, id any, n int64) *redis.Cmd {
+	if q.Def.Retention > 0 { // the item is kept, done (queueadmin.go)
+		return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, q.Conn.publish(), id, n, q.Def.Retention.Milliseconds(), q.Def.RetainMax)
+	}
 	return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, q.Conn.publish(), id, n)
 }
 

@@ -55,7 +55,7 @@ func use(ctx context.Context, c *lockrt.Client) error {
 		return err
 	}
 	_ = bodies
-	id, err := queues.Audit().Enqueue(ctx, Event{Kind: "login"}, lockrt.Dedupe("login-1")) // the spec's dedupe window
+	id, err := queues.Audit().Enqueue(ctx, Event{Kind: "login"}, lockrt.Unique("login-1")) // the spec's unique window
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,40 @@
+package rdb
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/keys"
+)
+
+// PausedKey returns the key that is there while the queue is paused,
+// <queue>:paused.
+func (q Queue) PausedKey() string { return keys.Sub(q.Key, "paused") }
+
+// Pause runs queue_pause: action "pause", "resume", or "" to read whether
+// the queue is paused.
+//
+//	KEYS: the eleven, paused
+//	ARGV: publish, action
+func (q Queue) Pause(ctx context.Context, action string) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Pause, q.withRecord(q.PausedKey()), q.Conn.publish(), action)
+}
+
+// Pop runs queue_pop: up to n ready items of a plain queue, none while it
+// is paused.
+//
+//	KEYS: ready, paused
+//	ARGV: n
+func (q Queue) Pop(ctx context.Context, n int) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Pop, []string{q.Key, q.PausedKey()}, n)
+}
+
+// Item runs queue_item: action ("remove", "run-now", "bury", "redrive")
+// on the item id, with reason (a bury's), recorded at record:
+//
+//	KEYS: the eleven, record
+//	ARGV: publish, mode, action, id, reason, record_ms
+func (q Queue) Item(ctx context.Context, record, action, id, reason string) *redis.Cmd {
+	return q.Conn.Eval(ctx, q.Def.Scripts.Item, q.withRecord(record), q.Conn.publish(), q.mode(), action, id, reason, recordTTL)
+}
