@@ -147,6 +147,13 @@ const (
 	// EventAllowed, EventDenied: a limiter allowed or denied N requests.
 	EventAllowed EventKind = "allowed"
 	EventDenied  EventKind = "denied"
+	// EventFired: this client fired a schedule's tick (Object: the
+	// schedule); Duration is how late, by the server's clock.
+	EventFired EventKind = "fired"
+	// EventFireFailed: a schedule's claim could not reach Redis, its
+	// handler or build function failed, or its item was too large; Err
+	// says which.
+	EventFireFailed EventKind = "fire-failed"
 )
 
 // Event is one thing that happened to an object.
