@@ -20,6 +20,7 @@ type Instance struct {
 	Latch     *LatchState     `json:"latch,omitempty"`
 	Limiter   *LimiterState   `json:"limiter,omitempty"`
 	Queue     *QueueState     `json:"queue,omitempty"`
+	Schedule  *ScheduleState  `json:"schedule,omitempty"` // schedule.go
 }
 
 // Totals add up an object's instances (each kind its own, see kind.total).
@@ -34,6 +35,7 @@ type Totals struct {
 	Dead     int64 `json:"dead,omitempty"`
 	Open     int   `json:"open,omitempty"`      // latches open
 	Empty    int   `json:"exhausted,omitempty"` // limiter allowances with nothing left
+	Paused   int   `json:"paused,omitempty"`    // schedules paused
 }
 
 // Param is one decoded param value, as the generated code formatted it.

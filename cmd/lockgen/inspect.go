@@ -86,6 +86,8 @@ func (c *cli) inspect(args []string) int {
 	remove := fs.String("remove", "", "action: remove the queue's item with this `id` (ready, delayed or dead; not in flight)")
 	redriveID := fs.String("redrive-id", "", "action: put the queue's dead letter with this `id` back on the queue")
 	runNow := fs.String("run-now", "", "action: make the queue's delayed item with this `id` ready now")
+	pause := fs.Bool("pause", false, "action: pause the schedule on every replica (its ticks are skipped)")
+	resume := fs.Bool("resume", false, "action: resume the paused schedule")
 	maxScan := fs.Int("max-scan", 0, "keys SCAN may visit per node (default 100000)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if code, ok := c.parse(fs, args, usage); !ok {
@@ -108,6 +110,7 @@ func (c *cli) inspect(args []string) int {
 		{*forceUnlock, "", ""}, {*redrive >= 0, "", ""}, {*purge, "", ""}, {*setPermits >= 0, "", ""},
 		{*item != "", "show", *item}, {*remove != "", inspect.ActionRemove, *remove},
 		{*redriveID != "", inspect.ActionRedrive, *redriveID}, {*runNow != "", inspect.ActionRunNow, *runNow},
+		{*pause, "", ""}, {*resume, "", ""},
 	} {
 		if f.on {
 			actions++
@@ -138,6 +141,8 @@ func (c *cli) inspect(args []string) int {
 		return c.showItem(ctx, in, itemID, fs.Args(), *asJSON)
 	case itemAction != "":
 		return c.actOnItem(ctx, in, itemAction, itemID, fs.Args(), *yes, *asJSON)
+	case *pause || *resume:
+		return c.setPaused(ctx, in, fs.Args(), *yes, *pause)
 	case actions == 1:
 		return c.act(ctx, in, fs.Args(), *yes, *forceUnlock, *redrive, *purge, *setPermits)
 	case fs.NArg() == 0:
