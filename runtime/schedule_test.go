@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -321,6 +322,32 @@ func TestScheduleLostReplies(t *testing.T) {
 			t.Errorf("state %+v (%v) after %d handler runs", st, err, n)
 		}
 	})
+}
+
+// TestScheduleTimersPerClient: a client runs one timer goroutine for all
+// its schedules: 200 started schedules cost it a few goroutines (the
+// timer, and turns in progress), not one each.
+func TestScheduleTimersPerClient(t *testing.T) {
+	t.Parallel()
+	_, b := ownNode(t)
+	c := newClient(t, b)
+	before := goruntime.NumGoroutine()
+	scripts := countScripts(c)
+	var scheds []*lockrt.Schedule
+	for i := range 200 {
+		s := lockimpl.NewSchedule(c, scheduleDef(fmt.Sprintf("Many%d", i), time.Hour), key(t, strconv.Itoa(i)))
+		if err := s.Start(func(context.Context, lockrt.Tick) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		scheds = append(scheds, s)
+	}
+	// Once every first turn (a read of the state) is done, the timer
+	// goroutine is left, and the go-redis pool's.
+	eventually(t, failAfter, func() bool { return scripts.n.Load() >= 200 }, "200 first turns")
+	eventually(t, failAfter, func() bool { return goruntime.NumGoroutine()-before <= 5 }, "at most 5 more goroutines")
+	for _, s := range scheds {
+		s.Stop()
+	}
 }
 
 // TestScheduleRedisDown: State, Pause and Resume return within their

@@ -88,6 +88,9 @@ func shortestGap(c cron.Schedule) time.Duration {
 		if d := n.Sub(t); best == 0 || d < best {
 			best = d
 		}
+		if best <= time.Minute {
+			break // a 5-field expression's shortest gap
+		}
 		t = n
 	}
 	return best
