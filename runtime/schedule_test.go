@@ -350,6 +350,51 @@ func TestScheduleTimersPerClient(t *testing.T) {
 	}
 }
 
+// TestScheduleQueueLostReplies: claims of a queue schedule whose replies
+// are lost (the claim and the offer ran; go-redis sends the script again)
+// offer each tick's item once: no tick twice in the queue, none missed.
+func TestScheduleQueueLostReplies(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		qd := &lockrt.QueueDef{Name: "LossyTarget", Scripts: lockimpl.Scripts().Queues()}
+		d := scheduleDef("LossyQueue", 100*time.Millisecond)
+		k := key(t)
+		c, l, rdb := lossyClient(t, b)
+		s := lockimpl.NewQueueSchedule(c, d, lockimpl.NewQueue(c, qd, lockrt.String{}, k))
+		l.lose(d.Scripts.Fire.SHA1, 5)
+		build := func(_ context.Context, t lockrt.Tick) (string, error) {
+			return strconv.FormatInt(t.Time.UnixMilli(), 10), nil
+		}
+		if err := s.Start(build); err != nil {
+			t.Fatal(err)
+		}
+		oc := newClient(t, b)
+		other := lockimpl.NewQueueSchedule(oc, d, lockimpl.NewQueue(oc, qd, lockrt.String{}, k))
+		if err := other.Start(build); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, failAfter, func() bool {
+			n, err := rdb.LLen(ctx, k).Result()
+			return err == nil && l.left() == 0 && n >= 15
+		}, "5 lost replies and 15 items")
+		s.Stop()
+		other.Stop()
+		items, err := rdb.LRange(ctx, k, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ticks []int64
+		for _, it := range items {
+			n, err := strconv.ParseInt(it[3:], 10, 64)
+			if err != nil {
+				t.Fatalf("item %q", it)
+			}
+			ticks = append(ticks, n)
+		}
+		checkTicks(t, ticks, 100*time.Millisecond)
+	})
+}
+
 // TestScheduleRedisDown: State, Pause and Resume return within their
 // context's deadline when Redis does not answer.
 func TestScheduleRedisDown(t *testing.T) {
