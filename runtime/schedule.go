@@ -312,7 +312,7 @@ func (r *schedRun) claim(tick int64, deadline any) (schedReply, error) {
 	}
 	op := s.c.newSharedOp()
 	st, err := r.call(func(ctx context.Context) *redis.Cmd {
-		return s.ops().Fire(ctx, tick, s.c.id, op, deadline, item)
+		return s.ops().Fire(ctx, tick, s.when.next(tick), s.c.id, op, deadline, item)
 	})
 	if err != nil {
 		r.lost, r.lostOp = tick, op

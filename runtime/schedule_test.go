@@ -395,6 +395,51 @@ func TestScheduleQueueLostReplies(t *testing.T) {
 	})
 }
 
+// TestScheduleFireWithoutState: while a schedule's state has no cursor
+// (never fired, or lost with an empty Redis restart), schedule_fire fires
+// only a tick that is the newest due, so that a replica that knew an older
+// cursor does not fire again the ticks fired before the state was lost;
+// and a claim sent twice answers "fired" twice and offers nothing more.
+func TestScheduleFireWithoutState(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		rdb := c.Redis()
+		k := key(t)
+		fire := script(t, "schedule_fire")
+		now, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := now.UnixMilli()
+		claim := func(tick, next int64, op string) []any {
+			t.Helper()
+			v, err := rdb.Eval(ctx, fire.Source, []string{k}, tick, "a", op, next, "").Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if v := claim(ms-2000, ms-1000, "op1"); v[0] != int64(0) {
+			t.Fatalf("a stale tick without state: %v, want status 0", v)
+		}
+		if n, _ := rdb.Exists(ctx, k).Result(); n != 0 {
+			t.Fatal("a stale tick created the state")
+		}
+		for range 2 {
+			if v := claim(ms-1000, ms+60000, "op2"); v[0] != int64(1) {
+				t.Fatalf("the newest due tick: %v, want status 1", v)
+			}
+		}
+		if v := claim(ms-1000, ms+60000, "op3"); v[0] != int64(0) {
+			t.Fatalf("another claim of a fired tick: %v, want status 0", v)
+		}
+		if n, _ := rdb.HGet(ctx, k, "fires").Int(); n != 1 {
+			t.Fatalf("%d fires, want 1", n)
+		}
+	})
+}
+
 // TestScheduleRedisDown: State, Pause and Resume return within their
 // context's deadline when Redis does not answer.
 func TestScheduleRedisDown(t *testing.T) {

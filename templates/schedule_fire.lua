@@ -15,17 +15,23 @@
 -- ARGV[3]? op: the claim's operation id, unique across clients (for a
 --   reliable queue also the item's id): a claim that finds it recorded
 --   for its tick ran already (its reply was lost) and answers 1 again
--- ARGV[4]? deadline_ms: the tick is missed once the server clock is at
+-- ARGV[4]? next_ms: the tick after tick_ms: while the state has no
+--   cursor (a schedule never fired, or its state was lost with an empty
+--   Redis restart), a tick whose next one is due already is handled, not
+--   fired, so that a replica that knew an older cursor cannot fire again
+--   what was fired before the state was lost
+-- ARGV[5]? deadline_ms: the tick is missed once the server clock is at
 --   or past it (catchUp none), or ''
--- ARGV[5]? publish: the publish command (publish or spublish), which
+-- ARGV[6]? publish: the publish command (publish or spublish), which
 --   wakes the queue's waiting consumers
--- ARGV[6]? mode: the queue's mode, 'r' reliable (the ready list holds
+-- ARGV[7]? mode: the queue's mode, 'r' reliable (the ready list holds
 --   ids, bodies live in data) or 'p' plain (it holds bodies)
--- ARGV[7]? item: the encoded item
+-- ARGV[8]? item: the encoded item
 -- reply: {int, int, int, int, string}
 --   status, cursor, now, fired, by: status 1 when this call fired the
 --   tick (and offered its item), 0 when the tick was handled already
---   (cursor >= tick: another replica fired it or a later one), -1 when
+--   (cursor >= tick: another replica fired it or a later one; or the
+--   state has no cursor and the tick is not the newest due), -1 when
 --   the tick is not due yet by the server clock, -2 when the schedule is
 --   paused (the tick is skipped: cursor moves to it, nothing fires), -3
 --   when the tick was missed (deadline passed; nothing changes), 2 for a
@@ -46,25 +52,25 @@ end
 if now < tick then
   return {-1, cursor, now, fired, by}
 end
-if cursor >= tick then
+if cursor >= tick or not s[1] and tonumber(ARGV[4]) <= now then
   return {0, cursor, now, fired, by}
 end
 if s[5] == '1' then
   redis.call('hset', KEYS[1], 'cursor', ARGV[1])
   return {-2, tick, now, fired, by}
 end
-if ARGV[4] ~= '' and now >= tonumber(ARGV[4]) then
+if ARGV[5] ~= '' and now >= tonumber(ARGV[5]) then
   return {-3, cursor, now, fired, by}
 end
 redis.call('hset', KEYS[1], 'cursor', ARGV[1], 'fired', ARGV[1], 'by', ARGV[2], 'at', now, 'op', ARGV[3])
 redis.call('hincrby', KEYS[1], 'fires', 1)
 if KEYS[2] then
-  local item = ARGV[7]
-  if ARGV[6] == 'r' then
+  local item = ARGV[8]
+  if ARGV[7] == 'r' then
     redis.call('hset', KEYS[3], ARGV[3], item)
     item = ARGV[3]
   end
   redis.call('rpush', KEYS[2], item)
-  queue_wake(KEYS[2], KEYS[4], ARGV[5], 1, now)
+  queue_wake(KEYS[2], KEYS[4], ARGV[6], 1, now)
 end
 return {1, tick, now, tick, ARGV[2]}

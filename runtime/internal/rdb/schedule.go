@@ -29,18 +29,18 @@ func (s Schedule) Read(ctx context.Context) *redis.Cmd {
 	return s.Conn.Eval(ctx, s.Def.Scripts.Fire, []string{s.Key}, "")
 }
 
-// Fire runs schedule_fire, claiming tick (unix ms) as operation op of
-// client by; deadline is the missed deadline (unix ms), or "" for none.
-// A queue schedule offers item with the claim:
+// Fire runs schedule_fire, claiming tick (unix ms; next is the tick after
+// it) as operation op of client by; deadline is the missed deadline (unix
+// ms), or "" for none. A queue schedule offers item with the claim:
 //
 //	KEYS: state[, ready, data, takers]
-//	ARGV: tick_ms, by, op, deadline_ms[, publish, mode, item]
+//	ARGV: tick_ms, by, op, next_ms, deadline_ms[, publish, mode, item]
 //
 // The caller decodes its reply (see the script's header).
-func (s Schedule) Fire(ctx context.Context, tick int64, by, op string, deadline any, item []byte) *redis.Cmd {
+func (s Schedule) Fire(ctx context.Context, tick, next int64, by, op string, deadline any, item []byte) *redis.Cmd {
 	if s.Queue == nil {
-		return s.Conn.Eval(ctx, s.Def.Scripts.Fire, []string{s.Key}, tick, by, op, deadline)
+		return s.Conn.Eval(ctx, s.Def.Scripts.Fire, []string{s.Key}, tick, by, op, next, deadline)
 	}
 	ks := append([]string{s.Key}, s.Queue...)
-	return s.Conn.Eval(ctx, s.Def.Scripts.Fire, ks, tick, by, op, deadline, s.Conn.publish(), s.Mode, item)
+	return s.Conn.Eval(ctx, s.Def.Scripts.Fire, ks, tick, by, op, next, deadline, s.Conn.publish(), s.Mode, item)
 }

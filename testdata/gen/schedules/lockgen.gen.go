@@ -184,7 +184,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_remove":  "e0edc6cf16f7a445aafe16560bdf434b44fe78df",
 	"queue_take":    "e0038f16279c0f0fd8f07e9792787583becb6a38",
 	"queue_wait":    "70b10daf027c2468c7c63f962790d9640a81f566",
-	"schedule_fire": "01dca081a2641abf71a7c6a5c8d11239012a1c71",
+	"schedule_fire": "7939116c227cc72b011f33bcb8790c3e994f4e47",
 })
 
 // Preload loads every Lua script of this package on every primary of c's
