@@ -136,13 +136,15 @@ var latchScripts = lockgenScripts.Latches()
 // Queues gives typed access to the queues declared in lockgen.yaml,
 // one method per queue, with the queue's key params.
 type Queues struct {
-	jobs *lockrt.ReliableQueue[string]
+	jobs  *lockrt.ReliableQueue[string]
+	ticks *lockrt.Queue[string]
 }
 
 // NewQueues returns the queues of lockgen.yaml over c.
 func NewQueues(c *lockrt.Client) *Queues {
 	return &Queues{
-		jobs: lockimpl.NewReliableQueue(c, &jobsQueue, lockrt.JSON[string]{}, jobsKey.Key()),
+		jobs:  lockimpl.NewReliableQueue(c, &jobsQueue, lockrt.JSON[string]{}, jobsKey.Key()),
+		ticks: lockimpl.NewQueue(c, &ticksQueue, lockrt.String{}, ticksKey.Key()),
 	}
 }
 
@@ -165,8 +167,58 @@ var (
 	}
 )
 
+// Ticks receives one item per tick of the schedule Tick.
+//
+// Queue of string on key torture:{Ticks:ticks}.
+func (q *Queues) Ticks() *lockrt.Queue[string] {
+	return q.ticks
+}
+
+var (
+	ticksKey   = lockimpl.KeyDef{Namespace: "torture", Object: "Ticks", Literals: []string{"ticks"}}
+	ticksQueue = lockimpl.QueueDef{
+		Name:    "Ticks",
+		Scripts: queueScripts,
+	}
+)
+
 // queueScripts are the runtime's scripts of queues.
 var queueScripts = lockgenScripts.Queues()
+
+// Schedules gives typed access to the schedules declared in lockgen.yaml.
+// Start each on every replica: each tick fires on exactly one of them.
+type Schedules struct {
+	tick *lockrt.QueueSchedule[string]
+}
+
+// NewSchedules returns the schedules of lockgen.yaml over c. It does not contact Redis.
+func NewSchedules(c *lockrt.Client) *Schedules {
+	return &Schedules{
+		tick: lockimpl.NewQueueSchedule(c, &tickSchedule, lockimpl.NewQueue(c, &ticksQueue, lockrt.String{}, ticksKey.Key())),
+	}
+}
+
+// Tick fires every second on exactly one worker.
+//
+// Schedule every 1s, catching up on up to 1000 missed ticks;
+// each tick offers an item to Ticks (state at torture:{Ticks:ticks}:schedule:Tick).
+func (s *Schedules) Tick() *lockrt.QueueSchedule[string] {
+	return s.tick
+}
+
+var (
+	tickSchedule = lockimpl.ScheduleDef{
+		Name:       "Tick",
+		ID:         "Tick",
+		Every:      time.Second,
+		CatchUp:    lockimpl.CatchUpAll,
+		MaxCatchUp: 1000,
+		Scripts:    scheduleScripts,
+	}
+)
+
+// scheduleScripts are the runtime's scripts of schedules.
+var scheduleScripts = lockgenScripts.Schedules()
 
 // lockgenScripts are the lockgen runtime's Lua scripts this file uses, pinned to the
 // SHA1s it was generated against: a runtime whose scripts differ fails
@@ -195,6 +247,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"reentrant_acquire":  "20a1a52ae5b4600a86d40c4d5a5a69431e792b6e",
 	"reentrant_release":  "7053aacc9d9f89169cbfffaba4de4aad1604659e",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",
+	"schedule_fire":      "7939116c227cc72b011f33bcb8790c3e994f4e47",
 	"semaphore_acquire":  "108753f6445b3e5bdd27abd96a36cb91964a8cb4",
 	"semaphore_capacity": "4406e26f408f59cc087897d0e534edf258c4f590",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
