@@ -441,13 +441,25 @@ func TestScheduleFireWithoutState(t *testing.T) {
 }
 
 // TestScheduleRedisDown: State, Pause and Resume return within their
-// context's deadline when Redis does not answer.
+// context's deadline when Redis does not answer, and Stop at once.
 func TestScheduleRedisDown(t *testing.T) {
 	t.Parallel()
 	n, b := ownNode(t)
-	s := lockimpl.NewSchedule(newClient(t, b), scheduleDef("Down", time.Second), key(t))
+	c := newClient(t, b)
+	s := lockimpl.NewSchedule(c, scheduleDef("Down", time.Second), key(t))
+	running := lockimpl.NewSchedule(c, scheduleDef("DownRunning", 100*time.Millisecond), key(t, "running"))
+	if err := running.Start(func(context.Context, lockrt.Tick) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
+	}
+	// A started schedule whose claims fail stops at once: its calls end
+	// with its context.
+	start := time.Now()
+	running.Stop()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Stop with Redis down took %v", d)
 	}
 	for name, call := range map[string]func(context.Context) error{
 		"State":  func(ctx context.Context) error { _, err := s.State(ctx); return err },
