@@ -30,12 +30,18 @@ func parseSchedule(p *parser, s *Spec, k *Kind, e entry) {
 				"%s: cron %q does not parse: %v", f.what, expr, err)
 			break
 		}
-		sc.Cron = expr
 		if d, ok := c.(cron.ConstantDelaySchedule); ok {
+			// robfig/cron rounds @every down to whole seconds, at least 1s.
+			if want, err := time.ParseDuration(strings.TrimSpace(strings.TrimPrefix(expr, "@every"))); err == nil && want != d.Delay {
+				p.errorf(cronNode, fmt.Sprintf("write every: %s, which keeps it", DurationString(want)),
+					"%s: cron %q would tick every %s (cron descriptors count whole seconds)", f.what, expr, DurationString(d.Delay))
+				break
+			}
 			period = d.Delay
 		} else {
 			period = shortestGap(c)
 		}
+		sc.Cron = expr
 	case hasEvery:
 		sc.Every, period = every, every
 	case !f.has("every") && !f.has("cron"):
