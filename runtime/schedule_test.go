@@ -440,6 +440,36 @@ func TestScheduleFireWithoutState(t *testing.T) {
 	})
 }
 
+// TestScheduleScriptsPerTick: a started schedule sends one script per
+// tick, its claim (and one read of the state when it starts); nothing
+// polls.
+func TestScheduleScriptsPerTick(t *testing.T) {
+	t.Parallel()
+	_, b := ownNode(t)
+	c := newClient(t, b)
+	scripts := countScripts(c)
+	s := lockimpl.NewSchedule(c, scheduleDef("PerTick", 100*time.Millisecond), key(t))
+	if err := s.Start(func(context.Context, lockrt.Tick) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, failAfter, func() bool {
+		st, err := s.State(context.Background())
+		return err == nil && st.Fires >= 20
+	}, "20 fires")
+	s.Stop()
+	st, err := s.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A claim the server's clock finds early (the local clock ahead by
+	// a millisecond) is sent again when due: allow one in ten.
+	if n := scripts.n.Load(); n < 1+st.Fires || n > 1+st.Fires+st.Fires/10 {
+		t.Errorf("%d scripts for %d fires, want 1 + one per fire", n, st.Fires)
+	} else {
+		t.Logf("%d scripts for %d fires", n, st.Fires)
+	}
+}
+
 // TestScheduleRedisDown: State, Pause and Resume return within their
 // context's deadline when Redis does not answer, and Stop at once.
 func TestScheduleRedisDown(t *testing.T) {
