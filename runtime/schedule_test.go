@@ -30,6 +30,12 @@ func scheduleDef(name string, every time.Duration) *lockimpl.ScheduleDef {
 		Scripts: lockimpl.Scripts().Schedules()}
 }
 
+// schedKey returns a key of the test's own, new in each run (a
+// schedule's state outlives a run on the package's shared servers).
+func schedKey(t testing.TB, values ...string) string {
+	return key(t, append(values, strconv.FormatInt(time.Now().UnixNano(), 36))...)
+}
+
 // fireLog records the ticks a handler schedule fired, on any client.
 type fireLog struct {
 	mu    sync.Mutex
@@ -91,7 +97,7 @@ func checkTicks(t *testing.T, ticks []int64, period time.Duration) int {
 func TestScheduleFiresOnce(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		d := scheduleDef("Once", 100*time.Millisecond)
-		k := key(t)
+		k := schedKey(t)
 		var log fireLog
 		ids := map[string]bool{}
 		var scheds []*lockrt.Schedule
@@ -132,7 +138,7 @@ func TestSchedulePauseResume(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		d := scheduleDef("Pause", 100*time.Millisecond)
-		k := key(t)
+		k := schedKey(t)
 		var log fireLog
 		a := lockimpl.NewSchedule(newClient(t, b), d, k)
 		other := lockimpl.NewSchedule(newClient(t, b), d, k)
@@ -195,7 +201,7 @@ func TestScheduleCatchUp(t *testing.T) {
 				const period = 2 * time.Second
 				d := scheduleDef("CatchUp", period)
 				d.CatchUp, d.MaxCatchUp = tc.policy, tc.max
-				k := key(t)
+				k := schedKey(t)
 				c := newClient(t, b)
 				// Ten ticks missed: the cursor is ten periods before due, the
 				// last tick due, which is 1.1s to 1.7s old when the client
@@ -258,7 +264,7 @@ func TestScheduleQueueTarget(t *testing.T) {
 		ctx := context.Background()
 		qd := &lockrt.QueueDef{Name: "Target", Reliable: true, Visibility: time.Minute, MaxDeliveries: 5, Scripts: lockimpl.Scripts().Queues()}
 		d := scheduleDef("ToQueue", 100*time.Millisecond)
-		k := key(t)
+		k := schedKey(t)
 		var q *lockrt.ReliableQueue[string]
 		for range 3 {
 			c := newClient(t, b)
@@ -301,7 +307,7 @@ func TestScheduleQueueTarget(t *testing.T) {
 func TestScheduleLostReplies(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		d := scheduleDef("Lossy", 100*time.Millisecond)
-		k := key(t)
+		k := schedKey(t)
 		c, l, _ := lossyClient(t, b)
 		var log fireLog
 		s := lockimpl.NewSchedule(c, d, k)
@@ -358,7 +364,7 @@ func TestScheduleQueueLostReplies(t *testing.T) {
 		ctx := context.Background()
 		qd := &lockrt.QueueDef{Name: "LossyTarget", Scripts: lockimpl.Scripts().Queues()}
 		d := scheduleDef("LossyQueue", 100*time.Millisecond)
-		k := key(t)
+		k := schedKey(t)
 		c, l, rdb := lossyClient(t, b)
 		s := lockimpl.NewQueueSchedule(c, d, lockimpl.NewQueue(c, qd, lockrt.String{}, k))
 		l.lose(d.Scripts.Fire.SHA1, 5)
@@ -405,7 +411,7 @@ func TestScheduleFireWithoutState(t *testing.T) {
 		ctx := context.Background()
 		c := newClient(t, b)
 		rdb := c.Redis()
-		k := key(t)
+		k := schedKey(t)
 		fire := script(t, "schedule_fire")
 		now, err := rdb.Time(ctx).Result()
 		if err != nil {
@@ -448,7 +454,7 @@ func TestScheduleScriptsPerTick(t *testing.T) {
 	_, b := ownNode(t)
 	c := newClient(t, b)
 	scripts := countScripts(c)
-	s := lockimpl.NewSchedule(c, scheduleDef("PerTick", 100*time.Millisecond), key(t))
+	s := lockimpl.NewSchedule(c, scheduleDef("PerTick", 100*time.Millisecond), schedKey(t))
 	if err := s.Start(func(context.Context, lockrt.Tick) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -476,8 +482,8 @@ func TestScheduleRedisDown(t *testing.T) {
 	t.Parallel()
 	n, b := ownNode(t)
 	c := newClient(t, b)
-	s := lockimpl.NewSchedule(c, scheduleDef("Down", time.Second), key(t))
-	running := lockimpl.NewSchedule(c, scheduleDef("DownRunning", 100*time.Millisecond), key(t, "running"))
+	s := lockimpl.NewSchedule(c, scheduleDef("Down", time.Second), schedKey(t))
+	running := lockimpl.NewSchedule(c, scheduleDef("DownRunning", 100*time.Millisecond), schedKey(t, "running"))
 	if err := running.Start(func(context.Context, lockrt.Tick) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
