@@ -134,7 +134,8 @@
 //
 // A schedule shows its last tick, when and by which client id it fired,
 // its next tick, and whether it is paused; -pause and -resume Object
-// pause or resume it on every replica (asking first unless -yes).
+// pause or resume it on every replica (not asked first: one undoes the
+// other).
 // URLs: redis://host:port[/db] (rediss:// for TLS),
 // redis-sentinel://host:port[,host:port...]/master[/db],
 // redis-cluster://host:port[,host:port...].

@@ -142,7 +142,7 @@ func (c *cli) inspect(args []string) int {
 	case itemAction != "":
 		return c.actOnItem(ctx, in, itemAction, itemID, fs.Args(), *yes, *asJSON)
 	case *pause || *resume:
-		return c.setPaused(ctx, in, fs.Args(), *yes, *pause)
+		return c.setPaused(ctx, in, fs.Args(), *pause)
 	case actions == 1:
 		return c.act(ctx, in, fs.Args(), *yes, *forceUnlock, *redrive, *purge, *setPermits)
 	case fs.NArg() == 0:

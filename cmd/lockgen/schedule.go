@@ -7,25 +7,17 @@ import (
 	"github.com/lockgen/lockgen/inspect"
 )
 
-// setPaused pauses or resumes a schedule (lockgen inspect -pause or
-// -resume Object), after showing it and asking.
-func (c *cli) setPaused(ctx context.Context, in *inspect.Inspector, args []string, yes, pause bool) int {
-	inst, err := in.Instance(ctx, args[0], args[1:]...)
-	if err != nil {
-		return c.result(err)
-	}
-	what := "resume " + args[0]
-	if pause {
-		what = "pause " + args[0]
-	}
-	inspect.WriteInstance(c.stdout, inst)
-	if !yes && !c.confirm(what) {
-		fmt.Fprintln(c.stderr, "lockgen inspect: not confirmed; nothing changed")
-		return exitFail
-	}
+// setPaused pauses or resumes a schedule on every replica (lockgen inspect
+// -pause or -resume Object): not asked first, as it loses nothing and the
+// other undoes it (a queue's pause, likewise).
+func (c *cli) setPaused(ctx context.Context, in *inspect.Inspector, args []string, pause bool) int {
 	if err := in.SetPaused(ctx, pause, args[0]); err != nil {
 		return c.result(err)
 	}
-	fmt.Fprintf(c.stdout, "%s: done\n", what)
+	if pause {
+		fmt.Fprintf(c.stdout, "paused schedule %s on every replica (its ticks are skipped; -resume undoes it)\n", args[0])
+	} else {
+		fmt.Fprintf(c.stdout, "resumed schedule %s\n", args[0])
+	}
 	return exitOK
 }
