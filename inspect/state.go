@@ -33,9 +33,9 @@ type Totals struct {
 	Delayed  int64 `json:"delayed,omitempty"`
 	InFlight int64 `json:"inFlight,omitempty"`
 	Dead     int64 `json:"dead,omitempty"`
+	Paused   int   `json:"paused,omitempty"`    // queue instances paused
 	Open     int   `json:"open,omitempty"`      // latches open
 	Empty    int   `json:"exhausted,omitempty"` // limiter allowances with nothing left
-	Paused   int   `json:"paused,omitempty"`    // schedules paused
 }
 
 // Param is one decoded param value, as the generated code formatted it.
