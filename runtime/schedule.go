@@ -240,7 +240,6 @@ type schedRun struct {
 	skew    int64 // the server's clock minus the local one, ms
 	retries int   // failed turns in a row
 	lost    int64 // a tick whose claim had no reply, or 0
-	lostOp  string
 }
 
 // turn claims the ticks that are due and returns when to wake next.
@@ -253,8 +252,9 @@ func (r *schedRun) turn() time.Time {
 		}
 		r.learn(st)
 		if r.lost != 0 && st.fired == r.lost && st.by == s.c.id {
-			// A claim of ours whose reply was lost fired (its op is
-			// ours: a client claims one tick at a time).
+			// A claim of ours whose reply was lost fired: the state
+			// names this client and that tick (a client claims one
+			// tick of a schedule at a time).
 			r.fired(r.lost, st.now)
 		}
 		r.lost = 0
@@ -315,7 +315,7 @@ func (r *schedRun) claim(tick int64, deadline any) (schedReply, error) {
 		return s.ops().Fire(ctx, tick, s.when.next(tick), s.c.id, op, deadline, item)
 	})
 	if err != nil {
-		r.lost, r.lostOp = tick, op
+		r.lost = tick
 		return st, err
 	}
 	r.learn(st)
