@@ -48,6 +48,11 @@ type Kind struct {
 	// Extra lists the fields of a nested mapping field: "reliable".
 	Extra map[string][]string
 
+	// Moved says what moving an object's keys (a rename without id:)
+	// does while old and new code run side by side; "" is the usual
+	// "old and new replicas exclude nobody".
+	Moved string
+
 	// Keyless kinds have neither key nor params (of the fields every
 	// object has, only description and id): one object is one instance,
 	// whose key is its identity alone (a schedule's).
@@ -174,6 +179,7 @@ var Kinds = []*Kind{
 		Fields: keylessFieldsOf(Field{"cron", Behaviour}, Field{"every", Behaviour}, Field{"timezone", Behaviour},
 			Field{"jitter", Behaviour}, Field{"catchUp", Behaviour}, Field{"maxCatchUp", Behaviour}, Field{"queue", Breaking}),
 		Keyless:    true,
+		Moved:      "old and new replicas both fire each tick",
 		SpecField:  "Schedules",
 		parse:      parseSchedule,
 		Doc:        "A schedule: ticks by cron or period, each fired exactly once across every replica, claimed in Redis by the server's clock. Its target is a queue of the same spec (an item built per tick) or a handler the program registers.",
