@@ -142,8 +142,8 @@ func (scheduleKind) gauges(o *ObjectState) []Gauge {
 	return g
 }
 
-// view shows the state; the dashboard offers no pause or resume button
-// yet (its action API names the actions it performs: see SetPaused).
+// view shows the state, and offers pause or resume (the dashboard's
+// "pause" and "resume" actions, which a queue instance offers too).
 func (k scheduleKind) view(inst *Instance) View {
 	if inst.Schedule == nil {
 		return View{}
@@ -151,6 +151,9 @@ func (k scheduleKind) view(inst *Instance) View {
 	v := View{State: k.state(inst)}
 	if inst.Schedule.Paused {
 		v.Class = "held"
+		v.Actions = append(v.Actions, Offer{Action: "resume", Label: "Resume", Question: "Resume schedule " + inst.Object + " on every replica?"})
+	} else {
+		v.Actions = append(v.Actions, Offer{Action: "pause", Label: "Pause", Question: "Pause schedule " + inst.Object + " on every replica (its ticks are skipped)?"})
 	}
 	return v
 }
