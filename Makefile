@@ -86,8 +86,13 @@ bench: redis ## benchmarks against the peers; e.g. make bench BENCH='Uncontended
 	cd scripts/bench && $(GO) test -run='^$$' -bench '$(BENCH)' -benchmem $(BENCHFLAGS) | tee out.txt
 
 TORTUREFLAGS ?= -n 8 -rounds 2
-torture: redis ## fault harness, long mode: 8 worker processes, every fault kind twice (~4 min); prints the table
+torture: redis ## fault harness, long mode: 8 worker processes, every fault kind twice (~4 min); prints the table; then torture-schedules
 	$(GO) run ./scripts/torture $(TORTUREFLAGS)
+	@$(MAKE) --no-print-directory torture-schedules
+
+.PHONY: torture-schedules
+torture-schedules: redis ## 8 schedule replica processes fire a 1s schedule for 60s (kill -9, all down, Redis restart), on a node and a 3-primary cluster: each tick once
+	LOCKGEN_SCHEDULE_WINDOW=60s $(GO) test -count=1 -timeout 10m -run 'TestScheduleReplicas' -v ./runtime
 
 fmt: ## gofmt every Go file in place
 	gofmt -w $(GOFILES)

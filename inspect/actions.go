@@ -101,9 +101,13 @@ type pausable interface {
 // Pause pauses the consumers of a queue instance, through the runtime's
 // Pause: producers keep offering, Takes (and workers) take nothing until
 // Resume; waiting Takes keep waiting. Pausing a paused queue changes
-// nothing. It returns ErrUnknownObject, ErrBadParams, ErrUnsupported for
+// nothing. Of a schedule, it is SetPaused: its ticks are skipped on every
+// replica. It returns ErrUnknownObject, ErrBadParams, ErrUnsupported for
 // an object that is not a queue, or a Redis error.
 func (in *Inspector) Pause(ctx context.Context, object string, values ...string) error {
+	if in.isSchedule(object) {
+		return in.SetPaused(ctx, true, object)
+	}
 	q, _, _, err := in.runtimeQueue(object, values)
 	if err != nil {
 		return err
@@ -115,6 +119,9 @@ func (in *Inspector) Pause(ctx context.Context, object string, values ...string)
 // runtime's Resume, waking its waiting Takes. It returns the errors of
 // Pause.
 func (in *Inspector) Resume(ctx context.Context, object string, values ...string) error {
+	if in.isSchedule(object) {
+		return in.SetPaused(ctx, false, object)
+	}
 	q, _, _, err := in.runtimeQueue(object, values)
 	if err != nil {
 		return err
@@ -174,4 +181,11 @@ func (in *Inspector) SetPermits(ctx context.Context, n int, object string, value
 		return s.ResetPermits(ctx)
 	}
 	return s.SetPermits(ctx, n)
+}
+
+// isSchedule reports whether object names a schedule (which Pause and
+// Resume pause on every replica).
+func (in *Inspector) isSchedule(object string) bool {
+	o, err := in.object(object)
+	return err == nil && o.kind == KindSchedule
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/keys"
+	"github.com/lockgen/lockgen/internal/spec"
 )
 
 // maxZset bounds the sorted sets read whole to pair deadlines with list
@@ -117,6 +118,11 @@ func (in *Inspector) Snapshot(ctx context.Context) (*Snapshot, error) {
 	var all []*found
 	for _, o := range in.objs {
 		fs := byObj[o]
+		if len(fs) == 0 && spec.KindOf(o.obj.Common().Section).Keyless {
+			// One instance, read whether or not it has a key yet (a
+			// schedule's state may live under its queue's hash tag).
+			fs = []*found{{obj: o, key: keys.Build(in.spec.Namespace, o.id, o.literals)}}
+		}
 		sort.Slice(fs, func(i, j int) bool { return fs[i].key < fs[j].key })
 		st := &ObjectState{ObjectInfo: o.info(), Count: len(fs), Truncated: res.truncated}
 		if len(fs) > in.opts.MaxInstances {

@@ -20,6 +20,7 @@ type Instance struct {
 	Latch     *LatchState     `json:"latch,omitempty"`
 	Limiter   *LimiterState   `json:"limiter,omitempty"`
 	Queue     *QueueState     `json:"queue,omitempty"`
+	Schedule  *ScheduleState  `json:"schedule,omitempty"` // schedule.go
 }
 
 // Totals add up an object's instances (each kind its own, see kind.total).
@@ -32,7 +33,7 @@ type Totals struct {
 	Delayed  int64 `json:"delayed,omitempty"`
 	InFlight int64 `json:"inFlight,omitempty"`
 	Dead     int64 `json:"dead,omitempty"`
-	Paused   int   `json:"paused,omitempty"`    // queue instances paused
+	Paused   int   `json:"paused,omitempty"`    // queue and schedule instances paused
 	Open     int   `json:"open,omitempty"`      // latches open
 	Empty    int   `json:"exhausted,omitempty"` // limiter allowances with nothing left
 }

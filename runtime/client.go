@@ -46,6 +46,8 @@ type Client struct {
 
 	fences fences // the last fencing token seen per fenced lock (fenced.go)
 
+	timers schedTimers // the timer of its started schedules (schedule.go)
+
 	closeOnce     sync.Once
 	shardedPubSub bool // sharded pub/sub may be chosen (runtime/internal/hub)
 

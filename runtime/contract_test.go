@@ -347,6 +347,21 @@ func TestScriptContracts(t *testing.T) {
 		t.Fatal("an item that does not decode was taken")
 	}
 
+	// A schedule with a handler and one with a reliable queue target:
+	// read, claimed, fired.
+	hs := lockimpl.NewSchedule(c, scheduleDef("Contract", 50*time.Millisecond), key(t, "schedule"))
+	qs := lockimpl.NewReliableQueueSchedule(c, scheduleDef("ContractQueue", 50*time.Millisecond),
+		lockimpl.NewReliableQueue(c, qd, lockrt.String{}, key(t, "schedule-queue")))
+	must(hs.Start(func(context.Context, lockrt.Tick) error { return nil }))
+	must(qs.Start(func(context.Context, lockrt.Tick) (string, error) { return "tick", nil }))
+	eventually(t, failAfter, func() bool {
+		a, err1 := hs.State(ctx)
+		b, err2 := qs.State(ctx)
+		return err1 == nil && err2 == nil && a.Fires > 0 && b.Fires > 0
+	}, "both schedules fired")
+	hs.Stop()
+	qs.Stop()
+
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	seen := map[string]bool{}

@@ -284,6 +284,31 @@
 // queue's move is an Enqueue keyed by the item's id and an Ack, so the
 // item is moved once also when a move is cut short (see queuemove.go).
 //
+// # Schedules
+//
+// A Schedule (a handler target) or QueueSchedule (a queue target, typed by
+// the queue's payload) fires each tick of a cron expression or period
+// exactly once across every replica that starts it: each replica claims
+// the tick in Redis for the tick's time, by the server's clock, and one
+// claim per tick wins (no leader). Start takes the handler, or the
+// function that builds a tick's item, which is offered in the same script
+// as the claim. Ticks nobody fired in time follow the spec's catchUp
+// (none, latest, all with maxCatchUp). Pause and Resume act on every
+// replica; State reads the last tick, when and by which client id it
+// fired, the next tick, and whether it is paused.
+//
+//	err := schedules.Nightly().Start(func(ctx context.Context, t lockrt.Tick) error {
+//		return closeBooks(ctx, t.Time)
+//	})
+//
+// A handler runs at most once per tick (a replica that dies after its
+// claim loses that tick's work); a queue target's item is offered exactly
+// once per tick. A client runs one timer goroutine for all its schedules
+// and sends one script per schedule and tick. Round trips: State, Pause,
+// Resume one each. Errors: ErrScheduleStarted, ErrBadSchedule,
+// ErrInvalidArgument (a nil handler), ErrClosed; a failed claim, handler or
+// build is reported to observers (EventFireFailed), a fire as EventFired.
+//
 // # Observers
 //
 // WithObserver installs an Observer that sees operations start and end

@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(waiterChildEnv) != "" { // a child of TestDeadWaiterPassedOver or TestStoppedWaiter
 		os.Exit(waiterChild())
 	}
+	if os.Getenv(schedChildEnv) != "" { // a replica of TestScheduleReplicas
+		os.Exit(scheduleChild())
+	}
 	os.Exit(run(m))
 }
 

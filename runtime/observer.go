@@ -147,6 +147,13 @@ const (
 	// EventAllowed, EventDenied: a limiter allowed or denied N requests.
 	EventAllowed EventKind = "allowed"
 	EventDenied  EventKind = "denied"
+	// EventFired: this client fired a schedule's tick (Object: the
+	// schedule); Duration is how late, by the server's clock.
+	EventFired EventKind = "fired"
+	// EventFireFailed: a schedule's claim could not reach Redis, its
+	// handler or build function failed, or its item was too large; Err
+	// says which.
+	EventFireFailed EventKind = "fire-failed"
 )
 
 // Event is one thing that happened to an object.
@@ -176,8 +183,8 @@ func WithObserver(o Observer) Option {
 
 // WithLogger logs, with l, what an operator wants to hear of: lost
 // leases, failed renewals, failed runs of the delay timer (with the
-// queue's object and key) and failed pub/sub connections (with the number
-// of channels subscribed again) at Warn; scripts sent again after
+// queue's object and key), failed schedule ticks and failed pub/sub
+// connections (with the number of channels subscribed again) at Warn; scripts sent again after
 // NOSCRIPT at Info; and each channel subscribed again at Debug.
 func WithLogger(l *slog.Logger) Option { return WithObserver(logObserver{l}) }
 
@@ -354,6 +361,8 @@ func (o logObserver) Event(ctx context.Context, e Event) {
 		o.l.WarnContext(ctx, "lockgen: pub/sub connection lost; subscribing its channels again", args...)
 	case EventResubscribed:
 		o.l.DebugContext(ctx, "lockgen: subscribing again", "channel", e.Key)
+	case EventFireFailed:
+		o.l.WarnContext(ctx, "lockgen: a schedule's tick failed (its claim, handler or build)", "object", e.Object, "key", e.Key, "err", e.Err)
 	case EventWaitFallback:
 		o.l.InfoContext(ctx, "lockgen: a wait ended by its fallback timer, not a wake-up (a holder's lease ran out unreleased, a lost wake-up, or Redis back after an outage)", "object", e.Object, "key", e.Key, "wait", e.Duration)
 	}

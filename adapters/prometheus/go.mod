@@ -4,7 +4,10 @@ go 1.26.0
 
 require github.com/lockgen/lockgen v0.0.0
 
-require go.yaml.in/yaml/v3 v3.0.6 // indirect
+require (
+	github.com/robfig/cron/v3 v3.0.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

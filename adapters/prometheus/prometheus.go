@@ -55,6 +55,8 @@ type Observer struct {
 	lostSubs  *prometheus.CounterVec
 	resubs    prometheus.Counter
 	fallbacks *prometheus.CounterVec
+	fires     *prometheus.CounterVec
+	fireLate  *prometheus.HistogramVec
 }
 
 var _ runtime.Observer = (*Observer)(nil)
@@ -103,8 +105,14 @@ func New(reg prometheus.Registerer) *Observer {
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockgen_wait_fallbacks_total", Help: "Waits for a lock or permits ended by their fallback timer, not a wake-up: a holder's lease ran out unreleased, a wake-up was lost, or Redis came back after an outage.",
 		}, []string{"object"}),
+		fires: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockgen_schedule_fires_total", Help: "Schedule ticks this process fired, and claims, handlers or builds that failed.",
+		}, []string{"object", "result"}),
+		fireLate: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lockgen_schedule_fire_lateness_seconds", Help: "How late this process fired schedule ticks: claimed minus due, on the Redis server's clock.", Buckets: buckets,
+		}, []string{"object"}),
 	}
-	reg.MustRegister(o.ops, o.wait, o.hold, o.lost, o.renewals, o.reloads, o.queue, o.lateness, o.decisions, o.retries, o.lostSubs, o.resubs, o.fallbacks)
+	reg.MustRegister(o.ops, o.wait, o.hold, o.lost, o.renewals, o.reloads, o.queue, o.lateness, o.decisions, o.retries, o.lostSubs, o.resubs, o.fallbacks, o.fires, o.fireLate)
 	return o
 }
 
@@ -150,5 +158,10 @@ func (o *Observer) Event(_ context.Context, e runtime.Event) {
 		o.resubs.Inc()
 	case runtime.EventWaitFallback:
 		o.fallbacks.WithLabelValues(e.Object).Inc()
+	case runtime.EventFired:
+		o.fires.WithLabelValues(e.Object, "fired").Inc()
+		o.fireLate.WithLabelValues(e.Object).Observe(e.Duration.Seconds())
+	case runtime.EventFireFailed:
+		o.fires.WithLabelValues(e.Object, "failed").Inc()
 	}
 }

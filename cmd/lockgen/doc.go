@@ -135,6 +135,11 @@
 // already), exiting 0; an item the action does not apply to (a remove of
 // one in flight) exits 1. With -json, an item action prints its result
 // ({"action", "key", "id", "was", "done"}) on stdout.
+//
+// A schedule shows its last tick, when and by which client id it fired,
+// its next tick, and whether it is paused; -pause and -resume Object
+// pause or resume it on every replica (not asked first: one undoes the
+// other).
 // URLs: redis://host:port[/db] (rediss:// for TLS),
 // redis-sentinel://host:port[,host:port...]/master[/db],
 // redis-cluster://host:port[,host:port...].

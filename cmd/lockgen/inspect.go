@@ -26,7 +26,7 @@ func init() {
 	for _, cmd := range commands {
 		if cmd.name == "version" {
 			rest = append(rest,
-				struct{ name, args, summary string }{"inspect", "-redis URL [-spec lockgen.yaml] [-json] [-yes] [action] [Object [params...]]", "Show the live state of the spec's objects in Redis; force-unlock, redrive, purge, set permits; pause or resume a queue; show, remove, dead-letter, redrive or run one queue item by id."},
+				struct{ name, args, summary string }{"inspect", "-redis URL [-spec lockgen.yaml] [-json] [-yes] [action] [Object [params...]]", "Show the live state of the spec's objects in Redis; force-unlock, redrive, purge, set permits; pause or resume a queue or a schedule; show, remove, dead-letter, redrive or run one queue item by id."},
 				struct{ name, args, summary string }{"serve", "-redis URL [-spec lockgen.yaml] [-addr 127.0.0.1:8080] [-read-only] [-token-file FILE]", "Serve the live state as a web dashboard, with /metrics for Prometheus."})
 		}
 		rest = append(rest, cmd)
@@ -88,8 +88,8 @@ func (c *cli) inspect(args []string) int {
 	runNow := fs.String("run-now", "", "action: make the queue's delayed item with this `id` ready now")
 	bury := fs.String("bury", "", "action: move the queue's ready or delayed item with this `id` to the dead letters")
 	reason := fs.String("reason", "", "the dead letter's reason with -bury (default \""+inspect.DefaultBuryReason+"\")")
-	pause := fs.Bool("pause", false, "action: pause the queue's consumers (producers keep offering)")
-	resume := fs.Bool("resume", false, "action: resume the queue's consumers")
+	pause := fs.Bool("pause", false, "action: pause the queue's consumers (producers keep offering), or the schedule on every replica (its ticks are skipped)")
+	resume := fs.Bool("resume", false, "action: resume the queue's consumers, or the paused schedule")
 	maxScan := fs.Int("max-scan", 0, "keys SCAN may visit per node (default 100000)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if code, ok := c.parse(fs, args, usage); !ok {
@@ -296,6 +296,11 @@ func (c *cli) act(ctx context.Context, in *inspect.Inspector, args []string, yes
 // pause pauses (or resumes) the consumers of one queue instance: not
 // asked first, as it loses nothing and the other undoes it.
 func (c *cli) pause(ctx context.Context, in *inspect.Inspector, args []string, pause bool) int {
+	for _, o := range in.Objects() {
+		if o.Name == args[0] && o.Kind == inspect.KindSchedule {
+			return c.setPaused(ctx, in, args, pause)
+		}
+	}
 	key, err := in.Key(args[0], args[1:]...)
 	if err != nil {
 		return c.result(err)

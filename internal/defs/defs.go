@@ -8,6 +8,7 @@
 package defs
 
 import (
+	"github.com/lockgen/lockgen/internal/keys"
 	"github.com/lockgen/lockgen/internal/spec"
 	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
@@ -95,4 +96,31 @@ func Queue(q *spec.Queue) *lockimpl.QueueDef {
 		d.Retention, d.RetainMax = r.For, r.Max
 	}
 	return d
+}
+
+// CatchUps maps each schedule catch-up policy to the runtime's.
+var CatchUps = map[string]lockimpl.CatchUp{
+	spec.CatchUpNone:   lockimpl.CatchUpNone,
+	spec.CatchUpLatest: lockimpl.CatchUpLatest,
+	spec.CatchUpAll:    lockimpl.CatchUpAll,
+}
+
+// Schedule returns the definition of a schedule.
+func Schedule(s *spec.Schedule) *lockimpl.ScheduleDef {
+	return &lockimpl.ScheduleDef{
+		Name: s.Name, ID: s.Identity(), Cron: s.Cron, Every: s.Every, Timezone: s.Timezone, Jitter: s.Jitter,
+		CatchUp: CatchUps[s.CatchUp], MaxCatchUp: s.MaxCatchUp, Scripts: lockimpl.Scripts().Schedules(),
+	}
+}
+
+// ScheduleKey returns the key of a schedule's state hash in a spec with
+// namespace ns: its own, namespace:{Name:}, or for a schedule that
+// targets a queue <queue key>:schedule:<Name> (in the queue's slot).
+func ScheduleKey(ns string, s *spec.Schedule) string {
+	if s.Target != nil {
+		k := Key(ns, s.Target.Object)
+		return keys.Sub(k.Key(), "schedule:"+s.Identity())
+	}
+	k := Key(ns, s.Object)
+	return k.Key()
 }

@@ -134,14 +134,23 @@ func (c *comparer) gone(old spec.Obj, curByID map[string]spec.Obj, oldIDs map[st
 			continue
 		}
 		c.add(n.Pos, Breaking, fmt.Sprintf("add id: %s to %s to keep its keys", o.Identity(), n.Name),
-			"%s was renamed from %s (line %d at %s): its keys move from {%s:…} to {%s:…}, so old and new replicas exclude nobody",
-			what(n), o.Name, o.Pos.Line, c.base, o.Identity(), n.Identity())
+			"%s was renamed from %s (line %d at %s): its keys move from {%s:…} to {%s:…}, so %s",
+			what(n), o.Name, o.Pos.Line, c.base, o.Identity(), n.Identity(), moved(n))
 		c.object(old, x) // and what else changed
 		return
 	}
 	pos := c.top(o.Section)
 	c.add(pos, Breaking, "keep it until no running code uses it, then remove it with -allow-breaking",
 		"%s (line %d at %s) was removed; replicas still running the old code use its keys", what(o), o.Pos.Line, c.base)
+}
+
+// moved says what moving o's keys does during a rolling deploy (its
+// kind's Moved).
+func moved(o *spec.Object) string {
+	if k := spec.KindOf(o.Section); k != nil && k.Moved != "" {
+		return k.Moved
+	}
+	return "old and new replicas exclude nobody"
 }
 
 // sameKey reports whether two keys have the same literals and param

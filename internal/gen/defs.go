@@ -20,6 +20,7 @@ var constNames = map[any]string{
 	lockimpl.ReadWrite: "ReadWrite", lockimpl.Fenced: "Fenced",
 	lockimpl.GCRA: "GCRA", lockimpl.TokenBucket: "TokenBucket", lockimpl.SlidingWindow: "SlidingWindow",
 	lockimpl.ScopeOverall: "ScopeOverall", lockimpl.ScopePerClient: "ScopePerClient",
+	lockimpl.CatchUpLatest: "CatchUpLatest", lockimpl.CatchUpAll: "CatchUpAll",
 }
 
 // literal renders a definition (a pointer to a lockimpl.XDef) as the

@@ -48,6 +48,16 @@ type Kind struct {
 	// Extra lists the fields of a nested mapping field: "reliable".
 	Extra map[string][]string
 
+	// Moved says what moving an object's keys (a rename without id:)
+	// does while old and new code run side by side; "" is the usual
+	// "old and new replicas exclude nobody".
+	Moved string
+
+	// Keyless kinds have neither key nor params (of the fields every
+	// object has, only description and id): one object is one instance,
+	// whose key is its identity alone (a schedule's).
+	Keyless bool
+
 	// SpecField is the field of Spec holding the section's objects, a
 	// slice of pointers to a type that embeds Object: "Locks".
 	SpecField string
@@ -71,6 +81,9 @@ type Kind struct {
 var common = []Field{{"description", Harmless}, {"id", Identity}, {"key", Identity}, {"params", Identity}}
 
 func fieldsOf(fs ...Field) []Field { return append(slices.Clip(common), fs...) }
+
+// keylessFieldsOf is fieldsOf for a Keyless kind: description and id.
+func keylessFieldsOf(fs ...Field) []Field { return append(slices.Clip(common[:2]), fs...) }
 
 // Kinds is the kind table, in the order the docs (and the generated
 // code) give the sections.
@@ -162,6 +175,28 @@ var Kinds = []*Kind{
 		},
 		Required: []string{"payload"},
 	},
+	{
+		Section: "schedules", Noun: "schedule",
+		Example: `Nightly: { cron: "0 3 * * *", timezone: Europe/Paris }`,
+		Fields: keylessFieldsOf(Field{"cron", Behaviour}, Field{"every", Behaviour}, Field{"timezone", Behaviour},
+			Field{"jitter", Behaviour}, Field{"catchUp", Behaviour}, Field{"maxCatchUp", Behaviour}, Field{"queue", Breaking}),
+		Keyless:    true,
+		Moved:      "old and new replicas both fire each tick",
+		SpecField:  "Schedules",
+		parse:      parseSchedule,
+		Doc:        "A schedule: ticks by cron or period, each fired exactly once across every replica, claimed in Redis by the server's clock. Its target is a queue of the same spec (an item built per tick) or a handler the program registers.",
+		SectionDoc: "Schedules by exported Go name.",
+		FieldSchemas: map[string]string{
+			"cron":       `{"type": "string", "minLength": 1, "description": "When it fires: a standard cron expression of 5 fields (minute hour day-of-month month day-of-week), or a descriptor such as @daily, @hourly or @every 30s. Write cron or every, not both."}`,
+			"every":      `{"$ref": "#/$defs/duration", "description": "When it fires: every period, at the multiples of the period since the Unix epoch (UTC). Write cron or every, not both."}`,
+			"timezone":   `{"type": "string", "minLength": 1, "description": "The IANA time zone of a cron expression, e.g. Europe/Paris. Default UTC. Not for every."}`,
+			"jitter":     `{"$ref": "#/$defs/duration", "description": "Delays each tick's fire by up to this much, the same on every replica (it spreads schedules that share a tick). Less than the period. Default none."}`,
+			"catchUp":    `{"enum": ["none", "latest", "all"], "default": "none", "description": "What to do with ticks nobody fired in time (no replica ran, Redis was down): none skips them (a tick later than half its period, at most a minute, is missed), latest fires the newest, all fires each, oldest first, at most maxCatchUp. Default none."}`,
+			"maxCatchUp": `{"$ref": "#/$defs/count", "default": 100, "description": "With catchUp all: how many missed ticks it fires at most (the newest). Default 100."}`,
+			"queue":      `{"$ref": "#/$defs/objectName", "description": "The target: a queue of this spec without params, to which each tick offers an item that the program builds per tick, in the same step as the claim. Without it the program registers a handler."}`,
+		},
+		Rules: `"oneOf": [{"required": ["cron"]}, {"required": ["every"]}]`,
+	},
 }
 
 // isSection holds the section names, and fieldOwner the noun of the only
@@ -178,7 +213,10 @@ func init() {
 	owners := map[string][]string{}
 	for _, k := range Kinds {
 		isSection[k.Section] = true
-		for _, f := range k.Fields[len(common):] {
+		for _, f := range k.Fields {
+			if isCommon(f.Name) {
+				continue
+			}
 			owners[f.Name] = append(owners[f.Name], k.Noun)
 		}
 	}

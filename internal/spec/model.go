@@ -37,6 +37,7 @@ type Spec struct {
 	Latches    []*Latch
 	Limiters   []*Limiter
 	Queues     []*Queue
+	Schedules  []*Schedule
 }
 
 // Defaults apply to every object that does not set the field itself.
@@ -246,4 +247,38 @@ type Reliable struct {
 	MaxDeliveries int           `spec:"maxDeliveries"`
 	// reliable.dedupe, the first spelling of unique:, is read into
 	// Queue.Unique.
+}
+
+// Schedule catch-up policies: what a schedule does with ticks nobody
+// fired in time (no replica ran, Redis was down).
+const (
+	CatchUpNone   = "none"   // skip them
+	CatchUpLatest = "latest" // fire the newest of them
+	CatchUpAll    = "all"    // fire each, oldest first, at most maxCatchUp (the newest)
+)
+
+// CatchUps lists the catch-up policies, in the order the docs give them.
+var CatchUps = []string{CatchUpNone, CatchUpLatest, CatchUpAll}
+
+// DefaultMaxCatchUp bounds catchUp: all when the spec gives no maxCatchUp.
+const DefaultMaxCatchUp = 100
+
+// Schedule is an entry of schedules:. It has no key pattern nor params:
+// its state is one hash, namespace:{Name:}, or, when it targets a queue,
+// under the queue's hash tag (<queue key>:schedule:<Name>), so that
+// claiming a tick and offering its item are one script on one slot.
+type Schedule struct {
+	Object
+	Cron       string        `spec:"cron"`  // a cron expression or descriptor; "" when Every is set
+	Every      time.Duration `spec:"every"` // the period; 0 when Cron is set
+	Timezone   string        `spec:"timezone"`
+	Jitter     time.Duration `spec:"jitter"`
+	CatchUp    string        `spec:"catchUp"`
+	MaxCatchUp int           `spec:"maxCatchUp"` // catchUp all only
+	// Queue names the target queue of the same spec, or "" for a
+	// handler the program registers.
+	Queue    string `spec:"queue"`
+	QueuePos Pos
+	// Target is the queue Queue names, once resolved.
+	Target *Queue
 }

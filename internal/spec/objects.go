@@ -242,7 +242,11 @@ func (p *parser) object(k *Kind, e entry) (Object, *fields, bool) {
 			p.errorf(n, nameHint(v)+"; an id is the name the object's keys carry, usually its old name", "%s: id %q is not an exported Go identifier", what, v)
 		}
 	}
-	o.Key = p.key(f)
+	if k.Keyless {
+		o.Key = Key{Literals: []string{""}} // namespace:{Name:}
+	} else {
+		o.Key = p.key(f)
+	}
 	return o, f, true
 }
 

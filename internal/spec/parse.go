@@ -335,6 +335,7 @@ func (p *parser) parse() *Spec {
 		}
 	}
 	p.checkIdentities(s)
+	p.checkScheduleTargets(s)
 	sortObjects(s)
 	return s
 }

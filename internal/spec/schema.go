@@ -180,15 +180,28 @@ func generateSchema() ([]byte, error) {
 			}
 			props = append(props, jsonString(f.Name)+": "+s)
 		}
-		if len(k.FieldSchemas)+len(common) != len(k.Fields) {
+		commons := 0
+		for _, f := range k.Fields {
+			if isCommon(f.Name) {
+				commons++
+			}
+		}
+		if len(k.FieldSchemas)+commons != len(k.Fields) {
 			return nil, fmt.Errorf("kind table: %s has FieldSchemas for fields it does not have", k.Section)
 		}
 		var required []string
-		for _, r := range append([]string{"key"}, k.Required...) {
+		req := k.Required
+		if !k.Keyless {
+			req = append([]string{"key"}, req...)
+		}
+		for _, r := range req {
 			required = append(required, jsonString(r))
 		}
 		def := fmt.Sprintf(`%s: {"type": "object", "description": %s, "properties": {%s}, "required": [%s], "additionalProperties": false`,
 			jsonString(k.Noun), jsonString(k.Doc), strings.Join(props, ", "), strings.Join(required, ", "))
+		if len(required) == 0 {
+			def = strings.Replace(def, `, "required": []`, "", 1)
+		}
 		if k.Rules != "" {
 			def += ", " + k.Rules
 		}

@@ -43,6 +43,9 @@ type (
 	QueueScripts     = impl.QueueScripts
 	QueueDef         = impl.QueueDef
 	RedLockDef       = impl.RedLockDef
+	ScheduleScripts  = impl.ScheduleScripts
+	ScheduleDef      = impl.ScheduleDef
+	CatchUp          = impl.CatchUp
 	Pins             = impl.Pins
 	Pinned           = impl.Pinned
 )
@@ -71,6 +74,9 @@ const (
 	SlidingWindow  = impl.SlidingWindow
 	ScopeOverall   = impl.ScopeOverall
 	ScopePerClient = impl.ScopePerClient
+	CatchUpNone    = impl.CatchUpNone
+	CatchUpLatest  = impl.CatchUpLatest
+	CatchUpAll     = impl.CatchUpAll
 )
 
 // NewLock returns the lock of def with key over c. It does not contact
@@ -129,6 +135,28 @@ func NewReliableQueue[T any](c *lockrt.Client, def *QueueDef, codec lockrt.Codec
 // codec and key over c.
 func NewDelayedReliableQueue[T any](c *lockrt.Client, def *QueueDef, codec lockrt.Codec[T], key string) *lockrt.DelayedReliableQueue[T] {
 	return &lockrt.DelayedReliableQueue[T]{ReliableQueue: NewReliableQueue(c, def, codec, key)}
+}
+
+// NewSchedule returns the schedule of def, whose fires run a handler,
+// with its state at key over c.
+func NewSchedule(c *lockrt.Client, def *ScheduleDef, key string) *lockrt.Schedule {
+	return impl.NewSchedule(c, def, key).(*lockrt.Schedule)
+}
+
+// NewQueueSchedule returns the schedule of def over c whose fires offer
+// an item to the plain queue q.
+func NewQueueSchedule[T any](c *lockrt.Client, def *ScheduleDef, q *lockrt.Queue[T]) *lockrt.QueueSchedule[T] {
+	s := new(lockrt.QueueSchedule[T])
+	impl.SetUpQueueSchedule(s, c, def, q)
+	return s
+}
+
+// NewReliableQueueSchedule returns the schedule of def over c whose fires
+// offer an item to the reliable queue q.
+func NewReliableQueueSchedule[T any](c *lockrt.Client, def *ScheduleDef, q *lockrt.ReliableQueue[T]) *lockrt.QueueSchedule[T] {
+	s := new(lockrt.QueueSchedule[T])
+	impl.SetUpQueueSchedule(s, c, def, q)
+	return s
 }
 
 // Preload loads scripts on every primary of c's Redis (every master of a

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -91,6 +92,14 @@ type Report struct {
 	Redelivered                 int
 	Restarts                    int
 	FenceResets                 int // fenced Lock calls answered ErrFenceReset (the counter went back)
+
+	// The schedule Tick (evTick): ticks drained from its queue, ticks
+	// found twice, ticks missing between the first and the last, and of
+	// those the ones whose time falls in an empty Redis restart's window
+	// (from 1s before the kill to 3s after the restart: its items, and
+	// the schedule's state, were lost with it).
+	Ticks, TickDups, TickMissed, TickMissedInRestart int
+	BadTicks                                         int // items that were not a tick
 
 	Defects map[string]map[string]int // double-effect class -> fault kind -> count (defects.go)
 	Linear  []Linearity               // porcupine's verdicts (linear.go)
@@ -373,6 +382,7 @@ func Check(events []Event) *Report {
 	slices.Sort(r.Lost)
 	slices.Sort(r.AckExpiredGone)
 
+	r.checkTicks(events)
 	r.recovery(events)
 	for i := range r.Windows {
 		w := &r.Windows[i]
@@ -578,6 +588,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "of the lost, %d were taken and every Ack failed (\"delivery no longer in flight\", or a network error two visibility timeouts before the end), yet they never came back (an Ack whose reply was lost, and that go-redis retried, would look so): %s\n",
 			len(r.AckExpiredGone), strings.Join(r.AckExpiredGone, " "))
 	}
+	fmt.Fprintf(w, "schedule: %d ticks fired, %d fired twice, %d missed, %d more lost in empty Redis restarts (*)\n",
+		r.Ticks, r.TickDups, r.TickMissed, r.TickMissedInRestart)
 	if r.FenceResets > 0 {
 		fmt.Fprintf(w, "fenced lock: %d Lock calls answered ErrFenceReset (the fence counter went back after an empty restart)\n", r.FenceResets)
 	}
@@ -600,5 +612,61 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if len(slow) > 0 {
 		fmt.Fprintf(w, "\nnot recovered within lease+1s:\n- %s\n", strings.Join(slow, "\n- "))
+	}
+}
+
+// checkTicks counts the schedule's ticks (see Report.Ticks).
+func (r *Report) checkTicks(events []Event) {
+	seen := map[int64]bool{}
+	var ticks []int64
+	for _, e := range events {
+		if e.Ev != evTick {
+			continue
+		}
+		ms, err := strconv.ParseInt(e.Msg, 10, 64)
+		if err != nil {
+			r.BadTicks++
+			continue
+		}
+		if seen[ms] {
+			r.TickDups++
+			continue
+		}
+		seen[ms] = true
+		ticks = append(ticks, ms)
+	}
+	r.Ticks = len(ticks)
+	if len(ticks) == 0 {
+		return
+	}
+	slices.Sort(ticks)
+	// mono's time of a tick: the events carry it in T.
+	monoOf := map[int64]int64{}
+	for _, e := range events {
+		if e.Ev == evTick {
+			if ms, err := strconv.ParseInt(e.Msg, 10, 64); err == nil {
+				monoOf[ms] = e.T
+			}
+		}
+	}
+	inRestart := func(ms int64) bool {
+		// Between two ticks found, a missing one's mono time is about the
+		// first's plus the difference.
+		t := monoOf[ticks[0]] + (ms-ticks[0])*1e6
+		for _, w := range r.Windows {
+			if w.kind == "redis-restart" && t >= w.start-int64(time.Second) && t <= w.heal+3*int64(time.Second) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 1; i < len(ticks); i++ {
+		for ms := ticks[i-1] + 1000; ms < ticks[i]; ms += 1000 {
+			if inRestart(ms) {
+				r.TickMissedInRestart++
+			} else {
+				r.TickMissed++
+			}
+		}
 	}
 }

@@ -53,6 +53,10 @@ const (
 	// (Alive: the hold's Err()==nil, checked after the read).
 	evHolds     = "holds"     // Stage's count after that step (Err: the step's error)
 	evCountDown = "countdown" // CountDown number Att of latch Hold returned (Err), then the count read was N
+	// A tick of the schedule Tick, drained by the harness from its queue:
+	// Msg is the tick (unix ms); T is the tick's time on mono's clock (the
+	// harness's estimate), so that it falls in the window of its fault.
+	evTick = "tick"
 )
 
 // The objects, by their name in the log.
@@ -62,4 +66,5 @@ const (
 	objPermits = "permits"
 	objJobs    = "jobs"
 	objLatch   = "latch"
+	objTicks   = "ticks"
 )

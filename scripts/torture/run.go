@@ -145,6 +145,11 @@ func Run(ctx context.Context, cfg Config) ([]Event, error) {
 	var producer sync.WaitGroup
 	producer.Go(func() { h.produce(pctx, addrs) })
 
+	tctx, stopTicks := context.WithCancel(ctx)
+	defer stopTicks()
+	var ticks sync.WaitGroup
+	ticks.Go(func() { h.collectTicks(tctx, addrs) })
+
 	sleep(ctx, cfg.Warmup)
 	for round := range cfg.Rounds {
 		for _, kind := range cfg.Faults {
@@ -164,6 +169,8 @@ func Run(ctx context.Context, cfg Config) ([]Event, error) {
 	h.drain(ctx)
 	h.dumpWorkers()
 	h.stopWorkers()
+	stopTicks() // after a last pass
+	ticks.Wait()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.events), ctx.Err()
@@ -382,6 +389,47 @@ func (h *harness) produce(ctx context.Context, addrs []string) {
 		cancel()
 		h.record(Event{T: mono(), TCall: tcall, Ev: evOffer, Obj: objJobs, Msg: msg, Err: errString(err)})
 		sleep(ctx, 20*time.Millisecond)
+	}
+}
+
+// collectTicks drains the schedule's queue every 250 ms, recording each
+// tick (evTick), until ctx ends and one last pass found it empty. Items
+// not drained yet when Redis restarts empty are lost with it; the
+// checker knows.
+func (h *harness) collectTicks(ctx context.Context, addrs []string) {
+	var rdb redis.UniversalClient
+	if h.cfg.Cluster {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	} else {
+		rdb = redis.NewClient(&redis.Options{Addr: addrs[0]})
+	}
+	defer rdb.Close()
+	rt := lockrt.New(rdb, lockrt.WithID("ticks"))
+	defer rt.Close()
+	key := tortureobj.NewQueues(rt).Ticks().Key()
+	offset := time.Now().UnixNano() - mono() // unix ns minus mono ns
+	for {
+		last := ctx.Err() != nil
+		for {
+			pctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			items, err := rdb.LPopCount(pctx, key, 100).Result()
+			cancel()
+			if err != nil || len(items) == 0 {
+				break
+			}
+			for _, it := range items {
+				ms, err := strconv.ParseInt(it[min(3, len(it)):], 10, 64) // after the envelope's header
+				if err != nil {
+					h.record(Event{T: mono(), Ev: evTick, Obj: objTicks, Err: fmt.Sprintf("item %q", it)})
+					continue
+				}
+				h.record(Event{T: ms*1e6 - offset, Ev: evTick, Obj: objTicks, Msg: strconv.FormatInt(ms, 10)})
+			}
+		}
+		if last {
+			return
+		}
+		sleep(ctx, 250*time.Millisecond)
 	}
 }
 

@@ -165,6 +165,11 @@ func TestTortureShort(t *testing.T) {
 	if r.Acked == 0 {
 		t.Error("no message was acknowledged")
 	}
+	// The schedule: every tick once, none missed outside an empty Redis
+	// restart's window.
+	if r.TickDups > 0 || r.TickMissed > 0 || r.BadTicks > 0 || r.Ticks == 0 {
+		t.Errorf("schedule: %d ticks, %d fired twice, %d missed, %d not ticks", r.Ticks, r.TickDups, r.TickMissed, r.BadTicks)
+	}
 }
 
 // logDir is a directory for the run's logs, removed when the test passes

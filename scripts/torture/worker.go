@@ -115,7 +115,15 @@ func workerMain(args []string) error {
 		w.offerLoop(octx, queues.Jobs())
 	})
 	wg.Go(func() { w.latchLoop(ctx, latches) })
+	// The schedule: each tick fires on one worker, which offers the tick.
+	tick := tortureobj.NewSchedules(rt).Tick()
+	if err := tick.Start(func(_ context.Context, t lockrt.Tick) (string, error) {
+		return strconv.FormatInt(t.Time.UnixMilli(), 10), nil
+	}); err != nil {
+		return err
+	}
 	wg.Wait()
+	tick.Stop()
 	return nil
 }
 

@@ -20,13 +20,15 @@ const _ = lockimpl.GeneratedCodeVersion3
 // Queues gives typed access to the queues declared in lockgen.yaml,
 // one method per queue, with the queue's key params.
 type Queues struct {
-	c *lockrt.Client
+	c     *lockrt.Client
+	ticks *lockrt.Queue[string]
 }
 
 // NewQueues returns the queues of lockgen.yaml over c.
 func NewQueues(c *lockrt.Client) *Queues {
 	return &Queues{
-		c: c,
+		c:     c,
+		ticks: lockimpl.NewQueue(c, &ticksQueue, lockrt.String{}, ticksKey.Key()),
 	}
 }
 
@@ -99,6 +101,21 @@ var (
 	}
 )
 
+// Ticks receives EverySecond's items.
+//
+// Queue of string on key bench:{Ticks:ticks}.
+func (q *Queues) Ticks() *lockrt.Queue[string] {
+	return q.ticks
+}
+
+var (
+	ticksKey   = lockimpl.KeyDef{Namespace: "bench", Object: "Ticks", Literals: []string{"ticks"}}
+	ticksQueue = lockimpl.QueueDef{
+		Name:    "Ticks",
+		Scripts: queueScripts,
+	}
+)
+
 // protoCodec is the protobuf codec of the queues that name it: proto.Marshal and
 // proto.Unmarshal of a message and a pointer to it.
 type protoCodec[T any, P interface {
@@ -125,6 +142,41 @@ func (protoCodec[T, P]) CodecTag() byte {
 // queueScripts are the runtime's scripts of queues.
 var queueScripts = lockgenScripts.Queues()
 
+// Schedules gives typed access to the schedules declared in lockgen.yaml.
+// Start each on every replica: each tick fires on exactly one of them.
+type Schedules struct {
+	everySecond *lockrt.QueueSchedule[string]
+}
+
+// NewSchedules returns the schedules of lockgen.yaml over c. It does not contact Redis.
+func NewSchedules(c *lockrt.Client) *Schedules {
+	return &Schedules{
+		everySecond: lockimpl.NewQueueSchedule(c, &everySecondSchedule, lockimpl.NewQueue(c, &ticksQueue, lockrt.String{}, ticksKey.Key())),
+	}
+}
+
+// EverySecond is the schedule side by side with asynq's Scheduler.
+//
+// Schedule every 1s, catching up on up to 100 missed ticks;
+// each tick offers an item to Ticks (state at bench:{Ticks:ticks}:schedule:EverySecond).
+func (s *Schedules) EverySecond() *lockrt.QueueSchedule[string] {
+	return s.everySecond
+}
+
+var (
+	everySecondSchedule = lockimpl.ScheduleDef{
+		Name:       "EverySecond",
+		ID:         "EverySecond",
+		Every:      time.Second,
+		CatchUp:    lockimpl.CatchUpAll,
+		MaxCatchUp: 100,
+		Scripts:    scheduleScripts,
+	}
+)
+
+// scheduleScripts are the runtime's scripts of schedules.
+var scheduleScripts = lockgenScripts.Schedules()
+
 // lockgenScripts are the lockgen runtime's Lua scripts this file uses, pinned to the
 // SHA1s it was generated against: a runtime whose scripts differ fails
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
@@ -147,6 +199,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_remove":  "e0edc6cf16f7a445aafe16560bdf434b44fe78df",
 	"queue_take":    "d719b29d32da54d8600aed0a9cd7aaf2bdc6b4f0",
 	"queue_wait":    "df164b73999355a8bac6e532a4a15292e6d3d944",
+	"schedule_fire": "7939116c227cc72b011f33bcb8790c3e994f4e47",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

@@ -136,13 +136,15 @@ var latchScripts = lockgenScripts.Latches()
 // Queues gives typed access to the queues declared in lockgen.yaml,
 // one method per queue, with the queue's key params.
 type Queues struct {
-	jobs *lockrt.ReliableQueue[string]
+	jobs  *lockrt.ReliableQueue[string]
+	ticks *lockrt.Queue[string]
 }
 
 // NewQueues returns the queues of lockgen.yaml over c.
 func NewQueues(c *lockrt.Client) *Queues {
 	return &Queues{
-		jobs: lockimpl.NewReliableQueue(c, &jobsQueue, lockrt.JSON[string]{}, jobsKey.Key()),
+		jobs:  lockimpl.NewReliableQueue(c, &jobsQueue, lockrt.JSON[string]{}, jobsKey.Key()),
+		ticks: lockimpl.NewQueue(c, &ticksQueue, lockrt.String{}, ticksKey.Key()),
 	}
 }
 
@@ -165,8 +167,58 @@ var (
 	}
 )
 
+// Ticks receives one item per tick of the schedule Tick.
+//
+// Queue of string on key torture:{Ticks:ticks}.
+func (q *Queues) Ticks() *lockrt.Queue[string] {
+	return q.ticks
+}
+
+var (
+	ticksKey   = lockimpl.KeyDef{Namespace: "torture", Object: "Ticks", Literals: []string{"ticks"}}
+	ticksQueue = lockimpl.QueueDef{
+		Name:    "Ticks",
+		Scripts: queueScripts,
+	}
+)
+
 // queueScripts are the runtime's scripts of queues.
 var queueScripts = lockgenScripts.Queues()
+
+// Schedules gives typed access to the schedules declared in lockgen.yaml.
+// Start each on every replica: each tick fires on exactly one of them.
+type Schedules struct {
+	tick *lockrt.QueueSchedule[string]
+}
+
+// NewSchedules returns the schedules of lockgen.yaml over c. It does not contact Redis.
+func NewSchedules(c *lockrt.Client) *Schedules {
+	return &Schedules{
+		tick: lockimpl.NewQueueSchedule(c, &tickSchedule, lockimpl.NewQueue(c, &ticksQueue, lockrt.String{}, ticksKey.Key())),
+	}
+}
+
+// Tick fires every second on exactly one worker.
+//
+// Schedule every 1s, catching up on up to 1000 missed ticks;
+// each tick offers an item to Ticks (state at torture:{Ticks:ticks}:schedule:Tick).
+func (s *Schedules) Tick() *lockrt.QueueSchedule[string] {
+	return s.tick
+}
+
+var (
+	tickSchedule = lockimpl.ScheduleDef{
+		Name:       "Tick",
+		ID:         "Tick",
+		Every:      time.Second,
+		CatchUp:    lockimpl.CatchUpAll,
+		MaxCatchUp: 1000,
+		Scripts:    scheduleScripts,
+	}
+)
+
+// scheduleScripts are the runtime's scripts of schedules.
+var scheduleScripts = lockgenScripts.Schedules()
 
 // lockgenScripts are the lockgen runtime's Lua scripts this file uses, pinned to the
 // SHA1s it was generated against: a runtime whose scripts differ fails
@@ -198,6 +250,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"reentrant_acquire":  "53d54ffe98022ff268cbb0f5f02b2cb02483f789",
 	"reentrant_release":  "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",
+	"schedule_fire":      "7939116c227cc72b011f33bcb8790c3e994f4e47",
 	"semaphore_acquire":  "08409922988bcece8c1e716ec36b760db4df99d5",
 	"semaphore_capacity": "e34b1183c7f5a3ebfb2403cc884a1b0f914c8d84",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
