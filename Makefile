@@ -60,13 +60,17 @@ test: redis chromium ## lockgen check, go vet, then every module's tests (race d
 costs: redis ## the cost tests (scripts/bench, and runtime's -tags costs), with tolerances: throughput, allocations, commands per window
 	@SUITE_JOBS=$(SUITE_JOBS) .ci/suites \
 		'bench=cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m $(TESTFLAGS) ./...' \
+		'schedulers=cd scripts/bench/asynq26 && $(GO) vet ./... && $(GO) test -count=1 -timeout 2m $(TESTFLAGS) ./...' \
 		'runtime-costs=$(GO) vet -tags costs ./runtime && $(GO) test -tags costs -count=1 -timeout 5m -run '"'"'Cost|WakeOneAcrossClients|FairOrder|DelayedDelivery|DelayedReliable|RWReadersHandedTogether|SemaphoreReleaseWakesK|QueueTakeWaits'"'"' $(TESTFLAGS) ./runtime'
 
 # The fast tests: everything but the runtime (and what needs Redis).
 FAST = ./internal/spec/... ./internal/keys/... ./internal/gen/... ./internal/evolve/... \
 	./internal/specset/... ./internal/leasecheck/... ./internal/gotypes/... ./internal/diff/... \
 	./internal/suggest/... ./internal/docs/... ./cmd/...
-.PHONY: fast go127
+.PHONY: fast go127 compare-schedules
+compare-schedules: redis ## 8 instances each of asynq v0.26's Scheduler and PeriodicTaskManager and of a lockgen schedule, one tick a second (LOCKGEN_SCHEDULER_WINDOW, default 10s): what each enqueued per tick
+	cd scripts/bench/asynq26 && $(GO) test -count=1 -v -run TestSchedulersSideBySide ./... | grep -E 'instances|ok|FAIL'
+
 fast: ## build and vet everything, then the fast tests (spec, keys, gen, cmd: no Redis)
 	$(GO) build ./...
 	$(GO) vet ./...
