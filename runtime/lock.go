@@ -567,7 +567,8 @@ func (le *Lease) Token() int64 { return le.token }
 //
 // It returns ErrLockLost when the lease was known to be lost (its context
 // ended with ErrLockLost, also by its local deadline; the hold is released
-// all the same if Redis still has it), ErrNotHeld when this lease was
+// all the same if Redis still has it), also when the release reached
+// Redis after the lease's local deadline and found no hold (a stall), ErrNotHeld when this lease was
 // already unlocked or its owner no longer holds the lock, or ErrNotReleased
 // wrapping the Redis error when Redis could not be reached: the hold is
 // no longer renewed then, and the lock expires at the end of its lease.
@@ -590,7 +591,7 @@ func (le *Lease) Unlock(ctx context.Context) error {
 	if n < 0 && resent {
 		n = 0 // an earlier run of this call released it (see rdb.SendCounter)
 	}
-	return releaseResult(l.key, lost, n, err, ErrLockLost, ErrNotHeld)
+	return releaseResult(l.key, lost || (n < 0 && err == nil && le.ranOut()), n, err, ErrLockLost, ErrNotHeld)
 }
 
 func (c *Client) checkOpen() error {

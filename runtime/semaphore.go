@@ -665,7 +665,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	}
 	n, err := s.release(ctx, p.owner, p.fast)
 	s.c.observe(ctx, Event{Kind: EventReleased, Object: s.def.Name, Duration: time.Since(p.taken)})
-	return releaseResult(s.key, lost, n, err, ErrPermitLost, ErrPermitNotHeld)
+	return releaseResult(s.key, lost || (n < 0 && err == nil && p.ranOut()), n, err, ErrPermitLost, ErrPermitNotHeld)
 }
 
 // TTL returns how long the permit's hold has left of its lease in Redis,
