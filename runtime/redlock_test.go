@@ -78,7 +78,7 @@ func TestRedLockMutualExclusion(t *testing.T) {
 	k := key(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var inside, overlaps, done atomic.Int64
+	var inside, overlaps, done, noQuorum atomic.Int64
 	var stopOnce sync.Once
 	var wg sync.WaitGroup
 	for range 3 {
@@ -88,6 +88,14 @@ func TestRedLockMutualExclusion(t *testing.T) {
 				l := q.RedLock(d, k)
 				for range rounds {
 					le, err := l.Lock(ctx)
+					for errors.Is(err, lockrt.ErrNoQuorum) && ctx.Err() == nil {
+						// With two of five nodes down every attempt needs all
+						// three others: one slower than the node timeout on a
+						// loaded machine is no quorum, which a first attempt
+						// reports at once (documented); a caller tries again.
+						noQuorum.Add(1)
+						le, err = l.Lock(ctx)
+					}
 					if err != nil {
 						t.Error(err)
 						return
@@ -113,6 +121,7 @@ func TestRedLockMutualExclusion(t *testing.T) {
 	if n := overlaps.Load(); n != 0 {
 		t.Errorf("%d critical sections overlapped", n)
 	}
+	t.Logf("%d attempts found no quorum and were made again", noQuorum.Load())
 	if got, want := done.Load(), int64(6*rounds); got != want {
 		t.Errorf("%d critical sections ran, want %d", got, want)
 	}
