@@ -88,7 +88,11 @@ func Handle[T any](m *Mux, q Servable[T], weight int, handler func(ctx context.C
 		m.errs = append(m.errs, fmt.Errorf("%w: weight %d", ErrInvalidArgument, weight))
 		return
 	}
-	src := q.muxSource(handler)
+	src := sourceOf(q, handler)
+	if src == nil {
+		m.errs = append(m.errs, fmt.Errorf("%w: Handle with a nil queue", ErrInvalidArgument))
+		return
+	}
 	for _, e := range m.entries {
 		if e.src.queue() == src.queue() || e.src.queue().key == src.queue().key {
 			m.errs = append(m.errs, fmt.Errorf("%w: queue %s registered twice", ErrInvalidArgument, src.queue().key))
@@ -372,6 +376,22 @@ func (m *Mux) waited(ctx context.Context, cfg *workerConfig, e *muxEntry, j muxJ
 	}
 	cfg.report(Job{Queue: e.src.queue().def.Name, Key: e.src.queue().key}, err)
 	return nil, err
+}
+
+// sourceOf returns q's source for handler, or nil when q is a typed nil
+// (a nil *Queue[T], or a *DelayedQueue[T] that is nil or holds none),
+// which the interface's nil check does not see.
+func sourceOf[T any](q Servable[T], handler func(context.Context, T) error) (src muxSource) {
+	defer func() {
+		if recover() != nil { // a nil pointer met on the way
+			src = nil
+		}
+	}()
+	src = q.muxSource(handler)
+	if src.queue() == nil {
+		return nil
+	}
+	return src
 }
 
 // The reliable queues' source: deliveries handled as ReliableQueue.Serve

@@ -290,3 +290,23 @@ func TestMuxWeightedConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestMuxNilQueues: Handle with a nil queue, a typed nil one, or a
+// delayed queue holding none records ErrInvalidArgument, which Serve
+// returns, instead of a panic.
+func TestMuxNilQueues(t *testing.T) {
+	t.Parallel()
+	h := func(context.Context, int) error { return nil }
+	for name, q := range map[string]lockrt.Servable[int]{
+		"typed nil":         (*lockrt.Queue[int])(nil),
+		"nil delayed":       (*lockrt.DelayedQueue[int])(nil),
+		"delayed with none": &lockrt.DelayedQueue[int]{},
+		"nil reliable":      (*lockrt.ReliableQueue[int])(nil),
+	} {
+		m := lockrt.NewMux()
+		lockrt.Handle(m, q, 1, h)
+		if err := m.Serve(context.Background()); !errors.Is(err, lockrt.ErrInvalidArgument) {
+			t.Errorf("%s: Serve: %v, want ErrInvalidArgument", name, err)
+		}
+	}
+}
