@@ -450,8 +450,7 @@ type hold struct {
 	lease time.Duration
 
 	mu   sync.Mutex
-	gone bool      // given up
-	last time.Time // its local deadline when given up (see ranOut)
+	gone bool // given up
 }
 
 // start sets the hold's context up: deadline start+lease, ended at that
@@ -497,23 +496,17 @@ func (h *hold) giveUp() (lost, ok bool) {
 	}
 	h.gone = true
 	h.mu.Unlock()
-	last, _ := h.ctx.Deadline()
-	h.mu.Lock()
-	h.last = last
-	h.mu.Unlock()
 	lost = h.ctx.lostCause()
 	h.ctx.end(nil)
 	return lost, true
 }
 
-// ranOut reports whether the local deadline the hold had when it was
-// given up has passed: a release that then found no hold in Redis ran
-// after the lease ran out (a stall between giveUp and the script), and
-// reports the hold lost, not never held.
+// ranOut reports whether the hold's local deadline (which no renewal
+// moves once it was given up) has passed: a release that then found no
+// hold in Redis ran after the lease ran out (a stall between giveUp and
+// the script), and reports the hold lost, not never held.
 func (h *hold) ranOut() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return !h.last.IsZero() && !time.Now().Before(h.last)
+	return mono(time.Now()) >= h.ctx.until.Load()
 }
 
 // abandon ends a hold that was never handed out, with cause.

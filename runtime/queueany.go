@@ -83,11 +83,16 @@ func popAny[T any](ctx context.Context, end time.Time, once bool, queues []*Queu
 			return nil, 0, err
 		}
 	}
-	// What is ready now, without registering anywhere.
+	// What is ready now, without registering anywhere (a take only once
+	// is not bounded by its end, now: as popN's, it runs to its reply).
+	first := end
+	if once {
+		first = time.Time{}
+	}
 	for i, q := range qs {
-		bodies, err := q.lpop(ctx, end, 1)
+		bodies, err := q.lpop(ctx, first, 1)
 		if err != nil || len(bodies) > 0 {
-			return first(bodies), i, err
+			return firstOf(bodies), i, err
 		}
 	}
 	if once || (!end.IsZero() && !time.Now().Before(end)) {
@@ -157,8 +162,8 @@ func popAny[T any](ctx context.Context, end time.Time, once bool, queues []*Queu
 	return got, from, nil
 }
 
-// first returns bodies' first, or nil.
-func first(bodies [][]byte) []byte {
+// firstOf returns bodies' first, or nil.
+func firstOf(bodies [][]byte) []byte {
 	if len(bodies) == 0 {
 		return nil
 	}
