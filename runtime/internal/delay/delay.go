@@ -88,6 +88,10 @@ type Queue interface {
 	// Move moves what is due to the ready list, and returns how long
 	// until the next due time (< 0: nothing due).
 	Move() (time.Duration, error)
+	// DueAt reads a message on Channel: the due time it announces, on
+	// the local clock, when it announces one and the server's clock is
+	// known (from Move's replies).
+	DueAt(payload string) (time.Time, bool)
 }
 
 // Backoff is the runtime's one backoff rule: from 50 ms, doubling with
@@ -181,14 +185,33 @@ func (s *Scheduler) Expect(e *Served, t time.Time) {
 	}
 }
 
-// notify runs q's move at the next turn: a message came on its channel.
-// The hub calls it with its own lock held.
-func (s *Scheduler) notify(e *Served) {
+// notify handles a message on q's channel: an item due at the time it
+// announces, when that is later (on the server's clock as the queue knows
+// it) and the first move ran, re-arms q's timer for then; anything else
+// runs q's move at the next turn. (A move at once would find nothing due
+// yet: every delayed offer announces its item when no timer is armed
+// for it.) The hub calls it with its own lock held.
+func (s *Scheduler) notify(e *Served, payload string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.served[e.q.Key()] == e {
-		s.runNow(e)
+	if s.served[e.q.Key()] != e {
+		return
 	}
+	if t, ok := e.q.DueAt(payload); ok && !e.first && time.Until(t) > time.Millisecond {
+		if e.idle || e.at.IsZero() || t.Before(e.at) {
+			if e.moving {
+				// Its move replies with the next due time, maybe before
+				// this message's: run it again then, to be sure.
+				s.runNow(e)
+				return
+			}
+			e.idle = false
+			s.schedule(e, t)
+			s.wake()
+		}
+		return
+	}
+	s.runNow(e)
 }
 
 // runNow makes the next turn run e's move. s.mu must be held.
@@ -222,7 +245,7 @@ func (s *Scheduler) subscribe(e *Served) {
 		cancel()
 		var w *hub.Waiter
 		if err == nil {
-			w = h.Watch(sub, func() { s.notify(e) })
+			w = h.Watch(sub, func(payload string) { s.notify(e, payload) })
 		}
 		s.mu.Lock()
 		e.subbing = false
@@ -301,10 +324,10 @@ func (s *Scheduler) run() {
 
 // MaxMoves bounds how many moves the scheduler runs at once: queues due
 // together (many keyed queues whose items came due in the same
-// millisecond) are moved in parallel, each on a pool connection for one
-// round trip, and a few at a time, so that the pool keeps connections for
-// the client's other calls.
-const MaxMoves = 8
+// millisecond) are moved in parallel, their scripts sent together in the
+// client's lane of moves (rdb.Lane: a few pipelines at a time, so that
+// the pool keeps connections for the client's other calls).
+const MaxMoves = 256
 
 // runMoves runs the moves of the given queues, up to MaxMoves at once, and
 // returns when all have run.

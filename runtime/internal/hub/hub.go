@@ -672,7 +672,7 @@ func (pc *psConn) refused() {
 type Waiter struct {
 	owner  string        // the owner messages name it by; "" for none
 	signal chan struct{} // capacity 1: a pending wake-up (maybe shared, see joinAs)
-	notify func()        // a watch's: called instead of signalling
+	notify func(string)  // a watch's: called with the payload instead of signalling
 	msg    string        // the last message naming owner, until taken
 
 	prev, next *Waiter     // in its subscription's waiterList
@@ -775,7 +775,7 @@ func (h *Hub) deliver(s *Subscription, payload string) {
 	}
 	owner, _, _ := strings.Cut(payload, " ")
 	if !strings.Contains(owner, ":") {
-		h.wakeOne(s)
+		h.wakeOneWith(s, payload)
 		return
 	}
 	if w := s.waiters.ofOwner(owner); w != nil {
@@ -816,10 +816,11 @@ func (h *Hub) JoinAs(s *Subscription, owner string, signal chan struct{}) *Waite
 }
 
 // watch queues a waiter on s that calls notify (with the hub's lock held,
-// so notify must not block nor call the hub) on every wake-up, instead of
+// so notify must not block nor call the hub) on every wake-up, with the
+// message's payload ("" for a wake-up that is not a message), instead of
 // signalling a goroutine: the delay scheduler watches many channels from
 // one goroutine. It leaves with leave.
-func (h *Hub) Watch(s *Subscription, notify func()) *Waiter {
+func (h *Hub) Watch(s *Subscription, notify func(payload string)) *Waiter {
 	w := &Waiter{notify: notify}
 	h.mu.Lock()
 	s.waiters.push(w)
@@ -870,9 +871,13 @@ func (h *Hub) broadcast(s *Subscription) {
 
 // wakeOne wakes the first waiter of s without a pending wake-up. h.mu must
 // be held.
-func (h *Hub) wakeOne(s *Subscription) {
+func (h *Hub) wakeOne(s *Subscription) { h.wakeOneWith(s, "") }
+
+// wakeOneWith is wakeOne for a message with payload, which a watch is
+// given.
+func (h *Hub) wakeOneWith(s *Subscription, payload string) {
 	for w := range s.waiters.each {
-		if w.wake() {
+		if w.wakeWith(payload) {
 			return
 		}
 	}
@@ -880,9 +885,12 @@ func (h *Hub) wakeOne(s *Subscription) {
 
 // wake gives w a wake-up unless it has one pending; it reports whether it
 // did.
-func (w *Waiter) wake() bool {
+func (w *Waiter) wake() bool { return w.wakeWith("") }
+
+// wakeWith is wake for a message with payload, which a watch is given.
+func (w *Waiter) wakeWith(payload string) bool {
 	if w.notify != nil {
-		w.notify()
+		w.notify(payload)
 		return true
 	}
 	select {

@@ -33,6 +33,10 @@ type Conn struct {
 	// waiters (the runtime's wakePrefix).
 	WakePrefix func(key string) string
 
+	// Waits is the lane (see Lane) of queue consumers' takes and
+	// registrations; Moves the delay timer's.
+	Waits, Moves Lane
+
 	shas     sync.Map     // *impl.Script -> its SHA1, boxed once
 	defaults sync.Map     // *impl.LockDef -> *defaults (see Lock), *impl.SemaphoreDef -> *semArgs (see Semaphore)
 	reloaded atomic.Int64 // when the slot map was last reloaded (Unix ns), see ReloadOnConnError

@@ -172,7 +172,7 @@ func (q Queue) Move(ctx context.Context, batch int, late bool) *redis.Cmd {
 	if late {
 		lateness = "1"
 	}
-	return q.Conn.Eval(ctx, q.Def.Scripts.Move, q.Keys, q.Conn.publish(), q.mode(), batch,
+	return q.Conn.EvalIn(ctx, &q.Conn.Moves, q.Def.Scripts.Move, q.Keys, q.Conn.publish(), q.mode(), batch,
 		q.Def.Visibility.Milliseconds(), q.Def.MaxDeliveries, lateness)
 }
 
@@ -187,13 +187,13 @@ func (q Queue) Move(ctx context.Context, batch int, late bool) *redis.Cmd {
 //	ARGV: publish, visibility_ms, id, n, op, owner?, registered?
 func (q Queue) Take(ctx context.Context, id string, n int, op *Marked, owner string, registered bool) *redis.Cmd {
 	if owner == "" {
-		return q.Conn.Eval(ctx, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op)
+		return q.Conn.EvalIn(ctx, &q.Conn.Waits, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op)
 	}
 	reg := ""
 	if registered {
 		reg = "1"
 	}
-	return q.Conn.Eval(ctx, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op, owner, reg)
+	return q.Conn.EvalIn(ctx, &q.Conn.Waits, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op, owner, reg)
 }
 
 // Wait runs queue_wait: registers owner as a consumer waiting for the
@@ -207,7 +207,7 @@ func (q Queue) Wait(ctx context.Context, owner string, leave bool) *redis.Cmd {
 	if leave {
 		l = "1"
 	}
-	return q.Conn.Eval(ctx, q.Def.Scripts.Wait, q.Keys, q.Conn.publish(), owner, l)
+	return q.Conn.EvalIn(ctx, &q.Conn.Waits, q.Def.Scripts.Wait, q.Keys, q.Conn.publish(), owner, l)
 }
 
 // Nack runs queue_nack for delivery n of item id (an argument that counts
@@ -240,4 +240,17 @@ func (q Queue) Ack(ctx context.Context, id any, n int64) *redis.Cmd {
 //	ARGV: publish, id, delivery, visibility_ms
 func (q Queue) Extend(ctx context.Context, id string, n int64, visibility time.Duration) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Extend, q.Keys, q.Conn.publish(), id, n, CeilMillis(visibility))
+}
+
+// Pop takes up to n items off the ready list (LPOP, with a count when n
+// > 1), in the consumers' lane (see Lane).
+func (q Queue) Pop(ctx context.Context, n int) redis.Cmder {
+	var cmd redis.Cmder
+	if n == 1 {
+		cmd = redis.NewStringCmd(ctx, "lpop", q.Key)
+	} else {
+		cmd = redis.NewStringSliceCmd(ctx, "lpop", q.Key, n)
+	}
+	q.Conn.Waits.Do(ctx, q.Conn.R, cmd)
+	return cmd
 }
