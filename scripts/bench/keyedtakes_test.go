@@ -41,8 +41,13 @@ type keyedResult struct {
 }
 
 const (
-	keyedDelay   = 200 * time.Millisecond
-	keyedTimeout = 3 * time.Second
+	// keyedProducers is how many goroutines offer the items, one round
+	// trip per item: with 4 (the throughput benchmarks' producers) the
+	// offers alone took 2.8-4.4 s of round trips at N = 10 000 under
+	// load, so that the last items were due after the Takes' timeout.
+	keyedProducers = 32
+	keyedDelay     = 200 * time.Millisecond
+	keyedTimeout   = 3 * time.Second
 )
 
 // keyedTakes runs N Takes on N keyed delayed queues of one client (go-redis'
@@ -51,9 +56,18 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	flush(tb)
 	run := fmt.Sprint(time.Now().UnixNano())
 	rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
+	hook := &roundTrips{}
+	rdb.AddHook(hook)
+	stats0 := commandTable(tb)
+	cpu0, self0 := redisCPU(tb), selfCPU(tb)
 	c := lockrt.New(rdb)
 	defer func() { c.Close(); rdb.Close() }()
 	qs := benchqueues.NewQueues(c)
+	// A service loads its scripts when it starts (Preload); without it
+	// 10 000 first calls at once each meet NOSCRIPT and send the script.
+	if err := benchqueues.Preload(context.Background(), c); err != nil {
+		tb.Fatal(err)
+	}
 	res := keyedResult{n: n, pool: rdb.Options().PoolSize}
 	var (
 		wg      sync.WaitGroup
@@ -122,11 +136,11 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	ctx := context.Background()
 	start := time.Now()
 	var owg sync.WaitGroup
-	for p := range producers {
+	for p := range keyedProducers {
 		owg.Add(1)
 		go func() {
 			defer owg.Done()
-			for i := p; i < n; i += producers {
+			for i := p; i < n; i += keyedProducers {
 				due[i].Store(time.Now().Add(keyedDelay).UnixNano())
 				if err := qs.Later(fmt.Sprintf("%s-%d", run, i)).OfferIn(ctx, benchqueues.Job{N: i}, keyedDelay); err != nil {
 					tb.Error(err)
@@ -136,6 +150,7 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	}
 	owg.Wait()
 	res.offerPhase = time.Since(start)
+	tripsAtOffers, cmdsAtOffers := hook.trips.Load(), hook.cmds.Load()
 	// Connections in use once the offers are done: the items are not due
 	// yet (when the offers took less than keyedDelay), the Takes wait.
 	st := rdb.PoolStats()
@@ -144,6 +159,14 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	close(stop)
 	<-sampled
 	res.overrun = time.Duration(overrun.Load())
+	stats1 := commandTable(tb)
+	for k, v := range stats1 {
+		if d := v.calls - stats0[k].calls; d > 0 {
+			tb.Logf("DEBUG %s %d %.0fms", k, d, (v.usec-stats0[k].usec)/1000)
+		}
+	}
+	tb.Logf("DEBUG cpu redis %v self %v", redisCPU(tb)-cpu0, selfCPU(tb)-self0)
+	tb.Logf("DEBUG trips %d cmds %d (at offers end %d %d)", hook.trips.Load(), hook.cmds.Load(), tripsAtOffers, cmdsAtOffers)
 	res.conns, res.goroutines = int(maxConns.Load()), int(maxG.Load())
 	slices.Sort(late)
 	if len(late) > 0 {
