@@ -8,13 +8,17 @@
 -- reply: int
 --   1 when acknowledged, 0 when the delivery is no longer in flight (its
 --   visibility timeout ran out and it was delivered again, or it was
---   acknowledged already).
+--   acknowledged already). A first delivery costs 5 commands (EVALSHA,
+--   HGET, ZREM, HDEL, HDEL).
 local id = ARGV[2]
-if redis.call('hget', KEYS[8], id) ~= ARGV[3] or not redis.call('zscore', KEYS[7], id) then
+if redis.call('hget', KEYS[8], id) ~= ARGV[3] or redis.call('zrem', KEYS[7], id) == 0 then
   return 0
 end
-redis.call('zrem', KEYS[7], id)
 redis.call('hdel', KEYS[3], id)
 redis.call('hdel', KEYS[8], id)
-redis.call('hdel', KEYS[10], id)
+if ARGV[3] ~= '1' then
+  -- A reason is recorded by a give-back (queue_nack), after which the
+  -- item is delivered again; a re-drive deletes it with the count.
+  redis.call('hdel', KEYS[10], id)
+end
 return 1

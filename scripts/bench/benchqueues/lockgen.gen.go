@@ -130,7 +130,7 @@ var queueScripts = lockgenScripts.Queues()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"queue_ack":     "0237c871dc4798c623756a46baa0f9f3facf27a5",
+	"queue_ack":     "bb5e8beb5e3bf73c720364f84d943681590e5700",
 	"queue_bury":    "d4462926f897753533d7ec248f75dc5670e9ac0a",
 	"queue_dead":    "b61bbfa8a621263c52451f4b1f81ce1fcdb25b4d",
 	"queue_delayed": "e0c6c208f2b21d41adbd4710f37a4f39e7909c21",
@@ -138,11 +138,11 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_extend":  "d916ec2e8a869389af3348867bd47d8b91ff325f",
 	"queue_move":    "f7ee8a00a6889e5b4ed37451871044c6ececb013",
 	"queue_nack":    "09dc516cc0f22f174e079b2101527792094fd18e",
-	"queue_offer":   "85d101a7d253a7f9493d23d5dfde11bbe828dd80",
+	"queue_offer":   "91f6a2ba78759599f795dc215c9005b1592ef473",
 	"queue_peek":    "7151d0064aa21c13f2b3c6d1081cefcec3717bf2",
 	"queue_redrive": "8ab3f012ccf30ae5d08234be29b3ade03a53ad98",
 	"queue_remove":  "e0edc6cf16f7a445aafe16560bdf434b44fe78df",
-	"queue_take":    "e0038f16279c0f0fd8f07e9792787583becb6a38",
+	"queue_take":    "5ab0c4ef25c71569834c696e1d2013ea27ce77ea",
 	"queue_wait":    "70b10daf027c2468c7c63f962790d9640a81f566",
 })
 
