@@ -500,10 +500,15 @@ func (d *delivery) ack(ctx context.Context) error {
 	if done, err := d.settledError(true); done {
 		return err
 	}
+	return d.ackLocked(ctx)
+}
+
+// ackLocked is ack of a delivery not settled, with smu held.
+func (d *delivery) ackLocked(ctx context.Context) error {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	q := d.q
-	// queue_ack reply: int
+	// queue_ack reply: int | {int...} (int: one delivery)
 	id := rdb.NewCounted(d.id)
 	send := func() *redis.Cmd { return q.ops().Ack(ctx, id, d.n) }
 	n, err := resolve(ctx, send(), send).Int()

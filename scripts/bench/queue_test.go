@@ -70,6 +70,7 @@ func produceJobs(b *testing.B, n int, offer func(p int, j benchqueues.Job) error
 func BenchmarkQueueThroughput(b *testing.B) {
 	b.Run("lockgen-plain", func(b *testing.B) {
 		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
 		run := fmt.Sprint(time.Now().UnixNano())
 		pc, cc := queueClients(b, producers), queueClients(b, consumers)
 		ctx, stop := context.WithCancel(context.Background())
@@ -95,9 +96,13 @@ func BenchmarkQueueThroughput(b *testing.B) {
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
 	})
 	b.Run("lockgen-reliable", func(b *testing.B) {
 		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
 		run := fmt.Sprint(time.Now().UnixNano())
 		pc, cc := queueClients(b, producers), queueClients(b, consumers)
 		ctx, stop := context.WithCancel(context.Background())
@@ -129,11 +134,15 @@ func BenchmarkQueueThroughput(b *testing.B) {
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
 	})
 	// The same with each consumer taking up to batch items per call
 	// (TakeN: one BLMPOP, or one claim script for a reliable queue).
 	b.Run("lockgen-plain-batch", func(b *testing.B) {
 		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
 		run := fmt.Sprint(time.Now().UnixNano())
 		pc, cc := queueClients(b, producers), queueClients(b, consumers)
 		ctx, stop := context.WithCancel(context.Background())
@@ -160,9 +169,13 @@ func BenchmarkQueueThroughput(b *testing.B) {
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
 	})
 	b.Run("lockgen-reliable-batch", func(b *testing.B) {
 		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
 		run := fmt.Sprint(time.Now().UnixNano())
 		pc, cc := queueClients(b, producers), queueClients(b, consumers)
 		ctx, stop := context.WithCancel(context.Background())
@@ -196,9 +209,13 @@ func BenchmarkQueueThroughput(b *testing.B) {
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
 	})
 	b.Run("asynq", func(b *testing.B) {
 		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
 		opt := asynq.RedisClientOpt{Addr: node.Addr}
 		var got atomic.Int64
 		done := make(chan struct{})
@@ -225,7 +242,31 @@ func BenchmarkQueueThroughput(b *testing.B) {
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
 	})
+}
+
+// reportPerItem reports the commands Redis ran per item since before (a
+// commandStats), scripts' commands included and INFO not, and the
+// scripts among them (EVALSHA and EVAL), as cmds/item and scripts/item:
+// everything both libraries send while they work (producers, consumers,
+// timers, asynq's background tasks).
+func reportPerItem(b *testing.B, before map[string]int64, items int) {
+	var cmds, scripts int64
+	for name, n := range commandStats(b) {
+		d := n - before[name]
+		switch name {
+		case "info":
+			continue
+		case "evalsha", "eval":
+			scripts += d
+		}
+		cmds += d
+	}
+	b.ReportMetric(float64(cmds)/float64(items), "cmds/item")
+	b.ReportMetric(float64(scripts)/float64(items), "scripts/item")
 }
 
 // latenessItems is how many delayed items one lateness run offers.

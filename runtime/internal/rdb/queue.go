@@ -233,6 +233,20 @@ func (q Queue) Ack(ctx context.Context, id any, n int64) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, q.Conn.publish(), id, n)
 }
 
+// AckAll runs queue_ack for several deliveries at once: ids[i] (the
+// first an argument that counts its sends) at delivery ns[i].
+//
+//	KEYS: the eleven
+//	ARGV: publish, id, delivery, more id, delivery pairs...
+func (q Queue) AckAll(ctx context.Context, ids []any, ns []int64) *redis.Cmd {
+	args := make([]any, 0, 1+2*len(ids))
+	args = append(args, q.Conn.publish())
+	for i, id := range ids {
+		args = append(args, id, ns[i])
+	}
+	return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, args...)
+}
+
 // Extend runs queue_extend: delivery n of item id stays invisible for
 // visibility from now.
 //
