@@ -38,6 +38,11 @@ type keyedResult struct {
 	offerPhase    time.Duration // how long the offers took
 	errs          int           // Takes that failed
 	firstErr      error
+	// What the run cost: commands Redis ran (scripts' commands included)
+	// and scripts among them, the client's round trips (a pipeline is
+	// one), and the CPU time of Redis and of this process.
+	cmds, scripts, trips int64
+	redisCPU, clientCPU  time.Duration
 }
 
 const (
@@ -58,8 +63,7 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
 	hook := &roundTrips{}
 	rdb.AddHook(hook)
-	stats0 := commandTable(tb)
-	cpu0, self0 := redisCPU(tb), selfCPU(tb)
+	stats0, cpu0, self0 := commandStats(tb), redisCPU(tb), selfCPU(tb)
 	c := lockrt.New(rdb)
 	defer func() { c.Close(); rdb.Close() }()
 	qs := benchqueues.NewQueues(c)
@@ -150,7 +154,6 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	}
 	owg.Wait()
 	res.offerPhase = time.Since(start)
-	tripsAtOffers, cmdsAtOffers := hook.trips.Load(), hook.cmds.Load()
 	// Connections in use once the offers are done: the items are not due
 	// yet (when the offers took less than keyedDelay), the Takes wait.
 	st := rdb.PoolStats()
@@ -159,14 +162,16 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	close(stop)
 	<-sampled
 	res.overrun = time.Duration(overrun.Load())
-	stats1 := commandTable(tb)
-	for k, v := range stats1 {
-		if d := v.calls - stats0[k].calls; d > 0 {
-			tb.Logf("DEBUG %s %d %.0fms", k, d, (v.usec-stats0[k].usec)/1000)
+	for name, calls := range commandStats(tb) {
+		if d := calls - stats0[name]; name != "info" {
+			res.cmds += d
+			if name == "evalsha" || name == "eval" {
+				res.scripts += d
+			}
 		}
 	}
-	tb.Logf("DEBUG cpu redis %v self %v", redisCPU(tb)-cpu0, selfCPU(tb)-self0)
-	tb.Logf("DEBUG trips %d cmds %d (at offers end %d %d)", hook.trips.Load(), hook.cmds.Load(), tripsAtOffers, cmdsAtOffers)
+	res.redisCPU, res.clientCPU = redisCPU(tb)-cpu0, selfCPU(tb)-self0
+	res.trips = hook.trips.Load()
 	res.conns, res.goroutines = int(maxConns.Load()), int(maxG.Load())
 	slices.Sort(late)
 	if len(late) > 0 {
@@ -176,9 +181,11 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 }
 
 func (r keyedResult) String() string {
-	return fmt.Sprintf("N=%d delivered %d/%d (errors %d: %v), lateness p50 %v p99 %v max %v, overrun %v, pool conns max %d of %d (%d in use while waiting), goroutines +%d, offers took %v",
+	n := float64(r.n)
+	return fmt.Sprintf("N=%d delivered %d/%d (errors %d: %v), lateness p50 %v p99 %v max %v, overrun %v, pool conns max %d of %d (%d in use while waiting), goroutines +%d, offers took %v; per item %.1f commands, %.2f scripts, %.2f round trips, CPU µs redis %.0f client %.0f",
 		r.n, r.delivered, r.n, r.errs, r.firstErr, r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond), r.max.Round(100*time.Microsecond),
-		r.overrun.Round(time.Millisecond), r.conns, r.pool, r.waitedConns, r.goroutines, r.offerPhase.Round(time.Millisecond))
+		r.overrun.Round(time.Millisecond), r.conns, r.pool, r.waitedConns, r.goroutines, r.offerPhase.Round(time.Millisecond),
+		float64(r.cmds)/n, float64(r.scripts)/n, float64(r.trips)/n, float64(r.redisCPU.Microseconds())/n, float64(r.clientCPU.Microseconds())/n)
 }
 
 // TestKeyedDelayedTakes is issue 27's case at N = 1 000: every item
@@ -213,6 +220,7 @@ func BenchmarkKeyedDelayedTakes(b *testing.B) {
 				b.ReportMetric(float64(r.overrun)/1e6, "overrun-ms")
 				b.ReportMetric(float64(r.conns), "conns")
 				b.ReportMetric(float64(r.goroutines), "goroutines")
+				b.ReportMetric(float64(r.trips)/float64(r.n), "trips/item")
 			}
 		})
 	}

@@ -5,8 +5,13 @@ package bench
 //
 //   - BenchmarkQueueThroughput: enqueue -> deliver, 4 producer clients and
 //     4 consumers; ns/op is per item, items/s is reported. The -batch
-//     rows take up to 64 items per call (TakeN); asynq has no batch
-//     dequeue (its server takes one task per dequeue script).
+//     rows take up to 64 items per call (TakeN), the -ackall row also
+//     acknowledges each batch in one call (AckAll); asynq has no batch
+//     dequeue (its server takes one task per dequeue script). Each row
+//     reports the commands and scripts Redis ran per item (INFO
+//     commandstats, scripts' commands included: producers, consumers,
+//     timers and background tasks) and the CPU time per item of Redis
+//     and of the benchmark's process.
 //   - BenchmarkDelayLateness: 300 items with random delays of 0-2s; how
 //     late after its due time each is delivered, p50 and p99. asynq moves
 //     scheduled tasks with a forwarder that polls every 5s (hard-coded in
@@ -196,6 +201,45 @@ func BenchmarkQueueThroughput(b *testing.B) {
 							b.Error(err)
 							return
 						}
+					}
+					if n := got.Add(int64(len(ds))); n >= int64(b.N) && n-int64(len(ds)) < int64(b.N) {
+						close(done)
+					}
+				}
+			}()
+		}
+		produceJobs(b, b.N, func(p int, j benchqueues.Job) error {
+			_, err := benchqueues.NewQueues(pc[p]).Acked(run).Offer(ctx, j)
+			return err
+		})
+		<-done
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
+	})
+	// The same, each batch acknowledged in one call (AckAll).
+	b.Run("lockgen-reliable-batch-ackall", func(b *testing.B) {
+		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
+		run := fmt.Sprint(time.Now().UnixNano())
+		pc, cc := queueClients(b, producers), queueClients(b, consumers)
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		var got atomic.Int64
+		done := make(chan struct{})
+		b.ResetTimer()
+		for i := range consumers {
+			q := benchqueues.NewQueues(cc[i]).Acked(run)
+			go func() {
+				for {
+					ds, err := q.TakeN(ctx, batch)
+					if err != nil {
+						return
+					}
+					if err := q.AckAll(ctx, ds...); err != nil {
+						b.Error(err)
+						return
 					}
 					if n := got.Add(int64(len(ds))); n >= int64(b.N) && n-int64(len(ds)) < int64(b.N) {
 						close(done)
