@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -17,8 +18,9 @@ import (
 // most that many connections of the go-redis pool whatever the number of
 // its callers: 10 000 Takes that register at once cost about a hundred
 // round trips, and leave the pool to the client's other calls. The
-// runtime keeps one lane for the waits of queue consumers and one for
-// the delay timer's moves, so that a move never queues behind waits.
+// runtime keeps one lane for the waits of queue consumers, one for the
+// delay timer's moves, so that a move never queues behind waits, and one
+// for offers.
 //
 // A command sent in a lane behaves as if sent alone: go-redis retries a
 // pipeline that met a connection error as it retries a command, and each
@@ -30,9 +32,10 @@ type Lane struct {
 }
 
 type laneCall struct {
-	ctx  context.Context
-	cmd  redis.Cmder
-	done chan struct{}
+	ctx   context.Context
+	cmd   redis.Cmder
+	done  chan struct{}
+	taken bool // in a flight (l.mu)
 }
 
 const (
@@ -61,6 +64,40 @@ func (l *Lane) Do(ctx context.Context, r redis.UniversalClient, cmd redis.Cmder)
 	<-call.done
 }
 
+// DoWithin is Do that returns once ctx ends, reporting false: a command
+// still queued then is withdrawn (it was never sent), one in flight may
+// have run. Only after true may the caller read cmd.
+func (l *Lane) DoWithin(ctx context.Context, r redis.UniversalClient, cmd redis.Cmder) bool {
+	if ctx.Done() == nil {
+		l.Do(ctx, r, cmd)
+		return true
+	}
+	call := &laneCall{ctx: ctx, cmd: cmd, done: make(chan struct{})}
+	l.mu.Lock()
+	l.queue = append(l.queue, call)
+	start := l.flights < laneFlights
+	if start {
+		l.flights++
+	}
+	l.mu.Unlock()
+	if start {
+		go l.fly(r)
+	}
+	select {
+	case <-call.done:
+		return true
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !call.taken {
+		if i := slices.Index(l.queue, call); i >= 0 {
+			l.queue = slices.Delete(l.queue, i, i+1)
+		}
+	}
+	return false
+}
+
 // fly sends one pipeline of what the lane has queued (the caller that
 // started it finds its own command there), and leaves the rest to a new
 // flight, so that its caller returns as soon as its reply came.
@@ -74,6 +111,9 @@ func (l *Lane) fly(r redis.UniversalClient) {
 	}
 	calls := make([]*laneCall, n)
 	copy(calls, l.queue)
+	for _, c := range calls {
+		c.taken = true
+	}
 	rest := copy(l.queue, l.queue[n:])
 	clear(l.queue[rest:])
 	l.queue = l.queue[:rest]
@@ -121,6 +161,36 @@ func (c *Conn) EvalIn(ctx context.Context, l *Lane, s *impl.Script, keys []strin
 	l.Do(ctx, c.R, cmd)
 	if IsNoScript(cmd.Err()) {
 		c.noScript(ctx, s, args)
+		cmdArgs[0], cmdArgs[1] = "eval", s.Source
+		cmd = c.process(ctx, cmdArgs, len(keys) > 0)
+	}
+	c.ReloadOnConnError(cmd.Err())
+	return cmd
+}
+
+// EvalWithin is EvalIn that returns by ctx's end (see Lane.DoWithin): a
+// script withdrawn before it was sent fails with ctx's error and did not
+// run; one cut short in flight fails with it and may have run.
+func (c *Conn) EvalWithin(ctx context.Context, l *Lane, s *impl.Script, keys []string, args ...any) *redis.Cmd {
+	if s.Err != nil {
+		return Failed(ctx, s.Err)
+	}
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", s.SHA1, len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	if !l.DoWithin(ctx, c.R, cmd) {
+		return Failed(ctx, ctx.Err())
+	}
+	if IsNoScript(cmd.Err()) {
+		c.noScript(ctx, s, args)
+		cmdArgs = slices.Clone(cmdArgs)
 		cmdArgs[0], cmdArgs[1] = "eval", s.Source
 		cmd = c.process(ctx, cmdArgs, len(keys) > 0)
 	}

@@ -34,8 +34,8 @@ type Conn struct {
 	WakePrefix func(key string) string
 
 	// Waits is the lane (see Lane) of queue consumers' takes and
-	// registrations; Moves the delay timer's.
-	Waits, Moves Lane
+	// registrations; Moves the delay timer's; Offers the producers'.
+	Waits, Moves, Offers Lane
 
 	shas     sync.Map     // *impl.Script -> its SHA1, boxed once
 	defaults sync.Map     // *impl.LockDef -> *defaults (see Lock), *impl.SemaphoreDef -> *semArgs (see Semaphore)

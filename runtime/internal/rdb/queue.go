@@ -57,7 +57,8 @@ func (q Queue) OpRecord(op string) string { return keys.Sub(q.Key, "op:"+op) }
 func (q Queue) KeyRecord(key string) string { return keys.Sub(q.Key, "key:"+key) }
 
 // Offer runs queue_offer: bodies, ready now unless delay or at say when
-// they are due, as operation op, recorded at record for recordFor:
+// they are due, as operation op, recorded at record for recordFor, in
+// the producers' lane (offers made at once go in one pipeline):
 //
 //	KEYS: the eleven, record
 //	ARGV: publish, mode, delay_ms, due_ms, op, record_ms, items...
@@ -79,7 +80,7 @@ func (q Queue) Offer(ctx context.Context, delay time.Duration, at time.Time, op,
 	for _, b := range bodies {
 		args = append(args, b)
 	}
-	return q.Conn.Eval(ctx, q.Def.Scripts.Offer, q.withRecord(record), args...)
+	return q.Conn.EvalWithin(ctx, &q.Conn.Offers, q.Def.Scripts.Offer, q.withRecord(record), args...)
 }
 
 // ceilUnixMillis returns t in Unix milliseconds, rounded up.
