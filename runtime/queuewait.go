@@ -122,8 +122,8 @@ func (q *queue) leave(ctx context.Context, owner string) {
 // items (queue_wait) within wctx's deadline, and returns how long to
 // sleep: 0 when items are ready.
 func (q *queue) register(wctx context.Context, owner string) (time.Duration, error) {
-	// queue_wait reply: int
-	ttl, err := readValue(wctx, func() (int64, error) { return q.ops().Wait(wctx, owner, false).Int64() })
+	// queue_wait reply: int (returned by wctx's end: see rdb.Queue.Wait)
+	ttl, err := q.ops().Wait(wctx, owner, false).Int64()
 	switch {
 	case err != nil && wctx.Err() != nil:
 		// The wait ended meanwhile: empty-handed, as when it runs out.

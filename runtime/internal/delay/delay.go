@@ -359,22 +359,16 @@ func (s *Scheduler) runMoves(moves []*Served) {
 }
 
 // turn takes the queues whose move is due and the idle ones to forget,
-// and returns when the next is due (zero: none).
+// and returns when the next is due (zero: none). Queues due by time come
+// first, then those to move at once (a first move, a notification), at
+// most maxTurn in all: the rest wait for the next turn, so that 10 000
+// queues served at once (Takes on as many keyed queues) do not hold back
+// the moves that come due meanwhile.
 func (s *Scheduler) turn() (moves []*Served, forget []forgotten, next time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range s.pending {
-		e.now = false
-		if s.served[e.q.Key()] == e {
-			e.idle = false
-			s.unschedule(e)
-			moves = append(moves, e)
-		}
-	}
-	clear(s.pending)
-	s.pending = s.pending[:0]
 	now := time.Now()
-	for len(s.due) > 0 && !s.due[0].at.After(now) {
+	for len(s.due) > 0 && !s.due[0].at.After(now) && len(moves) < maxTurn {
 		e := heap.Pop(&s.due).(*Served)
 		e.at = time.Time{}
 		if !e.idle {
@@ -389,6 +383,22 @@ func (s *Scheduler) turn() (moves []*Served, forget []forgotten, next time.Time)
 			}
 		}
 	}
+	taken := 0
+	for _, e := range s.pending {
+		if len(moves) >= maxTurn {
+			break
+		}
+		taken++
+		e.now = false
+		if s.served[e.q.Key()] == e {
+			e.idle = false
+			s.unschedule(e)
+			moves = append(moves, e)
+		}
+	}
+	rest := copy(s.pending, s.pending[taken:])
+	clear(s.pending[rest:])
+	s.pending = s.pending[:rest]
 	for _, e := range moves {
 		e.moving = true
 	}
@@ -397,6 +407,9 @@ func (s *Scheduler) turn() (moves []*Served, forget []forgotten, next time.Time)
 	}
 	return moves, forget, next
 }
+
+// maxTurn is the most moves one turn of the scheduler runs.
+const maxTurn = 2 * MaxMoves
 
 // forgotten is the subscription of a queue the scheduler forgot.
 type forgotten struct {

@@ -18,9 +18,9 @@ import (
 // most that many connections of the go-redis pool whatever the number of
 // its callers: 10 000 Takes that register at once cost about a hundred
 // round trips, and leave the pool to the client's other calls. The
-// runtime keeps one lane for the waits of queue consumers, one for the
-// delay timer's moves, so that a move never queues behind waits, and one
-// for offers.
+// runtime keeps a lane for queue consumers' takes, one for their
+// registrations, one for the delay timer's moves, so that a move never
+// queues behind waits, and one for offers.
 //
 // A command sent in a lane behaves as if sent alone: go-redis retries a
 // pipeline that met a connection error as it retries a command, and each

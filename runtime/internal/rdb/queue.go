@@ -188,18 +188,19 @@ func (q Queue) Move(ctx context.Context, batch int, late bool) *redis.Cmd {
 //	ARGV: publish, visibility_ms, id, n, op, owner?, registered?
 func (q Queue) Take(ctx context.Context, id string, n int, op *Marked, owner string, registered bool) *redis.Cmd {
 	if owner == "" {
-		return q.Conn.EvalIn(ctx, &q.Conn.Waits, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op)
+		return q.Conn.EvalIn(ctx, &q.Conn.Takes, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op)
 	}
 	reg := ""
 	if registered {
 		reg = "1"
 	}
-	return q.Conn.EvalIn(ctx, &q.Conn.Waits, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op, owner, reg)
+	return q.Conn.EvalIn(ctx, &q.Conn.Takes, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op, owner, reg)
 }
 
 // Wait runs queue_wait: registers owner as a consumer waiting for the
 // queue's items (or refreshes its entry) unless items are ready, or, with
-// leave, takes its entry out and passes a wake-up it did not use on.
+// leave, takes its entry out and passes a wake-up it did not use on. It
+// returns by ctx's end (see Conn.EvalWithin).
 //
 //	KEYS: the eleven
 //	ARGV: publish, owner, leave
@@ -208,7 +209,7 @@ func (q Queue) Wait(ctx context.Context, owner string, leave bool) *redis.Cmd {
 	if leave {
 		l = "1"
 	}
-	return q.Conn.EvalIn(ctx, &q.Conn.Waits, q.Def.Scripts.Wait, q.Keys, q.Conn.publish(), owner, l)
+	return q.Conn.EvalWithin(ctx, &q.Conn.Waits, q.Def.Scripts.Wait, q.Keys, q.Conn.publish(), owner, l)
 }
 
 // Nack runs queue_nack for delivery n of item id (an argument that counts
@@ -258,7 +259,7 @@ func (q Queue) Extend(ctx context.Context, id string, n int64, visibility time.D
 }
 
 // Pop takes up to n items off the ready list (LPOP, with a count when n
-// > 1), in the consumers' lane (see Lane).
+// > 1), in the consumers' lane of takes (see Lane).
 func (q Queue) Pop(ctx context.Context, n int) redis.Cmder {
 	var cmd redis.Cmder
 	if n == 1 {
@@ -266,6 +267,6 @@ func (q Queue) Pop(ctx context.Context, n int) redis.Cmder {
 	} else {
 		cmd = redis.NewStringSliceCmd(ctx, "lpop", q.Key, n)
 	}
-	q.Conn.Waits.Do(ctx, q.Conn.R, cmd)
+	q.Conn.Takes.Do(ctx, q.Conn.R, cmd)
 	return cmd
 }
