@@ -274,3 +274,55 @@ func TestTakesStartTogether(t *testing.T) {
 		t.Errorf("%d offers made at once, their due moves and takes: %d round trips, want at most %d (%v)", n, trips, n, h.names)
 	}
 }
+
+// TestTakersRefreshedPerClient: Takes waiting on a queue cost nothing per
+// second (their client refreshes their entries in one call per queue every
+// QueueWaiterTTL/3); a refresh that finds their entries gone and an item
+// ready (its wake-up was lost) wakes them, one takes the item and the
+// others register again.
+func TestTakersRefreshedPerClient(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	node := redistest.Single(t)
+	admin := node.Client()
+	defer admin.Close()
+	ctx := withTimeout(t, 60*time.Second)
+	c := newClientOf(t, node.Addr)
+	producer := newClientOf(t, node.Addr)
+	d := queueDef(t, false, 0, 0)
+	k := key(t)
+	q := lockrt.NewQueue(c, d, lockrt.JSON[int]{}, k)
+	got := make(chan int, n)
+	for range n {
+		go func() {
+			v, err := q.TryTake(ctx, 50*time.Second)
+			if err == nil {
+				got <- v
+			}
+		}()
+	}
+	waitTakers(t, admin, k, n)
+	resetStats(t, []*redis.Client{admin})
+	// Less than a refresh period (QueueWaiterTTL/3, less a tenth at
+	// random): nothing is sent for the waiting Takes meanwhile.
+	time.Sleep(lockrt.QueueWaiterTTL / 3 * 6 / 10)
+	if calls := commandCalls(t, []*redis.Client{admin}, "evalsha"); calls != 0 {
+		t.Errorf("%d Takes waiting: %d scripts in %v, want none", n, calls, lockrt.QueueWaiterTTL/3*6/10)
+	}
+	// The entries are lost, and so is the offer's wake-up.
+	if err := admin.Del(ctx, k+":takers").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lockrt.NewQueue(producer, d, lockrt.JSON[int]{}, k).Offer(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-got:
+		if v != 7 {
+			t.Errorf("took %d, want 7", v)
+		}
+	case <-time.After(lockrt.QueueWaiterTTL / 3 * 2): // the client's next refresh
+		t.Fatal("the item whose wake-up was lost was not taken after a refresh")
+	}
+	waitTakers(t, admin, k, n-1)
+}

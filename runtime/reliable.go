@@ -255,7 +255,9 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) 
 				}
 				var err error
 				ds, err = q.q.claimAgain(ctx, cend, true, "", n, owner, registered)
-				return len(ds) > 0, queueRefresh, err
+				// (Registered: its client refreshes the entry, see
+				// takerRefresher.)
+				return len(ds) > 0, groupedSleep, err
 			})
 		}
 		if err != nil {

@@ -252,7 +252,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_redrive":      "8ab3f012ccf30ae5d08234be29b3ade03a53ad98",
 	"queue_remove":       "e0edc6cf16f7a445aafe16560bdf434b44fe78df",
 	"queue_take":         "5ab0c4ef25c71569834c696e1d2013ea27ce77ea",
-	"queue_wait":         "70b10daf027c2468c7c63f962790d9640a81f566",
+	"queue_wait":         "f8a1b7abd0fe068b813f6ed619ce063e4cce8f48",
 	"reentrant_acquire":  "20a1a52ae5b4600a86d40c4d5a5a69431e792b6e",
 	"reentrant_release":  "7053aacc9d9f89169cbfffaba4de4aad1604659e",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",

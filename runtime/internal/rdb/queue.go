@@ -212,6 +212,21 @@ func (q Queue) Wait(ctx context.Context, owner string, leave bool) *redis.Cmd {
 	return q.Conn.EvalWithin(ctx, &q.Conn.Waits, q.Def.Scripts.Wait, q.Keys, q.Conn.publish(), owner, l)
 }
 
+// RefreshTakers runs queue_wait for a client's consumers waiting on the
+// queue (owners, at least one): one call refreshes the entries of them
+// all that are there, unless items are ready.
+//
+//	KEYS: the eleven
+//	ARGV: publish, owner, leave ('r'), more owners...
+func (q Queue) RefreshTakers(ctx context.Context, owners []string) *redis.Cmd {
+	args := make([]any, 0, 2+len(owners))
+	args = append(args, q.Conn.publish(), owners[0], "r")
+	for _, o := range owners[1:] {
+		args = append(args, o)
+	}
+	return q.Conn.EvalWithin(ctx, &q.Conn.Waits, q.Def.Scripts.Wait, q.Keys, args...)
+}
+
 // Nack runs queue_nack for delivery n of item id (an argument that counts
 // its sends): back on the queue after delay, or dead-lettered for reason
 // (dead: the script's mode).
