@@ -231,7 +231,8 @@
 // also a subscription of its wake-up channel) and then holds no pool
 // connection while it waits: the offer or delay-timer move that makes an
 // item ready wakes one waiting Take per item, which takes it in one round
-// trip (a waiting Take refreshes its registration every 10 s). The takes
+// trip (its client refreshes the registrations of its waiting Takes on a
+// queue in one call every 10 s, however many wait there). The takes
 // and registrations of a client's waiting Takes share a lane: those
 // issued while the lane's calls are in flight go together in its next
 // pipeline (at most 2 in flight, 256 calls each), so that 10 000 Takes
