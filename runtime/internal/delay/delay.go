@@ -122,6 +122,7 @@ type Served struct {
 	users   int       // Takes waiting on it
 	fails   int       // moves that failed in a row
 	subbing bool      // a subscription is under way
+	early   bool      // a move ran while subbing: run one more once subscribed
 	sub     *hub.Subscription
 	w       *hub.Waiter
 }
@@ -175,9 +176,11 @@ func (s *Scheduler) Done(e *Served) {
 func (s *Scheduler) Expect(e *Served, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.served[e.q.Key()] != e || e.first {
-		return // forgotten meanwhile, or its first move comes anyway
+	if s.served[e.q.Key()] != e {
+		return // forgotten meanwhile
 	}
+	// (Also before its first move: when many queues are served at once,
+	// their first moves may come after this due time.)
 	if e.idle || e.at.IsZero() || t.Before(e.at) {
 		e.idle = false
 		s.schedule(e, t)
@@ -257,7 +260,10 @@ func (s *Scheduler) subscribe(e *Served) {
 		case e.first && errors.Is(err, impl.ErrClosed):
 			e.first, e.err = false, err
 			close(e.ready)
-		case live && e.first:
+		case live && (e.first || e.early):
+			// (A move before the subscription may have missed an
+			// announcement made between its reply and the subscription.)
+			e.early = false
 			s.runNow(e)
 		}
 		s.mu.Unlock()
@@ -372,6 +378,7 @@ func (s *Scheduler) turn() (moves []*Served, forget []forgotten, next time.Time)
 		e := heap.Pop(&s.due).(*Served)
 		e.at = time.Time{}
 		if !e.idle {
+			e.moving = true
 			moves = append(moves, e)
 			continue
 		}
@@ -390,18 +397,16 @@ func (s *Scheduler) turn() (moves []*Served, forget []forgotten, next time.Time)
 		}
 		taken++
 		e.now = false
-		if s.served[e.q.Key()] == e {
+		if s.served[e.q.Key()] == e && !e.moving { // (not due by time as well)
 			e.idle = false
 			s.unschedule(e)
+			e.moving = true
 			moves = append(moves, e)
 		}
 	}
 	rest := copy(s.pending, s.pending[taken:])
 	clear(s.pending[rest:])
 	s.pending = s.pending[:rest]
-	for _, e := range moves {
-		e.moving = true
-	}
 	if len(s.due) > 0 {
 		next = s.due[0].at
 	}
@@ -433,6 +438,7 @@ func (s *Scheduler) moved(e *Served, d time.Duration, err error) (retry time.Dur
 		return 0
 	}
 	if e.sub == nil {
+		e.early = e.early || e.subbing
 		s.subscribe(e) // it failed before: try again
 	}
 	if err != nil {
