@@ -5,7 +5,9 @@
 -- ARGV[1] publish: the publish command (unused)
 -- ARGV[2] id: the item's id
 -- ARGV[3] delivery: the delivery number
--- ARGV[4...] more: more deliveries, an id and a delivery number each
+-- ARGV[4]? reserved: '' (the queueops branch's retention_ms)
+-- ARGV[5]? reserved: '' (the queueops branch's max)
+-- ARGV[6...] more: more deliveries, an id and a delivery number each
 --   (ReliableQueue.AckAll)
 -- reply: int | {int...}
 --   One delivery: 1 when acknowledged, 0 when the delivery is no longer in
@@ -15,9 +17,9 @@
 --   order, for 6 or 7 commands in all (EVALSHA, HMGET, ZMSCORE, ZREM,
 --   HDEL, HDEL, and an HDEL of the reasons when one was delivered again).
 --   Running it again acknowledges nothing more (it answers 0).
-if #ARGV > 3 then
-  local ids, want = {}, {}
-  for i = 2, #ARGV - 1, 2 do
+if #ARGV > 5 then
+  local ids, want = {ARGV[2]}, {ARGV[3]}
+  for i = 6, #ARGV - 1, 2 do
     ids[#ids + 1] = ARGV[i]
     want[#want + 1] = ARGV[i + 1]
   end

@@ -239,7 +239,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"limiter_gcra":       "1a047255fabc0800545264c604cf67479dcaed71",
 	"multi_acquire":      "3e46a24c90ef941cc5ed1c43416e87dca8db45fb",
 	"multi_release":      "572e80f25824c3aaff120d4e1299fb8cbb062b52",
-	"queue_ack":          "60fed1111d9a634235e80f4678c76420dd6fb30f",
+	"queue_ack":          "a24c185daf705fe9f9ed589625a604d83715a5f8",
 	"queue_bury":         "d4462926f897753533d7ec248f75dc5670e9ac0a",
 	"queue_dead":         "b61bbfa8a621263c52451f4b1f81ce1fcdb25b4d",
 	"queue_delayed":      "e0c6c208f2b21d41adbd4710f37a4f39e7909c21",

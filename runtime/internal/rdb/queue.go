@@ -254,12 +254,12 @@ func (q Queue) Ack(ctx context.Context, id any, n int64) *redis.Cmd {
 // first an argument that counts its sends) at delivery ns[i].
 //
 //	KEYS: the eleven
-//	ARGV: publish, id, delivery, more id, delivery pairs...
+//	ARGV: publish, id, delivery, '', '', more id, delivery pairs...
 func (q Queue) AckAll(ctx context.Context, ids []any, ns []int64) *redis.Cmd {
-	args := make([]any, 0, 1+2*len(ids))
-	args = append(args, q.Conn.publish())
-	for i, id := range ids {
-		args = append(args, id, ns[i])
+	args := make([]any, 0, 3+2*len(ids))
+	args = append(args, q.Conn.publish(), ids[0], ns[0], "", "")
+	for i, id := range ids[1:] {
+		args = append(args, id, ns[i+1])
 	}
 	return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, args...)
 }

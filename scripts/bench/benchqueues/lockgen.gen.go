@@ -130,7 +130,7 @@ var queueScripts = lockgenScripts.Queues()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"queue_ack":     "60fed1111d9a634235e80f4678c76420dd6fb30f",
+	"queue_ack":     "a24c185daf705fe9f9ed589625a604d83715a5f8",
 	"queue_bury":    "d4462926f897753533d7ec248f75dc5670e9ac0a",
 	"queue_dead":    "b61bbfa8a621263c52451f4b1f81ce1fcdb25b4d",
 	"queue_delayed": "e0c6c208f2b21d41adbd4710f37a4f39e7909c21",
