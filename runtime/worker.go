@@ -96,9 +96,9 @@ type workerConfig struct {
 type WorkerOption func(*workerConfig)
 
 // WithConcurrency sets how many items the worker handles at once (default
-// 1). Its workers take together: one claim (TakeN) takes an item for each
-// idle worker, and a claim that waits holds no connection of the go-redis
-// pool.
+// 1). Its workers take together: a claim (TakeN) takes an item for each
+// idle worker, with one claim under way per 4 workers at most, and a
+// claim that waits holds no connection of the go-redis pool.
 func WithConcurrency(n int) WorkerOption { return func(c *workerConfig) { c.concurrency = n } }
 
 // WithTimeout bounds each attempt: the handler's context is cancelled
@@ -185,8 +185,8 @@ func (q *ReliableQueue[T]) Serve(ctx context.Context, handler func(ctx context.C
 		case <-hctx.Done():
 		}
 	}()
-	// The workers take together: one claim (TakeN) takes an item for
-	// each idle worker (a token in idle), and hands them over on items.
+	// The workers take together: a claim (TakeN) takes an item for each
+	// idle worker (a token in idle), and hands them over on items.
 	var wg sync.WaitGroup
 	idle := make(chan struct{}, cfg.concurrency)
 	items := make(chan *Delivery[T])
@@ -199,11 +199,27 @@ func (q *ReliableQueue[T]) Serve(ctx context.Context, handler func(ctx context.C
 			}
 		})
 	}
-	err := q.fetch(ctx, idle, items, &cfg)
+	var fwg sync.WaitGroup
+	errs := make(chan error, fetchers(cfg.concurrency))
+	for range fetchers(cfg.concurrency) {
+		fwg.Go(func() { errs <- q.fetch(ctx, idle, items, &cfg) })
+	}
+	fwg.Wait()
 	close(items)
 	wg.Wait()
-	return err
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// fetchers is how many claims a worker of the given concurrency keeps
+// waiting at most: one per four workers, so that workers that become
+// idle while a claim waits have another one.
+func fetchers(concurrency int) int { return (concurrency + 3) / 4 }
 
 // fetch claims items for the idle workers until ctx ends: it waits for
 // one to be idle, then claims up to as many items as are idle then, in

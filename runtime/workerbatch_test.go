@@ -11,8 +11,9 @@ import (
 )
 
 // TestWorkerClaimsTogether: a worker's idle workers take together: with 8
-// workers idle and 20 items ready, one claim (one take script) hands 8
-// items out, one to each; every item is handled and acknowledged.
+// workers idle and 20 items ready, at most 2 claims (one take script each:
+// a worker keeps one claim per 4 workers) hand 8 items out, one to each;
+// every item is handled and acknowledged.
 func TestWorkerClaimsTogether(t *testing.T) {
 	t.Parallel()
 	const workers, items = 8, 20
@@ -48,8 +49,8 @@ func TestWorkerClaimsTogether(t *testing.T) {
 			claims++
 		}
 	}
-	if claims != 1 {
-		t.Errorf("%d idle workers took %d items in %d claims, want 1", workers, workers, claims)
+	if claims < 1 || claims > 2 {
+		t.Errorf("%d idle workers took %d items in %d claims, want 1 or 2", workers, workers, claims)
 	}
 	close(release)
 	until(t, func() bool { return done.Load() == items })
