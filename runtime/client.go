@@ -41,8 +41,9 @@ type Client struct {
 	wakesMu sync.RWMutex
 	wakes   map[string]*rdb.Prefix
 
-	regs   refresher    // its waiters' registrations (refresh.go)
-	clocks serverClocks // its primaries' clocks (clock.go)
+	regs   refresher      // its waiters' registrations (refresh.go)
+	takers takerRefresher // its waiting Takes' registrations (queuerefresh.go)
+	clocks serverClocks   // its primaries' clocks (clock.go)
 
 	fences fences // the last fencing token seen per fenced lock (fenced.go)
 

@@ -268,14 +268,27 @@
 //
 // Round trips: Offer, OfferMany, OfferIn, OfferAt, Enqueue, Len, Stats,
 // Peek, PeekN, PeekDelayed, ReadDelayed, ContainsDelayed, Remove,
-// RemoveAll, DeadLetters, Ack, Nack and Extend are one each; RemoveID two; Redrive and Drain one per 1000 items; Take and
+// RemoveAll, DeadLetters, Ack, AckAll, Nack and Extend are one each; RemoveID two; Redrive and Drain one per 1000 items; Take and
 // TakeN one when an item is ready; a Take that finds nothing registers
 // as a waiting consumer (one more round trip, on a client's first wait
 // also a subscription of its wake-up channel) and then holds no pool
 // connection while it waits: the offer or delay-timer move that makes an
 // item ready wakes one waiting Take per item, which takes it in one round
-// trip (a waiting Take refreshes its registration every 10 s). Errors: ErrEmpty (the wait ran out),
-// ErrItemTooLarge, ErrDeliveryExpired, ErrDeliverySettled, ErrItemState, ErrHandlerTimeout,
+// trip (its client refreshes the registrations of its waiting Takes on a
+// queue in one call every 10 s, however many wait there). The takes
+// and registrations of a client's waiting Takes share a lane: those
+// issued while the lane's calls are in flight go together in its next
+// pipeline (at most 2 in flight, 256 calls each), so that 10 000 Takes
+// starting at once cost about a hundred round trips and two pool
+// connections; the delay timer's moves have a lane of their own. Redis
+// commands (scripts' included): a reliable Offer of ready items 5
+// (EVALSHA, SET, HSET, RPUSH, ZPOPMIN); a claim (Take, TakeN) 8 for one
+// item (EVALSHA, TIME, LPOP, HMGET, HINCRBY, ZADD, GET, SET) and 9 for a
+// batch of any size (the delivery counts read with one HMGET and written
+// with one HSET); an Ack of a first delivery 5, AckAll 6-7 for any
+// number (each one EXISTS more for the pause check). Errors: ErrEmpty
+// (the wait ran out), ErrItemTooLarge, ErrDeliveryExpired,
+// ErrDeliverySettled, ErrItemState, ErrHandlerTimeout,
 // ErrSkipRetry (a handler's error wrapping it dead-letters at once).
 //
 // TakeAny and TryTakeAny take from whichever of several plain queues has

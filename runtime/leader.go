@@ -241,7 +241,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		if sub == nil { // subscribe before reading, so no change falls between
 			if s, err := h.Subscribe(ctx, e.channel()); err == nil {
 				sub = s
-				w = h.Watch(sub, func() {
+				w = h.Watch(sub, func(string) {
 					select {
 					case signal <- struct{}{}:
 					default:

@@ -708,8 +708,9 @@ func TestExactlyOnceCosts(t *testing.T) {
 	// in the same window.
 	h := &cmdLog{}
 	c.Redis().AddHook(h)
-	check("reliable TryTake", func() error { _, err := rel.TryTake(ctx, 0); return err },
-		map[string]int64{"lpop": 1, "hget": 1})
+	var dl *lockrt.Delivery[int]
+	check("reliable TryTake", func() (err error) { dl, err = rel.TryTake(ctx, 0); return err },
+		map[string]int64{"lpop": 1, "hmget": 1, "hget": 0, "hincrby": 1, "lrange": 0})
 	takes := 0
 	for _, cmd := range h.take() {
 		if cmd == "evalsha "+qd.Scripts.Take.SHA1 {
@@ -719,6 +720,9 @@ func TestExactlyOnceCosts(t *testing.T) {
 	if takes != 1 {
 		t.Errorf("reliable TryTake: %d EVALSHA of the take script, want 1", takes)
 	}
+	// An Ack of a first delivery: EVALSHA, HGET, ZREM, HDEL, HDEL.
+	check("reliable Ack", func() error { return dl.Ack(ctx) },
+		map[string]int64{"hget": 1, "zscore": 0, "zrem": 1, "hdel": 2})
 }
 
 // TestEnqueue: Enqueue returns the item's id, the one its delivery has;

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -90,6 +91,9 @@ type queue struct {
 	key  string
 	keys []string
 	ch   string
+	// offset is the server's clock minus this process's (ns), as the
+	// last reply of Move showed it, and 0 before one (DueAt).
+	offset atomic.Int64
 }
 
 func newQueue(c *Client, def *impl.QueueDef, key string) *queue {
@@ -1019,6 +1023,7 @@ func (q *queue) Move() (time.Duration, error) {
 	late := len(q.c.observers) > 0
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
+		sent := time.Now()
 		// queue_move reply: {int, int, int, int, int...}
 		res, err := q.ops().Move(ctx, moveBatch, late).Int64Slice()
 		cancel()
@@ -1032,6 +1037,13 @@ func (q *queue) Move() (time.Duration, error) {
 			q.c.observe(context.Background(), Event{Kind: EventDue, Object: q.def.Name, Duration: time.Duration(ms) * time.Millisecond})
 		}
 		now, next, full := res[0], res[1], res[3]
+		// The server's clock against the middle of the round trip.
+		mid := sent.Add(time.Since(sent) / 2)
+		if o := now*int64(time.Millisecond) - mid.UnixNano(); o != 0 {
+			q.offset.Store(o)
+		} else {
+			q.offset.Store(1)
+		}
 		if full == 1 {
 			continue
 		}
@@ -1040,6 +1052,18 @@ func (q *queue) Move() (time.Duration, error) {
 		}
 		return time.Duration(max(next-now, 0)) * time.Millisecond, nil
 	}
+}
+
+// DueAt reads a message on the queue's channel: the due time it
+// announces (server ms, see queue_offer and queue_move), on the local
+// clock as the last move's reply showed the server's (the delay timer's).
+func (q *queue) DueAt(payload string) (time.Time, bool) {
+	ms, err := strconv.ParseInt(payload, 10, 64)
+	o := q.offset.Load()
+	if err != nil || o == 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms).Add(-time.Duration(o)), true
 }
 
 // Name is the queue's name in the spec (the delay timer's).

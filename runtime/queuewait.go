@@ -24,12 +24,15 @@ import (
 // passed over at once (the wake-up reaches no subscriber, as a lock's
 // release finds: "Waiter registry" in docs/design.md). A wake-up that is
 // lost (a pub/sub connection that failed, a consumer stopped with its
-// connection open) costs latency, never liveness: a waiting Take
-// refreshes its entry every queueRefresh and takes what is ready then.
+// connection open) costs latency, never liveness: its client refreshes
+// the entries of its waiting Takes on a queue every queueRefresh, in one
+// call (takerRefresher), and wakes them when items are ready then.
 
-// queueRefresh is how long a waiting Take sleeps without a wake-up: it
-// then refreshes its entry in the queue's takers (the entry lives
-// QueueWaiterTTL), or takes what a lost wake-up left ready.
+// queueRefresh is how often a client refreshes the entries of its
+// waiting Takes in a queue's takers (the entries live QueueWaiterTTL), in
+// one call per queue (takerRefresher), which also wakes them to take
+// what a lost wake-up left ready. A waiting Take itself sleeps until a
+// wake-up (groupedSleep bounds it).
 const queueRefresh = QueueWaiterTTL / 3
 
 // QueueWaiterTTL is how long a waiting Take's entry in its queue's takers
@@ -87,7 +90,10 @@ func (q *queue) await(ctx context.Context, end time.Time, attempt takeAttempt) e
 			return lastError(emptyError(ctx), lastErr)
 		}
 	}
-	err = q.c.waitFor(ctx, wait, waitObject{name: q.def.Name, key: q.key}, channel, owner, registered, sleep,
+	obj := waitObject{name: q.def.Name, key: q.key, join: func(signal chan struct{}) func() {
+		return q.c.joinTakers(q, owner, signal)
+	}}
+	err = q.c.waitFor(ctx, wait, obj, channel, owner, registered, sleep,
 		func(msg string) (bool, time.Duration, error) {
 			took, sleep, err := attempt(owner, msg == "")
 			if err != nil && transient(err) {
@@ -122,8 +128,8 @@ func (q *queue) leave(ctx context.Context, owner string) {
 // items (queue_wait) within wctx's deadline, and returns how long to
 // sleep: 0 when items are ready.
 func (q *queue) register(wctx context.Context, owner string) (time.Duration, error) {
-	// queue_wait reply: int
-	ttl, err := readValue(wctx, func() (int64, error) { return q.ops().Wait(wctx, owner, false).Int64() })
+	// queue_wait reply: int (returned by wctx's end: see rdb.Queue.Wait)
+	ttl, err := q.ops().Wait(wctx, owner, false).Int64()
 	switch {
 	case err != nil && wctx.Err() != nil:
 		// The wait ended meanwhile: empty-handed, as when it runs out.
@@ -134,7 +140,7 @@ func (q *queue) register(wctx context.Context, owner string) (time.Duration, err
 	if ttl == 0 {
 		return 0, nil
 	}
-	return queueRefresh, nil
+	return groupedSleep, nil
 }
 
 // boundedContext returns ctx's values bounded by end and ctx's deadline

@@ -1,8 +1,10 @@
 package runtime_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,4 +162,167 @@ func newClientOf(t testing.TB, addr string) *lockrt.Client {
 	c := lockrt.New(rdb)
 	t.Cleanup(func() { c.Close(); rdb.Close() })
 	return c
+}
+
+// tripHook counts a client's round trips (a pipeline is one) and the
+// commands they carry.
+type tripHook struct {
+	trips, cmds atomic.Int64
+	mu          sync.Mutex
+	names       map[string]int
+}
+
+func (h *tripHook) count(cmd redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.names == nil {
+		h.names = map[string]int{}
+	}
+	name := cmd.Name()
+	if name == "evalsha" {
+		name += " " + fmt.Sprint(cmd.Args()[1])[:6]
+	}
+	h.names[name]++
+}
+
+func (h *tripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *tripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.trips.Add(1)
+		h.cmds.Add(1)
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *tripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.trips.Add(1)
+		h.cmds.Add(int64(len(cmds)))
+		for _, c := range cmds {
+			h.count(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestTakesStartTogether: Takes that start at once on one client, on as
+// many keyed delayed queues, send their calls together: each Take's
+// take, its registration and its queue's first move by the delay timer
+// (3 commands a Take) go in shared pipelines (rdb.Lane), in fewer round
+// trips than a third of the Takes, on at most 8 pool connections (two
+// per lane: takes, registrations, moves, offers); and offers made at
+// once to those queues go together too, and every Take gets its item.
+func TestTakesStartTogether(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	node := redistest.Single(t)
+	ctx := withTimeout(t, 60*time.Second)
+	rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
+	h := &tripHook{}
+	rdb.AddHook(h)
+	c := lockrt.New(rdb)
+	defer func() { c.Close(); rdb.Close() }()
+	d := queueDef(t, true, 0, 0)
+	if err := c.Preload(ctx, d.Scripts.Offer, d.Scripts.Move, d.Scripts.Wait); err != nil {
+		t.Fatal(err)
+	}
+	k := key(t)
+	keyOf := func(i int) string { return fmt.Sprintf("%s:%d", k, i) }
+	trips0, cmds0 := h.trips.Load(), h.cmds.Load()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			v, err := lockrt.NewDelayedQueue(c, d, lockrt.JSON[int]{}, keyOf(i)).Take(ctx)
+			if err != nil || v != i {
+				t.Errorf("Take %d: %d, %v", i, v, err)
+			}
+		})
+	}
+	admin := node.Client() // (its polling is not counted)
+	defer admin.Close()
+	for i := range n {
+		waitTakers(t, admin, keyOf(i), 1)
+	}
+	eventually(t, failAfter, func() bool { return !c.TimerMoving() }, "the delay timer kept moving")
+	// Each Take's LPOP and registration, and its queue's first move: 3
+	// commands, in shared pipelines (and a few connections' set-up).
+	trips, cmds := h.trips.Load()-trips0, h.cmds.Load()-cmds0
+	t.Logf("%d Takes starting at once: %d commands in %d round trips", n, cmds, trips)
+	if cmds < 3*n || trips > n/3 {
+		t.Errorf("%d Takes starting at once: %d commands in %d round trips, want at least %d commands in at most %d (%v)", n, cmds, trips, 3*n, n/3, h.names)
+	}
+	if conns := rdb.PoolStats().TotalConns; conns > 8 {
+		t.Errorf("%d pool connections, want at most 8 (two per lane)", conns)
+	}
+	trips0 = h.trips.Load()
+	var owg sync.WaitGroup
+	for i := range n {
+		owg.Go(func() {
+			if err := lockrt.NewDelayedQueue(c, d, lockrt.JSON[int]{}, keyOf(i)).OfferIn(ctx, i, 50*time.Millisecond); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	owg.Wait()
+	wg.Wait()
+	// Each offer, its queue's due move and the woken Take's LPOP.
+	trips = h.trips.Load() - trips0
+	t.Logf("%d offers at once, their moves and takes: %d round trips", n, trips)
+	if trips > n {
+		t.Errorf("%d offers made at once, their due moves and takes: %d round trips, want at most %d (%v)", n, trips, n, h.names)
+	}
+}
+
+// TestTakersRefreshedPerClient: Takes waiting on a queue cost nothing per
+// second (their client refreshes their entries in one call per queue every
+// QueueWaiterTTL/3); a refresh that finds their entries gone and an item
+// ready (its wake-up was lost) wakes them, one takes the item and the
+// others register again.
+func TestTakersRefreshedPerClient(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	node := redistest.Single(t)
+	admin := node.Client()
+	defer admin.Close()
+	ctx := withTimeout(t, 60*time.Second)
+	c := newClientOf(t, node.Addr)
+	producer := newClientOf(t, node.Addr)
+	d := queueDef(t, false, 0, 0)
+	k := key(t)
+	q := lockrt.NewQueue(c, d, lockrt.JSON[int]{}, k)
+	got := make(chan int, n)
+	for range n {
+		go func() {
+			v, err := q.TryTake(ctx, 50*time.Second)
+			if err == nil {
+				got <- v
+			}
+		}()
+	}
+	waitTakers(t, admin, k, n)
+	resetStats(t, []*redis.Client{admin})
+	// Less than a refresh period (QueueWaiterTTL/3, less a tenth at
+	// random): nothing is sent for the waiting Takes meanwhile.
+	time.Sleep(lockrt.QueueWaiterTTL / 3 * 6 / 10)
+	if calls := commandCalls(t, []*redis.Client{admin}, "evalsha"); calls != 0 {
+		t.Errorf("%d Takes waiting: %d scripts in %v, want none", n, calls, lockrt.QueueWaiterTTL/3*6/10)
+	}
+	// The entries are lost, and so is the offer's wake-up.
+	if err := admin.Del(ctx, k+":takers").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lockrt.NewQueue(producer, d, lockrt.JSON[int]{}, k).Offer(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-got:
+		if v != 7 {
+			t.Errorf("took %d, want 7", v)
+		}
+	case <-time.After(lockrt.QueueWaiterTTL / 3 * 2): // the client's next refresh
+		t.Fatal("the item whose wake-up was lost was not taken after a refresh")
+	}
+	waitTakers(t, admin, k, n-1)
 }

@@ -255,7 +255,9 @@ func (q *ReliableQueue[T]) take(ctx context.Context, wait time.Duration, n int) 
 				}
 				var err error
 				ds, err = q.q.claimAgain(ctx, cend, true, "", n, owner, registered)
-				return len(ds) > 0, queueRefresh, err
+				// (Registered: its client refreshes the entry, see
+				// takerRefresher.)
+				return len(ds) > 0, groupedSleep, err
 			})
 		}
 		if err != nil {
@@ -500,10 +502,15 @@ func (d *delivery) ack(ctx context.Context) error {
 	if done, err := d.settledError(true); done {
 		return err
 	}
+	return d.ackLocked(ctx)
+}
+
+// ackLocked is ack of a delivery not settled, with smu held.
+func (d *delivery) ackLocked(ctx context.Context) error {
 	ctx, cancel := releaseContext(ctx)
 	defer cancel()
 	q := d.q
-	// queue_ack reply: int
+	// queue_ack reply: int | {int...} (int: one delivery)
 	id := rdb.NewCounted(d.id)
 	send := func() *redis.Cmd { return q.ops().Ack(ctx, id, d.n) }
 	n, err := resolve(ctx, send(), send).Int()

@@ -79,6 +79,10 @@ type waitObject struct {
 	// reg, when set, is the waiter's registration, which its client
 	// refreshes (refresher) for as long as the wait lasts.
 	reg *registration
+	// join, when set, joins the waiter (woken on signal) to what
+	// refreshes its registration (a waiting Take's: takerRefresher) for
+	// as long as the wait lasts, and returns its leave.
+	join func(signal chan struct{}) (leave func())
 }
 
 // waitSource is one channel a wait listens on: channel on c's hub, whose
@@ -116,6 +120,9 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 	ws := make([]*hub.Waiter, len(srcs))
 	for i, s := range srcs {
 		ws[i] = s.c.hub.JoinAs(subs[i], s.owner, signal)
+	}
+	if obj.join != nil {
+		defer obj.join(signal)()
 	}
 	if obj.reg != nil {
 		defer srcs[0].c.joinRefresh(obj.reg, signal)()

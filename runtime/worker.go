@@ -96,7 +96,9 @@ type workerConfig struct {
 type WorkerOption func(*workerConfig)
 
 // WithConcurrency sets how many items the worker handles at once (default
-// 1); each waiting Take holds one connection of the go-redis pool.
+// 1). Its workers take together: a claim (TakeN) takes an item for each
+// idle worker, with one claim under way per 4 workers at most, and a
+// claim that waits holds no connection of the go-redis pool.
 func WithConcurrency(n int) WorkerOption { return func(c *workerConfig) { c.concurrency = n } }
 
 // WithTimeout bounds each attempt: the handler's context is cancelled
@@ -183,15 +185,27 @@ func (q *ReliableQueue[T]) Serve(ctx context.Context, handler func(ctx context.C
 		case <-hctx.Done():
 		}
 	}()
+	// The workers take together: a claim (TakeN) takes an item for each
+	// idle worker (a token in idle), and hands them over on items.
 	var wg sync.WaitGroup
-	errs := make(chan error, cfg.concurrency)
+	idle := make(chan struct{}, cfg.concurrency)
+	items := make(chan *Delivery[T])
 	for range cfg.concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- q.work(ctx, hctx, handler, &cfg)
-		}()
+		idle <- struct{}{}
+		wg.Go(func() {
+			for d := range items {
+				q.handle(hctx, d, handler, &cfg)
+				idle <- struct{}{}
+			}
+		})
 	}
+	var fwg sync.WaitGroup
+	errs := make(chan error, fetchers(cfg.concurrency))
+	for range fetchers(cfg.concurrency) {
+		fwg.Go(func() { errs <- q.fetch(ctx, idle, items, &cfg) })
+	}
+	fwg.Wait()
+	close(items)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -202,11 +216,42 @@ func (q *ReliableQueue[T]) Serve(ctx context.Context, handler func(ctx context.C
 	return nil
 }
 
-// work is one worker goroutine: take, handle, settle, until ctx ends.
-func (q *ReliableQueue[T]) work(ctx, hctx context.Context, handler func(context.Context, T) error, cfg *workerConfig) error {
+// fetchers is how many claims a worker of the given concurrency keeps
+// waiting at most: one per four workers, so that workers that become
+// idle while a claim waits have another one.
+func fetchers(concurrency int) int { return (concurrency + 3) / 4 }
+
+// fetch claims items for the idle workers until ctx ends: it waits for
+// one to be idle, then claims up to as many items as are idle then, in
+// one call, and hands each to one of them. It returns ErrClosed, or nil
+// once ctx ended.
+func (q *ReliableQueue[T]) fetch(ctx context.Context, idle chan struct{}, items chan<- *Delivery[T], cfg *workerConfig) error {
 	fails := 0 // takes that failed in a row
 	for ctx.Err() == nil {
-		d, err := q.Take(ctx)
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return nil
+		}
+		n := 1
+	more:
+		for n < cap(idle) {
+			select {
+			case <-idle:
+				n++
+			default:
+				break more
+			}
+		}
+		ds, err := q.TakeN(ctx, n)
+		// A delivery TakeN returned is handled even when ctx just ended:
+		// it is in flight, and the shutdown timeout covers it.
+		for _, d := range ds {
+			items <- d
+		}
+		for range n - len(ds) {
+			idle <- struct{}{}
+		}
 		switch {
 		case errors.Is(err, ErrClosed):
 			return err
@@ -223,9 +268,6 @@ func (q *ReliableQueue[T]) work(ctx, hctx context.Context, handler func(context.
 			continue
 		}
 		fails = 0
-		// A delivery Take returned is handled even when ctx just ended:
-		// it is in flight, and the shutdown timeout covers it.
-		q.handle(hctx, d, handler, cfg)
 	}
 	return nil
 }

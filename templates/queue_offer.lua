@@ -27,16 +27,20 @@
 --   so that every client's delay timer re-arms. Items ready now wake as
 --   many waiting consumers (see queue_wake in queue.luainc).
 -- #include queue
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local due = 0
-if ARGV[3] ~= '' then
-  -- Rounded up, so that an item is never due before its delay has passed.
-  due = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
-elseif ARGV[4] ~= '' then
-  due = tonumber(ARGV[4])
+-- The server's clock is read only for a due time (an offer of ready
+-- items needs none; queue_wake reads it when someone waits).
+local now, due = nil, 0
+if ARGV[3] ~= '' or ARGV[4] ~= '' then
+  local t = redis.call('time')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if ARGV[3] ~= '' then
+    -- Rounded up, so that an item is never due before its delay has passed.
+    due = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
+  else
+    due = tonumber(ARGV[4])
+  end
 end
-local delayed = due > now
+local delayed = now ~= nil and due > now
 if not delayed then
   due = 0
 end

@@ -55,37 +55,64 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = now + tonumber(ARGV[2])
 local want = tonumber(ARGV[4])
+local out = {deadline, now}
+local claimed = 0
 if redis.call('exists', KEYS[1] .. ':paused') == 1 then
   want = 0 -- paused: claim nothing, and wait
 end
-local out = {deadline, now}
-local claimed = 0
 
-local function claim(id)
-  local body = redis.call('hget', KEYS[3], id)
-  if not body then
-    redis.call('zrem', KEYS[7], id)
-    redis.call('hdel', KEYS[8], id)
+-- claim puts ids in flight, in order: those whose body is gone
+-- (acknowledged meanwhile) are cleaned up and passed over. A batch costs
+-- the same few commands however many ids it has (HMGET of the bodies and
+-- of the delivery counts, one HSET of the counts, one ZADD).
+local function claim(ids)
+  local bodies = redis.call('hmget', KEYS[3], unpack(ids))
+  local live, lbodies = {}, {}
+  for i, id in ipairs(ids) do
+    if bodies[i] then
+      live[#live + 1] = id
+      lbodies[#lbodies + 1] = bodies[i]
+    else
+      redis.call('zrem', KEYS[7], id)
+      redis.call('hdel', KEYS[8], id)
+    end
+  end
+  if #live == 0 then
     return
   end
-  redis.call('zadd', KEYS[7], deadline, id)
-  out[#out + 1] = id
-  out[#out + 1] = body
-  out[#out + 1] = redis.call('hincrby', KEYS[8], id, 1)
-  claimed = claimed + 1
+  local ns, zargs = {}, {}
+  if #live == 1 then
+    ns[1] = redis.call('hincrby', KEYS[8], live[1], 1)
+  else
+    local prev = redis.call('hmget', KEYS[8], unpack(live))
+    local hargs = {}
+    for i, id in ipairs(live) do
+      ns[i] = (tonumber(prev[i]) or 0) + 1
+      hargs[#hargs + 1] = id
+      hargs[#hargs + 1] = ns[i]
+    end
+    redis.call('hset', KEYS[8], unpack(hargs))
+  end
+  for i, id in ipairs(live) do
+    zargs[#zargs + 1] = deadline
+    zargs[#zargs + 1] = id
+    out[#out + 1] = id
+    out[#out + 1] = lbodies[i]
+    out[#out + 1] = ns[i]
+  end
+  redis.call('zadd', KEYS[7], unpack(zargs))
+  claimed = claimed + #live
 end
 
 if want > 0 and ARGV[3] ~= '' and redis.call('lrem', KEYS[6], 1, ARGV[3]) > 0 then
-  claim(ARGV[3])
+  claim({ARGV[3]})
 end
 while claimed < want do
   local ids = redis.call('lpop', KEYS[1], want - claimed)
   if not ids then
     break
   end
-  for _, id in ipairs(ids) do
-    claim(id)
-  end
+  claim(ids)
 end
 if claimed == 0 then
   if ARGV[6] and ARGV[6] ~= '' then
@@ -98,13 +125,8 @@ if ARGV[7] == '1' then
   redis.call('zrem', KEYS[11], ARGV[6])
 end
 
--- Ids other consumers moved but have not claimed yet get a deadline too:
--- if such a consumer died, its id comes back; if not, its claim resets it.
-for _, other in ipairs(redis.call('lrange', KEYS[6], 0, -1)) do
-  if not redis.call('zscore', KEYS[7], other) then
-    redis.call('zadd', KEYS[7], deadline, other)
-  end
-end
+-- (Ids an older runtime's blocking move put on the proc list and no
+-- consumer claimed get a deadline from the delay timer's move.)
 local armed = redis.call('get', KEYS[5])
 if not armed or deadline < tonumber(armed) then
   redis.call('set', KEYS[5], deadline, 'px', deadline - now + 1000)

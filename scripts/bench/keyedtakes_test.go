@@ -38,11 +38,21 @@ type keyedResult struct {
 	offerPhase    time.Duration // how long the offers took
 	errs          int           // Takes that failed
 	firstErr      error
+	// What the run cost: commands Redis ran (scripts' commands included)
+	// and scripts among them, the client's round trips (a pipeline is
+	// one), and the CPU time of Redis and of this process.
+	cmds, scripts, trips int64
+	redisCPU, clientCPU  time.Duration
 }
 
 const (
-	keyedDelay   = 200 * time.Millisecond
-	keyedTimeout = 3 * time.Second
+	// keyedProducers is how many goroutines offer the items, one round
+	// trip per item: with 4 (the throughput benchmarks' producers) the
+	// offers alone took 2.8-4.4 s of round trips at N = 10 000 under
+	// load, so that the last items were due after the Takes' timeout.
+	keyedProducers = 32
+	keyedDelay     = 200 * time.Millisecond
+	keyedTimeout   = 3 * time.Second
 )
 
 // keyedTakes runs N Takes on N keyed delayed queues of one client (go-redis'
@@ -51,9 +61,17 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	flush(tb)
 	run := fmt.Sprint(time.Now().UnixNano())
 	rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
+	hook := &roundTrips{}
+	rdb.AddHook(hook)
+	stats0, cpu0, self0 := commandStats(tb), redisCPU(tb), selfCPU(tb)
 	c := lockrt.New(rdb)
 	defer func() { c.Close(); rdb.Close() }()
 	qs := benchqueues.NewQueues(c)
+	// A service loads its scripts when it starts (Preload); without it
+	// 10 000 first calls at once each meet NOSCRIPT and send the script.
+	if err := benchqueues.Preload(context.Background(), c); err != nil {
+		tb.Fatal(err)
+	}
 	res := keyedResult{n: n, pool: rdb.Options().PoolSize}
 	var (
 		wg      sync.WaitGroup
@@ -122,11 +140,11 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	ctx := context.Background()
 	start := time.Now()
 	var owg sync.WaitGroup
-	for p := range producers {
+	for p := range keyedProducers {
 		owg.Add(1)
 		go func() {
 			defer owg.Done()
-			for i := p; i < n; i += producers {
+			for i := p; i < n; i += keyedProducers {
 				due[i].Store(time.Now().Add(keyedDelay).UnixNano())
 				if err := qs.Later(fmt.Sprintf("%s-%d", run, i)).OfferIn(ctx, benchqueues.Job{N: i}, keyedDelay); err != nil {
 					tb.Error(err)
@@ -144,6 +162,16 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	close(stop)
 	<-sampled
 	res.overrun = time.Duration(overrun.Load())
+	for name, calls := range commandStats(tb) {
+		if d := calls - stats0[name]; name != "info" {
+			res.cmds += d
+			if name == "evalsha" || name == "eval" {
+				res.scripts += d
+			}
+		}
+	}
+	res.redisCPU, res.clientCPU = redisCPU(tb)-cpu0, selfCPU(tb)-self0
+	res.trips = hook.trips.Load()
 	res.conns, res.goroutines = int(maxConns.Load()), int(maxG.Load())
 	slices.Sort(late)
 	if len(late) > 0 {
@@ -153,9 +181,11 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 }
 
 func (r keyedResult) String() string {
-	return fmt.Sprintf("N=%d delivered %d/%d (errors %d: %v), lateness p50 %v p99 %v max %v, overrun %v, pool conns max %d of %d (%d in use while waiting), goroutines +%d, offers took %v",
+	n := float64(r.n)
+	return fmt.Sprintf("N=%d delivered %d/%d (errors %d: %v), lateness p50 %v p99 %v max %v, overrun %v, pool conns max %d of %d (%d in use while waiting), goroutines +%d, offers took %v; per item %.1f commands, %.2f scripts, %.2f round trips, CPU µs redis %.0f client %.0f",
 		r.n, r.delivered, r.n, r.errs, r.firstErr, r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond), r.max.Round(100*time.Microsecond),
-		r.overrun.Round(time.Millisecond), r.conns, r.pool, r.waitedConns, r.goroutines, r.offerPhase.Round(time.Millisecond))
+		r.overrun.Round(time.Millisecond), r.conns, r.pool, r.waitedConns, r.goroutines, r.offerPhase.Round(time.Millisecond),
+		float64(r.cmds)/n, float64(r.scripts)/n, float64(r.trips)/n, float64(r.redisCPU.Microseconds())/n, float64(r.clientCPU.Microseconds())/n)
 }
 
 // TestKeyedDelayedTakes is issue 27's case at N = 1 000: every item
@@ -190,6 +220,7 @@ func BenchmarkKeyedDelayedTakes(b *testing.B) {
 				b.ReportMetric(float64(r.overrun)/1e6, "overrun-ms")
 				b.ReportMetric(float64(r.conns), "conns")
 				b.ReportMetric(float64(r.goroutines), "goroutines")
+				b.ReportMetric(float64(r.trips)/float64(r.n), "trips/item")
 			}
 		})
 	}

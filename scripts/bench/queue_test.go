@@ -5,8 +5,13 @@ package bench
 //
 //   - BenchmarkQueueThroughput: enqueue -> deliver, 4 producer clients and
 //     4 consumers; ns/op is per item, items/s is reported. The -batch
-//     rows take up to 64 items per call (TakeN); asynq has no batch
-//     dequeue (its server takes one task per dequeue script).
+//     rows take up to 64 items per call (TakeN), the -ackall row also
+//     acknowledges each batch in one call (AckAll); asynq has no batch
+//     dequeue (its server takes one task per dequeue script). Each row
+//     reports the commands and scripts Redis ran per item (INFO
+//     commandstats, scripts' commands included: producers, consumers,
+//     timers and background tasks) and the CPU time per item of Redis
+//     and of the benchmark's process.
 //   - BenchmarkDelayLateness: 300 items with random delays of 0-2s; how
 //     late after its due time each is delivered, p50 and p99. asynq moves
 //     scheduled tasks with a forwarder that polls every 5s (hard-coded in
@@ -70,6 +75,7 @@ func produceJobs(b *testing.B, n int, offer func(p int, j benchqueues.Job) error
 func BenchmarkQueueThroughput(b *testing.B) {
 	b.Run("lockgen-plain", func(b *testing.B) {
 		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
 		run := fmt.Sprint(time.Now().UnixNano())
 		pc, cc := queueClients(b, producers), queueClients(b, consumers)
 		ctx, stop := context.WithCancel(context.Background())
@@ -95,9 +101,13 @@ func BenchmarkQueueThroughput(b *testing.B) {
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
 	})
 	b.Run("lockgen-reliable", func(b *testing.B) {
 		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
 		run := fmt.Sprint(time.Now().UnixNano())
 		pc, cc := queueClients(b, producers), queueClients(b, consumers)
 		ctx, stop := context.WithCancel(context.Background())
@@ -129,11 +139,15 @@ func BenchmarkQueueThroughput(b *testing.B) {
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
 	})
 	// The same with each consumer taking up to batch items per call
 	// (TakeN: one BLMPOP, or one claim script for a reliable queue).
 	b.Run("lockgen-plain-batch", func(b *testing.B) {
 		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
 		run := fmt.Sprint(time.Now().UnixNano())
 		pc, cc := queueClients(b, producers), queueClients(b, consumers)
 		ctx, stop := context.WithCancel(context.Background())
@@ -160,9 +174,13 @@ func BenchmarkQueueThroughput(b *testing.B) {
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
 	})
 	b.Run("lockgen-reliable-batch", func(b *testing.B) {
 		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
 		run := fmt.Sprint(time.Now().UnixNano())
 		pc, cc := queueClients(b, producers), queueClients(b, consumers)
 		ctx, stop := context.WithCancel(context.Background())
@@ -196,9 +214,52 @@ func BenchmarkQueueThroughput(b *testing.B) {
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
+	})
+	// The same, each batch acknowledged in one call (AckAll).
+	b.Run("lockgen-reliable-batch-ackall", func(b *testing.B) {
+		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
+		run := fmt.Sprint(time.Now().UnixNano())
+		pc, cc := queueClients(b, producers), queueClients(b, consumers)
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		var got atomic.Int64
+		done := make(chan struct{})
+		b.ResetTimer()
+		for i := range consumers {
+			q := benchqueues.NewQueues(cc[i]).Acked(run)
+			go func() {
+				for {
+					ds, err := q.TakeN(ctx, batch)
+					if err != nil {
+						return
+					}
+					if err := q.AckAll(ctx, ds...); err != nil {
+						b.Error(err)
+						return
+					}
+					if n := got.Add(int64(len(ds))); n >= int64(b.N) && n-int64(len(ds)) < int64(b.N) {
+						close(done)
+					}
+				}
+			}()
+		}
+		produceJobs(b, b.N, func(p int, j benchqueues.Job) error {
+			_, err := benchqueues.NewQueues(pc[p]).Acked(run).Offer(ctx, j)
+			return err
+		})
+		<-done
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
 	})
 	b.Run("asynq", func(b *testing.B) {
 		flush(b)
+		cmds, cpu0, self0 := commandStats(b), redisCPU(b), selfCPU(b)
 		opt := asynq.RedisClientOpt{Addr: node.Addr}
 		var got atomic.Int64
 		done := make(chan struct{})
@@ -225,7 +286,31 @@ func BenchmarkQueueThroughput(b *testing.B) {
 		})
 		<-done
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		reportPerItem(b, cmds, b.N)
+		b.ReportMetric(float64((redisCPU(b)-cpu0).Microseconds())/float64(b.N), "redis-µs/item")
+		b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "client-µs/item")
 	})
+}
+
+// reportPerItem reports the commands Redis ran per item since before (a
+// commandStats), scripts' commands included and INFO not, and the
+// scripts among them (EVALSHA and EVAL), as cmds/item and scripts/item:
+// everything both libraries send while they work (producers, consumers,
+// timers, asynq's background tasks).
+func reportPerItem(b *testing.B, before map[string]int64, items int) {
+	var cmds, scripts int64
+	for name, n := range commandStats(b) {
+		d := n - before[name]
+		switch name {
+		case "info":
+			continue
+		case "evalsha", "eval":
+			scripts += d
+		}
+		cmds += d
+	}
+	b.ReportMetric(float64(cmds)/float64(items), "cmds/item")
+	b.ReportMetric(float64(scripts)/float64(items), "scripts/item")
 }
 
 // latenessItems is how many delayed items one lateness run offers.

@@ -88,6 +88,10 @@ type Queue interface {
 	// Move moves what is due to the ready list, and returns how long
 	// until the next due time (< 0: nothing due).
 	Move() (time.Duration, error)
+	// DueAt reads a message on Channel: the due time it announces, on
+	// the local clock, when it announces one and the server's clock is
+	// known (from Move's replies).
+	DueAt(payload string) (time.Time, bool)
 }
 
 // Backoff is the runtime's one backoff rule: from 50 ms, doubling with
@@ -118,6 +122,7 @@ type Served struct {
 	users   int       // Takes waiting on it
 	fails   int       // moves that failed in a row
 	subbing bool      // a subscription is under way
+	early   bool      // a move ran while subbing: run one more once subscribed
 	sub     *hub.Subscription
 	w       *hub.Waiter
 }
@@ -171,9 +176,11 @@ func (s *Scheduler) Done(e *Served) {
 func (s *Scheduler) Expect(e *Served, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.served[e.q.Key()] != e || e.first {
-		return // forgotten meanwhile, or its first move comes anyway
+	if s.served[e.q.Key()] != e {
+		return // forgotten meanwhile
 	}
+	// (Also before its first move: when many queues are served at once,
+	// their first moves may come after this due time.)
 	if e.idle || e.at.IsZero() || t.Before(e.at) {
 		e.idle = false
 		s.schedule(e, t)
@@ -181,14 +188,33 @@ func (s *Scheduler) Expect(e *Served, t time.Time) {
 	}
 }
 
-// notify runs q's move at the next turn: a message came on its channel.
-// The hub calls it with its own lock held.
-func (s *Scheduler) notify(e *Served) {
+// notify handles a message on q's channel: an item due at the time it
+// announces, when that is later (on the server's clock as the queue knows
+// it) and the first move ran, re-arms q's timer for then; anything else
+// runs q's move at the next turn. (A move at once would find nothing due
+// yet: every delayed offer announces its item when no timer is armed
+// for it.) The hub calls it with its own lock held.
+func (s *Scheduler) notify(e *Served, payload string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.served[e.q.Key()] == e {
-		s.runNow(e)
+	if s.served[e.q.Key()] != e {
+		return
 	}
+	if t, ok := e.q.DueAt(payload); ok && !e.first && time.Until(t) > time.Millisecond {
+		if e.idle || e.at.IsZero() || t.Before(e.at) {
+			if e.moving {
+				// Its move replies with the next due time, maybe before
+				// this message's: run it again then, to be sure.
+				s.runNow(e)
+				return
+			}
+			e.idle = false
+			s.schedule(e, t)
+			s.wake()
+		}
+		return
+	}
+	s.runNow(e)
 }
 
 // runNow makes the next turn run e's move. s.mu must be held.
@@ -222,7 +248,7 @@ func (s *Scheduler) subscribe(e *Served) {
 		cancel()
 		var w *hub.Waiter
 		if err == nil {
-			w = h.Watch(sub, func() { s.notify(e) })
+			w = h.Watch(sub, func(payload string) { s.notify(e, payload) })
 		}
 		s.mu.Lock()
 		e.subbing = false
@@ -234,7 +260,10 @@ func (s *Scheduler) subscribe(e *Served) {
 		case e.first && errors.Is(err, impl.ErrClosed):
 			e.first, e.err = false, err
 			close(e.ready)
-		case live && e.first:
+		case live && (e.first || e.early):
+			// (A move before the subscription may have missed an
+			// announcement made between its reply and the subscription.)
+			e.early = false
 			s.runNow(e)
 		}
 		s.mu.Unlock()
@@ -301,10 +330,10 @@ func (s *Scheduler) run() {
 
 // MaxMoves bounds how many moves the scheduler runs at once: queues due
 // together (many keyed queues whose items came due in the same
-// millisecond) are moved in parallel, each on a pool connection for one
-// round trip, and a few at a time, so that the pool keeps connections for
-// the client's other calls.
-const MaxMoves = 8
+// millisecond) are moved in parallel, their scripts sent together in the
+// client's lane of moves (rdb.Lane: a few pipelines at a time, so that
+// the pool keeps connections for the client's other calls).
+const MaxMoves = 256
 
 // runMoves runs the moves of the given queues, up to MaxMoves at once, and
 // returns when all have run.
@@ -336,25 +365,20 @@ func (s *Scheduler) runMoves(moves []*Served) {
 }
 
 // turn takes the queues whose move is due and the idle ones to forget,
-// and returns when the next is due (zero: none).
+// and returns when the next is due (zero: none). Queues due by time come
+// first, then those to move at once (a first move, a notification), at
+// most maxTurn in all: the rest wait for the next turn, so that 10 000
+// queues served at once (Takes on as many keyed queues) do not hold back
+// the moves that come due meanwhile.
 func (s *Scheduler) turn() (moves []*Served, forget []forgotten, next time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range s.pending {
-		e.now = false
-		if s.served[e.q.Key()] == e {
-			e.idle = false
-			s.unschedule(e)
-			moves = append(moves, e)
-		}
-	}
-	clear(s.pending)
-	s.pending = s.pending[:0]
 	now := time.Now()
-	for len(s.due) > 0 && !s.due[0].at.After(now) {
+	for len(s.due) > 0 && !s.due[0].at.After(now) && len(moves) < maxTurn {
 		e := heap.Pop(&s.due).(*Served)
 		e.at = time.Time{}
 		if !e.idle {
+			e.moving = true
 			moves = append(moves, e)
 			continue
 		}
@@ -366,14 +390,31 @@ func (s *Scheduler) turn() (moves []*Served, forget []forgotten, next time.Time)
 			}
 		}
 	}
-	for _, e := range moves {
-		e.moving = true
+	taken := 0
+	for _, e := range s.pending {
+		if len(moves) >= maxTurn {
+			break
+		}
+		taken++
+		e.now = false
+		if s.served[e.q.Key()] == e && !e.moving { // (not due by time as well)
+			e.idle = false
+			s.unschedule(e)
+			e.moving = true
+			moves = append(moves, e)
+		}
 	}
+	rest := copy(s.pending, s.pending[taken:])
+	clear(s.pending[rest:])
+	s.pending = s.pending[:rest]
 	if len(s.due) > 0 {
 		next = s.due[0].at
 	}
 	return moves, forget, next
 }
+
+// maxTurn is the most moves one turn of the scheduler runs.
+const maxTurn = 2 * MaxMoves
 
 // forgotten is the subscription of a queue the scheduler forgot.
 type forgotten struct {
@@ -397,6 +438,7 @@ func (s *Scheduler) moved(e *Served, d time.Duration, err error) (retry time.Dur
 		return 0
 	}
 	if e.sub == nil {
+		e.early = e.early || e.subbing
 		s.subscribe(e) // it failed before: try again
 	}
 	if err != nil {

@@ -33,8 +33,9 @@ import (
 //
 // Each connection is one go-redis PubSub read by one goroutine of the hub
 // (Receive, not Channel: Channel drops the server's unsubscribe notices)
-// and written by another, in order. Each subscribe and unsubscribe names
-// one channel, so the server answers each with one reply, in order: the
+// and written by another, in order. The server answers each channel of a
+// subscribe or unsubscribe with one reply, in order (a run of them is
+// written as one command, on a classic connection): the
 // hub counts the replies it expects per channel, and a channel is
 // confirmed once every command sent for it has been answered and the last
 // was a subscribe. When a connection fails (an outage, CLIENT KILL, a
@@ -100,6 +101,9 @@ type psConn struct {
 	kick    chan struct{}            // wakes the writer
 	stopped bool
 }
+
+// maxChannelsPerOp bounds the channels of one (un)subscribe command.
+const maxChannelsPerOp = 256
 
 type psOp struct {
 	channel string
@@ -206,8 +210,11 @@ func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, err
 	}
 
 	h.mu.Lock()
-	ready := s.ready
+	ready, isReady := s.ready, s.isReady
 	h.mu.Unlock()
+	if isReady {
+		return s, nil
+	}
 	t := time.NewTimer(confirmWait)
 	defer t.Stop()
 	select {
@@ -467,18 +474,31 @@ func (pc *psConn) write() {
 		ops, ps := pc.ops, pc.ps
 		pc.ops = nil
 		h.mu.Unlock()
-		for _, op := range ops {
+		// A run of subscribes (or unsubscribes) goes in one command: the
+		// server still answers each channel with its own reply, in order.
+		// (Not sharded ones: their channels would have to share a slot.)
+		for len(ops) > 0 {
+			n := 1
+			for !pc.sharded && n < len(ops) && n < maxChannelsPerOp && ops[n].sub == ops[0].sub {
+				n++
+			}
+			chans := make([]string, n)
+			for i, op := range ops[:n] {
+				chans[i] = op.channel
+			}
+			sub := ops[0].sub
+			ops = ops[n:]
 			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 			var err error
 			switch {
-			case op.sub && pc.sharded:
-				err = ps.SSubscribe(ctx, op.channel)
-			case op.sub:
-				err = ps.Subscribe(ctx, op.channel)
+			case sub && pc.sharded:
+				err = ps.SSubscribe(ctx, chans...)
+			case sub:
+				err = ps.Subscribe(ctx, chans...)
 			case pc.sharded:
-				err = ps.SUnsubscribe(ctx, op.channel)
+				err = ps.SUnsubscribe(ctx, chans...)
 			default:
-				err = ps.Unsubscribe(ctx, op.channel)
+				err = ps.Unsubscribe(ctx, chans...)
 			}
 			cancel()
 			if err != nil {
@@ -672,7 +692,7 @@ func (pc *psConn) refused() {
 type Waiter struct {
 	owner  string        // the owner messages name it by; "" for none
 	signal chan struct{} // capacity 1: a pending wake-up (maybe shared, see joinAs)
-	notify func()        // a watch's: called instead of signalling
+	notify func(string)  // a watch's: called with the payload instead of signalling
 	msg    string        // the last message naming owner, until taken
 
 	prev, next *Waiter     // in its subscription's waiterList
@@ -775,7 +795,7 @@ func (h *Hub) deliver(s *Subscription, payload string) {
 	}
 	owner, _, _ := strings.Cut(payload, " ")
 	if !strings.Contains(owner, ":") {
-		h.wakeOne(s)
+		h.wakeOneWith(s, payload)
 		return
 	}
 	if w := s.waiters.ofOwner(owner); w != nil {
@@ -816,10 +836,11 @@ func (h *Hub) JoinAs(s *Subscription, owner string, signal chan struct{}) *Waite
 }
 
 // watch queues a waiter on s that calls notify (with the hub's lock held,
-// so notify must not block nor call the hub) on every wake-up, instead of
+// so notify must not block nor call the hub) on every wake-up, with the
+// message's payload ("" for a wake-up that is not a message), instead of
 // signalling a goroutine: the delay scheduler watches many channels from
 // one goroutine. It leaves with leave.
-func (h *Hub) Watch(s *Subscription, notify func()) *Waiter {
+func (h *Hub) Watch(s *Subscription, notify func(payload string)) *Waiter {
 	w := &Waiter{notify: notify}
 	h.mu.Lock()
 	s.waiters.push(w)
@@ -870,9 +891,13 @@ func (h *Hub) broadcast(s *Subscription) {
 
 // wakeOne wakes the first waiter of s without a pending wake-up. h.mu must
 // be held.
-func (h *Hub) wakeOne(s *Subscription) {
+func (h *Hub) wakeOne(s *Subscription) { h.wakeOneWith(s, "") }
+
+// wakeOneWith is wakeOne for a message with payload, which a watch is
+// given.
+func (h *Hub) wakeOneWith(s *Subscription, payload string) {
 	for w := range s.waiters.each {
-		if w.wake() {
+		if w.wakeWith(payload) {
 			return
 		}
 	}
@@ -880,9 +905,12 @@ func (h *Hub) wakeOne(s *Subscription) {
 
 // wake gives w a wake-up unless it has one pending; it reports whether it
 // did.
-func (w *Waiter) wake() bool {
+func (w *Waiter) wake() bool { return w.wakeWith("") }
+
+// wakeWith is wake for a message with payload, which a watch is given.
+func (w *Waiter) wakeWith(payload string) bool {
 	if w.notify != nil {
-		w.notify()
+		w.notify(payload)
 		return true
 	}
 	select {

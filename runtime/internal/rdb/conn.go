@@ -33,6 +33,13 @@ type Conn struct {
 	// waiters (the runtime's wakePrefix).
 	WakePrefix func(key string) string
 
+	// Takes is the lane (see Lane) of queue consumers' takes (and a
+	// reliable queue's claims, which register too); Waits that of plain
+	// queues' registrations, so that a woken consumer's take does not
+	// queue behind the registrations of many Takes starting at once;
+	// Moves the delay timer's; Offers the producers'.
+	Takes, Waits, Moves, Offers Lane
+
 	shas     sync.Map     // *impl.Script -> its SHA1, boxed once
 	defaults sync.Map     // *impl.LockDef -> *defaults (see Lock), *impl.SemaphoreDef -> *semArgs (see Semaphore)
 	reloaded atomic.Int64 // when the slot map was last reloaded (Unix ns), see ReloadOnConnError

@@ -57,7 +57,8 @@ func (q Queue) OpRecord(op string) string { return keys.Sub(q.Key, "op:"+op) }
 func (q Queue) KeyRecord(key string) string { return keys.Sub(q.Key, "key:"+key) }
 
 // Offer runs queue_offer: bodies, ready now unless delay or at say when
-// they are due, as operation op, recorded at record for recordFor:
+// they are due, as operation op, recorded at record for recordFor, in
+// the producers' lane (offers made at once go in one pipeline):
 //
 //	KEYS: the eleven, record
 //	ARGV: publish, mode, delay_ms, due_ms, op, record_ms, items...
@@ -79,7 +80,7 @@ func (q Queue) Offer(ctx context.Context, delay time.Duration, at time.Time, op,
 	for _, b := range bodies {
 		args = append(args, b)
 	}
-	return q.Conn.Eval(ctx, q.Def.Scripts.Offer, q.withRecord(record), args...)
+	return q.Conn.EvalWithin(ctx, &q.Conn.Offers, q.Def.Scripts.Offer, q.withRecord(record), args...)
 }
 
 // ceilUnixMillis returns t in Unix milliseconds, rounded up.
@@ -172,7 +173,7 @@ func (q Queue) Move(ctx context.Context, batch int, late bool) *redis.Cmd {
 	if late {
 		lateness = "1"
 	}
-	return q.Conn.Eval(ctx, q.Def.Scripts.Move, q.Keys, q.Conn.publish(), q.mode(), batch,
+	return q.Conn.EvalIn(ctx, &q.Conn.Moves, q.Def.Scripts.Move, q.Keys, q.Conn.publish(), q.mode(), batch,
 		q.Def.Visibility.Milliseconds(), q.Def.MaxDeliveries, lateness)
 }
 
@@ -187,18 +188,19 @@ func (q Queue) Move(ctx context.Context, batch int, late bool) *redis.Cmd {
 //	ARGV: publish, visibility_ms, id, n, op, owner?, registered?
 func (q Queue) Take(ctx context.Context, id string, n int, op *Marked, owner string, registered bool) *redis.Cmd {
 	if owner == "" {
-		return q.Conn.Eval(ctx, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op)
+		return q.Conn.EvalIn(ctx, &q.Conn.Takes, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op)
 	}
 	reg := ""
 	if registered {
 		reg = "1"
 	}
-	return q.Conn.Eval(ctx, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op, owner, reg)
+	return q.Conn.EvalIn(ctx, &q.Conn.Takes, q.Def.Scripts.Take, q.withRecord(q.OpRecord(op.S)), q.Conn.publish(), q.Def.Visibility.Milliseconds(), id, n, op, owner, reg)
 }
 
 // Wait runs queue_wait: registers owner as a consumer waiting for the
 // queue's items (or refreshes its entry) unless items are ready, or, with
-// leave, takes its entry out and passes a wake-up it did not use on.
+// leave, takes its entry out and passes a wake-up it did not use on. It
+// returns by ctx's end (see Conn.EvalWithin).
 //
 //	KEYS: the eleven
 //	ARGV: publish, owner, leave
@@ -207,7 +209,22 @@ func (q Queue) Wait(ctx context.Context, owner string, leave bool) *redis.Cmd {
 	if leave {
 		l = "1"
 	}
-	return q.Conn.Eval(ctx, q.Def.Scripts.Wait, q.Keys, q.Conn.publish(), owner, l)
+	return q.Conn.EvalWithin(ctx, &q.Conn.Waits, q.Def.Scripts.Wait, q.Keys, q.Conn.publish(), owner, l)
+}
+
+// RefreshTakers runs queue_wait for a client's consumers waiting on the
+// queue (owners, at least one): one call refreshes the entries of them
+// all that are there, unless items are ready.
+//
+//	KEYS: the eleven
+//	ARGV: publish, owner, leave ('r'), more owners...
+func (q Queue) RefreshTakers(ctx context.Context, owners []string) *redis.Cmd {
+	args := make([]any, 0, 2+len(owners))
+	args = append(args, q.Conn.publish(), owners[0], "r")
+	for _, o := range owners[1:] {
+		args = append(args, o)
+	}
+	return q.Conn.EvalWithin(ctx, &q.Conn.Waits, q.Def.Scripts.Wait, q.Keys, args...)
 }
 
 // Nack runs queue_nack for delivery n of item id (an argument that counts
@@ -234,6 +251,26 @@ func (q Queue) Ack(ctx context.Context, id any, n int64) *redis.Cmd {
 		return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, q.Conn.publish(), id, n, q.Def.Retention.Milliseconds(), q.Def.RetainMax)
 	}
 	return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, q.Conn.publish(), id, n)
+}
+
+// AckAll runs queue_ack for several deliveries at once: ids[i] (the
+// first an argument that counts its sends) at delivery ns[i].
+//
+//	KEYS: the eleven
+//	ARGV: publish, id, delivery, retention_ms or '', max or '', more id,
+//	      delivery pairs...
+func (q Queue) AckAll(ctx context.Context, ids []any, ns []int64) *redis.Cmd {
+	args := make([]any, 0, 5+2*len(ids))
+	args = append(args, q.Conn.publish(), ids[0], ns[0])
+	if q.Def.Retention > 0 { // the items are kept, done (queueadmin.go)
+		args = append(args, q.Def.Retention.Milliseconds(), q.Def.RetainMax)
+	} else {
+		args = append(args, "", "")
+	}
+	for i, id := range ids[1:] {
+		args = append(args, id, ns[i+1])
+	}
+	return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, args...)
 }
 
 // Extend runs queue_extend: delivery n of item id stays invisible for

@@ -27,7 +27,7 @@ func (q Queue) Pause(ctx context.Context, action string) *redis.Cmd {
 //	KEYS: ready, paused
 //	ARGV: n
 func (q Queue) Pop(ctx context.Context, n int) *redis.Cmd {
-	return q.Conn.Eval(ctx, q.Def.Scripts.Pop, []string{q.Key, q.PausedKey()}, n)
+	return q.Conn.EvalIn(ctx, &q.Conn.Takes, q.Def.Scripts.Pop, []string{q.Key, q.PausedKey()}, n) // in the consumers' lane of takes (see Lane)
 }
 
 // Item runs queue_item: action ("remove", "run-now", "bury", "redrive")

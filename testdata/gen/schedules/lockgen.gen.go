@@ -170,7 +170,7 @@ var scheduleScripts = lockgenScripts.Schedules()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"queue_ack":     "90d7d38337d15f54c8811c52d60dcfb235d3ee53",
+	"queue_ack":     "388bedc2ac7c94d1581613d6edf1e2cd97b9a4bf",
 	"queue_bury":    "d4462926f897753533d7ec248f75dc5670e9ac0a",
 	"queue_dead":    "b61bbfa8a621263c52451f4b1f81ce1fcdb25b4d",
 	"queue_delayed": "e0c6c208f2b21d41adbd4710f37a4f39e7909c21",
@@ -179,14 +179,14 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_item":    "9e848c5b36884c613fff982a420daa7cbd407ff5",
 	"queue_move":    "f7ee8a00a6889e5b4ed37451871044c6ececb013",
 	"queue_nack":    "09dc516cc0f22f174e079b2101527792094fd18e",
-	"queue_offer":   "85d101a7d253a7f9493d23d5dfde11bbe828dd80",
+	"queue_offer":   "91f6a2ba78759599f795dc215c9005b1592ef473",
 	"queue_pause":   "aab9aed5f0d73cb2ec23f851ae40ebff56eb786e",
 	"queue_peek":    "7151d0064aa21c13f2b3c6d1081cefcec3717bf2",
 	"queue_pop":     "be5232098bc78064c5cf04388b446c5cdf69b50d",
 	"queue_redrive": "8ab3f012ccf30ae5d08234be29b3ade03a53ad98",
 	"queue_remove":  "e0edc6cf16f7a445aafe16560bdf434b44fe78df",
-	"queue_take":    "d719b29d32da54d8600aed0a9cd7aaf2bdc6b4f0",
-	"queue_wait":    "df164b73999355a8bac6e532a4a15292e6d3d944",
+	"queue_take":    "6c20bee9c90e8fd729937d4b2739acc2927f8d76",
+	"queue_wait":    "8db38db5d09ca50b517748838f7789ef116bcd09",
 	"schedule_fire": "7939116c227cc72b011f33bcb8790c3e994f4e47",
 })
 
