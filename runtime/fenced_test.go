@@ -93,7 +93,10 @@ func TestFencedStaleHolder(t *testing.T) {
 		slow, fast := newClient(t, b), newClient(t, b)
 		// A fixed lease: fresh's must last to its Unlock, on a loaded
 		// machine too.
-		d := def(t, lockrt.Fenced, time.Second, false, 5*time.Second)
+		// Its wait covers a waiter's client finding the end of a hold it
+		// registered behind with at most HandoffLease left at its next
+		// refresh (LiveRegistryTTL/3), as a loaded machine may make it.
+		d := def(t, lockrt.Fenced, time.Second, false, lockrt.LiveRegistryTTL/3+5*time.Second)
 
 		stale, err := slow.Lock(d, k).Lock(ctx)
 		if err != nil {

@@ -218,7 +218,12 @@ func TestDeadHolderExpires(t *testing.T) {
 			t.Fatalf("lock free right after the holder died: %v", err)
 		}
 		start := time.Now()
-		le, err := l.TryLock(ctx, 3*lease)
+		// Its end is found by the waiter's client: at once when the lease
+		// had more than HandoffLease left when it registered, else at the
+		// client's next refresh of its registration (LiveRegistryTTL/3: a
+		// hold that short may be a hand-off, which its new holder renews),
+		// as on a loaded machine that stalled the test past the lease.
+		le, err := l.TryLock(ctx, lease+lockrt.LiveRegistryTTL/3+5*time.Second)
 		if err != nil {
 			t.Fatalf("lock not freed after the dead holder's lease: %v", err)
 		}

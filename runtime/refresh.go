@@ -127,6 +127,14 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 	}
 }
 
+// A hold that has at most HandoffLease left when a client's first waiter
+// registers behind it may be a hand-off (its new holder renews it at
+// once): the group does not watch its end until it knows its member
+// heads the queue, at its first refresh, LiveRegistryTTL/3 later. So a
+// holder that died with less than HandoffLease left is found that late
+// by a waiter that came after (TestDeadHolderExpires); watching every
+// such hold would cost a script per client and wait in a herd.
+//
 // next is when the group refreshes after a call that saw the hold's TTL
 // pttl: a third of the registration TTL, or just after the hold runs out
 // when that is sooner and the group watches it (watch: its client's
