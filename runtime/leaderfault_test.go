@@ -66,7 +66,7 @@ func leaderChild() int {
 				break
 			}
 			fmt.Fprintf(f, "live %d %d %d\n", term.Epoch(), before, after)
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // the leader's work: a write every 2ms, not a barrier
 		}
 		_ = term.Resign(context.Background())
 	}
@@ -178,8 +178,21 @@ func electionFaults(t *testing.T, b backend, addrs []string) {
 		}
 		if name == "clientkill" {
 			// The leader's renewals go on over new connections: it may
-			// keep the lead. Wait for one of its renewals past the kill.
-			time.Sleep(leaderLease) // a lease: a renewal or a loss happened
+			// keep the lead. Wait for one of its renewals past the kill
+			// (the lease's TTL going up again) or another term.
+			prev := time.Duration(-1)
+			eventually(t, failAfter, func() bool {
+				ld, err := e.Leader(context.Background())
+				if err != nil {
+					return false
+				}
+				if ld.Owner != cur.Owner {
+					return true
+				}
+				renewed := prev >= 0 && ld.TTL > prev
+				prev = ld.TTL
+				return renewed
+			}, "neither a renewal nor a new term after the CLIENT KILL")
 		} else {
 			next := leader(cur.Owner)
 			faults = append(faults, fault{name, at, time.Since(at)})
