@@ -145,33 +145,22 @@ func (l *Lane) fly(r redis.UniversalClient) {
 // EvalIn is Eval sent in lane l (see Lane): a script that answers NOSCRIPT
 // is sent again alone, as EVAL.
 func (c *Conn) EvalIn(ctx context.Context, l *Lane, s *impl.Script, keys []string, args ...any) *redis.Cmd {
-	if s.Err != nil {
-		return Failed(ctx, s.Err)
-	}
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", s.SHA1, len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
-	}
-	cmdArgs = append(cmdArgs, args...)
-	cmd := redis.NewCmd(ctx, cmdArgs...)
-	if len(keys) > 0 {
-		cmd.SetFirstKeyPos(3)
-	}
-	l.Do(ctx, c.R, cmd)
-	if IsNoScript(cmd.Err()) {
-		c.noScript(ctx, s, args)
-		cmdArgs[0], cmdArgs[1] = "eval", s.Source
-		cmd = c.process(ctx, cmdArgs, len(keys) > 0)
-	}
-	c.ReloadOnConnError(cmd.Err())
-	return cmd
+	return c.evalIn(ctx, s, keys, args, func(cmd *redis.Cmd) bool {
+		l.Do(ctx, c.R, cmd)
+		return true
+	})
 }
 
 // EvalWithin is EvalIn that returns by ctx's end (see Lane.DoWithin): a
 // script withdrawn before it was sent fails with ctx's error and did not
 // run; one cut short in flight fails with it and may have run.
 func (c *Conn) EvalWithin(ctx context.Context, l *Lane, s *impl.Script, keys []string, args ...any) *redis.Cmd {
+	return c.evalIn(ctx, s, keys, args, func(cmd *redis.Cmd) bool { return l.DoWithin(ctx, c.R, cmd) })
+}
+
+// evalIn sends s's EVALSHA with send (a lane's; false: it gave up by
+// ctx's end), and after NOSCRIPT the source alone, as EVAL.
+func (c *Conn) evalIn(ctx context.Context, s *impl.Script, keys []string, args []any, send func(*redis.Cmd) bool) *redis.Cmd {
 	if s.Err != nil {
 		return Failed(ctx, s.Err)
 	}
@@ -185,12 +174,12 @@ func (c *Conn) EvalWithin(ctx context.Context, l *Lane, s *impl.Script, keys []s
 	if len(keys) > 0 {
 		cmd.SetFirstKeyPos(3)
 	}
-	if !l.DoWithin(ctx, c.R, cmd) {
+	if !send(cmd) {
 		return Failed(ctx, ctx.Err())
 	}
 	if IsNoScript(cmd.Err()) {
 		c.noScript(ctx, s, args)
-		cmdArgs = slices.Clone(cmdArgs)
+		cmdArgs = slices.Clone(cmdArgs) // the sent command may still hold them
 		cmdArgs[0], cmdArgs[1] = "eval", s.Source
 		cmd = c.process(ctx, cmdArgs, len(keys) > 0)
 	}
