@@ -93,7 +93,7 @@ func (e *Election) Campaign(ctx context.Context) (*Leadership, error) {
 	}
 	ls := &Leadership{e: e, lease: le}
 	ls.stop = context.AfterFunc(ctx, func() { _ = ls.resign(context.WithoutCancel(ctx)) })
-	e.announce(le.ctx, strconv.FormatInt(le.token, 10))
+	go e.announce(context.WithoutCancel(ctx), strconv.FormatInt(le.token, 10)) // best effort, off the caller's path
 	return ls, nil
 }
 
@@ -156,7 +156,7 @@ func (ls *Leadership) resign(ctx context.Context) error {
 	ls.once.Do(func() {
 		ls.err = ls.lease.Unlock(ctx)
 		if ls.err == nil {
-			ls.e.announce(ctx, "")
+			go ls.e.announce(context.WithoutCancel(ctx), "") // best effort, off the caller's path
 		}
 	})
 	return ls.err

@@ -116,6 +116,7 @@ func popAny[T any](ctx context.Context, end time.Time, once bool, queues []*Queu
 		from int
 	)
 	registered := make([]bool, len(qs))
+	tried := false // the first try follows the pass above
 	err := waitOn(ctx, wait, waitObject{name: qs[0].def.Name, key: qs[0].key}, srcs, false, 0,
 		func(msgs []string) (bool, time.Duration, error) {
 			sleep := queueRefresh
@@ -125,14 +126,17 @@ func popAny[T any](ctx context.Context, end time.Time, once bool, queues []*Queu
 				if err := q.c.checkOpen(); err != nil {
 					return false, 0, err
 				}
-				if registered[i] && msgs[i] == "" {
+				if (registered[i] || !tried) && msgs[i] == "" {
 					// Not woken by this queue: refresh its entry first (it
-					// takes the entry out when items are ready).
+					// takes the entry out when items are ready). The first
+					// try registers at once: the pass above took nothing,
+					// and queue_wait registers only while nothing is ready.
 					s, err := q.register(wctx, srcs[i].owner)
 					if err != nil {
 						return false, 0, err
 					}
 					if s > 0 {
+						registered[i], sleep = true, min(sleep, s)
 						continue // nothing ready here
 					}
 				}
@@ -151,6 +155,7 @@ func popAny[T any](ctx context.Context, end time.Time, once bool, queues []*Queu
 				registered[i] = s > 0
 				sleep = min(sleep, s)
 			}
+			tried = true
 			return false, sleep, nil
 		})
 	if errors.Is(err, ErrNotObtained) {
