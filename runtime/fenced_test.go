@@ -12,16 +12,14 @@ import (
 	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
-// TestFencedTokens: 10k acquisitions of one fenced lock by 4 clients (2
-// goroutines each) see strictly increasing tokens, in the order of their
-// critical sections; meanwhile the lock's key is deleted under a holder
-// now and then, and the tokens keep increasing.
+// TestFencedTokens: 10k acquisitions (2k in `make test`: see volume) of
+// one fenced lock by 4 clients (2 goroutines each) see strictly
+// increasing tokens, in the order of their critical sections; meanwhile
+// the lock's key is deleted under a holder now and then, and the tokens
+// keep increasing.
 func TestFencedTokens(t *testing.T) {
 	const clients, goroutines = 4, 2
-	total := 10000
-	if testing.Short() {
-		total = 1000
-	}
+	total := volume(10000, 1000)
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		d := def(t, lockrt.Fenced, 5*time.Second, true, time.Minute)

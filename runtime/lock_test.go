@@ -16,13 +16,11 @@ import (
 )
 
 // TestMutualExclusion: 8 clients x 4 goroutines x 500 critical sections on
-// one reentrant lock, and never two holders at once.
+// one reentrant lock (100 in `make test`: see volume), and never two
+// holders at once.
 func TestMutualExclusion(t *testing.T) {
 	const clients, goroutines, sections = 8, 4, 500
-	n := sections
-	if testing.Short() {
-		n = 50
-	}
+	n := volume(sections, 50)
 	eachBackend(t, func(t *testing.T, b backend) {
 		d := def(t, lockrt.Reentrant, 5*time.Second, true, time.Minute)
 		k := key(t)

@@ -14,14 +14,11 @@ import (
 )
 
 // TestRWExclusion: 4 clients x 4 goroutines x 250 random reads and writes
-// (one in five a write) on one read-write lock: readers overlap, and no
+// (50 in `make test`: see volume; one in five a write) on one read-write lock: readers overlap, and no
 // reader ever overlaps a writer nor a writer another writer.
 func TestRWExclusion(t *testing.T) {
 	const clients, goroutines = 4, 4
-	ops := 250
-	if testing.Short() {
-		ops = 25
-	}
+	ops := volume(250, 25)
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		d := def(t, lockrt.ReadWrite, 5*time.Second, true, time.Minute)

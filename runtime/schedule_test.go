@@ -335,7 +335,7 @@ func TestScheduleLostReplies(t *testing.T) {
 // its schedules: 200 started schedules cost it a few goroutines (the
 // timer, and turns in progress), not one each.
 func TestScheduleTimersPerClient(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the process's goroutines.
 	_, b := ownNode(t)
 	c := newClient(t, b)
 	before := goruntime.NumGoroutine()

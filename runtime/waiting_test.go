@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,6 +30,21 @@ const failAfter = 30 * time.Second
 
 // poll is how often a wait on state looks again.
 const poll = 5 * time.Millisecond
+
+// volume scales a volume test's work (operations, items): full with
+// LOCKGEN_SOAK set (`make soak`), short with -short, and a fifth of full
+// (at least short) otherwise. What a volume test asserts (no overlap,
+// every item once) does not depend on its volume; the soak only runs it
+// longer, and the race detector makes every operation cost.
+func volume(full, short int) int {
+	switch {
+	case os.Getenv("LOCKGEN_SOAK") != "":
+		return full
+	case testing.Short():
+		return short
+	}
+	return max(full/5, short)
+}
 
 // eventually fails t unless cond holds within d (failAfter when d is
 // shorter: a deadline bounds a failure, it is not an assertion on time).
