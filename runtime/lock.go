@@ -135,7 +135,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	obj := waitObject{name: l.def.Name, key: l.key, reg: l.registration(owner, reg, ttl)}
+	obj := waitObject{name: l.def.Name, key: l.key, reg: l.registration(owner, reg, ttl), tried: trust.sent}
 	err = l.c.waitFor(ctx, wait, obj, l.waitChannel(), owner, true, groupedSleep, func(msg string) (bool, time.Duration, error) {
 		var err error
 		if msg != "" {

@@ -186,6 +186,7 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 			reg = max(reg, l.multiTTL())
 		}
 	}
+	tried := time.Now() // (waitObject.tried)
 	ml, blocked, ttl, err := m.attempt(ctx, owner, os, reg, 0)
 	if ml != nil || failFast(err, wait) {
 		return ml, err
@@ -207,8 +208,9 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 		}
 		at, moved := blocked, false
 		var tryErr error
-		err = c.waitFor(ctx, w, waitObject{name: m.locks[at].def.Name, key: m.locks[at].key}, m.locks[at].waitChannel(), owner, registered, sleep, func(string) (bool, time.Duration, error) {
+		err = c.waitFor(ctx, w, waitObject{name: m.locks[at].def.Name, key: m.locks[at].key, tried: tried}, m.locks[at].waitChannel(), owner, registered, sleep, func(string) (bool, time.Duration, error) {
 			var b int
+			tried = time.Now()
 			ml, b, ttl, tryErr = m.attempt(ctx, owner, os, reg, at+1)
 			switch {
 			case ml != nil || tryErr != nil:

@@ -72,6 +72,7 @@ func (q *queue) await(ctx context.Context, end time.Time, attempt takeAttempt) e
 		}
 	}
 	var lastErr error
+	tried := time.Now() // (waitObject.tried)
 	took, sleep, err := attempt(owner, false)
 	switch {
 	case took:
@@ -90,7 +91,7 @@ func (q *queue) await(ctx context.Context, end time.Time, attempt takeAttempt) e
 			return lastError(emptyError(ctx), lastErr)
 		}
 	}
-	obj := waitObject{name: q.def.Name, key: q.key, join: func(signal chan struct{}) func() {
+	obj := waitObject{name: q.def.Name, key: q.key, tried: tried, join: func(signal chan struct{}) func() {
 		return q.c.joinTakers(q, owner, signal)
 	}}
 	err = q.c.waitFor(ctx, wait, obj, channel, owner, registered, sleep,

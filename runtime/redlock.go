@@ -203,6 +203,7 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 			members[i] = ticket + c.newOwner()
 		}
 	}
+	tried := time.Now() // (waitObject.tried)
 	le, next, live, err := r.attempt(actx, o, members, reg, "0")
 	if le != nil || err != nil {
 		return le, err
@@ -243,7 +244,7 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 	}
 	// No EventWaitFallback (waitObject{}): the grace and the split's pause
 	// use the timer too.
-	err = waitOn(ctx, wait, waitObject{}, srcs, true, redSleep(next, reg), func(msgs []string) (bool, time.Duration, error) {
+	err = waitOn(ctx, wait, waitObject{tried: tried}, srcs, true, redSleep(next, reg), func(msgs []string) (bool, time.Duration, error) {
 		for j, m := range msgs {
 			if m != "" && !seen[j] {
 				seen[j] = true

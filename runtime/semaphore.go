@@ -212,7 +212,7 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	k := ops.Keys()
 	obj := waitObject{name: s.def.Name, key: s.key, reg: &registration{
 		reg: rdb.Registry{Hold: k[0], Queue: k[3], Waiters: k[4], Deadlines: true}, ttl: reg, member: owner + " " + strconv.Itoa(n), pttl: next,
-		short: s.def.Lease <= 2*HandoffLease}}
+		short: s.def.Lease <= 2*HandoffLease}, tried: trust.sent}
 	err = s.c.waitFor(ctx, wait, obj, s.waitChannel(), owner, true, groupedSleep, func(msg string) (bool, time.Duration, error) {
 		var err error
 		if rest, ok := strings.CutPrefix(msg, owner); ok && (s.def.Renew || o.lease <= HandoffLease) {

@@ -83,6 +83,11 @@ type waitObject struct {
 	// refreshes its registration (a waiting Take's: takerRefresher) for
 	// as long as the wait lasts, and returns its leave.
 	join func(signal chan struct{}) (leave func())
+	// tried is when the caller's attempt before the wait was sent, for a
+	// wait that skips its first try (registered): a wake-up of every
+	// waiter ("all": a forced unlock, a capacity change, a reconnect)
+	// that came after it, before the waiter joined, makes it try at once.
+	tried time.Time
 }
 
 // waitSource is one channel a wait listens on: channel on c's hub, whose
@@ -120,6 +125,9 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 	ws := make([]*hub.Waiter, len(srcs))
 	for i, s := range srcs {
 		ws[i] = s.c.hub.JoinAs(subs[i], s.owner, signal)
+		if skip && !obj.tried.IsZero() && s.c.hub.BroadcastSince(subs[i], obj.tried) {
+			skip = false
+		}
 	}
 	if obj.join != nil {
 		defer obj.join(signal)()

@@ -155,6 +155,12 @@ if waiting or (flagged and not blocked) then
   got, wrote, handed, ahead, empty = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[7]), ARGV[5], ARGV[6], owner, writer or nil, first ~= nil)
   if empty then
     flagged = false
+  elseif not flagged then
+    -- Waiters are left, and the flag went with the lock hash (a forced
+    -- unlock, or the last hold's lease ran out): flag them again, or the
+    -- release of the hold taken now would hand nothing on.
+    redis.call('hset', lock, 'q', 1)
+    flagged = true
   end
   if got then
     return full()

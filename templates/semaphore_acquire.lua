@@ -123,6 +123,13 @@ if waiting or (flagged and capacity - used >= n) then
   sem_settle(holds, counts, grants, used, stored, false, not first, handoff)
   if empty then
     flagged = false
+  elseif not flagged then
+    -- Waiters are left, and the flag went with the counts (the last
+    -- hold's lease ran out, or an operator deleted them): flag them
+    -- again, or the release of the permits taken now would hand nothing
+    -- on (as rw_acquire).
+    sem_flag(counts, ttl, stored)
+    flagged = true
   end
   if got then
     return full()

@@ -82,7 +82,11 @@ type Subscription struct {
 	// unclaimed holds messages naming an owner that has not joined yet
 	// (deliver).
 	unclaimed map[string]string
-	linger    *time.Timer // drops the channel once it has been unused for linger
+	// woke is when a message (or a reconnect) last woke every waiter:
+	// a waiter that registered before it but joined after it missed it
+	// (BroadcastSince).
+	woke   time.Time
+	linger *time.Timer // drops the channel once it has been unused for linger
 }
 
 // psConn is one pub/sub connection: the whole client's in classic mode,
@@ -858,6 +862,16 @@ func (h *Hub) Message(w *Waiter) string {
 	return m
 }
 
+// BroadcastSince reports whether every waiter of s was woken ("all", or a
+// reconnect) after t: a waiter whose attempt registered it in Redis at t
+// and that joined s only afterwards missed that wake-up (unlike a message
+// naming its owner, which is kept for it) and must try again.
+func (h *Hub) BroadcastSince(s *Subscription, t time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return s.woke.After(t)
+}
+
 // ready reports whether channel is subscribed and confirmed now.
 func (h *Hub) Ready(channel string) bool {
 	h.mu.Lock()
@@ -884,6 +898,7 @@ func (h *Hub) Leave(s *Subscription, w *Waiter, used bool) {
 
 // broadcast wakes every waiter of s. h.mu must be held.
 func (h *Hub) broadcast(s *Subscription) {
+	s.woke = time.Now()
 	for w := range s.waiters.each {
 		w.wake()
 	}

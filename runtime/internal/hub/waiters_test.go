@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestWaiterList: a subscription's waiters keep their arrival order
@@ -93,5 +94,33 @@ func BenchmarkSharedChannel(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestBroadcastSince: a message that wakes every waiter ("all") is told
+// apart by time from a waiter's attempt: BroadcastSince reports it to a
+// waiter whose attempt was sent before it (and which joined only after it,
+// so that nothing woke it), and not to one whose attempt came after; a
+// message naming an owner or none is not a broadcast.
+func TestBroadcastSince(t *testing.T) {
+	h := &Hub{}
+	s := &Subscription{channel: "c"}
+	before := time.Now()
+	h.mu.Lock()
+	h.deliver(s, "c:1 t5")
+	h.deliver(s, "retry")
+	h.mu.Unlock()
+	if h.BroadcastSince(s, before) {
+		t.Fatal("a message naming an owner, or none, counted as a broadcast")
+	}
+	h.mu.Lock()
+	h.deliver(s, wakeAll)
+	h.mu.Unlock()
+	after := time.Now()
+	if !h.BroadcastSince(s, before) {
+		t.Fatal(`"all" after an attempt: not reported`)
+	}
+	if h.BroadcastSince(s, after) {
+		t.Fatal(`"all" before an attempt: reported`)
 	}
 }

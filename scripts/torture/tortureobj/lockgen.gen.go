@@ -251,7 +251,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"reentrant_release":  "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"schedule_fire":      "7939116c227cc72b011f33bcb8790c3e994f4e47",
-	"semaphore_acquire":  "08409922988bcece8c1e716ec36b760db4df99d5",
+	"semaphore_acquire":  "fcd4ceea7e52769819bdce9fbd8a2277e45408ac",
 	"semaphore_capacity": "e34b1183c7f5a3ebfb2403cc884a1b0f914c8d84",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
 	"semaphore_release":  "5a9fb284bac1256949fc0eb5567f0dc289634259",

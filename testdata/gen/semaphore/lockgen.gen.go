@@ -91,7 +91,7 @@ var semaphoreScripts = lockgenScripts.Semaphores()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"semaphore_acquire":  "08409922988bcece8c1e716ec36b760db4df99d5",
+	"semaphore_acquire":  "fcd4ceea7e52769819bdce9fbd8a2277e45408ac",
 	"semaphore_capacity": "e34b1183c7f5a3ebfb2403cc884a1b0f914c8d84",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
 	"semaphore_release":  "5a9fb284bac1256949fc0eb5567f0dc289634259",
