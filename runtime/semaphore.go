@@ -474,10 +474,10 @@ func (s *Semaphore) newPermit(parent context.Context, owner string, n int, o acq
 	if !s.def.Renew {
 		return p, nil
 	}
-	r := s.renewal(owner, o.lease)
 	// Its ARGV made at its first renewal, if one comes (an uncontended
 	// Acquire+Release builds none).
-	r.Args, r.ArgsOf = nil, (*permitHold)(p)
+	r := s.renewal(owner, o.lease, false)
+	r.ArgsOf = (*permitHold)(p)
 	r.First = first
 	if err := s.c.wd.Add(p.held(), r, (*permitHold)(p), start); err != nil {
 		p.abandon(err)
@@ -517,15 +517,20 @@ func (s *Semaphore) release(ctx context.Context, owner string, fast bool) (int, 
 	return n, err
 }
 
-// renewal says how the watchdog renews owner's hold of s with lease.
-func (s *Semaphore) renewal(owner string, lease time.Duration) watchdog.Renewal {
-	return watchdog.Renewal{
+// renewal says how the watchdog renews owner's hold of s with lease;
+// with args, it carries the renewal's ARGV (else its ArgsOf makes them
+// when the first renewal comes).
+func (s *Semaphore) renewal(owner string, lease time.Duration, args bool) watchdog.Renewal {
+	r := watchdog.Renewal{
 		Object: s.def.Name,
 		Script: s.def.Scripts.Renew,
 		Keys:   s.ops().Keys()[:2],
-		Args:   []any{lease.Milliseconds(), owner},
 		Lease:  lease,
 	}
+	if args {
+		r.Args = []any{lease.Milliseconds(), owner}
+	}
+	return r
 }
 
 // held identifies the permit's hold for the watchdog.
@@ -743,7 +748,7 @@ func (p *Permit) SetLease(ctx context.Context, d time.Duration) error {
 	// Renewed with d from now on: a new watchdog entry (a renewal of the
 	// old one in flight finds it gone and does nothing).
 	s.c.wd.Remove(p.held(), (*permitHold)(p))
-	if err := s.c.wd.Add(p.held(), s.renewal(p.owner, d), (*permitHold)(p), sent); err != nil {
+	if err := s.c.wd.Add(p.held(), s.renewal(p.owner, d, true), (*permitHold)(p), sent); err != nil {
 		return err // ErrClosed: Close ended the permit's context
 	}
 	if p.given() { // released meanwhile: its Release may have missed the entry

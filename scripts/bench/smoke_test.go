@@ -97,10 +97,11 @@ func TestUncontendedAllocs(t *testing.T) {
 
 // kindAllocsBudget is the allocations an uncontended acquire+release of
 // each other kind may make (issue 27: at most redislock's 34): measured
-// on 2026-11-27 (scripts/bench/README.md, "Issue 27: uncontended kinds"),
-// two more for slack.
+// on 2026-11-27 (scripts/bench/README.md, "Issue 27: uncontended kinds";
+// the semaphore's 26 since its permit stopped building renewal
+// arguments it threw away), two more for slack.
 var kindAllocsBudget = map[string]float64{
-	"lockgen-fenced": 22, "lockgen-fair": 21, "write": 24, "read": 24, "lockgen-semaphore": 33,
+	"lockgen-fenced": 22, "lockgen-fair": 21, "write": 24, "read": 24, "lockgen-semaphore": 28,
 }
 
 // TestUncontendedKindsAllocs is TestUncontendedAllocs for the fenced and

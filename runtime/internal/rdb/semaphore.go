@@ -119,13 +119,14 @@ func (s *Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
 	case "2":
 		registered = flag2
 	}
-	var n any = a.N
-	if a.N == "1" {
-		n = flag1
+	// Boxed only when not boxed already: a boxed value is an allocation.
+	var n any = flag1
+	if a.N != "1" {
+		n = a.N
 	}
-	var lease any = a.Lease.Milliseconds()
-	if a.Lease == s.args.leaseD {
-		lease = s.args.lease
+	lease := s.args.lease
+	if a.Lease != s.args.leaseD {
+		lease = a.Lease.Milliseconds()
 	}
 	var reg any = zero
 	switch {
