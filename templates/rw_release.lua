@@ -87,7 +87,9 @@ if held then
     -- Dropped below unless a writer is handed the lock: its hold then
     -- replaces this one.
     writer, gone = nil, true
-    redis.call('hdel', lock, opsfield)
+    if state[5] then -- (a re-entry recorded operation ids)
+      redis.call('hdel', lock, opsfield)
+    end
   else
     redis.call('hdel', lock, field, opsfield)
     redis.call('zrem', deadlines, hold)

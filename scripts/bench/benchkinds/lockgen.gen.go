@@ -110,7 +110,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"rw_acquire":        "2914e30b93ce8c16b0d0c2c5b2c116a403a28fd1",
 	"rw_force_unlock":   "b06711f93181772717e4930d7b5648cc76d85fd9",
-	"rw_release":        "7dcc5a4539a3ef4320973092e48c556f791efc38",
+	"rw_release":        "a3c6b275b260421d09ceacf20c45c37c00ee2f5e",
 	"rw_renew":          "0c29e183a13fbd77bd45dafe7fa0e59d43a55e96",
 })
 
