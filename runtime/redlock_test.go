@@ -332,7 +332,9 @@ func TestRedLockFixedLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.Independent(t, 3)
-	const lease = 1500 * time.Millisecond // a node may take lease/3 to answer
+	// A node may take lease/3 (at most 1s) to answer: 500ms of a 1.5s
+	// lease ran out once at load 12 with the race detector.
+	const lease = 3 * time.Second
 	l := quorum(t, nodes).RedLock(redDef(t, lease, false, 0), key(t))
 	start := time.Now()
 	le, err := l.Lock(ctx)
