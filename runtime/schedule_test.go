@@ -122,7 +122,10 @@ func TestScheduleFiresOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Fires != int64(n) || !ids[st.LastBy] || st.Paused {
+		// A claim that Stop overtook counts in the state without its
+		// handler running (at most once per tick): one per schedule at
+		// most (the hog series saw 16 counted after 15 handled).
+		if st.Fires < int64(n) || st.Fires > int64(n+len(scheds)) || !ids[st.LastBy] || st.Paused {
 			t.Errorf("state %+v after %d fires", st, n)
 		}
 		if !st.Next.After(st.Last) {
