@@ -123,7 +123,8 @@
 // node, sent at once; Lock returns when a majority granted it within its
 // validity (lease minus the round's time minus a drift allowance). Too
 // many nodes failing on the first attempt is ErrNoQuorum (which also
-// matches ErrNotObtained). A RedLock is not reentrant and has no fencing
+// matches ErrNotObtained). Each node has a third of the lease, at most
+// DefaultNodeTimeout (Quorum.SetNodeTimeout), to answer. A RedLock is not reentrant and has no fencing
 // token, and its safety rests on timing assumptions: read docs/design.md
 // before using it.
 //

@@ -45,6 +45,8 @@ type Quorum struct {
 	wd     *watchdog.Watchdog // renews the quorum's RedLocks
 
 	counts *redCounts // what the waits do, for tests (nil: not counted)
+
+	nodeLimit time.Duration // SetNodeTimeout's (0: DefaultNodeTimeout)
 }
 
 // redCounts counts what the RedLock waits of the quorums that share it
@@ -118,9 +120,32 @@ func (r *RedLock) ops(c *Client) rdb.RedLock {
 // for this much less than its TTL on the nodes.
 func drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
 
-// nodeTimeout is how long one node may take to answer: a fraction of the
-// lease, so that a slow node cannot use up the validity.
-func nodeTimeout(lease time.Duration) time.Duration { return min(lease/3, time.Second) }
+// DefaultNodeTimeout is the most one node may take to answer a RedLock
+// call, unless SetNodeTimeout says otherwise.
+const DefaultNodeTimeout = time.Second
+
+// SetNodeTimeout sets the most one node may take to answer a RedLock call
+// of q: d, but never more than a third of the lock's lease, so that a
+// slow node cannot use up the validity (d <= 0: DefaultNodeTimeout).
+// Raise it for nodes far away or behind a busy network, where a reply
+// may take longer than a second; a node that does not answer in time
+// counts as not granting. Call it before q's first RedLock call; it
+// returns q.
+func (q *Quorum) SetNodeTimeout(d time.Duration) *Quorum {
+	q.nodeLimit = max(d, 0)
+	return q
+}
+
+// nodeTimeout is how long one node may take to answer a call for a lock
+// of that lease: a fraction of the lease, so that a slow node cannot use
+// up the validity, and at most the quorum's limit.
+func (q *Quorum) nodeTimeout(lease time.Duration) time.Duration {
+	limit := q.nodeLimit
+	if limit == 0 {
+		limit = DefaultNodeTimeout
+	}
+	return min(lease/3, limit)
+}
 
 // redLeaseKey is the context key of the RedLock lease a context was made
 // by, to refuse re-entry.
@@ -375,7 +400,7 @@ func (r *RedLock) attempt(ctx context.Context, o acquireOptions, members []strin
 	}
 	// Not cut short by ctx: a lock a node granted while the reply was
 	// abandoned would stay there for a lease.
-	f := r.q.fanout(ctx, nodeTimeout(lease), all(n), false, acquire, decided, late)
+	f := r.q.fanout(ctx, r.q.nodeTimeout(lease), all(n), false, acquire, decided, late)
 	if took := f.count(granted); took < majority {
 		// Lost: the nodes still pending are waited for (within ctx), so
 		// that what they granted is undone before the call returns.
@@ -493,7 +518,7 @@ func (r *RedLock) release(ctx context.Context, nodes []int, value, mode string) 
 	if len(nodes) == 0 {
 		return 0, nil
 	}
-	f := r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
+	f := r.q.fanout(ctx, r.q.nodeTimeout(r.def.Lease), nodes, true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
 		if mode != redRelease {
 			return r.releaseCmd(ctx, c, value, mode)
 		}
@@ -534,14 +559,14 @@ func (r *RedLock) leave(ctx context.Context, nodes []int, members []string) {
 	if len(nodes) == 0 || members == nil {
 		return
 	}
-	r.q.fanout(ctx, nodeTimeout(r.def.Lease), nodes, false, func(ctx context.Context, i int, c *Client) *redis.Cmd {
+	r.q.fanout(ctx, r.q.nodeTimeout(r.def.Lease), nodes, false, func(ctx context.Context, i int, c *Client) *redis.Cmd {
 		return r.releaseCmd(ctx, c, members[i], redLeave)
 	}, nil, nil)
 }
 
 // releaseOn compare-and-deletes value on node i, in the background.
 func (r *RedLock) releaseOn(i int, value, mode string) {
-	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout(r.def.Lease))
+	ctx, cancel := context.WithTimeout(context.Background(), r.q.nodeTimeout(r.def.Lease))
 	defer cancel()
 	cmd := r.releaseCmd(ctx, r.q.nodes[i], value, mode)
 	r.q.mark(i, cmd.Err())
@@ -552,7 +577,7 @@ func (r *RedLock) releaseOn(i int, value, mode string) {
 // next renewal. It returns how many nodes held it, and the errors of the
 // nodes that did not answer, joined.
 func (r *RedLock) ForceUnlock(ctx context.Context) (int, error) {
-	replies := r.q.fanout(ctx, nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
+	replies := r.q.fanout(ctx, r.q.nodeTimeout(r.def.Lease), all(len(r.q.nodes)), true, func(ctx context.Context, _ int, c *Client) *redis.Cmd {
 		ch := rdb.NewCounted(r.channel(c)) // a resend that finds it gone: it was held (see Lock.ForceUnlock)
 		cmd := r.ops(c).ForceUnlock(ctx, ch)
 		if n, err := cmd.Int(); err == nil && n == 0 && ch.Sends() > 1 {
@@ -882,7 +907,7 @@ func (q *Quorum) renew(ctx context.Context, batch []*watchdog.Held, sent time.Ti
 		go func() {
 			// Not cut short when renew returns before this node
 			// answered: its renewal still counts on the node.
-			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout(lease))
+			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.nodeTimeout(lease))
 			defer cancel()
 			cmds := watchdog.RenewOn(nctx, q.nodes[i].rdb, sub)
 			var err error
@@ -1022,7 +1047,7 @@ func (le *RedLockLease) Unlock(ctx context.Context) error {
 	// release does not overtake it and a next Lock does not find it; a
 	// node known to be down is not waited for.
 	if pending != nil && up {
-		t := time.NewTimer(nodeTimeout(le.lease))
+		t := time.NewTimer(le.r.q.nodeTimeout(le.lease))
 		select {
 		case <-pending:
 		case <-t.C:

@@ -33,8 +33,14 @@ func quorum(t testing.TB, nodes []*redistest.Node) *lockrt.Quorum {
 		})
 		clients[i] = c
 	}
-	return lockrt.NewQuorum(clients...)
+	return lockrt.NewQuorum(clients...).SetNodeTimeout(slowNode)
 }
+
+// slowNode is how long a node of the tests' quorums may take to answer
+// (at most a third of the lease): the race detector on a loaded machine
+// (load 12) took more than DefaultNodeTimeout. The nodes the tests stop
+// are killed: they refuse at once.
+const slowNode = 3 * time.Second
 
 // holders returns how many nodes hold key.
 func holders(t testing.TB, nodes []*redistest.Node, key string) int {
@@ -397,7 +403,7 @@ func TestRedLockRoundTrips(t *testing.T) {
 		hooks[i] = &scriptHook{}
 		rdb.AddHook(hooks[i])
 	}
-	l := lockrt.NewQuorum(clients...).RedLock(d, key(t))
+	l := lockrt.NewQuorum(clients...).SetNodeTimeout(slowNode).RedLock(d, key(t))
 	for i := range 5 {
 		le, err := l.Lock(ctx)
 		if err != nil {
@@ -615,7 +621,7 @@ func TestRedLockLostReplies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := lockrt.NewQuorum(clients...).RedLock(d, key(t))
+	r := lockrt.NewQuorum(clients...).SetNodeTimeout(slowNode).RedLock(d, key(t))
 	for round := range 3 {
 		l.lose(d.Scripts.Acquire.SHA1, len(nodes))
 		le, err := r.TryLock(ctx, 0)
