@@ -40,6 +40,10 @@ func (s *locksSection) collect(g *generator) {
 			}
 			g.errorAt(pos, "this lockgen generates "+list(supportedLockKinds()), "lock kind %q is not supported by this lockgen", sl.Kind)
 		}
+		if sl.Kind == spec.RedLock && sl.Name == redQuorumMethod {
+			g.errorAt(sl.Pos, "rename the lock: the RedLocks group's Quorum method returns its quorum",
+				"redlock name %q clashes with the RedLocks group's method %s", sl.Name, redQuorumMethod)
+		}
 		l := &lock{Lock: sl, object: g.newObject(sl.Object, receiver, "Lock")}
 		s.locks = append(s.locks, l)
 	}

@@ -41,10 +41,19 @@ func (s *locksSection) renderRedLocks(g *generator, f *jen.File, red []*lock) {
 			field("q", jen.Qual(runtimePath, "NewQuorum").Call(jen.Id("nodes").Op("..."))),
 		)),
 	)
+	f.Add(comment(redQuorumMethod + " returns the quorum the RedLocks are taken on: its nodes, and\n" +
+		"SetNodeTimeout for nodes that may take longer than lockrt.DefaultNodeTimeout\n" +
+		"to answer (call it before the first RedLock call)."))
+	f.Func().Params(jen.Id(receiver).Op("*").Id("RedLocks")).Id(redQuorumMethod).Params().
+		Op("*").Qual(runtimePath, "Quorum").Block(jen.Return(jen.Id(receiver).Dot("q")))
 	for _, l := range red {
 		g.renderRedLock(f, l)
 	}
 }
+
+// redQuorumMethod is the RedLocks group's method returning its quorum: no
+// redlock may have its name.
+const redQuorumMethod = "Quorum"
 
 // renderRedLock writes a redlock lock's method and the definitions it uses.
 func (g *generator) renderRedLock(f *jen.File, l *lock) {

@@ -57,6 +57,13 @@ func NewRedLocks(nodes ...*lockrt.Client) *RedLocks {
 	return &RedLocks{q: lockrt.NewQuorum(nodes...)}
 }
 
+// Quorum returns the quorum the RedLocks are taken on: its nodes, and
+// SetNodeTimeout for nodes that may take longer than lockrt.DefaultNodeTimeout
+// to answer (call it before the first RedLock call).
+func (l *RedLocks) Quorum() *lockrt.Quorum {
+	return l.q
+}
+
 // Payment guards one payment across independent Redis deployments.
 //
 // RedLock on key pay:{Payment:payment:<id>} on a majority of the nodes,

@@ -27,6 +27,13 @@ func NewRedLocks(nodes ...*lockrt.Client) *RedLocks {
 	return &RedLocks{q: lockrt.NewQuorum(nodes...)}
 }
 
+// Quorum returns the quorum the RedLocks are taken on: its nodes, and
+// SetNodeTimeout for nodes that may take longer than lockrt.DefaultNodeTimeout
+// to answer (call it before the first RedLock call).
+func (l *RedLocks) Quorum() *lockrt.Quorum {
+	return l.q
+}
+
 // Leader elects the one scheduler that runs the nightly jobs.
 //
 // RedLock on key cron:{Leader:leader} on a majority of the nodes,
