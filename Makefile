@@ -61,7 +61,7 @@ costs: redis ## the cost tests (scripts/bench, and runtime's -tags costs), with 
 	@SUITE_JOBS=$(SUITE_JOBS) .ci/suites \
 		'bench=cd scripts/bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m $(TESTFLAGS) ./...' \
 		'schedulers=cd scripts/bench/asynq26 && $(GO) vet ./... && $(GO) test -count=1 -timeout 2m $(TESTFLAGS) ./...' \
-		'runtime-costs=$(GO) vet -tags costs ./runtime && $(GO) test -tags costs -count=1 -timeout 5m -run '"'"'Cost|WakeOneAcrossClients|FairOrder|DelayedDelivery|DelayedReliable|RWReadersHandedTogether|SemaphoreReleaseWakesK|QueueTakeWaits'"'"' $(TESTFLAGS) ./runtime'
+		'runtime-costs=$(GO) vet -tags costs ./runtime && $(GO) test -tags costs -count=1 -timeout 5m -run '"'"'Cost|WakeOneAcrossClients|FairOrder|DelayedDelivery|DelayedReliable|RWReadersHandedTogether|SemaphoreReleaseWakesK|QueueTakeWaits|TakesStartTogether'"'"' $(TESTFLAGS) ./runtime'
 
 # The fast tests: everything but the runtime (and what needs Redis).
 FAST = ./internal/spec/... ./internal/keys/... ./internal/gen/... ./internal/evolve/... \

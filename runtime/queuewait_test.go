@@ -250,7 +250,11 @@ func TestTakesStartTogether(t *testing.T) {
 	// commands, in shared pipelines (and a few connections' set-up).
 	trips, cmds := h.trips.Load()-trips0, h.cmds.Load()-cmds0
 	t.Logf("%d Takes starting at once: %d commands in %d round trips", n, cmds, trips)
-	if cmds < 3*n || trips > n/3 {
+	// How many calls share a pipeline depends on how the goroutines are
+	// scheduled: the bound on round trips holds in the cost tests (-tags
+	// costs, make costs), not on a machine busy with other suites (116 at
+	// load 10 here, 34-42 at rest).
+	if cmds < 3*n || costsChecked && trips > n/3 {
 		t.Errorf("%d Takes starting at once: %d commands in %d round trips, want at least %d commands in at most %d (%v)", n, cmds, trips, 3*n, n/3, h.names)
 	}
 	if conns := rdb.PoolStats().TotalConns; conns > 8 {
@@ -270,7 +274,7 @@ func TestTakesStartTogether(t *testing.T) {
 	// Each offer, its queue's due move and the woken Take's LPOP.
 	trips = h.trips.Load() - trips0
 	t.Logf("%d offers at once, their moves and takes: %d round trips", n, trips)
-	if trips > n {
+	if costsChecked && trips > n {
 		t.Errorf("%d offers made at once, their due moves and takes: %d round trips, want at most %d (%v)", n, trips, n, h.names)
 	}
 }
