@@ -36,19 +36,14 @@ func TestScheduleView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var l struct {
-			Instances []struct{ View inspect.View } `json:"instances"`
-		}
+	var l struct {
+		Instances []struct{ View inspect.View } `json:"instances"`
+	}
+	if !redistest.Within(30*time.Second, func() bool {
 		get(t, srv.URL+"/api/objects/Tick", &l)
-		if len(l.Instances) == 1 && strings.Contains(l.Instances[0].View.State, "fired by replica-7") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Tick's view: %+v", l.Instances)
-		}
-		time.Sleep(50 * time.Millisecond) // polling an observable state
+		return len(l.Instances) == 1 && strings.Contains(l.Instances[0].View.State, "fired by replica-7")
+	}) {
+		t.Fatalf("Tick's view: %+v", l.Instances)
 	}
 	r, err := http.Get(srv.URL + "/metrics")
 	if err != nil {

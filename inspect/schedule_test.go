@@ -70,16 +70,12 @@ func TestScheduleState(t *testing.T) {
 		}
 		return out
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !redistest.Within(30*time.Second, func() bool {
 		st := states()
-		if st["Tick"].Schedule.Fires > 0 && st["Report"].Schedule.Fires > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no fires: %+v %+v", st["Tick"].Schedule, st["Report"].Schedule)
-		}
-		time.Sleep(50 * time.Millisecond) // polling an observable state
+		return st["Tick"].Schedule.Fires > 0 && st["Report"].Schedule.Fires > 0
+	}) {
+		st := states()
+		t.Fatalf("no fires: %+v %+v", st["Tick"].Schedule, st["Report"].Schedule)
 	}
 	st := states()
 	if r := st["Report"]; r.Key != "jobs:{Reports:reports}:schedule:Report" || r.Schedule.LastBy != "replica-1" || r.Schedule.Target != "Reports" {

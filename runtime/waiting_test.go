@@ -29,7 +29,7 @@ import (
 const failAfter = 30 * time.Second
 
 // poll is how often a wait on state looks again.
-const poll = 5 * time.Millisecond
+const poll = redistest.Poll
 
 // volume scales a volume test's work (operations, items): full with
 // LOCKGEN_SOAK set (`make soak`), short with -short, and a fifth of full
@@ -57,14 +57,7 @@ func eventually(t testing.TB, d time.Duration, cond func() bool, msg string) {
 }
 
 // within reports whether cond holds within d, asking every poll.
-func within(d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); !cond(); time.Sleep(poll) {
-		if time.Now().After(end) {
-			return false
-		}
-	}
-	return true
-}
+func within(d time.Duration, cond func() bool) bool { return redistest.Within(d, cond) }
 
 // queueLen returns the length of k's waiter queue (key:queue, see
 // "Waiter registry" in docs/design.md).

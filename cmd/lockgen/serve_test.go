@@ -185,20 +185,17 @@ func TestServeSamplesHistory(t *testing.T) {
 	}
 	startServe(t, "-spec", locksSpec, "-redis", "redis://"+node.Addr, "-addr", "127.0.0.1:0", "-read-only")
 	rdb := node.Client()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var ms []runtime.StatsMinute
+	if !redistest.Within(30*time.Second, func() bool {
 		now := time.Now()
-		ms, err := runtime.ReadStats(context.Background(), rdb, "shop", now.Add(-time.Minute), now)
+		var err error
+		ms, err = runtime.ReadStats(context.Background(), rdb, "shop", now.Add(-time.Minute), now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ms[len(ms)-1].Objects["Order"]["gauge.locks_held"] == 1 || ms[0].Objects["Order"]["gauge.locks_held"] == 1 {
-			return
-		}
-		if now.After(deadline) {
-			t.Fatalf("no sample of Order's locks held in the history: %+v", ms)
-		}
-		time.Sleep(20 * time.Millisecond) // polling Redis for serve's first sample
+		return ms[len(ms)-1].Objects["Order"]["gauge.locks_held"] == 1 || ms[0].Objects["Order"]["gauge.locks_held"] == 1
+	}) {
+		t.Fatalf("no sample of Order's locks held in the history: %+v", ms)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/lockgen/lockgen/dashboard"
+	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 // requests records the requests a handler answered, with their status.
@@ -180,10 +181,8 @@ fetch("%[1]s/api/action", {method: "POST", mode: "no-cors", headers: {"Content-T
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(seen.matching("POST /api/action")) < 2 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond) // polling the server's log: the form's POST is not observable from the page
-	}
+	// The server's log: the form's POST is not observable from the page.
+	redistest.Within(20*time.Second, func() bool { return len(seen.matching("POST /api/action")) >= 2 })
 	posts := seen.matching("POST /api/action")
 	if len(posts) != 2 {
 		t.Fatalf("the dashboard saw %d actions, want 2 (the fetch and the form): %v", len(posts), posts)
