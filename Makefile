@@ -1,6 +1,11 @@
 # Developer and CI entry points. `make help` lists the targets.
 
 GO ?= go
+# Every go command of these targets compiles with -trimpath: the build
+# cache's entries then do not depend on the checkout's directory, so a
+# second worktree or clone (CI's clean clone) reuses what another one
+# compiled. A GOFLAGS of your own replaces it.
+export GOFLAGS ?= -trimpath
 # Go sources, outside testdata (which may hold deliberately broken files).
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 

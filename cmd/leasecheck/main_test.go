@@ -1,19 +1,53 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	builtBin  string
+	buildErr  error
+)
+
+// build returns the path of leasecheck built from this directory, built
+// once for the test binary's tests.
+func build(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "leasecheck"); buildErr != nil {
+			return
+		}
+		builtBin = filepath.Join(binDir, "leasecheck")
+		if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // TestVettoolAndStandalone builds leasecheck and runs it on a package
 // that uses the real runtime, through go vet -vettool and on its own.
 func TestVettoolAndStandalone(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "leasecheck")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := build(t)
 	const pkg = "../../internal/leasecheck/testdata/vet"
 	want := []string{
 		"vet.go:14:2: lease is not released on all paths",
@@ -42,10 +76,7 @@ func TestVettoolAndStandalone(t *testing.T) {
 // exit 0 and silent), and none for a release wrapped in a call or a
 // finding silenced with //lockgen:ignore.
 func TestQuickstartPackage(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "leasecheck")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := build(t)
 	want := []string{
 		"quickstart.go:15:2: lease is not released on all paths",
 		"quickstart.go:20:3: this return statement may be reached without releasing lease, obtained on line 15",
@@ -74,10 +105,7 @@ func TestQuickstartPackage(t *testing.T) {
 // the caller's context. examples/ops/demo keeps its holds on purpose, in
 // a value of its own.
 func TestExamples(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "leasecheck")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := build(t)
 	cmd := exec.Command(bin, "./examples/...")
 	cmd.Dir = "../.."
 	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
