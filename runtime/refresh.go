@@ -145,7 +145,9 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 func (g *regGroup) next(pttl time.Duration, head bool) time.Duration {
 	d := g.ttl / 3
 	watch := head || g.short || pttl > HandoffLease
-	g.watching = watch && pttl > 0 && pttl+10*time.Millisecond < d
+	// (A PTTL of 0 is a hold with less than a millisecond left: it is
+	// watched like any other, not taken for one without an end.)
+	g.watching = watch && pttl >= 0 && pttl+10*time.Millisecond < d
 	if g.watching {
 		d = pttl + 10*time.Millisecond
 	}
