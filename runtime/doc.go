@@ -270,9 +270,9 @@
 // Round trips: Offer, OfferMany, OfferIn, OfferAt, Enqueue, Len, Stats,
 // Peek, PeekN, PeekDelayed, ReadDelayed, ContainsDelayed, Remove,
 // RemoveAll, DeadLetters, Ack, AckAll, Nack and Extend are one each; RemoveID two; Redrive and Drain one per 1000 items; Take and
-// TakeN one when an item is ready; a Take that finds nothing registers
-// as a waiting consumer (one more round trip, on a client's first wait
-// also a subscription of its wake-up channel) and then holds no pool
+// TakeN one when an item is ready; a Take that finds nothing is
+// registered as a waiting consumer by that same call (on a client's
+// first wait also a subscription of its wake-up channel) and then holds no pool
 // connection while it waits: the offer or delay-timer move that makes an
 // item ready wakes one waiting Take per item, which takes it in one round
 // trip (its client refreshes the registrations of its waiting Takes on a

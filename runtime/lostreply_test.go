@@ -393,7 +393,8 @@ func TestQueueLostReplies(t *testing.T) {
 			}
 		})
 		// A waiting Take registers once although its registration ran
-		// twice (queue_wait, or the take script on a reliable queue),
+		// twice (queue_pop with its consumer, or the take script on a
+		// reliable queue),
 		// gets the item an offer whose reply was lost wakes it for, and
 		// leaves no entry behind.
 		for _, reliable := range []bool{false, true} {
@@ -425,7 +426,7 @@ func TestQueueLostReplies(t *testing.T) {
 				} else {
 					q := lockrt.NewQueue(c, d, lockrt.JSON[int]{}, k)
 					offer = func() error { return q.Offer(ctx, 7) }
-					l.lose(d.Scripts.Wait.SHA1, 1)
+					l.lose(d.Scripts.Pop.SHA1, 1)
 					go func() {
 						v, err := q.Take(ctx)
 						if err != nil {

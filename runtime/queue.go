@@ -331,24 +331,15 @@ func (q *queue) popN(ctx context.Context, end time.Time, once bool, n int) ([][]
 		if err := q.c.checkOpen(); err != nil {
 			return false, 0, err
 		}
-		wctx, cancel := boundedContext(ctx, end)
-		defer cancel()
-		if registered {
-			// Woken by the timer, not by name: refresh the entry first
-			// (it takes the entry out when items are ready), so that a
-			// take leaves none behind.
-			sleep, err := q.register(wctx, owner)
-			if err != nil || sleep > 0 {
-				return false, sleep, err
-			}
-		}
-		bodies, err := q.lpop(ctx, end, n)
+		// One call takes, or registers owner when there is nothing to
+		// take (queue_pop with an owner); one that takes after a wake-up
+		// by the timer, not by name, takes owner's entry out with it.
+		bodies, err := q.popAs(ctx, end, n, owner, registered)
 		if err != nil || len(bodies) > 0 {
 			out = bodies
 			return len(bodies) > 0, 0, err
 		}
-		sleep, err := q.register(wctx, owner)
-		return false, sleep, err
+		return false, groupedSleep, nil
 	})
 	if err != nil {
 		return nil, err
@@ -361,10 +352,21 @@ func (q *queue) popN(ctx context.Context, end time.Time, once bool, n int) ([][]
 // its caller gave up goes back (giveBack). It returns none when the queue
 // is empty or paused.
 func (q *queue) lpop(ctx context.Context, end time.Time, n int) ([][]byte, error) {
+	return q.popAs(ctx, end, n, "", false)
+}
+
+// popAs is lpop for owner, a blocking Take's consumer ("": none), which
+// the same call registers in the queue's takers when it takes nothing
+// (rdb.Queue.PopOrWait); registered says owner may be registered from an
+// earlier call.
+func (q *queue) popAs(ctx context.Context, end time.Time, n int, owner string, registered bool) ([][]byte, error) {
 	wctx, cancel := boundedContext(ctx, end)
 	defer cancel()
 	bctx := context.WithoutCancel(ctx)
 	run := func() *redis.Cmd { return q.ops().Pop(bctx, n) }
+	if owner != "" {
+		run = func() *redis.Cmd { return q.ops().PopOrWait(bctx, n, owner, registered) }
+	}
 	var cmd *redis.Cmd
 	if wctx.Done() != nil {
 		var ok bool

@@ -11,11 +11,10 @@ import (
 
 // How a blocking Take waits (see "Queues" in docs/design.md). It holds
 // no connection of the go-redis pool while it waits: it takes with a
-// non-blocking call (LPOP, or the take script of a reliable queue), and
-// when that finds nothing it registers as a waiting consumer in the
-// queue's takers key (queue_wait, or the take script itself) and sleeps
-// on its client's wake-up channel, in the runtime's wait loop (waitFor)
-// as a lock's waiter does. A script that makes items ready (an offer, the
+// non-blocking call (queue_pop, or the take script of a reliable queue),
+// which registers it as a waiting consumer in the queue's takers key
+// when it finds nothing; it then sleeps on its client's wake-up channel,
+// in the runtime's wait loop (waitFor) as a lock's waiter does. A script that makes items ready (an offer, the
 // delay timer's move, a Nack, a re-drive) wakes one registered consumer
 // per item, by name (queue_wake in templates/queue.luainc); with nobody
 // registered it costs one ZPOPMIN of a key that does not exist. A woken

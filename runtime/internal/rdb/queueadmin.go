@@ -30,6 +30,21 @@ func (q Queue) Pop(ctx context.Context, n int) *redis.Cmd {
 	return q.Conn.EvalIn(ctx, &q.Conn.Takes, q.Def.Scripts.Pop, []string{q.Key, q.PausedKey()}, n) // in the consumers' lane of takes (see Lane)
 }
 
+// PopOrWait runs queue_pop for owner, a blocking Take's consumer: up to n
+// ready items, or, when it takes nothing, owner registered in takers in
+// the same call (as Wait registers it); registered says owner may be
+// registered from an earlier call (it is taken out when it takes).
+//
+//	KEYS: ready, paused, takers
+//	ARGV: n, owner, registered
+func (q Queue) PopOrWait(ctx context.Context, n int, owner string, registered bool) *redis.Cmd {
+	r := ""
+	if registered {
+		r = "1"
+	}
+	return q.Conn.EvalIn(ctx, &q.Conn.Takes, q.Def.Scripts.Pop, []string{q.Key, q.PausedKey(), q.Keys[10]}, n, owner, r)
+}
+
 // Item runs queue_item: action ("remove", "run-now", "bury", "redrive")
 // on the item id, with reason (a bury's), recorded at record:
 //

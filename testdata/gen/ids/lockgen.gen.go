@@ -99,7 +99,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_offer":       "91f6a2ba78759599f795dc215c9005b1592ef473",
 	"queue_pause":       "aab9aed5f0d73cb2ec23f851ae40ebff56eb786e",
 	"queue_peek":        "7151d0064aa21c13f2b3c6d1081cefcec3717bf2",
-	"queue_pop":         "be5232098bc78064c5cf04388b446c5cdf69b50d",
+	"queue_pop":         "931323f96244f781b892cb4ced02ba2c2a260743",
 	"queue_redrive":     "8ab3f012ccf30ae5d08234be29b3ade03a53ad98",
 	"queue_remove":      "e0edc6cf16f7a445aafe16560bdf434b44fe78df",
 	"queue_take":        "6c20bee9c90e8fd729937d4b2739acc2927f8d76",
