@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -58,9 +59,10 @@ func (h *cmdCounter) reset() (names []string, pipelines int) {
 	return names, pipelines
 }
 
-// statsNS returns a namespace of the test's own.
+// statsNS returns a namespace of the test's own, and of this run of it
+// (go test -count=2 runs it again against the same server).
 func statsNS(t *testing.T) string {
-	return "st-" + strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
+	return "st-" + strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 }
 
 // minuteOf reads the minute now falls in of ns's history: object's
