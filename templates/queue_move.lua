@@ -20,8 +20,7 @@
 --   with ARGV[6] by how late each delayed item moved was (now minus its
 --   due time, ms).
 -- #include queue
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = queue_now_ms()
 local reliable = ARGV[2] == 'r'
 local batch = tonumber(ARGV[3])
 local full = 0

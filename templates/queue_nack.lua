@@ -42,8 +42,7 @@ if delay <= 0 then
   queue_wake(KEYS[1], KEYS[11], ARGV[1], 1, nil)
   return 1
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = queue_now_ms()
 local due = now + delay
 redis.call('zadd', KEYS[2], due, id)
 local armed = redis.call('get', KEYS[5])

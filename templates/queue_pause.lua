@@ -20,8 +20,7 @@
 -- #include queue
 local since = tonumber(redis.call('get', KEYS[12]) or '0')
 if ARGV[2] == 'pause' and since == 0 then
-  local t = redis.call('time')
-  since = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  since = queue_now_ms()
   redis.call('set', KEYS[12], since)
 elseif ARGV[2] == 'resume' and since > 0 then
   redis.call('del', KEYS[12])

@@ -31,8 +31,5 @@ if redis.call('exists', KEYS[2]) == 0 then
 elseif not owner then
   return false
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('zadd', KEYS[3], now + taker_ttl, owner)
-redis.call('pexpire', KEYS[3], taker_ttl)
+queue_register(KEYS[3], owner, nil)
 return false

@@ -51,8 +51,7 @@ if ARGV[5] and string.sub(ARGV[5], -1) == '!' then
     return out
   end
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = queue_now_ms()
 local deadline = now + tonumber(ARGV[2])
 local want = tonumber(ARGV[4])
 local out = {deadline, now}
@@ -116,8 +115,7 @@ while claimed < want do
 end
 if claimed == 0 then
   if ARGV[6] and ARGV[6] ~= '' then
-    redis.call('zadd', KEYS[11], now + taker_ttl, ARGV[6])
-    redis.call('pexpire', KEYS[11], taker_ttl)
+    queue_register(KEYS[11], ARGV[6], now)
   end
   return false
 end

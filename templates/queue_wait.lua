@@ -37,8 +37,7 @@ if ARGV[3] == 'r' then
   if redis.call('llen', KEYS[1]) > 0 and redis.call('exists', KEYS[1] .. ':paused') == 0 then
     return 0
   end
-  local t = redis.call('time')
-  local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + taker_ttl
+  local deadline = queue_now_ms() + taker_ttl
   local zargs = {deadline, ARGV[2]}
   for i = 4, #ARGV do
     zargs[#zargs + 1] = deadline
@@ -52,8 +51,5 @@ if redis.call('llen', KEYS[1]) > 0 and redis.call('exists', KEYS[1] .. ':paused'
   redis.call('zrem', KEYS[11], ARGV[2])
   return 0
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('zadd', KEYS[11], now + taker_ttl, ARGV[2])
-redis.call('pexpire', KEYS[11], taker_ttl)
+queue_register(KEYS[11], ARGV[2], nil)
 return taker_ttl
