@@ -65,7 +65,7 @@ func (l *Lock) registration(owner string, ttl, pttl time.Duration) *registration
 	r := &registration{reg: rdb.Registry{Hold: k[0], Queue: k[1], Waiters: k[2]}, ttl: ttl, member: owner, pttl: pttl,
 		short: l.def.Lease <= 2*HandoffLease}
 	if l.mode != "" { // a read-write lock: KEYS lock, holds, queue, waiters
-		r.reg.Hold, r.reg.Queue, r.reg.Waiters, r.reg.Deadlines = k[1], k[2], k[3], true
+		r.reg.Hold, r.reg.Queue, r.reg.Waiters, r.reg.Deadlines, r.reg.Single = k[1], k[2], k[3], true, k[0]
 		r.member = owner + " " + l.mode
 	}
 	return r

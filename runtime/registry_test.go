@@ -413,12 +413,19 @@ func heldBy(t testing.TB, kind, k, owner string) bool {
 			t.Fatal(err)
 		}
 		return ok
-	case "semaphore": // the holders' deadlines
+	case "semaphore": // the holders' deadlines, or the compact single hold's owner
 		_, err := rdb.ZScore(ctx, k, owner).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			t.Fatal(err)
 		}
-		return err == nil
+		if err == nil {
+			return true
+		}
+		single, err := rdb.HGet(ctx, keys.Sub(k, "counts"), "s").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		return single == owner
 	}
 	v, err := rdb.Get(ctx, k).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {

@@ -211,7 +211,7 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	ops := s.ops()
 	k := ops.Keys()
 	obj := waitObject{name: s.def.Name, key: s.key, reg: &registration{
-		reg: rdb.Registry{Hold: k[0], Queue: k[3], Waiters: k[4], Deadlines: true}, ttl: reg, member: owner + " " + strconv.Itoa(n), pttl: next,
+		reg: rdb.Registry{Hold: k[0], Queue: k[3], Waiters: k[4], Deadlines: true, Single: k[1]}, ttl: reg, member: owner + " " + strconv.Itoa(n), pttl: next,
 		short: s.def.Lease <= 2*HandoffLease}, tried: trust.sent}
 	err = s.c.waitFor(ctx, wait, obj, s.waitChannel(), owner, true, groupedSleep, func(msg string) (bool, time.Duration, error) {
 		var err error

@@ -13,6 +13,9 @@
 --   milliseconds (a read-write lock's holds, a semaphore's)
 -- KEYS[2] queue: the waiter registry's wait queue
 -- KEYS[3] waiters: the waiter registry's deadlines
+-- KEYS[4]? single: with hold_kind 'z', the key of a compact single hold
+--   (a read-write lock's hash, a semaphore's counts: its field "s" names
+--   the hold, its TTL is the hold's), read when hold is empty
 -- ARGV[1] registry_ttl_ms: how long the registrations last from now
 -- ARGV[2] hold_kind: 'k' when hold's TTL is the hold's, 'z' when hold
 --   holds deadlines
@@ -48,6 +51,9 @@ if ARGV[2] == 'k' then
   return {n, redis.call('pttl', KEYS[1]), head}
 end
 local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
+if not first[2] and KEYS[4] and redis.call('hexists', KEYS[4], 's') == 1 then
+  return {n, redis.call('pttl', KEYS[4]), head}
+end
 if not first[2] or tonumber(first[2]) <= now then
   return {n, -2, head}
 end

@@ -92,7 +92,6 @@ if ARGV[4] == '2' then
   end
 end
 
-local first = rw_first(lock, deadlines, now)
 local reader = 'r:' .. owner
 local field, hold = reader, reader
 if side == 'w' then
@@ -101,6 +100,20 @@ end
 -- A re-entry's operation id is recorded in the field "o<side>:<owner>",
 -- the last four (see ops_push in registry).
 local opsfield, op = 'o' .. side .. ':' .. owner, ARGV[9]
+local state = redis.call('hmget', lock, 'writer', 'q', reader, opsfield, 's')
+local first
+if state[5] == 'w' and state[1] ~= owner then
+  -- Another owner's compact write hold (see rw_first) keeps this caller
+  -- out whatever its side: it stays compact, and ends with the lock.
+  first = now + redis.call('pttl', lock)
+else
+  local evicted
+  first, evicted = rw_first(lock, deadlines, now)
+  if evicted then
+    -- Holds ran out: their fields are gone.
+    state = redis.call('hmget', lock, 'writer', 'q', reader, opsfield)
+  end
+end
 
 -- take records a hold; both keys live as long as the last hold.
 local function take(ops)
@@ -126,7 +139,6 @@ local function full()
   return {1, tonumber(redis.call('hget', lock, field))}
 end
 
-local state = redis.call('hmget', lock, 'writer', 'q', reader, opsfield)
 local writer, flagged, reading = state[1], state[2], state[3]
 if (side == 'w' and writer == owner) or (side == 'r' and reading) then
   if waiting or not op or ops_has(state[4] or '', op) then

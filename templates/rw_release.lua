@@ -38,10 +38,10 @@ end
 local opsfield, op = 'o' .. side .. ':' .. owner, ARGV[8]
 local state = redis.call('hmget', lock, 'writer', 'q', field, reader, opsfield, 's')
 -- The uncontended fast path runs before the registry's functions are
--- defined: the owner's compact single hold (see rw_first; nobody
--- registered since it was taken) is the lock hash alone.
+-- defined: the owner's compact single hold (see rw_first) with nobody
+-- registered is the lock hash alone.
 local single = state[6] == hold and (side ~= 'w' or state[1] == owner)
-if single then
+if single and not state[2] then
   redis.call('del', lock)
   if ARGV[6] ~= '1' then
     return 0
@@ -55,10 +55,25 @@ local lease = tonumber(ARGV[2])
 if ARGV[6] == '1' then
   unregister(queue, waiters, owner .. ' ' .. side)
 end
-if single then
+if single and not state[2] then
   return 0
 end
 local now = now_ms()
+if single then
+  -- The owner's compact hold with waiters registered (a compact write
+  -- hold, see rw_first): the only hold, so the lock is free once it goes;
+  -- the live waiters at the head get it, a writer as a compact hold.
+  local _, _, handed, _, _, compacted = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, nil, false, hold, false)
+  if compacted then
+    redis.call('pexpire', lock, ARGV[5])
+  elseif handed then
+    redis.call('pexpire', lock, ARGV[5])
+    redis.call('pexpire', deadlines, ARGV[5])
+  else
+    redis.call('del', lock)
+  end
+  return 0
+end
 local first, evicted = rw_first(lock, deadlines, now)
 if evicted then
   -- Holds ran out: their fields are gone.
@@ -103,16 +118,30 @@ if flagged and holds <= 0 then
   if side == 'r' or not gone then
     others = writer ~= false or redis.call('zcard', deadlines) > 0
   end
-  local _, wrote
+  local _, wrote, compacted
   -- A reader's release that leaves holds behind can hand nothing on:
   -- while readers hold, the head of the queue is a writer (a reader comes
   -- to queue only behind one), and a dead writer there is passed over by
   -- the last hold's release or a waiter's attempt.
   if side == 'w' or not others then
-    _, wrote, handed = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer or nil, others)
+    -- With nothing else held, a writer handed the lock gets a compact
+    -- hold in place of this one (the holds key's only entry, 'w', or
+    -- nothing when a reader's went above).
+    local released
+    if not others then
+      released = ''
+      if gone then
+        released = 'w'
+      end
+    end
+    _, wrote, handed, _, _, compacted = rw_hand_on(lock, deadlines, queue, waiters, now, tonumber(ARGV[5]), ARGV[3], ARGV[4], nil, writer or nil, others, released, gone)
   end
   if wrote then
     gone = false
+  end
+  if compacted then
+    redis.call('pexpire', lock, ARGV[5])
+    return holds
   end
   if handed and not others then
     -- The hand-off's holds are the only ones: the keys live as long.

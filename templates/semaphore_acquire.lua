@@ -78,8 +78,17 @@ if ARGV[6] == '2' then
   end
 end
 
-local used, flagged, first, mine, cached = sem_used(holds, counts, now, owner)
-local capacity, stored = sem_capacity(KEYS[3], cached, ARGV[4])
+local c = redis.call('hmget', counts, '*', 'q', owner, 'c', 's')
+local capacity, stored = sem_capacity(KEYS[3], c[4], ARGV[4])
+local used, flagged, first, mine, compact
+if c[5] and c[5] ~= owner and capacity == 1 then
+  -- Another owner's compact single hold of the one permit (see sem)
+  -- keeps this caller out whatever it asks: it stays compact, and ends
+  -- with the counts.
+  used, flagged, first, compact = 1, c[2], now + redis.call('pttl', counts), true
+else
+  used, flagged, first, mine = sem_used(holds, counts, now, owner, c)
+end
 if mine then
   -- Handed to this waiter by a release, or taken by an earlier run of
   -- this call whose reply was lost (every acquire has an owner of its
@@ -128,7 +137,7 @@ if waiting or (flagged and capacity - used >= n) then
     -- hold's lease ran out, or an operator deleted them): flag them
     -- again, or the release of the permits taken now would hand nothing
     -- on (as rw_acquire).
-    sem_flag(counts, ttl, stored)
+    sem_flag(counts, ttl, stored, compact)
     flagged = true
   end
   if got then
@@ -145,7 +154,7 @@ end
 if ttl ~= '0' then
   register(queue, waiters, member, ttl, now)
   if not flagged then
-    sem_flag(counts, ttl, stored)
+    sem_flag(counts, ttl, stored, compact)
   end
 end
 if not first then

@@ -32,7 +32,7 @@ local c = redis.call('hmget', counts, owner, '*', 'q', 'c', 's')
 -- defined: the owner's compact single hold (nobody registered since it
 -- was taken) is the counts alone.
 local leaving = ARGV[6] or '0'
-if c[5] == owner then
+if c[5] == owner and not c[3] then
   redis.call('del', counts)
   if leaving == '0' then
     return 1
@@ -49,11 +49,15 @@ local handoff = ARGV[5]
 if leaving ~= '0' then
   unregister(queue, waiters, owner .. ' ' .. leaving)
 end
-if c[5] == owner then
+if c[5] == owner and not c[3] then
   return 1
 end
 local n, used = -1, tonumber(c[2]) or 0
-if redis.call('zrem', holds, owner) == 1 then
+if c[5] == owner then
+  -- The owner's compact single hold with waiters registered (see sem).
+  n, used = 1, 0
+  redis.call('hdel', counts, owner, 's')
+elseif redis.call('zrem', holds, owner) == 1 then
   n = tonumber(c[1]) or 0
   used = used - n
   redis.call('hdel', counts, owner)
@@ -73,6 +77,14 @@ end
 -- refresh (due by the earliest hold's deadline) evicts them.
 local now = now_ms()
 local capacity, stored = sem_capacity(KEYS[3], c[4], ARGV[4])
-local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[2], ARGV[3], nil)
+-- On a semaphore of one permit whose only hold this was, the waiter it
+-- is handed to gets it as the compact single hold (see sem).
+local one = capacity == 1 and used == 0
+local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[2], ARGV[3], nil, one)
+if one and #grants > 0 then
+  redis.call('hset', counts, 's', grants[1], grants[1], grants[2], '*', held, 'c', stored)
+  redis.call('pexpire', counts, handoff)
+  return n
+end
 sem_settle(holds, counts, grants, held, stored, n >= 0, used == 0, handoff)
 return n

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ type herdResult struct {
 	evalsha      int64 // EVALSHA and EVAL calls
 	commands     int64 // every command Redis ran (inside scripts too), but INFO
 	busPublish   int64 // publish messages a cluster's nodes sent on the bus
+	byCommand    map[string]int64
 }
 
 // herd runs one goroutine per locker (each on a client of its own), each
@@ -109,8 +111,14 @@ func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duratio
 // count adds to r what Redis ran between the stats before and after (the
 // test's own INFO, HELLO, CLIENT and CLUSTER calls left out).
 func (r *herdResult) count(before, after map[string]int64) {
+	if r.byCommand == nil {
+		r.byCommand = map[string]int64{}
+	}
 	for _, name := range slices.Collect(maps.Keys(after)) {
 		d := after[name] - before[name]
+		if d != 0 {
+			r.byCommand[name] += d
+		}
 		switch {
 		case name == busPublish:
 			r.busPublish += d
@@ -138,6 +146,19 @@ func (s herdStats) unserved() int {
 		n++
 	}
 	return n
+}
+
+// perCommand formats the commands per acquisition by name, most first
+// (what HERD_CMDS=1 logs).
+func (r herdResult) perCommand() string {
+	names := slices.SortedFunc(maps.Keys(r.byCommand), func(a, b string) int {
+		return cmp.Compare(r.byCommand[b], r.byCommand[a])
+	})
+	var sb strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&sb, " %s %.2f", name, float64(r.byCommand[name])/float64(r.acquisitions))
+	}
+	return strings.TrimSpace(sb.String())
 }
 
 func (r herdResult) stats() herdStats {
@@ -296,6 +317,9 @@ func herdRounds(b *testing.B, lockers [][]locker, id string, hold time.Duration,
 		res, err := herdCounted(b, lockers[i], fmt.Sprintf("%s-%d", id, round), herdAcquisitions(len(lockers[i]), hold), hold, stats)
 		if err != nil {
 			b.Fatal(err)
+		}
+		if os.Getenv("HERD_CMDS") != "" {
+			b.Logf("%s, %d clients, round %d: %s", id, len(lockers[i]), round, res.perCommand())
 		}
 		runs[i] = append(runs[i], res.stats())
 	})

@@ -189,9 +189,11 @@ func TestWaiterRefreshCost(t *testing.T) {
 // TestRWSemaphoreWaiterRefreshCost: TestWaiterRefreshCost for read-write
 // lock and semaphore waiters: their client's registry_refresh reads the
 // earliest hold's deadline (ZRANGE of the holds) where a lock's reads its
-// PTTL: 7 commands with the EVALSHA, for a waiting writer, a waiting
-// reader, a semaphore waiter and readers queued behind a waiting writer
-// while another reader holds.
+// PTTL: 7 commands with the EVALSHA for readers queued behind a waiting
+// writer while another reader holds; behind a compact single hold (a
+// writer's, a semaphore's one permit: no holds key) also the hold's field
+// and TTL, 9, for a waiting writer, a waiting reader and a semaphore
+// waiter.
 func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
 	testRefreshCost(t, refreshCases(t)[5:])
 }
@@ -355,9 +357,12 @@ func refreshCases(t *testing.T) []refreshCase {
 		{lockObject("fenced", lockimpl.Fenced, false), 7, 0.5, 0},
 		{lockObject("fair", lockimpl.Fair, false), 7, 0.5, 0},
 		{lockObject("multi", lockimpl.Reentrant, true), 6, 0.5, 0},
-		{rwSide("rw-write", false), 7, 0.5, 0},
-		{rwSide("rw-read", true), 7, 0.5, 0},
-		{semaphore, 7, 0.5, 0},
+		// Behind a compact single hold (a writer's, a semaphore's one
+		// permit): the empty holds key, then the hold's field and TTL
+		// (HEXISTS, PTTL).
+		{rwSide("rw-write", false), 9, 0.5, 0},
+		{rwSide("rw-read", true), 9, 0.5, 0},
+		{semaphore, 9, 0.5, 0},
 		{readBehindWriter, 7, 0.5, 1},
 	}
 }

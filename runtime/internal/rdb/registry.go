@@ -16,12 +16,16 @@ type Registry struct {
 	// read-write lock's holds, a semaphore's), not a key whose TTL is
 	// the hold's.
 	Deadlines bool
+	// Single, with Deadlines: the key that holds a compact single hold
+	// instead, while Hold is empty (its "s" field; its TTL is the
+	// hold's): a read-write lock's hash, a semaphore's counts.
+	Single string
 }
 
 // Refresh runs registry_refresh for members, one client's waiters of the
 // registry's object, registered for ttl from now:
 //
-//	KEYS: hold, queue, waiters
+//	KEYS: hold, queue, waiters, single (with Deadlines)
 //	ARGV: registry_ttl_ms, hold_kind, members...
 //
 // registry_refresh reply: {int, int, int}
@@ -35,7 +39,11 @@ func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, me
 	for _, m := range members {
 		args = append(args, m)
 	}
-	v, err := conn.Eval(ctx, impl.RegistryRefresh(), []string{r.Hold, r.Queue, r.Waiters}, args...).Int64Slice()
+	keys := []string{r.Hold, r.Queue, r.Waiters}
+	if r.Deadlines && r.Single != "" {
+		keys = append(keys, r.Single)
+	}
+	v, err := conn.Eval(ctx, impl.RegistryRefresh(), keys, args...).Int64Slice()
 	if err != nil {
 		return 0, 0, false, err
 	}

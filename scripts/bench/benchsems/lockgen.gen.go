@@ -73,13 +73,13 @@ var semaphoreScripts = lockgenScripts.Semaphores()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"semaphore_acquire":  "fcd4ceea7e52769819bdce9fbd8a2277e45408ac",
-	"semaphore_capacity": "e34b1183c7f5a3ebfb2403cc884a1b0f914c8d84",
+	"semaphore_acquire":  "d981c4a297c9f84258e08827392d779cafdf9ef1",
+	"semaphore_capacity": "ad61699090eebc2808eb5f1838bb18253427600a",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
-	"semaphore_release":  "5a9fb284bac1256949fc0eb5567f0dc289634259",
+	"semaphore_release":  "4c9f6b3a5d24f7840ed72b996b1450ce2f70d0a6",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
 	"semaphore_split":    "1039f3ae417cb453ed36c0015bd3428f1b73c202",
-	"semaphore_state":    "cc13bd82eea0b19f12d9093bcc327ca7ccf68665",
+	"semaphore_state":    "3ea81cd60f0d0065d80e85f6f619af316fb1868c",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

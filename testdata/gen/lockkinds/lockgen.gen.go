@@ -129,9 +129,9 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"force_unlock":      "ba04c017c643cd8ac240aad7eab985705a5f5edc",
 	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"rw_acquire":        "2914e30b93ce8c16b0d0c2c5b2c116a403a28fd1",
+	"rw_acquire":        "2c96070d1b06c6f4f53bfb5c14fb288a5a7460ce",
 	"rw_force_unlock":   "b06711f93181772717e4930d7b5648cc76d85fd9",
-	"rw_release":        "a3c6b275b260421d09ceacf20c45c37c00ee2f5e",
+	"rw_release":        "b42e8074a0c9050cf1ec1bdea298e41237e1e245",
 	"rw_renew":          "0c29e183a13fbd77bd45dafe7fa0e59d43a55e96",
 })
 
