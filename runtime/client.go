@@ -46,6 +46,9 @@ type Client struct {
 	clocks serverClocks   // its primaries' clocks (clock.go)
 
 	fences fences // the last fencing token seen per fenced lock (fenced.go)
+	// contended: the objects found held by another owner lately
+	// (contended.go)
+	contended contention
 
 	timers schedTimers // the timer of its started schedules (schedule.go)
 

@@ -25,3 +25,7 @@ func WithShardedPubSub(on bool) Option { return func(c *Client) { c.shardedPubSu
 // channel (0 when c does not subscribe it): waits past subscribing, which
 // a message on channel reaches.
 func Joined(c *Client, channel string) int { return c.hub.Joined(channel) }
+
+// SawContended makes c take key for contended (see contention), as an
+// attempt that had to wait there would.
+func SawContended(c *Client, key string) { c.contended.saw(key) }

@@ -197,6 +197,9 @@ func (l *Lock) handed(ctx context.Context, owner string, o acquireOptions, msg s
 		return nil, nil
 	}
 	le, err := l.newLeaseFirst(ctx, owner, o, start, first)
+	if le != nil && rdb.SkipsFastCheck(l.def.Kind) {
+		l.c.contended.saw(l.key)
+	}
 	if le == nil || rest == "" {
 		return le, err
 	}
@@ -249,6 +252,10 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 	uctx, cancel := attemptContext(ctx, o.fresh, o.end)
 	defer cancel()
 	a := rdb.Attempt{Owner: owner, Lease: o.lease, Reg: reg, Waiting: waiting, Op: o.op}
+	contends := rdb.SkipsFastCheck(l.def.Kind)
+	if contends && !waiting && o.op == "" {
+		a.Contended = l.c.contended.recently(l.key)
+	}
 	var cmd, wait *redis.Cmd
 	if _, bounded := uctx.Deadline(); bounded {
 		// go-redis may overrun a deadline (a connection that never
@@ -304,6 +311,9 @@ func (l *Lock) attempt(ctx context.Context, owner string, o acquireOptions, reg 
 		return nil, 0, ErrNotReentrant
 	case -2:
 		return nil, 0, ErrUpgrade
+	}
+	if contends {
+		l.c.contended.saw(l.key)
 	}
 	return nil, time.Duration(res[1]) * time.Millisecond, nil
 }

@@ -198,7 +198,11 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	}
 	var trust handoffTrust
 	trust.sending()
-	p, next, err := s.attempt(ctx, owner, strconv.Itoa(n), o, reg, "0")
+	first := "0"
+	if s.c.contended.recently(s.key) {
+		first = "3" // skip the uncontended check (see contention)
+	}
+	p, next, err := s.attempt(ctx, owner, strconv.Itoa(n), o, reg, first)
 	if p != nil || failFast(err, wait) {
 		if err != nil && (rdb.IsConnError(err) || errors.Is(err, context.Canceled)) {
 			s.leave(ctx, owner, n) // see Lock.acquire
@@ -223,6 +227,9 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 			if rest, ms := handoffTime(rest); rest == "" {
 				if start, fresh := trust.start(s.c, s.key, ms, o.lease); fresh {
 					p, err = s.newPermit(ctx, owner, n, o, start, HandoffLease)
+					if p != nil {
+						s.c.contended.saw(s.key)
+					}
 					return p != nil, 0, err
 				}
 			}
@@ -316,6 +323,7 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 	case len(res) == 2 && res[0] == -1:
 		return nil, 0, fmt.Errorf("%w: %s requested, %s has %d", ErrTooManyPermits, n, s.key, res[1])
 	case len(res) == 3 && res[0] == 0:
+		s.c.contended.saw(s.key)
 		next := time.Duration(res[2]) * time.Millisecond
 		if res[2] < 0 { // no holds, yet too few free: capacity changing
 			next = time.Second

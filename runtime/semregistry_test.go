@@ -30,7 +30,10 @@ func preloadSem(t testing.TB, b backend, d *lockrt.SemaphoreDef) {
 // HMGET, ZADD, RPUSH, 2 PEXPIRE; the capacity cached in the counts) and a
 // release that hands on (13-14), the exclusive lock's about 19 in all;
 // 23.1-23.5 measured with the uncontended fast path (issue 27), whose
-// first attempt checks the compact hold first.
+// first attempt checks the compact hold first; 22.5-22.7 since a client
+// that found the semaphore contended skips that check (contention). On
+// a semaphore of one permit a hand-off keeps the compact hold (see
+// templates/sem.luainc): about 19 (BenchmarkHerdSemaphore).
 const semCommandsPerAcquisition = 24.0
 
 // TestSemaphoreWakeOneAcrossClients: N clients (each its own go-redis and

@@ -10,7 +10,9 @@
 -- ARGV[3] registry_ttl_ms: how long a registration lasts (0: only try)
 -- ARGV[4] registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it only refreshes its entry unless the lock is free
---   or was handed to it (see refresh in registry)
+--   or was handed to it (see refresh in registry), '3' for a first
+--   attempt that skips the uncontended check (its client found the lock
+--   contended lately), else '0'
 -- ARGV[5] prefix: the wake-up channel prefix
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds

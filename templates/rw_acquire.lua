@@ -20,8 +20,9 @@
 -- ARGV[4] registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it is registered and only refreshes its entry while
 --   a live hold blocks it (a writer: any hold; a reader: the write hold,
---   or any hold while a live writer waits at the head of the queue), else
---   '0'
+--   or any hold while a live writer waits at the head of the queue), '3'
+--   for a first attempt that skips the uncontended check (its client
+--   found the lock contended lately), else '0'
 -- ARGV[5] prefix: the wake-up channel prefix
 -- ARGV[6] publish: the publish command (publish or spublish)
 -- ARGV[7] handoff_ms: the hand-off lease in milliseconds
@@ -59,7 +60,7 @@ end
 -- #include registry
 -- #include rw
 local queue, waiters = KEYS[3], KEYS[4]
-local lease, owner, ttl, waiting = ARGV[1], ARGV[2], ARGV[3], ARGV[4] ~= '0'
+local lease, owner, ttl, waiting = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1' or ARGV[4] == '2'
 local side = ARGV[8]
 if side ~= 'r' and side ~= 'w' then
   return redis.error_reply('lockgen: the side of a read-write lock is r or w, not ' .. tostring(side))

@@ -23,7 +23,9 @@
 -- ARGV[6] registered: '1' when the owner is registered already (a woken
 --   waiter), '2' when it is registered and only refreshes its entry while
 --   a live hold is left, no registered waiter is past its deadline and the
---   capacity allows its request, else '0'
+--   capacity allows its request, '3' for a first attempt that skips the
+--   uncontended check (its client found the semaphore contended lately),
+--   else '0'
 -- ARGV[7] prefix: the wake-up channel prefix
 -- ARGV[8] publish: the publish command (publish or spublish)
 -- ARGV[9] handoff_ms: the hand-off lease in milliseconds
@@ -54,7 +56,7 @@ end
 -- #include sem
 local queue, waiters = KEYS[4], KEYS[5]
 local owner, lease = ARGV[1], ARGV[3]
-local ttl, waiting, handoff = ARGV[5], ARGV[6] ~= '0', ARGV[9]
+local ttl, waiting, handoff = ARGV[5], ARGV[6] == '1' or ARGV[6] == '2', ARGV[9]
 local member = owner .. ' ' .. ARGV[2]
 local now = now_ms()
 

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/scripts/bench/benchqueues"
+	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 const (
@@ -68,6 +70,13 @@ func (l *latencies) round(b *testing.B, start time.Time) workerRound {
 	return workerRound{perSec: float64(l.n) / elapsed.Seconds(), p99: l.d[len(l.d)*99/100]}
 }
 
+// workerReady: when set (WORKER_READY=1), lockgen's round produces only
+// once its worker waits for items (its claims registered in the queue's
+// takers), so that the latencies leave out the worker's start (its
+// scripts loaded, its wake-up channel subscribed); asynq's round starts
+// producing when its server's Start returns.
+var workerReady = os.Getenv("WORKER_READY") != ""
+
 func lockgenWorkerRound(b *testing.B) workerRound {
 	flush(b)
 	run := fmt.Sprint(time.Now().UnixNano())
@@ -75,13 +84,21 @@ func lockgenWorkerRound(b *testing.B) workerRound {
 	lat := newLatencies(workerItems)
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
+	q := benchqueues.NewQueues(wc[0]).Acked(run)
 	start := time.Now()
 	go func() {
-		served <- benchqueues.NewQueues(wc[0]).Acked(run).Serve(ctx, func(_ context.Context, j benchqueues.Job) error {
+		served <- q.Serve(ctx, func(_ context.Context, j benchqueues.Job) error {
 			lat.add(j.Due)
 			return nil
 		}, lockrt.WithConcurrency(workerConcurrency))
 	}()
+	if workerReady {
+		rdb := newRedis(b)
+		if !redistest.Within(10*time.Second, func() bool { return rdb.ZCard(context.Background(), q.Key()+":takers").Val() > 0 }) {
+			b.Fatal("the worker did not register a claim within 10s")
+		}
+		start = time.Now()
+	}
 	produceJobs(b, workerItems, func(p int, j benchqueues.Job) error {
 		j.Due = time.Now().UnixNano()
 		_, err := benchqueues.NewQueues(pc[p]).Acked(run).Offer(context.Background(), j)

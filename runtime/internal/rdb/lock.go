@@ -57,7 +57,7 @@ type defaults struct {
 
 // Boxed arguments that cost no allocation per call.
 var (
-	flag0, flag1, flag2         any = "0", "1", "2"
+	flag0, flag1, flag2, flag3  any = "0", "1", "2", "3"
 	zero                        any = int64(0)
 	publishArg, spublishArg     any = "publish", "spublish"
 	blindPublishArg             any = "publish!" // see Conn.wakePublish
@@ -180,7 +180,15 @@ type Attempt struct {
 	// Op names a re-entry (an owner carried from a hold); "" for a new
 	// owner.
 	Op string
+	// Contended: a first attempt on a lock the client found held by
+	// another owner lately; a fair or read-write lock's script then skips
+	// its uncontended check (the registered flag '3').
+	Contended bool
 }
+
+// SkipsFastCheck reports whether kind's acquire script starts with an
+// uncontended check that Attempt.Contended skips.
+func SkipsFastCheck(kind impl.LockKind) bool { return kind == impl.Fair || kind == impl.ReadWrite }
 
 // Acquire runs the acquire script once (reentrant_acquire, simple_acquire,
 // fair_acquire, rw_acquire, fenced_acquire):
@@ -206,8 +214,11 @@ func (l *Lock) Acquire(ctx context.Context, a Attempt) (cmd, wait *redis.Cmd) {
 		reg = a.Reg.Milliseconds()
 	}
 	flag := flag0
-	if a.Waiting {
+	switch {
+	case a.Waiting:
 		flag = flag2 // refresh, or the full attempt when that is needed
+	case a.Contended && SkipsFastCheck(l.kind):
+		flag = flag3
 	}
 	args = append(args, reg, flag)
 	if l.kind == impl.Fair || l.kind == impl.ReadWrite { // it may hand a free lock to the first waiters

@@ -98,7 +98,9 @@ type SemAttempt struct {
 	Lease time.Duration
 	Reg   time.Duration // how long a registration lasts (0: do not register)
 	// Registered is the script's flag: "0" for a first attempt, "1" for a
-	// full attempt of a registered owner, "2" for its refresh.
+	// full attempt of a registered owner, "2" for its refresh, "3" for a
+	// first attempt that skips the uncontended check (the client found
+	// the semaphore contended lately).
 	Registered string
 	// WaitCapacity: a request above the capacity waits for it to grow.
 	WaitCapacity bool
@@ -118,6 +120,8 @@ func (s *Semaphore) Acquire(ctx context.Context, a SemAttempt) *redis.Cmd {
 		registered = flag1
 	case "2":
 		registered = flag2
+	case "3":
+		registered = flag3
 	}
 	// Boxed only when not boxed already: a boxed value is an allocation.
 	var n any = flag1

@@ -100,7 +100,7 @@ var readwriteLockScripts = lockgenScripts.Locks(lockimpl.ReadWrite)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fair_acquire":      "18099fbc1d01a722219c64e830ed947f943bba2e",
+	"fair_acquire":      "5c955b0ebd205133d34072b5ad518fe8a8fcdbe2",
 	"fair_force_unlock": "37a1295f443324bf49790bf24d6d57b864fffe2e",
 	"fair_release":      "8c643e5e507db2706fdd1e87dcbf77b0ac53fc80",
 	"fair_renew":        "cf6eeb2bd6a4596407b75c985f7f8c5b318971a9",
@@ -108,7 +108,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"force_unlock":      "ba04c017c643cd8ac240aad7eab985705a5f5edc",
 	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"rw_acquire":        "2c96070d1b06c6f4f53bfb5c14fb288a5a7460ce",
+	"rw_acquire":        "0cdd6cbdf3d0ec063848ffa05783710948f39575",
 	"rw_force_unlock":   "b06711f93181772717e4930d7b5648cc76d85fd9",
 	"rw_release":        "b42e8074a0c9050cf1ec1bdea298e41237e1e245",
 	"rw_renew":          "0c29e183a13fbd77bd45dafe7fa0e59d43a55e96",

@@ -73,7 +73,7 @@ var semaphoreScripts = lockgenScripts.Semaphores()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"semaphore_acquire":  "d981c4a297c9f84258e08827392d779cafdf9ef1",
+	"semaphore_acquire":  "0ba426afe9272ec4c2c735f67857c877a3595936",
 	"semaphore_capacity": "ad61699090eebc2808eb5f1838bb18253427600a",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
 	"semaphore_release":  "4c9f6b3a5d24f7840ed72b996b1450ce2f70d0a6",

@@ -251,7 +251,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"reentrant_release":  "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"schedule_fire":      "eeff843d7aa9997a9ce75fcc2397230a9854e95f",
-	"semaphore_acquire":  "d981c4a297c9f84258e08827392d779cafdf9ef1",
+	"semaphore_acquire":  "0ba426afe9272ec4c2c735f67857c877a3595936",
 	"semaphore_capacity": "ad61699090eebc2808eb5f1838bb18253427600a",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
 	"semaphore_release":  "4c9f6b3a5d24f7840ed72b996b1450ce2f70d0a6",
