@@ -319,3 +319,46 @@ func waitSettled(t testing.TB, cs []*evalCounter) {
 		return true
 	}, "the waiters did not all run their first two scripts")
 }
+
+// TestIdleClientSendsNoPings: a client whose waits ended, its wake-up
+// channel unsubscribed (PUBSUB NUMSUB 0 after the hub's linger), sends
+// Redis nothing while it stays idle: its pub/sub connection, with no
+// channel to lose, is not pinged (a subscribed one is, every 3 s of
+// silence). Counted by INFO commandstats over 7 s, past two of the hub's
+// silences.
+func TestIdleClientSendsNoPings(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	rdb := node.Client()
+	ctx := context.Background()
+	holder, waiter := newClient(t, b), newClient(t, b)
+	d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+	k := key(t)
+	le, err := holder.Lock(d, k).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
+	waitRegistered(t, rdb, k, 1)
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	le = <-got
+	if le == nil {
+		t.Fatal("the waiter did not get the lock")
+	}
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	channel := lockrt.WakeChannel(waiter, k)
+	if !redistest.Within(10*time.Second, func() bool { return rdb.PubSubNumSub(ctx, channel).Val()[channel] == 0 }) {
+		t.Fatal("the waiter's channel is still subscribed 10s after its wait")
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(7 * time.Second) // the window counted: two silences of the hub's
+	if n := commandCalls(t, []*redis.Client{rdb}, "ping"); n != 0 {
+		t.Errorf("%d PINGs from idle clients in 7s, want 0", n)
+	}
+}

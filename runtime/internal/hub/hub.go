@@ -121,8 +121,9 @@ const (
 	confirmWait = time.Second
 	// linger is how long a channel stays subscribed without waiters.
 	linger = time.Second
-	// healthEvery is how long a connection may be silent before the hub
-	// pings it; a second silence of that length throws it away.
+	// healthEvery is how long a connection with channels subscribed may
+	// be silent before the hub pings it; a second silence of that length
+	// throws it away. A connection without channels is not pinged.
 	healthEvery = 3 * time.Second
 	// opTimeout bounds one write (and the dial it may need).
 	opTimeout = 5 * time.Second
@@ -548,6 +549,16 @@ func (pc *psConn) read() {
 			h.mu.Unlock()
 			continue
 		case errors.As(err, &nerr) && nerr.Timeout() && !pinged:
+			h.mu.Lock()
+			idle := len(pc.chans) == 0 && len(pc.ops) == 0 && len(pc.sent) == 0
+			h.mu.Unlock()
+			if idle {
+				// Nothing subscribed, nothing due: a silence loses
+				// nothing, so an idle client costs Redis no pings. A
+				// connection that died meanwhile fails the next
+				// subscribe's write, or its first silence then.
+				continue
+			}
 			pinged = true
 			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 			err = ps.Ping(ctx)
