@@ -1,6 +1,10 @@
 package runtime
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/lockgen/lockgen/runtime/internal/hub"
+)
 
 // PublishCmd returns the command c's scripts publish wake-ups with:
 // "publish" or "spublish".
@@ -29,3 +33,7 @@ func Joined(c *Client, channel string) int { return c.hub.Joined(channel) }
 // SawContended makes c take key for contended (see contention), as an
 // attempt that had to wait there would.
 func SawContended(c *Client, key string) { c.contended.saw(key) }
+
+// HubHealthEvery is how long a subscribed pub/sub connection may be
+// silent before the hub pings it.
+const HubHealthEvery = hub.HealthEvery

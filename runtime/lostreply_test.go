@@ -1276,3 +1276,76 @@ func TestForceUnlockLostReply(t *testing.T) {
 		}
 	})
 }
+
+// TestCompactHandoffLostReply: a release that hands a compact hold on (a
+// read-write lock's write hold, a semaphore's one permit: see
+// templates/rw.luainc and sem.luainc) and whose reply was lost runs
+// again and finds the hold handed to the waiter: the release returns
+// nil, the waiter gets the lock once, and its release leaves no key of
+// the object behind (a semaphore's counts went only when their TTL ran
+// out, before: its release found the queue empty and kept them).
+func TestCompactHandoffLostReply(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		c, l, _ := lossyClient(t, b)
+		other := newClient(t, b)
+		rdb := b.new()
+		t.Cleanup(func() { rdb.Close() })
+		rw := def(t, lockrt.ReadWrite, 5*time.Second, true, time.Minute)
+		sd := semDef(t, 1, 5*time.Second, true, time.Minute)
+		for _, tc := range []struct {
+			name    string
+			k       string
+			hold    func(c *lockrt.Client, k string) (func(context.Context) error, error)
+			single  string // the key whose field "s" names the compact hold
+			pattern func(k string) string
+		}{
+			{"rw", key(t, "rw"), func(c *lockrt.Client, k string) (func(context.Context) error, error) {
+				le, err := c.RWLock(rw, k).Write().Lock(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return le.Unlock, nil
+			}, "", func(string) string { return rw.Scripts.Release.SHA1 }},
+			{"semaphore", key(t, "sem"), func(c *lockrt.Client, k string) (func(context.Context) error, error) {
+				p, err := c.Semaphore(sd, k).Acquire(ctx, 1)
+				if err != nil {
+					return nil, err
+				}
+				return p.Release, nil
+			}, "counts", func(k string) string { return keys.Sub(k, "waiters") }}, // the whole release, not its trimmed first call
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				single := tc.k
+				if tc.single != "" {
+					single = keys.Sub(tc.k, tc.single)
+				}
+				release, err := tc.hold(c, tc.k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := inBackground(t, func() (func(context.Context) error, error) { return tc.hold(other, tc.k) })
+				waitRegistered(t, rdb, tc.k, 1)
+				l.lose(tc.pattern(tc.k), 1)
+				if err := release(ctx); err != nil {
+					t.Fatalf("a release that handed on, its reply lost: %v", err)
+				}
+				mustLose(t, l)
+				waiterRelease := <-got
+				if waiterRelease == nil {
+					t.Fatal("the waiter did not get the lock")
+				}
+				holds := keys.Sub(tc.k, "holds")
+				if tc.name == "semaphore" {
+					holds = tc.k
+				}
+				if err := waiterRelease(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if n, err := rdb.Exists(ctx, tc.k, single, holds).Result(); err != nil || n != 0 {
+					t.Errorf("%d of the object's keys left after the waiter's release (%v): %v", n, err, rdb.HGetAll(ctx, single).Val())
+				}
+			})
+		}
+	})
+}

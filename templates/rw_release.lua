@@ -58,6 +58,12 @@ end
 if single and not state[2] then
   return 0
 end
+if state[6] == 'w' and state[1] ~= owner then
+  -- Another owner's compact write hold: this owner holds neither side,
+  -- and nothing can be handed on (a second run of a release that handed
+  -- the lock on finds it so, and leaves it as it is).
+  return -1
+end
 local now = now_ms()
 if single then
   -- The owner's compact hold with waiters registered (a compact write

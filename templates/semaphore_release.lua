@@ -80,10 +80,16 @@ local capacity, stored = sem_capacity(KEYS[3], c[4], ARGV[4])
 -- On a semaphore of one permit whose only hold this was, the waiter it
 -- is handed to gets it as the compact single hold (see sem).
 local one = capacity == 1 and used == 0
-local _, _, held, grants = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[2], ARGV[3], nil, one)
+local _, _, held, grants, empty = sem_hand_on(holds, counts, queue, waiters, now, used, capacity, handoff, ARGV[2], ARGV[3], nil, one)
 if one and #grants > 0 then
   redis.call('hset', counts, 's', grants[1], grants[1], grants[2], '*', held, 'c', stored)
   redis.call('pexpire', counts, handoff)
+  return n
+end
+if empty and held == 0 then
+  -- Nothing held and nobody waiting: the counts go, as with nobody
+  -- registered (the flag stayed set after the last hand-off).
+  redis.call('del', counts)
   return n
 end
 sem_settle(holds, counts, grants, held, stored, n >= 0, used == 0, handoff)

@@ -319,7 +319,7 @@ func herdRounds(b *testing.B, lockers [][]locker, id string, hold time.Duration,
 			b.Fatal(err)
 		}
 		if os.Getenv("HERD_CMDS") != "" {
-			b.Logf("%s, %d clients, round %d: %s", id, len(lockers[i]), round, res.perCommand())
+			b.Logf("%s, library %d (the benchmark's order, after HERD_LIBS), %d clients, round %d: %s", id, i, len(lockers[i]), round, res.perCommand())
 		}
 		runs[i] = append(runs[i], res.stats())
 	})

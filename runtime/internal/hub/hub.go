@@ -121,10 +121,10 @@ const (
 	confirmWait = time.Second
 	// linger is how long a channel stays subscribed without waiters.
 	linger = time.Second
-	// healthEvery is how long a connection with channels subscribed may
+	// HealthEvery is how long a connection with channels subscribed may
 	// be silent before the hub pings it; a second silence of that length
 	// throws it away. A connection without channels is not pinged.
-	healthEvery = 3 * time.Second
+	HealthEvery = 3 * time.Second
 	// opTimeout bounds one write (and the dial it may need).
 	opTimeout = 5 * time.Second
 	// maxBackoff caps the pause between reconnection and rerouting
@@ -525,7 +525,7 @@ func (pc *psConn) read() {
 	backoff := time.Duration(0)
 	pinged := false
 	for {
-		msg, err := ps.ReceiveTimeout(context.Background(), healthEvery)
+		msg, err := ps.ReceiveTimeout(context.Background(), HealthEvery)
 		var rerr redis.Error
 		var nerr net.Error
 		switch {

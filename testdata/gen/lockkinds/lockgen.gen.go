@@ -131,7 +131,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"rw_acquire":        "0cdd6cbdf3d0ec063848ffa05783710948f39575",
 	"rw_force_unlock":   "b06711f93181772717e4930d7b5648cc76d85fd9",
-	"rw_release":        "b42e8074a0c9050cf1ec1bdea298e41237e1e245",
+	"rw_release":        "ac6e3ab89f5d4ac8bf266e3593f57576ca9fef61",
 	"rw_renew":          "0c29e183a13fbd77bd45dafe7fa0e59d43a55e96",
 })
 

@@ -94,7 +94,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"semaphore_acquire":  "0ba426afe9272ec4c2c735f67857c877a3595936",
 	"semaphore_capacity": "ad61699090eebc2808eb5f1838bb18253427600a",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
-	"semaphore_release":  "4c9f6b3a5d24f7840ed72b996b1450ce2f70d0a6",
+	"semaphore_release":  "982aa9a35b4d57242ecf144746419295d4465ba6",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
 	"semaphore_split":    "1039f3ae417cb453ed36c0015bd3428f1b73c202",
 	"semaphore_state":    "3ea81cd60f0d0065d80e85f6f619af316fb1868c",
