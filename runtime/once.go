@@ -187,25 +187,14 @@ func attemptContext(ctx context.Context, bounded bool, end time.Time) (context.C
 // stopped or partitioned server, or one that accepts and never answers,
 // holds the call for its DialTimeout, 5 s).
 func within[T any](ctx context.Context, call func() T) (v T, ok bool) {
-	return withinOr(ctx, call, nil)
-}
-
-// withinOr is within, and late (if not nil) runs on call's result, in
-// call's goroutine, when ctx ended first: it hands back what the call
-// took after its caller gave up (a blocking pop's item).
-func withinOr[T any](ctx context.Context, call func() T, late func(T)) (v T, ok bool) {
 	done := make(chan T, 1)
 	go func() {
-		r := call()
-		done <- r
+		done <- call()
 	}()
 	select {
 	case v = <-done:
 		return v, true
 	case <-ctx.Done():
-		if late != nil {
-			go func() { late(<-done) }()
-		}
 		return v, false
 	}
 }

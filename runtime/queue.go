@@ -362,23 +362,16 @@ func (q *queue) lpop(ctx context.Context, end time.Time, n int) ([][]byte, error
 func (q *queue) popAs(ctx context.Context, end time.Time, n int, owner string, registered bool) ([][]byte, error) {
 	wctx, cancel := boundedContext(ctx, end)
 	defer cancel()
-	bctx := context.WithoutCancel(ctx)
-	run := func() *redis.Cmd { return q.ops().Pop(bctx, n) }
-	if owner != "" {
-		run = func() *redis.Cmd { return q.ops().PopOrWait(bctx, n, owner, registered) }
-	}
-	var cmd *redis.Cmd
-	if wctx.Done() != nil {
-		var ok bool
-		if cmd, ok = withinOr(wctx, run, func(c *redis.Cmd) { q.giveBack(popped(c)) }); !ok {
-			return nil, fmt.Errorf("%w: taking from %s: %w", ErrEmpty, q.key, wctx.Err())
-		}
-	} else {
-		cmd = run()
-	}
+	// Sent without ctx's end (a pop cut short in flight may have taken
+	// items: they are given back once its reply comes), waited for until
+	// wctx's: the lane bounds the wait without a goroutine of its own.
+	cmd := q.ops().PopOrWait(context.WithoutCancel(ctx), wctx, n, owner, registered,
+		func(c *redis.Cmd) { q.giveBack(popped(c)) })
 	// queue_pop reply: nil | {string...}
 	ss, err := cmd.StringSlice()
 	switch {
+	case err != nil && wctx.Err() != nil && errors.Is(err, wctx.Err()): // the wait ended first
+		return nil, fmt.Errorf("%w: taking from %s: %w", ErrEmpty, q.key, wctx.Err())
 	case errors.Is(err, redis.Nil):
 		return nil, nil
 	case err != nil:

@@ -43,7 +43,7 @@ func openKinds(which func(*benchkinds.Locks, string) *lockrt.Lock) func(testing.
 
 // newKinds returns the locks of benchkinds over a new runtime client of
 // rdb, their scripts preloaded; the client is closed when tb ends.
-func newKinds(tb testing.TB, rdb *redis.Client) *benchkinds.Locks {
+func newKinds(tb testing.TB, rdb redis.UniversalClient) *benchkinds.Locks {
 	c := lockrt.New(rdb)
 	tb.Cleanup(func() { c.Close() })
 	if err := benchkinds.Preload(context.Background(), c); err != nil {

@@ -10,6 +10,10 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/bench/benchkinds"
+	"github.com/lockgen/lockgen/scripts/bench/benchsems"
 )
 
 // busPublish names, in a cluster's stats, the publish messages its nodes
@@ -70,10 +74,26 @@ type clusterHerdLib struct {
 
 // clusterHerdLibs open BenchmarkHerdCluster's lockers, each over a
 // cluster client of its own: lockgen's reentrant lock (sharded pub/sub,
-// the default on a Redis 7 cluster) and redislock retrying every 1ms.
+// the default on a Redis 7 cluster), its other exclusive kinds, the
+// writers of its read-write lock and its semaphore of one permit, and
+// redislock retrying every 1ms. HERD_LIBS picks among them by name.
 var clusterHerdLibs = []clusterHerdLib{
 	{"lockgen", func(tb testing.TB, rdb *redis.ClusterClient) locker {
 		return &lockgenLocker{take: newLocks(tb, rdb).Resource}
+	}},
+	{lockgenFair.name, clusterKind(func(l *benchkinds.Locks, id string) *lockrt.Lock { return l.FairResource(id) })},
+	{lockgenFenced.name, clusterKind(func(l *benchkinds.Locks, id string) *lockrt.Lock { return l.FencedResource(id) })},
+	{lockgenSimple.name, func(tb testing.TB, rdb *redis.ClusterClient) locker {
+		return &lockgenLocker{take: newLocks(tb, rdb).SimpleResource}
+	}},
+	{lockgenWrite.name, clusterKind(func(l *benchkinds.Locks, id string) *lockrt.Lock { return l.Table(id).Write() })},
+	{"lockgen-sem", func(tb testing.TB, rdb *redis.ClusterClient) locker {
+		c := lockrt.New(rdb)
+		tb.Cleanup(func() { c.Close() })
+		if err := benchsems.Preload(context.Background(), c); err != nil {
+			tb.Fatal(err)
+		}
+		return semLocker{&lockgenSem{s: benchsems.NewSemaphores(c).Single("cherd")}}
 	}},
 	{"redislock", func(tb testing.TB, rdb *redis.ClusterClient) locker {
 		return &redislockLocker{c: redislock.New(rdb), retry: func() redislock.RetryStrategy { return redislock.LinearBackoff(time.Millisecond) }}
@@ -114,6 +134,14 @@ func BenchmarkHerdCluster(b *testing.B) {
 				reportHerd(b, fmt.Sprintf("cluster N=%d hold=%v", n, hold), names, runs, true)
 			})
 		}
+	}
+}
+
+// clusterKind opens one of the locks of benchkinds over a cluster client.
+func clusterKind(which func(*benchkinds.Locks, string) *lockrt.Lock) func(testing.TB, *redis.ClusterClient) locker {
+	return func(tb testing.TB, rdb *redis.ClusterClient) locker {
+		locks := newKinds(tb, rdb)
+		return &lockgenLocker{take: func(id string) *lockrt.Lock { return which(locks, id) }}
 	}
 }
 

@@ -9,13 +9,15 @@ package bench
 //
 //   - TestKeyedDelayedTakes: N = 1 000, with the bounds (make costs).
 //   - BenchmarkKeyedDelayedTakes: N = 1 000 and 10 000; run it with
-//     -benchtime=1x.
+//     -benchtime=1x. KEYED_CMDS=1 logs each command per item.
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,7 +65,7 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
 	hook := &roundTrips{}
 	rdb.AddHook(hook)
-	stats0, cpu0, self0 := commandStats(tb), redisCPU(tb), selfCPU(tb)
+	table0, cpu0, self0 := commandTable(tb), redisCPU(tb), selfCPU(tb)
 	c := lockrt.New(rdb)
 	defer func() { c.Close(); rdb.Close() }()
 	qs := benchqueues.NewQueues(c)
@@ -162,13 +164,19 @@ func keyedTakes(tb testing.TB, n int) keyedResult {
 	close(stop)
 	<-sampled
 	res.overrun = time.Duration(overrun.Load())
-	for name, calls := range commandStats(tb) {
-		if d := calls - stats0[name]; name != "info" {
+	var byName []string
+	for name, c := range commandTable(tb) {
+		if d := c.calls - table0[name].calls; name != "info" && d > 0 {
+			byName = append(byName, fmt.Sprintf("%s %.2f (%.1f µs)", name, float64(d)/float64(n), (c.usec-table0[name].usec)/float64(n)))
 			res.cmds += d
 			if name == "evalsha" || name == "eval" {
 				res.scripts += d
 			}
 		}
+	}
+	if os.Getenv("KEYED_CMDS") != "" {
+		slices.Sort(byName)
+		tb.Logf("N=%d, commands per item: %s", n, strings.Join(byName, ", "))
 	}
 	res.redisCPU, res.clientCPU = redisCPU(tb)-cpu0, selfCPU(tb)-self0
 	res.trips = hook.trips.Load()

@@ -36,6 +36,10 @@ type laneCall struct {
 	cmd   redis.Cmder
 	done  chan struct{}
 	taken bool // in a flight (l.mu)
+	// Set under l.mu: its reply came (the flight is over), and what to
+	// run on it then because its caller gave up while it was in flight.
+	finished bool
+	late     func()
 }
 
 const (
@@ -68,11 +72,21 @@ func (l *Lane) Do(ctx context.Context, r redis.UniversalClient, cmd redis.Cmder)
 // still queued then is withdrawn (it was never sent), one in flight may
 // have run. Only after true may the caller read cmd.
 func (l *Lane) DoWithin(ctx context.Context, r redis.UniversalClient, cmd redis.Cmder) bool {
+	return l.DoWithinOr(ctx, ctx, r, cmd, nil)
+}
+
+// DoWithinOr is DoWithin with the command sent under sctx (a command sent
+// alone is bounded by its deadline; sctx need not end with ctx) while the
+// wait ends with ctx, and late (if not nil) run on its own goroutine once
+// the reply of a command cut short in flight comes (a take's items are
+// given back then). A reply that came by the time ctx ended is used: true.
+// It costs the caller no goroutine of its own.
+func (l *Lane) DoWithinOr(sctx, ctx context.Context, r redis.UniversalClient, cmd redis.Cmder, late func()) bool {
 	if ctx.Done() == nil {
-		l.Do(ctx, r, cmd)
+		l.Do(sctx, r, cmd)
 		return true
 	}
-	call := &laneCall{ctx: ctx, cmd: cmd, done: make(chan struct{})}
+	call := &laneCall{ctx: sctx, cmd: cmd, done: make(chan struct{})}
 	l.mu.Lock()
 	l.queue = append(l.queue, call)
 	start := l.flights < laneFlights
@@ -90,10 +104,15 @@ func (l *Lane) DoWithin(ctx context.Context, r redis.UniversalClient, cmd redis.
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !call.taken {
+	switch {
+	case call.finished:
+		return true
+	case !call.taken:
 		if i := slices.Index(l.queue, call); i >= 0 {
 			l.queue = slices.Delete(l.queue, i, i+1)
 		}
+	default:
+		call.late = late
 	}
 	return false
 }
@@ -128,8 +147,20 @@ func (l *Lane) fly(r redis.UniversalClient) {
 		}
 		_, _ = pipe.Exec(ctx) // errors are per command
 	}
+	var lates []func()
+	l.mu.Lock()
+	for _, c := range calls {
+		c.finished = true
+		if c.late != nil {
+			lates = append(lates, c.late)
+		}
+	}
+	l.mu.Unlock()
 	for _, c := range calls {
 		close(c.done)
+	}
+	for _, f := range lates {
+		go f()
 	}
 	l.mu.Lock()
 	more := len(l.queue) > 0
@@ -156,6 +187,26 @@ func (c *Conn) EvalIn(ctx context.Context, l *Lane, s *impl.Script, keys []strin
 // run; one cut short in flight fails with it and may have run.
 func (c *Conn) EvalWithin(ctx context.Context, l *Lane, s *impl.Script, keys []string, args ...any) *redis.Cmd {
 	return c.evalIn(ctx, s, keys, args, func(cmd *redis.Cmd) bool { return l.DoWithin(ctx, c.R, cmd) })
+}
+
+// EvalWithinOr is EvalIn sent under sctx that returns by ctx's end (see
+// Lane.DoWithinOr): a script withdrawn before it was sent fails with
+// ctx's error and did not run; one cut short in flight fails with it, and
+// late runs on its command once its reply comes.
+func (c *Conn) EvalWithinOr(sctx, ctx context.Context, l *Lane, s *impl.Script, keys []string, late func(*redis.Cmd), args ...any) *redis.Cmd {
+	cut := false
+	cmd := c.evalIn(sctx, s, keys, args, func(cmd *redis.Cmd) bool {
+		var f func()
+		if late != nil {
+			f = func() { late(cmd) }
+		}
+		cut = !l.DoWithinOr(sctx, ctx, c.R, cmd, f)
+		return !cut
+	})
+	if cut {
+		return Failed(ctx, ctx.Err())
+	}
+	return cmd
 }
 
 // evalIn sends s's EVALSHA with send (a lane's; false: it gave up by

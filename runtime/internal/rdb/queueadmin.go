@@ -21,28 +21,26 @@ func (q Queue) Pause(ctx context.Context, action string) *redis.Cmd {
 	return q.Conn.Eval(ctx, q.Def.Scripts.Pause, q.withRecord(q.PausedKey()), q.Conn.publish(), action)
 }
 
-// Pop runs queue_pop: up to n ready items of a plain queue, none while it
-// is paused.
-//
-//	KEYS: ready, paused
-//	ARGV: n
-func (q Queue) Pop(ctx context.Context, n int) *redis.Cmd {
-	return q.Conn.EvalIn(ctx, &q.Conn.Takes, q.Def.Scripts.Pop, []string{q.Key, q.PausedKey()}, n) // in the consumers' lane of takes (see Lane)
-}
-
 // PopOrWait runs queue_pop for owner, a blocking Take's consumer: up to n
 // ready items, or, when it takes nothing, owner registered in takers in
 // the same call (as Wait registers it); registered says owner may be
-// registered from an earlier call (it is taken out when it takes).
+// registered from an earlier call (it is taken out when it takes). With
+// owner "" it only takes: up to n ready items, none while the queue is
+// paused. In the consumers' lane of takes (see Lane), it is sent under sctx and returns by
+// ctx's end (Conn.EvalWithinOr): late runs on the command of a call cut
+// short in flight once its reply comes, to give back what it took.
 //
-//	KEYS: ready, paused, takers
+//	KEYS: ready, paused, takers (with an owner)
 //	ARGV: n, owner, registered
-func (q Queue) PopOrWait(ctx context.Context, n int, owner string, registered bool) *redis.Cmd {
+func (q Queue) PopOrWait(sctx, ctx context.Context, n int, owner string, registered bool, late func(*redis.Cmd)) *redis.Cmd {
+	if owner == "" {
+		return q.Conn.EvalWithinOr(sctx, ctx, &q.Conn.Takes, q.Def.Scripts.Pop, []string{q.Key, q.PausedKey()}, late, n)
+	}
 	r := ""
 	if registered {
 		r = "1"
 	}
-	return q.Conn.EvalIn(ctx, &q.Conn.Takes, q.Def.Scripts.Pop, []string{q.Key, q.PausedKey(), q.Keys[10]}, n, owner, r)
+	return q.Conn.EvalWithinOr(sctx, ctx, &q.Conn.Takes, q.Def.Scripts.Pop, []string{q.Key, q.PausedKey(), q.Keys[10]}, late, n, owner, r)
 }
 
 // Item runs queue_item: action ("remove", "run-now", "bury", "redrive")
