@@ -76,6 +76,7 @@ type regGroup struct {
 	watching bool // the timer is the hold's end, not the registrations' (next)
 	failures int
 	lastErr  error // the last refresh's, while Redis could not be reached
+	single   bool  // the last refresh found a compact single hold (rdb.Registry.Refresh)
 }
 
 type regMember struct {
@@ -105,7 +106,9 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 	key := r.reg.Waiters + "\x00" + r.ttl.String()
 	g := f.groups[key]
 	if g == nil {
-		g = &regGroup{key: key, reg: r.reg, ttl: r.ttl, short: r.short}
+		// (A read-write lock's or semaphore's refresh reads the compact
+		// single hold first until one finds the holds' full form.)
+		g = &regGroup{key: key, reg: r.reg, ttl: r.ttl, short: r.short, single: r.reg.Single != ""}
 		f.groups[key] = g
 		g.timer = time.AfterFunc(g.next(r.pttl, false), func() { c.refresh(g) })
 	}
@@ -189,31 +192,35 @@ func (c *Client) refresh(g *regGroup) {
 	ctx, cancel := context.WithTimeout(context.Background(), g.ttl/3)
 	defer cancel()
 	type result struct {
-		n    int64
-		pttl time.Duration
-		head bool
-		err  error
+		n             int64
+		pttl          time.Duration
+		head, compact bool
+		err           error
 	}
 	var n int64
-	pttl, head := time.Duration(-1), false
+	pttl, head, single := time.Duration(-1), false, g.single
 	var err error
 	// Members in batches that keep each call's arguments small.
 	for i := 0; i < len(members) && err == nil; i += refreshBatch {
 		batch := members[i:min(i+refreshBatch, len(members))]
 		r, ok := within(ctx, func() result {
-			n, p, h, err := g.reg.Refresh(ctx, &c.conn, g.ttl, batch)
-			return result{n, p, h, err}
+			n, p, h, s, err := g.reg.Refresh(ctx, &c.conn, g.ttl, batch, single)
+			return result{n, p, h, s, err}
 		})
 		if !ok {
 			r.err = ctx.Err()
 		}
 		n, pttl, head, err = n+r.n, r.pttl, head || r.head, r.err
+		if r.err == nil {
+			single = r.compact
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.groups[g.key] != g {
 		return
 	}
+	g.single = single
 	if err != nil {
 		// Redis unreachable: try again soon; the waiters ride it out on
 		// their own (a reconnection wakes them, see "Waiting").

@@ -13,19 +13,23 @@
 --   milliseconds (a read-write lock's holds, a semaphore's)
 -- KEYS[2] queue: the waiter registry's wait queue
 -- KEYS[3] waiters: the waiter registry's deadlines
--- KEYS[4]? single: with hold_kind 'z', the key of a compact single hold
---   (a read-write lock's hash, a semaphore's counts: its field "s" names
---   the hold, its TTL is the hold's), read when hold is empty
+-- KEYS[4]? single: with hold_kind 'z' or 's', the key of a compact
+--   single hold (a read-write lock's hash, a semaphore's counts: its field
+--   "s" names the hold, its TTL is the hold's), read when hold is empty
 -- ARGV[1] registry_ttl_ms: how long the registrations last from now
 -- ARGV[2] hold_kind: 'k' when hold's TTL is the hold's, 'z' when hold
---   holds deadlines
+--   holds deadlines, 's' as 'z' with the compact single hold read first
+--   (the client's last refresh found one: a refresh behind it is then one
+--   command less, and one more when the hold changed form)
 -- ARGV[3...] members: the client's members, as registered
--- reply: {int, int, int}
---   {registered, pttl, head}: how many of the members were still
---   registered (a member gone was handed what it waited for, or passed
---   over); how long the (first) hold has left in milliseconds: -2 when
---   none is left, or the first ran out unreleased; -1 when the key has no
---   TTL; and 1 when the queue's head is one of the members, else 0.
+-- reply: {int, int, int} | {int, int, int, int}
+--   {registered, pttl, head[, single]}: how many of the members were
+--   still registered (a member gone was handed what it waited for, or
+--   passed over); how long the (first) hold has left in milliseconds: -2
+--   when none is left, or the first ran out unreleased; -1 when the key
+--   has no TTL; 1 when the queue's head is one of the members, else 0;
+--   and, for hold_kind 'z' and 's', 1 when the compact single hold
+--   answered, else 0.
 -- #include registry
 local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[1]
 local now = now_ms()
@@ -50,11 +54,15 @@ end
 if ARGV[2] == 'k' then
   return {n, redis.call('pttl', KEYS[1]), head}
 end
+local single = ARGV[2] == 's' and KEYS[4]
+if single and redis.call('hexists', single, 's') == 1 then
+  return {n, redis.call('pttl', single), head, 1}
+end
 local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
-if not first[2] and KEYS[4] and redis.call('hexists', KEYS[4], 's') == 1 then
-  return {n, redis.call('pttl', KEYS[4]), head}
+if not first[2] and KEYS[4] and not single and redis.call('hexists', KEYS[4], 's') == 1 then
+  return {n, redis.call('pttl', KEYS[4]), head, 1}
 end
 if not first[2] or tonumber(first[2]) <= now then
-  return {n, -2, head}
+  return {n, -2, head, 0}
 end
-return {n, tonumber(first[2]) - now, head}
+return {n, tonumber(first[2]) - now, head, 0}

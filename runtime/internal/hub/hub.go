@@ -123,8 +123,12 @@ const (
 	linger = time.Second
 	// HealthEvery is how long a connection with channels subscribed may
 	// be silent before the hub pings it; a second silence of that length
-	// throws it away. A connection without channels is not pinged.
-	HealthEvery = 3 * time.Second
+	// throws it away. A connection without channels is not pinged. It is
+	// the waiter registry's refresh period (LiveRegistryTTL/3), which
+	// bounds a lost wake-up's cost anyway: a client whose goroutines wait
+	// costs a ping and a refresh per object every 10 s, under a command
+	// a second (TestWaitingCostPerClient).
+	HealthEvery = 10 * time.Second
 	// opTimeout bounds one write (and the dial it may need).
 	opTimeout = 5 * time.Second
 	// maxBackoff caps the pause between reconnection and rerouting

@@ -23,32 +23,38 @@ type Registry struct {
 }
 
 // Refresh runs registry_refresh for members, one client's waiters of the
-// registry's object, registered for ttl from now:
+// registry's object, registered for ttl from now; with single (the last
+// refresh found a compact single hold), the compact hold is read first:
 //
 //	KEYS: hold, queue, waiters, single (with Deadlines)
 //	ARGV: registry_ttl_ms, hold_kind, members...
 //
-// registry_refresh reply: {int, int, int}
-func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, members []string) (registered int64, pttl time.Duration, head bool, err error) {
+// It returns whether the compact single hold answered (compact).
+//
+// registry_refresh reply: {int, int, int} | {int, int, int, int}
+func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, members []string, single bool) (registered int64, pttl time.Duration, head, compact bool, err error) {
 	args := make([]any, 0, 2+len(members))
 	kind := "k"
+	keys := []string{r.Hold, r.Queue, r.Waiters}
 	if r.Deadlines {
 		kind = "z"
+		if r.Single != "" {
+			keys = append(keys, r.Single)
+			if single {
+				kind = "s"
+			}
+		}
 	}
 	args = append(args, ttl.Milliseconds(), kind)
 	for _, m := range members {
 		args = append(args, m)
 	}
-	keys := []string{r.Hold, r.Queue, r.Waiters}
-	if r.Deadlines && r.Single != "" {
-		keys = append(keys, r.Single)
-	}
 	v, err := conn.Eval(ctx, impl.RegistryRefresh(), keys, args...).Int64Slice()
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, false, false, err
 	}
-	if len(v) != 3 {
-		return 0, 0, false, fmt.Errorf("unexpected reply %v", v)
+	if len(v) != 3 && len(v) != 4 {
+		return 0, 0, false, false, fmt.Errorf("unexpected reply %v", v)
 	}
-	return v[0], time.Duration(v[1]) * time.Millisecond, v[2] == 1, nil
+	return v[0], time.Duration(v[1]) * time.Millisecond, v[2] == 1, len(v) == 4 && v[3] == 1, nil
 }
