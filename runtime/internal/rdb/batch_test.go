@@ -13,8 +13,9 @@ import (
 // TestLaneWithin: a call whose wait ends while it is queued behind the
 // lane's two flights is withdrawn and never runs; one whose wait ends in
 // flight returns false at once, runs, and its late function gets its
-// reply. Redis is paused (CLIENT PAUSE WRITE) so that the flights stay
-// in the air; the test waits on the lane's own state, not on time.
+// reply. Redis is paused (CLIENT PAUSE WRITE, until CLIENT UNPAUSE) so
+// that the flights stay in the air; the test waits on the lane's own
+// state, not on time.
 func TestLaneWithin(t *testing.T) {
 	n := redistest.Single(t)
 	ctx := context.Background()
@@ -58,9 +59,12 @@ func TestLaneWithin(t *testing.T) {
 			}
 		}
 	}
-	if err := admin.Do(ctx, "client", "pause", 1500, "write").Err(); err != nil {
+	// Paused until the test unpauses it (CLIENT UNPAUSE), however slow
+	// the machine: the flights stay in the air until then.
+	if err := admin.Do(ctx, "client", "pause", 60000, "write").Err(); err != nil {
 		t.Fatal(err)
 	}
+	defer admin.Do(context.Background(), "client", "unpause")
 
 	// A: in flight when its wait ends.
 	actx, cancelA := context.WithCancel(ctx)
@@ -93,6 +97,9 @@ func TestLaneWithin(t *testing.T) {
 	}
 
 	// The pause ends: A and B run, A's reply goes to its late function.
+	if err := admin.Do(ctx, "client", "unpause").Err(); err != nil {
+		t.Fatal(err)
+	}
 	<-bdone
 	select {
 	case got := <-late:
