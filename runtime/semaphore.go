@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -290,17 +291,18 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 	// granted) in the background.
 	uctx, cancel := attemptContext(ctx, true, o.end)
 	defer cancel()
-	acquire := func() *redis.Cmd {
-		return s.ops().Acquire(uctx, rdb.SemAttempt{Owner: owner, N: n, Lease: o.lease, Reg: reg, Registered: registered, WaitCapacity: o.waitCapacity})
-	}
+	a := rdb.SemAttempt{Owner: owner, N: n, Lease: o.lease, Reg: reg, Registered: registered, WaitCapacity: o.waitCapacity}
 	var cmd *redis.Cmd
 	if _, bounded := uctx.Deadline(); bounded {
+		// (The closure and what it captures are made here only: an
+		// unbounded attempt allocates neither.)
+		bctx, ba := uctx, a
 		var ok bool
-		if cmd, ok = within(uctx, acquire); !ok { // see Lock.attempt
-			cmd = lateCmd(uctx)
+		if cmd, ok = within(bctx, func() *redis.Cmd { return s.ops().Acquire(bctx, ba) }); !ok { // see Lock.attempt
+			cmd = lateCmd(bctx)
 		}
 	} else {
-		cmd = acquire()
+		cmd = s.ops().Acquire(uctx, a)
 	}
 	var buf [3]int64
 	res, fast, err := rdb.SemAcquireReply(cmd, &buf) // semaphore_acquire reply: int | {int, int, int} | {int, int}
@@ -330,7 +332,7 @@ func (s *Semaphore) attempt(ctx context.Context, owner, n string, o acquireOptio
 		}
 		return nil, next, nil
 	}
-	return nil, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", s.key, res)
+	return nil, 0, fmt.Errorf("lockgen: acquiring %s: unexpected reply %v", s.key, slices.Clone(res)) // (a copy: buf stays on the stack)
 }
 
 // Available returns how many permits are free now (0 when an operator
