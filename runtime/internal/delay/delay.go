@@ -78,6 +78,8 @@ type Scheduler struct {
 	kick    chan struct{}         // capacity 1: wakes the loop
 	running bool
 	closed  bool
+	toSub   []*Served // queues whose channel the subscriber goroutine subscribes next
+	subbing bool      // the subscriber goroutine runs
 }
 
 // Queue is a queue instance as the scheduler serves it.
@@ -235,43 +237,76 @@ func (s *Scheduler) wake() {
 
 // subscribe subscribes to e's channel in the background: the first move
 // runs once the subscription is confirmed (or failed), so that an earlier
-// item announced after it replies is heard. s.mu must be held.
+// item announced after it replies is heard. One goroutine subscribes
+// what is pending, many channels at once (10 000 keyed queues served
+// together cost one goroutine, not one each). s.mu must be held.
 func (s *Scheduler) subscribe(e *Served) {
 	if e.sub != nil || e.subbing {
 		return
 	}
 	e.subbing = true
-	go func() {
-		h := s.Hub
-		ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
-		sub, err := h.Subscribe(ctx, e.q.Channel())
-		cancel()
-		var w *hub.Waiter
-		if err == nil {
-			w = h.Watch(sub, func(payload string) { s.notify(e, payload) })
-		}
+	s.toSub = append(s.toSub, e)
+	if !s.subbing {
+		s.subbing = true
+		go s.subscriber()
+	}
+}
+
+// subscriber subscribes the channels of the entries pending in toSub, a
+// batch at a time, until none is left.
+func (s *Scheduler) subscriber() {
+	h := s.Hub
+	for {
 		s.mu.Lock()
-		e.subbing = false
-		live := s.served[e.q.Key()] == e
-		if live && err == nil {
-			e.sub, e.w = sub, w
-		}
-		switch {
-		case e.first && errors.Is(err, impl.ErrClosed):
-			e.first, e.err = false, err
-			close(e.ready)
-		case live && (e.first || e.early):
-			// (A move before the subscription may have missed an
-			// announcement made between its reply and the subscription.)
-			e.early = false
-			s.runNow(e)
+		batch := s.toSub
+		s.toSub = nil
+		if len(batch) == 0 {
+			s.subbing = false
+			s.mu.Unlock()
+			return
 		}
 		s.mu.Unlock()
-		if !live && err == nil {
-			h.Leave(sub, w, true)
-			h.Unsubscribe(sub)
+		channels := make([]string, len(batch))
+		for i, e := range batch {
+			channels[i] = e.q.Channel()
 		}
-	}()
+		ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+		subs, errs := h.SubscribeMany(ctx, channels)
+		cancel()
+		for i, e := range batch {
+			s.subscribed(e, subs[i], errs[i])
+		}
+	}
+}
+
+// subscribed records the outcome of e's subscription: sub, or err.
+func (s *Scheduler) subscribed(e *Served, sub *hub.Subscription, err error) {
+	h := s.Hub
+	var w *hub.Waiter
+	if err == nil {
+		w = h.Watch(sub, func(payload string) { s.notify(e, payload) })
+	}
+	s.mu.Lock()
+	e.subbing = false
+	live := s.served[e.q.Key()] == e
+	if live && err == nil {
+		e.sub, e.w = sub, w
+	}
+	switch {
+	case e.first && errors.Is(err, impl.ErrClosed):
+		e.first, e.err = false, err
+		close(e.ready)
+	case live && (e.first || e.early):
+		// (A move before the subscription may have missed an
+		// announcement made between its reply and the subscription.)
+		e.early = false
+		s.runNow(e)
+	}
+	s.mu.Unlock()
+	if !live && err == nil {
+		h.Leave(sub, w, true)
+		h.Unsubscribe(sub)
+	}
 }
 
 // schedule puts e in the heap at t. s.mu must be held.

@@ -196,11 +196,59 @@ func (h *Hub) Sharded(ctx context.Context) (bool, error) {
 	return h.mode.Load() == modeSharded, nil
 }
 
-// subscribe adds a reference to channel and waits until the subscription
+// Subscribe adds a reference to channel and waits until the subscription
 // is confirmed by the server, or at most confirmWait: a subscription that
 // is confirmed later wakes the waiters that joined it meanwhile. It
 // returns impl.ErrClosed after close, or ctx's error.
 func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
+	s, err := h.join(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(confirmWait)
+	defer t.Stop()
+	return h.confirmed(ctx, s, t.C)
+}
+
+// SubscribeMany is Subscribe for many channels at once, from one
+// goroutine: every channel is subscribed before the first confirmation
+// is waited for, and the waits share one confirmWait. Its results are in
+// the channels' order.
+func (h *Hub) SubscribeMany(ctx context.Context, channels []string) ([]*Subscription, []error) {
+	subs, errs := make([]*Subscription, len(channels)), make([]error, len(channels))
+	for i, ch := range channels {
+		subs[i], errs[i] = h.join(ctx, ch)
+	}
+	t := time.NewTimer(confirmWait)
+	defer t.Stop()
+	expired := false
+	for i, sub := range subs {
+		if errs[i] != nil {
+			continue
+		}
+		if expired {
+			// (confirmWait has passed: what is not confirmed is
+			// returned as it is, as Subscribe returns it then.)
+			subs[i], errs[i] = h.confirmed(ctx, sub, closedChan)
+			continue
+		}
+		subs[i], errs[i] = h.confirmed(ctx, sub, t.C)
+		if errs[i] == nil && !h.isReady(sub) {
+			expired = true
+		}
+	}
+	return subs, errs
+}
+
+// closedChan is a closed channel: a wait on it is over at once.
+var closedChan = func() chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
+// join adds a reference to channel, subscribing it when it is new.
+func (h *Hub) join(ctx context.Context, channel string) (*Subscription, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -217,19 +265,30 @@ func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, err
 	if fresh {
 		h.route(ctx, s)
 	}
+	return s, nil
+}
 
+// isReady reports whether s's subscription is confirmed.
+func (h *Hub) isReady(s *Subscription) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return s.isReady
+}
+
+// confirmed waits until s is confirmed or expired fires (s is returned
+// then too), and drops the reference join took when the hub closes or
+// ctx ends first.
+func (h *Hub) confirmed(ctx context.Context, s *Subscription, expired <-chan time.Time) (*Subscription, error) {
 	h.mu.Lock()
 	ready, isReady := s.ready, s.isReady
 	h.mu.Unlock()
 	if isReady {
 		return s, nil
 	}
-	t := time.NewTimer(confirmWait)
-	defer t.Stop()
 	select {
 	case <-ready:
 		return s, nil
-	case <-t.C:
+	case <-expired:
 		return s, nil
 	case <-h.done:
 		h.Unsubscribe(s)
