@@ -246,7 +246,7 @@ type schedRun struct {
 func (r *schedRun) turn() time.Time {
 	s := r.s
 	if !r.known {
-		st, err := r.call(func(ctx context.Context) *redis.Cmd { return s.ops().Read(ctx) })
+		st, err := r.call(r.ctx, func(ctx context.Context) *redis.Cmd { return s.ops().Read(ctx) })
 		if err != nil {
 			return r.failed(err)
 		}
@@ -311,7 +311,10 @@ func (r *schedRun) claim(tick int64, deadline any) (schedReply, error) {
 		}
 	}
 	op := s.c.newSharedOp()
-	st, err := r.call(func(ctx context.Context) *redis.Cmd {
+	// Not cut short by Stop (which waits for the turn): a claim that fired
+	// in Redis runs its handler; one cut short would leave its tick fired
+	// and unhandled, as no turn comes after Stop to read it back.
+	st, err := r.call(context.WithoutCancel(r.ctx), func(ctx context.Context) *redis.Cmd {
 		return s.ops().Fire(ctx, tick, s.when.next(tick), s.c.id, op, deadline, item)
 	})
 	if err != nil {
@@ -364,10 +367,11 @@ type schedReply struct {
 	by                         string
 }
 
-// call runs one of the schedule's scripts within schedCallTimeout (also
-// when Redis does not answer) and decodes its reply.
-func (r *schedRun) call(send func(ctx context.Context) *redis.Cmd) (schedReply, error) {
-	ctx, cancel := context.WithTimeout(r.ctx, schedCallTimeout)
+// call runs one of the schedule's scripts under parent within
+// schedCallTimeout (also when Redis does not answer) and decodes its
+// reply.
+func (r *schedRun) call(parent context.Context, send func(ctx context.Context) *redis.Cmd) (schedReply, error) {
+	ctx, cancel := context.WithTimeout(parent, schedCallTimeout)
 	defer cancel()
 	cmd, ok := within(ctx, func() *redis.Cmd { return send(ctx) })
 	if !ok {
@@ -535,7 +539,9 @@ func (s *Schedule) Start(fn func(ctx context.Context, t Tick) error) error {
 }
 
 // Stop stops firing on this client and waits for its handlers in
-// progress. Other clients keep firing.
+// progress, and for a claim of a tick in flight (at most 5 s, also when
+// Redis does not answer): a tick it claimed runs its handler. Other
+// clients keep firing.
 func (s *Schedule) Stop() { s.s.stop() }
 
 // Pause pauses the schedule on every replica: its ticks are skipped until
@@ -663,7 +669,9 @@ func (s *QueueSchedule[T]) Start(build func(ctx context.Context, t Tick) (T, err
 	}})
 }
 
-// Stop stops firing on this client. Other clients keep firing.
+// Stop stops firing on this client, and waits for a claim of a tick in
+// flight (at most 5 s, also when Redis does not answer): a tick it
+// claimed has its item offered. Other clients keep firing.
 func (s *QueueSchedule[T]) Stop() { s.s.stop() }
 
 // Pause pauses the schedule on every replica (see Schedule.Pause).
