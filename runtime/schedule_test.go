@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -332,6 +333,86 @@ func TestScheduleLostReplies(t *testing.T) {
 			t.Errorf("state %+v (%v) after %d handler runs", st, err, n)
 		}
 	})
+}
+
+// TestScheduleStopDuringClaim: Stop called while a claim is in flight
+// (Redis paused for writes, CLIENT PAUSE WRITE, so the claim's Fire script
+// waits there) waits for it: the claim fires once Redis is unpaused, and
+// its handler runs before Stop returns; Redis' count of fires equals the
+// handler's runs. (Stop cut the claim short before: the tick was fired in
+// Redis and never handled.)
+func TestScheduleStopDuringClaim(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	ctx := context.Background()
+	c := newClient(t, b)
+	d := scheduleDef("Stopping", 100*time.Millisecond)
+	sent := &fireSent{sha: d.Scripts.Fire.SHA1, sent: make(chan struct{}, 1)}
+	c.Redis().AddHook(sent)
+	var log fireLog
+	s := lockimpl.NewSchedule(c, d, schedKey(t))
+	if err := s.Start(log.handler(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, failAfter, func() bool { return log.len() >= 2 }, "the schedule did not fire")
+	admin := node.Client()
+	if err := admin.Do(ctx, "client", "pause", 60000, "write").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Do(context.Background(), "client", "unpause")
+	sent.armed.Store(true)
+	select {
+	case <-sent.sent: // a claim sent after the pause: it waits in Redis
+	case <-time.After(failAfter):
+		t.Fatal("no claim sent during the pause")
+	}
+	stopped := make(chan struct{})
+	go func() {
+		s.Stop()
+		close(stopped)
+	}()
+	// (A bounded wait for what must not happen: Stop returning while its
+	// claim waits in Redis.)
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a claim of its tick was in flight")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := admin.Do(ctx, "client", "unpause").Err(); err != nil {
+		t.Fatal(err)
+	}
+	<-stopped
+	st, err := s.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := log.len(); st.Fires != int64(n) {
+		t.Fatalf("%d fires in Redis, %d handler runs", st.Fires, n)
+	}
+}
+
+// fireSent is a hook that signals once a schedule's Fire script (sha) is
+// sent after it was armed.
+type fireSent struct {
+	sha   string
+	armed atomic.Bool
+	sent  chan struct{}
+}
+
+func (h *fireSent) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *fireSent) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *fireSent) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); h.armed.Load() && len(a) > 1 && a[0] == "evalsha" && a[1] == h.sha {
+			select {
+			case h.sent <- struct{}{}:
+			default:
+			}
+		}
+		return next(ctx, cmd)
+	}
 }
 
 // TestScheduleTimersPerClient: a client runs one timer goroutine for all
