@@ -57,3 +57,48 @@ func TestNoScriptOneExtraRoundTrip(t *testing.T) {
 		t.Errorf("the next Lock+Unlock: %d round trips, want 2", got)
 	}
 }
+
+// TestNoScriptLanes: the calls a client sends in its lanes (a plain
+// queue's Offer, and TryTake's pop, under a context with a deadline: the
+// bounded lane path) recover from NOSCRIPT as a Lock does, the script
+// sent again in the lane: one round trip more, and the item offered and
+// taken once.
+func TestNoScriptLanes(t *testing.T) {
+	t.Parallel()
+	n, b := ownNode(t)
+	rdb := b.new()
+	defer rdb.Close()
+	c := lockrt.New(rdb)
+	defer c.Close()
+	q := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := q.Offer(ctx, 0); err != nil { // the scripts loaded
+		t.Fatal(err)
+	}
+	if _, err := q.TryTake(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Client().ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := &countHook{}
+	rdb.AddHook(h)
+	if err := q.Offer(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.n.Load(); got != 2 {
+		t.Errorf("Offer after SCRIPT FLUSH: %d round trips, want 2", got)
+	}
+	h.n.Store(0)
+	v, err := q.TryTake(ctx, 0)
+	if err != nil || v != 7 {
+		t.Fatalf("TryTake after SCRIPT FLUSH = %d, %v; want 7", v, err)
+	}
+	if got := h.n.Load(); got != 2 {
+		t.Errorf("TryTake after SCRIPT FLUSH: %d round trips, want 2", got)
+	}
+	if l, err := q.Len(ctx); err != nil || l != 0 {
+		t.Fatalf("Len = %d, %v; want 0", l, err)
+	}
+}

@@ -323,8 +323,8 @@ func waitSettled(t testing.TB, cs []*evalCounter) {
 // TestIdleClientSendsNoPings: a client whose waits ended, its wake-up
 // channel unsubscribed (PUBSUB NUMSUB 0 after the hub's linger), sends
 // Redis nothing while it stays idle: its pub/sub connection, with no
-// channel to lose, is not pinged (a subscribed one is, every 3 s of
-// silence). Counted by INFO commandstats over two of the hub's silences
+// channel to lose, is not pinged (a subscribed one is, after
+// hub.HealthEvery of silence). Counted by INFO commandstats over two of the hub's silences
 // and a second: the window is the hub's timer, which would have pinged
 // twice in it.
 func TestIdleClientSendsNoPings(t *testing.T) {

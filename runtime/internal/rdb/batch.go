@@ -174,7 +174,7 @@ func (l *Lane) fly(r redis.UniversalClient) {
 }
 
 // EvalIn is Eval sent in lane l (see Lane): a script that answers NOSCRIPT
-// is sent again alone, as EVAL.
+// is sent again in the lane, as EVAL.
 func (c *Conn) EvalIn(ctx context.Context, l *Lane, s *impl.Script, keys []string, args ...any) *redis.Cmd {
 	return c.evalIn(ctx, s, keys, args, func(cmd *redis.Cmd) bool {
 		l.Do(ctx, c.R, cmd)
@@ -210,7 +210,8 @@ func (c *Conn) EvalWithinOr(sctx, ctx context.Context, l *Lane, s *impl.Script, 
 }
 
 // evalIn sends s's EVALSHA with send (a lane's; false: it gave up by
-// ctx's end), and after NOSCRIPT the source alone, as EVAL.
+// ctx's end), and after NOSCRIPT the source, as EVAL, with send too (so a
+// bounded wait stays bounded).
 func (c *Conn) evalIn(ctx context.Context, s *impl.Script, keys []string, args []any, send func(*redis.Cmd) bool) *redis.Cmd {
 	if s.Err != nil {
 		return Failed(ctx, s.Err)
@@ -229,10 +230,17 @@ func (c *Conn) evalIn(ctx context.Context, s *impl.Script, keys []string, args [
 		return Failed(ctx, ctx.Err())
 	}
 	if IsNoScript(cmd.Err()) {
+		// The source goes the same way, bounded as the first send was.
 		c.noScript(ctx, s, args)
 		cmdArgs = slices.Clone(cmdArgs) // the sent command may still hold them
 		cmdArgs[0], cmdArgs[1] = "eval", s.Source
-		cmd = c.process(ctx, cmdArgs, len(keys) > 0)
+		cmd = redis.NewCmd(ctx, cmdArgs...)
+		if len(keys) > 0 {
+			cmd.SetFirstKeyPos(3)
+		}
+		if !send(cmd) {
+			return Failed(ctx, ctx.Err())
+		}
 	}
 	c.ReloadOnConnError(cmd.Err())
 	return cmd

@@ -31,32 +31,23 @@ func TestLaneWithin(t *testing.T) {
 	var l Lane
 	// settled waits until the lane holds no queued call and flights in
 	// flight; queued until it holds n queued calls.
+	lane := func(cond func() bool) bool {
+		return redistest.Within(10*time.Second, func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return cond()
+		})
+	}
 	settled := func(flights int) {
 		t.Helper()
-		for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			l.mu.Lock()
-			ok := len(l.queue) == 0 && l.flights == flights
-			l.mu.Unlock()
-			if ok {
-				return
-			}
-			if time.Now().After(end) {
-				t.Fatalf("the lane did not send its calls (%d flights wanted)", flights)
-			}
+		if !lane(func() bool { return len(l.queue) == 0 && l.flights == flights }) {
+			t.Fatalf("the lane did not send its calls (%d flights wanted)", flights)
 		}
 	}
 	queued := func(n int) {
 		t.Helper()
-		for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			l.mu.Lock()
-			ok := len(l.queue) == n
-			l.mu.Unlock()
-			if ok {
-				return
-			}
-			if time.Now().After(end) {
-				t.Fatalf("not %d calls queued", n)
-			}
+		if !lane(func() bool { return len(l.queue) == n }) {
+			t.Fatalf("not %d calls queued", n)
 		}
 	}
 	// Paused until the test unpauses it (CLIENT UNPAUSE), however slow
