@@ -230,7 +230,9 @@
 // per-attempt WithTimeout (the visibility extended meanwhile), retries
 // with WithBackoff until maxDeliveries, a panic as a failed attempt
 // (PanicError), WithMiddleware, and a graceful shutdown when its context
-// ends (WithShutdownTimeout; items of unfinished handlers go back). An
+// ends (WithShutdownTimeout; items of unfinished handlers go back). A
+// worker acknowledges (or gives back) an item while it takes its next
+// one, and Serve returns after the last acknowledgement. An
 // item that does not decode, or was written by another codec
 // (ErrEnvelope), is dead-lettered and never blocks the queue.
 // Enqueue(ctx, v, Unique(key)) (with the spec's unique window) or

@@ -37,3 +37,7 @@ func SawContended(c *Client, key string) { c.contended.saw(key) }
 // HubHealthEvery is how long a subscribed pub/sub connection may be
 // silent before the hub pings it.
 const HubHealthEvery = hub.HealthEvery
+
+// AcksQueued returns how many acknowledgements of c's deliveries wait in
+// its acknowledgements' lane for a flight.
+func AcksQueued(c *Client) int { return c.conn.Settles.Queued() }

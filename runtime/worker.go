@@ -190,11 +190,24 @@ func (q *ReliableQueue[T]) Serve(ctx context.Context, handler func(ctx context.C
 	var wg sync.WaitGroup
 	idle := make(chan struct{}, cfg.concurrency)
 	items := make(chan *Delivery[T])
+	// A worker is idle again once its handler returned: its delivery is
+	// settled (acknowledged, given back) on a goroutine of its own while
+	// the worker takes its next item, at most one settle a worker under
+	// way (settling), so that the acknowledgements of workers that finish
+	// together share their round trips (rdb.Conn's Settles lane) and a
+	// worker's next claim does not wait for them.
+	settling := make(chan struct{}, cfg.concurrency)
+	var swg sync.WaitGroup // the settles, which Serve waits for
 	for range cfg.concurrency {
 		idle <- struct{}{}
 		wg.Go(func() {
 			for d := range items {
-				q.handle(hctx, d, handler, &cfg)
+				settle := q.handle(hctx, d, handler, &cfg)
+				settling <- struct{}{}
+				swg.Go(func() {
+					settle()
+					<-settling
+				})
 				idle <- struct{}{}
 			}
 		})
@@ -207,6 +220,7 @@ func (q *ReliableQueue[T]) Serve(ctx context.Context, handler func(ctx context.C
 	fwg.Wait()
 	close(items)
 	wg.Wait()
+	swg.Wait()
 	close(errs)
 	for err := range errs {
 		if err != nil {
@@ -272,8 +286,9 @@ func (q *ReliableQueue[T]) fetch(ctx context.Context, idle chan struct{}, items 
 	return nil
 }
 
-// handle runs one attempt and settles the delivery.
-func (q *ReliableQueue[T]) handle(hctx context.Context, d *Delivery[T], handler func(context.Context, T) error, cfg *workerConfig) {
+// handle runs one attempt and returns what settles its delivery (the
+// attempt's observation ends with it).
+func (q *ReliableQueue[T]) handle(hctx context.Context, d *Delivery[T], handler func(context.Context, T) error, cfg *workerConfig) func() {
 	job := Job{Queue: q.Name(), Key: q.Key(), ID: d.ID(), Attempt: d.Attempt(), Deadline: d.Deadline()}
 	octx, obsEnd := q.q.c.start(context.WithValue(hctx, jobKey{}, job), OpProcess, q.q.def.Name)
 	actx, cancel := context.WithCancelCause(q.q.c.extractItem(octx, d.d.body))
@@ -296,31 +311,33 @@ func (q *ReliableQueue[T]) handle(hctx context.Context, d *Delivery[T], handler 
 		err = context.Cause(actx)
 	}
 	stopExtending()
-
-	// Settled in the attempt's observed context (its span gets the
-	// acknowledgement), which ends after it.
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(octx), settleTimeout)
-	defer scancel()
-	var serr error
-	switch {
-	case err == nil:
-		serr = d.Ack(sctx)
-	case errors.Is(context.Cause(actx), ErrShutdown):
-		serr = d.Release(sctx)
-	case errors.Is(context.Cause(actx), ErrDeliveryExpired):
-		serr = ErrDeliveryExpired // another consumer may have it by now
-	case errors.Is(err, ErrSkipRetry):
-		serr = d.Bury(sctx, err)
-	default:
-		serr = d.Retry(sctx, err, cfg.backoff(d.Attempt(), err))
+	cause := context.Cause(actx)
+	return func() {
+		// Settled in the attempt's observed context (its span gets the
+		// acknowledgement), which ends after it.
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(octx), settleTimeout)
+		defer scancel()
+		var serr error
+		switch {
+		case err == nil:
+			serr = d.Ack(sctx)
+		case errors.Is(cause, ErrShutdown):
+			serr = d.Release(sctx)
+		case errors.Is(cause, ErrDeliveryExpired):
+			serr = ErrDeliveryExpired // another consumer may have it by now
+		case errors.Is(err, ErrSkipRetry):
+			serr = d.Bury(sctx, err)
+		default:
+			serr = d.Retry(sctx, err, cfg.backoff(d.Attempt(), err))
+		}
+		if err != nil && !errors.Is(cause, ErrShutdown) {
+			cfg.report(job, err)
+		}
+		if serr != nil {
+			cfg.report(job, serr)
+		}
+		obsEnd(err)
 	}
-	if err != nil && !errors.Is(context.Cause(actx), ErrShutdown) {
-		cfg.report(job, err)
-	}
-	if serr != nil {
-		cfg.report(job, serr)
-	}
-	obsEnd(err)
 }
 
 // run calls the middleware and the handler, turning a panic into a

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 // serve runs q.Serve in the background and returns a function that stops
@@ -374,4 +377,132 @@ func TestWorkerMiddleware(t *testing.T) {
 func until(t *testing.T, cond func() bool) {
 	t.Helper()
 	eventually(t, 20*time.Second, cond, "the worker did not get there")
+}
+
+// ackTrips records the round trips that carry acknowledgements (EVALSHAs
+// of queue_ack): how many each carried, in order.
+type ackTrips struct {
+	sha, claim string // queue_ack's and queue_take's
+	claims     atomic.Int32
+	mu         sync.Mutex
+	sent       []int
+}
+
+// trips returns how many round trips carried the first n
+// acknowledgements (0 when fewer were sent), and how many were sent.
+func (h *ackTrips) trips(n int) (trips, acks int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, k := range h.sent {
+		acks += k
+		if trips == 0 && acks >= n {
+			trips = i + 1
+		}
+	}
+	return trips, acks
+}
+
+func (h *ackTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *ackTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.ProcessPipelineHook(func(ctx context.Context, cmds []redis.Cmder) error {
+			return next(ctx, cmds[0])
+		})(ctx, []redis.Cmder{cmd})
+	}
+}
+
+func (h *ackTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		n := 0
+		for _, c := range cmds {
+			if a := c.Args(); len(a) > 1 && c.Name() == "evalsha" {
+				switch a[1] {
+				case h.sha:
+					n++
+				case h.claim:
+					h.claims.Add(1)
+				}
+			}
+		}
+		if n > 0 {
+			h.mu.Lock()
+			h.sent = append(h.sent, n)
+			h.mu.Unlock()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestWorkerAcksShareRoundTrips: a worker's handlers that return together
+// acknowledge their deliveries in shared round trips (the
+// acknowledgements' lane), and a worker is idle again once its handler
+// returned, not once its acknowledgement came. Redis is paused for writes
+// (CLIENT PAUSE WRITE, until CLIENT UNPAUSE) when 8 handlers return, so
+// that the lane's two flights stay in the air: the other 6
+// acknowledgements wait behind them and go in one pipeline, 8 in 3 round
+// trips however slow the machine.
+func TestWorkerAcksShareRoundTrips(t *testing.T) {
+	t.Parallel()
+	const workers = 8
+	node := redistest.Single(t)
+	ctx := withTimeout(t, time.Minute)
+	d, k := queueDef(t, false, 30*time.Second, 3), key(t)
+	rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
+	h := &ackTrips{sha: d.Scripts.Ack.SHA1, claim: d.Scripts.Take.SHA1}
+	rdb.AddHook(h)
+	c := lockrt.New(rdb)
+	defer func() { c.Close(); rdb.Close() }()
+	if err := c.Preload(ctx, d.Scripts.Ack); err != nil {
+		t.Fatal(err)
+	}
+	q := lockrt.NewReliableQueue(c, d, lockrt.JSON[int]{}, k)
+	items := make([]int, 2*workers)
+	for i := range items {
+		items[i] = i
+	}
+	if _, err := q.OfferMany(ctx, items...); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	var first, later atomic.Int32 // handlers of the first items started, of the others
+	stop := serve(t, q, func(_ context.Context, v int) error {
+		if v < workers {
+			first.Add(1)
+			<-gate
+			return nil
+		}
+		later.Add(1)
+		return nil
+	}, lockrt.WithConcurrency(workers))
+	until(t, func() bool { return first.Load() == workers })
+	admin := node.Client()
+	defer admin.Close()
+	if err := admin.Do(ctx, "client", "pause", 60000, "write").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Do(context.Background(), "client", "unpause")
+	claims := h.claims.Load()
+	close(gate)
+	// Two acknowledgements in flight, paused; the other six wait for a
+	// flight; the workers are idle meanwhile: they claim more items
+	// (claims that wait for Redis too, in the takes' lane).
+	until(t, func() bool { return lockrt.AcksQueued(c) == workers-2 && h.claims.Load() > claims })
+	if err := admin.Do(ctx, "client", "unpause").Err(); err != nil {
+		t.Fatal(err)
+	}
+	until(t, func() bool { return later.Load() == workers })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := q.Stats(ctx)
+	if err != nil || st.InFlight != 0 || st.Ready != 0 {
+		t.Fatalf("after the worker stopped: stats %+v, %v; want every item acknowledged", st, err)
+	}
+	// The first 8 in 3 round trips: 1 each in the two paused flights,
+	// the 6 that waited for them in the next (which a later
+	// acknowledgement may have joined).
+	if trips, acks := h.trips(workers); acks != 2*workers || trips != 3 {
+		t.Errorf("the first %d acknowledgements took %d round trips (%d sent in all, in %v), want 3 and %d", workers, trips, acks, h.sent, 2*workers)
+	}
 }

@@ -117,6 +117,13 @@ func (l *Lane) DoWithinOr(sctx, ctx context.Context, r redis.UniversalClient, cm
 	return false
 }
 
+// Queued returns how many calls wait in the lane for a flight.
+func (l *Lane) Queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
+}
+
 // fly sends one pipeline of what the lane has queued (the caller that
 // started it finds its own command there), and leaves the rest to a new
 // flight, so that its caller returns as soon as its reply came.

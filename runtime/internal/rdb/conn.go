@@ -37,8 +37,10 @@ type Conn struct {
 	// reliable queue's claims, which register too); Waits that of plain
 	// queues' registrations, so that a woken consumer's take does not
 	// queue behind the registrations of many Takes starting at once;
-	// Moves the delay timer's; Offers the producers'.
-	Takes, Waits, Moves, Offers Lane
+	// Moves the delay timer's; Offers the producers'; Settles that of
+	// deliveries' acknowledgements, so that the acknowledgements of a
+	// worker's handlers that finish together go in one pipeline.
+	Takes, Waits, Moves, Offers, Settles Lane
 
 	shas     sync.Map     // *impl.Script -> its SHA1, boxed once
 	defaults sync.Map     // *impl.LockDef -> *defaults (see Lock), *impl.SemaphoreDef -> *semArgs (see Semaphore)

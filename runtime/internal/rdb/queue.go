@@ -242,15 +242,16 @@ func (q Queue) Nack(ctx context.Context, id any, n int64, reason, dead string, d
 }
 
 // Ack runs queue_ack for delivery n of item id (an argument that counts
-// its sends).
+// its sends), in the Settles lane: it returns by ctx's end (see
+// Conn.EvalWithin).
 //
 //	KEYS: the eleven
 //	ARGV: publish, id, delivery, retention_ms?, max?
 func (q Queue) Ack(ctx context.Context, id any, n int64) *redis.Cmd {
 	if q.Def.Retention > 0 { // the item is kept, done (queueadmin.go)
-		return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, q.Conn.publish(), id, n, q.Def.Retention.Milliseconds(), q.Def.RetainMax)
+		return q.Conn.EvalWithin(ctx, &q.Conn.Settles, q.Def.Scripts.Ack, q.Keys, q.Conn.publish(), id, n, q.Def.Retention.Milliseconds(), q.Def.RetainMax)
 	}
-	return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, q.Conn.publish(), id, n)
+	return q.Conn.EvalWithin(ctx, &q.Conn.Settles, q.Def.Scripts.Ack, q.Keys, q.Conn.publish(), id, n)
 }
 
 // AckAll runs queue_ack for several deliveries at once: ids[i] (the
@@ -270,7 +271,7 @@ func (q Queue) AckAll(ctx context.Context, ids []any, ns []int64) *redis.Cmd {
 	for i, id := range ids[1:] {
 		args = append(args, id, ns[i+1])
 	}
-	return q.Conn.Eval(ctx, q.Def.Scripts.Ack, q.Keys, args...)
+	return q.Conn.EvalWithin(ctx, &q.Conn.Settles, q.Def.Scripts.Ack, q.Keys, args...)
 }
 
 // Extend runs queue_extend: delivery n of item id stays invisible for
