@@ -428,7 +428,7 @@ type reliableJob[T any] struct {
 }
 
 func (j *reliableJob[T]) run(hctx context.Context, cfg *workerConfig) {
-	j.s.q.handle(hctx, j.d, j.s.handler, cfg)
+	j.s.q.handle(hctx, j.d, j.s.handler, cfg)() // settled before the worker takes again
 }
 
 func (j *reliableJob[T]) giveBack() {

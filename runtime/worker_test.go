@@ -388,6 +388,12 @@ type ackTrips struct {
 	sent       []int
 }
 
+// acks returns how many acknowledgements were sent.
+func (h *ackTrips) acks() int {
+	_, n := h.trips(0)
+	return n
+}
+
 // trips returns how many round trips carried the first n
 // acknowledgements (0 when fewer were sent), and how many were sent.
 func (h *ackTrips) trips(n int) (trips, acks int) {
@@ -439,9 +445,10 @@ func (h *ackTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // acknowledgements' lane), and a worker is idle again once its handler
 // returned, not once its acknowledgement came. Redis is paused for writes
 // (CLIENT PAUSE WRITE, until CLIENT UNPAUSE) when 8 handlers return, so
-// that the lane's two flights stay in the air: the other 6
-// acknowledgements wait behind them and go in one pipeline, 8 in 3 round
-// trips however slow the machine.
+// that the lane's flights (two at most) stay in the air: the
+// acknowledgements that find no room wait behind them and go in one
+// pipeline, 8 in at most 3 round trips however slow the machine (8 when
+// each is sent alone).
 func TestWorkerAcksShareRoundTrips(t *testing.T) {
 	t.Parallel()
 	const workers = 8
@@ -484,10 +491,10 @@ func TestWorkerAcksShareRoundTrips(t *testing.T) {
 	defer admin.Do(context.Background(), "client", "unpause")
 	claims := h.claims.Load()
 	close(gate)
-	// Two acknowledgements in flight, paused; the other six wait for a
-	// flight; the workers are idle meanwhile: they claim more items
-	// (claims that wait for Redis too, in the takes' lane).
-	until(t, func() bool { return lockrt.AcksQueued(c) == workers-2 && h.claims.Load() > claims })
+	// Every acknowledgement in a paused flight or waiting for one; the
+	// workers are idle meanwhile: they claim more items (claims that wait
+	// for Redis too, in the takes' lane).
+	until(t, func() bool { return h.acks()+lockrt.AcksQueued(c) == workers && h.claims.Load() > claims })
 	if err := admin.Do(ctx, "client", "unpause").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -499,10 +506,9 @@ func TestWorkerAcksShareRoundTrips(t *testing.T) {
 	if err != nil || st.InFlight != 0 || st.Ready != 0 {
 		t.Fatalf("after the worker stopped: stats %+v, %v; want every item acknowledged", st, err)
 	}
-	// The first 8 in 3 round trips: 1 each in the two paused flights,
-	// the 6 that waited for them in the next (which a later
-	// acknowledgement may have joined).
-	if trips, acks := h.trips(workers); acks != 2*workers || trips != 3 {
-		t.Errorf("the first %d acknowledgements took %d round trips (%d sent in all, in %v), want 3 and %d", workers, trips, acks, h.sent, 2*workers)
+	// The first 8 in at most 3 round trips: the two paused flights, then
+	// the rest together (which a later acknowledgement may have joined).
+	if trips, acks := h.trips(workers); acks != 2*workers || trips > 3 {
+		t.Errorf("the first %d acknowledgements took %d round trips (%d sent in all, in %v), want at most 3 and %d", workers, trips, acks, h.sent, 2*workers)
 	}
 }
