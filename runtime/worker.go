@@ -97,7 +97,7 @@ type WorkerOption func(*workerConfig)
 
 // WithConcurrency sets how many items the worker handles at once (default
 // 1). Its workers take together: a claim (TakeN) takes an item for each
-// idle worker, with one claim under way per 4 workers at most, and a
+// idle worker, with one claim under way per 8 workers at most, and a
 // claim that waits holds no connection of the go-redis pool.
 func WithConcurrency(n int) WorkerOption { return func(c *workerConfig) { c.concurrency = n } }
 
@@ -231,9 +231,11 @@ func (q *ReliableQueue[T]) Serve(ctx context.Context, handler func(ctx context.C
 }
 
 // fetchers is how many claims a worker of the given concurrency keeps
-// waiting at most: one per four workers, so that workers that become
-// idle while a claim waits have another one.
-func fetchers(concurrency int) int { return (concurrency + 3) / 4 }
+// waiting at most: one per eight workers, so that workers that become
+// idle while a claim waits have another one, and a claim takes for as
+// many idle workers as it can: fewer, larger claims (BenchmarkWorker;
+// scripts/bench/README.md).
+func fetchers(concurrency int) int { return (concurrency + 7) / 8 }
 
 // fetch claims items for the idle workers until ctx ends: it waits for
 // one to be idle, then claims up to as many items as are idle then, in

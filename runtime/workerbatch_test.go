@@ -12,7 +12,8 @@ import (
 
 // TestWorkerClaimsTogether: a worker's idle workers take together: with 8
 // workers idle and 20 items ready, at most 2 claims (one take script each:
-// a worker keeps one claim per 4 workers) hand 8 items out, one to each;
+// a worker keeps one claim per 8 workers, and one more may start as the
+// first returns) hand 8 items out, one to each;
 // every item is handled and acknowledged.
 func TestWorkerClaimsTogether(t *testing.T) {
 	t.Parallel()
