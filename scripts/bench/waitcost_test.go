@@ -114,24 +114,10 @@ func waitingCost(t *testing.T, n *redistest.Node, k string, acquire func(*lockrt
 	}
 	rdb := n.Client()
 	waitQueued(t, rdb, k, waiters)
-	// The waiters that started before their client's channel was
-	// subscribed try once more after it was (see "Waiting"): the window
-	// starts once no script has run for a while.
-	waitQuiet(t, rdb, time.Second)
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(window) // the window the cost is counted over
-	stats := parseCommandStats(t, rdb.Info(ctx, "commandstats").Val())
-	calls := workCalls(t, rdb)
-	var all int64
-	for _, c := range calls {
-		all += c
-	}
-	pings := stats["ping"].calls
-	perSecond := float64(all+pings) / window.Seconds()
+	w := countWindow(t, rdb, window)
+	perSecond := w.perSecond()
 	t.Logf("%d waiters over %d clients for %v: %d scripts, %d commands and %d pings: %.1f commands per second (%.2f per client, %.3f per waiter)",
-		waiters, clients, window, calls["evalsha"]+calls["eval"], all, pings, perSecond, perSecond/clients, perSecond/waiters)
+		waiters, clients, window, w.scripts(), w.commands, w.pings, perSecond, perSecond/clients, perSecond/waiters)
 	if perSecond > clients {
 		t.Errorf("%.1f commands per second, want at most %d (one per client)", perSecond, clients)
 	}
@@ -145,6 +131,41 @@ func waitingCost(t *testing.T, n *redistest.Node, k string, acquire func(*lockrt
 			t.Errorf("a waiter: %v", err)
 		}
 	}
+}
+
+// countedWindow is what a node ran over a window (see countWindow).
+type countedWindow struct {
+	window          time.Duration
+	calls           map[string]int64 // per command, the test's bookkeeping left out (workCalls)
+	commands, pings int64
+}
+
+// countWindow waits until rdb's node is quiet (waiters that started
+// before their client's channel was subscribed try once more after it
+// was, see "Waiting"), then counts what it runs over window: the window
+// is the measurement's, not a synchronisation.
+func countWindow(tb testing.TB, rdb *redis.Client, window time.Duration) countedWindow {
+	tb.Helper()
+	ctx := context.Background()
+	waitQuiet(tb, rdb, time.Second)
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	time.Sleep(window) // the window the cost is counted over
+	w := countedWindow{window: window, calls: workCalls(tb, rdb)}
+	for _, c := range w.calls {
+		w.commands += c
+	}
+	w.pings = parseCommandStats(tb, rdb.Info(ctx, "commandstats").Val())["ping"].calls
+	return w
+}
+
+// scripts returns the scripts run in the window.
+func (w countedWindow) scripts() int64 { return w.calls["evalsha"] + w.calls["eval"] }
+
+// perSecond returns the commands and pings run per second of the window.
+func (w countedWindow) perSecond() float64 {
+	return float64(w.commands+w.pings) / w.window.Seconds()
 }
 
 // waitQuiet waits until rdb's node has run no script for quiet.

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -69,21 +68,10 @@ func waitingCostPerKey(b *testing.B, keys int, window time.Duration) float64 {
 	for _, k := range ks {
 		waitQueued(b, admin, k, 1)
 	}
-	waitQuiet(b, admin, time.Second)
-	if err := admin.ConfigResetStat(ctx).Err(); err != nil {
-		b.Fatal(err)
-	}
-	time.Sleep(window) // the window the cost is counted over
-	stats := parseCommandStats(b, admin.Info(ctx, "commandstats").Val())
-	calls := workCalls(b, admin)
-	var all int64
-	for _, n := range calls {
-		all += n
-	}
-	pings := stats["ping"].calls
-	perSecond := float64(all+pings) / window.Seconds()
+	w := countWindow(b, admin, window)
+	perSecond := w.perSecond()
 	b.Logf("one client waiting on %d locks for %v: %d scripts, %d commands and %d pings: %.2f commands per second (%.3f per lock) %v",
-		keys, window, calls["evalsha"]+calls["eval"], all, pings, perSecond, perSecond/float64(keys), fmt.Sprint(calls))
+		keys, window, w.scripts(), w.commands, w.pings, perSecond, perSecond/float64(keys), w.calls)
 	cancel()
 	wg.Wait()
 	return perSecond

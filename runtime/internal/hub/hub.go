@@ -126,8 +126,8 @@ const (
 	// throws it away. A connection without channels is not pinged. It is
 	// the waiter registry's refresh period (LiveRegistryTTL/3), which
 	// bounds a lost wake-up's cost anyway: a client whose goroutines wait
-	// costs a ping and a refresh per object every 10 s, under a command
-	// a second (TestWaitingCostPerClient).
+	// costs a ping every 10 s, and a refresh per object it waits on
+	// (TestWaitingCostPerClient, BenchmarkWaitingCostPerKey).
 	HealthEvery = 10 * time.Second
 	// opTimeout bounds one write (and the dial it may need).
 	opTimeout = 5 * time.Second
