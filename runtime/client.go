@@ -41,9 +41,12 @@ type Client struct {
 	wakesMu sync.RWMutex
 	wakes   map[string]*rdb.Prefix
 
-	regs   refresher      // its waiters' registrations (refresh.go)
-	takers takerRefresher // its waiting Takes' registrations (queuerefresh.go)
-	clocks serverClocks   // its primaries' clocks (clock.go)
+	regs refresher // its waiters' registrations (refresh.go)
+	// beat is when it last wrote its heartbeat, in Unix nanoseconds, and
+	// holdBeatTTL how long its holder's heartbeat lasts (alive.go).
+	beat, holdBeatTTL atomic.Int64
+	takers            takerRefresher // its waiting Takes' registrations (queuerefresh.go)
+	clocks            serverClocks   // its primaries' clocks (clock.go)
 
 	fences fences // the last fencing token seen per fenced lock (fenced.go)
 	// contended: the objects found held by another owner lately

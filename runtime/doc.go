@@ -74,8 +74,8 @@
 // Round trips: an uncontended Lock is one EVALSHA, Unlock one (5 Redis
 // commands for the pair); a waiter registers in its failed attempt and
 // takes a lock a release hands it without another call; its client
-// refreshes its place with one small script per object every
-// LiveRegistryTTL/3. HoldCount, IsHeldBy, Lease.IsHeld, IsLocked, TTL and
+// refreshes its place with a small script per object every
+// LiveRegistryTTL/3, or beats every BeatEvery (WatchedRegistryTTL). HoldCount, IsHeldBy, Lease.IsHeld, IsLocked, TTL and
 // ForceUnlock are one each; Lease.Downgrade two. Errors: ErrNotObtained,
 // ErrNotReentrant, ErrUpgrade, ErrFenceReset, ErrNotReplicated,
 // ErrClosed, ErrInvalidArgument; Unlock: ErrNotHeld, ErrLockLost,

@@ -1,9 +1,10 @@
 package runtime
 
 import (
-	"github.com/lockgen/lockgen/runtime/internal/rdb"
-
 	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
 )
 
 // DefaultWaiterTTL is how long a waiter of a fair lock keeps its place in
@@ -64,6 +65,10 @@ func (l *Lock) registration(owner string, ttl, pttl time.Duration) *registration
 	k := l.ops.Keys()
 	r := &registration{reg: rdb.Registry{Hold: k[0], Queue: k[1], Waiters: k[2]}, ttl: ttl, member: owner, pttl: pttl,
 		short: l.def.Lease <= 2*HandoffLease}
+	// (An explicit WaiterTTL keeps its meaning: such a group is not
+	// watched.)
+	r.watchable = l.def.Renew && l.mode == "" && ttl == LiveRegistryTTL && l.c.conn.CountsReceivers()
+	r.reg.Hash = l.def.Kind == impl.Fair
 	if l.mode != "" { // a read-write lock: KEYS lock, holds, queue, waiters
 		r.reg.Hold, r.reg.Queue, r.reg.Waiters, r.reg.Deadlines, r.reg.Single = k[1], k[2], k[3], true, k[0]
 		r.member = owner + " " + l.mode

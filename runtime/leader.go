@@ -27,7 +27,7 @@ import (
 // lock (see "Fenced locks" in docs/design.md for what a reset does).
 //
 // Costs: a campaign costs what a Lock's wait costs (one script to enter,
-// its client's registry refresh every LiveRegistryTTL/3 however many
+// then its client's heartbeat or registry refresh however many
 // goroutines campaign); a leader costs its lease's renewals; winning and
 // resigning publish one message each on the election's channel, which
 // Observe listens to. An observer reads the lock (GET and PTTL, one

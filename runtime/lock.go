@@ -136,7 +136,8 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 		return nil, ErrNotObtained
 	}
 	obj := waitObject{name: l.def.Name, key: l.key, reg: l.registration(owner, reg, ttl), tried: trust.sent}
-	err = l.c.waitFor(ctx, wait, obj, l.waitChannel(), owner, true, groupedSleep, func(msg string) (bool, time.Duration, error) {
+	sleep := obj.reg.sleep()
+	err = l.c.waitFor(ctx, wait, obj, l.waitChannel(), owner, true, sleep, func(msg string) (bool, time.Duration, error) {
 		var err error
 		if msg != "" {
 			if le, err = l.handed(ctx, owner, o, msg, &trust); le != nil || err != nil {
@@ -151,7 +152,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 			// this owner.
 			l.c.wakeOwner(owner, obj.reg.reg.Waiters)
 		}
-		return le != nil, groupedSleep, err
+		return le != nil, sleep, err
 	})
 	if err != nil {
 		if le == nil {

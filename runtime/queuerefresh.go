@@ -62,10 +62,10 @@ func (c *Client) joinTakers(q *queue, owner string, signal chan struct{}) (leave
 	}
 }
 
-// jitter is d a little earlier at random, so that a client's groups
-// spread out.
+// jitter is d a little earlier at random (up to a tenth), at least 10ms,
+// so that a client's groups spread out.
 func jitter(d time.Duration) time.Duration {
-	return max(d-time.Duration(rand.Int64N(int64(d)/10+1)), 10*time.Millisecond)
+	return max(d-time.Duration(rand.Int64N(int64(max(d, 0))/10+1)), 10*time.Millisecond)
 }
 
 // refreshTakers runs g's refresh and wakes its Takes when items are

@@ -909,7 +909,7 @@ func (q *Quorum) renew(ctx context.Context, batch []*watchdog.Held, sent time.Ti
 			// answered: its renewal still counts on the node.
 			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.nodeTimeout(lease))
 			defer cancel()
-			cmds := watchdog.RenewOn(nctx, q.nodes[i].rdb, sub)
+			cmds := watchdog.RenewOn(nctx, q.nodes[i].rdb, sub, nil)
 			var err error
 			for _, cmd := range cmds {
 				if err = cmd.Err(); err == nil || errors.Is(err, redis.Nil) {

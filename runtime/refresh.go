@@ -2,7 +2,7 @@ package runtime
 
 import (
 	"context"
-	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,7 +20,8 @@ import (
 // (SIGSTOP, a long pause) with its connection open, and a client keeps
 // its waiters registered with one refresh per object every third of it,
 // however many of its goroutines wait there (see "Waiter registry" in
-// docs/design.md). Elsewhere (classic pub/sub on a cluster or a Ring) a
+// docs/design.md), unless its waits are watched (WatchedRegistryTTL,
+// alive.go). Elsewhere (classic pub/sub on a cluster or a Ring) a
 // registration lasts RegistryTTL.
 const LiveRegistryTTL = impl.LiveRegistryTTL
 
@@ -45,6 +46,12 @@ type registration struct {
 	// hold's TTL does not tell a holder's lease from a hand-off's: its
 	// group always watches the hold's end (see next).
 	short bool
+	// watchable: the object is an exclusive lock whose holders' leases
+	// the watchdog renews, waited on with the client's registration TTL
+	// where a release counts a wake-up's receivers, so that its client's
+	// group of it may rest on the liveness of its holder and of those
+	// queued ahead (alive.go).
+	watchable bool
 
 	woken atomic.Bool // a refresh woke the waiter (its wait's fallback)
 	group *regGroup   // (the refresher's)
@@ -63,6 +70,7 @@ type registration struct {
 type refresher struct {
 	mu     sync.Mutex
 	groups map[string]*regGroup // by regGroup.key
+	aliveMonitor
 }
 
 // regGroup is one object's waiters of a client.
@@ -77,12 +85,25 @@ type regGroup struct {
 	failures int
 	lastErr  error // the last refresh's, while Redis could not be reached
 	single   bool  // the last refresh found a compact single hold (rdb.Registry.Refresh)
+
+	// The watched wait (alive.go): watched, the group registers its
+	// members for WatchedRegistryTTL and asks its refresh who to watch;
+	// watch is whom its last refresh named; trusted, every one of them
+	// was alive at the last look, so the group refreshes only when
+	// watchedEvery says; urgent, the next refresh is not put off (a
+	// watched client's heartbeat lapsed).
+	watched   bool
+	watch     []string
+	trusted   bool
+	urgent    bool
+	refreshed time.Time // the last successful refresh
 }
 
 type regMember struct {
 	r      *registration
 	signal chan struct{}
-	since  time.Time // when its attempt registered it (about: its join)
+	since  time.Time // when its attempt registered it (about: its join), or the last refresh
+	long   bool      // a refresh registered it for WatchedRegistryTTL
 }
 
 // wake signals m's waiter, as its wait's fallback.
@@ -108,8 +129,12 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 	if g == nil {
 		// (A read-write lock's or semaphore's refresh reads the compact
 		// single hold first until one finds the holds' full form.)
-		g = &regGroup{key: key, reg: r.reg, ttl: r.ttl, short: r.short, single: r.reg.Single != ""}
+		g = &regGroup{key: key, reg: r.reg, ttl: r.ttl, short: r.short, single: r.reg.Single != "",
+			watched: r.watchable}
 		f.groups[key] = g
+		if g.watched {
+			f.watchedGroups++
+		}
 		g.timer = time.AfterFunc(g.next(r.pttl, false), func() { c.refresh(g) })
 	}
 	g.members = append(g.members, m)
@@ -126,6 +151,10 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 		if len(g.members) == 0 && f.groups[g.key] == g {
 			g.timer.Stop()
 			delete(f.groups, g.key)
+			f.unwatch(g)
+			if g.watched {
+				f.watchedGroups--
+			}
 		}
 	}
 }
@@ -154,7 +183,7 @@ func (g *regGroup) next(pttl time.Duration, head bool) time.Duration {
 	if g.watching {
 		d = pttl + 10*time.Millisecond
 	}
-	return max(d-time.Duration(rand.Int64N(int64(d)/10+1)), 10*time.Millisecond)
+	return jitter(d)
 }
 
 // refresh runs the group's refresh and wakes its waiters as it finds
@@ -168,21 +197,28 @@ func (c *Client) refresh(g *regGroup) {
 	}
 	// Waiters that registered less than a third of the TTL ago need no
 	// refresh yet (under contention most waits are that short): unless
-	// the group watches the hold's end, the call waits for the oldest.
-	oldest := g.members[0].since
-	for _, m := range g.members {
-		if m.since.Before(oldest) {
-			oldest = m.since
-		}
-	}
-	if due := oldest.Add(g.ttl / 3); !g.watching && time.Until(due) > g.ttl/30 {
+	// the group watches the hold's end, or a client it watched lapsed,
+	// the call waits until one is due (due).
+	if due := g.due(f.watchedGroups); !g.watching && !g.urgent && time.Until(due) > g.ttl/30 {
 		g.timer.Reset(time.Until(due))
 		f.mu.Unlock()
 		return
 	}
-	members := make([]string, len(g.members))
-	for i, m := range g.members {
+	g.urgent = false
+	if g.watched {
+		// A wait this long is watched: the client beats from now on, for
+		// as long as it has such groups (waits that end before their
+		// first refresh, most under contention, cost nothing more).
+		c.startBeat()
+	}
+	sent := slices.Clone(g.members)
+	members := make([]string, len(sent))
+	for i, m := range sent {
 		members[i] = m.r.member
+	}
+	ttl := g.ttl
+	if g.watched {
+		ttl = WatchedRegistryTTL
 	}
 	refreshed := time.Now()
 	f.mu.Unlock()
@@ -192,27 +228,31 @@ func (c *Client) refresh(g *regGroup) {
 	ctx, cancel := context.WithTimeout(context.Background(), g.ttl/3)
 	defer cancel()
 	type result struct {
-		n             int64
-		pttl          time.Duration
-		head, compact bool
-		err           error
+		rdb.Refreshed
+		err error
 	}
 	var n int64
 	pttl, head, single := time.Duration(-1), false, g.single
+	var watch []string
+	watchable := g.watched && len(members) <= refreshBatch
 	var err error
-	// Members in batches that keep each call's arguments small.
+	// Members in batches that keep each call's arguments small (a group
+	// of more than one batch is not watched).
 	for i := 0; i < len(members) && err == nil; i += refreshBatch {
 		batch := members[i:min(i+refreshBatch, len(members))]
 		r, ok := within(ctx, func() result {
-			n, p, h, s, err := g.reg.Refresh(ctx, &c.conn, g.ttl, batch, single)
-			return result{n, p, h, s, err}
+			f, err := g.reg.Refresh(ctx, &c.conn, ttl, batch, single, g.watched && i == 0)
+			return result{f, err}
 		})
 		if !ok {
 			r.err = ctx.Err()
 		}
-		n, pttl, head, err = n+r.n, r.pttl, head || r.head, r.err
+		n, pttl, head, err = n+r.Registered, r.PTTL, head || r.Head, r.err
 		if r.err == nil {
-			single = r.compact
+			single = r.Compact
+		}
+		if i == 0 {
+			watch, watchable = r.Watch, watchable && r.Watchable
 		}
 	}
 	f.mu.Lock()
@@ -229,11 +269,14 @@ func (c *Client) refresh(g *regGroup) {
 		g.lastErr = err
 		return
 	}
-	g.failures, g.lastErr = 0, nil
+	g.failures, g.lastErr, g.refreshed = 0, nil, refreshed
 	for _, m := range g.members {
 		if !m.since.After(refreshed) { // (those that joined since registered later)
 			m.since = refreshed
 		}
+	}
+	for _, m := range sent {
+		m.long = m.long || g.watched
 	}
 	switch {
 	case n < int64(len(members)):
@@ -243,7 +286,40 @@ func (c *Client) refresh(g *regGroup) {
 	case pttl == -2*time.Millisecond && len(g.members) > 0:
 		g.members[0].wake()
 	}
+	if watchable && n == int64(len(members)) {
+		f.watchGroup(g, watch)
+	} else {
+		f.unwatch(g)
+	}
+	if g.trusted {
+		g.watching = false
+		g.timer.Reset(jitter(time.Until(g.due(f.watchedGroups))))
+		return
+	}
 	g.timer.Reset(g.next(pttl, head))
+}
+
+// due is when g must refresh at the latest (f.mu held; k is the client's
+// watched groups): a third of the TTL after the oldest registration of a
+// member (its attempt's, or the last refresh's); for a trusted group,
+// only its members not registered for WatchedRegistryTTL yet count so,
+// and otherwise watchedEvery(k) after its last refresh.
+func (g *regGroup) due(k int) time.Time {
+	var d time.Time
+	for _, m := range g.members {
+		if g.trusted && m.long {
+			continue
+		}
+		if t := m.since.Add(g.ttl / 3); d.IsZero() || t.Before(d) {
+			d = t
+		}
+	}
+	if g.trusted {
+		if t := g.refreshed.Add(watchedEvery(k)); d.IsZero() || t.Before(d) {
+			d = t
+		}
+	}
+	return d
 }
 
 // refreshBatch is the most members one registry_refresh call carries.
@@ -267,6 +343,15 @@ func (c *Client) refreshErr(r *registration) error {
 		return nil
 	}
 	return r.group.lastErr
+}
+
+// sleep is how long the waiter of r sleeps at most when nothing wakes it
+// (groupedSleep, or watchedSleep for a group that may be trusted).
+func (r *registration) sleep() time.Duration {
+	if r.watchable {
+		return watchedSleep
+	}
+	return groupedSleep
 }
 
 // groupedSleep is how long a waiter whose client refreshes its

@@ -170,6 +170,11 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 			default:
 				lastErr, retries = nil, 0
 			}
+			if obj.reg != nil {
+				// (The attempt registered the waiter again, for its
+				// registration TTL: its group refreshes it in time.)
+				srcs[0].c.distrust(obj.reg)
+			}
 		}
 		skip = false
 		timer.Reset(sleep)

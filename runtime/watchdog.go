@@ -19,7 +19,7 @@ import (
 // and its outcomes go to c's observers.
 func newWatchdog(c *Client) *watchdog.Watchdog {
 	w := watchdog.New(func(ctx context.Context, batch []*watchdog.Held, _ time.Time) {
-		for i, cmd := range watchdog.RenewOn(ctx, c.rdb, batch) {
+		for i, cmd := range watchdog.RenewOn(ctx, c.rdb, batch, c.holderBeat(ctx, batch)) {
 			batch[i].Outcome = watchdog.RenewOutcome(cmd)
 			c.observeRenewal(ctx, batch[i].Renew.Object, batch[i].Outcome, cmd.Err())
 			c.conn.ReloadOnConnError(cmd.Err())

@@ -17,20 +17,75 @@
 --   single hold (a read-write lock's hash, a semaphore's counts: its field
 --   "s" names the hold, its TTL is the hold's), read when hold is empty
 -- ARGV[1] registry_ttl_ms: how long the registrations last from now
--- ARGV[2] hold_kind: 'k' when hold's TTL is the hold's, 'z' when hold
---   holds deadlines, 's' as 'z' with the compact single hold read first
---   (the client's last refresh found one: a refresh behind it is then one
---   command less, and one more when the hold changed form)
+-- ARGV[2] hold_kind: 'k' when hold's TTL is the hold's, 'K' as 'k' and
+--   the reply also names the clients to watch (see watch_of) of a hold
+--   stored as a string (its value starts with the owner), 'F' the same of
+--   a hold stored as a hash (a fair lock's: a field per owner), 'z' when
+--   hold holds deadlines, 's' as 'z' with the compact single hold read
+--   first (the client's last refresh found one: a refresh behind it is
+--   then one command less, and one more when the hold changed form)
 -- ARGV[3...] members: the client's members, as registered
--- reply: {int, int, int} | {int, int, int, int}
---   {registered, pttl, head[, single]}: how many of the members were
+-- reply: {int, int, int, int, string}
+--   {registered, pttl, head, single, watch}: how many of the members were
 --   still registered (a member gone was handed what it waited for, or
 --   passed over); how long the (first) hold has left in milliseconds: -2
 --   when none is left, or the first ran out unreleased; -1 when the key
 --   has no TTL; 1 when the queue's head is one of the members, else 0;
---   and, for hold_kind 'z' and 's', 1 when the compact single hold
---   answered, else 0.
+--   1 when the compact single hold answered (hold_kind 'z' and 's'), else
+--   0; and, for hold_kind 'K' and 'F', the clients whose liveness vouches for the
+--   wait (watch_of), else '*'.
 -- #include registry
+
+-- watch_of returns the clients whose liveness tells that the members wait
+-- for nothing but a release: the holder's, then those of the members
+-- queued ahead of the first of these members (a release hands the lock
+-- on to them first), each once and other than the members' own, space
+-- separated; or '*' when no such list can vouch: the lock is free, a
+-- member ahead waits for several objects (a multi-lock's: a release only
+-- wakes it), none of the members is among the queue's first 64, or more
+-- than 16 clients come before them (see "Waiter registry" in
+-- docs/design.md).
+local function watch_of(lock, queue, hash)
+  local value
+  if hash then
+    for _, f in ipairs(redis.call('hkeys', lock)) do
+      if f ~= 's' then
+        value = f
+        break
+      end
+    end
+  else
+    value = redis.call('get', lock)
+  end
+  if not value then
+    return '*'
+  end
+  local own = client_of(ARGV[3])
+  local mine, seen, list = {}, {[own] = true}, {}
+  for i = 3, #ARGV do
+    mine[ARGV[i]] = true
+  end
+  local function add(owner)
+    local c = client_of(owner)
+    if not seen[c] then
+      seen[c] = true
+      list[#list + 1] = c
+    end
+  end
+  add(hold_of(value))
+  for _, m in ipairs(redis.call('lrange', queue, 0, 63)) do
+    if mine[m] then
+      return table.concat(list, ' ')
+    end
+    local owner, detail = owner_of(m)
+    if detail ~= '' or #list == 16 then
+      return '*'
+    end
+    add(owner)
+  end
+  return '*'
+end
+
 local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[1]
 local now = now_ms()
 local deadline = now + tonumber(ttl)
@@ -52,17 +107,25 @@ if n > 0 then
   end
 end
 if ARGV[2] == 'k' then
-  return {n, redis.call('pttl', KEYS[1]), head}
+  return {n, redis.call('pttl', KEYS[1]), head, 0, '*'}
+end
+if ARGV[2] == 'K' or ARGV[2] == 'F' then
+  local pttl = redis.call('pttl', KEYS[1])
+  local watch = '*'
+  if n == #ARGV - 2 and pttl > 0 then
+    watch = watch_of(KEYS[1], queue, ARGV[2] == 'F')
+  end
+  return {n, pttl, head, 0, watch}
 end
 local single = ARGV[2] == 's' and KEYS[4]
 if single and redis.call('hexists', single, 's') == 1 then
-  return {n, redis.call('pttl', single), head, 1}
+  return {n, redis.call('pttl', single), head, 1, '*'}
 end
 local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
 if not first[2] and KEYS[4] and not single and redis.call('hexists', KEYS[4], 's') == 1 then
-  return {n, redis.call('pttl', KEYS[4]), head, 1}
+  return {n, redis.call('pttl', KEYS[4]), head, 1, '*'}
 end
 if not first[2] or tonumber(first[2]) <= now then
-  return {n, -2, head, 0}
+  return {n, -2, head, 0, '*'}
 end
-return {n, tonumber(first[2]) - now, head, 0}
+return {n, tonumber(first[2]) - now, head, 0, '*'}

@@ -124,10 +124,10 @@ const (
 	// HealthEvery is how long a connection with channels subscribed may
 	// be silent before the hub pings it; a second silence of that length
 	// throws it away. A connection without channels is not pinged. It is
-	// the waiter registry's refresh period (LiveRegistryTTL/3), which
-	// bounds a lost wake-up's cost anyway: a client whose goroutines wait
-	// costs a ping every 10 s, and a refresh per object it waits on
-	// (TestWaitingCostPerClient, BenchmarkWaitingCostPerKey).
+	// the waiter registry's refresh period (LiveRegistryTTL/3): a client
+	// whose goroutines wait costs a ping every 10 s, and a heartbeat (or
+	// a refresh per object it waits on: TestWaitingCostPerClient,
+	// BenchmarkWaitingCostPerKey).
 	HealthEvery = 10 * time.Second
 	// opTimeout bounds one write (and the dial it may need).
 	opTimeout = 5 * time.Second

@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/impl"
@@ -20,23 +21,40 @@ type Registry struct {
 	// instead, while Hold is empty (its "s" field; its TTL is the
 	// hold's): a read-write lock's hash, a semaphore's counts.
 	Single string
+	// Hash: Hold is a hash with a field per owner (a fair lock's), not a
+	// string whose value starts with the owner.
+	Hash bool
+}
+
+// Refreshed is what a registry_refresh found.
+type Refreshed struct {
+	Registered int64         // how many of the members were still registered
+	PTTL       time.Duration // how long the (first) hold has left: -2ms none, -1ms no TTL
+	Head       bool          // one of the members heads the queue
+	Compact    bool          // the compact single hold answered
+	// Watch, with Watchable, names the clients whose liveness vouches for
+	// the wait (asked with watch): the holder's, then those of the
+	// members queued ahead, other than the members' own.
+	Watch     []string
+	Watchable bool
 }
 
 // Refresh runs registry_refresh for members, one client's waiters of the
 // registry's object, registered for ttl from now; with single (the last
-// refresh found a compact single hold), the compact hold is read first:
+// refresh found a compact single hold), the compact hold is read first;
+// with watch (an exclusive hold only), it also names the clients to
+// watch:
 //
 //	KEYS: hold, queue, waiters, single (with Deadlines)
 //	ARGV: registry_ttl_ms, hold_kind, members...
 //
-// It returns whether the compact single hold answered (compact).
-//
-// registry_refresh reply: {int, int, int} | {int, int, int, int}
-func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, members []string, single bool) (registered int64, pttl time.Duration, head, compact bool, err error) {
+// registry_refresh reply: {int, int, int, int, string}
+func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, members []string, single, watch bool) (Refreshed, error) {
 	args := make([]any, 0, 2+len(members))
 	kind := "k"
 	keys := []string{r.Hold, r.Queue, r.Waiters}
-	if r.Deadlines {
+	switch {
+	case r.Deadlines:
 		kind = "z"
 		if r.Single != "" {
 			keys = append(keys, r.Single)
@@ -44,17 +62,37 @@ func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, me
 				kind = "s"
 			}
 		}
+	case watch && r.Hash:
+		kind = "F"
+	case watch:
+		kind = "K"
 	}
 	args = append(args, ttl.Milliseconds(), kind)
 	for _, m := range members {
 		args = append(args, m)
 	}
-	v, err := conn.Eval(ctx, impl.RegistryRefresh(), keys, args...).Int64Slice()
+	v, err := conn.Eval(ctx, impl.RegistryRefresh(), keys, args...).Slice()
 	if err != nil {
-		return 0, 0, false, false, err
+		return Refreshed{}, err
 	}
-	if len(v) != 3 && len(v) != 4 {
-		return 0, 0, false, false, fmt.Errorf("unexpected reply %v", v)
+	if len(v) != 5 {
+		return Refreshed{}, fmt.Errorf("unexpected reply %v", v)
 	}
-	return v[0], time.Duration(v[1]) * time.Millisecond, v[2] == 1, len(v) == 4 && v[3] == 1, nil
+	var n [4]int64
+	for i := range n {
+		x, ok := v[i].(int64)
+		if !ok {
+			return Refreshed{}, fmt.Errorf("unexpected reply %v", v)
+		}
+		n[i] = x
+	}
+	w, ok := v[4].(string)
+	if !ok {
+		return Refreshed{}, fmt.Errorf("unexpected reply %v", v)
+	}
+	f := Refreshed{Registered: n[0], PTTL: time.Duration(n[1]) * time.Millisecond, Head: n[2] == 1, Compact: n[3] == 1}
+	if watch && w != "*" {
+		f.Watch, f.Watchable = strings.Fields(w), true
+	}
+	return f, nil
 }

@@ -303,11 +303,16 @@ func New(renew func(ctx context.Context, batch []*Held, sent time.Time)) *Watchd
 
 // RenewOn runs the renewals of batch in one pipeline on rdb (one per node
 // of a cluster) and returns their replies; the scripts Redis does not
-// know are sent again with their source.
-func RenewOn(ctx context.Context, rdb redis.Cmdable, batch []*Held) []*redis.Cmd {
+// know are sent again with their source. also, when not nil, queues
+// commands of the caller's in the first pipeline (a heartbeat), whose
+// replies the caller reads from its own commands.
+func RenewOn(ctx context.Context, rdb redis.Cmdable, batch []*Held, also func(redis.Pipeliner)) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(batch))
 	exec := func(idx []int, source bool) {
 		pipe := rdb.Pipeline()
+		if also != nil && !source {
+			also(pipe)
+		}
 		for _, i := range idx {
 			r := batch[i].Renew
 			if source {

@@ -1,0 +1,244 @@
+package runtime
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/rdb"
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
+)
+
+// The watched wait: a waiting client's cost per second does not grow
+// with the objects it waits on (see "Waiter registry" in docs/design.md).
+//
+// A client whose group of waiters of an exclusive lock (refresher) could
+// otherwise only learn by looking that the lock's holder died, or that a
+// release handed it to a client that stopped, refreshes the group with
+// its refresh asking who to watch: the holder's client and those of the
+// waiters queued ahead of its own (registry_refresh's watch_of). Every
+// client that holds or waits on such a lock writes its heartbeat
+// (rdb.AliveKey): a waiting one from its first refresh on, every
+// BeatEvery, in one round trip with one MGET of the heartbeats it
+// watches; a holding one in its watchdog's renewals. While every client a group watches is alive, and its members
+// are registered for WatchedRegistryTTL, the group is trusted: it does
+// not watch the hold's end, and refreshes only every watchedEvery. When a
+// watched client's heartbeat lapses (it died, or stopped), every group
+// watching it refreshes at once and goes back to watching the hold's end
+// as before; so does one whose waiter's attempt failed (someone it did
+// not watch may hold the lock). A client that never beat (an older
+// runtime) is never trusted.
+
+// BeatEvery is how often a waiting client writes its heartbeat and reads
+// those it watches; a waiting client's heartbeat lasts waitBeatTTL, a
+// holding one's twice its leases' renewal period and a second.
+const BeatEvery = 3 * time.Second
+
+// waitBeatTTL is how long a waiting client's heartbeat lasts: a client
+// stopped (or dead) is found lapsed within waitBeatTTL + BeatEvery.
+const waitBeatTTL = 8 * time.Second
+
+// WatchedRegistryTTL is how long a waiter of a trusted group stays
+// registered unrefreshed (see alive.go): a waiter whose client went away
+// is passed over at once by a release, and one that stopped is passed over
+// by its hand-off's end, so this only bounds how long an abandoned
+// registry keeps its keys.
+const WatchedRegistryTTL = 24 * time.Hour
+
+// watchedEvery is how often a trusted group refreshes when its client has
+// k watched groups: 30s per group, from a minute up to a third of
+// WatchedRegistryTTL, so that a client's trusted refreshes cost about one
+// script per 30s however many objects it waits on.
+func watchedEvery(k int) time.Duration {
+	return min(max(time.Duration(k)*30*time.Second, time.Minute), WatchedRegistryTTL/3)
+}
+
+// watchedSleep is how long a waiter of a watched group sleeps when
+// nothing wakes it (groupedSleep's counterpart): its group does the
+// looking.
+const watchedSleep = WatchedRegistryTTL / 3
+
+// holderBeat returns the heartbeat a renewal pipeline of batch carries
+// (watchdog.RenewOn's also), or nil: unless a release cannot count a
+// wake-up's receivers (only where it can are waits watched), at most one
+// every BeatEvery
+// and none in a full pipeline,
+// lasting twice the batch's longest renewal period and a second (at least
+// waitBeatTTL), so that a client that holds stays alive between its
+// renewals.
+func (c *Client) holderBeat(ctx context.Context, batch []*watchdog.Held) func(redis.Pipeliner) {
+	now := time.Now().UnixNano()
+	last := c.beat.Load()
+	// (A full pipeline stays within MaxPipeline: a later one carries it.)
+	// (Unless the client knows it publishes blind: a holder that never
+	// waited has not probed the pub/sub mode, and must not stall its
+	// renewals on the probe.)
+	blind := c.hub.Probed() && !c.conn.CountsReceivers()
+	if len(batch) >= watchdog.MaxPipeline || now-last < int64(BeatEvery) || blind || !c.beat.CompareAndSwap(last, now) {
+		return nil
+	}
+	var lease time.Duration
+	for _, h := range batch {
+		lease = max(lease, h.Renew.Lease)
+	}
+	ttl := max(waitBeatTTL, 2*watchdog.RenewEvery(lease)+time.Second)
+	c.holdBeatTTL.Store(int64(ttl))
+	return func(p redis.Pipeliner) { rdb.BeatOn(ctx, p, c.id, ttl) }
+}
+
+// aliveMonitor is the refresher's record of the clients its trusted
+// groups watch (under refresher.mu).
+type aliveMonitor struct {
+	watchedGroups int // groups that may be trusted (regGroup.watched)
+	clients       map[string]*watchedClient
+	beating       bool // beatLoop runs
+}
+
+// watchedClient is one client watched, and the groups watching it.
+type watchedClient struct {
+	alive  bool // its heartbeat was there at the last look
+	groups map[*regGroup]struct{}
+}
+
+// watchGroup makes g watch the clients of watch (its refresh's), and
+// trusts it when every one of them was alive at the last look (f.mu held).
+func (f *refresher) watchGroup(g *regGroup, watch []string) {
+	if f.clients == nil {
+		f.clients = map[string]*watchedClient{}
+	}
+	old := g.watch
+	g.watch, g.trusted = watch, true
+	for _, id := range watch {
+		w := f.clients[id]
+		if w == nil {
+			w = &watchedClient{groups: map[*regGroup]struct{}{}}
+			f.clients[id] = w
+		}
+		w.groups[g] = struct{}{}
+		g.trusted = g.trusted && w.alive
+	}
+	// (Dropped after the new ones were added, so that a client watched
+	// before and now keeps what the last look found.)
+	for _, id := range old {
+		if w := f.clients[id]; w != nil && !slices.Contains(watch, id) {
+			delete(w.groups, g)
+			if len(w.groups) == 0 {
+				delete(f.clients, id)
+			}
+		}
+	}
+}
+
+// unwatch drops g's watch and its trust (f.mu held).
+func (f *refresher) unwatch(g *regGroup) {
+	for _, id := range g.watch {
+		if w := f.clients[id]; w != nil {
+			delete(w.groups, g)
+			if len(w.groups) == 0 {
+				delete(f.clients, id)
+			}
+		}
+	}
+	g.watch, g.trusted = nil, false
+}
+
+// distrust ends the trust of r's group: its waiter's attempt failed, so
+// someone the group does not watch may hold the lock, and the attempt
+// registered the waiter again for the group's TTL. The group refreshes
+// when its members' registrations are due as an untrusted group's.
+func (c *Client) distrust(r *registration) {
+	f := &c.regs
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if g := r.group; g != nil && g.trusted && f.groups[g.key] == g {
+		g.trusted = false
+		g.timer.Reset(max(time.Until(g.due(f.watchedGroups)), 0))
+	}
+}
+
+// startBeat starts the beat loop unless it runs (f.mu held).
+func (c *Client) startBeat() {
+	if c.regs.beating {
+		return
+	}
+	c.regs.beating = true
+	go c.beatLoop()
+}
+
+// beatLoop writes the client's heartbeat and reads the watched ones every
+// BeatEvery while the client has watched groups.
+func (c *Client) beatLoop() {
+	f := &c.regs
+	t := time.NewTicker(BeatEvery)
+	defer t.Stop()
+	for {
+		f.mu.Lock()
+		if f.watchedGroups == 0 || c.hub.IsClosed() {
+			f.beating = false
+			f.mu.Unlock()
+			return
+		}
+		ids := make([]string, 0, len(f.clients))
+		for id := range f.clients {
+			ids = append(ids, id)
+		}
+		f.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), BeatEvery)
+		// (As long as a holder's heartbeat lasts when the client holds.)
+		alive, err := rdb.Beat(ctx, &c.conn, c.id, max(waitBeatTTL, time.Duration(c.holdBeatTTL.Load())), ids)
+		cancel()
+		c.beat.Store(time.Now().UnixNano())
+		if err == nil {
+			c.looked(ids, alive)
+		}
+		select {
+		case <-t.C:
+		case <-c.hub.Closed():
+		}
+	}
+}
+
+// looked applies a look at the heartbeats of ids: a client found lapsed
+// that was alive makes every group watching it refresh at once; a group
+// whose watched clients are all alive is trusted.
+func (c *Client) looked(ids []string, alive []bool) {
+	f := &c.regs
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, id := range ids {
+		w := f.clients[id]
+		if w == nil {
+			continue
+		}
+		if w.alive && !alive[i] {
+			for g := range w.groups {
+				g.trusted, g.urgent = false, true
+				g.timer.Reset(0)
+			}
+		}
+		w.alive = alive[i]
+	}
+	for i, id := range ids {
+		w := f.clients[id]
+		if w == nil || !alive[i] {
+			continue
+		}
+		for g := range w.groups {
+			if g.trusted || g.urgent || f.groups[g.key] != g {
+				continue
+			}
+			trusted := true
+			for _, o := range g.watch {
+				trusted = trusted && f.clients[o] != nil && f.clients[o].alive
+			}
+			if trusted {
+				// (A watch of the hold's end, armed while untrusted,
+				// is the watched clients' job now.)
+				g.trusted, g.watching = true, false
+				g.timer.Reset(jitter(time.Until(g.due(f.watchedGroups))))
+			}
+		}
+	}
+}

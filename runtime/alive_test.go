@@ -1,0 +1,215 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	lockrt "github.com/lockgen/lockgen/runtime"
+)
+
+// nameCounter counts the commands a client sends, by name.
+type nameCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (h *nameCounter) add(cmds ...redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range cmds {
+		h.n[c.Name()]++
+	}
+}
+
+// snapshot returns the counts so far.
+func (h *nameCounter) snapshot() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := make(map[string]int, len(h.n))
+	for k, v := range h.n {
+		m[k] = v
+	}
+	return m
+}
+
+func (h *nameCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *nameCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.add(cmd); return next(ctx, cmd) }
+}
+func (h *nameCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.add(cmds...); return next(ctx, cmds) }
+}
+
+// countedClient returns a client on b whose commands are counted.
+func countedClient(t *testing.T, b backend) (*lockrt.Client, *nameCounter) {
+	h := &nameCounter{n: map[string]int{}}
+	rdb := b.new()
+	rdb.AddHook(h)
+	c := lockrt.New(rdb)
+	t.Cleanup(func() {
+		c.Close()
+		rdb.Close()
+	})
+	return c, h
+}
+
+// waitTrusted waits until n of c's groups of waiters are trusted: their
+// first refresh named the clients to watch, and a look found them alive.
+func waitTrusted(t *testing.T, c *lockrt.Client, n int) {
+	t.Helper()
+	eventually(t, 2*time.Minute, func() bool { return lockrt.TrustedGroups(c) == n },
+		fmt.Sprintf("%d groups of waiters trusted, want %d", lockrt.TrustedGroups(c), n))
+}
+
+// TestWatchedWaitCostsPerClient: a client waiting on 20 locks held by
+// another client, once its groups of waiters are trusted (their refresh
+// named the holder's client, whose heartbeat is there), sends no script
+// at all over a window longer than a refresh period (LiveRegistryTTL/3,
+// when each group refreshed once before): one heartbeat and one MGET per
+// BeatEvery, whatever the number of locks. The holder's release then
+// hands every lock to its waiter. On a single node and on a cluster
+// (sharded pub/sub; the heartbeats share one slot).
+func TestWatchedWaitCostsPerClient(t *testing.T) {
+	eachBackend(t, testWatchedWaitCostsPerClient)
+}
+
+func testWatchedWaitCostsPerClient(t *testing.T, b backend) {
+	ctx := context.Background()
+	const locks = 20
+	holder := newClient(t, b)
+	waiter, counted := countedClient(t, b)
+	admin := b.new()
+	t.Cleanup(func() { admin.Close() })
+	d := def(t, lockrt.Reentrant, 30*time.Second, true, 3*time.Minute)
+	held := make([]*lockrt.Lease, locks)
+	got := make([]<-chan *lockrt.Lease, locks)
+	for i := range locks {
+		k := key(t, fmt.Sprint(i))
+		le, err := holder.Lock(d, k).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[i] = le
+		got[i] = inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
+		waitRegistered(t, admin, k, 1)
+	}
+	waitTrusted(t, waiter, locks)
+	before := counted.snapshot()
+	window := lockrt.LiveRegistryTTL/3 + 2*time.Second
+	time.Sleep(window) // the window the cost is counted over
+	after := counted.snapshot()
+	beats := int(window/lockrt.BeatEvery) + 1
+	for name, n := range after {
+		n -= before[name]
+		switch {
+		case n == 0:
+		case name == "set" || name == "mget" || name == "ping": // (ping: the hub's health check)
+			if n > beats {
+				t.Errorf("%d %s in %v, want at most %d (one per BeatEvery)", n, name, window, beats)
+			}
+		default:
+			t.Errorf("%d %s in %v, want none while the waits are trusted", n, name, window)
+		}
+	}
+	for i, le := range held {
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case w := <-got[i]:
+			if err := w.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(failAfter):
+			t.Fatalf("lock %d: the waiter did not get it after the release", i)
+		}
+	}
+}
+
+// TestWatchedWaitHolderGone: a trusted waiter (it no longer watches the
+// hold's end) whose holder's client goes away without unlocking (closed:
+// it renews nothing and writes no heartbeat, as a process killed) gets
+// the lock once the lease runs out, within the heartbeat's lapse
+// (holder's heartbeat TTL + BeatEvery) after that, not at its group's
+// next trusted refresh a minute later.
+func TestWatchedWaitHolderGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const lease = 6 * time.Second
+	holder := newClient(t, backends()[0])
+	waiter := newClient(t, backends()[0])
+	d := def(t, lockrt.Fair, lease, true, 3*time.Minute)
+	k := key(t)
+	if _, err := holder.Lock(d, k).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
+	waitRegistered(t, single.Client(), k, 1)
+	waitTrusted(t, waiter, 1)
+	gone := time.Now()
+	holder.Close()
+
+	bound := lease + 8*time.Second + lockrt.BeatEvery + 10*time.Second
+	select {
+	case le := <-got:
+		t.Logf("the waiter got the lock %v after the holder went", time.Since(gone).Round(time.Millisecond))
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("the waiter did not get the lock within %v of its holder going", bound)
+	}
+}
+
+// TestWatchedWaitStoppedAhead: a waiter process queued first is frozen
+// (SIGSTOP) while a trusted waiter of this process waits behind it; the
+// holder's release hands the lock to the frozen one (its connection is
+// open: it counts as listening), and the waiter behind it, which watched
+// it, finds its heartbeat lapsed, refreshes, and gets the lock once the
+// hand-off's lease runs out.
+func TestWatchedWaitStoppedAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	holder := newClient(t, backends()[0])
+	waiter := newClient(t, backends()[0])
+	d := processDef(lockrt.Reentrant)
+	k := key(t)
+	held, err := holder.Lock(d, k).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, _, _ := startWaiter(t, "reentrant", k)
+	got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
+	waitRegistered(t, single.Client(), k, 2)
+	waitTrusted(t, waiter, 1)
+	stopChild(t, child)
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	bound := lockrt.HandoffLease + 8*time.Second + lockrt.BeatEvery + 10*time.Second
+	select {
+	case le := <-got:
+		t.Logf("the waiter got the lock %v after the release", time.Since(released).Round(time.Millisecond))
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("the waiter behind a stopped one did not get the lock within %v of the release", bound)
+	}
+}
+
+// stopChild freezes a child process (SIGSTOP).
+func stopChild(t *testing.T, c *exec.Cmd) {
+	t.Helper()
+	if err := c.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+}
