@@ -133,38 +133,52 @@ func testWatchedWaitCostsPerClient(t *testing.T, b backend) {
 	}
 }
 
-// TestWatchedWaitHolderGone: a trusted waiter (it no longer watches the
-// hold's end) whose holder's client goes away without unlocking (closed:
-// it renews nothing and writes no heartbeat, as a process killed) gets
-// the lock once the lease runs out, within the heartbeat's lapse
-// (holder's heartbeat TTL + BeatEvery) after that, not at its group's
-// next trusted refresh a minute later.
+// TestWatchedWaitHolderGone: a trusted waiter whose holder's client goes
+// away without unlocking (closed: it renews nothing and writes no
+// heartbeat, as a process killed) gets the lock once the lease runs out,
+// within the heartbeat's lapse (the holder's heartbeat TTL + BeatEvery)
+// after that, not at its group's next trusted refresh a minute later
+// (renewed). Behind a lease that is not renewed (fixed: 20s, longer than
+// a refresh period), a trusted waiter looks at the hold's end only, and
+// gets the lock then.
 func TestWatchedWaitHolderGone(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	const lease = 6 * time.Second
-	holder := newClient(t, backends()[0])
-	waiter := newClient(t, backends()[0])
-	d := def(t, lockrt.Fair, lease, true, 3*time.Minute)
-	k := key(t)
-	if _, err := holder.Lock(d, k).Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
-	waitRegistered(t, single.Client(), k, 1)
-	waitTrusted(t, waiter, 1)
-	gone := time.Now()
-	holder.Close()
-
-	bound := lease + 8*time.Second + lockrt.BeatEvery + 10*time.Second
-	select {
-	case le := <-got:
-		t.Logf("the waiter got the lock %v after the holder went", time.Since(gone).Round(time.Millisecond))
-		if err := le.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(bound):
-		t.Fatalf("the waiter did not get the lock within %v of its holder going", bound)
+	for _, renew := range []bool{true, false} {
+		t.Run(map[bool]string{true: "renewed", false: "fixed"}[renew], func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			lease := 6 * time.Second
+			if !renew {
+				lease = 20 * time.Second
+			}
+			holder := newClient(t, backends()[0])
+			waiter := newClient(t, backends()[0])
+			d := def(t, lockrt.Fair, lease, renew, 3*time.Minute)
+			k := key(t)
+			taken := time.Now()
+			if _, err := holder.Lock(d, k).Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
+			waitRegistered(t, single.Client(), k, 1)
+			waitTrusted(t, waiter, 1)
+			gone := time.Now()
+			holder.Close()
+			bound := lease + 8*time.Second + lockrt.BeatEvery + 10*time.Second
+			if !renew {
+				bound = time.Until(taken.Add(lease + 5*time.Second))
+			}
+			select {
+			case le := <-got:
+				t.Logf("the waiter got the lock %v after the holder went, %v after it took the lock",
+					time.Since(gone).Round(time.Millisecond), time.Since(taken).Round(time.Millisecond))
+				if err := le.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(bound):
+				t.Fatalf("the waiter did not get the lock within %v of its holder going", bound)
+			}
+		})
 	}
 }
 

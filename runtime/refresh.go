@@ -46,12 +46,12 @@ type registration struct {
 	// hold's TTL does not tell a holder's lease from a hand-off's: its
 	// group always watches the hold's end (see next).
 	short bool
-	// watchable: the object is an exclusive lock whose holders' leases
-	// the watchdog renews, waited on with the client's registration TTL
-	// where a release counts a wake-up's receivers, so that its client's
-	// group of it may rest on the liveness of its holder and of those
-	// queued ahead (alive.go).
-	watchable bool
+	// watchable: the object is an exclusive lock, waited on with the
+	// client's registration TTL where a release counts a wake-up's
+	// receivers, so that its client's group of it may rest on the
+	// liveness of its holder and of those queued ahead (alive.go), or,
+	// fixed (its holders' leases are not renewed), on the hold's end.
+	watchable, fixed bool
 
 	woken atomic.Bool // a refresh woke the waiter (its wait's fallback)
 	group *regGroup   // (the refresher's)
@@ -93,6 +93,8 @@ type regGroup struct {
 	// watchedEvery says; urgent, the next refresh is not put off (a
 	// watched client's heartbeat lapsed).
 	watched   bool
+	fixed     bool // (registration's): trusted, it watches the hold's end, not clients
+	starred   int  // refreshes to run without asking whom to watch: the last answer was none ('*')
 	watch     []string
 	trusted   bool
 	urgent    bool
@@ -130,7 +132,7 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 		// (A read-write lock's or semaphore's refresh reads the compact
 		// single hold first until one finds the holds' full form.)
 		g = &regGroup{key: key, reg: r.reg, ttl: r.ttl, short: r.short, single: r.reg.Single != "",
-			watched: r.watchable}
+			watched: r.watchable, fixed: r.fixed}
 		f.groups[key] = g
 		if g.watched {
 			f.watchedGroups++
@@ -205,7 +207,7 @@ func (c *Client) refresh(g *regGroup) {
 		return
 	}
 	g.urgent = false
-	if g.watched {
+	if g.watched && !g.fixed {
 		// A wait this long is watched: the client beats from now on, for
 		// as long as it has such groups (waits that end before their
 		// first refresh, most under contention, cost nothing more).
@@ -220,6 +222,8 @@ func (c *Client) refresh(g *regGroup) {
 	if g.watched {
 		ttl = WatchedRegistryTTL
 	}
+	ask := g.watched && g.starred == 0
+	g.starred = max(g.starred-1, 0)
 	refreshed := time.Now()
 	f.mu.Unlock()
 	if c.hub.IsClosed() {
@@ -234,14 +238,14 @@ func (c *Client) refresh(g *regGroup) {
 	var n int64
 	pttl, head, single := time.Duration(-1), false, g.single
 	var watch []string
-	watchable := g.watched && len(members) <= refreshBatch
+	watchable := ask && len(members) <= refreshBatch
 	var err error
 	// Members in batches that keep each call's arguments small (a group
 	// of more than one batch is not watched).
 	for i := 0; i < len(members) && err == nil; i += refreshBatch {
 		batch := members[i:min(i+refreshBatch, len(members))]
 		r, ok := within(ctx, func() result {
-			f, err := g.reg.Refresh(ctx, &c.conn, ttl, batch, single, g.watched && i == 0)
+			f, err := g.reg.Refresh(ctx, &c.conn, ttl, batch, single, ask && i == 0)
 			return result{f, err}
 		})
 		if !ok {
@@ -286,14 +290,28 @@ func (c *Client) refresh(g *regGroup) {
 	case pttl == -2*time.Millisecond && len(g.members) > 0:
 		g.members[0].wake()
 	}
-	if watchable && n == int64(len(members)) {
+	if ask && !watchable {
+		g.starred = 2 // (asking costs a GET and an LRANGE)
+	}
+	switch {
+	case watchable && n == int64(len(members)) && g.fixed:
+		// A hold that is not renewed ends when its PTTL says, whoever
+		// holds it: the group looks then, and watches nobody.
+		f.unwatch(g)
+		g.trusted = true
+	case watchable && n == int64(len(members)):
 		f.watchGroup(g, watch)
-	} else {
+	default:
 		f.unwatch(g)
 	}
 	if g.trusted {
-		g.watching = false
-		g.timer.Reset(jitter(time.Until(g.due(f.watchedGroups))))
+		d := time.Until(g.due(f.watchedGroups))
+		g.watching = g.fixed && pttl >= 0 && pttl+10*time.Millisecond < d
+		if g.watching {
+			g.timer.Reset(pttl + 10*time.Millisecond)
+			return
+		}
+		g.timer.Reset(jitter(d))
 		return
 	}
 	g.timer.Reset(g.next(pttl, head))

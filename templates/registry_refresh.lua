@@ -42,10 +42,10 @@
 -- on to them first), each once and other than the members' own, space
 -- separated; or '*' when no such list can vouch: the lock is free, a
 -- member ahead waits for several objects (a multi-lock's: a release only
--- wakes it), none of the members is among the queue's first 64, or more
--- than 16 clients come before them (see "Waiter registry" in
+-- wakes it), none of the members is among the queue's first 1024, or more
+-- than 64 clients come before them (see "Waiter registry" in
 -- docs/design.md).
-local function watch_of(lock, queue, hash)
+local function watch_of(lock, queue, hash, head)
   local value
   if hash then
     for _, f in ipairs(redis.call('hkeys', lock)) do
@@ -65,23 +65,30 @@ local function watch_of(lock, queue, hash)
   for i = 3, #ARGV do
     mine[ARGV[i]] = true
   end
+  -- add reports false when owner's client would be the 65th.
   local function add(owner)
     local c = client_of(owner)
     if not seen[c] then
+      if #list == 64 then
+        return false
+      end
       seen[c] = true
       list[#list + 1] = c
     end
+    return true
   end
   add(hold_of(value))
-  for _, m in ipairs(redis.call('lrange', queue, 0, 63)) do
+  if head == 1 then
+    return table.concat(list, ' ')
+  end
+  for _, m in ipairs(redis.call('lrange', queue, 0, 1023)) do
     if mine[m] then
       return table.concat(list, ' ')
     end
     local owner, detail = owner_of(m)
-    if detail ~= '' or #list == 16 then
+    if detail ~= '' or not add(owner) then
       return '*'
     end
-    add(owner)
   end
   return '*'
 end
@@ -113,7 +120,7 @@ if ARGV[2] == 'K' or ARGV[2] == 'F' then
   local pttl = redis.call('pttl', KEYS[1])
   local watch = '*'
   if n == #ARGV - 2 and pttl > 0 then
-    watch = watch_of(KEYS[1], queue, ARGV[2] == 'F')
+    watch = watch_of(KEYS[1], queue, ARGV[2] == 'F', head)
   end
   return {n, pttl, head, 0, watch}
 end

@@ -100,16 +100,7 @@ func waitingCostPerKey(b *testing.B, keys int, renewed bool, window time.Duratio
 	}
 	// Every group trusted: no script sent for longer than an untrusted
 	// group's refresh period.
-	quiet := lockrt.LiveRegistryTTL/3 + lockrt.BeatEvery
-	last, since := sent.scripts(), time.Now()
-	for end := time.Now().Add(3 * time.Minute); time.Since(since) < quiet; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(end) {
-			b.Fatalf("the waiting client still refreshes after 3 minutes")
-		}
-		if n := sent.scripts(); n != last {
-			last, since = n, time.Now()
-		}
-	}
+	sent.waitQuiet(b, lockrt.LiveRegistryTTL/3+lockrt.BeatEvery)
 	before := sent.snapshot()
 	time.Sleep(window) // the window the cost is counted over
 	after := sent.snapshot()
@@ -157,6 +148,22 @@ func (h *sentCounter) scripts() int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.n["evalsha"] + h.n["eval"]
+}
+
+// waitQuiet waits until the counted clients have sent no script for
+// quiet (their groups of waiters are trusted, or at rest), three minutes
+// at most.
+func (h *sentCounter) waitQuiet(tb testing.TB, quiet time.Duration) {
+	tb.Helper()
+	last, since := h.scripts(), time.Now()
+	for end := time.Now().Add(3 * time.Minute); time.Since(since) < quiet; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) {
+			tb.Fatalf("the waiting clients still send scripts after 3 minutes")
+		}
+		if n := h.scripts(); n != last {
+			last, since = n, time.Now()
+		}
+	}
 }
 
 func (h *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
