@@ -14,12 +14,12 @@ import (
 // The watched wait: a waiting client's cost per second does not grow
 // with the objects it waits on (see "Waiter registry" in docs/design.md).
 //
-// A client whose group of waiters of an exclusive lock (refresher) could
-// otherwise only learn by looking that the lock's holder died, or that a
-// release handed it to a client that stopped, refreshes the group with
-// its refresh asking who to watch: the holder's client and those of the
-// waiters queued ahead of its own (registry_refresh's watch_of). Every
-// client that holds or waits on such a lock writes its heartbeat
+// A client whose group of waiters of a lock or semaphore (refresher)
+// could otherwise only learn by looking that a holder died, or that a
+// release handed the object to a client that stopped, refreshes the group
+// with its refresh asking who to watch: the holders' clients and those of
+// the waiters queued ahead of its own (registry_refresh's watch_of).
+// Every client that holds or waits on such an object writes its heartbeat
 // (rdb.AliveKey): a waiting one from its first refresh on, every
 // BeatEvery, in one round trip with one MGET of the heartbeats it
 // watches; a holding one in its watchdog's renewals. While every client a group watches is alive, and its members

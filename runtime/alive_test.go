@@ -68,39 +68,84 @@ func waitTrusted(t *testing.T, c *lockrt.Client, n int) {
 		fmt.Sprintf("%d groups of waiters trusted, want %d", lockrt.TrustedGroups(c), n))
 }
 
-// TestWatchedWaitCostsPerClient: a client waiting on 20 locks held by
+// TestWatchedWaitCostsPerClient: a client waiting on 20 objects held by
 // another client, once its groups of waiters are trusted (their refresh
 // named the holder's client, whose heartbeat is there), sends no script
 // at all over a window longer than a refresh period (LiveRegistryTTL/3,
 // when each group refreshed once before): one heartbeat and one MGET per
-// BeatEvery, whatever the number of locks. The holder's release then
-// hands every lock to its waiter. On a single node and on a cluster
-// (sharded pub/sub; the heartbeats share one slot).
+// BeatEvery, whatever the number of objects. The holder's releases then
+// hand every object to its waiter. For reentrant locks, read-write locks
+// (writers) and semaphores of one permit, on a single node and on a
+// cluster (sharded pub/sub; the heartbeats share one slot).
 func TestWatchedWaitCostsPerClient(t *testing.T) {
-	eachBackend(t, testWatchedWaitCostsPerClient)
+	t.Parallel()
+	type take func(c *lockrt.Client, k string) (release func(context.Context) error, err error)
+	kinds := []struct {
+		name string
+		take func(t *testing.T) take
+	}{
+		{"reentrant", func(t *testing.T) take {
+			d := def(t, lockrt.Reentrant, 30*time.Second, true, 3*time.Minute)
+			return func(c *lockrt.Client, k string) (func(context.Context) error, error) {
+				le, err := c.Lock(d, k).Lock(context.Background())
+				if err != nil {
+					return nil, err
+				}
+				return le.Unlock, nil
+			}
+		}},
+		{"rw-write", func(t *testing.T) take {
+			d := def(t, lockrt.ReadWrite, 30*time.Second, true, 3*time.Minute)
+			return func(c *lockrt.Client, k string) (func(context.Context) error, error) {
+				le, err := c.RWLock(d, k).Write().Lock(context.Background())
+				if err != nil {
+					return nil, err
+				}
+				return le.Unlock, nil
+			}
+		}},
+		{"semaphore", func(t *testing.T) take {
+			d := processSemDef(1)
+			d.Wait = 3 * time.Minute
+			return func(c *lockrt.Client, k string) (func(context.Context) error, error) {
+				p, err := c.Semaphore(d, k).Acquire(context.Background(), 1)
+				if err != nil {
+					return nil, err
+				}
+				return p.Release, nil
+			}
+		}},
+	}
+	for _, kind := range kinds {
+		for _, b := range backends() {
+			t.Run(kind.name+"/"+b.name, func(t *testing.T) {
+				t.Parallel()
+				testWatchedWaitCostsPerClient(t, b, kind.take(t))
+			})
+		}
+	}
 }
 
-func testWatchedWaitCostsPerClient(t *testing.T, b backend) {
+func testWatchedWaitCostsPerClient(t *testing.T, b backend, take func(c *lockrt.Client, k string) (func(context.Context) error, error)) {
 	ctx := context.Background()
-	const locks = 20
+	const objects = 20
 	holder := newClient(t, b)
 	waiter, counted := countedClient(t, b)
 	admin := b.new()
 	t.Cleanup(func() { admin.Close() })
-	d := def(t, lockrt.Reentrant, 30*time.Second, true, 3*time.Minute)
-	held := make([]*lockrt.Lease, locks)
-	got := make([]<-chan *lockrt.Lease, locks)
-	for i := range locks {
+	held := make([]func(context.Context) error, objects)
+	got := make([]<-chan func(context.Context) error, objects)
+	for i := range objects {
 		k := key(t, fmt.Sprint(i))
-		le, err := holder.Lock(d, k).Lock(ctx)
+		release, err := take(holder, k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		held[i] = le
-		got[i] = inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
+		held[i] = release
+		got[i] = inBackground(t, func() (func(context.Context) error, error) { return take(waiter, k) })
 		waitRegistered(t, admin, k, 1)
 	}
-	waitTrusted(t, waiter, locks)
+	waitTrusted(t, waiter, objects)
 	before := counted.snapshot()
 	window := lockrt.LiveRegistryTTL/3 + 2*time.Second
 	time.Sleep(window) // the window the cost is counted over
@@ -118,17 +163,17 @@ func testWatchedWaitCostsPerClient(t *testing.T, b backend) {
 			t.Errorf("%d %s in %v, want none while the waits are trusted", n, name, window)
 		}
 	}
-	for i, le := range held {
-		if err := le.Unlock(ctx); err != nil {
+	for i, release := range held {
+		if err := release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		select {
-		case w := <-got[i]:
-			if err := w.Unlock(ctx); err != nil {
+		case rel := <-got[i]:
+			if err := rel(ctx); err != nil {
 				t.Fatal(err)
 			}
 		case <-time.After(failAfter):
-			t.Fatalf("lock %d: the waiter did not get it after the release", i)
+			t.Fatalf("object %d: the waiter did not get it after the release", i)
 		}
 	}
 }
@@ -138,45 +183,83 @@ func testWatchedWaitCostsPerClient(t *testing.T, b backend) {
 // heartbeat, as a process killed) gets the lock once the lease runs out,
 // within the heartbeat's lapse (the holder's heartbeat TTL + BeatEvery)
 // after that, not at its group's next trusted refresh a minute later
-// (renewed). Behind a lease that is not renewed (fixed: 20s, longer than
-// a refresh period), a trusted waiter looks at the hold's end only, and
-// gets the lock then.
+// (renewed: a fair lock, a read-write lock's write side, a semaphore).
+// Behind a lease that is not renewed (fixed: 20s, longer than a refresh
+// period), a trusted waiter looks at the hold's end only, and gets the
+// lock then.
 func TestWatchedWaitHolderGone(t *testing.T) {
 	t.Parallel()
-	for _, renew := range []bool{true, false} {
-		t.Run(map[bool]string{true: "renewed", false: "fixed"}[renew], func(t *testing.T) {
+	type take func(c *lockrt.Client) (func(context.Context) error, error)
+	lockOf := func(t *testing.T, kind lockrt.LockKind, lease time.Duration, renew bool) take {
+		d, k := def(t, kind, lease, renew, 3*time.Minute), key(t)
+		return func(c *lockrt.Client) (func(context.Context) error, error) {
+			l := c.Lock(d, k)
+			if kind == lockrt.ReadWrite {
+				l = c.RWLock(d, k).Write()
+			}
+			le, err := l.Lock(context.Background())
+			if err != nil {
+				return nil, err
+			}
+			return le.Unlock, nil
+		}
+	}
+	cases := []struct {
+		name  string
+		lease time.Duration
+		renew bool
+		take  func(t *testing.T, lease time.Duration, renew bool) take
+	}{
+		{"fair/renewed", 6 * time.Second, true, func(t *testing.T, lease time.Duration, renew bool) take {
+			return lockOf(t, lockrt.Fair, lease, renew)
+		}},
+		{"rw-write/renewed", 6 * time.Second, true, func(t *testing.T, lease time.Duration, renew bool) take {
+			return lockOf(t, lockrt.ReadWrite, lease, renew)
+		}},
+		{"semaphore/renewed", 6 * time.Second, true, func(t *testing.T, lease time.Duration, renew bool) take {
+			d, k := processSemDef(1), key(t)
+			d.Lease, d.Renew, d.Wait = lease, renew, 3*time.Minute
+			return func(c *lockrt.Client) (func(context.Context) error, error) {
+				p, err := c.Semaphore(d, k).Acquire(context.Background(), 1)
+				if err != nil {
+					return nil, err
+				}
+				return p.Release, nil
+			}
+		}},
+		{"fair/fixed", 20 * time.Second, false, func(t *testing.T, lease time.Duration, renew bool) take {
+			return lockOf(t, lockrt.Fair, lease, renew)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			lease := 6 * time.Second
-			if !renew {
-				lease = 20 * time.Second
-			}
 			holder := newClient(t, backends()[0])
 			waiter := newClient(t, backends()[0])
-			d := def(t, lockrt.Fair, lease, renew, 3*time.Minute)
-			k := key(t)
+			take := tc.take(t, tc.lease, tc.renew)
 			taken := time.Now()
-			if _, err := holder.Lock(d, k).Lock(ctx); err != nil {
+			if _, err := take(holder); err != nil {
 				t.Fatal(err)
 			}
-			got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
-			waitRegistered(t, single.Client(), k, 1)
+			got := inBackground(t, func() (func(context.Context) error, error) { return take(waiter) })
+			waitRegistered(t, single.Client(), key(t), 1)
 			waitTrusted(t, waiter, 1)
 			gone := time.Now()
 			holder.Close()
-			bound := lease + 8*time.Second + lockrt.BeatEvery + 10*time.Second
-			if !renew {
-				bound = time.Until(taken.Add(lease + 5*time.Second))
+			bound := tc.lease + 8*time.Second + lockrt.BeatEvery + 10*time.Second
+			if !tc.renew {
+				bound = time.Until(taken.Add(tc.lease + 5*time.Second))
 			}
 			select {
-			case le := <-got:
-				t.Logf("the waiter got the lock %v after the holder went, %v after it took the lock",
+			case release := <-got:
+				t.Logf("the waiter got it %v after the holder went, %v after it was taken",
 					time.Since(gone).Round(time.Millisecond), time.Since(taken).Round(time.Millisecond))
-				if err := le.Unlock(ctx); err != nil {
+				if err := release(ctx); err != nil {
 					t.Fatal(err)
 				}
 			case <-time.After(bound):
-				t.Fatalf("the waiter did not get the lock within %v of its holder going", bound)
+				t.Fatalf("the waiter did not get it within %v of its holder going", bound)
 			}
 		})
 	}

@@ -67,11 +67,15 @@ func (l *Lock) registration(owner string, ttl, pttl time.Duration) *registration
 		short: l.def.Lease <= 2*HandoffLease}
 	// (An explicit WaiterTTL keeps its meaning: such a group is not
 	// watched.)
-	r.watchable = l.mode == "" && ttl == LiveRegistryTTL && l.c.conn.CountsReceivers()
+	r.watchable = ttl == LiveRegistryTTL && l.c.conn.CountsReceivers()
 	r.fixed = !l.def.Renew
-	r.reg.Hash = l.def.Kind == impl.Fair
+	r.reg.Watch = "K"
+	if l.def.Kind == impl.Fair {
+		r.reg.Watch = "F"
+	}
 	if l.mode != "" { // a read-write lock: KEYS lock, holds, queue, waiters
 		r.reg.Hold, r.reg.Queue, r.reg.Waiters, r.reg.Deadlines, r.reg.Single = k[1], k[2], k[3], true, k[0]
+		r.reg.Watch = "R"
 		r.member = owner + " " + l.mode
 	}
 	return r

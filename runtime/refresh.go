@@ -46,10 +46,10 @@ type registration struct {
 	// hold's TTL does not tell a holder's lease from a hand-off's: its
 	// group always watches the hold's end (see next).
 	short bool
-	// watchable: the object is an exclusive lock, waited on with the
-	// client's registration TTL where a release counts a wake-up's
+	// watchable: the object (a lock or a semaphore) is waited on with
+	// the client's registration TTL where a release counts a wake-up's
 	// receivers, so that its client's group of it may rest on the
-	// liveness of its holder and of those queued ahead (alive.go), or,
+	// liveness of its holders and of those queued ahead (alive.go), or,
 	// fixed (its holders' leases are not renewed), on the hold's end.
 	watchable, fixed bool
 

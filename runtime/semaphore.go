@@ -216,9 +216,11 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	ops := s.ops()
 	k := ops.Keys()
 	obj := waitObject{name: s.def.Name, key: s.key, reg: &registration{
-		reg: rdb.Registry{Hold: k[0], Queue: k[3], Waiters: k[4], Deadlines: true, Single: k[1]}, ttl: reg, member: owner + " " + strconv.Itoa(n), pttl: next,
-		short: s.def.Lease <= 2*HandoffLease}, tried: trust.sent}
-	err = s.c.waitFor(ctx, wait, obj, s.waitChannel(), owner, true, groupedSleep, func(msg string) (bool, time.Duration, error) {
+		reg: rdb.Registry{Hold: k[0], Queue: k[3], Waiters: k[4], Deadlines: true, Single: k[1], Watch: "P"}, ttl: reg, member: owner + " " + strconv.Itoa(n), pttl: next,
+		short: s.def.Lease <= 2*HandoffLease, fixed: !s.def.Renew,
+		watchable: reg == LiveRegistryTTL && s.c.conn.CountsReceivers()}, tried: trust.sent}
+	sleep := obj.reg.sleep()
+	err = s.c.waitFor(ctx, wait, obj, s.waitChannel(), owner, true, sleep, func(msg string) (bool, time.Duration, error) {
 		var err error
 		if rest, ok := strings.CutPrefix(msg, owner); ok && (s.def.Renew || o.lease <= HandoffLease) {
 			// A release handed this waiter its permits, with the hand-off
@@ -245,7 +247,7 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 		}
 		p, _, err = s.attempt(ctx, owner, strconv.Itoa(n), o, reg, registered)
 		trust.replied(prev)
-		return p != nil, groupedSleep, err
+		return p != nil, sleep, err
 	})
 	if err != nil {
 		if p == nil {

@@ -13,14 +13,16 @@
 --   milliseconds (a read-write lock's holds, a semaphore's)
 -- KEYS[2] queue: the waiter registry's wait queue
 -- KEYS[3] waiters: the waiter registry's deadlines
--- KEYS[4]? single: with hold_kind 'z' or 's', the key of a compact
+-- KEYS[4]? single: with hold_kind 'z', 's', 'R' or 'P', the key of a compact
 --   single hold (a read-write lock's hash, a semaphore's counts: its field
 --   "s" names the hold, its TTL is the hold's), read when hold is empty
 -- ARGV[1] registry_ttl_ms: how long the registrations last from now
 -- ARGV[2] hold_kind: 'k' when hold's TTL is the hold's, 'K' as 'k' and
 --   the reply also names the clients to watch (see watch_of) of a hold
 --   stored as a string (its value starts with the owner), 'F' the same of
---   a hold stored as a hash (a fair lock's: a field per owner), 'z' when
+--   a hold stored as a hash (a fair lock's: a field per owner), 'R' as 'z'
+--   and naming the clients to watch of a read-write lock, 'P' the same of
+--   a semaphore's permits, 'z' when
 --   hold holds deadlines, 's' as 'z' with the compact single hold read
 --   first (the client's last refresh found one: a refresh behind it is
 --   then one command less, and one more when the hold changed form)
@@ -31,33 +33,63 @@
 --   passed over); how long the (first) hold has left in milliseconds: -2
 --   when none is left, or the first ran out unreleased; -1 when the key
 --   has no TTL; 1 when the queue's head is one of the members, else 0;
---   1 when the compact single hold answered (hold_kind 'z' and 's'), else
---   0; and, for hold_kind 'K' and 'F', the clients whose liveness vouches for the
---   wait (watch_of), else '*'.
+--   1 when the compact single hold answered (hold_kind 'z', 's', 'R' and
+--   'P'), else
+--   0; and, for hold_kind 'K', 'F', 'R' and 'P', the clients whose
+--   liveness vouches for the wait (watch_of), else '*'.
 -- #include registry
 
--- watch_of returns the clients whose liveness tells that the members wait
--- for nothing but a release: the holder's, then those of the members
--- queued ahead of the first of these members (a release hands the lock
--- on to them first), each once and other than the members' own, space
--- separated; or '*' when no such list can vouch: the lock is free, a
--- member ahead waits for several objects (a multi-lock's: a release only
--- wakes it), none of the members is among the queue's first 1024, or more
--- than 64 clients come before them (see "Waiter registry" in
--- docs/design.md).
-local function watch_of(lock, queue, hash, head)
-  local value
-  if hash then
-    for _, f in ipairs(redis.call('hkeys', lock)) do
+-- holders_of returns the owners holding the object of hold_kind kind
+-- ('K', 'F', 'R' or 'P', see the header), at most 65 of them (more than
+-- 64 clients cannot be watched anyway), or an empty table when nothing is
+-- held.
+local function holders_of(kind, hold, single)
+  if kind == 'K' then
+    local value = redis.call('get', hold)
+    return value and {(hold_of(value))} or {}
+  end
+  if kind == 'F' then
+    for _, f in ipairs(redis.call('hkeys', hold)) do
       if f ~= 's' then
-        value = f
-        break
+        return {f}
       end
     end
-  else
-    value = redis.call('get', lock)
+    return {}
   end
-  if not value then
+  -- A read-write lock's holds are 'w' (its owner is the hash's writer)
+  -- and 'r:<owner>'; a semaphore's are owners.
+  local function owner(m)
+    if kind == 'P' then
+      return m
+    end
+    if m == 'w' then
+      return redis.call('hget', single, 'writer')
+    end
+    return string.sub(m, 3)
+  end
+  local compact = redis.call('hget', single, 's')
+  if compact then
+    return {owner(compact)}
+  end
+  local list = {}
+  for _, m in ipairs(redis.call('zrange', hold, 0, 64)) do
+    list[#list + 1] = owner(m)
+  end
+  return list
+end
+
+-- watch_of returns the clients whose liveness tells that the members wait
+-- for nothing but a release: the holders', then those of the members
+-- queued ahead of the first of these members (a release hands the object
+-- on to them first), each once and other than the members' own, space
+-- separated; or '*' when no such list can vouch: nothing is held, a
+-- member ahead of an exclusive lock's waits for several objects (a
+-- multi-lock's: a release only wakes it), none of the members is among
+-- the queue's first 1024, or more than 64 clients come before them (see
+-- "Waiter registry" in docs/design.md).
+local function watch_of(kind, hold, single, queue, head)
+  local holders = holders_of(kind, hold, single)
+  if #holders == 0 then
     return '*'
   end
   local own = client_of(ARGV[3])
@@ -77,16 +109,21 @@ local function watch_of(lock, queue, hash, head)
     end
     return true
   end
-  add(hold_of(value))
+  for _, h in ipairs(holders) do
+    if not add(h) then
+      return '*'
+    end
+  end
   if head == 1 then
     return table.concat(list, ' ')
   end
+  local exclusive = kind == 'K' or kind == 'F'
   for _, m in ipairs(redis.call('lrange', queue, 0, 1023)) do
     if mine[m] then
       return table.concat(list, ' ')
     end
     local owner, detail = owner_of(m)
-    if detail ~= '' or not add(owner) then
+    if (exclusive and detail ~= '') or not add(owner) then
       return '*'
     end
   end
@@ -116,23 +153,32 @@ end
 if ARGV[2] == 'k' then
   return {n, redis.call('pttl', KEYS[1]), head, 0, '*'}
 end
-if ARGV[2] == 'K' or ARGV[2] == 'F' then
+local kind = ARGV[2]
+if kind == 'K' or kind == 'F' then
   local pttl = redis.call('pttl', KEYS[1])
   local watch = '*'
   if n == #ARGV - 2 and pttl > 0 then
-    watch = watch_of(KEYS[1], queue, ARGV[2] == 'F', head)
+    watch = watch_of(kind, KEYS[1], nil, queue, head)
   end
   return {n, pttl, head, 0, watch}
 end
-local single = ARGV[2] == 's' and KEYS[4]
+-- 'R' and 'P' read as 'z' does, and name the clients to watch.
+local watched = kind == 'R' or kind == 'P'
+local single = kind == 's' and KEYS[4]
 if single and redis.call('hexists', single, 's') == 1 then
   return {n, redis.call('pttl', single), head, 1, '*'}
 end
+local pttl, compact
 local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
 if not first[2] and KEYS[4] and not single and redis.call('hexists', KEYS[4], 's') == 1 then
-  return {n, redis.call('pttl', KEYS[4]), head, 1, '*'}
+  pttl, compact = redis.call('pttl', KEYS[4]), 1
+elseif not first[2] or tonumber(first[2]) <= now then
+  pttl, compact = -2, 0
+else
+  pttl, compact = tonumber(first[2]) - now, 0
 end
-if not first[2] or tonumber(first[2]) <= now then
-  return {n, -2, head, 0, '*'}
+local watch = '*'
+if watched and n == #ARGV - 2 and pttl > 0 then
+  watch = watch_of(kind, KEYS[1], KEYS[4], queue, head)
 end
-return {n, tonumber(first[2]) - now, head, 0, '*'}
+return {n, pttl, head, compact, watch}

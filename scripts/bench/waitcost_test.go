@@ -22,9 +22,9 @@ import (
 // string lock, 9 behind a compact hash hold) however many of its
 // goroutines wait, and its pub/sub connection is pinged when silent;
 // issue 27's target is at most 64 commands per second in all (one per
-// client). The reentrant lock's waits are watched (runtime/alive.go):
-// its window starts once every client's first refresh trusted the
-// holder, and then holds heartbeats and MGETs only. Then the holder releases and every waiter gets the lock in
+// client). The waits are watched (runtime/alive.go): the window starts
+// once every client's first refresh trusted the holder and the clients
+// queued ahead, and then holds heartbeats and MGETs only. Then the holder releases and every waiter gets the lock in
 // turn (none starved). For the reentrant lock, the write side of a
 // read-write lock and a semaphore of one permit, each on a node of its
 // own, in parallel.
@@ -74,7 +74,7 @@ func TestWaitingCostPerClient(t *testing.T) {
 			t.Parallel()
 			n := redistest.Single(t)
 			k := costKey(t)
-			waitingCost(t, n, k, kind.open(t, k), kind.name == "reentrant", window)
+			waitingCost(t, n, k, kind.open(t, k), window)
 		})
 	}
 }
@@ -82,7 +82,7 @@ func TestWaitingCostPerClient(t *testing.T) {
 // waitingCost runs TestWaitingCostPerClient's case on node n: a holder
 // takes k with acquire, 1 000 waiters over 64 clients wait for it, and
 // what Redis runs per second is counted over window.
-func waitingCost(t *testing.T, n *redistest.Node, k string, acquire func(*lockrt.Client) (func(context.Context) error, error), watched bool, window time.Duration) {
+func waitingCost(t *testing.T, n *redistest.Node, k string, acquire func(*lockrt.Client) (func(context.Context) error, error), window time.Duration) {
 	const (
 		clients = 64
 		waiters = 1000
@@ -118,12 +118,10 @@ func waitingCost(t *testing.T, n *redistest.Node, k string, acquire func(*lockrt
 	}
 	rdb := n.Client()
 	waitQueued(t, rdb, k, waiters)
-	if watched {
-		// The clients' groups are trusted once their first refresh named
-		// the holder's client and a look found it alive: from then on
-		// they send no script (runtime/alive.go).
-		sent.waitQuiet(t, lockrt.LiveRegistryTTL/3+lockrt.BeatEvery)
-	}
+	// The clients' groups are trusted once their first refresh named the
+	// holder's client and those queued ahead, and a look found them
+	// alive: from then on they send no script (runtime/alive.go).
+	sent.waitQuiet(t, lockrt.LiveRegistryTTL/3+lockrt.BeatEvery)
 	w := countWindow(t, rdb, window)
 	perSecond := w.perSecond()
 	t.Logf("%d waiters over %d clients for %v: %d scripts, %d commands and %d pings: %.1f commands per second (%.2f per client, %.3f per waiter)",

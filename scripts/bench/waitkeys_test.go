@@ -25,14 +25,14 @@ import (
 // the holder (runtime/alive.go), what it sends is counted by a go-redis
 // hook: heartbeats and MGETs, a script counted as the 9 commands of a
 // registry_refresh at most, and the hub's health-check PING (one per
-// 10s, not seen by the hook) added. The window starts once the waiting
-// client has sent no script for longer than an untrusted group's
-// refresh period, i.e. when every group is trusted.
+// 10s, not seen by the hook) added.
 //
 // fixed: the holder's leases last 10 minutes without renewal (counted by
-// INFO commandstats, which then sees only the waiting client): a waiter
-// watches such a hold's end, and refreshes its registration every
-// LiveRegistryTTL/3, one script per lock.
+// INFO commandstats, which then sees only the waiting client): a trusted
+// group watches nobody and looks at the hold's end only.
+//
+// Both windows start once every group is trusted: the waiting client has
+// sent no script for longer than an untrusted group's refresh period.
 //
 // Run it with -benchtime 1x.
 func BenchmarkWaitingCostPerKey(b *testing.B) {
@@ -91,6 +91,9 @@ func waitingCostPerKey(b *testing.B, keys int, renewed bool, window time.Duratio
 		waitQueued(b, admin, k, 1)
 	}
 	defer func() { cancel(); wg.Wait() }()
+	// Every group trusted: no script sent for longer than an untrusted
+	// group's refresh period.
+	sent.waitQuiet(b, lockrt.LiveRegistryTTL/3+lockrt.BeatEvery)
 	if !renewed {
 		w := countWindow(b, admin, window)
 		perSecond := w.perSecond()
@@ -98,9 +101,6 @@ func waitingCostPerKey(b *testing.B, keys int, renewed bool, window time.Duratio
 			keys, window, w.scripts(), w.commands, w.pings, perSecond, perSecond/float64(keys), w.calls)
 		return perSecond
 	}
-	// Every group trusted: no script sent for longer than an untrusted
-	// group's refresh period.
-	sent.waitQuiet(b, lockrt.LiveRegistryTTL/3+lockrt.BeatEvery)
 	before := sent.snapshot()
 	time.Sleep(window) // the window the cost is counted over
 	after := sent.snapshot()

@@ -21,9 +21,11 @@ type Registry struct {
 	// instead, while Hold is empty (its "s" field; its TTL is the
 	// hold's): a read-write lock's hash, a semaphore's counts.
 	Single string
-	// Hash: Hold is a hash with a field per owner (a fair lock's), not a
-	// string whose value starts with the owner.
-	Hash bool
+	// Watch is the hold kind a refresh that asks whom to watch passes
+	// (registry_refresh): "K" for a lock whose value starts with its
+	// owner, "F" for a fair lock's hash, "R" for a read-write lock, "P"
+	// for a semaphore.
+	Watch string
 }
 
 // Refreshed is what a registry_refresh found.
@@ -42,8 +44,7 @@ type Refreshed struct {
 // Refresh runs registry_refresh for members, one client's waiters of the
 // registry's object, registered for ttl from now; with single (the last
 // refresh found a compact single hold), the compact hold is read first;
-// with watch (an exclusive hold only), it also names the clients to
-// watch:
+// with watch, it also names the clients to watch (r.Watch's kind):
 //
 //	KEYS: hold, queue, waiters, single (with Deadlines)
 //	ARGV: registry_ttl_ms, hold_kind, members...
@@ -53,8 +54,7 @@ func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, me
 	args := make([]any, 0, 2+len(members))
 	kind := "k"
 	keys := []string{r.Hold, r.Queue, r.Waiters}
-	switch {
-	case r.Deadlines:
+	if r.Deadlines {
 		kind = "z"
 		if r.Single != "" {
 			keys = append(keys, r.Single)
@@ -62,10 +62,10 @@ func (r Registry) Refresh(ctx context.Context, conn *Conn, ttl time.Duration, me
 				kind = "s"
 			}
 		}
-	case watch && r.Hash:
-		kind = "F"
-	case watch:
-		kind = "K"
+	}
+	watch = watch && r.Watch != ""
+	if watch {
+		kind = r.Watch
 	}
 	args = append(args, ttl.Milliseconds(), kind)
 	for _, m := range members {
