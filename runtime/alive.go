@@ -22,9 +22,12 @@ import (
 // Every client that holds or waits on such an object writes its heartbeat
 // (rdb.AliveKey): a waiting one from its first refresh on, every
 // BeatEvery, in one round trip with one MGET of the heartbeats it
-// watches; a holding one in its watchdog's renewals. While every client a group watches is alive, and its members
-// are registered for WatchedRegistryTTL, the group is trusted: it does
-// not watch the hold's end, and refreshes only every watchedEvery. When a
+// watches; a holding one in its watchdog's renewals. While every client
+// a group watches is alive, and its members are registered for
+// WatchedRegistryTTL, the group is trusted: it does not watch the hold's
+// end, and refreshes only every watchedEvery. Behind leases the watchdog
+// does not renew, a trusted group watches nobody and looks at the hold's
+// end only (fixed). When a
 // watched client's heartbeat lapses (it died, or stopped), every group
 // watching it refreshes at once and goes back to watching the hold's end
 // as before; so does one whose waiter's attempt failed (someone it did
@@ -40,8 +43,8 @@ const BeatEvery = 3 * time.Second
 // stopped (or dead) is found lapsed within waitBeatTTL + BeatEvery.
 const waitBeatTTL = 8 * time.Second
 
-// WatchedRegistryTTL is how long a waiter of a trusted group stays
-// registered unrefreshed (see alive.go): a waiter whose client went away
+// WatchedRegistryTTL is how long a waiter of a watched group stays
+// registered unrefreshed: a waiter whose client went away
 // is passed over at once by a release, and one that stopped is passed over
 // by its hand-off's end, so this only bounds how long an abandoned
 // registry keeps its keys.
@@ -63,18 +66,15 @@ const watchedSleep = WatchedRegistryTTL / 3
 // holderBeat returns the heartbeat a renewal pipeline of batch carries
 // (watchdog.RenewOn's also), or nil: unless a release cannot count a
 // wake-up's receivers (only where it can are waits watched), at most one
-// every BeatEvery
-// and none in a full pipeline,
-// lasting twice the batch's longest renewal period and a second (at least
-// waitBeatTTL), so that a client that holds stays alive between its
-// renewals.
+// every BeatEvery and none in a full pipeline (which stays within
+// MaxPipeline: a later one carries it), lasting twice the batch's
+// longest renewal period and a second (at least waitBeatTTL), so that a
+// client that holds stays alive between its renewals.
 func (c *Client) holderBeat(ctx context.Context, batch []*watchdog.Held) func(redis.Pipeliner) {
 	now := time.Now().UnixNano()
 	last := c.beat.Load()
-	// (A full pipeline stays within MaxPipeline: a later one carries it.)
-	// (Unless the client knows it publishes blind: a holder that never
-	// waited has not probed the pub/sub mode, and must not stall its
-	// renewals on the probe.)
+	// (A holder that never waited has not probed the pub/sub mode, and
+	// must not stall its renewals on the probe: it beats.)
 	blind := c.hub.Probed() && !c.conn.CountsReceivers()
 	if len(batch) >= watchdog.MaxPipeline || now-last < int64(BeatEvery) || blind || !c.beat.CompareAndSwap(last, now) {
 		return nil

@@ -245,8 +245,8 @@ func (c *Client) refresh(g *regGroup) {
 	for i := 0; i < len(members) && err == nil; i += refreshBatch {
 		batch := members[i:min(i+refreshBatch, len(members))]
 		r, ok := within(ctx, func() result {
-			f, err := g.reg.Refresh(ctx, &c.conn, ttl, batch, single, ask && i == 0)
-			return result{f, err}
+			got, err := g.reg.Refresh(ctx, &c.conn, ttl, batch, single, ask && i == 0)
+			return result{got, err}
 		})
 		if !ok {
 			r.err = ctx.Err()
