@@ -186,7 +186,7 @@ func testWatchedWaitCostsPerClient(t *testing.T, b backend, take func(c *lockrt.
 // (renewed: a fair lock, a read-write lock's write side, a semaphore).
 // Behind a lease that is not renewed (fixed: 20s, longer than a refresh
 // period), a trusted waiter looks at the hold's end only, and gets the
-// lock then.
+// lock then. On a single node and on a cluster.
 func TestWatchedWaitHolderGone(t *testing.T) {
 	t.Parallel()
 	type take func(c *lockrt.Client) (func(context.Context) error, error)
@@ -232,36 +232,43 @@ func TestWatchedWaitHolderGone(t *testing.T) {
 		}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			holder := newClient(t, backends()[0])
-			waiter := newClient(t, backends()[0])
-			take := tc.take(t, tc.lease, tc.renew)
-			taken := time.Now()
-			if _, err := take(holder); err != nil {
-				t.Fatal(err)
-			}
-			got := inBackground(t, func() (func(context.Context) error, error) { return take(waiter) })
-			waitRegistered(t, single.Client(), key(t), 1)
-			waitTrusted(t, waiter, 1)
-			gone := time.Now()
-			holder.Close()
-			bound := tc.lease + 8*time.Second + lockrt.BeatEvery + 10*time.Second
-			if !tc.renew {
-				bound = time.Until(taken.Add(tc.lease + 5*time.Second))
-			}
-			select {
-			case release := <-got:
-				t.Logf("the waiter got it %v after the holder went, %v after it was taken",
-					time.Since(gone).Round(time.Millisecond), time.Since(taken).Round(time.Millisecond))
-				if err := release(ctx); err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(bound):
-				t.Fatalf("the waiter did not get it within %v of its holder going", bound)
-			}
-		})
+		for _, b := range backends() {
+			t.Run(tc.name+"/"+b.name, func(t *testing.T) {
+				t.Parallel()
+				testWatchedWaitHolderGone(t, b, tc.lease, tc.renew, tc.take(t, tc.lease, tc.renew))
+			})
+		}
+	}
+}
+
+func testWatchedWaitHolderGone(t *testing.T, b backend, lease time.Duration, renew bool, take func(c *lockrt.Client) (func(context.Context) error, error)) {
+	ctx := context.Background()
+	holder := newClient(t, b)
+	waiter := newClient(t, b)
+	admin := b.new()
+	t.Cleanup(func() { admin.Close() })
+	taken := time.Now()
+	if _, err := take(holder); err != nil {
+		t.Fatal(err)
+	}
+	got := inBackground(t, func() (func(context.Context) error, error) { return take(waiter) })
+	waitRegistered(t, admin, key(t), 1)
+	waitTrusted(t, waiter, 1)
+	gone := time.Now()
+	holder.Close()
+	bound := lease + 8*time.Second + lockrt.BeatEvery + 10*time.Second
+	if !renew {
+		bound = time.Until(taken.Add(lease + 5*time.Second))
+	}
+	select {
+	case release := <-got:
+		t.Logf("the waiter got it %v after the holder went, %v after it was taken",
+			time.Since(gone).Round(time.Millisecond), time.Since(taken).Round(time.Millisecond))
+		if err := release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("the waiter did not get it within %v of its holder going", bound)
 	}
 }
 
