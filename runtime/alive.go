@@ -88,6 +88,14 @@ func (c *Client) holderBeat(ctx context.Context, batch []*watchdog.Held) func(re
 	return func(p redis.Pipeliner) { rdb.BeatOn(ctx, p, c.id, ttl) }
 }
 
+// watched reports whether a group of r's may be trusted (regGroup.watched):
+// its object names whom to watch (rdb.Registry.Watch), it is waited on
+// with the client's registration TTL (a spec's WaiterTTL keeps its
+// meaning), and a release counts a wake-up's receivers.
+func (c *Client) watched(r *registration) bool {
+	return r.reg.Watch != "" && r.ttl == LiveRegistryTTL && c.conn.CountsReceivers()
+}
+
 // aliveMonitor is the refresher's record of the clients its trusted
 // groups watch (under refresher.mu).
 type aliveMonitor struct {

@@ -4,52 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
-// nameCounter counts the commands a client sends, by name.
-type nameCounter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (h *nameCounter) add(cmds ...redis.Cmder) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, c := range cmds {
-		h.n[c.Name()]++
-	}
-}
-
-// snapshot returns the counts so far.
-func (h *nameCounter) snapshot() map[string]int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	m := make(map[string]int, len(h.n))
-	for k, v := range h.n {
-		m[k] = v
-	}
-	return m
-}
-
-func (h *nameCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *nameCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.add(cmd); return next(ctx, cmd) }
-}
-func (h *nameCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.add(cmds...); return next(ctx, cmds) }
-}
-
 // countedClient returns a client on b whose commands are counted.
-func countedClient(t *testing.T, b backend) (*lockrt.Client, *nameCounter) {
-	h := &nameCounter{n: map[string]int{}}
+func countedClient(t *testing.T, b backend) (*lockrt.Client, *redistest.Counter) {
+	h := redistest.NewCounter()
 	rdb := b.new()
 	rdb.AddHook(h)
 	c := lockrt.New(rdb)
@@ -146,11 +111,11 @@ func testWatchedWaitCostsPerClient(t *testing.T, b backend, take func(c *lockrt.
 		waitRegistered(t, admin, k, 1)
 	}
 	waitTrusted(t, waiter, objects)
-	before := counted.snapshot()
+	before := counted.Snapshot()
 	window := lockrt.LiveRegistryTTL/3 + 2*time.Second
-	time.Sleep(window) // the window the cost is counted over
-	after := counted.snapshot()
-	beats := int(window/lockrt.BeatEvery) + 1
+	time.Sleep(window) // the window the cost is counted over, not a synchronisation
+	after := counted.Snapshot()
+	beats := int64(window/lockrt.BeatEvery) + 1
 	for name, n := range after {
 		n -= before[name]
 		switch {

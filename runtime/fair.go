@@ -65,9 +65,6 @@ func (l *Lock) registration(owner string, ttl, pttl time.Duration) *registration
 	k := l.ops.Keys()
 	r := &registration{reg: rdb.Registry{Hold: k[0], Queue: k[1], Waiters: k[2]}, ttl: ttl, member: owner, pttl: pttl,
 		short: l.def.Lease <= 2*HandoffLease}
-	// (An explicit WaiterTTL keeps its meaning: such a group is not
-	// watched.)
-	r.watchable = ttl == LiveRegistryTTL && l.c.conn.CountsReceivers()
 	r.fixed = !l.def.Renew
 	r.reg.Watch = "K"
 	if l.def.Kind == impl.Fair {

@@ -136,7 +136,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 		return nil, ErrNotObtained
 	}
 	obj := waitObject{name: l.def.Name, key: l.key, reg: l.registration(owner, reg, ttl), tried: trust.sent}
-	sleep := obj.reg.sleep()
+	sleep := l.c.waitSleep(obj.reg)
 	err = l.c.waitFor(ctx, wait, obj, l.waitChannel(), owner, true, sleep, func(msg string) (bool, time.Duration, error) {
 		var err error
 		if msg != "" {

@@ -46,12 +46,10 @@ type registration struct {
 	// hold's TTL does not tell a holder's lease from a hand-off's: its
 	// group always watches the hold's end (see next).
 	short bool
-	// watchable: the object (a lock or a semaphore) is waited on with
-	// the client's registration TTL where a release counts a wake-up's
-	// receivers, so that its client's group of it may rest on the
-	// liveness of its holders and of those queued ahead (alive.go), or,
-	// fixed (its holders' leases are not renewed), on the hold's end.
-	watchable, fixed bool
+	// fixed: its holders' leases are not renewed, so that a watched
+	// group of it rests on the hold's end rather than on clients
+	// (alive.go).
+	fixed bool
 
 	woken atomic.Bool // a refresh woke the waiter (its wait's fallback)
 	group *regGroup   // (the refresher's)
@@ -132,7 +130,7 @@ func (c *Client) joinRefresh(r *registration, signal chan struct{}) (leave func(
 		// (A read-write lock's or semaphore's refresh reads the compact
 		// single hold first until one finds the holds' full form.)
 		g = &regGroup{key: key, reg: r.reg, ttl: r.ttl, short: r.short, single: r.reg.Single != "",
-			watched: r.watchable, fixed: r.fixed}
+			watched: c.watched(r), fixed: r.fixed}
 		f.groups[key] = g
 		if g.watched {
 			f.watchedGroups++
@@ -363,10 +361,11 @@ func (c *Client) refreshErr(r *registration) error {
 	return r.group.lastErr
 }
 
-// sleep is how long the waiter of r sleeps at most when nothing wakes it
-// (groupedSleep, or watchedSleep for a group that may be trusted).
-func (r *registration) sleep() time.Duration {
-	if r.watchable {
+// waitSleep is how long the waiter of r sleeps at most when nothing
+// wakes it (groupedSleep, or watchedSleep for a group that may be
+// trusted).
+func (c *Client) waitSleep(r *registration) time.Duration {
+	if c.watched(r) {
 		return watchedSleep
 	}
 	return groupedSleep

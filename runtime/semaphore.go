@@ -217,9 +217,8 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	k := ops.Keys()
 	obj := waitObject{name: s.def.Name, key: s.key, reg: &registration{
 		reg: rdb.Registry{Hold: k[0], Queue: k[3], Waiters: k[4], Deadlines: true, Single: k[1], Watch: "P"}, ttl: reg, member: owner + " " + strconv.Itoa(n), pttl: next,
-		short: s.def.Lease <= 2*HandoffLease, fixed: !s.def.Renew,
-		watchable: reg == LiveRegistryTTL && s.c.conn.CountsReceivers()}, tried: trust.sent}
-	sleep := obj.reg.sleep()
+		short: s.def.Lease <= 2*HandoffLease, fixed: !s.def.Renew}, tried: trust.sent}
+	sleep := s.c.waitSleep(obj.reg)
 	err = s.c.waitFor(ctx, wait, obj, s.waitChannel(), owner, true, sleep, func(msg string) (bool, time.Duration, error) {
 		var err error
 		if rest, ok := strings.CutPrefix(msg, owner); ok && (s.def.Renew || o.lease <= HandoffLease) {

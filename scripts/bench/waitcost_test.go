@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -95,7 +96,7 @@ func waitingCost(t *testing.T, n *redistest.Node, k string, acquire func(*lockrt
 		t.Fatal(err)
 	}
 	cs := make([]*lockrt.Client, clients)
-	sent := &sentCounter{n: map[string]int64{}} // the waiting clients'
+	sent := redistest.NewCounter() // the waiting clients'
 	for i := range cs {
 		rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
 		rdb.AddHook(sent)
@@ -121,7 +122,7 @@ func waitingCost(t *testing.T, n *redistest.Node, k string, acquire func(*lockrt
 	// The clients' groups are trusted once their first refresh named the
 	// holder's client and those queued ahead, and a look found them
 	// alive: from then on they send no script (runtime/alive.go).
-	sent.waitQuiet(t, lockrt.LiveRegistryTTL/3+lockrt.BeatEvery)
+	waitScriptsQuiet(t, sent)
 	w := countWindow(t, rdb, window)
 	perSecond := w.perSecond()
 	t.Logf("%d waiters over %d clients for %v: %d scripts, %d commands and %d pings: %.1f commands per second (%.2f per client, %.3f per waiter)",
@@ -179,17 +180,148 @@ func (w countedWindow) perSecond() float64 {
 // waitQuiet waits until rdb's node has run no script for quiet.
 func waitQuiet(tb testing.TB, rdb *redis.Client, quiet time.Duration) {
 	tb.Helper()
-	scripts := func() int64 {
+	last, since := int64(-1), time.Now()
+	if !redistest.Within(time.Minute, func() bool {
 		st := parseCommandStats(tb, rdb.Info(context.Background(), "commandstats").Val())
-		return st["evalsha"].calls + st["eval"].calls
-	}
-	last, since := scripts(), time.Now()
-	for end := time.Now().Add(time.Minute); time.Since(since) < quiet; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(end) {
-			tb.Fatal("scripts still running after a minute")
-		}
-		if n := scripts(); n != last {
+		if n := st["evalsha"].calls + st["eval"].calls; n != last {
 			last, since = n, time.Now()
 		}
+		return time.Since(since) >= quiet
+	}) {
+		tb.Fatal("scripts still running after a minute")
 	}
+}
+
+// waitScriptsQuiet waits until the clients sent counts have sent no
+// script for longer than an untrusted group's refresh period: every group
+// of their waiters is trusted (runtime/alive.go), or a refresh would
+// have come.
+func waitScriptsQuiet(tb testing.TB, sent *redistest.Counter) {
+	tb.Helper()
+	if !sent.ScriptsQuiet(3*time.Minute, lockrt.LiveRegistryTTL/3+lockrt.BeatEvery) {
+		tb.Fatal("the waiting clients still send scripts after 3 minutes")
+	}
+}
+
+// BenchmarkWaitingCostPerKey: what one waiting client (its own go-redis
+// and runtime Client) costs Redis per second while it waits on K
+// different locks, one waiter each, that another client holds. Issue 27
+// wants at most one command per second per waiting client "on however
+// many keys".
+//
+// renewed: the holder's leases are the default, renewed by its watchdog
+// (which writes its heartbeat). Once the waiting client's groups trust
+// the holder (runtime/alive.go), what it sends is counted by a go-redis
+// hook: heartbeats and MGETs, a script counted as the 9 commands of a
+// registry_refresh at most, and the hub's health-check PING (one per
+// 10s, not seen by the hook) added.
+//
+// fixed: the holder's leases last 10 minutes without renewal (counted by
+// INFO commandstats, which then sees only the waiting client): a trusted
+// group watches nobody and looks at the hold's end only.
+//
+// Both windows start once every group is trusted: the waiting client has
+// sent no script for longer than an untrusted group's refresh period.
+//
+// renewed-cluster: renewed, on a 3-primary cluster (sharded pub/sub, the
+// locks over every primary, the heartbeats on one).
+//
+// Run it with -benchtime 1x.
+func BenchmarkWaitingCostPerKey(b *testing.B) {
+	window := lockrt.LiveRegistryTTL/3 + 2*time.Second
+	for _, c := range []struct {
+		name             string
+		renewed, cluster bool
+		keys             []int
+	}{
+		{"renewed", true, false, []int{1, 10, 100, 1000}},
+		{"fixed", false, false, []int{1, 10, 100, 1000}},
+		{"renewed-cluster", true, true, []int{10, 1000}},
+	} {
+		for _, keys := range c.keys {
+			b.Run(c.name+"/"+strconv.Itoa(keys), func(b *testing.B) {
+				for range b.N {
+					perSecond := waitingCostPerKey(b, keys, c.renewed, c.cluster, window)
+					b.ReportMetric(perSecond, "cmds/s")
+					b.ReportMetric(perSecond/float64(keys), "cmds/s/key")
+				}
+			})
+		}
+	}
+}
+
+// waitingCostPerKey runs BenchmarkWaitingCostPerKey's case for keys locks
+// and returns the commands per second counted over window.
+func waitingCostPerKey(b *testing.B, keys int, renewed, cluster bool, window time.Duration) float64 {
+	ctx := context.Background()
+	d := costLockDef(b, lockimpl.Reentrant, 0)
+	if !renewed {
+		d.Lease, d.Renew = 10*time.Minute, false
+	}
+	var n *redistest.Node
+	newRDB := func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: n.Addr}) }
+	if cluster {
+		cl, _ := startBenchCluster(b)
+		newRDB = func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs}) }
+	} else {
+		n = redistest.Single(b)
+	}
+	admin := newRDB()
+	defer admin.Close()
+	holder := lockrt.New(admin)
+	defer holder.Close()
+	ks := make([]string, keys)
+	for i := range ks {
+		ks[i] = costKey(b, strconv.Itoa(i))
+		if _, err := lockimpl.NewLock(holder, d, ks[i]).Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rdb := newRDB()
+	sent := redistest.NewCounter()
+	rdb.AddHook(sent)
+	c := lockrt.New(rdb)
+	defer func() { c.Close(); rdb.Close() }()
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, k := range ks {
+		wg.Go(func() {
+			if _, err := lockimpl.NewLock(c, d, k).Lock(wctx); err == nil {
+				b.Errorf("%s: taken while held", k)
+			}
+		})
+	}
+	for _, k := range ks {
+		if !redistest.Within(30*time.Second, func() bool { return admin.LLen(ctx, k+":queue").Val() >= 1 }) {
+			b.Fatalf("%s: no waiter queued", k)
+		}
+	}
+	defer func() { cancel(); wg.Wait() }()
+	// Every group trusted: no script sent for longer than an untrusted
+	// group's refresh period.
+	waitScriptsQuiet(b, sent)
+	if !renewed {
+		w := countWindow(b, n.Client(), window)
+		perSecond := w.perSecond()
+		b.Logf("fixed leases: one client waiting on %d locks for %v: %d scripts, %d commands and %d pings: %.2f commands per second (%.3f per lock) %v",
+			keys, window, w.scripts(), w.commands, w.pings, perSecond, perSecond/float64(keys), w.calls)
+		return perSecond
+	}
+	before := sent.Snapshot()
+	time.Sleep(window) // the window the cost is counted over, not a synchronisation
+	after := sent.Snapshot()
+	var scripts, commands int64
+	for name, v := range after {
+		v -= before[name]
+		if name == "evalsha" || name == "eval" {
+			scripts += v
+		} else {
+			commands += v
+		}
+	}
+	pings := int64(window / (10 * time.Second)) // the hub's health check
+	perSecond := float64(commands+9*scripts+pings) / window.Seconds()
+	b.Logf("renewed leases: one client waiting on %d locks for %v: %d scripts, %d other commands, %d pings: %.2f commands per second (%.4f per lock)",
+		keys, window, scripts, commands, pings, perSecond, perSecond/float64(keys))
+	return perSecond
 }

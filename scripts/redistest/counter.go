@@ -1,0 +1,70 @@
+package redistest
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Counter is a go-redis hook that counts the commands a client sends, by
+// name (a pipeline's one by one): what a client costs, seen from the
+// client (INFO commandstats sees every client of a node, and counts the
+// commands a script runs).
+type Counter struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+// NewCounter returns a Counter; add it with AddHook.
+func NewCounter() *Counter { return &Counter{n: map[string]int64{}} }
+
+func (h *Counter) add(cmds ...redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range cmds {
+		h.n[c.Name()]++
+	}
+}
+
+// Snapshot returns the counts so far, by command name.
+func (h *Counter) Snapshot() map[string]int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := make(map[string]int64, len(h.n))
+	for k, v := range h.n {
+		m[k] = v
+	}
+	return m
+}
+
+// Scripts returns the scripts sent so far (EVALSHA and EVAL).
+func (h *Counter) Scripts() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n["evalsha"] + h.n["eval"]
+}
+
+// ScriptsQuiet reports whether, within d, the counted clients went quiet
+// (sent no script) for quiet: a period the caller knows a script would
+// come in (a timer's), so that silence tells a state.
+func (h *Counter) ScriptsQuiet(d, quiet time.Duration) bool {
+	last, since := h.Scripts(), time.Now()
+	return Within(d, func() bool {
+		if n := h.Scripts(); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= quiet
+	})
+}
+
+func (h *Counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.add(cmd); return next(ctx, cmd) }
+}
+
+func (h *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.add(cmds...); return next(ctx, cmds) }
+}
