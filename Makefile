@@ -72,7 +72,10 @@ costs: redis ## the cost tests (scripts/bench, and runtime's -tags costs), with 
 FAST = ./internal/spec/... ./internal/keys/... ./internal/gen/... ./internal/evolve/... \
 	./internal/specset/... ./internal/leasecheck/... ./internal/gotypes/... ./internal/diff/... \
 	./internal/suggest/... ./internal/docs/... ./cmd/...
-.PHONY: fast go127 compare-schedules
+.PHONY: fast go127 compare-schedules bench-worker
+bench-worker: redis ## lockgen's worker beside asynq v0.26's server (defaults, and a 10 ms task check), 8 workers, 4 producers, rounds interleaved (WORKER_ROUNDS, default 8)
+	cd scripts/bench/asynq26 && $(GO) test -run='^$$' -bench 'BenchmarkWorker$$' -benchtime $(or $(WORKER_ROUNDS),8)x -v . | grep -E 'Benchmark|per round|ok|FAIL'
+
 compare-schedules: redis ## 8 instances each of asynq v0.26's Scheduler and PeriodicTaskManager and of a lockgen schedule, one tick a second (LOCKGEN_SCHEDULER_WINDOW, default 10s): what each enqueued per tick
 	cd scripts/bench/asynq26 && $(GO) test -count=1 -v -run TestSchedulersSideBySide ./... | grep -E 'instances|ok|FAIL'
 

@@ -1,9 +1,11 @@
-// Package asynq26 runs lockgen's schedules beside asynq v0.26's
-// Scheduler and PeriodicTaskManager, eight instances each, as eight
-// replicas of a service would start them (issue 28). It is a module of
-// its own: scripts/bench pins asynq v0.19.0, whose x/rate semaphore its
-// semaphore benchmarks use and which asynq's later versions cannot load,
-// and v0.19 has no PeriodicTaskManager. Run it with make compare-schedules.
+// Package asynq26 runs lockgen beside asynq v0.26, the newest: its
+// schedules beside asynq's Scheduler and PeriodicTaskManager, eight
+// instances each, as eight replicas of a service would start them (issue
+// 28; make compare-schedules), and its worker beside asynq's server
+// (BenchmarkWorker; make bench-worker). It is a module of its own:
+// scripts/bench pins asynq v0.19.0, whose x/rate semaphore its semaphore
+// benchmarks use and which asynq's later versions cannot load, and v0.19
+// has no PeriodicTaskManager.
 package asynq26
 
 import (
