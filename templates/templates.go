@@ -1,5 +1,6 @@
-// Package templates holds lockgen's Lua scripts, one file per script, and
-// says which scripts implement which object kind.
+// Package templates holds lockgen's Lua scripts, one file per script. The
+// runtime embeds them (runtime/internal/impl, which also says which
+// scripts each object kind runs: a kind's *…Scripts).
 //
 // Each script's contract (its KEYS, ARGV and reply) is written once, in
 // the header at the top of its file, in the grammar README.md describes;
@@ -37,35 +38,6 @@ import (
 
 //go:embed *.lua *.luainc
 var files embed.FS
-
-// LockSet names the scripts of one lock kind.
-type LockSet struct {
-	Acquire, Release, Renew, ForceUnlock string
-	// MultiAcquire and MultiRelease take and release several locks of
-	// the kinds that have them in one script (a MultiLock on one slot).
-	MultiAcquire, MultiRelease string
-}
-
-// Names returns the set's script names in a fixed order.
-func (s LockSet) Names() []string {
-	names := []string{s.Acquire, s.Release, s.Renew, s.ForceUnlock}
-	if s.MultiAcquire != "" {
-		names = append(names, s.MultiAcquire, s.MultiRelease)
-	}
-	return names
-}
-
-// Locks maps each implemented lock kind (as written in a spec) to its scripts.
-var Locks = map[string]LockSet{
-	"reentrant": {Acquire: "reentrant_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock", MultiAcquire: "multi_acquire", MultiRelease: "multi_release"},
-	"simple":    {Acquire: "simple_acquire", Release: "simple_release", Renew: "simple_renew", ForceUnlock: "force_unlock", MultiAcquire: "multi_acquire", MultiRelease: "multi_release"},
-	"fair":      {Acquire: "fair_acquire", Release: "fair_release", Renew: "fair_renew", ForceUnlock: "fair_force_unlock"},
-	"readwrite": {Acquire: "rw_acquire", Release: "rw_release", Renew: "rw_renew", ForceUnlock: "rw_force_unlock"},
-	"fenced":    {Acquire: "fenced_acquire", Release: "reentrant_release", Renew: "reentrant_renew", ForceUnlock: "force_unlock"},
-	// RedLock runs its own acquire and release and a simple lock's renew on
-	// every node of its quorum, each node with its own waiter registry.
-	"redlock": {Acquire: "redlock_acquire", Release: "redlock_release", Renew: "simple_renew", ForceUnlock: "force_unlock"},
-}
 
 // Source returns the Lua source of the named script (without ".lua"). A
 // line "-- #include NAME" is replaced by the file NAME.luainc, code that

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,15 +42,7 @@ func TestScriptsParse(t *testing.T) {
 	}
 }
 
-func TestLockSetsNameScripts(t *testing.T) {
-	names := templates.Names()
-	for kind, set := range templates.Locks {
-		for _, name := range set.Names() {
-			if !slices.Contains(names, name) {
-				t.Errorf("lock kind %s names script %q, which does not exist", kind, name)
-			}
-		}
-	}
+func TestSourceOfMissingScript(t *testing.T) {
 	if _, err := templates.Source("no_such_script"); err == nil {
 		t.Error("Source of a missing script succeeded")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/templates"
 )
 
@@ -127,9 +128,10 @@ func TestScriptsCheckAndHash(t *testing.T) {
 }
 
 func TestEveryKindHasScripts(t *testing.T) {
-	for kind := range defs.LockKinds {
-		if _, ok := templates.Locks[string(scriptKind(kind))]; !ok {
-			t.Errorf("lock kind %s has a runtime kind but no scripts in templates.Locks", kind)
+	for kind, rk := range defs.LockKinds {
+		names := lockimpl.ScriptNames(lockimpl.Scripts().Locks(rk))
+		if len(names) < 4 {
+			t.Errorf("lock kind %s runs %d scripts %v, want acquire, release, renew and force_unlock", kind, len(names), names)
 		}
 	}
 }

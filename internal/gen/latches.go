@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
-	"github.com/lockgen/lockgen/templates"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // latchReceiver is the receiver of the methods of Latches.
@@ -47,7 +47,7 @@ func (sec *latchesSection) scripts() []string {
 	if len(sec.latches) == 0 {
 		return nil
 	}
-	return templates.Latch.Names()
+	return lockimpl.ScriptNames(lockimpl.Scripts().Latches())
 }
 
 // render writes the Latches type, one method per latch and the scripts

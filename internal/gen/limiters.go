@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
-	"github.com/lockgen/lockgen/templates"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // limiterAlgorithms maps each limiter algorithm to the name its doc
@@ -54,7 +54,7 @@ func (s *limitersSection) params() []*param {
 func (s *limitersSection) scripts() []string {
 	var names []string
 	for _, a := range s.algorithmsUsed() {
-		names = append(names, templates.Limiters[a].Names()...)
+		names = append(names, lockimpl.ScriptNames(lockimpl.Scripts().Limiters(defs.LimiterAlgorithms[a]))...)
 	}
 	return names
 }

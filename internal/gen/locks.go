@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
-	"github.com/lockgen/lockgen/templates"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // receiver is the receiver of the methods of Locks.
@@ -58,7 +58,11 @@ func (s *locksSection) params() []*param {
 func (s *locksSection) scripts() []string {
 	var names []string
 	for _, kind := range s.kindsUsed() {
-		names = append(names, templates.Locks[string(kind)].Names()...)
+		set := lockimpl.Scripts().RedLocks()
+		if kind != spec.RedLock {
+			set = lockimpl.Scripts().Locks(defs.LockKinds[kind])
+		}
+		names = append(names, lockimpl.ScriptNames(set)...)
 	}
 	return names
 }

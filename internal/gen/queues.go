@@ -9,7 +9,7 @@ import (
 	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/gotypes"
 	"github.com/lockgen/lockgen/internal/spec"
-	"github.com/lockgen/lockgen/templates"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // queueReceiver is the receiver of the methods of Queues.
@@ -93,7 +93,7 @@ func (s *queuesSection) scripts() []string {
 	if len(s.queues) == 0 {
 		return nil
 	}
-	return templates.Queue.Names()
+	return lockimpl.ScriptNames(lockimpl.Scripts().Queues())
 }
 
 // queuesOf returns g's queues section.

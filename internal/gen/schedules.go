@@ -8,7 +8,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
-	"github.com/lockgen/lockgen/templates"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // scheduleReceiver is the receiver of the methods of Schedules.
@@ -54,7 +54,7 @@ func (sec *schedulesSection) scripts() []string {
 	if len(sec.schedules) == 0 {
 		return nil
 	}
-	return templates.Schedule.Names()
+	return lockimpl.ScriptNames(lockimpl.Scripts().Schedules())
 }
 
 // fieldName is the field of Schedules holding s.

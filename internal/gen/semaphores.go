@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/defs"
 	"github.com/lockgen/lockgen/internal/spec"
-	"github.com/lockgen/lockgen/templates"
+	"github.com/lockgen/lockgen/runtime/lockimpl"
 )
 
 // semaphoreReceiver is the receiver of the methods of Semaphores.
@@ -47,7 +47,7 @@ func (sec *semaphoresSection) scripts() []string {
 	if len(sec.semaphores) == 0 {
 		return nil
 	}
-	return templates.Semaphore.Names()
+	return lockimpl.ScriptNames(lockimpl.Scripts().Semaphores())
 }
 
 // render writes the Semaphores type, one method per semaphore and the

@@ -62,6 +62,11 @@ func Pin(pins Pins) *Pinned { return impl.Pin(pins) }
 // built at run time (lockgen inspect's), not for generated code.
 func Scripts() *Pinned { return impl.Own() }
 
+// ScriptNames returns the names of the scripts of set, one kind's
+// scripts (a *LockScripts, *SemaphoreScripts, …, from Scripts()), each
+// once: what generated code pins for the kind (lockgen's generator asks).
+func ScriptNames(set any) []string { return impl.Names(set) }
+
 // The lock kinds, limiter algorithms and scopes.
 const (
 	Reentrant      = impl.Reentrant

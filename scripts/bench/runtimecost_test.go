@@ -10,8 +10,6 @@ package bench
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"runtime"
 	"slices"
 	"strconv"
@@ -26,51 +24,19 @@ import (
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/runtime/lockimpl"
 	"github.com/lockgen/lockgen/scripts/redistest"
-	"github.com/lockgen/lockgen/templates"
 )
-
-// tplScript builds a runtime script from lockgen's templates.
-func tplScript(tb testing.TB, name string) *lockimpl.Script {
-	src, err := templates.Source(name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sum := sha1.Sum([]byte(src))
-	return &lockimpl.Script{Name: name, Source: src, SHA1: hex.EncodeToString(sum[:])}
-}
 
 // costLockDef returns a lock definition of kind, leased for 30s and
 // renewed, waiting up to a minute, whose waiters' entries last waiterTTL.
 func costLockDef(tb testing.TB, kind lockimpl.LockKind, waiterTTL time.Duration) *lockimpl.LockDef {
-	set, ok := templates.Locks[kind.String()]
-	if !ok {
-		tb.Fatalf("no scripts for lock kind %v", kind)
-	}
-	s := &lockimpl.LockScripts{
-		Acquire:     tplScript(tb, set.Acquire),
-		Release:     tplScript(tb, set.Release),
-		Renew:       tplScript(tb, set.Renew),
-		ForceUnlock: tplScript(tb, set.ForceUnlock),
-	}
-	if set.MultiAcquire != "" {
-		s.MultiAcquire = tplScript(tb, set.MultiAcquire)
-		s.MultiRelease = tplScript(tb, set.MultiRelease)
-	}
-	return &lockimpl.LockDef{Name: tb.Name(), Kind: kind, Lease: 30 * time.Second, Renew: true, Wait: time.Minute, WaiterTTL: waiterTTL, Scripts: s}
+	return &lockimpl.LockDef{Name: tb.Name(), Kind: kind, Lease: 30 * time.Second, Renew: true, Wait: time.Minute, WaiterTTL: waiterTTL, Scripts: lockimpl.Scripts().Locks(kind)}
 }
 
 // costSemDef returns a semaphore of one permit, otherwise as costLockDef.
 func costSemDef(tb testing.TB, waiterTTL time.Duration) *lockimpl.SemaphoreDef {
-	set := templates.Semaphore
 	return &lockimpl.SemaphoreDef{
 		Name: tb.Name(), Permits: 1, Lease: 30 * time.Second, Renew: true, Wait: time.Minute, WaiterTTL: waiterTTL,
-		Scripts: &lockimpl.SemaphoreScripts{
-			Acquire:  tplScript(tb, set.Acquire),
-			Release:  tplScript(tb, set.Release),
-			Renew:    tplScript(tb, set.Renew),
-			State:    tplScript(tb, set.State),
-			Capacity: tplScript(tb, set.Capacity),
-		},
+		Scripts: lockimpl.Scripts().Semaphores(),
 	}
 }
 

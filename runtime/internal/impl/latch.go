@@ -2,12 +2,11 @@ package impl
 
 import (
 	"time"
-
-	"github.com/lockgen/lockgen/templates"
 )
 
-// LatchScripts are the scripts of count-down latches (see
-// templates/semaphores.go).
+// LatchScripts are the scripts of count-down latches. The latch script
+// takes the latch's count key; its header states its KEYS, ARGV and
+// reply.
 type LatchScripts struct {
 	CountDown *Script
 }
@@ -26,5 +25,5 @@ var NewLatch func(c any, def *LatchDef, key string) any
 
 // Latches returns the scripts of count-down latches.
 func (p *Pinned) Latches() *LatchScripts {
-	return &LatchScripts{CountDown: p.get(templates.Latch.CountDown)}
+	return &LatchScripts{CountDown: p.get("latch_count_down")}
 }

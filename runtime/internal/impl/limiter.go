@@ -2,8 +2,6 @@ package impl
 
 import (
 	"time"
-
-	"github.com/lockgen/lockgen/templates"
 )
 
 // LimiterAlgorithm is how a limiter decides.
@@ -34,8 +32,14 @@ func (s LimiterScope) String() string {
 	return "unknown"
 }
 
-// LimiterScripts are the scripts of one limiter algorithm (see
-// templates/limiters.go).
+// LimiterScripts are the scripts of one limiter algorithm. Every
+// algorithm's decision script takes the same KEYS (the config hash, the
+// state key and the config key, in one slot) and ARGV, and gives the
+// same reply, so the runtime drives them the same way; each script's
+// header states them. A request that would be allowed within patience is
+// counted at once and reported with code 2: the caller goes ahead after
+// retry after (Wait). Every decision reads the Redis server's clock
+// (TIME); no client time is ever passed.
 type LimiterScripts struct {
 	Allow     *Script
 	Configure *Script
@@ -75,10 +79,14 @@ func (d *LimiterDef) Capacity() int {
 // NewLimiter makes a rate limiter (runtime.Client's).
 var NewLimiter func(c any, def *LimiterDef, key string) any
 
+// limiterAllow names each algorithm's decision script.
+var limiterAllow = map[LimiterAlgorithm]string{
+	GCRA: "limiter_gcra", TokenBucket: "limiter_token_bucket", SlidingWindow: "limiter_sliding_window",
+}
+
 // Limiters returns the scripts of a limiter algorithm.
 func (p *Pinned) Limiters(a LimiterAlgorithm) *LimiterScripts {
-	set := templates.Limiters[a.String()]
-	return &LimiterScripts{Allow: p.get(set.Allow), Configure: p.get(set.Configure)}
+	return &LimiterScripts{Allow: p.get(limiterAllow[a]), Configure: p.get("limiter_configure")}
 }
 
 // The limiter algorithms. GCRA and TokenBucket allow the same traffic for

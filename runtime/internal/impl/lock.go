@@ -2,8 +2,6 @@ package impl
 
 import (
 	"time"
-
-	"github.com/lockgen/lockgen/templates"
 )
 
 // LockScripts are the scripts that implement one lock kind. Every kind
@@ -89,18 +87,38 @@ var NewRWLock func(c any, def *LockDef, key string) any
 // NewRedLock makes a RedLock (runtime.Quorum's).
 var NewRedLock func(q any, def *RedLockDef, key string) any
 
-// Locks returns the scripts of a lock kind.
-func (p *Pinned) Locks(kind LockKind) *LockScripts {
-	return p.lockSet(templates.Locks[kind.String()])
+// lockNames names the scripts of one lock kind (see LockScripts).
+type lockNames struct {
+	acquire, release, renew, forceUnlock string
+	// multiAcquire and multiRelease: the kinds that have them.
+	multiAcquire, multiRelease string
 }
 
-// RedLocks returns the scripts of RedLocks.
-func (p *Pinned) RedLocks() *LockScripts { return p.lockSet(templates.Locks["redlock"]) }
+// lockSets are the scripts of each lock kind: the hold kinds share
+// release, renew and force_unlock where their holds are alike.
+var lockSets = map[LockKind]lockNames{
+	Reentrant: {"reentrant_acquire", "reentrant_release", "reentrant_renew", "force_unlock", "multi_acquire", "multi_release"},
+	Simple:    {"simple_acquire", "simple_release", "simple_renew", "force_unlock", "multi_acquire", "multi_release"},
+	Fair:      {"fair_acquire", "fair_release", "fair_renew", "fair_force_unlock", "", ""},
+	ReadWrite: {"rw_acquire", "rw_release", "rw_renew", "rw_force_unlock", "", ""},
+	Fenced:    {"fenced_acquire", "reentrant_release", "reentrant_renew", "force_unlock", "", ""},
+}
 
-func (p *Pinned) lockSet(set templates.LockSet) *LockScripts {
+// redLockSet: a RedLock runs its own acquire and release and a simple
+// lock's renew on every node of its quorum, each node with its own
+// waiter registry.
+var redLockSet = lockNames{"redlock_acquire", "redlock_release", "simple_renew", "force_unlock", "", ""}
+
+// Locks returns the scripts of a lock kind.
+func (p *Pinned) Locks(kind LockKind) *LockScripts { return p.lockSet(lockSets[kind]) }
+
+// RedLocks returns the scripts of RedLocks.
+func (p *Pinned) RedLocks() *LockScripts { return p.lockSet(redLockSet) }
+
+func (p *Pinned) lockSet(set lockNames) *LockScripts {
 	return &LockScripts{
-		Acquire: p.get(set.Acquire), Release: p.get(set.Release), Renew: p.get(set.Renew),
-		ForceUnlock: p.get(set.ForceUnlock), MultiAcquire: p.get(set.MultiAcquire), MultiRelease: p.get(set.MultiRelease),
+		Acquire: p.get(set.acquire), Release: p.get(set.release), Renew: p.get(set.renew),
+		ForceUnlock: p.get(set.forceUnlock), MultiAcquire: p.get(set.multiAcquire), MultiRelease: p.get(set.multiRelease),
 	}
 }
 

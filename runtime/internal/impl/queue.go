@@ -3,8 +3,6 @@ package impl
 import (
 	"context"
 	"time"
-
-	"github.com/lockgen/lockgen/templates"
 )
 
 // OfferRecordTTL is how long a queue operation's record lives (the
@@ -16,8 +14,29 @@ const OfferRecordTTL = time.Minute
 // taker_ttl; the runtime's QueueWaiterTTL documents it).
 const QueueWaiterTTL = 30 * time.Second
 
-// QueueScripts are the scripts of queues (see lockgen's templates/queues.go
-// for their calling convention). Every queue uses the same set.
+// QueueScripts are the scripts of queues; every queue uses the same set.
+// Every queue script takes the same KEYS, all sub-keys of the queue's key
+// and so in one slot (each script's header names them and states its
+// ARGV and reply; ARGV[1] is always the command that publishes on the
+// queue's timer channel, KEYS[1]..':ch'):
+//
+//	KEYS[1]  ready     list: items ready to take (bodies for a plain queue, ids for a reliable one)
+//	KEYS[2]  delayed   zset: ids of delayed items, scored by due time (unix ms, server clock)
+//	KEYS[3]  data      hash: id -> body, for items known by id
+//	KEYS[4]  seq       counter of ids (ids are "<server ms>-<n>"); expires after 10s unused
+//	KEYS[5]  armed     the earliest due time every live delay timer is armed for; expires 1s after it
+//	KEYS[6]  proc      list: ids a blocking move handed to a consumer that has not claimed them yet
+//	KEYS[7]  inflight  zset: ids of deliveries in flight, scored by visibility deadline
+//	KEYS[8]  att       hash: id -> deliveries so far
+//	KEYS[9]  dead      list: ids of dead letters, oldest first
+//	KEYS[10] err       hash: id -> why it was dead-lettered (or last given back)
+//	KEYS[11] takers    zset: consumers waiting for items ("<clientID>:<n>"), scored by deadline (server ms)
+//
+// A paused queue has one more key, paused (KEYS[1]..':paused', the time
+// it was paused): queue_pause writes it and passes it as KEYS[12],
+// queue_pop as KEYS[2]; queue_take and queue_wait read it by name.
+// The ready list is the queue's own key; the others are keys.Sub(key,
+// name) with the names above (runtime/queue.go builds them).
 type QueueScripts struct {
 	Offer, Move, Take, Ack, Nack, Extend, Bury, Dead, Redrive *Script
 	Peek, Remove, Drain, Delayed, Wait                        *Script
@@ -49,12 +68,11 @@ var QueueItemAction func(ctx context.Context, q any, action, id, reason string) 
 
 // Queues returns the scripts of queues (every queue uses the same set).
 func (p *Pinned) Queues() *QueueScripts {
-	set := templates.Queue
 	return &QueueScripts{
-		Offer: p.get(set.Offer), Move: p.get(set.Move), Take: p.get(set.Take), Ack: p.get(set.Ack),
-		Nack: p.get(set.Nack), Extend: p.get(set.Extend), Bury: p.get(set.Bury), Dead: p.get(set.Dead),
-		Redrive: p.get(set.Redrive), Peek: p.get(set.Peek), Remove: p.get(set.Remove), Drain: p.get(set.Drain),
-		Delayed: p.get(set.Delayed), Wait: p.get(set.Wait),
-		Pause: p.get(set.Pause), Pop: p.get(set.Pop), Item: p.get(set.Item),
+		Offer: p.get("queue_offer"), Move: p.get("queue_move"), Take: p.get("queue_take"), Ack: p.get("queue_ack"),
+		Nack: p.get("queue_nack"), Extend: p.get("queue_extend"), Bury: p.get("queue_bury"), Dead: p.get("queue_dead"),
+		Redrive: p.get("queue_redrive"), Peek: p.get("queue_peek"), Remove: p.get("queue_remove"),
+		Drain: p.get("queue_drain"), Delayed: p.get("queue_delayed"), Wait: p.get("queue_wait"),
+		Pause: p.get("queue_pause"), Pop: p.get("queue_pop"), Item: p.get("queue_item"),
 	}
 }

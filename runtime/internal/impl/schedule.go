@@ -2,11 +2,13 @@ package impl
 
 import (
 	"time"
-
-	"github.com/lockgen/lockgen/templates"
 )
 
-// ScheduleScripts are the scripts of schedules.
+// ScheduleScripts are the scripts of schedules. The schedule script takes
+// the schedule's state hash and, for a schedule that targets a queue,
+// three of the queue's keys (its header names them): a schedule with a
+// queue target keeps its state under the queue's hash tag, so that
+// claiming a tick and offering its item are one script on one slot.
 type ScheduleScripts struct {
 	Fire *Script
 }
@@ -62,5 +64,5 @@ var SetUpQueueSchedule func(s, c any, def *ScheduleDef, q any)
 
 // Schedules returns the scripts of schedules.
 func (p *Pinned) Schedules() *ScheduleScripts {
-	return &ScheduleScripts{Fire: p.get(templates.Schedule.Fire)}
+	return &ScheduleScripts{Fire: p.get("schedule_fire")}
 }

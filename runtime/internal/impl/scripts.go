@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 
@@ -150,6 +151,24 @@ func (p *Pinned) get(name string) *Script {
 		s.Source, s.SHA1 = o.Source, o.SHA1
 	}
 	return s
+}
+
+// Names returns the names of the scripts of set, a kind's scripts (a
+// *LockScripts, *SemaphoreScripts, …: its *Script fields), each once, in
+// field order: what generated code pins for the kind. It panics when set
+// is not a pointer to a struct.
+func Names(set any) []string {
+	v := reflect.ValueOf(set).Elem()
+	seen := map[string]bool{}
+	var names []string
+	for i := range v.NumField() {
+		s, ok := v.Field(i).Interface().(*Script)
+		if ok && s != nil && !seen[s.Name] {
+			seen[s.Name] = true
+			names = append(names, s.Name)
+		}
+	}
+	return names
 }
 
 // RegistryRefresh is the runtime's registry_refresh script, which every

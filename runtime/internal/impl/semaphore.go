@@ -2,11 +2,12 @@ package impl
 
 import (
 	"time"
-
-	"github.com/lockgen/lockgen/templates"
 )
 
-// SemaphoreScripts are the scripts of semaphores (see templates/semaphores.go).
+// SemaphoreScripts are the scripts of semaphores. They take the holds
+// zset, the counts hash, the capacity key and the waiter registry's queue
+// and waiters, all in one slot (templates/sem.luainc has the state they
+// share); each script's header states its KEYS, ARGV and reply.
 type SemaphoreScripts struct {
 	Acquire  *Script
 	Release  *Script
@@ -36,9 +37,9 @@ var NewSemaphore func(c any, def *SemaphoreDef, key string) any
 
 // Semaphores returns the scripts of semaphores.
 func (p *Pinned) Semaphores() *SemaphoreScripts {
-	set := templates.Semaphore
 	return &SemaphoreScripts{
-		Acquire: p.get(set.Acquire), Release: p.get(set.Release), Renew: p.get(set.Renew),
-		State: p.get(set.State), Capacity: p.get(set.Capacity), Lease: p.get(set.Lease), Split: p.get(set.Split),
+		Acquire: p.get("semaphore_acquire"), Release: p.get("semaphore_release"), Renew: p.get("semaphore_renew"),
+		State: p.get("semaphore_state"), Capacity: p.get("semaphore_capacity"), Lease: p.get("semaphore_lease"),
+		Split: p.get("semaphore_split"),
 	}
 }
