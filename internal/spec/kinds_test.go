@@ -13,6 +13,21 @@ import (
 func TestKindTable(t *testing.T) {
 	specType := reflect.TypeOf(Spec{})
 	objType := reflect.TypeOf((*Obj)(nil)).Elem()
+	// Every Spec field of objects has its row, each once, and the rows'
+	// Orders are distinct: a kind's file registered itself.
+	rows := map[string]int{}
+	for i, k := range Kinds {
+		rows[k.SpecField]++
+		if i > 0 && Kinds[i-1].Order >= k.Order {
+			t.Errorf("%s: Order %d after %s's %d", k.Section, k.Order, Kinds[i-1].Section, Kinds[i-1].Order)
+		}
+	}
+	for i := range specType.NumField() {
+		f := specType.Field(i)
+		if f.Type.Kind() == reflect.Slice && f.Type.Elem().Implements(objType) && rows[f.Name] != 1 {
+			t.Errorf("Spec.%s has %d rows in Kinds, want 1", f.Name, rows[f.Name])
+		}
+	}
 	for _, k := range Kinds {
 		f, ok := specType.FieldByName(k.SpecField)
 		if !ok || f.Type.Kind() != reflect.Slice || !f.Type.Elem().Implements(objType) {

@@ -8,8 +8,68 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// This file reads the schedules: section (its own file, so that the
-// other kinds' parse functions in objects.go stay as they were).
+// This file is the schedules: section: its row of the kind table, its
+// objects' type and the parse function that reads them.
+
+func init() {
+	register(&Kind{
+		Order:   6,
+		Section: "schedules", Noun: "schedule",
+		Example: `Nightly: { cron: "0 3 * * *", timezone: Europe/Paris }`,
+		Fields: keylessFieldsOf(Field{"cron", Behaviour}, Field{"every", Behaviour}, Field{"timezone", Behaviour},
+			Field{"jitter", Behaviour}, Field{"catchUp", Behaviour}, Field{"maxCatchUp", Behaviour}, Field{"queue", Breaking}),
+		Keyless:    true,
+		Moved:      "old and new replicas both fire each tick",
+		SpecField:  "Schedules",
+		parse:      parseSchedule,
+		Doc:        "A schedule: ticks by cron or period, each fired exactly once across every replica, claimed in Redis by the server's clock. Its target is a queue of the same spec (an item built per tick) or a handler the program registers.",
+		SectionDoc: "Schedules by exported Go name.",
+		FieldSchemas: map[string]string{
+			"cron":       `{"type": "string", "minLength": 1, "description": "When it fires: a standard cron expression of 5 fields (minute hour day-of-month month day-of-week), or a descriptor such as @daily, @hourly or @every 30s. Write cron or every, not both."}`,
+			"every":      `{"$ref": "#/$defs/duration", "description": "When it fires: every period, at the multiples of the period since the Unix epoch (UTC). Write cron or every, not both."}`,
+			"timezone":   `{"type": "string", "minLength": 1, "description": "The IANA time zone of a cron expression, e.g. Europe/Paris. Default UTC. Not for every."}`,
+			"jitter":     `{"$ref": "#/$defs/duration", "description": "Delays each tick's fire by up to this much, the same on every replica (it spreads schedules that share a tick). Less than the period. Default none."}`,
+			"catchUp":    `{"enum": ["none", "latest", "all"], "default": "none", "description": "What to do with ticks nobody fired in time (no replica ran, Redis was down): none skips them (a tick later than half its period, at most a minute, is missed), latest fires the newest, all fires each, oldest first, at most maxCatchUp. Default none."}`,
+			"maxCatchUp": `{"$ref": "#/$defs/count", "default": 100, "description": "With catchUp all: how many missed ticks it fires at most (the newest). Default 100."}`,
+			"queue":      `{"$ref": "#/$defs/objectName", "description": "The target: a queue of this spec without params, to which each tick offers an item that the program builds per tick, in the same step as the claim. Without it the program registers a handler."}`,
+		},
+		Rules: `"oneOf": [{"required": ["cron"]}, {"required": ["every"]}]`,
+	})
+}
+
+// Schedule catch-up policies: what a schedule does with ticks nobody
+// fired in time (no replica ran, Redis was down).
+const (
+	CatchUpNone   = "none"   // skip them
+	CatchUpLatest = "latest" // fire the newest of them
+	CatchUpAll    = "all"    // fire each, oldest first, at most maxCatchUp (the newest)
+)
+
+// CatchUps lists the catch-up policies, in the order the docs give them.
+var CatchUps = []string{CatchUpNone, CatchUpLatest, CatchUpAll}
+
+// DefaultMaxCatchUp bounds catchUp: all when the spec gives no maxCatchUp.
+const DefaultMaxCatchUp = 100
+
+// Schedule is an entry of schedules:. It has no key pattern nor params:
+// its state is one hash, namespace:{Name:}, or, when it targets a queue,
+// under the queue's hash tag (<queue key>:schedule:<Name>), so that
+// claiming a tick and offering its item are one script on one slot.
+type Schedule struct {
+	Object
+	Cron       string        `spec:"cron"`  // a cron expression or descriptor; "" when Every is set
+	Every      time.Duration `spec:"every"` // the period; 0 when Cron is set
+	Timezone   string        `spec:"timezone"`
+	Jitter     time.Duration `spec:"jitter"`
+	CatchUp    string        `spec:"catchUp"`
+	MaxCatchUp int           `spec:"maxCatchUp"` // catchUp all only
+	// Queue names the target queue of the same spec, or "" for a
+	// handler the program registers.
+	Queue    string `spec:"queue"`
+	QueuePos Pos
+	// Target is the queue Queue names, once resolved.
+	Target *Queue
+}
 
 func parseSchedule(p *parser, s *Spec, k *Kind, e entry) {
 	o, f, ok := p.object(k, e)
