@@ -64,19 +64,19 @@ func watchedEvery(k int) time.Duration {
 const watchedSleep = WatchedRegistryTTL / 3
 
 // holderBeat returns the heartbeat a renewal pipeline of batch carries
-// (watchdog.RenewOn's also), or nil: unless a release cannot count a
-// wake-up's receivers (only where it can are waits watched), at most one
-// every BeatEvery and none in a full pipeline (which stays within
-// MaxPipeline: a later one carries it), lasting twice the batch's
-// longest renewal period and a second (at least waitBeatTTL), so that a
-// client that holds stays alive between its renewals.
+// (watchdog.RenewOn's also: a batch leaves room for it within
+// MaxPipeline), or nil: unless a release cannot count a wake-up's
+// receivers (only where it can are waits watched), at most one every
+// BeatEvery, lasting twice the batch's longest renewal period and a
+// second (at least waitBeatTTL), so that a client that holds stays alive
+// between its renewals.
 func (c *Client) holderBeat(ctx context.Context, batch []*watchdog.Held) func(redis.Pipeliner) {
 	now := time.Now().UnixNano()
 	last := c.beat.Load()
 	// (A holder that never waited has not probed the pub/sub mode, and
 	// must not stall its renewals on the probe: it beats.)
 	blind := c.hub.Probed() && !c.conn.CountsReceivers()
-	if len(batch) >= watchdog.MaxPipeline || now-last < int64(BeatEvery) || blind || !c.beat.CompareAndSwap(last, now) {
+	if now-last < int64(BeatEvery) || blind || !c.beat.CompareAndSwap(last, now) {
 		return nil
 	}
 	var lease time.Duration

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -280,5 +282,57 @@ func stopChild(t *testing.T, c *exec.Cmd) {
 	t.Helper()
 	if err := c.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHolderBeatsInFullPipelines: a client whose watchdog renews its holds
+// in full pipelines still writes its heartbeat in them (a batch of the
+// watchdog's leaves it room), so that waiters watching it can trust it.
+// The client takes MaxPipeline locks at once, which the watchdog renews
+// together, and never waits: its renewals alone can carry its heartbeat.
+func TestHolderBeatsInFullPipelines(t *testing.T) {
+	t.Parallel()
+	ctx := withTimeout(t, time.Minute)
+	node := redistest.Single(t)
+	rdb := node.Client()
+	defer rdb.Close()
+	h := newPipeHook()
+	rdb.AddHook(h)
+	c := lockrt.New(rdb)
+	defer c.Close()
+	// Renewed every 3 s, up to 0.75 s early: locks taken within that of
+	// each other are renewed in one batch.
+	d := def(t, lockrt.Reentrant, 9*time.Second, true, 0)
+	keys := make([]string, lockrt.MaxPipeline)
+	leases := make([]*lockrt.Lease, len(keys))
+	var wg sync.WaitGroup
+	errs := make(chan error, len(keys))
+	for i := range keys {
+		keys[i] = key(t, strconv.Itoa(i))
+		wg.Go(func() {
+			le, err := c.Lock(d, keys[i]).Lock(ctx)
+			leases[i] = le
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := node.Client()
+	defer admin.Close()
+	alive := "lockgen:{alive}:" + c.ID()
+	eventually(t, 30*time.Second, func() bool { return admin.Exists(ctx, alive).Val() == 1 },
+		"the holder's heartbeat was never written")
+	if pipes, largest, renewed := h.stats(keys); largest > lockrt.MaxPipeline || renewed == 0 {
+		t.Fatalf("%d renewal pipelines renewed %d locks, the largest of %d commands: want renewals, at most %d a pipeline", pipes, renewed, largest, lockrt.MaxPipeline)
+	}
+	for _, le := range leases {
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
