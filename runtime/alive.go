@@ -31,8 +31,9 @@ import (
 // watched client's heartbeat lapses (it died, or stopped), every group
 // watching it refreshes at once and goes back to watching the hold's end
 // as before; so does one whose waiter's attempt failed (someone it did
-// not watch may hold the lock). A client that never beat (an older
-// runtime) is never trusted.
+// not watch may hold the lock), and every group of a client whose own
+// heartbeat vanished within its TTL (Redis lost its data: beatLoop). A
+// client that never beat (an older runtime) is never trusted.
 
 // BeatEvery is how often a waiting client writes its heartbeat and reads
 // those it watches; a waiting client's heartbeat lasts waitBeatTTL, a
@@ -176,11 +177,16 @@ func (c *Client) startBeat() {
 }
 
 // beatLoop writes the client's heartbeat and reads the watched ones every
-// BeatEvery while the client has watched groups.
+// BeatEvery while the client has watched groups. A heartbeat of its own
+// found gone although its last write began less than its TTL ago (less
+// a second) says Redis lost its data: every group then refreshes at once
+// (lost), for the holds and registrations it trusted are gone too, and a
+// watched client may have written its heartbeat again before the look.
 func (c *Client) beatLoop() {
 	f := &c.regs
 	t := time.NewTicker(BeatEvery)
 	defer t.Stop()
+	var wrote time.Time // when the last successful write began
 	for {
 		f.mu.Lock()
 		if f.watchedGroups == 0 || c.hub.IsClosed() {
@@ -194,17 +200,34 @@ func (c *Client) beatLoop() {
 		}
 		f.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), BeatEvery)
+		start := time.Now()
 		// (As long as a holder's heartbeat lasts when the client holds.)
-		alive, err := rdb.Beat(ctx, &c.conn, c.id, max(waitBeatTTL, time.Duration(c.holdBeatTTL.Load())), ids)
+		alive, had, err := rdb.Beat(ctx, &c.conn, c.id, max(waitBeatTTL, time.Duration(c.holdBeatTTL.Load())), ids)
 		cancel()
 		c.beat.Store(time.Now().UnixNano())
 		if err == nil {
+			if !had && !wrote.IsZero() && time.Since(wrote) < waitBeatTTL-time.Second {
+				c.lost()
+			}
+			wrote = start
 			c.looked(ids, alive)
 		}
 		select {
 		case <-t.C:
 		case <-c.hub.Closed():
 		}
+	}
+}
+
+// lost makes every group refresh at once, untrusted: Redis lost its data
+// (beatLoop).
+func (c *Client) lost() {
+	f := &c.regs
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, g := range f.groups {
+		g.trusted, g.urgent = false, true
+		g.timer.Reset(0)
 	}
 }
 

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/keys"
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/scripts/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // countedClient returns a client on b whose commands are counted.
@@ -334,5 +336,66 @@ func TestHolderBeatsInFullPipelines(t *testing.T) {
 		if err := le.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestWatchedWaitDataLost: Redis loses its data (a restart without
+// persistence; here FLUSHALL, on a node of the test's own) while a trusted
+// waiter waits, and the holder's client writes its heartbeat again before
+// the waiter looks (here by hand, as a renewal right after the restart
+// would) and goes on beating (it holds another lock): the watched
+// heartbeat never lapses, but the waiter finds its own gone although it
+// wrote it within its TTL, refreshes every group at once, and gets the
+// lock, which nobody holds any more, within a few BeatEvery, not at its
+// group's next trusted refresh a minute later.
+func TestWatchedWaitDataLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	node := redistest.Single(t)
+	b := backend{"own", func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: node.Addr}) }}
+	holder, waiter := newClient(t, b), newClient(t, b)
+	admin := b.new()
+	t.Cleanup(func() { admin.Close() })
+	d, k := def(t, lockrt.Reentrant, 6*time.Second, true, 3*time.Minute), key(t)
+	if _, err := holder.Lock(d, k).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := inBackground(t, func() (func(context.Context) error, error) {
+		le, err := waiter.Lock(d, k).Lock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return le.Unlock, nil
+	})
+	waitRegistered(t, admin, k, 1)
+	waitTrusted(t, waiter, 1)
+	// And its member registered for WatchedRegistryTTL (a trusted
+	// group's refresh did it): no refresh is due for a minute now.
+	eventually(t, time.Minute, func() bool {
+		now, err := admin.Time(ctx).Result()
+		top, err2 := admin.ZRangeWithScores(ctx, keys.Sub(k, "waiters"), -1, -1).Result()
+		return err == nil && err2 == nil && len(top) == 1 && top[0].Score > float64(now.Add(10*time.Minute).UnixMilli())
+	}, "the waiter was never registered for WatchedRegistryTTL")
+	lost := time.Now()
+	if err := admin.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Set(ctx, "lockgen:{alive}:"+holder.ID(), "1", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The holder's client lost its lock, but goes on holding another,
+	// so that its renewals keep its heartbeat there.
+	if _, err := holder.Lock(d, key(t, "other")).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bound := 3*lockrt.BeatEvery + 10*time.Second
+	select {
+	case release := <-got:
+		t.Logf("the waiter got it %v after the data was lost", time.Since(lost).Round(time.Millisecond))
+		if err := release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("the waiter did not get the lock within %v of the data's loss", bound)
 	}
 }

@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,14 +23,19 @@ func BeatOn(ctx context.Context, pipe redis.Pipeliner, id string, ttl time.Durat
 // Beat writes the heartbeat of the client id, lasting ttl (none when id
 // is ""), and reads those of the clients watched, in one round trip:
 //
-//	SET lockgen:{alive}:<id> 1 PX ttl
+//	SET lockgen:{alive}:<id> 1 PX ttl GET
 //	MGET lockgen:{alive}:<watched>...
 //
-// It returns, per watched client, whether its heartbeat is there.
-func Beat(ctx context.Context, conn *Conn, id string, ttl time.Duration, watched []string) ([]bool, error) {
+// It returns, per watched client, whether its heartbeat is there, and
+// whether the client's own was there before this write (true when id is
+// ""): a heartbeat written within its TTL that is gone says Redis lost
+// its data (a restart without persistence, a flush, a failover to an
+// empty replica).
+func Beat(ctx context.Context, conn *Conn, id string, ttl time.Duration, watched []string) (alive []bool, had bool, err error) {
 	pipe := conn.R.Pipeline()
+	var own *redis.StatusCmd
 	if id != "" {
-		BeatOn(ctx, pipe, id, ttl)
+		own = pipe.SetArgs(ctx, AliveKey(id), "1", redis.SetArgs{TTL: ttl, Get: true})
 	}
 	var get *redis.SliceCmd
 	if len(watched) > 0 {
@@ -40,16 +46,17 @@ func Beat(ctx context.Context, conn *Conn, id string, ttl time.Duration, watched
 		get = pipe.MGet(ctx, keys...)
 	}
 	if pipe.Len() == 0 {
-		return nil, nil
+		return nil, true, nil
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, err
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, false, err
 	}
-	alive := make([]bool, len(watched))
+	had = own == nil || own.Err() == nil
+	alive = make([]bool, len(watched))
 	if get != nil {
 		for i, v := range get.Val() {
 			alive[i] = v != nil
 		}
 	}
-	return alive, nil
+	return alive, had, nil
 }
