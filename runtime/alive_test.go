@@ -339,8 +339,8 @@ func TestHolderBeatsInFullPipelines(t *testing.T) {
 	}
 }
 
-// TestWatchedWaitDataLost: Redis loses its data (a restart without
-// persistence; here FLUSHALL, on a node of the test's own) while a trusted
+// TestWatchedWaitDataLost: Redis loses its data (FLUSHALL, or a restart
+// without persistence, on a node of the test's own) while a trusted
 // waiter waits, and the holder's client writes its heartbeat again before
 // the waiter looks (here by hand, as a renewal right after the restart
 // would) and goes on beating (it holds another lock): the watched
@@ -350,6 +350,30 @@ func TestHolderBeatsInFullPipelines(t *testing.T) {
 // group's next trusted refresh a minute later.
 func TestWatchedWaitDataLost(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		lose func(ctx context.Context, node *redistest.Node, admin redis.UniversalClient) error
+	}{
+		{"flush", func(ctx context.Context, _ *redistest.Node, admin redis.UniversalClient) error {
+			return admin.FlushAll(ctx).Err()
+		}},
+		// Killed and started again, empty: every connection drops too,
+		// and the pub/sub connection's return wakes the waiters first.
+		{"restart", func(ctx context.Context, node *redistest.Node, _ redis.UniversalClient) error {
+			if err := node.Kill(); err != nil {
+				return err
+			}
+			return node.Restart()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testWatchedWaitDataLost(t, tc.lose)
+		})
+	}
+}
+
+func testWatchedWaitDataLost(t *testing.T, lose func(ctx context.Context, node *redistest.Node, admin redis.UniversalClient) error) {
 	ctx := context.Background()
 	node := redistest.Single(t)
 	b := backend{"own", func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: node.Addr}) }}
@@ -377,7 +401,7 @@ func TestWatchedWaitDataLost(t *testing.T) {
 		return err == nil && err2 == nil && len(top) == 1 && top[0].Score > float64(now.Add(10*time.Minute).UnixMilli())
 	}, "the waiter was never registered for WatchedRegistryTTL")
 	lost := time.Now()
-	if err := admin.FlushAll(ctx).Err(); err != nil {
+	if err := lose(ctx, node, admin); err != nil {
 		t.Fatal(err)
 	}
 	if err := admin.Set(ctx, "lockgen:{alive}:"+holder.ID(), "1", time.Minute).Err(); err != nil {
