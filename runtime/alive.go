@@ -65,12 +65,12 @@ func watchedEvery(k int) time.Duration {
 const watchedSleep = WatchedRegistryTTL / 3
 
 // holderBeat returns the heartbeat a renewal pipeline of batch carries
-// (watchdog.RenewOn's also: a batch leaves room for it within
-// MaxPipeline), or nil: unless a release cannot count a wake-up's
-// receivers (only where it can are waits watched), at most one every
-// BeatEvery, lasting twice the batch's longest renewal period and a
-// second (at least waitBeatTTL), so that a client that holds stays alive
-// between its renewals.
+// (watchdog.RenewOn's also; a full pipeline has no room for it, and the
+// caller sends it alone: see newWatchdog), or nil: unless a release
+// cannot count a wake-up's receivers (only where it can are waits
+// watched), at most one every BeatEvery, lasting twice the batch's
+// longest renewal period and a second (at least waitBeatTTL), so that a
+// client that holds stays alive between its renewals.
 func (c *Client) holderBeat(ctx context.Context, batch []*watchdog.Held) func(redis.Pipeliner) {
 	now := time.Now().UnixNano()
 	last := c.beat.Load()

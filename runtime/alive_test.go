@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -117,7 +115,10 @@ func testWatchedWaitCostsPerClient(t *testing.T, b backend, take func(c *lockrt.
 	waitTrusted(t, waiter, objects)
 	before := counted.Snapshot()
 	window := lockrt.LiveRegistryTTL/3 + 2*time.Second
-	time.Sleep(window) // the window the cost is counted over, not a synchronisation
+	// The window the cost is counted over: it must outlast the timers it
+	// is about (an untrusted group's refresh, LiveRegistryTTL/3, and
+	// several BeatEvery ticks), so no state can end it sooner.
+	time.Sleep(window)
 	after := counted.Snapshot()
 	beats := int64(window/lockrt.BeatEvery) + 1
 	for name, n := range after {
@@ -288,8 +289,9 @@ func stopChild(t *testing.T, c *exec.Cmd) {
 }
 
 // TestHolderBeatsInFullPipelines: a client whose watchdog renews its holds
-// in full pipelines still writes its heartbeat in them (a batch of the
-// watchdog's leaves it room), so that waiters watching it can trust it.
+// in full pipelines still writes its heartbeat (alone, after a full one),
+// so that waiters watching it can trust it, and no pipeline carries more
+// than MaxPipeline commands.
 // The client takes MaxPipeline locks at once, which the watchdog renews
 // together, and never waits: its renewals alone can carry its heartbeat.
 func TestHolderBeatsInFullPipelines(t *testing.T) {
@@ -305,25 +307,7 @@ func TestHolderBeatsInFullPipelines(t *testing.T) {
 	// Renewed every 3 s, up to 0.75 s early: locks taken within that of
 	// each other are renewed in one batch.
 	d := def(t, lockrt.Reentrant, 9*time.Second, true, 0)
-	keys := make([]string, lockrt.MaxPipeline)
-	leases := make([]*lockrt.Lease, len(keys))
-	var wg sync.WaitGroup
-	errs := make(chan error, len(keys))
-	for i := range keys {
-		keys[i] = key(t, strconv.Itoa(i))
-		wg.Go(func() {
-			le, err := c.Lock(d, keys[i]).Lock(ctx)
-			leases[i] = le
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	keys, leases := lockMany(ctx, t, c, d, lockrt.MaxPipeline)
 	admin := node.Client()
 	defer admin.Close()
 	alive := "lockgen:{alive}:" + c.ID()

@@ -16,13 +16,28 @@ import (
 // hold converts it the same way (the watchdog compares holders).
 
 // newWatchdog returns the watchdog of c: its renewals run in c's Redis,
-// and its outcomes go to c's observers.
+// with the client's heartbeat when one is due (holderBeat), and their
+// outcomes go to c's observers. A full pipeline (MaxPipeline renewals;
+// per node on a cluster, every renewal may be on the heartbeat's) has no
+// room for the heartbeat: it is sent alone after it, one round trip more
+// at most every BeatEvery, where leaving room in every pipeline would
+// cost one in 64 of every renewal period's.
 func newWatchdog(c *Client) *watchdog.Watchdog {
 	w := watchdog.New(func(ctx context.Context, batch []*watchdog.Held, _ time.Time) {
-		for i, cmd := range watchdog.RenewOn(ctx, c.rdb, batch, c.holderBeat(ctx, batch)) {
+		beat := c.holderBeat(ctx, batch)
+		also := beat
+		if len(batch) >= watchdog.MaxPipeline {
+			also = nil
+		}
+		for i, cmd := range watchdog.RenewOn(ctx, c.rdb, batch, also) {
 			batch[i].Outcome = watchdog.RenewOutcome(cmd)
 			c.observeRenewal(ctx, batch[i].Renew.Object, batch[i].Outcome, cmd.Err())
 			c.conn.ReloadOnConnError(cmd.Err())
+		}
+		if beat != nil && also == nil {
+			pipe := c.rdb.Pipeline()
+			beat(pipe)
+			_, _ = pipe.Exec(ctx)
 		}
 	})
 	w.OnLost = c.observeLost

@@ -58,6 +58,35 @@ func (h *pipeHook) stats(keys []string) (pipes, largest, renewed int) {
 	return len(h.sizes), largest, renewed
 }
 
+// lockMany takes n locks of d on c (keys key(t, "0") ... key(t, n-1)), from 8
+// goroutines, and returns their keys and leases.
+func lockMany(ctx context.Context, t *testing.T, c *lockrt.Client, d *lockrt.LockDef, n int) ([]string, []*lockrt.Lease) {
+	t.Helper()
+	keys := make([]string, n)
+	leases := make([]*lockrt.Lease, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < n; i += 8 {
+				keys[i] = key(t, strconv.Itoa(i))
+				le, err := c.Lock(d, keys[i]).Lock(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				leases[i] = le
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return keys, leases
+}
+
 // TestWatchdogBoundedPipelines: a client holding 5 000 locks renews them
 // in pipelines of at most MaxPipeline commands, and renews every one of
 // them (counted by a go-redis hook; no timing is asserted).
@@ -75,28 +104,7 @@ func TestWatchdogBoundedPipelines(t *testing.T) {
 		// locks takes seconds, and renewing them all can take more than
 		// a 10 s lease allows (beside two busy loops, once).
 		d := def(t, lockrt.Reentrant, 30*time.Second, true, 0)
-		keys := make([]string, locks)
-		leases := make([]*lockrt.Lease, locks)
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for g := range 8 {
-			wg.Go(func() {
-				for i := g; i < locks; i += 8 {
-					keys[i] = key(t, strconv.Itoa(i))
-					le, err := c.Lock(d, keys[i]).Lock(ctx)
-					if err != nil {
-						errs <- err
-						return
-					}
-					leases[i] = le
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
+		keys, leases := lockMany(ctx, t, c, d, locks)
 		eventually(t, 90*time.Second, func() bool {
 			_, _, renewed := h.stats(keys)
 			return renewed == locks

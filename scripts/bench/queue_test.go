@@ -25,16 +25,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/scripts/bench/benchqueues"
+	"github.com/lockgen/lockgen/scripts/bench/internal/benchrun"
 )
 
 const producers, consumers = 4, 4
@@ -42,34 +41,12 @@ const producers, consumers = 4, 4
 // batch is how many items a batch consumer takes per call.
 const batch = 64
 
-// queueClients returns n lockgen runtime clients over node, each on its
-// own connection pool, closed when tb ends.
-func queueClients(tb testing.TB, n int) []*lockrt.Client {
-	cs := make([]*lockrt.Client, n)
-	for i := range cs {
-		rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
-		cs[i] = lockrt.New(rdb)
-		tb.Cleanup(func() { cs[i].Close(); rdb.Close() })
-	}
-	return cs
-}
+// queueClients returns n runtime clients of node (benchrun.Clients).
+func queueClients(tb testing.TB, n int) []*lockrt.Client { return benchrun.Clients(tb, node.Addr, n) }
 
 // produceJobs offers n jobs from `producers` goroutines through offer.
 func produceJobs(b *testing.B, n int, offer func(p int, j benchqueues.Job) error) {
-	var wg sync.WaitGroup
-	for p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := p; i < n; i += producers {
-				if err := offer(p, benchqueues.Job{N: i}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	benchrun.Produce(b, producers, n, offer)
 }
 
 func BenchmarkQueueThroughput(b *testing.B) {

@@ -34,8 +34,7 @@ func RenewEvery(lease time.Duration) time.Duration { return lease / 3 }
 // both). 64 renewals fit one chunk: a whole pipeline is one stretch of at
 // most about 0.3 ms during which another client's command waits, far
 // under the 2 ms bound, and the client never has more than 64 replies in
-// flight. A pipeline carries at most MaxPipeline-1 renewals, leaving room
-// for the caller's heartbeat (see RenewOn).
+// flight.
 const MaxPipeline = 64
 
 // watchdog renews every renewable hold of one client (or of one RedLock
@@ -305,9 +304,8 @@ func New(renew func(ctx context.Context, batch []*Held, sent time.Time)) *Watchd
 // RenewOn runs the renewals of batch in one pipeline on rdb (one per node
 // of a cluster) and returns their replies; the scripts Redis does not
 // know are sent again with their source. also, when not nil, queues
-// commands of the caller's in the first pipeline (a heartbeat: one
-// command, for which a batch of the watchdog's leaves room within
-// MaxPipeline), whose replies the caller reads from its own commands.
+// commands of the caller's in the first pipeline (a heartbeat), whose
+// replies the caller reads from its own commands.
 func RenewOn(ctx context.Context, rdb redis.Cmdable, batch []*Held, also func(redis.Pipeliner)) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(batch))
 	exec := func(idx []int, source bool) {
@@ -651,8 +649,8 @@ func (w *Watchdog) run() {
 	}
 }
 
-// renewDue renews, in one pipeline of at most MaxPipeline-1 renewals (and
-// the caller's heartbeat, see RenewOn), the holds due now or within a quarter of their interval (renewing a little
+// renewDue renews, in one pipeline of at most MaxPipeline commands, the
+// holds due now or within a quarter of their interval (renewing a little
 // early batches better than renewing exactly on time), most urgent first.
 // It returns how long that took, whether more are due, and whether the
 // most urgent of them is late.
@@ -663,7 +661,7 @@ func (w *Watchdog) renewDue() (took time.Duration, more, late bool) {
 	due := func(h *Held) bool { return h.next.Sub(now) <= RenewEvery(h.Renew.Lease)/4 }
 	w.mu.Lock()
 	w.promote()
-	for len(w.queue) > 0 && len(batch) < MaxPipeline-1 && due(w.queue[0]) {
+	for len(w.queue) > 0 && len(batch) < MaxPipeline && due(w.queue[0]) {
 		h := heap.Pop(&w.queue).(*Held)
 		if h.Renew.Args == nil && h.Renew.ArgsOf != nil {
 			h.Renew.Args = h.Renew.ArgsOf.RenewArgs()

@@ -35,6 +35,7 @@ import (
 
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/scripts/bench/benchqueues"
+	"github.com/lockgen/lockgen/scripts/bench/internal/benchrun"
 	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
@@ -119,41 +120,12 @@ func paced(offer func(p int, j benchqueues.Job) error) func(p int, j benchqueues
 	}
 }
 
-// flush empties node, so that rounds do not see each other's keys.
-func flush(tb testing.TB) {
-	rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
-	defer rdb.Close()
-	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
-		tb.Fatal(err)
-	}
-}
+func flush(tb testing.TB) { benchrun.Flush(tb, node.Addr) }
 
-// lockgenClients returns n runtime clients, each on a go-redis client of
-// its own with default options, closed when tb ends.
-func lockgenClients(tb testing.TB, n int) []*lockrt.Client {
-	cs := make([]*lockrt.Client, n)
-	for i := range cs {
-		rdb := redis.NewClient(&redis.Options{Addr: node.Addr})
-		cs[i] = lockrt.New(rdb)
-		tb.Cleanup(func() { cs[i].Close(); rdb.Close() })
-	}
-	return cs
-}
+func lockgenClients(tb testing.TB, n int) []*lockrt.Client { return benchrun.Clients(tb, node.Addr, n) }
 
-// produceJobs offers n jobs from `producers` goroutines through offer.
 func produceJobs(b *testing.B, n int, offer func(p int, j benchqueues.Job) error) {
-	var wg sync.WaitGroup
-	for p := range producers {
-		wg.Go(func() {
-			for i := p; i < n; i += producers {
-				if err := offer(p, benchqueues.Job{N: i}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	benchrun.Produce(b, producers, n, offer)
 }
 
 func BenchmarkWorker(b *testing.B) {
