@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,8 +33,11 @@ import (
 // watching it refreshes at once and goes back to watching the hold's end
 // as before; so does one whose waiter's attempt failed (someone it did
 // not watch may hold the lock), and every group of a client whose own
-// heartbeat vanished within its TTL (Redis lost its data: beatLoop). A
-// client that never beat (an older runtime) is never trusted.
+// heartbeat vanished within its TTL (Redis lost its data: beatLoop), and
+// every group watching a client whose heartbeat's epoch moved on (it found
+// a hold of its gone without giving it up, which no release tells:
+// holdGone). A client that never beat (an older runtime) is never
+// trusted.
 
 // BeatEvery is how often a waiting client writes its heartbeat and reads
 // those it watches; a waiting client's heartbeat lasts waitBeatTTL, a
@@ -86,7 +90,48 @@ func (c *Client) holderBeat(ctx context.Context, batch []*watchdog.Held) func(re
 	}
 	ttl := max(waitBeatTTL, 2*watchdog.RenewEvery(lease)+time.Second)
 	c.holdBeatTTL.Store(int64(ttl))
-	return func(p redis.Pipeliner) { rdb.BeatOn(ctx, p, c.id, ttl) }
+	epoch := c.epoch()
+	return func(p redis.Pipeliner) { rdb.BeatOn(ctx, p, c.id, epoch, ttl) }
+}
+
+// epoch is the value of the client's heartbeat: one more than the holds
+// it found gone without giving them up (see rdb.BeatOn).
+func (c *Client) epoch() string { return strconv.FormatUint(c.losses.Load()+1, 10) }
+
+// holdGone notes a hold of the client's found gone although it did not
+// give it up: a renewal or a release found nothing (evicted under
+// maxmemory, deleted by hand), or its renewals failed until its lease ran
+// out. No release tells the waiters behind it, and while the client goes
+// on beating for its other holds, a trusted group watching it would not
+// look before its next refresh (watchedEvery, a minute to 8 h). So the
+// heartbeat's epoch moves on, written at once (one SET; one write in
+// flight at a time, which writes the newest epoch, however many holds
+// went together), and a watcher that reads it changed looks at once
+// (looked). A client that has not beaten is watched by nobody, and one
+// whose releases cannot count receivers watches nobody: neither writes.
+func (c *Client) holdGone() {
+	c.losses.Add(1)
+	if c.beat.Load() == 0 || (c.hub.Probed() && !c.conn.CountsReceivers()) {
+		return
+	}
+	if !c.telling.CompareAndSwap(false, true) {
+		return // the write under way writes the newest epoch after its own
+	}
+	go func() {
+		for {
+			epoch := c.epoch()
+			ctx, cancel := context.WithTimeout(context.Background(), BeatEvery)
+			pipe := c.rdb.Pipeline()
+			// (As long as the client's heartbeat lasts, waiting or holding.)
+			rdb.BeatOn(ctx, pipe, c.id, epoch, max(waitBeatTTL, time.Duration(c.holdBeatTTL.Load())))
+			_, _ = pipe.Exec(ctx)
+			cancel()
+			c.telling.Store(false)
+			if c.epoch() == epoch || c.hub.IsClosed() || !c.telling.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
 }
 
 // watched reports whether a group of r's may be trusted (regGroup.watched):
@@ -107,7 +152,8 @@ type aliveMonitor struct {
 
 // watchedClient is one client watched, and the groups watching it.
 type watchedClient struct {
-	alive  bool // its heartbeat was there at the last look
+	alive  bool   // its heartbeat was there at the last look
+	epoch  string // its heartbeat's value then (Client.epoch)
 	groups map[*regGroup]struct{}
 }
 
@@ -202,7 +248,7 @@ func (c *Client) beatLoop() {
 		ctx, cancel := context.WithTimeout(context.Background(), BeatEvery)
 		start := time.Now()
 		// (As long as a holder's heartbeat lasts when the client holds.)
-		alive, had, err := rdb.Beat(ctx, &c.conn, c.id, max(waitBeatTTL, time.Duration(c.holdBeatTTL.Load())), ids)
+		seen, had, err := rdb.Beat(ctx, &c.conn, c.id, c.epoch(), max(waitBeatTTL, time.Duration(c.holdBeatTTL.Load())), ids)
 		cancel()
 		c.beat.Store(time.Now().UnixNano())
 		if err == nil {
@@ -210,7 +256,7 @@ func (c *Client) beatLoop() {
 				c.lost()
 			}
 			wrote = start
-			c.looked(ids, alive)
+			c.looked(ids, seen)
 		}
 		select {
 		case <-t.C:
@@ -231,10 +277,12 @@ func (c *Client) lost() {
 	}
 }
 
-// looked applies a look at the heartbeats of ids: a client found lapsed
-// that was alive makes every group watching it refresh at once; a group
-// whose watched clients are all alive is trusted.
-func (c *Client) looked(ids []string, alive []bool) {
+// looked applies a look at the heartbeats of ids (seen: their epochs, ""
+// for a heartbeat not there): a client found lapsed that was alive, or
+// alive with another epoch (it found a hold of its gone: holdGone), makes
+// every group watching it refresh at once; a group whose watched clients
+// are all alive is trusted.
+func (c *Client) looked(ids []string, seen []string) {
 	f := &c.regs
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -243,17 +291,17 @@ func (c *Client) looked(ids []string, alive []bool) {
 		if w == nil {
 			continue
 		}
-		if w.alive && !alive[i] {
+		if w.alive && seen[i] != w.epoch {
 			for g := range w.groups {
 				g.trusted, g.urgent = false, true
 				g.timer.Reset(0)
 			}
 		}
-		w.alive = alive[i]
+		w.alive, w.epoch = seen[i] != "", seen[i]
 	}
 	for i, id := range ids {
 		w := f.clients[id]
-		if w == nil || !alive[i] {
+		if w == nil || seen[i] == "" {
 			continue
 		}
 		for g := range w.groups {

@@ -407,3 +407,123 @@ func testWatchedWaitDataLost(t *testing.T, lose func(ctx context.Context, node *
 		t.Fatalf("the waiter did not get the lock within %v of the data's loss", bound)
 	}
 }
+
+// TestWatchedWaitHoldVanished: a hold that vanishes alone (deleted by
+// hand here, as an operator would; evicted under maxmemory alike) while
+// its holder's client goes on holding another lock, so that its
+// heartbeat stays, is found by the holder (its next renewal, or its
+// release, finds nothing) and told to the trusted waiters behind it by
+// its heartbeat's epoch (Client.holdGone): they look at once and the
+// longest waiting gets it. Without the epoch they slept until their next
+// trusted refresh (watchedEvery: a minute at least). For a reentrant
+// lock, a read-write lock's writer and a semaphore of one permit; found
+// by the holder's renewal and by its release.
+func TestWatchedWaitHoldVanished(t *testing.T) {
+	t.Parallel()
+	type take func(c *lockrt.Client, lease time.Duration) (func(context.Context) error, error)
+	lockOf := func(kind lockrt.LockKind) func(t *testing.T) take {
+		return func(t *testing.T) take {
+			k := key(t)
+			return func(c *lockrt.Client, lease time.Duration) (func(context.Context) error, error) {
+				d := def(t, kind, lease, true, 3*time.Minute)
+				l := c.Lock(d, k)
+				if kind == lockrt.ReadWrite {
+					l = c.RWLock(d, k).Write()
+				}
+				le, err := l.Lock(context.Background())
+				if err != nil {
+					return nil, err
+				}
+				return le.Unlock, nil
+			}
+		}
+	}
+	kinds := []struct {
+		name string
+		take func(t *testing.T) take
+	}{
+		{"reentrant", lockOf(lockrt.Reentrant)},
+		{"rw-write", lockOf(lockrt.ReadWrite)},
+		{"semaphore", func(t *testing.T) take {
+			k := key(t)
+			return func(c *lockrt.Client, lease time.Duration) (func(context.Context) error, error) {
+				d := processSemDef(1)
+				d.Lease, d.Wait = lease, 3*time.Minute
+				p, err := c.Semaphore(d, k).Acquire(context.Background(), 1)
+				if err != nil {
+					return nil, err
+				}
+				return p.Release, nil
+			}
+		}},
+	}
+	for _, kind := range kinds {
+		for _, by := range []string{"renewal", "release"} {
+			t.Run(kind.name+"/"+by, func(t *testing.T) {
+				t.Parallel()
+				testWatchedWaitHoldVanished(t, kind.take(t), by == "release")
+			})
+		}
+	}
+}
+
+func testWatchedWaitHoldVanished(t *testing.T, take func(c *lockrt.Client, lease time.Duration) (func(context.Context) error, error), byRelease bool) {
+	ctx := context.Background()
+	b := backends()[0]
+	holder, waiter := newClient(t, b), newClient(t, b)
+	admin := b.new()
+	t.Cleanup(func() { admin.Close() })
+	// Renewed every 2 s; released by hand, the lease is long enough that
+	// no renewal comes first.
+	lease := 6 * time.Second
+	if byRelease {
+		lease = 10 * time.Minute
+	}
+	k := key(t)
+	release, err := take(holder, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The holder's client goes on holding another lock: its renewals keep
+	// its heartbeat there after the first hold vanished.
+	if _, err := holder.Lock(def(t, lockrt.Reentrant, 6*time.Second, true, 0), key(t, "other")).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := inBackground(t, func() (func(context.Context) error, error) { return take(waiter, lease) })
+	waitRegistered(t, admin, k, 1)
+	waitTrusted(t, waiter, 1)
+	// Every key of the object but its waiter registry.
+	all, err := admin.Keys(ctx, k+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hold []string
+	for _, x := range all {
+		if x != keys.Sub(k, "queue") && x != keys.Sub(k, "waiters") {
+			hold = append(hold, x)
+		}
+	}
+	if len(hold) == 0 {
+		t.Fatalf("no key of %s holds it: %v", k, all)
+	}
+	vanished := time.Now()
+	if err := admin.Del(ctx, hold...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	bound := 2*time.Second + lockrt.BeatEvery + 10*time.Second // a renewal period, a look, slack
+	if byRelease {
+		if err := release(ctx); err == nil {
+			t.Fatal("the release of a hold deleted by hand succeeded")
+		}
+		bound = lockrt.BeatEvery + 10*time.Second
+	}
+	select {
+	case release := <-got:
+		t.Logf("the waiter got it %v after the hold vanished", time.Since(vanished).Round(time.Millisecond))
+		if err := release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("the waiter did not get it within %v of the hold's vanishing", bound)
+	}
+}

@@ -43,8 +43,13 @@ type Client struct {
 
 	regs refresher // its waiters' registrations (refresh.go)
 	// beat is when it last wrote its heartbeat, in Unix nanoseconds, and
-	// holdBeatTTL how long its holder's heartbeat lasts (alive.go).
+	// holdBeatTTL how long its holder's heartbeat lasts; losses counts the
+	// holds it found gone without giving them up, which its heartbeat's
+	// epoch carries, and telling whether a write of them is under way
+	// (alive.go).
 	beat, holdBeatTTL atomic.Int64
+	losses            atomic.Uint64
+	telling           atomic.Bool
 	takers            takerRefresher // its waiting Takes' registrations (queuerefresh.go)
 	clocks            serverClocks   // its primaries' clocks (clock.go)
 

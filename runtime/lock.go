@@ -602,6 +602,9 @@ func (le *Lease) Unlock(ctx context.Context) error {
 	if n < 0 && resent {
 		n = 0 // an earlier run of this call released it (see rdb.SendCounter)
 	}
+	if n < 0 && err == nil && !lost {
+		l.c.holdGone()
+	}
 	return releaseResult(l.key, lost || (n < 0 && err == nil && le.ranOut()), n, err, ErrLockLost, ErrNotHeld)
 }
 

@@ -40,7 +40,10 @@ func newWatchdog(c *Client) *watchdog.Watchdog {
 			_, _ = pipe.Exec(ctx)
 		}
 	})
-	w.OnLost = c.observeLost
+	w.OnLost = func(object string, cause error) {
+		c.holdGone()
+		c.observeLost(object, cause)
+	}
 	return w
 }
 

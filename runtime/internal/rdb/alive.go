@@ -15,27 +15,36 @@ import (
 // name cannot hold braces.
 func AliveKey(id string) string { return "lockgen:{alive}:" + id }
 
-// BeatOn queues the client's heartbeat on pipe: SET AliveKey(id) 1 PX ttl.
-func BeatOn(ctx context.Context, pipe redis.Pipeliner, id string, ttl time.Duration) {
-	pipe.Set(ctx, AliveKey(id), "1", ttl)
+// A heartbeat's value is its client's epoch (runtime's Client.epoch): "1"
+// until the client finds a hold of its own gone that it did not give up
+// (evicted, deleted by hand: its renewal or its release found nothing),
+// one more at each such loss. Its watchers read it with the heartbeat: a
+// value that changed says a hold they trust may have vanished with no
+// release to tell them. A runtime of before epochs writes "1" always.
+
+// BeatOn queues the client's heartbeat on pipe: SET AliveKey(id) epoch PX
+// ttl.
+func BeatOn(ctx context.Context, pipe redis.Pipeliner, id, epoch string, ttl time.Duration) {
+	pipe.Set(ctx, AliveKey(id), epoch, ttl)
 }
 
-// Beat writes the heartbeat of the client id, lasting ttl (none when id
-// is ""), and reads those of the clients watched, in one round trip:
+// Beat writes the heartbeat of the client id with its epoch, lasting ttl
+// (none when id is ""), and reads those of the clients watched, in one
+// round trip:
 //
-//	SET lockgen:{alive}:<id> 1 PX ttl GET
+//	SET lockgen:{alive}:<id> epoch PX ttl GET
 //	MGET lockgen:{alive}:<watched>...
 //
-// It returns, per watched client, whether its heartbeat is there, and
-// whether the client's own was there before this write (true when id is
-// ""): a heartbeat written within its TTL that is gone says Redis lost
-// its data (a restart without persistence, a flush, a failover to an
-// empty replica).
-func Beat(ctx context.Context, conn *Conn, id string, ttl time.Duration, watched []string) (alive []bool, had bool, err error) {
+// It returns, per watched client, its heartbeat's epoch ("" when it is
+// not there), and whether the client's own heartbeat was there before
+// this write (true when id is ""): a heartbeat written within its TTL
+// that is gone says Redis lost its data (a restart without persistence, a
+// flush, a failover to an empty replica).
+func Beat(ctx context.Context, conn *Conn, id, epoch string, ttl time.Duration, watched []string) (seen []string, had bool, err error) {
 	pipe := conn.R.Pipeline()
 	var own *redis.StatusCmd
 	if id != "" {
-		own = pipe.SetArgs(ctx, AliveKey(id), "1", redis.SetArgs{TTL: ttl, Get: true})
+		own = pipe.SetArgs(ctx, AliveKey(id), epoch, redis.SetArgs{TTL: ttl, Get: true})
 	}
 	var get *redis.SliceCmd
 	if len(watched) > 0 {
@@ -52,11 +61,16 @@ func Beat(ctx context.Context, conn *Conn, id string, ttl time.Duration, watched
 		return nil, false, err
 	}
 	had = own == nil || own.Err() == nil
-	alive = make([]bool, len(watched))
+	seen = make([]string, len(watched))
 	if get != nil {
 		for i, v := range get.Val() {
-			alive[i] = v != nil
+			if v != nil {
+				seen[i], _ = v.(string)
+				if seen[i] == "" {
+					seen[i] = "1" // (an empty value: there all the same)
+				}
+			}
 		}
 	}
-	return alive, had, nil
+	return seen, had, nil
 }
