@@ -27,6 +27,45 @@ func countedClient(t *testing.T, b backend) (*lockrt.Client, *redistest.Counter)
 	return c, h
 }
 
+// holdLock takes the lock k of d (a read-write lock's write side) on c
+// and returns the lease's Unlock.
+func holdLock(c *lockrt.Client, d *lockrt.LockDef, k string) (func(context.Context) error, error) {
+	l := c.Lock(d, k)
+	if d.Kind == lockrt.ReadWrite {
+		l = c.RWLock(d, k).Write()
+	}
+	le, err := l.Lock(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return le.Unlock, nil
+}
+
+// holdPermit takes one permit of the semaphore k of d on c and returns
+// the permit's Release.
+func holdPermit(c *lockrt.Client, d *lockrt.SemaphoreDef, k string) (func(context.Context) error, error) {
+	p, err := c.Semaphore(d, k).Acquire(context.Background(), 1)
+	if err != nil {
+		return nil, err
+	}
+	return p.Release, nil
+}
+
+// getsWithin waits for the waiter's hold on got, at most bound after
+// since (when what happened), and gives it up.
+func getsWithin(t *testing.T, got <-chan func(context.Context) error, since time.Time, bound time.Duration, what string) {
+	t.Helper()
+	select {
+	case release := <-got:
+		t.Logf("the waiter got it %v after %s", time.Since(since).Round(time.Millisecond), what)
+		if err := release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Until(since.Add(bound))):
+		t.Fatalf("the waiter did not get it within %v after %s", bound, what)
+	}
+}
+
 // waitTrusted waits until n of c's groups of waiters are trusted: their
 // first refresh named the clients to watch, and a look found them alive.
 func waitTrusted(t *testing.T, c *lockrt.Client, n int) {
@@ -162,17 +201,7 @@ func TestWatchedWaitHolderGone(t *testing.T) {
 	type take func(c *lockrt.Client) (func(context.Context) error, error)
 	lockOf := func(t *testing.T, kind lockrt.LockKind, lease time.Duration, renew bool) take {
 		d, k := def(t, kind, lease, renew, 3*time.Minute), key(t)
-		return func(c *lockrt.Client) (func(context.Context) error, error) {
-			l := c.Lock(d, k)
-			if kind == lockrt.ReadWrite {
-				l = c.RWLock(d, k).Write()
-			}
-			le, err := l.Lock(context.Background())
-			if err != nil {
-				return nil, err
-			}
-			return le.Unlock, nil
-		}
+		return func(c *lockrt.Client) (func(context.Context) error, error) { return holdLock(c, d, k) }
 	}
 	cases := []struct {
 		name  string
@@ -189,13 +218,7 @@ func TestWatchedWaitHolderGone(t *testing.T) {
 		{"semaphore/renewed", 6 * time.Second, true, func(t *testing.T, lease time.Duration, renew bool) take {
 			d, k := processSemDef(1), key(t)
 			d.Lease, d.Renew, d.Wait = lease, renew, 3*time.Minute
-			return func(c *lockrt.Client) (func(context.Context) error, error) {
-				p, err := c.Semaphore(d, k).Acquire(context.Background(), 1)
-				if err != nil {
-					return nil, err
-				}
-				return p.Release, nil
-			}
+			return func(c *lockrt.Client) (func(context.Context) error, error) { return holdPermit(c, d, k) }
 		}},
 		{"fair/fixed", 20 * time.Second, false, func(t *testing.T, lease time.Duration, renew bool) take {
 			return lockOf(t, lockrt.Fair, lease, renew)
@@ -212,7 +235,6 @@ func TestWatchedWaitHolderGone(t *testing.T) {
 }
 
 func testWatchedWaitHolderGone(t *testing.T, b backend, lease time.Duration, renew bool, take func(c *lockrt.Client) (func(context.Context) error, error)) {
-	ctx := context.Background()
 	holder := newClient(t, b)
 	waiter := newClient(t, b)
 	admin := b.new()
@@ -230,16 +252,8 @@ func testWatchedWaitHolderGone(t *testing.T, b backend, lease time.Duration, ren
 	if !renew {
 		bound = time.Until(taken.Add(lease + 5*time.Second))
 	}
-	select {
-	case release := <-got:
-		t.Logf("the waiter got it %v after the holder went, %v after it was taken",
-			time.Since(gone).Round(time.Millisecond), time.Since(taken).Round(time.Millisecond))
-		if err := release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(bound):
-		t.Fatalf("the waiter did not get it within %v of its holder going", bound)
-	}
+	getsWithin(t, got, gone, bound, "its holder went")
+	t.Logf("(%v after the hold was taken)", time.Since(taken).Round(time.Millisecond))
 }
 
 // TestWatchedWaitStoppedAhead: a waiter process queued first is frozen
@@ -396,16 +410,7 @@ func testWatchedWaitDataLost(t *testing.T, lose func(ctx context.Context, node *
 	if _, err := holder.Lock(d, key(t, "other")).Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	bound := 3*lockrt.BeatEvery + 10*time.Second
-	select {
-	case release := <-got:
-		t.Logf("the waiter got it %v after the data was lost", time.Since(lost).Round(time.Millisecond))
-		if err := release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(bound):
-		t.Fatalf("the waiter did not get the lock within %v of the data's loss", bound)
-	}
+	getsWithin(t, got, lost, 3*lockrt.BeatEvery+10*time.Second, "the data was lost")
 }
 
 // TestWatchedWaitHoldVanished: a hold that vanishes alone (deleted by
@@ -425,16 +430,7 @@ func TestWatchedWaitHoldVanished(t *testing.T) {
 		return func(t *testing.T) take {
 			k := key(t)
 			return func(c *lockrt.Client, lease time.Duration) (func(context.Context) error, error) {
-				d := def(t, kind, lease, true, 3*time.Minute)
-				l := c.Lock(d, k)
-				if kind == lockrt.ReadWrite {
-					l = c.RWLock(d, k).Write()
-				}
-				le, err := l.Lock(context.Background())
-				if err != nil {
-					return nil, err
-				}
-				return le.Unlock, nil
+				return holdLock(c, def(t, kind, lease, true, 3*time.Minute), k)
 			}
 		}
 	}
@@ -449,11 +445,7 @@ func TestWatchedWaitHoldVanished(t *testing.T) {
 			return func(c *lockrt.Client, lease time.Duration) (func(context.Context) error, error) {
 				d := processSemDef(1)
 				d.Lease, d.Wait = lease, 3*time.Minute
-				p, err := c.Semaphore(d, k).Acquire(context.Background(), 1)
-				if err != nil {
-					return nil, err
-				}
-				return p.Release, nil
+				return holdPermit(c, d, k)
 			}
 		}},
 	}
@@ -517,13 +509,5 @@ func testWatchedWaitHoldVanished(t *testing.T, take func(c *lockrt.Client, lease
 		}
 		bound = lockrt.BeatEvery + 10*time.Second
 	}
-	select {
-	case release := <-got:
-		t.Logf("the waiter got it %v after the hold vanished", time.Since(vanished).Round(time.Millisecond))
-		if err := release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(bound):
-		t.Fatalf("the waiter did not get it within %v of the hold's vanishing", bound)
-	}
+	getsWithin(t, got, vanished, bound, "the hold vanished")
 }
