@@ -39,16 +39,6 @@ func (l *Lock) registryTTL() time.Duration {
 	return LiveRegistryTTL
 }
 
-// multiTTL is how long a waiter of an atomic multi-lock keeps its place
-// in l's registry unrefreshed: LockDef's WaiterTTL, or RegistryTTL (it
-// refreshes its entry itself, see MultiLock).
-func (l *Lock) multiTTL() time.Duration {
-	if l.def.WaiterTTL > 0 {
-		return l.def.WaiterTTL
-	}
-	return RegistryTTL
-}
-
 // waitTTL is how long a registered waiter of l keeps its place
 // unrefreshed: LockDef's WaiterTTL, or the client's (LiveRegistryTTL
 // where a release can tell a gone waiter, else RegistryTTL).

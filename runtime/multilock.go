@@ -180,10 +180,15 @@ func releaseInOrder(ctx context.Context, leases []*Lease) error {
 func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []acquireOptions) (ml *MultiLease, err error) {
 	c := m.locks[0].c
 	owner := c.ownerFrom(ctx)
-	reg := time.Duration(0) // the longest WaiterTTL of the locks
+	// The longest registration TTL of the locks (waitTTL: a release
+	// passes over a waiter whose client went away where it can tell, so
+	// that an entry lasts LiveRegistryTTL there). The waiter refreshes
+	// its own entry, every third of it while the lock that blocks it is
+	// held.
+	reg := time.Duration(0)
 	for _, l := range m.locks {
 		if wait != 0 {
-			reg = max(reg, l.multiTTL())
+			reg = max(reg, l.waitTTL())
 		}
 	}
 	tried := time.Now() // (waitObject.tried)

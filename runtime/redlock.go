@@ -313,12 +313,20 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 }
 
 // registryTTL is how long a waiter of r keeps its place in a node's
-// registry unrefreshed: RedLockDef's WaiterTTL, or RegistryTTL.
+// registry unrefreshed: RedLockDef's WaiterTTL, else LiveRegistryTTL when
+// every node's release can tell a waiter whose client went away (it
+// passes it over: redlock_release), else RegistryTTL. A waiter refreshes
+// its entries every third of it while a node is held (redSleep).
 func (r *RedLock) registryTTL() time.Duration {
 	if r.def.WaiterTTL > 0 {
 		return r.def.WaiterTTL
 	}
-	return RegistryTTL
+	for _, c := range r.q.nodes {
+		if c.waitRegistryTTL() != LiveRegistryTTL {
+			return RegistryTTL
+		}
+	}
+	return LiveRegistryTTL
 }
 
 // redSleep is how long a RedLock waiter whose entries last reg sleeps

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/keys"
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/scripts/redistest"
 )
@@ -726,5 +727,72 @@ func TestRedLockFailedTryLockUndone(t *testing.T) {
 		if n, err := admins[2].Exists(ctx, k).Result(); err != nil || n != 0 {
 			t.Fatalf("round %d: the late node holds the failed attempt's value when TryLock returned (%d, %v)", round, n, err)
 		}
+	}
+}
+
+// TestRedLockDeadWaiterPassedOver: a waiter whose client no longer
+// listens (its process died: here a member registered by hand on every
+// node, ahead of the live waiter, for a client that never subscribed) is
+// passed over by the release, which reserves the nodes for the live
+// waiter and wakes it at once. Before, the release reserved them for the
+// dead one (the hand-off's second), and the live waiter learned of it
+// only at its next refresh.
+func TestRedLockDeadWaiterPassedOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := redistest.Independent(t, 3)
+	admins := clientsOf(nodes)
+	d := redDef(t, 30*time.Second, true, time.Minute)
+	k := key(t)
+	held, err := quorum(t, nodes).RedLock(d, k).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A ticket before any live waiter's: the releases would pick it.
+	dead := fmt.Sprintf("%016d@deadclient:1", 1)
+	for _, a := range admins {
+		now, err := a.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.RPush(ctx, keys.Sub(k, "queue"), dead).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.ZAdd(ctx, keys.Sub(k, "waiters"), redis.Z{Score: float64(now.Add(10 * time.Minute).UnixMilli()), Member: dead}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiter := quorum(t, nodes).RedLock(d, k)
+	got := inBackground(t, func() (*lockrt.RedLockLease, error) { return waiter.Lock(ctx) })
+	waitRedLockWaiting(t, nodes, k)
+	eventually(t, failAfter, func() bool {
+		for _, a := range admins {
+			if queueLen(t, a, k) < 2 {
+				return false
+			}
+		}
+		return true
+	}, "the live waiter is not queued behind the dead one on every node")
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range admins {
+		v, err := a.Get(ctx, k).Result()
+		if err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+		if v == "r "+dead {
+			t.Errorf("node %d reserved for the dead waiter", i)
+		}
+		if n, err := a.ZScore(ctx, keys.Sub(k, "waiters"), dead).Result(); err != redis.Nil {
+			t.Errorf("node %d: the dead waiter is still registered (%v, %v)", i, n, err)
+		}
+	}
+	le := <-got
+	if le == nil {
+		return
+	}
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	lockrt "github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/scripts/redistest"
 )
@@ -125,4 +127,77 @@ func TestRedLockHerdCost(t *testing.T) {
 	if got := grace[32]; got > 0.1 {
 		t.Errorf("32 waiting clients: %.2f grace waits per acquisition, want at most 0.1 (every node wakes the smallest ticket)", got)
 	}
+}
+
+// TestSelfRefreshingWaitCost: the waiters that refresh their own entries
+// (a RedLock's on each node, an atomic multi-lock's at the lock that
+// blocks it) keep them for LiveRegistryTTL where a release passes over a
+// waiter whose client went away (every node here is a single primary),
+// so that a waiter held up by a long hold sends one attempt per node
+// every 10 s, not one every RegistryTTL/3 (333 ms: 18 commands a second
+// per waiter and node before). Counted on nodes of the test's own over a
+// window of 3 s after the waiter queued: at most one script per node
+// (about 9 before).
+func TestSelfRefreshingWaitCost(t *testing.T) {
+	t.Parallel()
+	const window = 3 * time.Second // a tenth of LiveRegistryTTL, 9 refreshes of RegistryTTL
+	ctx := context.Background()
+	t.Run("redlock", func(t *testing.T) {
+		t.Parallel()
+		nodes := redistest.Independent(t, 3)
+		admins := clientsOf(nodes)
+		d := redDef(t, 30*time.Second, true, time.Minute)
+		k := key(t)
+		held, err := quorum(t, nodes).RedLock(d, k).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := inBackground(t, func() (*lockrt.RedLockLease, error) { return quorum(t, nodes).RedLock(d, k).Lock(ctx) })
+		waitRedLockWaiting(t, nodes, k)
+		resetStats(t, admins)
+		time.Sleep(window) // the window counted
+		scripts := commandCalls(t, admins, "evalsha")
+		t.Logf("a RedLock waiter on %d nodes: %d scripts in %v", len(nodes), scripts, window)
+		if scripts > int64(len(nodes)) {
+			t.Errorf("%d scripts in %v, want at most one per node", scripts, window)
+		}
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if le := <-got; le != nil {
+			le.Unlock(ctx)
+		}
+	})
+	t.Run("multilock", func(t *testing.T) {
+		t.Parallel()
+		node := redistest.Single(t)
+		b := backend{"own", func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: node.Addr}) }}
+		admin := node.Client()
+		d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+		ka, kb := key(t, "A"), key(t, "B")
+		held, err := newClient(t, b).Lock(d, kb).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newClient(t, b)
+		m := lockrt.NewMultiLock(c.Lock(d, ka), c.Lock(d, kb))
+		if !m.Atomic() {
+			t.Fatal("not an atomic multi-lock")
+		}
+		got := inBackground(t, func() (*lockrt.MultiLease, error) { return m.Lock(ctx) })
+		waitWaiting(t, c, kb, 1, 1)
+		resetStats(t, []*redis.Client{admin})
+		time.Sleep(window) // the window counted
+		scripts := commandCalls(t, []*redis.Client{admin}, "evalsha")
+		t.Logf("a multi-lock waiter: %d scripts in %v", scripts, window)
+		if scripts > 1 {
+			t.Errorf("%d scripts in %v, want at most one", scripts, window)
+		}
+		if err := held.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ml := <-got; ml != nil {
+			ml.Unlock(ctx)
+		}
+	})
 }

@@ -58,18 +58,26 @@ end
 
 -- wake reserves the free node for the live waiter of the smallest ticket
 -- (pop_first), if any, and tells it on its client's channel; with none
--- it deletes the lock key.
+-- it deletes the lock key. A waiter whose client no longer listens on
+-- this node (the wake-up reached no subscriber: its process died, its
+-- connection was cut) is passed over, as a lock's hand-off passes it
+-- (notify; with a count that does not cover every subscriber, "publish!",
+-- every waiter is taken as listening).
 local function wake()
-  local next = false
   if redis.call('exists', queue) == 1 then
-    next = pop_first(now_ms())
+    local now = now_ms()
+    while true do
+      local next = pop_first(now)
+      if not next then
+        break
+      end
+      if notify(ARGV[4], ARGV[3], next, next) then
+        redis.call('set', lock, 'r ' .. next, 'PX', ARGV[2])
+        return
+      end
+    end
   end
-  if not next then
-    redis.call('del', lock)
-    return
-  end
-  redis.call('set', lock, 'r ' .. next, 'PX', ARGV[2])
-  notify(ARGV[4], ARGV[3], next, next)
+  redis.call('del', lock)
 end
 
 if ARGV[5] == '1' then

@@ -61,7 +61,7 @@ var redlockLockScripts = lockgenScripts.RedLocks()
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"force_unlock":    "ba04c017c643cd8ac240aad7eab985705a5f5edc",
 	"redlock_acquire": "3574862c6a19fec69b996b40fce71f18b508c56e",
-	"redlock_release": "866aa810cf1a2a4d61a9ff24c59ffa02a2e67df4",
+	"redlock_release": "32353ef30e9c9421c35ce41bce49cf4b6d668f3f",
 	"simple_renew":    "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })
 

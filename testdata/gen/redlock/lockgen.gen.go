@@ -115,7 +115,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"multi_acquire":     "1974b455a7f22a51188ed49be20293fdeec07d5c",
 	"multi_release":     "fee04c4a18bdff2c379278a663be40e3b219e908",
 	"redlock_acquire":   "3574862c6a19fec69b996b40fce71f18b508c56e",
-	"redlock_release":   "866aa810cf1a2a4d61a9ff24c59ffa02a2e67df4",
+	"redlock_release":   "32353ef30e9c9421c35ce41bce49cf4b6d668f3f",
 	"reentrant_acquire": "53d54ffe98022ff268cbb0f5f02b2cb02483f789",
 	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
