@@ -51,6 +51,7 @@ type Client struct {
 	losses            atomic.Uint64
 	telling           atomic.Bool
 	takers            takerRefresher // its waiting Takes' registrations (queuerefresh.go)
+	latchReads        latchReads     // its awaiting goroutines' reads of a latch (latchread.go)
 	clocks            serverClocks   // its primaries' clocks (clock.go)
 
 	fences fences // the last fencing token seen per fenced lock (fenced.go)

@@ -128,7 +128,10 @@ func (l *Latch) Count(ctx context.Context) (int, error) {
 // Await waits until the latch is open, as long as the context allows; an
 // open latch returns at once. Waiting costs no Redis traffic: the last
 // count-down wakes every waiter through pub/sub, and a fallback timer
-// (from 1s, doubling up to 30s) rechecks in case a message was lost.
+// (from 1s, doubling up to 30s) rechecks in case a message was lost. The
+// goroutines of one Client awaiting one latch share their reads of its
+// count (a GET): a thousand of them cost a few GETs, not a thousand, when
+// they start and when the latch opens.
 //
 // Transient Redis errors (Redis unreachable, loading, failing over) do
 // not end the wait: Await retries with a backoff (50ms doubling to 1s).
@@ -139,7 +142,7 @@ func (l *Latch) Count(ctx context.Context) (int, error) {
 // the last check failed), ErrClosed when the client was closed, or
 // another Redis error.
 func (l *Latch) Await(ctx context.Context) error {
-	if open, err := l.open(ctx); open || (err != nil && !transient(err)) {
+	if open, err := l.read(ctx); open || (err != nil && !transient(err)) {
 		return err
 	}
 	// The one wait loop (waitFor): subscribed and queued before checking
@@ -149,7 +152,7 @@ func (l *Latch) Await(ctx context.Context) error {
 	err := l.c.waitFor(ctx, -1, waitObject{}, l.channel(), "", false, 0, func(string) (bool, time.Duration, error) {
 		sleep := backoff
 		backoff = min(2*backoff, 30*time.Second)
-		open, err := l.open(ctx)
+		open, err := l.read(ctx)
 		return open, sleep, err
 	})
 	if err == nil || errors.Is(err, ErrClosed) {
@@ -163,6 +166,17 @@ func (l *Latch) awaitError(err error) error {
 		return err
 	}
 	return fmt.Errorf("lockgen: awaiting %s: %w", l.key, err)
+}
+
+// read reports whether the latch is open, by a read of its count that
+// the client's other waiters on it share (latchReads): one a client's
+// awaiting goroutines ask for together is one GET, however many they are.
+func (l *Latch) read(ctx context.Context) (bool, error) {
+	open, err := l.c.latchReads.read(ctx, l.key, l.open)
+	if err != nil && ctx.Err() != nil {
+		return false, l.awaitError(ctx.Err())
+	}
+	return open, err
 }
 
 // open reports whether the latch is open: its count is set and zero.
