@@ -130,8 +130,8 @@ func (l *Latch) Count(ctx context.Context) (int, error) {
 // count-down wakes every waiter through pub/sub, and a fallback timer
 // (from 1s, doubling up to 30s) rechecks in case a message was lost. The
 // goroutines of one Client awaiting one latch share their reads of its
-// count (a GET): a thousand of them cost a few GETs, not a thousand, when
-// they start and when the latch opens.
+// count (a GET): a thousand of them cost a few GETs, not a thousand, on
+// their timers and when the latch opens, and one each to start.
 //
 // Transient Redis errors (Redis unreachable, loading, failing over) do
 // not end the wait: Await retries with a backoff (50ms doubling to 1s).
@@ -142,17 +142,34 @@ func (l *Latch) Count(ctx context.Context) (int, error) {
 // the last check failed), ErrClosed when the client was closed, or
 // another Redis error.
 func (l *Latch) Await(ctx context.Context) error {
-	if open, err := l.read(ctx); open || (err != nil && !transient(err)) {
-		return err
+	channel := l.channel()
+	// A first check before subscribing, unless another waiter of the
+	// client has the channel subscribed: then the wait's first check,
+	// once joined, is the only one needed.
+	if !l.c.hub.Ready(channel) {
+		if open, _, err := l.read(ctx, time.Time{}); open || (err != nil && !transient(err)) {
+			return err
+		}
 	}
+	defer l.c.latchReads.join(l.key)()
 	// The one wait loop (waitFor): subscribed and queued before checking
 	// again, so that the last count-down, if it comes after the check,
-	// wakes us; the fallback timer backs off from 1s to 30s.
+	// wakes us; the fallback timer backs off from 1s to 30s. A check on
+	// the timer (no wake-up of the channel's waiters since the last) takes
+	// any read sent since this waiter's last one (latchReads).
 	backoff := time.Second
-	err := l.c.waitFor(ctx, -1, waitObject{}, l.channel(), "", false, 0, func(string) (bool, time.Duration, error) {
+	var last time.Time // when the read of this waiter's last check was sent
+	err := l.c.waitFor(ctx, -1, waitObject{}, channel, "", false, 0, func(string) (bool, time.Duration, error) {
 		sleep := backoff
 		backoff = min(2*backoff, 30*time.Second)
-		open, err := l.read(ctx)
+		after := time.Time{}
+		if !last.IsZero() && !l.c.hub.WokeSince(channel, last) {
+			after = last
+		}
+		open, sent, err := l.read(ctx, after)
+		if err == nil {
+			last = sent
+		}
 		return open, sleep, err
 	})
 	if err == nil || errors.Is(err, ErrClosed) {
@@ -168,15 +185,15 @@ func (l *Latch) awaitError(err error) error {
 	return fmt.Errorf("lockgen: awaiting %s: %w", l.key, err)
 }
 
-// read reports whether the latch is open, by a read of its count that
-// the client's other waiters on it share (latchReads): one a client's
-// awaiting goroutines ask for together is one GET, however many they are.
-func (l *Latch) read(ctx context.Context) (bool, error) {
-	open, err := l.c.latchReads.read(ctx, l.key, l.open)
+// read reports whether the latch is open, by a read of its count sent
+// after after (the zero time: after the call) that the client's other
+// waiters on it share (latchReads), and when that read was sent.
+func (l *Latch) read(ctx context.Context, after time.Time) (bool, time.Time, error) {
+	open, sent, err := l.c.latchReads.read(ctx, l.key, after, l.open)
 	if err != nil && ctx.Err() != nil {
-		return false, l.awaitError(ctx.Err())
+		return false, sent, l.awaitError(ctx.Err())
 	}
-	return open, err
+	return open, sent, err
 }
 
 // open reports whether the latch is open: its count is set and zero.

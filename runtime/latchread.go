@@ -4,43 +4,45 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // latchReads shares the reads of a latch's count among the waiters of one
 // client (Latch.Await), so that a client's cost does not grow with its
-// goroutines awaiting one latch: each asks whether the latch is open
+// goroutines awaiting one latch. Each asks whether the latch is open
 // before it subscribes, once subscribed, when the latch's last count-down
-// wakes every waiter, and on its fallback timer. A read answers every
-// caller that asked before it was sent, and only those: a caller needs a
-// read sent after it asked (after its subscription was confirmed, or its
-// wake-up came), else it could miss an opening. So while one read is on
-// its way, the callers that come meanwhile wait for the next one, which
-// goes out when the first is back: a burst of N callers costs two reads,
-// not N. One goroutine per latch sends them while any are asked for.
+// wakes every waiter, and on its fallback timer. The first three need a
+// read sent after they asked (else they could miss an opening): while one
+// read is on its way, the callers that ask meanwhile share the next,
+// which goes out when the first is back, so a burst of N costs two reads,
+// not N. A fallback timer needs only a read sent after the waiter's own
+// last one: the client keeps the last read of a latch while goroutines
+// await it, and a timer that finds it newer takes its answer. One
+// goroutine per latch sends the reads while any are asked for.
 type latchReads struct {
 	mu    sync.Mutex
-	latch map[string]*latchQueue // by latch key, while a read is asked for or on its way
+	latch map[string]*latchQueue // by latch key, while awaited or read
 }
 
-// latchQueue is one latch's reads: the one on its way (sent by run) and
-// the next, which the callers that came since it was sent share.
+// latchQueue is one latch's reads: the next, which the callers that came
+// since the last was sent share, and the last answered.
 type latchQueue struct {
-	next *latchRead // nil until a caller asks
+	next    *latchRead // nil until a caller asks
+	last    *latchRead // the last read answered without an error
+	running bool       // run sends the reads
+	waiters int        // goroutines awaiting the latch (join)
 }
 
 // latchRead is one read of a latch's count, and what it found.
 type latchRead struct {
+	sent time.Time     // when it was sent (set by run)
 	done chan struct{} // closed once open and err are set
 	open bool
 	err  error
 }
 
-// read reports whether the latch of key is open by a read sent after the
-// call, with send (run with a context that keeps ctx's values, bounded by
-// ReleaseTimeout: it serves other callers too). It returns ctx's error
-// when ctx ends first.
-func (rs *latchReads) read(ctx context.Context, key string, send func(context.Context) (bool, error)) (bool, error) {
-	rs.mu.Lock()
+// queue returns key's queue, made when missing (rs.mu held).
+func (rs *latchReads) queue(key string) *latchQueue {
 	q := rs.latch[key]
 	if q == nil {
 		if rs.latch == nil {
@@ -48,35 +50,75 @@ func (rs *latchReads) read(ctx context.Context, key string, send func(context.Co
 		}
 		q = &latchQueue{}
 		rs.latch[key] = q
-		go rs.run(context.WithoutCancel(ctx), key, q, send)
+	}
+	return q
+}
+
+// join counts a goroutine awaiting the latch of key, so that its last
+// read is kept while it waits; leave ends it.
+func (rs *latchReads) join(key string) (leave func()) {
+	rs.mu.Lock()
+	q := rs.queue(key)
+	q.waiters++
+	rs.mu.Unlock()
+	return func() {
+		rs.mu.Lock()
+		q.waiters--
+		if q.waiters == 0 && !q.running && rs.latch[key] == q {
+			delete(rs.latch, key)
+		}
+		rs.mu.Unlock()
+	}
+}
+
+// read reports whether the latch of key is open, by a read sent after
+// after (the zero time: after the call), and when that read was sent. A
+// read is sent with send, run with a context that keeps ctx's values,
+// bounded by ReleaseTimeout (it serves other callers too). It returns
+// ctx's error when ctx ends first.
+func (rs *latchReads) read(ctx context.Context, key string, after time.Time, send func(context.Context) (bool, error)) (bool, time.Time, error) {
+	rs.mu.Lock()
+	q := rs.queue(key)
+	if last := q.last; last != nil && !after.IsZero() && last.sent.After(after) {
+		rs.mu.Unlock()
+		return last.open, last.sent, nil
 	}
 	r := q.next
 	if r == nil {
 		r = &latchRead{done: make(chan struct{})}
 		q.next = r
 	}
+	if !q.running {
+		q.running = true
+		go rs.run(context.WithoutCancel(ctx), key, q, send)
+	}
 	rs.mu.Unlock()
 	select {
 	case <-r.done:
-		return r.open, r.err
+		return r.open, r.sent, r.err
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return false, time.Time{}, ctx.Err()
 	}
 }
 
 // run sends q's reads one after the other while callers ask for them:
 // each time it takes the next read (later callers queue another), sends
-// it and answers its callers; with none asked for, it drops q and ends.
+// it and answers its callers; with none asked for, it ends (and drops q
+// when nobody awaits the latch).
 func (rs *latchReads) run(ctx context.Context, key string, q *latchQueue, send func(context.Context) (bool, error)) {
 	for {
 		rs.mu.Lock()
 		r := q.next
 		if r == nil {
-			delete(rs.latch, key)
+			q.running = false
+			if q.waiters == 0 && rs.latch[key] == q {
+				delete(rs.latch, key)
+			}
 			rs.mu.Unlock()
 			return
 		}
 		q.next = nil
+		r.sent = time.Now()
 		rs.mu.Unlock()
 		rctx, cancel := context.WithTimeout(ctx, ReleaseTimeout)
 		r.open, r.err = send(rctx)
@@ -85,6 +127,11 @@ func (rs *latchReads) run(ctx context.Context, key string, q *latchQueue, send f
 			r.err = fmt.Errorf("lockgen: reading %s: %w", key, readTimeout{})
 		}
 		cancel()
+		if r.err == nil {
+			rs.mu.Lock()
+			q.last = r
+			rs.mu.Unlock()
+		}
 		close(r.done)
 	}
 }

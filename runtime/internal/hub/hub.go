@@ -946,6 +946,15 @@ func (h *Hub) BroadcastSince(s *Subscription, t time.Time) bool {
 	return s.woke.After(t)
 }
 
+// WokeSince reports whether every waiter of channel was woken ("all", or
+// a reconnect) after t, or channel is not subscribed.
+func (h *Hub) WokeSince(channel string, t time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.subs[channel]
+	return s == nil || s.woke.After(t)
+}
+
 // ready reports whether channel is subscribed and confirmed now.
 func (h *Hub) Ready(channel string) bool {
 	h.mu.Lock()
