@@ -399,7 +399,15 @@ func startWaiter(t *testing.T, kind, k string) (*exec.Cmd, string, <-chan string
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cmd, strings.Fields(member)[0], lines
+	owner := strings.Fields(member)[0]
+	// And subscribed to its client's wake-up channel, which it does after
+	// the attempt that registered it: a child stopped between the two
+	// would be passed over by the release (no receiver), not handed the
+	// lock.
+	channel := lockrt.ClassicWakePrefix(k) + ":" + owner[:strings.LastIndexByte(owner, ':')]
+	eventually(t, failAfter, func() bool { return subscribers(t, rdb, channel) > 0 },
+		fmt.Sprintf("the waiter process is not subscribed to %s", channel))
+	return cmd, owner, lines
 }
 
 // heldBy reports whether k of kind (see take) is held by owner in Redis.
