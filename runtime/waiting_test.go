@@ -281,19 +281,25 @@ func waitBlocked(t testing.TB, rdb redis.UniversalClient) {
 func waitRedLockWaiting(t testing.TB, nodes []*redistest.Node, k string) {
 	t.Helper()
 	ctx := context.Background()
-	eventually(t, failAfter, func() bool {
+	var state []string // per node, at the last look: "queued/channels"
+	ok := within(failAfter, func() bool {
+		state = state[:0]
+		all := true
 		for _, n := range nodes {
 			rdb := n.Client()
 			chans, err := rdb.PubSubChannels(ctx, lockrt.ClassicWakePrefix(k)+":*").Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if queueLen(t, rdb, k) < 1 || len(chans) == 0 {
-				return false
-			}
+			q := queueLen(t, rdb, k)
+			state = append(state, fmt.Sprintf("%d/%d", q, len(chans)))
+			all = all && q >= 1 && len(chans) > 0
 		}
-		return true
-	}, k+": the RedLock's waiter is not queued and subscribed on every node")
+		return all
+	})
+	if !ok {
+		t.Fatalf("%s: the RedLock's waiter is not queued and subscribed on every node (after %v; queued/channels per node: %v)", k, failAfter, state)
+	}
 }
 
 // countScripts returns a counter of the scripts c runs from now on.
