@@ -62,6 +62,22 @@ func holders(t testing.TB, nodes []*redistest.Node, key string) int {
 	return n
 }
 
+// heldRedLock starts 3 independent nodes and takes a RedLock (a 30 s
+// lease, renewed; waits of a minute) on a quorum of its own: what the
+// tests of its waiters start from. It returns the nodes, a client of
+// each, the definition, the key and the lease.
+func heldRedLock(t *testing.T) ([]*redistest.Node, []*redis.Client, *lockrt.RedLockDef, string, *lockrt.RedLockLease) {
+	t.Helper()
+	nodes := redistest.Independent(t, 3)
+	d := redDef(t, 30*time.Second, true, time.Minute)
+	k := key(t)
+	held, err := quorum(t, nodes).RedLock(d, k).Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodes, clientsOf(nodes), d, k, held
+}
+
 func stop(t testing.TB, nodes ...*redistest.Node) {
 	t.Helper()
 	for _, n := range nodes {
@@ -471,14 +487,7 @@ func TestRedLockWaitCost(t *testing.T) {
 func TestRedLockWaitEndsOnClose(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	nodes := redistest.Independent(t, 3)
-	admins := clientsOf(nodes)
-	d := redDef(t, 30*time.Second, true, time.Minute)
-	k := key(t)
-	le, err := quorum(t, nodes).RedLock(d, k).Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, admins, d, k, le := heldRedLock(t)
 	clients := make([]*lockrt.Client, len(nodes))
 	for i, n := range nodes {
 		rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
@@ -740,14 +749,7 @@ func TestRedLockFailedTryLockUndone(t *testing.T) {
 func TestRedLockDeadWaiterPassedOver(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	nodes := redistest.Independent(t, 3)
-	admins := clientsOf(nodes)
-	d := redDef(t, 30*time.Second, true, time.Minute)
-	k := key(t)
-	held, err := quorum(t, nodes).RedLock(d, k).Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, admins, d, k, held := heldRedLock(t)
 	// A ticket before any live waiter's: the releases would pick it.
 	dead := fmt.Sprintf("%016d@deadclient:1", 1)
 	for _, a := range admins {

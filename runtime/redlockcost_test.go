@@ -144,14 +144,7 @@ func TestSelfRefreshingWaitCost(t *testing.T) {
 	ctx := context.Background()
 	t.Run("redlock", func(t *testing.T) {
 		t.Parallel()
-		nodes := redistest.Independent(t, 3)
-		admins := clientsOf(nodes)
-		d := redDef(t, 30*time.Second, true, time.Minute)
-		k := key(t)
-		held, err := quorum(t, nodes).RedLock(d, k).Lock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		nodes, admins, d, k, held := heldRedLock(t)
 		got := inBackground(t, func() (*lockrt.RedLockLease, error) { return quorum(t, nodes).RedLock(d, k).Lock(ctx) })
 		waitRedLockWaiting(t, nodes, k)
 		resetStats(t, admins)
