@@ -30,6 +30,9 @@ type lossy struct {
 	mu   sync.Mutex
 	arms map[string]int // pattern -> replies still to lose
 	lost atomic.Int32   // replies lost so far
+	// between, when set, runs once a reply is lost, before the client
+	// learns of it: what happens between a command's run and its resend.
+	between func()
 }
 
 func newLossy() *lossy { return &lossy{arms: map[string]int{}} }
@@ -101,6 +104,9 @@ func (c *lossyConn) Read(b []byte) (int, error) {
 	if n > 0 && c.lose.Load() { // Redis ran the command: its reply is lost
 		c.l.lost.Add(1)
 		c.Conn.Close()
+		if c.l.between != nil {
+			c.l.between()
+		}
 		return 0, io.EOF
 	}
 	return n, err
@@ -272,6 +278,40 @@ func TestSemaphoreLostReplies(t *testing.T) {
 		}
 		acquired(0)
 	})
+}
+
+// TestSemaphoreFastReleaseResent: a release of a permit the acquire's
+// fast path took is first sent with the holds' keys alone; its first run
+// releases the permit and its reply is lost, and before the resend a
+// waiter comes (here its flag 'q', set by hand), so that the resend
+// answers "send it again whole" (HandOnDue). The whole release then finds
+// nothing held: that was this call's own first run, and Release returns
+// nil. Before, the runtime forgot the fast call's sends and returned
+// ErrPermitNotHeld (make torture counted one, err-release, under
+// lose-replies).
+func TestSemaphoreFastReleaseResent(t *testing.T) {
+	c, l, _ := lossyClient(t, backends()[0])
+	admin := single.Client()
+	d := semDef(t, 1, 5*time.Second, true, time.Second)
+	k := key(t)
+	ctx := context.Background()
+	p, err := c.Semaphore(d, k).Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.between = func() {
+		if err := admin.HSet(ctx, keys.Sub(k, "counts"), "q", 1).Err(); err != nil {
+			t.Error(err)
+		}
+	}
+	l.lose(d.Scripts.Release.SHA1, 1)
+	if err := p.Release(ctx); err != nil {
+		t.Fatalf("Release whose first run released the permit: %v", err)
+	}
+	mustLose(t, l)
+	if n, err := admin.ZCard(ctx, k).Result(); err != nil || n != 0 {
+		t.Fatalf("holds left: %d (%v)", n, err)
+	}
 }
 
 // TestLatchLostReplies: a CountDown whose reply was lost counts once.
