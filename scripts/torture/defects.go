@@ -211,7 +211,7 @@ func (r *Report) defects(events []Event) {
 		sort.SliceStable(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
 		takes, missing := 0, 0
 		var ackedAt, prevTake int64
-		for i, e := range evs {
+		for _, e := range evs {
 			switch e.Ev {
 			case evTake:
 				if m := e.Att - 1 - takes; m > missing {
@@ -229,7 +229,10 @@ func (r *Report) defects(events []Event) {
 				if e.Err == "" && ackedAt == 0 {
 					ackedAt = e.T
 				}
-				if ackFailed(e, last) && !slices.ContainsFunc(evs[i+1:], func(x Event) bool { return x.Ev == evTake }) {
+				// (Came back: delivered again as a later attempt, also
+				// before this Ack returned: a consumer stopped past its
+				// visibility acknowledges late, and rightly fails.)
+				if ackFailed(e, last) && !slices.ContainsFunc(evs, func(x Event) bool { return x.Ev == evTake && x.Att > e.Att }) {
 					add("err-ack", e.T, 1)
 				}
 			}

@@ -11,6 +11,16 @@ import (
 func TestDefectsFromEvents(t *testing.T) {
 	ev := []Event{
 		{T: 1, Ev: evSpawn, W: "w0.0"},
+		// An Ack that ran twice: "no longer in flight", and the item
+		// never came back (counted); another by a consumer stopped past
+		// its visibility, after the item came back to another, which
+		// acknowledged it (not counted).
+		{T: 2, W: "w0.0", Ev: evTake, Obj: objJobs, Msg: "m4", Item: "i4", Att: 1, TCall: 1},
+		{T: 3, W: "w0.0", Ev: evAck, Obj: objJobs, Msg: "m4", Item: "i4", Att: 1, TCall: 2, Err: "lockgen: delivery no longer in flight"},
+		{T: 4, W: "w1.0", Ev: evTake, Obj: objJobs, Msg: "m5", Item: "i5", Att: 1, TCall: 3},
+		{T: 5, W: "w0.0", Ev: evTake, Obj: objJobs, Msg: "m5", Item: "i5", Att: 2, TCall: 4},
+		{T: 6, W: "w0.0", Ev: evAck, Obj: objJobs, Msg: "m5", Item: "i5", Att: 2, TCall: 5},
+		{T: 7, W: "w1.0", Ev: evAck, Obj: objJobs, Msg: "m5", Item: "i5", Att: 1, TCall: 6, Err: "lockgen: delivery no longer in flight"},
 		// A clean hold: 1, 2, 1, 1, then 0 after Unlock.
 		{T: 10, W: "w0.0", Ev: evAcq, Obj: objMutex, Hold: "a", TCall: 5},
 		{T: 11, W: "w0.0", Ev: evHolds, Obj: objMutex, Hold: "a", Stage: "lock", N: 1, Alive: true},
@@ -63,6 +73,7 @@ func TestDefectsFromEvents(t *testing.T) {
 	for class, want := range map[string]int{
 		"reentry-count": 1, "inner-unlock": 1, "held-after-unlock": 1, "latch-double": 1,
 		"take-claim-lost": 1, "lock-not-held": 0, "err-unlock": 0, "offer-double": 0, "err-release": 1,
+		"err-ack": 1,
 	} {
 		if got := r.DefectCount(class); got != want {
 			t.Errorf("%s = %d, want %d", class, got, want)
