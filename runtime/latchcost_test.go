@@ -44,9 +44,9 @@ func TestLatchAwaitCost(t *testing.T) {
 	eventually(t, failAfter, func() bool { return lockrt.Joined(c, keys.Sub(k, "ch")) == n },
 		fmt.Sprintf("not all %d goroutines await %s", n, k))
 	waiting := h.Snapshot()["get"] - before
-	// The window counted: each waiter's fallback timer fires after 1 s and
-	// 2 s more (3.5 s: twice each).
-	time.Sleep(3500 * time.Millisecond)
+	// The window counted: each waiter's fallback timer (Latch.Await: 1 s,
+	// then 2 s more) fires twice in it, and half a second is spared.
+	time.Sleep(time.Second + 2*time.Second + time.Second/2)
 	polls := h.Snapshot()["get"] - before - waiting
 	if _, err := other.Latch(d, k).CountDown(ctx); err != nil {
 		t.Fatal(err)

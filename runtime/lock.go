@@ -509,13 +509,7 @@ func (l *Lock) releaseHold(ctx context.Context, owner string, arg any, lease tim
 		if err != nil || n != rdb.HandOnDue {
 			return n, rdb.Resent(arg), err
 		}
-		if s, ok := arg.(rdb.SendCounter); ok && s.Sends() <= 1 {
-			// That call changed nothing. (Sent more than once, its
-			// first run may have released the hold, and a later one
-			// found waiters or holds since: the full release's "not
-			// held" is then this call's own effect.)
-			s.ResetSends()
-		}
+		rdb.HandedOn(arg)
 	}
 	op := l.c.newOp() // the same in every send of this release
 	cmd := l.ops.Release(ctx, arg, lease, false, op)

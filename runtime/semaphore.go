@@ -514,12 +514,8 @@ func (s *Semaphore) release(ctx context.Context, owner string, fast bool) (int, 
 		// whole when waiters may be due permits.
 		fast := func() *redis.Cmd { return s.ops().ReleaseFast(ctx, arg) }
 		n, err = resolve(ctx, fast(), fast).Int()
-		if err == nil && n == rdb.HandOnDue && !rdb.Resent(arg) {
-			// That call changed nothing. (Sent more than once, its
-			// first run may have released the hold, and a later one
-			// found the semaphore contended since: the full release's
-			// "none held" is then this call's own effect.)
-			arg.ResetSends()
+		if err == nil && n == rdb.HandOnDue {
+			rdb.HandedOn(arg)
 		}
 	}
 	if err == nil && n == rdb.HandOnDue {

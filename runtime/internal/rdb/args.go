@@ -41,6 +41,18 @@ func ResetSends(args []any) {
 	}
 }
 
+// HandedOn is called with a release's counted argument once its fast
+// call (ReleaseFast) answered HandOnDue, before the whole release is sent
+// with it: a call sent once changed nothing, and its send is forgotten;
+// one sent more than once keeps its sends, for its first run may have
+// released the hold and a later run found the object contended since,
+// and then the whole release's "not held" is this call's own effect.
+func HandedOn(arg any) {
+	if s, ok := arg.(SendCounter); ok && s.Sends() <= 1 {
+		s.ResetSends()
+	}
+}
+
 // Counted is a string argument that counts its sends.
 type Counted struct {
 	s string
