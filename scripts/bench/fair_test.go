@@ -56,15 +56,15 @@ func newKinds(tb testing.TB, rdb redis.UniversalClient) *benchkinds.Locks {
 // the resource id, until the lock has been taken n times. It returns
 // every wait (from calling lock to holding the lock), sorted, counting
 // the waits still going on at the end as they stood (a starved locker's
-// wait would otherwise never be seen), and the smallest number of
-// acquisitions of one locker. It fails when two lockers hold the lock at
-// once.
-func waits(ls []locker, id string, n int, hold time.Duration) ([]time.Duration, int, error) {
+// wait would otherwise never be seen), the smallest number of
+// acquisitions of one locker, and the acquisitions of all (n, and those
+// that were on their way when the n-th came). It fails when two lockers
+// hold the lock at once.
+func waits(ls []locker, id string, n int, hold time.Duration) (ws []time.Duration, fewest, acquired int, err error) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var (
 		mu     sync.Mutex
-		ws     []time.Duration
 		inside atomic.Int32
 		errs   = make([]error, len(ls))
 		counts = make([]int, len(ls))
@@ -110,13 +110,16 @@ func waits(ls []locker, id string, n int, hold time.Duration) ([]time.Duration, 
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
+	}
+	for _, c := range counts {
+		acquired += c
 	}
 	// The first round is the start-up, not the steady state.
 	ws = ws[min(len(ls), len(ws)):]
 	slices.Sort(ws)
-	return ws, slices.Min(counts), nil
+	return ws, slices.Min(counts), acquired, nil
 }
 
 // BenchmarkFairWait: 8 lockers contend for one lock, each holding it for
@@ -130,7 +133,7 @@ func BenchmarkFairWait(b *testing.B) {
 		b.Run(lib.name, func(b *testing.B) {
 			ls := openN(b, lib, contenders)
 			b.ResetTimer()
-			ws, fewest, err := waits(ls, fmt.Sprintf("w%d", b.N), b.N+contenders, fairHold)
+			ws, fewest, _, err := waits(ls, fmt.Sprintf("w%d", b.N), b.N+contenders, fairHold)
 			b.StopTimer()
 			if err != nil {
 				b.Fatal(err)
@@ -152,7 +155,7 @@ func TestFairWait(t *testing.T) {
 	for _, lib := range waitLibs {
 		t.Run(lib.name, func(t *testing.T) {
 			ls := openN(t, lib, contenders)
-			ws, fewest, err := waits(ls, "test", 4*contenders, time.Millisecond)
+			ws, fewest, _, err := waits(ls, "test", 4*contenders, time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +188,7 @@ func TestFairWaitCounts(t *testing.T) {
 		rdb.AddHook(hooks[i])
 	}
 	before := commandStats(t)
-	ws, fewest, err := waits(ls, "counts", n, fairHold)
+	ws, fewest, acquired, err := waits(ls, "counts", n, fairHold)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +206,8 @@ func TestFairWaitCounts(t *testing.T) {
 			cmds += d(name)
 		}
 	}
-	t.Logf("fair, %d lockers, %v hold, %d acquisitions: %.3f round trips, %.3f scripts, %.1f commands, %.3f PUBLISH per acquisition; wait p50 %v p99 %v max %v (p99/WH %.2f); fewest %d",
-		contenders, fairHold, n, float64(trips)/acq, scripts/acq, cmds/acq, pubs/acq, percentile(ws, 50), percentile(ws, 99), slices.Max(ws),
+	t.Logf("fair, %d lockers, %v hold, %d acquisitions (%d in all): %.3f round trips, %.3f scripts, %.1f commands, %.3f PUBLISH per acquisition; wait p50 %v p99 %v max %v (p99/WH %.2f); fewest %d",
+		contenders, fairHold, n, acquired, float64(trips)/acq, scripts/acq, cmds/acq, pubs/acq, percentile(ws, 50), percentile(ws, 99), slices.Max(ws),
 		float64(percentile(ws, 99))/float64(contenders*fairHold), fewest)
 	// A wait longer than a quarter of the registry's TTL may cost its
 	// waiter a refresh (due every third of it, a quarter early at most)
@@ -218,7 +221,11 @@ func TestFairWaitCounts(t *testing.T) {
 	if limit := 2.08 + (3*contenders+2*slow)/acq; scripts/acq > limit {
 		t.Errorf("%.3f scripts per acquisition, want <= %.3f (2, the lockers' one-offs, 2 per quarter registry TTL of a slow wait (%.0f), and slack for a renewal or two): wasted wake-ups or refreshes", scripts/acq, limit, slow)
 	}
-	if pubs > acq {
-		t.Errorf("%.0f PUBLISH for %.0f acquisitions, want at most one per hand-off", pubs, acq)
+	// Every release hands on with one PUBLISH at most; when the run
+	// stops, a waiter whose wait is cut may be handed the lock as it
+	// leaves and pass it on, once for each of the other lockers (CI saw
+	// 325 for 320 counted acquisitions so).
+	if limit := acquired + contenders - 1; pubs > float64(limit) {
+		t.Errorf("%.0f PUBLISH for %d acquisitions, want at most %d: one per release and one per wait cut at the end", pubs, acquired, limit)
 	}
 }

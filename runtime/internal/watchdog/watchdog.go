@@ -401,11 +401,20 @@ func (w *Watchdog) AddNew(r Renewal, hd YoungHolder, start time.Time) error {
 // schedule returns the first Renewal and the local expiry of a hold
 // renewed as r says, taken at start.
 func schedule(r Renewal, start time.Time) (next, exp time.Time) {
-	every, valid := RenewEvery(r.Lease), r.ValidFor()
+	every, valid := r.interval()
+	return start.Add(every), start.Add(valid)
+}
+
+// interval returns how often a hold renewed as r says is renewed until its
+// next Renewal, and how long it counts as held since its start or last
+// Renewal: RenewEvery(First) and First before its first Renewal (renewDue
+// clears First then), when First is the shorter.
+func (r Renewal) interval() (every, valid time.Duration) {
+	every, valid = RenewEvery(r.Lease), r.ValidFor()
 	if r.First > 0 && r.First < valid {
 		every, valid = RenewEvery(r.First), r.First
 	}
-	return start.Add(every), start.Add(valid)
+	return every, valid
 }
 
 // newHeld returns the entry of hold k with its first Holder hd, taken at
@@ -658,7 +667,14 @@ func (w *Watchdog) renewDue() (took time.Duration, more, late bool) {
 	now := time.Now()
 	var batch []*Held
 	timeout := time.Duration(0)
-	due := func(h *Held) bool { return h.next.Sub(now) <= RenewEvery(h.Renew.Lease)/4 }
+	// Early by a quarter of the hold's own interval: a hand-off's first
+	// Renewal is due within a third of its short lease (Renewal.First),
+	// and the quarter of its spec's interval (2.5 s of a 30 s lease) would
+	// renew it whenever run wakes, however young.
+	due := func(h *Held) bool {
+		every, _ := h.Renew.interval()
+		return h.next.Sub(now) <= every/4
+	}
 	w.mu.Lock()
 	w.promote()
 	for len(w.queue) > 0 && len(batch) < MaxPipeline && due(w.queue[0]) {
@@ -667,7 +683,7 @@ func (w *Watchdog) renewDue() (took time.Duration, more, late bool) {
 			h.Renew.Args = h.Renew.ArgsOf.RenewArgs()
 		}
 		batch = append(batch, h)
-		if iv := RenewEvery(h.Renew.Lease); timeout == 0 || iv < timeout {
+		if iv, _ := h.Renew.interval(); timeout == 0 || iv < timeout {
 			timeout = iv
 		}
 	}
@@ -685,9 +701,11 @@ func (w *Watchdog) renewDue() (took time.Duration, more, late bool) {
 		if w.entries[h.k] != h {
 			continue // released meanwhile
 		}
-		iv := RenewEvery(h.Renew.Lease)
+		iv, _ := h.Renew.interval()
 		switch h.Outcome {
 		case Renewed:
+			h.Renew.First = 0 // extended to its lease
+			iv = RenewEvery(h.Renew.Lease)
 			until := now.Add(h.Renew.ValidFor())
 			if !extendAll(h, until) {
 				// The reply came after the hold's local deadline (a

@@ -234,3 +234,63 @@ func BenchmarkWatchdogPromote(b *testing.B) {
 	b.ReportMetric(float64(all)/float64(b.N)/float64(time.Millisecond), "ms-all-at-once")
 	b.ReportMetric(float64(chunk)/float64(b.N)/float64(time.Microsecond), "µs-longest-chunk")
 }
+
+// TestWatchdogFirstRenewalOnTime: a hand-off's hold (Renewal.First, a
+// short lease until its first Renewal) is renewed a little before a third
+// of First, not whenever the watchdog wakes for another hold: its early
+// window is a quarter of its own interval, not of its spec lease's (a 30 s
+// lease's quarter is 2.5 s, which renewed every young hand-off at once).
+// Its next Renewal then follows its spec lease.
+func TestWatchdogFirstRenewalOnTime(t *testing.T) {
+	type renewal struct {
+		k  Key
+		at time.Time
+	}
+	renewals := make(chan renewal, 1024)
+	w := New(func(_ context.Context, batch []*Held, _ time.Time) {
+		for _, h := range batch {
+			h.Outcome = Renewed
+			select {
+			case renewals <- renewal{h.k, time.Now()}:
+			default:
+			}
+		}
+	})
+	defer w.Close()
+	// A hold renewed every 10 ms keeps the watchdog waking.
+	busy, kb := newTestHolder(), Key{"lock:busy", "o1"}
+	if err := w.addYoung(kb, Renewal{Lease: 30 * time.Millisecond}, busy, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Remove(kb, busy)
+	first := 600 * time.Millisecond
+	handed, kh := newTestHolder(), Key{"lock:handed", "o2"}
+	start := time.Now()
+	if err := w.addYoung(kh, Renewal{Lease: 30 * time.Second, First: first}, handed, start); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Remove(kh, handed)
+	earliest := start.Add(RenewEvery(first) - RenewEvery(first)/4)
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case r := <-renewals:
+			if r.k != kh {
+				continue
+			}
+			if r.at.Before(earliest) {
+				t.Fatalf("the hand-off's hold was renewed %v after it was taken, want no sooner than %v", r.at.Sub(start), earliest.Sub(start))
+			}
+			w.mu.Lock()
+			h := w.entries[kh]
+			next, firstLeft := h.next, h.Renew.First
+			w.mu.Unlock()
+			if firstLeft != 0 || next.Sub(r.at) < RenewEvery(30*time.Second)/2 {
+				t.Fatalf("after its first renewal the hold keeps First %v and is due again in %v; want 0 and its lease's interval", firstLeft, next.Sub(r.at))
+			}
+			return
+		case <-timeout:
+			t.Fatal("the hand-off's hold was not renewed")
+		}
+	}
+}
