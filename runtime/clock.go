@@ -115,9 +115,6 @@ func (c *Client) primaryAddr(key string) (redis.Cmdable, string) {
 	return node, node.Options().Addr
 }
 
-// handoffTime splits a hand-off message's " t<ms>" off rest (what follows
-// the owner in it): the rest before it, and the server time, or 0 when
-// the message carries none.
 // handoffTold splits a hand-off message's rest into what comes before
 // its " l<ms>" (the lease the hand-off gave, told for a lock the
 // watchdog does not renew: see hand_on in templates/registry.luainc) and
@@ -134,6 +131,9 @@ func handoffTold(rest string) (string, time.Duration) {
 	return rest[:i], time.Duration(ms) * time.Millisecond
 }
 
+// handoffTime splits a hand-off message's " t<ms>" off rest (what follows
+// the owner in it): the rest before it, and the server time, or 0 when
+// the message carries none.
 func handoffTime(rest string) (string, int64) {
 	i := strings.LastIndex(rest, " t")
 	if i < 0 {
