@@ -355,6 +355,9 @@ func (w *Watchdog) Add(k Key, r Renewal, hd Holder, start time.Time) error {
 		h = newHeld(k, r, hd, start)
 		w.keep(h)
 	} else {
+		// A re-entry extends the hold in Redis to its lease (a hand-off's
+		// First with it).
+		h.Renew.First = 0
 		w.setExpiry(h, start.Add(h.Renew.ValidFor()))
 		for _, hd := range h.holders {
 			hd.Extend(start.Add(h.Renew.ValidFor()))
