@@ -155,8 +155,12 @@ type Held struct {
 	holders []Holder  // each once; usually one: in one, no allocation
 	one     [1]Holder // holders' first array
 	next    time.Time // next Renewal
-	index   int       // in the due queue; -1 while being renewed
-	exp     expiry    // when the lease would have run out unrenewed
+	// first is Renew.First until the hold's first Renewal or re-entry
+	// extends it to its lease, then 0 (h.Renew is not written once made:
+	// a RedLock's renewals read it after renew returned).
+	first time.Duration
+	index int    // in the due queue; -1 while being renewed
+	exp   expiry // when the lease would have run out unrenewed
 
 	Outcome Outcome // of its last renewal, set by the renew function
 }
@@ -357,7 +361,7 @@ func (w *Watchdog) Add(k Key, r Renewal, hd Holder, start time.Time) error {
 	} else {
 		// A re-entry extends the hold in Redis to its lease (a hand-off's
 		// First with it).
-		h.Renew.First = 0
+		h.first = 0
 		w.setExpiry(h, start.Add(h.Renew.ValidFor()))
 		for _, hd := range h.holders {
 			hd.Extend(start.Add(h.Renew.ValidFor()))
@@ -404,18 +408,19 @@ func (w *Watchdog) AddNew(r Renewal, hd YoungHolder, start time.Time) error {
 // schedule returns the first Renewal and the local expiry of a hold
 // renewed as r says, taken at start.
 func schedule(r Renewal, start time.Time) (next, exp time.Time) {
-	every, valid := r.interval()
+	every, valid := interval(r, r.First)
 	return start.Add(every), start.Add(valid)
 }
 
 // interval returns how often a hold renewed as r says is renewed until its
 // next Renewal, and how long it counts as held since its start or last
-// Renewal: RenewEvery(First) and First before its first Renewal (renewDue
-// clears First then), when First is the shorter.
-func (r Renewal) interval() (every, valid time.Duration) {
+// Renewal, while its first Renewal is pending with a lease of first
+// (Renewal.First; 0 once renewed or re-entered: Held.first):
+// RenewEvery(first) and first when first is the shorter.
+func interval(r Renewal, first time.Duration) (every, valid time.Duration) {
 	every, valid = RenewEvery(r.Lease), r.ValidFor()
-	if r.First > 0 && r.First < valid {
-		every, valid = RenewEvery(r.First), r.First
+	if first > 0 && first < valid {
+		every, valid = RenewEvery(first), first
 	}
 	return every, valid
 }
@@ -423,7 +428,7 @@ func (r Renewal) interval() (every, valid time.Duration) {
 // newHeld returns the entry of hold k with its first Holder hd, taken at
 // start, its next Renewal and local expiry set.
 func newHeld(k Key, r Renewal, hd Holder, start time.Time) *Held {
-	h := &Held{k: k, Renew: r, index: -1}
+	h := &Held{k: k, Renew: r, first: r.First, index: -1}
 	h.exp.index = -1
 	h.one[0] = hd
 	h.holders = h.one[:1]
@@ -675,7 +680,7 @@ func (w *Watchdog) renewDue() (took time.Duration, more, late bool) {
 	// and the quarter of its spec's interval (2.5 s of a 30 s lease) would
 	// renew it whenever run wakes, however young.
 	due := func(h *Held) bool {
-		every, _ := h.Renew.interval()
+		every, _ := interval(h.Renew, h.first)
 		return h.next.Sub(now) <= every/4
 	}
 	w.mu.Lock()
@@ -686,7 +691,7 @@ func (w *Watchdog) renewDue() (took time.Duration, more, late bool) {
 			h.Renew.Args = h.Renew.ArgsOf.RenewArgs()
 		}
 		batch = append(batch, h)
-		if iv, _ := h.Renew.interval(); timeout == 0 || iv < timeout {
+		if iv, _ := interval(h.Renew, h.first); timeout == 0 || iv < timeout {
 			timeout = iv
 		}
 	}
@@ -704,10 +709,10 @@ func (w *Watchdog) renewDue() (took time.Duration, more, late bool) {
 		if w.entries[h.k] != h {
 			continue // released meanwhile
 		}
-		iv, _ := h.Renew.interval()
+		iv, _ := interval(h.Renew, h.first)
 		switch h.Outcome {
 		case Renewed:
-			h.Renew.First = 0 // extended to its lease
+			h.first = 0 // extended to its lease
 			iv = RenewEvery(h.Renew.Lease)
 			until := now.Add(h.Renew.ValidFor())
 			if !extendAll(h, until) {

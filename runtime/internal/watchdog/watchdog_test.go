@@ -283,7 +283,7 @@ func TestWatchdogFirstRenewalOnTime(t *testing.T) {
 			}
 			w.mu.Lock()
 			h := w.entries[kh]
-			next, firstLeft := h.next, h.Renew.First
+			next, firstLeft := h.next, h.first
 			w.mu.Unlock()
 			if firstLeft != 0 || next.Sub(r.at) < RenewEvery(30*time.Second)/2 {
 				t.Fatalf("after its first renewal the hold keeps First %v and is due again in %v; want 0 and its lease's interval", firstLeft, next.Sub(r.at))
