@@ -75,7 +75,17 @@ func heldRedLock(t *testing.T) ([]*redistest.Node, []*redis.Client, *lockrt.RedL
 	if err != nil {
 		t.Fatal(err)
 	}
-	return nodes, clientsOf(nodes), d, k, held
+	// Lock returns on a majority: a waiter started before the last
+	// node's grant landed may take that node first, and the holder then
+	// holds two of three (TestSelfRefreshingWaitCost found no waiter
+	// queued there under load so).
+	admins := clientsOf(nodes)
+	for i, a := range admins {
+		if !within(failAfter, func() bool { return a.Exists(context.Background(), k).Val() == 1 }) {
+			t.Fatalf("%s was not granted on node %d", k, i)
+		}
+	}
+	return nodes, admins, d, k, held
 }
 
 func stop(t testing.TB, nodes ...*redistest.Node) {
