@@ -344,7 +344,7 @@ func (r *RedLock) registryTTL() time.Duration {
 // (a node restarted empty, or the holder's call to it came late), and is
 // no split to resolve by retrying soon: backing off, its waiter waits
 // for that owner's release (registered on the nodes that refused it) as
-// any waiter does (TestRedLockMinorityFreeNoSpin: 3 178 scripts in 3 s
+// any waiter does (TestRedLockMinorityFreeWaitCost: 3 178 scripts in 3 s
 // before).
 func redSleep(next retry, reg time.Duration, splits int) time.Duration {
 	if next.split {

@@ -198,7 +198,7 @@ func TestSelfRefreshingWaitCost(t *testing.T) {
 	})
 }
 
-// TestRedLockMinorityFreeNoSpin: a RedLock held on a majority of its
+// TestRedLockMinorityFreeWaitCost: a RedLock held on a majority of its
 // nodes but not on all (one node restarted empty, or the holder's call to
 // it was late and another attempt came first) leaves that node free, and
 // every waiter's attempt is granted there and refused on the majority: a
@@ -207,7 +207,7 @@ func TestSelfRefreshingWaitCost(t *testing.T) {
 // to its usual wait, registered on the nodes that refused it, instead of
 // retrying after a pause of a few attempts' time for as long as the hold
 // lasts.
-func TestRedLockMinorityFreeNoSpin(t *testing.T) {
+func TestRedLockMinorityFreeWaitCost(t *testing.T) {
 	t.Parallel()
 	nodes, admins, d, k, held := heldRedLock(t)
 	ctx := context.Background()
