@@ -338,7 +338,7 @@ func (r *RedLock) registryTTL() time.Duration {
 // after a failed attempt when no message comes: until a majority of the
 // holder's keys expire, and no longer than reg/3 (refresh); after a
 // split, the split's pause, 4x for each split in a row before it
-// (splits), up to that. Owners that split the nodes between them go
+// (splits) but the first, up to that. Owners that split the nodes between them go
 // again after a pause or two; an attempt granted in a minority again and
 // again is refused by an owner that holds a majority but not every node
 // (a node restarted empty, or the holder's call to it came late), and is
@@ -348,7 +348,7 @@ func (r *RedLock) registryTTL() time.Duration {
 // before).
 func redSleep(next retry, reg time.Duration, splits int) time.Duration {
 	if next.split {
-		return min(next.wait<<(2*min(splits, 10)), max(next.held, next.wait), reg/3)
+		return min(next.wait<<(2*min(max(splits-1, 0), 10)), max(next.held, next.wait), reg/3)
 	}
 	return min(next.wait, reg/3)
 }
