@@ -336,16 +336,17 @@ func (r *RedLock) registryTTL() time.Duration {
 
 // redSleep is how long a RedLock waiter whose entries last reg sleeps
 // after a failed attempt when no message comes: until a majority of the
-// holder's keys expire, and no longer than reg/3 (refresh); after a
-// split, the split's pause, 4x for each split in a row before it
-// (splits) but the first, up to that. Owners that split the nodes between them go
-// again after a pause or two; an attempt granted in a minority again and
-// again is refused by an owner that holds a majority but not every node
-// (a node restarted empty, or the holder's call to it came late), and is
-// no split to resolve by retrying soon: backing off, its waiter waits
-// for that owner's release (registered on the nodes that refused it) as
-// any waiter does (TestRedLockMinorityFreeWaitCost: 3 178 scripts in 3 s
-// before).
+// holder's keys expire, and no longer than reg/3 (refresh). After a
+// split it is the split's pause, grown 4x for each of the splits in a
+// row before this one but the first, up to that same bound.
+//
+// Owners that split the nodes between them go again after a pause or
+// two. An attempt granted in a minority again and again is refused by an
+// owner that holds a majority but not every node (a node restarted
+// empty, or the holder's call to it came late): no split to resolve by
+// retrying soon. Backed off, its waiter waits for that owner's release,
+// registered on the nodes that refused it, as any waiter does
+// (TestRedLockMinorityFreeWaitCost: 3 178 scripts in 3 s before).
 func redSleep(next retry, reg time.Duration, splits int) time.Duration {
 	if next.split {
 		return min(next.wait<<(2*min(max(splits-1, 0), 10)), max(next.held, next.wait), reg/3)
