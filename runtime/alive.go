@@ -134,6 +134,16 @@ func (c *Client) holdGone() {
 	}()
 }
 
+// releaseFoundNothing is holdGone for a release (Lease.Unlock,
+// Permit.Release) whose script answered n < 0, nothing held, without an
+// error, for a hold its client did not know lost: the hold vanished
+// unseen.
+func (c *Client) releaseFoundNothing(n int, err error, lost bool) {
+	if n < 0 && err == nil && !lost {
+		c.holdGone()
+	}
+}
+
 // watched reports whether a group of r's may be trusted (regGroup.watched):
 // its object names whom to watch (rdb.Registry.Watch), it is waited on
 // with the client's registration TTL (a spec's WaiterTTL keeps its

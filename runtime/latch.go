@@ -130,8 +130,8 @@ func (l *Latch) Count(ctx context.Context) (int, error) {
 // count-down wakes every waiter through pub/sub, and a fallback timer
 // (from 1s, doubling up to 30s) rechecks in case a message was lost. The
 // goroutines of one Client awaiting one latch share their reads of its
-// count (a GET): a thousand of them cost a few GETs, not a thousand, on
-// their timers and when the latch opens, and one each to start.
+// count (a GET): N of them cost a few GETs, not N, on their timers and
+// when the latch opens, and one each to start.
 //
 // Transient Redis errors (Redis unreachable, loading, failing over) do
 // not end the wait: Await retries with a backoff (50ms doubling to 1s).

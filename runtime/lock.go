@@ -600,9 +600,7 @@ func (le *Lease) Unlock(ctx context.Context) error {
 	if n < 0 && resent {
 		n = 0 // an earlier run of this call released it (see rdb.SendCounter)
 	}
-	if n < 0 && err == nil && !lost {
-		l.c.holdGone()
-	}
+	l.c.releaseFoundNothing(n, err, lost)
 	return releaseResult(l.key, lost || (n < 0 && err == nil && le.ranOut()), n, err, ErrLockLost, ErrNotHeld)
 }
 

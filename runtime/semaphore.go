@@ -681,9 +681,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	}
 	n, err := s.release(ctx, p.owner, p.fast)
 	s.c.observe(ctx, Event{Kind: EventReleased, Object: s.def.Name, Duration: time.Since(p.taken)})
-	if n < 0 && err == nil && !lost {
-		s.c.holdGone()
-	}
+	s.c.releaseFoundNothing(n, err, lost)
 	return releaseResult(s.key, lost || (n < 0 && err == nil && p.ranOut()), n, err, ErrPermitLost, ErrPermitNotHeld)
 }
 
