@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -89,6 +90,50 @@ func TestUncontendedKindCommands(t *testing.T) {
 		}
 		if all := allCalls(t, nodes); all != sum*cycles {
 			t.Errorf("%s: %.2f commands per cycle, want %d", tc.name, float64(all)/cycles, sum)
+		}
+	}
+}
+
+// TestRefusedAttemptCommands counts, from INFO commandstats of a node of
+// its own, the Redis commands of a TryLock that finds a reentrant or
+// simple lock held and does not wait: the script, its SET NX, which on
+// Redis 7 answers the value that refused it (GET), and the holder's PTTL;
+// no GET of its own. A registering attempt saves the same read.
+func TestRefusedAttemptCommands(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	nodes := []*redis.Client{node.Client()}
+	ctx := context.Background()
+	holder, other := newClient(t, b), newClient(t, b)
+	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Simple} {
+		d := def(t, kind, 30*time.Second, true, time.Minute)
+		d.Name = t.Name() + kind.String()
+		preloadLock(t, b, d)
+		k := key(t, kind.String())
+		le, err := holder.Lock(d, k).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resetStats(t, nodes)
+		const tries = 10
+		for range tries {
+			if _, err := other.Lock(d, k).TryLock(ctx, 0); !errors.Is(err, lockrt.ErrNotObtained) {
+				t.Fatalf("%v: TryLock on a held lock: %v, want ErrNotObtained", kind, err)
+			}
+		}
+		want := map[string]int64{"evalsha": 1, "set": 1, "pttl": 1}
+		var sum int64
+		for cmd, n := range want {
+			sum += n
+			if got := commandCalls(t, nodes, cmd); got != n*tries {
+				t.Errorf("%v: %d %s calls in %d refused attempts, want %d each", kind, got, cmd, tries, n)
+			}
+		}
+		if all := allCalls(t, nodes); all != sum*tries {
+			t.Errorf("%v: %.2f commands per refused attempt, want %d", kind, float64(all)/tries, sum)
+		}
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

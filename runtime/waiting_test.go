@@ -327,8 +327,10 @@ func waitSettled(t testing.TB, cs []*evalCounter) {
 }
 
 // TestIdleClientSendsNoPings: a client whose waits ended, its wake-up
-// channel unsubscribed (PUBSUB NUMSUB 0 after the hub's linger), sends
-// Redis nothing while it stays idle: its pub/sub connection, with no
+// channel unsubscribed (PUBSUB NUMSUB 0 after the hub's linger, at most
+// hub.HealthEvery, with no PING meanwhile: the connection's silence drops
+// what lingers rather than ping it), sends Redis nothing while it stays
+// idle: its pub/sub connection, with no
 // channel to lose, is not pinged (a subscribed one is, after
 // hub.HealthEvery of silence). Counted by INFO commandstats over two of the hub's silences
 // and a second: the window is the hub's timer, which would have pinged
@@ -357,9 +359,15 @@ func TestIdleClientSendsNoPings(t *testing.T) {
 	if err := le.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
 	channel := lockrt.WakeChannel(waiter, k)
-	if !redistest.Within(10*time.Second, func() bool { return rdb.PubSubNumSub(ctx, channel).Val()[channel] == 0 }) {
-		t.Fatal("the waiter's channel is still subscribed 10s after its wait")
+	if !redistest.Within(lockrt.HubHealthEvery+5*time.Second, func() bool { return rdb.PubSubNumSub(ctx, channel).Val()[channel] == 0 }) {
+		t.Fatalf("the waiter's channel is still subscribed %v after its wait", lockrt.HubHealthEvery+5*time.Second)
+	}
+	if n := commandCalls(t, []*redis.Client{rdb}, "ping"); n != 0 {
+		t.Errorf("%d PINGs while the channel lingered, want 0: a silence drops it instead", n)
 	}
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -368,5 +376,67 @@ func TestIdleClientSendsNoPings(t *testing.T) {
 	time.Sleep(window) // the hub's ping timer runs twice in it
 	if n := commandCalls(t, []*redis.Client{rdb}, "ping"); n != 0 {
 		t.Errorf("%d PINGs from idle clients in %v, want 0", n, window)
+	}
+}
+
+// TestLingeringChannelSkipsSecondAttempt: a client whose wait ended keeps
+// its wake-up channel subscribed (lingering, up to hub.HealthEvery), so
+// its next wait in the namespace, on another lock 2 s later (longer than
+// the hub's linger of one second before), costs no SUBSCRIBE and no
+// second attempt once subscribed: the holder's Lock and Unlock, the
+// waiter's one attempt, 3 scripts. With the channel gone it is 4 scripts
+// and a SUBSCRIBE.
+func TestLingeringChannelSkipsSecondAttempt(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	rdb := node.Client()
+	ctx := context.Background()
+	holder, waiter := newClient(t, b), newClient(t, b)
+	d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+	contend := func(k string) {
+		t.Helper()
+		le, err := holder.Lock(d, k).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
+		waitRegistered(t, rdb, k, 1)
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if le = <-got; le == nil {
+			t.Fatal("the waiter did not get the lock")
+		}
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	contend(key(t) + "-1")
+	time.Sleep(2 * time.Second) // the gap between two contentions (counted: longer than the old linger)
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	k := key(t) + "-2"
+	le, err := holder.Lock(d, k).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
+	waitRegistered(t, rdb, k, 1)
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if le = <-got; le == nil {
+		t.Fatal("the waiter did not get the lock")
+	}
+	nodes := []*redis.Client{rdb}
+	if n := commandCalls(t, nodes, "subscribe"); n != 0 {
+		t.Errorf("%d SUBSCRIBE for the second wait, want 0: the channel lingers", n)
+	}
+	if n := commandCalls(t, nodes, "evalsha"); n != 4 {
+		t.Errorf("%d scripts for a Lock, a wait and an Unlock, want 4 (no second attempt)", n)
+	}
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

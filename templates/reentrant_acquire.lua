@@ -26,9 +26,19 @@
 --   earlier run of the same call; {0, pttl} when another owner holds it.
 local lock, lease, owner = KEYS[1], ARGV[1], ARGV[2]
 local waiting = ARGV[4] == '1' or ARGV[4] == '2'
--- The uncontended fast path runs before the registry's functions are defined.
-if not waiting and redis.call('set', lock, owner, 'NX', 'PX', lease) then
-  return 1
+local value
+-- The uncontended fast path runs before the registry's functions are
+-- defined. On Redis 7 its SET also answers the value that refused it
+-- (NX with GET), which the attempt then need not read.
+if not waiting then
+  if redis.REDIS_VERSION_NUM then
+    value = redis.call('set', lock, owner, 'NX', 'PX', lease, 'GET')
+    if not value then
+      return 1
+    end
+  elseif redis.call('set', lock, owner, 'NX', 'PX', lease) then
+    return 1
+  end
 end
 -- #include registry
 local queue, waiters, ttl = KEYS[2], KEYS[3], ARGV[3] or registry_ttl
@@ -40,7 +50,9 @@ if ARGV[4] == '2' then
   end
 end
 
-local value = redis.call('get', lock)
+if not value then
+  value = redis.call('get', lock)
+end
 if not value then
   local v = owner
   if waiting then

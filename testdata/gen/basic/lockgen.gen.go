@@ -56,7 +56,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"force_unlock":      "ba04c017c643cd8ac240aad7eab985705a5f5edc",
 	"multi_acquire":     "1974b455a7f22a51188ed49be20293fdeec07d5c",
 	"multi_release":     "fee04c4a18bdff2c379278a663be40e3b219e908",
-	"reentrant_acquire": "53d54ffe98022ff268cbb0f5f02b2cb02483f789",
+	"reentrant_acquire": "b07fe50a484273feb50371f1c9d998f112d4d948",
 	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 })

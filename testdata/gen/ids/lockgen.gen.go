@@ -104,7 +104,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_remove":      "a4322d132af19e8c9ff718824b9f748b91954410",
 	"queue_take":        "2af65cb2276aa41bf415f39dd29bced81956efd3",
 	"queue_wait":        "e688973374573c361a5e78dadd1f6351edcedf58",
-	"reentrant_acquire": "53d54ffe98022ff268cbb0f5f02b2cb02483f789",
+	"reentrant_acquire": "b07fe50a484273feb50371f1c9d998f112d4d948",
 	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 })

@@ -54,7 +54,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"force_unlock":   "ba04c017c643cd8ac240aad7eab985705a5f5edc",
 	"multi_acquire":  "1974b455a7f22a51188ed49be20293fdeec07d5c",
 	"multi_release":  "fee04c4a18bdff2c379278a663be40e3b219e908",
-	"simple_acquire": "0f8c0984db9f679b98223fed9314072c0ee8cccf",
+	"simple_acquire": "b197086f39a50684f5bb8340c1f606c756dee0eb",
 	"simple_release": "5fee9a937fd3aa8a21bac64e778dc9862feec8ae",
 	"simple_renew":   "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })

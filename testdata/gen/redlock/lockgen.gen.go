@@ -116,7 +116,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"multi_release":     "fee04c4a18bdff2c379278a663be40e3b219e908",
 	"redlock_acquire":   "3574862c6a19fec69b996b40fce71f18b508c56e",
 	"redlock_release":   "32353ef30e9c9421c35ce41bce49cf4b6d668f3f",
-	"reentrant_acquire": "53d54ffe98022ff268cbb0f5f02b2cb02483f789",
+	"reentrant_acquire": "b07fe50a484273feb50371f1c9d998f112d4d948",
 	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"simple_renew":      "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
