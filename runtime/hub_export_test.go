@@ -38,6 +38,10 @@ func SawContended(c *Client, key string) { c.contended.saw(key) }
 // silent before the hub pings it.
 const HubHealthEvery = hub.HealthEvery
 
+// HubLinger is how long a wake-up channel stays subscribed after its last
+// waiter left.
+const HubLinger = hub.Linger
+
 // AcksQueued returns how many acknowledgements of c's deliveries wait in
 // its acknowledgements' lane for a flight.
 func AcksQueued(c *Client) int { return c.conn.Settles.Queued() }

@@ -86,7 +86,7 @@ type Subscription struct {
 	// a waiter that registered before it but joined after it missed it
 	// (BroadcastSince).
 	woke   time.Time
-	linger *time.Timer // drops the channel once it has been unused for linger
+	linger *time.Timer // drops the channel once it has been unused for Linger
 }
 
 // psConn is one pub/sub connection: the whole client's in classic mode,
@@ -119,14 +119,15 @@ const (
 	// confirmWait bounds how long subscribe waits for the server's
 	// confirmation; the caller's fallback timer covers the rest.
 	confirmWait = time.Second
-	// linger is how long a channel stays subscribed without waiters, at
-	// most: its connection's first silence of HealthEvery drops it
-	// instead of pinging (read), so that lingering costs Redis nothing.
-	// A client's next wait within it (the next contention on the object,
-	// or on any object of its namespace, which share a channel on a node)
-	// finds the channel ready: no SUBSCRIBE, no second attempt once
-	// subscribed (waitFor), no UNSUBSCRIBE.
-	linger = HealthEvery
+	// Linger is how long a channel stays subscribed after its last waiter
+	// left. A client's next wait within it (the next contention on the
+	// object, or on any object of its namespace, which share a channel
+	// on a node) finds the channel ready: no SUBSCRIBE, no second attempt
+	// once subscribed (waitFor), no UNSUBSCRIBE, where those cost about 8
+	// commands. Meanwhile the connection is pinged as for a waiter, at
+	// most twice (HealthEvery); once the channels are gone an idle client
+	// sends nothing.
+	Linger = 2 * HealthEvery
 	// HealthEvery is how long a connection with channels subscribed may
 	// be silent before the hub pings it; a second silence of that length
 	// throws it away. A connection without channels is not pinged. It is
@@ -431,9 +432,9 @@ func (h *Hub) rehoming() {
 }
 
 // unsubscribe drops a reference taken by subscribe. A confirmed channel
-// stays subscribed for linger after its last waiter leaves (or until its
-// connection's first silence, see linger): the next waiter, under
-// contention or at the next, finds it ready without a round trip.
+// stays subscribed for Linger after its last waiter leaves: the next
+// waiter, under contention or at the next, finds it ready without a
+// round trip.
 func (h *Hub) Unsubscribe(s *Subscription) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -446,7 +447,7 @@ func (h *Hub) Unsubscribe(s *Subscription) {
 		return
 	}
 	if s.linger == nil {
-		s.linger = time.AfterFunc(linger, func() {
+		s.linger = time.AfterFunc(Linger, func() {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			if s.refs == 0 && !h.closed && h.subs[s.channel] == s {
@@ -454,30 +455,8 @@ func (h *Hub) Unsubscribe(s *Subscription) {
 			}
 		})
 	} else {
-		s.linger.Reset(linger)
+		s.linger.Reset(Linger)
 	}
-}
-
-// dropLingering drops pc's channels when none has a waiter (all linger):
-// a silent connection drops what lingers rather than ping to keep it.
-// h.mu must be held.
-// It reports whether it dropped any.
-func (pc *psConn) dropLingering() bool {
-	if len(pc.chans) == 0 {
-		return false
-	}
-	for _, s := range pc.chans {
-		if s.refs > 0 || !s.isReady {
-			return false
-		}
-	}
-	for _, s := range pc.chans {
-		if s.linger != nil {
-			s.linger.Stop()
-		}
-		pc.h.drop(s)
-	}
-	return true
 }
 
 // drop unsubscribes s's channel. h.mu must be held.
@@ -641,10 +620,9 @@ func (pc *psConn) read() {
 			continue
 		case errors.As(err, &nerr) && nerr.Timeout() && !pinged:
 			h.mu.Lock()
-			dropped := pc.dropLingering()
 			idle := len(pc.chans) == 0 && len(pc.ops) == 0 && len(pc.sent) == 0
 			h.mu.Unlock()
-			if idle || dropped {
+			if idle {
 				// Nothing subscribed, nothing due: a silence loses
 				// nothing, so an idle client costs Redis no pings. A
 				// connection that died meanwhile fails the next
