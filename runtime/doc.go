@@ -75,11 +75,11 @@
 // commands for the pair); a waiter registers in its failed attempt and
 // takes a lock a release hands it without another call; its client
 // refreshes its place with a small script per object every
-// LiveRegistryTTL/3, or beats every BeatEvery (WatchedRegistryTTL). HoldCount, IsHeldBy, Lease.IsHeld, IsLocked, TTL and
-// ForceUnlock are one each; Lease.Downgrade two. Errors: ErrNotObtained,
-// ErrNotReentrant, ErrUpgrade, ErrFenceReset, ErrNotReplicated,
-// ErrClosed, ErrInvalidArgument; Unlock: ErrNotHeld, ErrLockLost,
-// ErrNotReleased.
+// LiveRegistryTTL/3, or beats every BeatEvery (WatchedRegistryTTL).
+// HoldCount, IsHeldBy, Lease.IsHeld, IsLocked, TTL and ForceUnlock are
+// one each; Lease.Downgrade two. Errors: ErrNotObtained, ErrNotReentrant,
+// ErrUpgrade, ErrFenceReset, ErrNotReplicated, ErrClosed,
+// ErrInvalidArgument; Unlock: ErrNotHeld, ErrLockLost, ErrNotReleased.
 //
 // # Leader election
 //

@@ -372,7 +372,7 @@ func TestIdleClientSendsNoPings(t *testing.T) {
 }
 
 // TestLingeringChannelSkipsSecondAttempt: a client whose wait ended keeps
-// its wake-up channel subscribed (the hub's linger, 20 s), so
+// its wake-up channel subscribed (the hub's linger, 30 s), so
 // its next wait in the namespace, on another lock 2 s later (longer than
 // the hub's linger of one second before), costs no SUBSCRIBE and no
 // second attempt once subscribed: the holder's Lock and Unlock, the

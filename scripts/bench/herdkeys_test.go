@@ -129,7 +129,7 @@ func runKeys(tb testing.TB, target procTarget, shape keysShape, lockers [][]lock
 		}
 	}
 	wg.Wait()
-	// A lockgen client keeps a channel subscribed for 20 s after its last
+	// A lockgen client keeps a channel subscribed for 30 s after its last
 	// waiter (the hub's linger): its unsubscribes belong to this run, not
 	// to the next library's.
 	drained := waitDrained(target)
@@ -162,9 +162,9 @@ func runKeys(tb testing.TB, target procTarget, shape keysShape, lockers [][]lock
 }
 
 // drainWait bounds how long a lockgen client's channels stay subscribed
-// after its last waiter left: the hub's linger (20 s:
+// after its last waiter left: the hub's linger (30 s:
 // runtime/internal/hub's Linger), and some slack.
-const drainWait = 25 * time.Second
+const drainWait = 35 * time.Second
 
 // waitDrained waits up to drainWait until no pub/sub channel of target
 // has a subscriber, and reports whether none has.
@@ -342,7 +342,7 @@ func TestHerdKeysCounts(t *testing.T) {
 // classic PUBLISH, no cluster-bus publish message), on a channel per
 // object (SPUBLISH from a script stays in its keys' slot), at most 0.5
 // (un)subscribes per acquisition (a wait subscribes its key's channel
-// once per client, dropped 20 s after its last waiter).
+// once per client, dropped 30 s after its last waiter).
 func TestHerdKeysClusterCounts(t *testing.T) {
 	t.Parallel() // a cluster of its own; its drain waits the hub's linger
 	_, nodes := startBenchCluster(t)
@@ -371,7 +371,7 @@ func TestHerdKeysClusterCounts(t *testing.T) {
 func keysCounts(t *testing.T, target procTarget) keysResult {
 	shape := keysShape{clients: 4, lockers: 16, keys: 1000, perLocker: 25, hold: time.Millisecond}
 	lockers := keysLockgen(t, shape, target)
-	waitDrained(target) // earlier tests' clients keep channels 20 s after their last waiter
+	waitDrained(target) // earlier tests' clients keep channels 30 s after their last waiter
 	res := runKeys(t, target, shape, lockers, "tk")
 	names := slices.SortedFunc(maps.Keys(res.perAcq), func(a, b string) int { return cmp.Compare(res.perAcq[b], res.perAcq[a]) })
 	var per []string

@@ -120,14 +120,14 @@ const (
 	// confirmation; the caller's fallback timer covers the rest.
 	confirmWait = time.Second
 	// Linger is how long a channel stays subscribed after its last waiter
-	// left. A client's next wait within it (the next contention on the
-	// object, or on any object of its namespace, which share a channel
-	// on a node) finds the channel ready: no SUBSCRIBE, no second attempt
-	// once subscribed (waitFor), no UNSUBSCRIBE, where those cost about 8
-	// commands. Meanwhile the connection is pinged as for a waiter, at
-	// most twice (HealthEvery); once the channels are gone an idle client
-	// sends nothing.
-	Linger = 2 * HealthEvery
+	// left. A client's next wait within it (the next spell of contention
+	// on the object, or on any object of its namespace, which share a
+	// channel on a node) finds the channel ready: no SUBSCRIBE, no second
+	// attempt once subscribed (waitFor), no UNSUBSCRIBE, about 8 commands.
+	// Meanwhile the connection is pinged as for a waiter (HealthEvery): at
+	// most 3 PINGs, under half of one subscription again; once the
+	// channels are gone an idle client sends nothing.
+	Linger = 3 * HealthEvery
 	// HealthEvery is how long a connection with channels subscribed may
 	// be silent before the hub pings it; a second silence of that length
 	// throws it away. A connection without channels is not pinged. It is
