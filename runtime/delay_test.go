@@ -316,7 +316,7 @@ func TestKeyedQueuesBounded(t *testing.T) {
 
 	// Idle queues are forgotten and their channels dropped.
 	var n int
-	within(failAfter, func() bool { n = channels(); return n == 0 })
+	within(failAfter+lockrt.HubLinger, func() bool { n = channels(); return n == 0 }) // forgotten, then the hub's linger
 	subs, err := admin.PubSubNumSub(ctx, key(t, "0")+":ch", key(t, "1999")+":ch").Result()
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -196,22 +197,31 @@ func (n *Node) launchOnFreePort(cluster bool) (*Node, error) {
 }
 
 // freePort returns a port that was free a moment ago; for a cluster node,
-// port+10000 (its cluster bus) was free too.
+// port+10000 (its cluster bus) was free too. It picks at random below the
+// kernel's ephemeral ports (ephemeralLow), where no outgoing connection
+// takes a port: a node restarted after a fault keeps its port, and while
+// it is down its clients' reconnects would otherwise hold that port now
+// and then (a connect to a port nobody listens on, from the ephemeral
+// range, can even connect to itself), and another test asking the
+// kernel for a free port could be given it.
 func freePort(cluster bool) (int, error) {
+	lo, hi := minPort, ephemeralLow()
+	if cluster {
+		hi -= 10000 // the bus, port+10000, below the ephemeral ports too
+	}
+	if hi-lo < 1000 {
+		return 0, fmt.Errorf("redistest: finding a free port: no room between %d and the ephemeral ports (%d)", lo, ephemeralLow())
+	}
 	var err error
-	for range 20 {
+	for range 50 {
+		port := lo + rand.IntN(hi-lo)
 		var l net.Listener
-		if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		if l, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err != nil {
 			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
 		if !cluster {
 			l.Close()
 			return port, nil
-		}
-		if port+10000 > 65535 {
-			l.Close()
-			continue
 		}
 		bus, err2 := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
 		l.Close()
@@ -222,10 +232,29 @@ func freePort(cluster bool) (int, error) {
 		bus.Close()
 		return port, nil
 	}
-	if err == nil {
-		err = errors.New("no port p with p+10000 free")
-	}
 	return 0, fmt.Errorf("redistest: finding a free port: %w", err)
+}
+
+// minPort is the lowest port freePort picks.
+const minPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range
+// (Linux: /proc/sys/net/ipv4/ip_local_port_range), or 32768, Linux's
+// default, where it cannot be read (other systems' start higher).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil || lo <= minPort {
+		return 32768
+	}
+	return lo
 }
 
 // launch starts redis-server on n.Port and waits until it answers PING.
