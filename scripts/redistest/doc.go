@@ -1,5 +1,8 @@
 // Package redistest starts real redis-server processes for tests and
-// benchmarks, on free ports, and cleans up after them.
+// benchmarks, on free ports, and cleans up after them. The ports are
+// picked below the kernel's ephemeral range, so that a node killed and
+// restarted finds its port free: no client's outgoing connection, and no
+// other test's port from the kernel, takes it while the node is down.
 //
 // There are no mocks: every Node is a redis-server child process listening on
 // 127.0.0.1 with persistence off (--save "" --appendonly no), its working
