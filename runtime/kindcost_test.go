@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +136,57 @@ func TestRefusedAttemptCommands(t *testing.T) {
 		if err := le.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestHandOffCommands counts, from INFO commandstats of a node of its
+// own, what a reentrant lock's release that hands the lock on reads of
+// the registry: one ZRANGEBYSCORE of the two earliest deadlines, which
+// says that nobody is dead (no purge) and whether another waiter stays
+// behind the one handed the lock, so no EXISTS. The marker it writes
+// says so: " w" when a second waiter waits, none for the last one.
+func TestHandOffCommands(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	rdb := node.Client()
+	nodes := []*redis.Client{rdb}
+	ctx := context.Background()
+	holder, w1, w2 := newClient(t, b), newClient(t, b), newClient(t, b)
+	d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+	k := key(t)
+	le, err := holder.Lock(d, k).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got1 := inBackground(t, func() (*lockrt.Lease, error) { return w1.Lock(d, k).Lock(ctx) })
+	waitRegistered(t, rdb, k, 1)
+	got2 := inBackground(t, func() (*lockrt.Lease, error) { return w2.Lock(d, k).Lock(ctx) })
+	waitRegistered(t, rdb, k, 2)
+	handOff := func(le *lockrt.Lease, got <-chan *lockrt.Lease, more bool) *lockrt.Lease {
+		t.Helper()
+		resetStats(t, nodes)
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := <-got
+		if next == nil {
+			t.Fatal("the waiter was not handed the lock")
+		}
+		if n := commandCalls(t, nodes, "exists"); n != 0 {
+			t.Errorf("%d EXISTS in a hand-off, want 0", n)
+		}
+		if n := commandCalls(t, nodes, "zrangebyscore"); n != 1 {
+			t.Errorf("%d ZRANGEBYSCORE in a hand-off, want 1", n)
+		}
+		v := rdb.Get(ctx, k).Val()
+		if marked := strings.HasSuffix(v, " w"); marked != more {
+			t.Errorf("lock value %q after the hand-off: waiters marked %v, want %v", v, marked, more)
+		}
+		return next
+	}
+	le = handOff(le, got1, true)
+	le = handOff(le, got2, false)
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -95,14 +95,14 @@ var simpleLockScripts = lockgenScripts.Locks(lockimpl.Simple)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":      "ba04c017c643cd8ac240aad7eab985705a5f5edc",
-	"multi_acquire":     "1974b455a7f22a51188ed49be20293fdeec07d5c",
-	"multi_release":     "fee04c4a18bdff2c379278a663be40e3b219e908",
-	"reentrant_acquire": "b07fe50a484273feb50371f1c9d998f112d4d948",
-	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
+	"force_unlock":      "25f870037bc2864260826e87c966d4a06025f16b",
+	"multi_acquire":     "2274935194301343b544ec0b13c3bf919d5422e9",
+	"multi_release":     "7ea7cd61f41c8576acf6722e7cd7129370f0ab70",
+	"reentrant_acquire": "a53bbf4299f1e99f08db7f4a55d9a52d7aac502e",
+	"reentrant_release": "a98b94b5c8569480948c02916d67d94efec4d38b",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"simple_acquire":    "b197086f39a50684f5bb8340c1f606c756dee0eb",
-	"simple_release":    "5fee9a937fd3aa8a21bac64e778dc9862feec8ae",
+	"simple_acquire":    "75d4cfca9c0e895ea2e5b10001b0dbaa01653851",
+	"simple_release":    "4ec07dd950070c240738bd3133e8afb55651044b",
 	"simple_renew":      "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })
 

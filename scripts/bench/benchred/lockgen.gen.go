@@ -59,9 +59,9 @@ var redlockLockScripts = lockgenScripts.RedLocks()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":    "ba04c017c643cd8ac240aad7eab985705a5f5edc",
-	"redlock_acquire": "3574862c6a19fec69b996b40fce71f18b508c56e",
-	"redlock_release": "32353ef30e9c9421c35ce41bce49cf4b6d668f3f",
+	"force_unlock":    "25f870037bc2864260826e87c966d4a06025f16b",
+	"redlock_acquire": "ac7a440dd45f1b1ba9e1b0f6d6e54d9f01501ab9",
+	"redlock_release": "ad4336b86667f972239f62d5fc59d77d56bed171",
 	"simple_renew":    "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })
 

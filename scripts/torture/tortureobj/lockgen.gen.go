@@ -225,11 +225,11 @@ var scheduleScripts = lockgenScripts.Schedules()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fenced_acquire":     "cc33123d9475f66f06b5377ec785f01ba304c74c",
-	"force_unlock":       "ba04c017c643cd8ac240aad7eab985705a5f5edc",
+	"fenced_acquire":     "19ac8716534ba1520f6196abee38de3738497408",
+	"force_unlock":       "25f870037bc2864260826e87c966d4a06025f16b",
 	"latch_count_down":   "67c5d39a139d71fe77f7df10b53db5467c3764bd",
-	"multi_acquire":      "1974b455a7f22a51188ed49be20293fdeec07d5c",
-	"multi_release":      "fee04c4a18bdff2c379278a663be40e3b219e908",
+	"multi_acquire":      "2274935194301343b544ec0b13c3bf919d5422e9",
+	"multi_release":      "7ea7cd61f41c8576acf6722e7cd7129370f0ab70",
 	"queue_ack":          "388bedc2ac7c94d1581613d6edf1e2cd97b9a4bf",
 	"queue_bury":         "d4462926f897753533d7ec248f75dc5670e9ac0a",
 	"queue_dead":         "b61bbfa8a621263c52451f4b1f81ce1fcdb25b4d",
@@ -247,17 +247,17 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_remove":       "a4322d132af19e8c9ff718824b9f748b91954410",
 	"queue_take":         "2af65cb2276aa41bf415f39dd29bced81956efd3",
 	"queue_wait":         "e688973374573c361a5e78dadd1f6351edcedf58",
-	"reentrant_acquire":  "b07fe50a484273feb50371f1c9d998f112d4d948",
-	"reentrant_release":  "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
+	"reentrant_acquire":  "a53bbf4299f1e99f08db7f4a55d9a52d7aac502e",
+	"reentrant_release":  "a98b94b5c8569480948c02916d67d94efec4d38b",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"schedule_fire":      "eeff843d7aa9997a9ce75fcc2397230a9854e95f",
-	"semaphore_acquire":  "0ba426afe9272ec4c2c735f67857c877a3595936",
-	"semaphore_capacity": "ad61699090eebc2808eb5f1838bb18253427600a",
+	"semaphore_acquire":  "4769ccd8d000ed43f66e4f2e5a4990be9f3c091a",
+	"semaphore_capacity": "b2f68a121fabad0499a22636fd5bdc8ad1731f2e",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
-	"semaphore_release":  "982aa9a35b4d57242ecf144746419295d4465ba6",
+	"semaphore_release":  "458ed5dee3cdd0c483f95ed0445d55e2e6c10f53",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
 	"semaphore_split":    "1039f3ae417cb453ed36c0015bd3428f1b73c202",
-	"semaphore_state":    "3ea81cd60f0d0065d80e85f6f619af316fb1868c",
+	"semaphore_state":    "4589723ab81650c52a643e1ea2d2b4e9d882c4ce",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

@@ -121,17 +121,17 @@ var readwriteLockScripts = lockgenScripts.Locks(lockimpl.ReadWrite)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fair_acquire":      "5c955b0ebd205133d34072b5ad518fe8a8fcdbe2",
-	"fair_force_unlock": "37a1295f443324bf49790bf24d6d57b864fffe2e",
-	"fair_release":      "8c643e5e507db2706fdd1e87dcbf77b0ac53fc80",
+	"fair_acquire":      "e9b291027e600f898a60389d3690e41d3c568e8f",
+	"fair_force_unlock": "36b1fa19ade2d01e6039973019d871cd90474957",
+	"fair_release":      "7275d0641bc7c5b5ede8085d6f772afd236efa63",
 	"fair_renew":        "cf6eeb2bd6a4596407b75c985f7f8c5b318971a9",
-	"fenced_acquire":    "cc33123d9475f66f06b5377ec785f01ba304c74c",
-	"force_unlock":      "ba04c017c643cd8ac240aad7eab985705a5f5edc",
-	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
+	"fenced_acquire":    "19ac8716534ba1520f6196abee38de3738497408",
+	"force_unlock":      "25f870037bc2864260826e87c966d4a06025f16b",
+	"reentrant_release": "a98b94b5c8569480948c02916d67d94efec4d38b",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"rw_acquire":        "0cdd6cbdf3d0ec063848ffa05783710948f39575",
-	"rw_force_unlock":   "b06711f93181772717e4930d7b5648cc76d85fd9",
-	"rw_release":        "ac6e3ab89f5d4ac8bf266e3593f57576ca9fef61",
+	"rw_acquire":        "a1a4f6bfddcab5ca68707e885d3d2b8869d5f62b",
+	"rw_force_unlock":   "828b3b3f36ce4b04cdaeb9e3dea72b376df0d43f",
+	"rw_release":        "ec73eebbeb2f532676cbb7b055ac2a9822d22ec8",
 	"rw_renew":          "0c29e183a13fbd77bd45dafe7fa0e59d43a55e96",
 })
 

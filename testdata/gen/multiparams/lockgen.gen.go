@@ -82,11 +82,11 @@ var reentrantLockScripts = lockgenScripts.Locks(lockimpl.Reentrant)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":      "ba04c017c643cd8ac240aad7eab985705a5f5edc",
-	"multi_acquire":     "1974b455a7f22a51188ed49be20293fdeec07d5c",
-	"multi_release":     "fee04c4a18bdff2c379278a663be40e3b219e908",
-	"reentrant_acquire": "b07fe50a484273feb50371f1c9d998f112d4d948",
-	"reentrant_release": "b5abe4ffd14c6bfa5c4366ef817a4a179d55ff5a",
+	"force_unlock":      "25f870037bc2864260826e87c966d4a06025f16b",
+	"multi_acquire":     "2274935194301343b544ec0b13c3bf919d5422e9",
+	"multi_release":     "7ea7cd61f41c8576acf6722e7cd7129370f0ab70",
+	"reentrant_acquire": "a53bbf4299f1e99f08db7f4a55d9a52d7aac502e",
+	"reentrant_release": "a98b94b5c8569480948c02916d67d94efec4d38b",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
 })
 

@@ -91,13 +91,13 @@ var semaphoreScripts = lockgenScripts.Semaphores()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"semaphore_acquire":  "0ba426afe9272ec4c2c735f67857c877a3595936",
-	"semaphore_capacity": "ad61699090eebc2808eb5f1838bb18253427600a",
+	"semaphore_acquire":  "4769ccd8d000ed43f66e4f2e5a4990be9f3c091a",
+	"semaphore_capacity": "b2f68a121fabad0499a22636fd5bdc8ad1731f2e",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
-	"semaphore_release":  "982aa9a35b4d57242ecf144746419295d4465ba6",
+	"semaphore_release":  "458ed5dee3cdd0c483f95ed0445d55e2e6c10f53",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
 	"semaphore_split":    "1039f3ae417cb453ed36c0015bd3428f1b73c202",
-	"semaphore_state":    "3ea81cd60f0d0065d80e85f6f619af316fb1868c",
+	"semaphore_state":    "4589723ab81650c52a643e1ea2d2b4e9d882c4ce",
 })
 
 // Preload loads every Lua script of this package on every primary of c's
