@@ -13,3 +13,8 @@ func TrustedGroups(c *Client) int {
 	}
 	return n
 }
+
+// LoseData tells c that Redis lost its data, as its heartbeat's look
+// does when it finds its own heartbeat gone: every group of waiters
+// refreshes at once, untrusted.
+func LoseData(c *Client) { c.lost() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -510,4 +511,100 @@ func testWatchedWaitHoldVanished(t *testing.T, take func(c *lockrt.Client, lease
 		bound = lockrt.BeatEvery + 10*time.Second
 	}
 	getsWithin(t, got, vanished, bound, "the hold vanished")
+}
+
+// refreshGate is a hook that counts a client's registry refreshes in
+// flight and holds the first one until release is closed.
+type refreshGate struct {
+	sha      string
+	started  chan struct{} // one send per refresh sent
+	release  chan struct{}
+	inFlight atomic.Int32
+	most     atomic.Int32
+	first    atomic.Bool
+}
+
+func (h *refreshGate) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *refreshGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) < 2 || args[0] != "evalsha" || args[1] != h.sha {
+			return next(ctx, cmd)
+		}
+		n := h.inFlight.Add(1)
+		defer h.inFlight.Add(-1)
+		if n > h.most.Load() {
+			h.most.Store(n)
+		}
+		h.started <- struct{}{}
+		if h.first.CompareAndSwap(false, true) {
+			<-h.release
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *refreshGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestGroupRefreshesDoNotOverlap: a group of waiters whose refresh is
+// out when its client learns that Redis lost its data (or that a client
+// it watched lapsed) sends no second refresh beside the first: the
+// urgent one follows when the first is back. Two at once raced on the
+// group's state (the race detector found it in CI).
+func TestGroupRefreshesDoNotOverlap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := backends()[0]
+	holder := newClient(t, b)
+	gate := &refreshGate{sha: script(t, "registry_refresh").SHA1, started: make(chan struct{}, 16), release: make(chan struct{})}
+	rdb := b.new()
+	rdb.AddHook(gate)
+	waiter := lockrt.New(rdb)
+	t.Cleanup(func() {
+		waiter.Close()
+		rdb.Close()
+	})
+	admin := b.new()
+	t.Cleanup(func() { admin.Close() })
+	d, k := def(t, lockrt.Reentrant, 6*time.Second, true, 3*time.Minute), key(t)
+	release, err := holdLock(holder, d, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := inBackground(t, func() (func(context.Context) error, error) { return holdLock(waiter, d, k) })
+	waitRegistered(t, admin, k, 1)
+	lockrt.LoseData(waiter)
+	select {
+	case <-gate.started: // the first, held in the hook
+	case <-time.After(failAfter):
+		t.Fatal("no refresh after the client learnt its data was lost")
+	}
+	lockrt.LoseData(waiter)
+	// A window for a second refresh to start beside the first (the old
+	// code's did at once): none may.
+	select {
+	case <-gate.started:
+		t.Fatal("a second refresh of the group started while the first was out")
+	case <-time.After(500 * time.Millisecond):
+	}
+	close(gate.release)
+	select {
+	case <-gate.started: // the urgent one, after the first came back
+	case <-time.After(failAfter):
+		t.Fatal("the refresh asked for while one was out never came")
+	}
+	if n := gate.most.Load(); n != 1 {
+		t.Errorf("%d refreshes of one group at once, want 1", n)
+	}
+	if err := release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if err := r(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(failAfter):
+		t.Fatal("the waiter did not get the lock after the release")
+	}
 }

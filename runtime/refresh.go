@@ -83,6 +83,11 @@ type regGroup struct {
 	failures int
 	lastErr  error // the last refresh's, while Redis could not be reached
 	single   bool  // the last refresh found a compact single hold (rdb.Registry.Refresh)
+	// running: a refresh is out (between its two holds of the lock); a
+	// timer that fires meanwhile (lost and looked reset it to 0) leaves
+	// urgent for that refresh to act on when it is back, so one group's
+	// refreshes never overlap.
+	running bool
 
 	// The watched wait (alive.go): watched, the group registers its
 	// members for WatchedRegistryTTL and asks its refresh who to watch;
@@ -191,7 +196,7 @@ func (g *regGroup) next(pttl time.Duration, head bool) time.Duration {
 func (c *Client) refresh(g *regGroup) {
 	f := &c.regs
 	f.mu.Lock()
-	if f.groups[g.key] != g || len(g.members) == 0 {
+	if f.groups[g.key] != g || len(g.members) == 0 || g.running {
 		f.mu.Unlock()
 		return
 	}
@@ -223,7 +228,17 @@ func (c *Client) refresh(g *regGroup) {
 	ask := g.watched && g.starred == 0
 	g.starred = max(g.starred-1, 0)
 	refreshed := time.Now()
+	pttl, head, single := time.Duration(-1), false, g.single
+	g.running = true
 	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		g.running = false
+		if g.urgent && f.groups[g.key] == g {
+			g.timer.Reset(0)
+		}
+	}()
 	if c.hub.IsClosed() {
 		return
 	}
@@ -234,7 +249,6 @@ func (c *Client) refresh(g *regGroup) {
 		err error
 	}
 	var n int64
-	pttl, head, single := time.Duration(-1), false, g.single
 	var watch []string
 	watchable := ask && len(members) <= refreshBatch
 	var err error
