@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"sync/atomic"
@@ -607,4 +608,49 @@ func TestGroupRefreshesDoNotOverlap(t *testing.T) {
 	case <-time.After(failAfter):
 		t.Fatal("the waiter did not get the lock after the release")
 	}
+}
+
+// TestRegistryKeysOutliveTrustedWaiter: a trusted waiter is registered
+// for WatchedRegistryTTL; a newcomer that registers behind it for
+// LiveRegistryTTL and then gives up must not cut the registry keys'
+// lifetime to its own. Before, every registration set both keys' TTL to
+// its own: LiveRegistryTTL later the trusted waiter's entry was gone,
+// and a release then handed the lock to nobody, the waiter getting it
+// only at its next trusted refresh (a minute at least). Then the
+// trusted waiter gets the lock at the holder's release.
+func TestRegistryKeysOutliveTrustedWaiter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := backends()[0]
+	holder, waiter, newcomer := newClient(t, b), newClient(t, b), newClient(t, b)
+	admin := b.new()
+	t.Cleanup(func() { admin.Close() })
+	d, k := def(t, lockrt.Reentrant, 6*time.Second, true, 3*time.Minute), key(t)
+	release, err := holdLock(holder, d, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := inBackground(t, func() (func(context.Context) error, error) { return holdLock(waiter, d, k) })
+	waitRegistered(t, admin, k, 1)
+	waitTrusted(t, waiter, 1)
+	waiters := keys.Sub(k, "waiters")
+	eventually(t, time.Minute, func() bool {
+		now, err := admin.Time(ctx).Result()
+		top, err2 := admin.ZRangeWithScores(ctx, waiters, -1, -1).Result()
+		return err == nil && err2 == nil && len(top) == 1 && top[0].Score > float64(now.Add(10*time.Minute).UnixMilli())
+	}, "the waiter was never registered for WatchedRegistryTTL")
+	short := *d
+	short.Wait = 300 * time.Millisecond
+	if _, err := newcomer.Lock(&short, k).Lock(ctx); !errors.Is(err, lockrt.ErrNotObtained) {
+		t.Fatalf("the newcomer's Lock: %v, want ErrNotObtained", err)
+	}
+	for _, key := range []string{waiters, keys.Sub(k, "queue")} {
+		if left := admin.PTTL(ctx, key).Val(); left < time.Hour {
+			t.Errorf("%s lives %v after a newcomer left, want as long as the trusted waiter's entry (hours)", key, left)
+		}
+	}
+	if err := release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	getsWithin(t, got, time.Now(), failAfter, "the release")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/keys"
 	lockrt "github.com/lockgen/lockgen/runtime"
 )
 
@@ -186,6 +187,55 @@ func TestHandOffCommands(t *testing.T) {
 	}
 	le = handOff(le, got1, true)
 	le = handOff(le, got2, false)
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRegistrationCommands counts, from INFO commandstats of a node of
+// its own, what a waiter's registration costs for the registry keys'
+// lifetime: the first waiter's makes the keys and sets both TTLs (two
+// PEXPIREs, to twice the registration TTL); a second waiter's, and its
+// attempt again once subscribed, find the keys living longer than their
+// TTL and only read it (a PTTL each), where each set both TTLs before.
+func TestRegistrationCommands(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	rdb := node.Client()
+	nodes := []*redis.Client{rdb}
+	ctx := context.Background()
+	holder, w1, w2 := newClient(t, b), newClient(t, b), newClient(t, b)
+	d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+	k := key(t)
+	le, err := holder.Lock(d, k).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resetStats(t, nodes)
+	got1 := inBackground(t, func() (*lockrt.Lease, error) { return w1.Lock(d, k).Lock(ctx) })
+	waitWaiting(t, w1, k, 1, 1)
+	if n := commandCalls(t, nodes, "pexpire"); n != 2 {
+		t.Errorf("%d PEXPIREs for the first registration, want 2 (the new keys' TTLs)", n)
+	}
+	for _, x := range []string{keys.Sub(k, "queue"), keys.Sub(k, "waiters")} {
+		if left := rdb.PTTL(ctx, x).Val(); left <= lockrt.LiveRegistryTTL {
+			t.Errorf("%s lives %v, want more than LiveRegistryTTL (%v)", x, left, lockrt.LiveRegistryTTL)
+		}
+	}
+	resetStats(t, nodes)
+	got2 := inBackground(t, func() (*lockrt.Lease, error) { return w2.Lock(d, k).Lock(ctx) })
+	waitWaiting(t, w2, k, 2, 1)
+	if n := commandCalls(t, nodes, "pexpire"); n != 0 {
+		t.Errorf("%d PEXPIREs for a second registration, want 0", n)
+	}
+	for _, got := range []<-chan *lockrt.Lease{got1, got2} {
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if le = <-got; le == nil {
+			t.Fatal("the waiter was not handed the lock")
+		}
+	}
 	if err := le.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

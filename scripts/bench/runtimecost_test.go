@@ -139,11 +139,12 @@ type refreshCase struct {
 // TestWaiterRefreshCost: what a waiting client costs Redis per second
 // while another owner holds the lock, counted by INFO commandstats: one
 // registry_refresh per WaiterTTL/3 per client and object, which moves
-// the deadlines of the client's waiters there (TIME, ZADD XX, two
-// PEXPIREs, the queue's head (LINDEX) and the hold's PTTL: 7 commands
-// with the EVALSHA), for every
-// kind of lock with a registry; an atomic multi-lock's waiter refreshes
-// its entry itself (its acquire's refresh path, also 6). Each waiter here
+// the deadlines of the client's waiters there (TIME, ZADD XX, the
+// registry keys' PTTL, the queue's head (LINDEX) and the hold's PTTL: 6
+// commands with the EVALSHA; the keys' two PEXPIREs only when they have
+// less than the TTL left, about once a TTL per object), for every kind
+// of lock with a registry; an atomic multi-lock's waiter refreshes its
+// entry itself (its acquire's refresh path, 5). Each waiter here
 // is on a client of its own. At the default WaiterTTL
 // (LiveRegistryTTL, 30s) that is one script per client and object every
 // 10s; TestWaitingCostPerClient counts many waiters per client. See
@@ -155,11 +156,11 @@ func TestWaiterRefreshCost(t *testing.T) {
 // TestRWSemaphoreWaiterRefreshCost: TestWaiterRefreshCost for read-write
 // lock and semaphore waiters: their client's registry_refresh reads the
 // earliest hold's deadline (ZRANGE of the holds) where a lock's reads its
-// PTTL: 7 commands with the EVALSHA for readers queued behind a waiting
-// writer while another reader holds (8 for the group's first refresh,
+// PTTL: 6 commands with the EVALSHA for readers queued behind a waiting
+// writer while another reader holds (7 for the group's first refresh,
 // which looks for a compact hold first); behind a compact single hold (a
 // writer's, a semaphore's one permit: no holds key) the hold's field and
-// TTL instead, read first while the last refresh found them: 8, for a
+// TTL instead, read first while the last refresh found them: 7, for a
 // waiting writer, a waiting reader and a semaphore waiter.
 func TestRWSemaphoreWaiterRefreshCost(t *testing.T) {
 	testRefreshCost(t, refreshCases(t)[5:])
@@ -319,18 +320,18 @@ func refreshCases(t *testing.T) []refreshCase {
 		}}
 	}
 	return []refreshCase{
-		{lockObject("reentrant", lockimpl.Reentrant, false), 7, 0.5, 0},
-		{lockObject("simple", lockimpl.Simple, false), 7, 0.5, 0},
-		{lockObject("fenced", lockimpl.Fenced, false), 7, 0.5, 0},
-		{lockObject("fair", lockimpl.Fair, false), 7, 0.5, 0},
-		{lockObject("multi", lockimpl.Reentrant, true), 6, 0.5, 0},
+		{lockObject("reentrant", lockimpl.Reentrant, false), 6, 0.5, 0},
+		{lockObject("simple", lockimpl.Simple, false), 6, 0.5, 0},
+		{lockObject("fenced", lockimpl.Fenced, false), 6, 0.5, 0},
+		{lockObject("fair", lockimpl.Fair, false), 6, 0.5, 0},
+		{lockObject("multi", lockimpl.Reentrant, true), 5, 0.5, 0},
 		// Behind a compact single hold (a writer's, a semaphore's one
 		// permit): the empty holds key, then the hold's field and TTL
 		// (HEXISTS, PTTL).
-		{rwSide("rw-write", false), 8, 0.5, 0},
-		{rwSide("rw-read", true), 8, 0.5, 0},
-		{semaphore, 8, 0.5, 0},
-		{readBehindWriter, 7, 0.5, 1},
+		{rwSide("rw-write", false), 7, 0.5, 0},
+		{rwSide("rw-read", true), 7, 0.5, 0},
+		{semaphore, 7, 0.5, 0},
+		{readBehindWriter, 6, 0.5, 1},
 	}
 }
 

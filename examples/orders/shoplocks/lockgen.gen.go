@@ -95,14 +95,14 @@ var simpleLockScripts = lockgenScripts.Locks(lockimpl.Simple)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":      "25f870037bc2864260826e87c966d4a06025f16b",
-	"multi_acquire":     "2274935194301343b544ec0b13c3bf919d5422e9",
-	"multi_release":     "7ea7cd61f41c8576acf6722e7cd7129370f0ab70",
-	"reentrant_acquire": "a53bbf4299f1e99f08db7f4a55d9a52d7aac502e",
-	"reentrant_release": "a98b94b5c8569480948c02916d67d94efec4d38b",
+	"force_unlock":      "e40b5f314e2e97f3fe256af579759b3938116d34",
+	"multi_acquire":     "45719bf81a47c4c3a7f28df8b0302cfbc791f2f5",
+	"multi_release":     "bac97005c50c664403bf27963636b60444e70003",
+	"reentrant_acquire": "073bba6d75d2d7a4215ee95ceef2eae8e8c102b6",
+	"reentrant_release": "787b14cfb0aa6e3cef18f9a6e52a077ae9af2cff",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"simple_acquire":    "75d4cfca9c0e895ea2e5b10001b0dbaa01653851",
-	"simple_release":    "4ec07dd950070c240738bd3133e8afb55651044b",
+	"simple_acquire":    "3ef6ef871ccb88c739097c50e32a3064bdc0b5fa",
+	"simple_release":    "0f6938a0b9ea1a1ff1bfb74a438679ffa9e4d3c7",
 	"simple_renew":      "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })
 

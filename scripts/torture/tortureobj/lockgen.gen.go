@@ -225,11 +225,11 @@ var scheduleScripts = lockgenScripts.Schedules()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fenced_acquire":     "19ac8716534ba1520f6196abee38de3738497408",
-	"force_unlock":       "25f870037bc2864260826e87c966d4a06025f16b",
+	"fenced_acquire":     "713bf6af6f0d55cc26ca00e583d313575716f515",
+	"force_unlock":       "e40b5f314e2e97f3fe256af579759b3938116d34",
 	"latch_count_down":   "67c5d39a139d71fe77f7df10b53db5467c3764bd",
-	"multi_acquire":      "2274935194301343b544ec0b13c3bf919d5422e9",
-	"multi_release":      "7ea7cd61f41c8576acf6722e7cd7129370f0ab70",
+	"multi_acquire":      "45719bf81a47c4c3a7f28df8b0302cfbc791f2f5",
+	"multi_release":      "bac97005c50c664403bf27963636b60444e70003",
 	"queue_ack":          "388bedc2ac7c94d1581613d6edf1e2cd97b9a4bf",
 	"queue_bury":         "d4462926f897753533d7ec248f75dc5670e9ac0a",
 	"queue_dead":         "b61bbfa8a621263c52451f4b1f81ce1fcdb25b4d",
@@ -247,17 +247,17 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"queue_remove":       "a4322d132af19e8c9ff718824b9f748b91954410",
 	"queue_take":         "2af65cb2276aa41bf415f39dd29bced81956efd3",
 	"queue_wait":         "e688973374573c361a5e78dadd1f6351edcedf58",
-	"reentrant_acquire":  "a53bbf4299f1e99f08db7f4a55d9a52d7aac502e",
-	"reentrant_release":  "a98b94b5c8569480948c02916d67d94efec4d38b",
+	"reentrant_acquire":  "073bba6d75d2d7a4215ee95ceef2eae8e8c102b6",
+	"reentrant_release":  "787b14cfb0aa6e3cef18f9a6e52a077ae9af2cff",
 	"reentrant_renew":    "1d718dc9f88549109241fb927f3cde63fd34aee6",
 	"schedule_fire":      "eeff843d7aa9997a9ce75fcc2397230a9854e95f",
-	"semaphore_acquire":  "4769ccd8d000ed43f66e4f2e5a4990be9f3c091a",
-	"semaphore_capacity": "b2f68a121fabad0499a22636fd5bdc8ad1731f2e",
+	"semaphore_acquire":  "fa1099e40fcf8e78a506a4510debeb320fc984aa",
+	"semaphore_capacity": "2f30b79c4b7683e502569978a191468c8a5adb8f",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
-	"semaphore_release":  "458ed5dee3cdd0c483f95ed0445d55e2e6c10f53",
+	"semaphore_release":  "f8980c1e445e0eea09a899892e7b93783d7fa45f",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
 	"semaphore_split":    "1039f3ae417cb453ed36c0015bd3428f1b73c202",
-	"semaphore_state":    "4589723ab81650c52a643e1ea2d2b4e9d882c4ce",
+	"semaphore_state":    "fbea21029d62633ebeff6f7dcdd2b028b7ee0a2b",
 })
 
 // Preload loads every Lua script of this package on every primary of c's

@@ -121,17 +121,17 @@ var readwriteLockScripts = lockgenScripts.Locks(lockimpl.ReadWrite)
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"fair_acquire":      "e9b291027e600f898a60389d3690e41d3c568e8f",
-	"fair_force_unlock": "36b1fa19ade2d01e6039973019d871cd90474957",
-	"fair_release":      "7275d0641bc7c5b5ede8085d6f772afd236efa63",
+	"fair_acquire":      "754e1636d7e6dc736a2a567103a6f5fb302dbdf0",
+	"fair_force_unlock": "45f9fafe53da9ba1fb47bb76ab7bb7b23c2caf81",
+	"fair_release":      "07fe397f178a1070e646c0e3b9b24d9a961575a3",
 	"fair_renew":        "cf6eeb2bd6a4596407b75c985f7f8c5b318971a9",
-	"fenced_acquire":    "19ac8716534ba1520f6196abee38de3738497408",
-	"force_unlock":      "25f870037bc2864260826e87c966d4a06025f16b",
-	"reentrant_release": "a98b94b5c8569480948c02916d67d94efec4d38b",
+	"fenced_acquire":    "713bf6af6f0d55cc26ca00e583d313575716f515",
+	"force_unlock":      "e40b5f314e2e97f3fe256af579759b3938116d34",
+	"reentrant_release": "787b14cfb0aa6e3cef18f9a6e52a077ae9af2cff",
 	"reentrant_renew":   "1d718dc9f88549109241fb927f3cde63fd34aee6",
-	"rw_acquire":        "a1a4f6bfddcab5ca68707e885d3d2b8869d5f62b",
-	"rw_force_unlock":   "828b3b3f36ce4b04cdaeb9e3dea72b376df0d43f",
-	"rw_release":        "ec73eebbeb2f532676cbb7b055ac2a9822d22ec8",
+	"rw_acquire":        "4168959de05193d16c92b752e85ac4f7a887b53b",
+	"rw_force_unlock":   "7233a82a9b0b404be4329b7d820b0a6e51093df8",
+	"rw_release":        "9db87bfe7021234a4b55381ed91ab2ef833bc3ed",
 	"rw_renew":          "0c29e183a13fbd77bd45dafe7fa0e59d43a55e96",
 })
 

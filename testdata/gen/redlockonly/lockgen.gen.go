@@ -61,9 +61,9 @@ var redlockLockScripts = lockgenScripts.RedLocks()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"force_unlock":    "25f870037bc2864260826e87c966d4a06025f16b",
-	"redlock_acquire": "ac7a440dd45f1b1ba9e1b0f6d6e54d9f01501ab9",
-	"redlock_release": "ad4336b86667f972239f62d5fc59d77d56bed171",
+	"force_unlock":    "e40b5f314e2e97f3fe256af579759b3938116d34",
+	"redlock_acquire": "c520c2fe06474cf801c1ae39ca03ea945aab51c0",
+	"redlock_release": "0f8a2204dd6d8f005257e5df2d3fb2136a993c47",
 	"simple_renew":    "bab196780d8da6a6cb6da6e9155c36a65129b3e5",
 })
 

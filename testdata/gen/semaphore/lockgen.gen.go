@@ -91,13 +91,13 @@ var semaphoreScripts = lockgenScripts.Semaphores()
 // every call of these objects, and Preload, with lockrt.ErrScriptMismatch
 // (regenerate the file with the lockgen version of your go.mod).
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
-	"semaphore_acquire":  "4769ccd8d000ed43f66e4f2e5a4990be9f3c091a",
-	"semaphore_capacity": "b2f68a121fabad0499a22636fd5bdc8ad1731f2e",
+	"semaphore_acquire":  "fa1099e40fcf8e78a506a4510debeb320fc984aa",
+	"semaphore_capacity": "2f30b79c4b7683e502569978a191468c8a5adb8f",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
-	"semaphore_release":  "458ed5dee3cdd0c483f95ed0445d55e2e6c10f53",
+	"semaphore_release":  "f8980c1e445e0eea09a899892e7b93783d7fa45f",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
 	"semaphore_split":    "1039f3ae417cb453ed36c0015bd3428f1b73c202",
-	"semaphore_state":    "4589723ab81650c52a643e1ea2d2b4e9d882c4ce",
+	"semaphore_state":    "fbea21029d62633ebeff6f7dcdd2b028b7ee0a2b",
 })
 
 // Preload loads every Lua script of this package on every primary of c's
