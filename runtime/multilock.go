@@ -182,9 +182,10 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 	owner := c.ownerFrom(ctx)
 	// The longest registration TTL of the locks (waitTTL: a release
 	// passes over a waiter whose client went away where it can tell, so
-	// that an entry lasts LiveRegistryTTL there). The waiter refreshes
-	// its own entry, every third of it while the lock that blocks it is
-	// held.
+	// that an entry lasts LiveRegistryTTL there). The waiter's client
+	// keeps its entry "<owner> m" at the lock that blocks it registered,
+	// in its group of waiters there (refresher), as a Lock's: a waiting
+	// multi-lock costs nothing per second of its own.
 	reg := time.Duration(0)
 	for _, l := range m.locks {
 		if wait != 0 {
@@ -199,9 +200,14 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 	if wait == 0 {
 		return nil, m.notObtained(blocked, ErrNotObtained)
 	}
-	registered, sleep := err == nil, refresh(ttl, reg)
-	if err != nil { // transient: the wait rides it out
-		sleep = retryBackoff(0)
+	// r: the entry at the lock that blocks it (nil until an attempt
+	// registered it: the first failed transiently, and the wait rides
+	// it out).
+	var r *registration
+	sleep := retryBackoff(0)
+	if err == nil {
+		r = m.locks[blocked].registration(owner+" m", reg, ttl)
+		sleep = c.waitSleep(r)
 	}
 	deadline := time.Now().Add(wait)
 	for {
@@ -213,24 +219,27 @@ func (m *MultiLock) acquireAtomic(ctx context.Context, wait time.Duration, os []
 		}
 		at, moved := blocked, false
 		var tryErr error
-		err = c.waitFor(ctx, w, waitObject{name: m.locks[at].def.Name, key: m.locks[at].key, tried: tried}, m.locks[at].waitChannel(), owner, registered, sleep, func(string) (bool, time.Duration, error) {
+		obj := waitObject{name: m.locks[at].def.Name, key: m.locks[at].key, reg: r, tried: tried}
+		err = c.waitFor(ctx, w, obj, m.locks[at].waitChannel(), owner, r != nil, sleep, func(string) (bool, time.Duration, error) {
 			var b int
 			tried = time.Now()
 			ml, b, ttl, tryErr = m.attempt(ctx, owner, os, reg, at+1)
 			switch {
 			case ml != nil || tryErr != nil:
 				return ml != nil, 0, tryErr
-			case b != at:
-				// Another lock blocks it now (and registered it there):
-				// wait on that one's channel.
+			case b != at || r == nil:
+				// Another lock blocks it now (and registered it there),
+				// or it is registered now: wait on that lock's channel,
+				// its entry kept by the client.
 				blocked, moved = b, true
 				return false, 0, errMoved
 			}
-			return false, refresh(ttl, reg), nil
+			return false, sleep, nil
 		})
 		switch {
 		case moved:
-			registered, sleep = true, refresh(ttl, reg)
+			r = m.locks[blocked].registration(owner+" m", reg, ttl)
+			sleep = c.waitSleep(r)
 		case err == nil:
 			return ml, nil
 		case err == tryErr:

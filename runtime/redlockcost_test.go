@@ -130,8 +130,9 @@ func TestRedLockHerdCost(t *testing.T) {
 }
 
 // TestSelfRefreshingWaitCost: the waiters that refresh their own entries
-// (a RedLock's on each node, an atomic multi-lock's at the lock that
-// blocks it) keep them for LiveRegistryTTL where a release passes over a
+// (a RedLock's on each node; an atomic multi-lock's at the lock that
+// blocks it until its client's group of waiters took that over:
+// TestMultiLockWaitersShareRefresh) keep them for LiveRegistryTTL where a release passes over a
 // waiter whose client went away (every node here is a single primary),
 // so that a waiter held up by a long hold sends one attempt per node
 // every 10 s, not one every RegistryTTL/3 (333 ms: 18 commands a second
@@ -244,5 +245,65 @@ func TestRedLockMinorityFreeWaitCost(t *testing.T) {
 		}
 	case <-time.After(lockrt.LiveRegistryTTL / 3):
 		t.Fatalf("the waiter did not get the lock within %v of the release", lockrt.LiveRegistryTTL/3)
+	}
+}
+
+// TestMultiLockWaitersShareRefresh: the waits of an atomic multi-lock
+// are refreshed by their client, one registry_refresh per object for all
+// its waiters there, as a Lock's: 10 multi-lock waits on one client
+// blocked at one lock cost one script per refresh period (WaiterTTL/3:
+// 200 ms here), not one per waiter (each refreshed its own entry before:
+// about 100 scripts in the window). Then the holder's release lets every
+// one of them through in turn.
+func TestMultiLockWaitersShareRefresh(t *testing.T) {
+	t.Parallel()
+	const waiters, window = 10, 2 * time.Second
+	ctx := context.Background()
+	node := redistest.Single(t)
+	b := backend{"own", func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: node.Addr}) }}
+	admin := node.Client()
+	d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+	d.WaiterTTL = 600 * time.Millisecond
+	ka, kb := key(t, "A"), key(t, "B")
+	held, err := newClient(t, b).Lock(d, kb).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, b)
+	m := lockrt.NewMultiLock(c.Lock(d, ka), c.Lock(d, kb))
+	if !m.Atomic() {
+		t.Fatal("not an atomic multi-lock")
+	}
+	done := make(chan error, waiters)
+	for range waiters {
+		go func() {
+			ml, err := m.Lock(ctx)
+			if err == nil {
+				err = ml.Unlock(ctx)
+			}
+			done <- err
+		}()
+	}
+	waitWaiting(t, c, kb, waiters, waiters)
+	resetStats(t, []*redis.Client{admin})
+	time.Sleep(window) // the window counted
+	scripts := commandCalls(t, []*redis.Client{admin}, "evalsha")
+	most := int64(float64(window)/float64(d.WaiterTTL/3)*1.25) + 1 // (a refresh comes up to a tenth early)
+	t.Logf("%d multi-lock waiters on one client: %d scripts in %v", waiters, scripts, window)
+	if scripts > most {
+		t.Errorf("%d scripts in %v, want at most %d (one per refresh period, not per waiter)", scripts, window, most)
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range waiters {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(failAfter):
+			t.Fatal("a multi-lock waiter did not get its locks after the release")
+		}
 	}
 }

@@ -282,16 +282,6 @@ func lastError(err, last error) error {
 	return fmt.Errorf("%w (last attempt: %w)", err, last)
 }
 
-// refresh is how long a registered waiter sleeps at most: until the
-// fallback of pttl, and no longer than a third of its entry's TTL (reg,
-// or RegistryTTL when 0), so that it refreshes the entry in time.
-func refresh(pttl, reg time.Duration) time.Duration {
-	if reg <= 0 {
-		reg = RegistryTTL
-	}
-	return min(fallback(pttl), reg/3)
-}
-
 // fallback is how long a waiter sleeps when no release message comes: the
 // holder's remaining lease (the key expires then), or a second for a key
 // without a TTL that someone else wrote.

@@ -143,8 +143,10 @@ type refreshCase struct {
 // registry keys' PTTL, the queue's head (LINDEX) and the hold's PTTL: 6
 // commands with the EVALSHA; the keys' two PEXPIREs only when they have
 // less than the TTL left, about once a TTL per object), for every kind
-// of lock with a registry; an atomic multi-lock's waiter refreshes its
-// entry itself (its acquire's refresh path, 5). Each waiter here
+// of lock with a registry, and for an atomic multi-lock's waiters at the
+// lock that blocks them (their client refreshes them there as a Lock's;
+// each refreshed its own entry before, with its acquire's refresh path:
+// 5 commands per waiter). Each waiter here
 // is on a client of its own. At the default WaiterTTL
 // (LiveRegistryTTL, 30s) that is one script per client and object every
 // 10s; TestWaitingCostPerClient counts many waiters per client. See
@@ -324,7 +326,7 @@ func refreshCases(t *testing.T) []refreshCase {
 		{lockObject("simple", lockimpl.Simple, false), 6, 0.5, 0},
 		{lockObject("fenced", lockimpl.Fenced, false), 6, 0.5, 0},
 		{lockObject("fair", lockimpl.Fair, false), 6, 0.5, 0},
-		{lockObject("multi", lockimpl.Reentrant, true), 5, 0.5, 0},
+		{lockObject("multi", lockimpl.Reentrant, true), 6, 0.5, 0},
 		// Behind a compact single hold (a writer's, a semaphore's one
 		// permit): the empty holds key, then the hold's field and TTL
 		// (HEXISTS, PTTL).
