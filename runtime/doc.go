@@ -97,8 +97,7 @@
 // clients), all or none, in key order (no deadlock between overlapping
 // multi-locks); its *MultiLease's Context ends when any hold ends. Locks
 // of one Client on one slot, reentrant or simple, are taken and released
-// by one atomic script each (Atomic reports it); their waiters are kept
-// registered by their client, as a Lock's.
+// by one atomic script each (Atomic reports it), waiting as a Lock does.
 //
 // A RedLock is taken on a majority of N independent Redis deployments
 // (the generated NewRedLocks, over a *Quorum): Lock, Unlock and each
