@@ -135,7 +135,8 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	obj := waitObject{name: l.def.Name, key: l.key, reg: l.registration(owner, reg, ttl), tried: trust.sent}
+	obj := waitObject{name: l.def.Name, key: l.key, reg: l.registration(owner, reg, ttl), tried: trust.sent,
+		settled: l.heldByOther(ctx, owner)}
 	sleep := l.c.waitSleep(obj.reg)
 	err = l.c.waitFor(ctx, wait, obj, l.waitChannel(), owner, true, sleep, func(msg string) (bool, time.Duration, error) {
 		var err error
@@ -161,6 +162,24 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 		return nil, err
 	}
 	return le, nil
+}
+
+// heldByOther returns a wait's settled check (waitObject) for a lock
+// whose hold is a string naming its owner first (reentrant, simple,
+// fenced): one GET, true when another owner than owner holds it. Other
+// kinds have none (nil): their waits try again.
+func (l *Lock) heldByOther(ctx context.Context, owner string) func() bool {
+	if l.mode != "" || l.def.Kind == impl.Fair {
+		return nil
+	}
+	return func() bool {
+		v, err := l.c.rdb.Get(ctx, l.key).Result()
+		if err != nil {
+			return false
+		}
+		holder, _, _ := strings.Cut(v, " ")
+		return holder != owner
+	}
 }
 
 // handed returns the lease of a lock a release handed to owner, as msg

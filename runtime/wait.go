@@ -88,6 +88,14 @@ type waitObject struct {
 	// waiter ("all": a forced unlock, a capacity change, a reconnect)
 	// that came after it, before the waiter joined, makes it try at once.
 	tried time.Time
+	// settled, when set, stands for the try after a first subscription
+	// (registered, and a channel was not subscribed yet, so that a release
+	// may have published before it was): it reads the object, one plain
+	// command where a try is a script, and reports whether the waiter may
+	// sleep at once, the object held by another owner (whatever a release
+	// did meanwhile, it handed the object to someone else). Any doubt (a
+	// hold of the waiter's own, none, an error) is false: the try runs.
+	settled func() bool
 }
 
 // waitSource is one channel a wait listens on: channel on c's hub, whose
@@ -113,10 +121,11 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 		wctx, cancel = context.WithTimeout(ctx, wait)
 	}
 	defer cancel()
-	skip := registered
+	ready := true // every channel was subscribed already
 	for _, s := range srcs {
-		skip = skip && s.c.hub.Ready(s.channel)
+		ready = ready && s.c.hub.Ready(s.channel)
 	}
+	skip := registered && ready
 	subs, err := subscribeAll(wctx, srcs)
 	if err != nil {
 		return waitError(ctx, err)
@@ -128,6 +137,9 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 		if skip && !obj.tried.IsZero() && s.c.hub.BroadcastSince(subs[i], obj.tried) {
 			skip = false
 		}
+	}
+	if registered && !ready && obj.settled != nil {
+		skip = obj.settled()
 	}
 	if obj.join != nil {
 		defer obj.join(signal)()

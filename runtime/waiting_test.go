@@ -387,8 +387,9 @@ func handedOver(t *testing.T, rdb *redis.Client, holder, waiter *lockrt.Client, 
 // hub's linger of one second before), costs no SUBSCRIBE and no second
 // attempt once subscribed: the holder's Lock, the waiter's one attempt
 // and the holder's Unlock (two scripts: the fast path's, then the
-// hand-off), 4 scripts. With the channel gone it is 5 scripts and a
-// SUBSCRIBE.
+// hand-off), 4 scripts. With the channel gone it is a SUBSCRIBE and a
+// GET more (TestFirstWaitReadsInsteadOfTrying; 5 scripts and a SUBSCRIBE
+// before the GET stood for the attempt after subscribing).
 func TestLingeringChannelSkipsSecondAttempt(t *testing.T) {
 	t.Parallel()
 	node, b := countedNode(t)
@@ -411,5 +412,44 @@ func TestLingeringChannelSkipsSecondAttempt(t *testing.T) {
 	}
 	if err := le.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFirstWaitReadsInsteadOfTrying: a client's first wait on a channel
+// it had not subscribed (a new client here; on a cluster, every object
+// has its own) used to try again once the subscription was confirmed,
+// since a release may have published before it: a script. It now reads
+// the lock instead (one GET) and sleeps at once when another owner holds
+// it, so a wait handed the lock costs the waiter's one attempt and the
+// holder's Unlock (two scripts: the fast path's, then the hand-off): 3
+// scripts, where it was 4. On a single node and a 3-primary cluster.
+func TestFirstWaitReadsInsteadOfTrying(t *testing.T) {
+	t.Parallel()
+	for _, dep := range countedDeployments(t) {
+		t.Run(dep.b.name, func(t *testing.T) {
+			ctx := context.Background()
+			holder, waiter := newClient(t, dep.b), newClient(t, dep.b)
+			d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+			k := key(t)
+			le, err := holder.Lock(d, k).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resetStats(t, dep.nodes)
+			got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
+			waitWaiting(t, waiter, k, 1, 1)
+			if err := le.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if le = <-got; le == nil {
+				t.Fatal("the waiter did not get the lock")
+			}
+			if n := commandCalls(t, dep.nodes, "evalsha"); n != 3 {
+				t.Errorf("%d scripts for a first wait handed the lock, want 3 (no attempt after subscribing)", n)
+			}
+			if err := le.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
