@@ -135,8 +135,8 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	if wait == 0 {
 		return nil, ErrNotObtained
 	}
-	obj := waitObject{name: l.def.Name, key: l.key, reg: l.registration(owner, reg, ttl), tried: trust.sent,
-		settled: l.heldByOther(ctx, owner)}
+	obj := waitObject{name: l.def.Name, key: l.key, reg: l.registration(owner, reg, ttl), tried: trust.sent}
+	obj.settled = l.heldByOther(ctx, owner, obj.reg)
 	sleep := l.c.waitSleep(obj.reg)
 	err = l.c.waitFor(ctx, wait, obj, l.waitChannel(), owner, true, sleep, func(msg string) (bool, time.Duration, error) {
 		var err error
@@ -164,20 +164,30 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	return le, nil
 }
 
-// heldByOther returns a wait's settled check (waitObject) for a lock
-// whose hold is a string naming its owner first (reentrant, simple,
-// fenced): one GET, true when another owner than owner holds it. Other
-// kinds have none (nil): their waits try again.
-func (l *Lock) heldByOther(ctx context.Context, owner string) func() bool {
+// heldByOther returns a wait's settled check (waitObject) for the waiter
+// r of a lock whose hold is a string naming its owner first (reentrant,
+// simple, fenced): a GET of the lock and a ZSCORE of r's member in the
+// registry, in one round trip; true when another owner holds the lock
+// and r is still registered (a release passes over a waiter whose
+// channel had no subscriber yet, taking it out of the registry: then it
+// must try again, to register). Other kinds have none (nil): their waits
+// try again.
+func (l *Lock) heldByOther(ctx context.Context, owner string, r *registration) func() bool {
 	if l.mode != "" || l.def.Kind == impl.Fair {
 		return nil
 	}
 	return func() bool {
-		v, err := l.c.rdb.Get(ctx, l.key).Result()
-		if err != nil {
+		var get *redis.StringCmd
+		var score *redis.FloatCmd
+		_, _ = l.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			get = p.Get(ctx, l.key)
+			score = p.ZScore(ctx, r.reg.Waiters, r.member)
+			return nil
+		})
+		if get.Err() != nil || score.Err() != nil { // (redis.Nil: no hold, or not registered)
 			return false
 		}
-		holder, _, _ := strings.Cut(v, " ")
+		holder, _, _ := strings.Cut(get.Val(), " ")
 		return holder != owner
 	}
 }
