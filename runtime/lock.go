@@ -165,26 +165,40 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 }
 
 // heldByOther returns a wait's settled check (waitObject) for the waiter
-// r of a lock whose hold is a string naming its owner first (reentrant,
-// simple, fenced): a GET of the lock and a ZSCORE of r's member in the
-// registry, in one round trip; true when another owner holds the lock
-// and r is still registered (a release passes over a waiter whose
-// channel had no subscriber yet, taking it out of the registry: then it
-// must try again, to register). Other kinds have none (nil): their waits
-// try again.
+// r: true when another owner holds the lock and r is still registered (a
+// release passes over a waiter whose channel had no subscriber yet,
+// taking it out of the registry: then it must try again, to register).
+// One round trip: for a lock whose hold is a string naming its owner
+// first (reentrant, simple, fenced), a GET of it and a ZSCORE of r's
+// member; for a fair lock, whose hold is a hash of its owner's holds, an
+// EXISTS and an HEXISTS of owner instead of the GET. A read-write lock's
+// has none (nil): its waits try again.
 func (l *Lock) heldByOther(ctx context.Context, owner string, r *registration) func() bool {
-	if l.mode != "" || l.def.Kind == impl.Fair {
+	if l.mode != "" {
 		return nil
 	}
+	fair := l.def.Kind == impl.Fair
 	return func() bool {
 		var get *redis.StringCmd
+		var held *redis.IntCmd
+		var mine *redis.BoolCmd
 		var score *redis.FloatCmd
 		_, _ = l.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			get = p.Get(ctx, l.key)
+			if fair {
+				held, mine = p.Exists(ctx, l.key), p.HExists(ctx, l.key, owner)
+			} else {
+				get = p.Get(ctx, l.key)
+			}
 			score = p.ZScore(ctx, r.reg.Waiters, r.member)
 			return nil
 		})
-		if get.Err() != nil || score.Err() != nil { // (redis.Nil: no hold, or not registered)
+		if score.Err() != nil { // (redis.Nil: not registered)
+			return false
+		}
+		if fair {
+			return held.Err() == nil && mine.Err() == nil && held.Val() == 1 && !mine.Val()
+		}
+		if get.Err() != nil { // (redis.Nil: no hold)
 			return false
 		}
 		holder, _, _ := strings.Cut(get.Val(), " ")

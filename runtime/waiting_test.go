@@ -454,47 +454,53 @@ func (h *firstWaitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // the lock and its own registration instead (a GET and a ZSCORE in one
 // round trip) and sleeps at once when another owner holds the lock and
 // it is still registered: one attempt before the release, where it was
-// two. The release then hands it the lock. On a single node and a
-// 3-primary cluster.
+// two. The release then hands it the lock. For a reentrant lock (a
+// string hold: GET) and a fair lock (a hash: EXISTS and HEXISTS), on a
+// single node and a 3-primary cluster.
 func TestFirstWaitReadsInsteadOfTrying(t *testing.T) {
 	t.Parallel()
-	for _, dep := range countedDeployments(t) {
-		t.Run(dep.b.name, func(t *testing.T) {
-			ctx := context.Background()
-			d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
-			h := &firstWaitHook{sha: d.Scripts.Acquire.SHA1, checked: make(chan struct{}, 1)}
-			rdb := dep.b.new()
-			rdb.AddHook(h)
-			waiter := lockrt.New(rdb)
-			t.Cleanup(func() {
-				waiter.Close()
-				rdb.Close()
-			})
-			holder := newClient(t, dep.b)
-			k := key(t)
-			le, err := holder.Lock(d, k).Lock(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
-			select {
-			case <-h.checked:
-			case <-time.After(failAfter):
-				t.Fatal("the first wait never read the lock and its registration")
-			}
-			if n := h.attempts.Load(); n != 1 {
-				t.Errorf("%d attempts before the release, want 1 (none after subscribing)", n)
-			}
-			if err := le.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if le = <-got; le == nil {
-				t.Fatal("the waiter did not get the lock")
-			}
-			if err := le.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-		})
+	deps := countedDeployments(t)
+	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Fair} {
+		for _, dep := range deps {
+			t.Run(kind.String()+"/"+dep.b.name, func(t *testing.T) { testFirstWaitReads(t, dep, kind) })
+		}
+	}
+}
+
+func testFirstWaitReads(t *testing.T, dep counted, kind lockrt.LockKind) {
+	ctx := context.Background()
+	d := def(t, kind, 30*time.Second, true, time.Minute)
+	h := &firstWaitHook{sha: d.Scripts.Acquire.SHA1, checked: make(chan struct{}, 1)}
+	rdb := dep.b.new()
+	rdb.AddHook(h)
+	waiter := lockrt.New(rdb)
+	t.Cleanup(func() {
+		waiter.Close()
+		rdb.Close()
+	})
+	holder := newClient(t, dep.b)
+	k := key(t)
+	le, err := holder.Lock(d, k).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
+	select {
+	case <-h.checked:
+	case <-time.After(failAfter):
+		t.Fatal("the first wait never read the lock and its registration")
+	}
+	if n := h.attempts.Load(); n != 1 {
+		t.Errorf("%d attempts before the release, want 1 (none after subscribing)", n)
+	}
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if le = <-got; le == nil {
+		t.Fatal("the waiter did not get the lock")
+	}
+	if err := le.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -550,12 +556,22 @@ func (h *gateFirstAttempt) signal() {
 // so it tries again and queues; the next release hands it the lock at
 // once. A check of the holder alone let it sleep unregistered until its
 // client's refresh, LiveRegistryTTL/3 later (a herd of 64 clients on a
-// cluster left most of them unserved in its first round).
+// cluster left most of them unserved in its first round). For a
+// reentrant and a fair lock.
 func TestPassedOverBeforeSubscribing(t *testing.T) {
 	t.Parallel()
+	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Fair} {
+		t.Run(kind.String(), func(t *testing.T) {
+			t.Parallel()
+			testPassedOverBeforeSubscribing(t, kind)
+		})
+	}
+}
+
+func testPassedOverBeforeSubscribing(t *testing.T, kind lockrt.LockKind) {
 	ctx := context.Background()
 	b := backends()[0]
-	d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+	d := def(t, kind, 30*time.Second, true, time.Minute)
 	k := key(t)
 	h := &gateFirstAttempt{sha: d.Scripts.Acquire.SHA1, ran: make(chan struct{}), release: make(chan struct{}), checked: make(chan struct{}, 1)}
 	rdb := b.new()
