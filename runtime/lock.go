@@ -171,7 +171,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 // One round trip: for a lock whose hold is a string naming its owner
 // first (reentrant, simple, fenced), a GET of it and a ZSCORE of r's
 // member; for a fair lock, whose hold is a hash of its owner's holds, an
-// EXISTS and an HEXISTS of owner instead of the GET. A read-write lock's
+// HLEN and an HEXISTS of owner instead of the GET. A read-write lock's
 // has none (nil): its waits try again.
 func (l *Lock) heldByOther(ctx context.Context, owner string, r *registration) func() bool {
 	if l.mode != "" {
@@ -185,7 +185,7 @@ func (l *Lock) heldByOther(ctx context.Context, owner string, r *registration) f
 		var score *redis.FloatCmd
 		_, _ = l.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			if fair {
-				held, mine = p.Exists(ctx, l.key), p.HExists(ctx, l.key, owner)
+				held, mine = p.HLen(ctx, l.key), p.HExists(ctx, l.key, owner)
 			} else {
 				get = p.Get(ctx, l.key)
 			}
@@ -196,7 +196,7 @@ func (l *Lock) heldByOther(ctx context.Context, owner string, r *registration) f
 			return false
 		}
 		if fair {
-			return held.Err() == nil && mine.Err() == nil && held.Val() == 1 && !mine.Val()
+			return held.Err() == nil && mine.Err() == nil && held.Val() > 0 && !mine.Val()
 		}
 		if get.Err() != nil { // (redis.Nil: no hold)
 			return false

@@ -455,7 +455,7 @@ func (h *firstWaitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // round trip) and sleeps at once when another owner holds the lock and
 // it is still registered: one attempt before the release, where it was
 // two. The release then hands it the lock. For a reentrant lock (a
-// string hold: GET) and a fair lock (a hash: EXISTS and HEXISTS), on a
+// string hold: GET) and a fair lock (a hash: HLEN and HEXISTS), on a
 // single node and a 3-primary cluster.
 func TestFirstWaitReadsInsteadOfTrying(t *testing.T) {
 	t.Parallel()
