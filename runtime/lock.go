@@ -136,7 +136,7 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 		return nil, ErrNotObtained
 	}
 	obj := waitObject{name: l.def.Name, key: l.key, reg: l.registration(owner, reg, ttl), tried: trust.sent}
-	obj.settled = l.heldByOther(ctx, owner, obj.reg)
+	obj.settled = l.heldByOther(owner, obj.reg)
 	sleep := l.c.waitSleep(obj.reg)
 	err = l.c.waitFor(ctx, wait, obj, l.waitChannel(), owner, true, sleep, func(msg string) (bool, time.Duration, error) {
 		var err error
@@ -173,12 +173,12 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 // member; for a fair lock, whose hold is a hash of its owner's holds, an
 // HLEN and an HEXISTS of owner instead of the GET. A read-write lock's
 // has none (nil): its waits try again.
-func (l *Lock) heldByOther(ctx context.Context, owner string, r *registration) func() bool {
+func (l *Lock) heldByOther(owner string, r *registration) func(ctx context.Context) bool {
 	if l.mode != "" {
 		return nil
 	}
 	fair := l.def.Kind == impl.Fair
-	return func() bool {
+	return func(ctx context.Context) bool {
 		var get *redis.StringCmd
 		var held *redis.IntCmd
 		var mine *redis.BoolCmd

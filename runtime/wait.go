@@ -90,12 +90,15 @@ type waitObject struct {
 	tried time.Time
 	// settled, when set, stands for the try after a first subscription
 	// (registered, and a channel was not subscribed yet, so that a release
-	// may have published before it was): it reads the object, one plain
-	// command where a try is a script, and reports whether the waiter may
-	// sleep at once, the object held by another owner (whatever a release
-	// did meanwhile, it handed the object to someone else). Any doubt (a
-	// hold of the waiter's own, none, an error) is false: the try runs.
-	settled func() bool
+	// may have published before it was): it reads the object and the
+	// waiter's entry (plain commands in one round trip, where a try is a
+	// script), within ctx (the wait's), and reports whether the waiter
+	// may sleep at once: the object held by another owner and the waiter
+	// still registered (whatever a release did meanwhile, it handed the
+	// object to someone else and left the waiter queued). Any doubt (a
+	// hold of the waiter's own, none, no entry, an error) is false: the
+	// try runs.
+	settled func(ctx context.Context) bool
 }
 
 // waitSource is one channel a wait listens on: channel on c's hub, whose
@@ -139,7 +142,7 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 		}
 	}
 	if registered && !ready && obj.settled != nil {
-		skip = obj.settled()
+		skip = obj.settled(wctx)
 	}
 	if obj.join != nil {
 		defer obj.join(signal)()
