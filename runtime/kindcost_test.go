@@ -195,9 +195,10 @@ func TestHandOffCommands(t *testing.T) {
 // TestRegistrationCommands counts, from INFO commandstats of a node of
 // its own, what a waiter's registration costs for the registry keys'
 // lifetime: the first waiter's makes the keys and sets both TTLs (two
-// PEXPIREs, to twice the registration TTL); a second waiter's, and its
-// attempt again once subscribed, find the keys living longer than their
-// TTL and only read it (a PTTL each), where each set both TTLs before.
+// PEXPIREs, to twice the registration TTL); a second waiter's finds the
+// keys living longer than their TTL and only reads it (a PTTL), where it
+// set both TTLs before (and its attempt again once subscribed, before a
+// read of the lock stood for that attempt, set them again).
 func TestRegistrationCommands(t *testing.T) {
 	t.Parallel()
 	node, b := countedNode(t)
