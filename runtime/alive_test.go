@@ -19,14 +19,7 @@ import (
 // countedClient returns a client on b whose commands are counted.
 func countedClient(t *testing.T, b backend) (*lockrt.Client, *redistest.Counter) {
 	h := redistest.NewCounter()
-	rdb := b.new()
-	rdb.AddHook(h)
-	c := lockrt.New(rdb)
-	t.Cleanup(func() {
-		c.Close()
-		rdb.Close()
-	})
-	return c, h
+	return hookedClient(t, b, h), h
 }
 
 // holdLock takes the lock k of d (a read-write lock's write side) on c
@@ -558,13 +551,7 @@ func TestGroupRefreshesDoNotOverlap(t *testing.T) {
 	b := backends()[0]
 	holder := newClient(t, b)
 	gate := &refreshGate{sha: script(t, "registry_refresh").SHA1, started: make(chan struct{}, 16), release: make(chan struct{})}
-	rdb := b.new()
-	rdb.AddHook(gate)
-	waiter := lockrt.New(rdb)
-	t.Cleanup(func() {
-		waiter.Close()
-		rdb.Close()
-	})
+	waiter := hookedClient(t, b, gate)
 	admin := b.new()
 	t.Cleanup(func() { admin.Close() })
 	d, k := def(t, lockrt.Reentrant, 6*time.Second, true, 3*time.Minute), key(t)

@@ -79,7 +79,15 @@ func eachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 // newClient returns a runtime client over a new connection to b, closed
 // when the test ends.
 func newClient(t testing.TB, b backend) *lockrt.Client {
+	return hookedClient(t, b)
+}
+
+// hookedClient is newClient over a go-redis client with hooks added.
+func hookedClient(t testing.TB, b backend, hooks ...redis.Hook) *lockrt.Client {
 	rdb := b.new()
+	for _, h := range hooks {
+		rdb.AddHook(h)
+	}
 	c := lockrt.New(rdb)
 	t.Cleanup(func() {
 		c.Close()

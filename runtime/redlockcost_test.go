@@ -167,20 +167,8 @@ func TestSelfRefreshingWaitCost(t *testing.T) {
 	})
 	t.Run("multilock", func(t *testing.T) {
 		t.Parallel()
-		node := redistest.Single(t)
-		b := backend{"own", func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: node.Addr}) }}
-		admin := node.Client()
 		d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
-		ka, kb := key(t, "A"), key(t, "B")
-		held, err := newClient(t, b).Lock(d, kb).Lock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := newClient(t, b)
-		m := lockrt.NewMultiLock(c.Lock(d, ka), c.Lock(d, kb))
-		if !m.Atomic() {
-			t.Fatal("not an atomic multi-lock")
-		}
+		admin, held, c, m, kb := blockedMultiLock(t, d)
 		got := inBackground(t, func() (*lockrt.MultiLease, error) { return m.Lock(ctx) })
 		waitWaiting(t, c, kb, 1, 1)
 		resetStats(t, []*redis.Client{admin})
@@ -259,21 +247,9 @@ func TestMultiLockWaitersShareRefresh(t *testing.T) {
 	t.Parallel()
 	const waiters, window = 10, 2 * time.Second
 	ctx := context.Background()
-	node := redistest.Single(t)
-	b := backend{"own", func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: node.Addr}) }}
-	admin := node.Client()
 	d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
 	d.WaiterTTL = 600 * time.Millisecond
-	ka, kb := key(t, "A"), key(t, "B")
-	held, err := newClient(t, b).Lock(d, kb).Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(t, b)
-	m := lockrt.NewMultiLock(c.Lock(d, ka), c.Lock(d, kb))
-	if !m.Atomic() {
-		t.Fatal("not an atomic multi-lock")
-	}
+	admin, held, c, m, kb := blockedMultiLock(t, d)
 	done := make(chan error, waiters)
 	for range waiters {
 		go func() {
@@ -306,4 +282,25 @@ func TestMultiLockWaitersShareRefresh(t *testing.T) {
 			t.Fatal("a multi-lock waiter did not get its locks after the release")
 		}
 	}
+}
+
+// blockedMultiLock starts a node of the test's own and returns its admin
+// client, the lease of another client on lock B of d, and an atomic
+// multi-lock over locks A and B of d on client c, blocked at B (its key
+// kb) until that lease is released.
+func blockedMultiLock(t *testing.T, d *lockrt.LockDef) (admin *redis.Client, held *lockrt.Lease, c *lockrt.Client, m *lockrt.MultiLock, kb string) {
+	t.Helper()
+	node := redistest.Single(t)
+	b := backend{"own", func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: node.Addr}) }}
+	ka, kb := key(t, "A"), key(t, "B")
+	held, err := newClient(t, b).Lock(d, kb).Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = newClient(t, b)
+	m = lockrt.NewMultiLock(c.Lock(d, ka), c.Lock(d, kb))
+	if !m.Atomic() {
+		t.Fatal("not an atomic multi-lock")
+	}
+	return node.Client(), held, c, m, kb
 }

@@ -415,35 +415,59 @@ func TestLingeringChannelSkipsSecondAttempt(t *testing.T) {
 	}
 }
 
-// firstWaitHook counts a client's EVALSHAs of one script and tells when
-// the client sends a pipeline holding a ZSCORE (a wait's settled check).
-type firstWaitHook struct {
+// lookHook watches a client's looks at one lock while it waits: it
+// counts its attempts (EVALSHAs of the acquire script, sha), holds the
+// first one (after Redis ran it) until gate is closed when gate is set,
+// and signals looked at every later look: an attempt, a GET, or a
+// pipeline with a ZSCORE (a wait's read after a first subscription).
+type lookHook struct {
 	sha      string
+	gate     chan struct{} // nil: the first attempt is not held
+	ran      chan struct{} // closed once the first attempt ran
+	looked   chan struct{}
 	attempts atomic.Int32
-	checked  chan struct{}
 }
 
-func (h *firstWaitHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *firstWaitHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func newLookHook(sha string, gated bool) *lookHook {
+	h := &lookHook{sha: sha, ran: make(chan struct{}), looked: make(chan struct{}, 1)}
+	if gated {
+		h.gate = make(chan struct{})
+	}
+	return h
+}
+
+func (h *lookHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *lookHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); len(args) > 1 && args[0] == "evalsha" && args[1] == h.sha {
-			h.attempts.Add(1)
+		err := next(ctx, cmd)
+		args := cmd.Args()
+		switch attempt := len(args) > 1 && args[0] == "evalsha" && args[1] == h.sha; {
+		case attempt && h.attempts.Add(1) == 1:
+			close(h.ran)
+			if h.gate != nil {
+				<-h.gate
+			}
+		case attempt || cmd.Name() == "get":
+			h.look()
 		}
-		return next(ctx, cmd)
+		return err
 	}
 }
-func (h *firstWaitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *lookHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, c := range cmds {
 			if c.Name() == "zscore" {
-				select {
-				case h.checked <- struct{}{}:
-				default:
-				}
+				h.look()
 			}
 		}
 		return err
+	}
+}
+func (h *lookHook) look() {
+	select {
+	case h.looked <- struct{}{}:
+	default:
 	}
 }
 
@@ -470,14 +494,8 @@ func TestFirstWaitReadsInsteadOfTrying(t *testing.T) {
 func testFirstWaitReads(t *testing.T, dep counted, kind lockrt.LockKind) {
 	ctx := context.Background()
 	d := def(t, kind, 30*time.Second, true, time.Minute)
-	h := &firstWaitHook{sha: d.Scripts.Acquire.SHA1, checked: make(chan struct{}, 1)}
-	rdb := dep.b.new()
-	rdb.AddHook(h)
-	waiter := lockrt.New(rdb)
-	t.Cleanup(func() {
-		waiter.Close()
-		rdb.Close()
-	})
+	h := newLookHook(d.Scripts.Acquire.SHA1, false)
+	waiter := hookedClient(t, dep.b, h)
 	holder := newClient(t, dep.b)
 	k := key(t)
 	le, err := holder.Lock(d, k).Lock(ctx)
@@ -486,9 +504,9 @@ func testFirstWaitReads(t *testing.T, dep counted, kind lockrt.LockKind) {
 	}
 	got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
 	select {
-	case <-h.checked:
+	case <-h.looked:
 	case <-time.After(failAfter):
-		t.Fatal("the first wait never read the lock and its registration")
+		t.Fatal("the first wait never looked at the lock again after subscribing")
 	}
 	if n := h.attempts.Load(); n != 1 {
 		t.Errorf("%d attempts before the release, want 1 (none after subscribing)", n)
@@ -501,50 +519,6 @@ func testFirstWaitReads(t *testing.T, dep counted, kind lockrt.LockKind) {
 	}
 	if err := le.Unlock(ctx); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// gateFirstAttempt is a hook that holds a client's first EVALSHA of one
-// script (after Redis ran it) until release is closed, and tells when the
-// client looks at the lock again afterwards (the script again, a GET, or
-// a pipeline with a ZSCORE: a wait's settled check).
-type gateFirstAttempt struct {
-	sha          string
-	ran, release chan struct{}
-	checked      chan struct{}
-	first        atomic.Bool
-}
-
-func (h *gateFirstAttempt) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *gateFirstAttempt) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		attempt := len(cmd.Args()) > 1 && cmd.Args()[0] == "evalsha" && cmd.Args()[1] == h.sha
-		switch {
-		case attempt && h.first.CompareAndSwap(false, true):
-			close(h.ran)
-			<-h.release
-		case attempt || cmd.Name() == "get":
-			h.signal()
-		}
-		return err
-	}
-}
-func (h *gateFirstAttempt) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		for _, c := range cmds {
-			if c.Name() == "zscore" {
-				h.signal()
-			}
-		}
-		return err
-	}
-}
-func (h *gateFirstAttempt) signal() {
-	select {
-	case h.checked <- struct{}{}:
-	default:
 	}
 }
 
@@ -573,14 +547,8 @@ func testPassedOverBeforeSubscribing(t *testing.T, kind lockrt.LockKind) {
 	b := backends()[0]
 	d := def(t, kind, 30*time.Second, true, time.Minute)
 	k := key(t)
-	h := &gateFirstAttempt{sha: d.Scripts.Acquire.SHA1, ran: make(chan struct{}), release: make(chan struct{}), checked: make(chan struct{}, 1)}
-	rdb := b.new()
-	rdb.AddHook(h)
-	w := lockrt.New(rdb)
-	t.Cleanup(func() {
-		w.Close()
-		rdb.Close()
-	})
+	h := newLookHook(d.Scripts.Acquire.SHA1, true)
+	w := hookedClient(t, b, h)
 	holder, x := newClient(t, b), newClient(t, b)
 	le, err := holder.Lock(d, k).Lock(ctx)
 	if err != nil {
@@ -603,9 +571,9 @@ func testPassedOverBeforeSubscribing(t *testing.T, kind lockrt.LockKind) {
 	case <-time.After(failAfter):
 		t.Fatal("x was not handed the lock")
 	}
-	close(h.release)
+	close(h.gate)
 	select {
-	case <-h.checked:
+	case <-h.looked:
 	case <-time.After(failAfter):
 		t.Fatal("w never looked at the lock again after subscribing")
 	}
