@@ -241,3 +241,84 @@ func TestRegistrationCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSemaphoreLeaveCommands counts, from INFO commandstats of a node of
+// its own, what a semaphore waiter that gives up costs. With nothing
+// free, its leave is one script that takes its entry out (HMGET, ZREM,
+// LREM), and reads neither the clock nor the registry's deadlines: it
+// used to make the hand-off's purge too (TIME, ZRANGEBYSCORE), and a ZREM
+// of a hold it never had, though nobody behind it could proceed. With a
+// permit free, a leaver at the head of the queue still hands it to the
+// waiter behind, which it blocked.
+func TestSemaphoreLeaveCommands(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	rdb := node.Client()
+	nodes := []*redis.Client{rdb}
+	ctx := context.Background()
+	d := semDef(t, 2, 30*time.Second, true, time.Minute)
+	d.WaiterTTL = time.Minute // no refresh within the test
+	k := key(t)
+	preloadSem(t, b, d)
+	// wait starts an Acquire of n permits on c, and returns its cancel and
+	// its error (nil once it got them and gave them back).
+	wait := func(c *lockrt.Client, n int) (context.CancelFunc, <-chan error) {
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			p, err := c.Semaphore(d, k).Acquire(wctx, n)
+			if err == nil {
+				err = p.Release(ctx)
+			}
+			done <- err
+		}()
+		return cancel, done
+	}
+	p, err := newClient(t, b).Semaphore(d, k).Acquire(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, b)
+	cancel, done := wait(c, 1)
+	// Registered by its first attempt, it sleeps once subscribed (its
+	// client's channel, subscribed already: no second attempt).
+	waitWaiting(t, c, k, 1, 1)
+	resetStats(t, nodes)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the waiter's Acquire: %v, want context.Canceled", err)
+	}
+	waitQueued(t, rdb, k, 0)
+	for cmd, want := range map[string]int64{"evalsha": 1, "hmget": 1, "zrem": 1, "lrem": 1, "time": 0, "zrangebyscore": 0} {
+		if n := commandCalls(t, nodes, cmd); n != want {
+			t.Errorf("%d %s in a leave with nothing free, want %d", n, strings.ToUpper(cmd), want)
+		}
+	}
+	if got := allCalls(t, nodes) - commandCalls(t, nodes, "llen"); got != 4 { // (LLEN: waitQueued's)
+		t.Errorf("%d commands in a leave with nothing free, want 4", got)
+	}
+
+	// One permit free: a waiter for both blocks one for one behind it
+	// (a newcomer does not pass a waiter the free permits do not
+	// satisfy) until it leaves.
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = newClient(t, b).Semaphore(d, k).Acquire(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	cancelBoth, both := wait(newClient(t, b), 2)
+	waitQueued(t, rdb, k, 1)
+	_, one := wait(newClient(t, b), 1)
+	waitQueued(t, rdb, k, 2)
+	cancelBoth()
+	if err := <-both; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the waiter for both permits: %v, want context.Canceled", err)
+	}
+	if err := <-one; err != nil {
+		t.Fatalf("the waiter behind the leaver: %v, want the free permit", err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

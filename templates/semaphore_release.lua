@@ -57,7 +57,8 @@ if c[5] == owner then
   -- The owner's compact single hold with waiters registered (see sem).
   n, used = 1, 0
   redis.call('hdel', counts, owner, 's')
-elseif redis.call('zrem', holds, owner) == 1 then
+elseif (leaving == '0' or c[1]) and redis.call('zrem', holds, owner) == 1 then
+  -- (A waiter that leaves holding nothing has no count: no ZREM.)
   n = tonumber(c[1]) or 0
   used = used - n
   redis.call('hdel', counts, owner)
@@ -75,8 +76,14 @@ if not c[3] then
 end
 -- Holds that ran out still count here: the waiters' next attempt or
 -- refresh (due by the earliest hold's deadline) evicts them.
-local now = now_ms()
 local capacity, stored = sem_capacity(KEYS[3], c[4], ARGV[4])
+if n < 0 and used >= capacity then
+  -- A waiter left holding nothing, and nothing is free: nobody behind it
+  -- can proceed (sem_hand_on would stop at once), and the dead are left
+  -- for the next hand-off's purge. A leave is then HMGET, ZREM, LREM.
+  return n
+end
+local now = now_ms()
 -- On a semaphore of one permit whose only hold this was, the waiter it
 -- is handed to gets it as the compact single hold (see sem).
 local one = capacity == 1 and used == 0

@@ -254,7 +254,7 @@ var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"semaphore_acquire":  "fa1099e40fcf8e78a506a4510debeb320fc984aa",
 	"semaphore_capacity": "2f30b79c4b7683e502569978a191468c8a5adb8f",
 	"semaphore_lease":    "cd40bc1ea38ee42fdd52c975252eda059dc380bb",
-	"semaphore_release":  "f8980c1e445e0eea09a899892e7b93783d7fa45f",
+	"semaphore_release":  "46246239233cee75e2107753bf282d9ec88fc937",
 	"semaphore_renew":    "2b5b748c8f33fe41897c77988653593b90d23a7f",
 	"semaphore_split":    "1039f3ae417cb453ed36c0015bd3428f1b73c202",
 	"semaphore_state":    "fbea21029d62633ebeff6f7dcdd2b028b7ee0a2b",
