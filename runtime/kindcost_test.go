@@ -278,11 +278,15 @@ func TestSemaphoreLeaveCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, b)
-	cancel, done := wait(c, 1)
-	// Registered by its first attempt, it sleeps once subscribed (its
-	// client's channel, subscribed already: no second attempt).
-	waitWaiting(t, c, k, 1, 1)
+	h := newLookHook(d.Scripts.Acquire.SHA1, false)
+	cancel, done := wait(hookedClient(t, b, h), 1)
+	// Registered by its first attempt, it reads the permits held once
+	// subscribed, and sleeps.
+	select {
+	case <-h.looked:
+	case <-time.After(failAfter):
+		t.Fatal("the waiter never looked at the semaphore after subscribing")
+	}
 	resetStats(t, nodes)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -164,46 +165,43 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, o acquireOptions
 	return le, nil
 }
 
-// heldByOther returns a wait's settled check (waitObject) for the waiter
-// r: true when another owner holds the lock and r is still registered (a
-// release passes over a waiter whose channel had no subscriber yet,
-// taking it out of the registry: then it must try again, to register).
-// One round trip: for a lock whose hold is a string naming its owner
-// first (reentrant, simple, fenced), a GET of it and a ZSCORE of r's
-// member; for a fair lock, whose hold is a hash of its owner's holds, an
-// HLEN and an HEXISTS of owner instead of the GET. A read-write lock's
-// has none (nil): its waits try again.
+// heldByOther returns a wait's settled check (waitObject, settledBy) for
+// the waiter r of owner: true when another owner's hold is in its way.
+// For a lock whose hold is a string naming its owner first (reentrant,
+// simple, fenced), a GET of it; for a fair lock, whose hold is a hash of
+// its owner's holds (and "s", the compact hold's mark), an HKEYS that
+// finds another owner's field; for either side of
+// a read-write lock, an HGET of its hash's writer: another owner's write
+// hold blocks both sides (readers alone in a writer's way take more than
+// one read to tell: the wait tries again).
 func (l *Lock) heldByOther(owner string, r *registration) func(ctx context.Context) bool {
-	if l.mode != "" {
-		return nil
-	}
-	fair := l.def.Kind == impl.Fair
-	return func(ctx context.Context) bool {
-		var get *redis.StringCmd
-		var held *redis.IntCmd
-		var mine *redis.BoolCmd
-		var score *redis.FloatCmd
-		_, _ = l.c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			if fair {
-				held, mine = p.HLen(ctx, l.key), p.HExists(ctx, l.key, owner)
-			} else {
-				get = p.Get(ctx, l.key)
+	var read func(ctx context.Context, p redis.Pipeliner) func() bool
+	switch {
+	case l.mode != "":
+		read = func(ctx context.Context, p redis.Pipeliner) func() bool {
+			w := p.HGet(ctx, r.reg.Single, "writer")
+			return func() bool { return w.Err() == nil && w.Val() != owner }
+		}
+	case l.def.Kind == impl.Fair:
+		read = func(ctx context.Context, p redis.Pipeliner) func() bool {
+			fields := p.HKeys(ctx, l.key)
+			return func() bool {
+				return fields.Err() == nil && slices.ContainsFunc(fields.Val(), func(f string) bool { return f != owner && f != "s" })
 			}
-			score = p.ZScore(ctx, r.reg.Waiters, r.member)
-			return nil
-		})
-		if score.Err() != nil { // (redis.Nil: not registered)
-			return false
 		}
-		if fair {
-			return held.Err() == nil && mine.Err() == nil && held.Val() > 0 && !mine.Val()
+	default:
+		read = func(ctx context.Context, p redis.Pipeliner) func() bool {
+			get := p.Get(ctx, l.key)
+			return func() bool {
+				if get.Err() != nil { // (redis.Nil: no hold)
+					return false
+				}
+				holder, _, _ := strings.Cut(get.Val(), " ")
+				return holder != owner
+			}
 		}
-		if get.Err() != nil { // (redis.Nil: no hold)
-			return false
-		}
-		holder, _, _ := strings.Cut(get.Val(), " ")
-		return holder != owner
 	}
+	return l.c.settledBy(r, read)
 }
 
 // handed returns the lease of a lock a release handed to owner, as msg

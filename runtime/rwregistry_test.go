@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -504,42 +503,13 @@ func TestShardedPubSubRWSemaphoreMigration(t *testing.T) {
 	}
 }
 
-// holdReply holds back the reply of a client's first call of the script
-// sha (which has run in Redis by then) until release is closed; reached
-// is closed when it does, and second when the second call's reply came.
-type holdReply struct {
-	sha                      string
-	reached, release, second chan struct{}
-	calls                    atomic.Int32
-}
-
-func (h *holdReply) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *holdReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if args := cmd.Args(); len(args) > 1 && args[0] == "evalsha" && args[1] == h.sha {
-			switch h.calls.Add(1) {
-			case 1:
-				close(h.reached)
-				<-h.release
-			case 2:
-				close(h.second)
-			}
-		}
-		return err
-	}
-}
-func (h *holdReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // TestRWForcedWaitersFlagged: ForceUnlock deletes the lock hash with the
 // flag that says waiters are registered, and wakes them ("all"); the
 // writer that takes the lock then, with a reader still queued, flags it
 // again, so that its release hands the lock on to that reader. The
 // reader's wake-up comes after the writer took the lock (its first
-// attempt's reply is held back until then): its attempt only refreshes
-// its entry behind the writer. Before, nothing flagged it, and it
+// attempt's reply is held back until then): its look after subscribing
+// finds the writer's hold and its own entry, and it sleeps. Before, nothing flagged it, and it
 // learned of the release at its next refresh, LiveRegistryTTL/3 later
 // (TestRWForceUnlockHandsOn failed so on a loaded machine).
 func TestRWForcedWaitersFlagged(t *testing.T) {
@@ -564,7 +534,7 @@ func TestRWForcedWaitersFlagged(t *testing.T) {
 		}()
 		waitRegistered(t, op.Redis(), k, 1)
 		rdb := b.new()
-		h := &holdReply{sha: d.Scripts.Acquire.SHA1, reached: make(chan struct{}), release: make(chan struct{}), second: make(chan struct{})}
+		h := newLookHook(d.Scripts.Acquire.SHA1, true)
 		rdb.AddHook(h)
 		rc := lockrt.New(rdb)
 		t.Cleanup(func() {
@@ -579,7 +549,7 @@ func TestRWForcedWaitersFlagged(t *testing.T) {
 			}
 			read <- err
 		}()
-		<-h.reached // the reader is registered, not subscribed
+		<-h.ran // the reader is registered, not subscribed
 		if held, err := op.RWLock(d, k).ForceUnlock(ctx); err != nil || !held {
 			t.Fatalf("ForceUnlock = %v, %v", held, err)
 		}
@@ -587,11 +557,11 @@ func TestRWForcedWaitersFlagged(t *testing.T) {
 		if !ok {
 			return
 		}
-		close(h.release)
-		// The reader subscribes, tries (a refresh: the writer holds), and
-		// waits.
+		close(h.gate)
+		// The reader subscribes, looks (the writer holds, and it is still
+		// registered), and waits.
 		select {
-		case <-h.second:
+		case <-h.looked:
 		case <-time.After(failAfter):
 			t.Fatal("the reader did not try again")
 		}

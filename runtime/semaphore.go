@@ -179,6 +179,44 @@ func noPermit(err error) error {
 	return &noPermitError{err}
 }
 
+// heldByOthers returns a wait's settled check (waitObject, settledBy)
+// for the waiter r of n permits: true when the permits held leave fewer
+// than n free of the capacity, n being within it. One HMGET of the
+// counts' total and their cache of the capacity key ("c": what the
+// contended scripts last read there, 0 for none, which every capacity
+// change drops; "e" for a capacity that expires, read every time by the
+// scripts); with no usable cache the wait tries. The total counts holds
+// whose lease ran out until a script evicts them: the waiter's refresh,
+// due when the earliest hold runs out, does.
+func (s *Semaphore) heldByOthers(n int, r *registration) func(ctx context.Context) bool {
+	return s.c.settledBy(r, func(ctx context.Context, p redis.Pipeliner) func() bool {
+		counts := p.HMGet(ctx, r.reg.Single, "*", "c")
+		return func() bool {
+			v := counts.Val()
+			if counts.Err() != nil || len(v) != 2 {
+				return false
+			}
+			held, _ := v[0].(string)
+			cached, _ := v[1].(string)
+			used, err := strconv.Atoi(held)
+			if err != nil {
+				return false
+			}
+			capacity, err := strconv.Atoi(cached)
+			if err != nil {
+				return false
+			}
+			if capacity == 0 {
+				capacity = s.def.Permits
+			}
+			// (A request above the capacity tries: the capacity fell
+			// below it, and the waiter may have missed the message
+			// that says so.)
+			return n <= capacity && used+n > capacity
+		}
+	})
+}
+
 // noPermitError is a failed wait for permits: it matches ErrNoPermit and
 // whatever the wait's error matches.
 type noPermitError struct{ err error }
@@ -218,6 +256,7 @@ func (s *Semaphore) acquireWait(ctx context.Context, n int, wait time.Duration, 
 	obj := waitObject{name: s.def.Name, key: s.key, reg: &registration{
 		reg: rdb.Registry{Hold: k[0], Queue: k[3], Waiters: k[4], Deadlines: true, Single: k[1], Watch: "P"}, ttl: reg, member: owner + " " + strconv.Itoa(n), pttl: next,
 		short: s.def.Lease <= 2*HandoffLease, fixed: !s.def.Renew}, tried: trust.sent}
+	obj.settled = s.heldByOthers(n, obj.reg)
 	sleep := s.c.waitSleep(obj.reg)
 	err = s.c.waitFor(ctx, wait, obj, s.waitChannel(), owner, true, sleep, func(msg string) (bool, time.Duration, error) {
 		var err error

@@ -177,6 +177,49 @@ func TestSemaphoreCapacityWait(t *testing.T) {
 	})
 }
 
+// TestCapacityFellBeforeSubscribing: a waiter for 2 permits registers,
+// and before its channel is subscribed an operator lowers the capacity
+// to 1: the message that tells it reaches nobody. Its look after
+// subscribing (which stands for a second attempt: see
+// TestFirstWaitReadsInsteadOfTrying) finds its request above the
+// capacity, so it tries, and fails with ErrTooManyPermits at once,
+// where sleeping would have held it until its client's refresh.
+func TestCapacityFellBeforeSubscribing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		d := semDef(t, 3, 30*time.Second, true, time.Minute)
+		k := key(t)
+		s := newClient(t, b).Semaphore(d, k)
+		p, err := s.Acquire(ctx, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newLookHook(d.Scripts.Acquire.SHA1, true)
+		w := hookedClient(t, b, h)
+		got := make(chan error, 1)
+		go func() {
+			_, err := w.Semaphore(d, k).Acquire(ctx, 2)
+			got <- err
+		}()
+		<-h.ran // registered, its channel not subscribed
+		if err := s.SetPermits(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		close(h.gate)
+		select {
+		case err := <-got:
+			if !errors.Is(err, lockrt.ErrTooManyPermits) {
+				t.Fatalf("the waiter for 2 when the capacity fell to 1: %v, want ErrTooManyPermits", err)
+			}
+		case <-time.After(lockrt.LiveRegistryTTL / 6):
+			t.Fatal("the waiter for 2 was not told that the capacity fell to 1")
+		}
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestSemaphoreAcquireEach: AcquireEach(3) holds three permits, each
 // released alone: after one Release one permit is free (a waiter gets
 // it), after the others none is held. A split whose reply was lost

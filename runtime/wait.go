@@ -101,6 +101,26 @@ type waitObject struct {
 	settled func(ctx context.Context) bool
 }
 
+// settledBy returns a wait's settled check (waitObject) for the waiter
+// r: one round trip, a pipeline of what read adds (a read of the object's
+// holds) and a ZSCORE of r's member. It reports true when r is still
+// registered and the function read returned, given the replies, says that
+// a hold in r's way is left. (A release passes over a waiter whose
+// channel had no subscriber yet, taking it out of the registry: then it
+// must try again, to register.)
+func (c *Client) settledBy(r *registration, read func(ctx context.Context, p redis.Pipeliner) (blocked func() bool)) func(ctx context.Context) bool {
+	return func(ctx context.Context) bool {
+		var blocked func() bool
+		var score *redis.FloatCmd
+		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			blocked = read(ctx, p)
+			score = p.ZScore(ctx, r.reg.Waiters, r.member)
+			return nil
+		})
+		return score.Err() == nil && blocked() // (redis.Nil: not registered)
+	}
+}
+
 // waitSource is one channel a wait listens on: channel on c's hub, whose
 // messages naming owner are for this waiter.
 type waitSource struct {

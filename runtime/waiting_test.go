@@ -475,50 +475,99 @@ func (h *lookHook) look() {
 // it had not subscribed (a new client here; on a cluster, every object
 // has its own) used to try again once the subscription was confirmed,
 // since a release may have published before it: a script. It now reads
-// the lock and its own registration instead (a GET and a ZSCORE in one
-// round trip) and sleeps at once when another owner holds the lock and
-// it is still registered: one attempt before the release, where it was
-// two. The release then hands it the lock. For a reentrant lock (a
-// string hold: GET) and a fair lock (a hash: HLEN and HEXISTS), on a
-// single node and a 3-primary cluster.
+// the object's holds and its own registration instead (plain reads and
+// a ZSCORE, in one round trip) and sleeps at once when a hold of
+// another's is in its way and it is still registered: one attempt
+// before the release, where it was two. The release then hands it the
+// lock or the permit. For a reentrant lock (a string hold: GET), a fair
+// lock (a hash: HKEYS), either side of a read-write lock behind a writer
+// (HGET of its writer) and a semaphore (HMGET of the permits held and
+// the cached capacity), on a single node and a 3-primary cluster.
 func TestFirstWaitReadsInsteadOfTrying(t *testing.T) {
 	t.Parallel()
 	deps := countedDeployments(t)
-	for _, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Fair} {
+	locked := func(l func(c *lockrt.Client, k string) *lockrt.Lock) func(c *lockrt.Client, k string) (func(context.Context) error, error) {
+		return func(c *lockrt.Client, k string) (func(context.Context) error, error) {
+			le, err := l(c, k).Lock(context.Background())
+			if err != nil {
+				return nil, err
+			}
+			return le.Unlock, nil
+		}
+	}
+	lockOf := func(kind lockrt.LockKind) (string, func(c *lockrt.Client, k string) *lockrt.Lock) {
+		d := def(t, kind, 30*time.Second, true, time.Minute)
+		return d.Scripts.Acquire.SHA1, func(c *lockrt.Client, k string) *lockrt.Lock { return c.Lock(d, k) }
+	}
+	rw := def(t, lockrt.ReadWrite, 30*time.Second, true, time.Minute)
+	sem := semDef(t, 1, 30*time.Second, true, time.Minute)
+	type take = func(c *lockrt.Client, k string) (func(context.Context) error, error)
+	cases := []struct {
+		name        string
+		sha         string
+		hold, waits take
+	}{
+		{name: "reentrant"}, {name: "fair"},
+		{name: "write", sha: rw.Scripts.Acquire.SHA1,
+			hold: locked(func(c *lockrt.Client, k string) *lockrt.Lock { return c.RWLock(rw, k).Write() })},
+		{name: "read", sha: rw.Scripts.Acquire.SHA1,
+			hold:  locked(func(c *lockrt.Client, k string) *lockrt.Lock { return c.RWLock(rw, k).Write() }),
+			waits: locked(func(c *lockrt.Client, k string) *lockrt.Lock { return c.RWLock(rw, k).Read() })},
+		{name: "semaphore", sha: sem.Scripts.Acquire.SHA1, hold: func(c *lockrt.Client, k string) (func(context.Context) error, error) {
+			p, err := c.Semaphore(sem, k).Acquire(context.Background(), 1)
+			if err != nil {
+				return nil, err
+			}
+			return p.Release, nil
+		}},
+	}
+	for i, kind := range []lockrt.LockKind{lockrt.Reentrant, lockrt.Fair} {
+		sha, l := lockOf(kind)
+		cases[i].sha, cases[i].hold = sha, locked(l)
+	}
+	for _, tc := range cases {
+		if tc.waits == nil {
+			tc.waits = tc.hold
+		}
 		for _, dep := range deps {
-			t.Run(kind.String()+"/"+dep.b.name, func(t *testing.T) { testFirstWaitReads(t, dep, kind) })
+			t.Run(tc.name+"/"+dep.b.name, func(t *testing.T) { testFirstWaitReads(t, dep, tc.sha, tc.hold, tc.waits) })
 		}
 	}
 }
 
-func testFirstWaitReads(t *testing.T, dep counted, kind lockrt.LockKind) {
+// testFirstWaitReads is TestFirstWaitReadsInsteadOfTrying on dep: hold
+// takes the object for a holder, waits for the waiter, whose attempts are
+// the acquire script sha's.
+func testFirstWaitReads(t *testing.T, dep counted, sha string, hold, waits func(c *lockrt.Client, k string) (func(context.Context) error, error)) {
 	ctx := context.Background()
-	d := def(t, kind, 30*time.Second, true, time.Minute)
-	h := newLookHook(d.Scripts.Acquire.SHA1, false)
+	h := newLookHook(sha, false)
 	waiter := hookedClient(t, dep.b, h)
-	holder := newClient(t, dep.b)
 	k := key(t)
-	le, err := holder.Lock(d, k).Lock(ctx)
+	release, err := hold(newClient(t, dep.b), k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := inBackground(t, func() (*lockrt.Lease, error) { return waiter.Lock(d, k).Lock(ctx) })
+	got := make(chan error, 1)
+	go func() {
+		release, err := waits(waiter, k)
+		if err == nil {
+			err = release(ctx)
+		}
+		got <- err
+	}()
 	select {
 	case <-h.looked:
 	case <-time.After(failAfter):
-		t.Fatal("the first wait never looked at the lock again after subscribing")
+		t.Fatal("the first wait never looked at the object again after subscribing")
 	}
 	if n := h.attempts.Load(); n != 1 {
 		t.Errorf("%d attempts before the release, want 1 (none after subscribing)", n)
 	}
-	if err := le.Unlock(ctx); err != nil {
+	if err := release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if le = <-got; le == nil {
-		t.Fatal("the waiter did not get the lock")
-	}
-	if err := le.Unlock(ctx); err != nil {
-		t.Fatal(err)
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter: %v", err)
 	}
 }
 
