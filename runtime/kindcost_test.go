@@ -287,20 +287,7 @@ func TestSemaphoreLeaveCommands(t *testing.T) {
 	case <-time.After(failAfter):
 		t.Fatal("the waiter never looked at the semaphore after subscribing")
 	}
-	resetStats(t, nodes)
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("the waiter's Acquire: %v, want context.Canceled", err)
-	}
-	waitQueued(t, rdb, k, 0)
-	for cmd, want := range map[string]int64{"evalsha": 1, "hmget": 1, "zrem": 1, "lrem": 1, "time": 0, "zrangebyscore": 0} {
-		if n := commandCalls(t, nodes, cmd); n != want {
-			t.Errorf("%d %s in a leave with nothing free, want %d", n, strings.ToUpper(cmd), want)
-		}
-	}
-	if got := allCalls(t, nodes) - commandCalls(t, nodes, "llen"); got != 4 { // (LLEN: waitQueued's)
-		t.Errorf("%d commands in a leave with nothing free, want 4", got)
-	}
+	leaveCounted(t, nodes, k, cancel, done, map[string]int64{"evalsha": 1, "hmget": 1, "zrem": 1, "lrem": 1, "time": 0, "zrangebyscore": 0}, 4)
 
 	// One permit free: a waiter for both blocks one for one behind it
 	// (a newcomer does not pass a waiter the free permits do not
@@ -323,6 +310,66 @@ func TestSemaphoreLeaveCommands(t *testing.T) {
 		t.Fatalf("the waiter behind the leaver: %v, want the free permit", err)
 	}
 	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leaveCounted cancels the wait of a waiter of k that is asleep already
+// (cancel, and done, its error), waits until it left k's queue, and
+// checks what the node ran meanwhile: each command of want as many
+// times, and total commands in all.
+func leaveCounted(t *testing.T, nodes []*redis.Client, k string, cancel context.CancelFunc, done <-chan error, want map[string]int64, total int64) {
+	t.Helper()
+	resetStats(t, nodes)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the waiter: %v, want context.Canceled", err)
+	}
+	waitQueued(t, nodes[0], k, 0)
+	for cmd, n := range want {
+		if got := commandCalls(t, nodes, cmd); got != n {
+			t.Errorf("%d %s in a leave, want %d", got, strings.ToUpper(cmd), n)
+		}
+	}
+	if got := allCalls(t, nodes) - commandCalls(t, nodes, "llen"); got != total { // (LLEN: waitQueued's)
+		t.Errorf("%d commands in a leave, want %d", got, total)
+	}
+}
+
+// TestFairLeaveCommands counts, from INFO commandstats of a node of its
+// own, what a fair lock's waiter that gives up costs: one script that
+// takes its entry out (ZREM, LREM), 3 commands with the EVALSHA. A
+// waiter still registered holds nothing (whatever hands it the lock
+// takes it out of the registry), so the leave no longer reads the lock's
+// hash first (an HMGET: 4 commands before).
+func TestFairLeaveCommands(t *testing.T) {
+	t.Parallel()
+	node, b := countedNode(t)
+	nodes := []*redis.Client{node.Client()}
+	ctx := context.Background()
+	d := def(t, lockrt.Fair, 30*time.Second, true, time.Minute)
+	d.WaiterTTL = time.Minute // no refresh within the test
+	k := key(t)
+	preloadLock(t, b, d)
+	le, err := newClient(t, b).Lock(d, k).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newLookHook(d.Scripts.Acquire.SHA1, false)
+	w := hookedClient(t, b, h)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Lock(d, k).Lock(wctx)
+		done <- err
+	}()
+	select {
+	case <-h.looked:
+	case <-time.After(failAfter):
+		t.Fatal("the waiter never looked at the lock after subscribing")
+	}
+	leaveCounted(t, nodes, k, cancel, done, map[string]int64{"evalsha": 1, "zrem": 1, "lrem": 1, "hmget": 0}, 3)
+	if err := le.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -21,6 +21,14 @@
 --   held (the lease is restarted), or 0 when released. The waiter handed
 --   the lock gets "<waiter>" on its client's channel.
 local lock, owner = KEYS[1], ARGV[1]
+-- A waiter that leaves while still registered holds nothing: a release
+-- that hands it the lock, or its own attempt that takes it, takes it out
+-- of the registry in the same call. Its entry goes, and nothing else is
+-- read (a resend finds it gone, and answers -1 below as well).
+if ARGV[6] == '1' and KEYS[3] and redis.call('zrem', KEYS[3], owner) == 1 then
+  redis.call('lrem', KEYS[2], 1, owner)
+  return -1
+end
 local state = redis.call('hmget', lock, owner, 's')
 -- The uncontended fast path runs before the registry's functions are
 -- defined: the last hold of an owner whose first the acquire's fast path

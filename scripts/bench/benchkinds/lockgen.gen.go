@@ -102,7 +102,7 @@ var readwriteLockScripts = lockgenScripts.Locks(lockimpl.ReadWrite)
 var lockgenScripts = lockimpl.Pin(lockimpl.Pins{
 	"fair_acquire":      "754e1636d7e6dc736a2a567103a6f5fb302dbdf0",
 	"fair_force_unlock": "45f9fafe53da9ba1fb47bb76ab7bb7b23c2caf81",
-	"fair_release":      "07fe397f178a1070e646c0e3b9b24d9a961575a3",
+	"fair_release":      "8edf38bc8d4c72a4e60c4060da3494c0b9f5911d",
 	"fair_renew":        "cf6eeb2bd6a4596407b75c985f7f8c5b318971a9",
 	"fenced_acquire":    "713bf6af6f0d55cc26ca00e583d313575716f515",
 	"force_unlock":      "e40b5f314e2e97f3fe256af579759b3938116d34",
