@@ -509,9 +509,10 @@ func TestShardedPubSubRWSemaphoreMigration(t *testing.T) {
 // again, so that its release hands the lock on to that reader. The
 // reader's wake-up comes after the writer took the lock (its first
 // attempt's reply is held back until then): its look after subscribing
-// finds the writer's hold and its own entry, and it sleeps. Before, nothing flagged it, and it
-// learned of the release at its next refresh, LiveRegistryTTL/3 later
-// (TestRWForceUnlockHandsOn failed so on a loaded machine).
+// finds the writer's hold and its own entry, and it sleeps. Before,
+// nothing flagged it, and it learned of the release at its next refresh,
+// LiveRegistryTTL/3 later (TestRWForceUnlockHandsOn failed so on a
+// loaded machine).
 func TestRWForcedWaitersFlagged(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
