@@ -249,10 +249,17 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 	// Wait on the channels of this process on the nodes that answered or
 	// were pending (not those that failed): a release on a
 	// node wakes the longest-waiting waiter registered there, by name.
+	// Each node's client refreshes the entries of its waiters there, all
+	// of them in one call (its group of waiters at the node's registry),
+	// and watches the node's hold: it wakes a waiter whose entry is gone
+	// or whose node's hold ran out, which then tries again.
 	srcs := make([]waitSource, len(live))
+	obj := waitObject{tried: tried, regs: make([]*registration, len(live))}
 	for j, i := range live {
 		c := r.q.nodes[i]
 		srcs[j] = waitSource{c: c, channel: r.channel(c) + ":" + c.id, owner: members[i]}
+		obj.regs[j] = &registration{reg: rdb.Registry{Hold: r.keys[0], Queue: r.keys[1], Waiters: r.keys[2]},
+			ttl: reg, member: members[i], pttl: next.wait, short: r.def.Lease <= 2*HandoffLease, fixed: !r.def.Renew}
 	}
 	// A release reaches the nodes one after the other as they answer:
 	// trying at the first message would find the others still held.
@@ -268,16 +275,16 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 	sleep := func() time.Duration {
 		if !next.split {
 			splits = 0
-			return redSleep(next, reg, 0)
+			return groupedSleep // (the nodes' groups look, and wake it)
 		}
 		notBefore = time.Now().Add(next.wait)
-		d := redSleep(next, reg, splits)
+		d := splitSleep(next, reg, splits)
 		splits++
 		return d
 	}
 	// No EventWaitFallback (waitObject{}): the grace and the split's pause
 	// use the timer too.
-	err = waitOn(ctx, wait, waitObject{tried: tried}, srcs, true, sleep(), func(msgs []string) (bool, time.Duration, error) {
+	err = waitOn(ctx, wait, obj, srcs, true, sleep(), func(msgs []string) (bool, time.Duration, error) {
 		for j, m := range msgs {
 			if m != "" && !seen[j] {
 				seen[j] = true
@@ -320,8 +327,9 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 // registryTTL is how long a waiter of r keeps its place in a node's
 // registry unrefreshed: RedLockDef's WaiterTTL, else LiveRegistryTTL when
 // every node's release can tell a waiter whose client went away (it
-// passes it over: redlock_release), else RegistryTTL. A waiter refreshes
-// its entries every third of it while a node is held (redSleep).
+// passes it over: redlock_release), else RegistryTTL. Each node's client
+// refreshes its waiters' entries there every third of it, all in one
+// call (see Client.joinRefresh).
 func (r *RedLock) registryTTL() time.Duration {
 	if r.def.WaiterTTL > 0 {
 		return r.def.WaiterTTL
@@ -334,11 +342,14 @@ func (r *RedLock) registryTTL() time.Duration {
 	return LiveRegistryTTL
 }
 
-// redSleep is how long a RedLock waiter whose entries last reg sleeps
-// after a failed attempt when no message comes: until a majority of the
-// holder's keys expire, and no longer than reg/3 (refresh). After a
-// split it is the split's pause, grown 4x for each of the splits in a
-// row before this one but the first, up to that same bound.
+// splitSleep is how long a RedLock waiter whose entries last reg sleeps
+// after an attempt that split the nodes (granted some, not a majority)
+// when no message comes: the split's pause, grown 4x for each of the
+// splits in a row before this one but the first, up to when a majority
+// of the keys held elsewhere expire and no longer than reg/3. (After any
+// other failed attempt it sleeps groupedSleep: the groups of waiters of
+// its node clients refresh its entries and watch the nodes' holds, and
+// wake it.)
 //
 // Owners that split the nodes between them go again after a pause or
 // two. An attempt granted in a minority again and again is refused by an
@@ -347,11 +358,8 @@ func (r *RedLock) registryTTL() time.Duration {
 // retrying soon. Backed off, its waiter waits for that owner's release,
 // registered on the nodes that refused it, as any waiter does
 // (TestRedLockMinorityFreeWaitCost: 3 178 scripts in 3 s before).
-func redSleep(next retry, reg time.Duration, splits int) time.Duration {
-	if next.split {
-		return min(next.wait<<(2*min(max(splits-1, 0), 10)), max(next.held, next.wait), reg/3)
-	}
-	return min(next.wait, reg/3)
+func splitSleep(next retry, reg time.Duration, splits int) time.Duration {
+	return min(next.wait<<(2*min(max(splits-1, 0), 10)), max(next.held, next.wait), reg/3)
 }
 
 // retry says when to try again after a failed attempt.

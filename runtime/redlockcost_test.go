@@ -304,3 +304,55 @@ func blockedMultiLock(t *testing.T, d *lockrt.LockDef) (admin *redis.Client, hel
 	}
 	return node.Client(), held, c, m, kb
 }
+
+// TestRedLockWaitersShareRefresh: the waits of a RedLock are refreshed by
+// their node clients, one registry_refresh per node for all the waiters
+// of a client there, as a Lock's: 10 waits on one quorum behind a
+// holder cost each node one script per refresh period (WaiterTTL/3: 200
+// ms here), not one per waiter (each refreshed its entries on every node
+// before: 90 scripts a node in the window). Then the holder's
+// release lets every one of them through in turn.
+func TestRedLockWaitersShareRefresh(t *testing.T) {
+	t.Parallel()
+	const waiters, window = 10, 2 * time.Second
+	ctx := context.Background()
+	nodes, admins, d, k, held := heldRedLock(t)
+	d.WaiterTTL = 600 * time.Millisecond
+	q := quorum(t, nodes)
+	done := make(chan error, waiters)
+	for range waiters {
+		go func() {
+			le, err := q.RedLock(d, k).Lock(ctx)
+			if err == nil {
+				err = le.Unlock(ctx)
+			}
+			done <- err
+		}()
+	}
+	for _, a := range admins {
+		waitQueued(t, a, k, waiters)
+	}
+	resetStats(t, admins)
+	time.Sleep(window)                                             // the window counted
+	most := int64(float64(window)/float64(d.WaiterTTL/3)*1.25) + 1 // (a refresh comes up to a tenth early)
+	for i, a := range admins {
+		scripts := commandCalls(t, []*redis.Client{a}, "evalsha")
+		t.Logf("%d RedLock waiters on one quorum: %d scripts on node %d in %v", waiters, scripts, i, window)
+		if scripts > most {
+			t.Errorf("node %d: %d scripts in %v, want at most %d (one per refresh period, not per waiter)", i, scripts, window, most)
+		}
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range waiters {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(failAfter):
+			t.Fatal("a RedLock waiter did not get the lock after the release")
+		}
+	}
+}

@@ -83,6 +83,10 @@ type waitObject struct {
 	// refreshes its registration (a waiting Take's: takerRefresher) for
 	// as long as the wait lasts, and returns its leave.
 	join func(signal chan struct{}) (leave func())
+	// regs, when set, are the waiter's registrations on each source's
+	// client (nil where it has none), each refreshed, as reg is, by that
+	// client's group of waiters there: a RedLock's, one per node.
+	regs []*registration
 	// tried is when the caller's attempt before the wait was sent, for a
 	// wait that skips its first try (registered): a wake-up of every
 	// waiter ("all": a forced unlock, a capacity change, a reconnect)
@@ -170,6 +174,11 @@ func waitOn(ctx context.Context, wait time.Duration, obj waitObject, srcs []wait
 	if obj.reg != nil {
 		defer srcs[0].c.joinRefresh(obj.reg, signal)()
 		srcs[0].c.sampleClock(obj.reg.reg.Hold) // to tell a hand-off's age
+	}
+	for i, r := range obj.regs {
+		if r != nil {
+			defer srcs[i].c.joinRefresh(r, signal)()
+		}
 	}
 	ok := false
 	defer func() {

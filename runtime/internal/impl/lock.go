@@ -72,8 +72,8 @@ type RedLockDef struct {
 	Renew bool          // renewed on a majority while held
 	Wait  time.Duration // default wait of Lock
 	// WaiterTTL is how long a waiter keeps its place in each node's
-	// waiter registry without a refresh (it refreshes every WaiterTTL/3
-	// while it waits); 0 means LiveRegistryTTL where every node's release
+	// waiter registry without a refresh (its node clients refresh it
+	// every WaiterTTL/3 while it waits); 0 means LiveRegistryTTL where every node's release
 	// can tell a waiter whose client went away, else RegistryTTL.
 	WaiterTTL time.Duration
 	Scripts   *LockScripts
