@@ -808,3 +808,37 @@ func TestRedLockDeadWaiterPassedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRedLockWaiterAfterHolderExpires: a holder that never releases (a
+// fixed lease, its process gone quiet) leaves the waiters to the keys'
+// expiry. No release wakes the waiter, and it sleeps long (its node
+// clients refresh its entries): each node's client watches the node's
+// hold and wakes it once the hold ran out, so it takes the lock about
+// when a majority of the keys expired, far sooner than its entries'
+// refresh (LiveRegistryTTL/3).
+func TestRedLockWaiterAfterHolderExpires(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := redistest.Independent(t, 3)
+	const lease = 2 * time.Second
+	d := redDef(t, lease, false, time.Minute)
+	k := key(t)
+	if _, err := quorum(t, nodes).RedLock(d, k).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got := inBackground(t, func() (*lockrt.RedLockLease, error) { return quorum(t, nodes).RedLock(d, k).Lock(ctx) })
+	const bound = lease + 3*time.Second
+	select {
+	case le := <-got:
+		if le == nil {
+			t.Fatal("the waiter did not get the lock")
+		}
+		t.Logf("the waiter got the lock %v after it started (the lease: %v)", time.Since(start).Round(time.Millisecond), lease)
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("the waiter did not get the lock within %v of the holder's expiry (its refresh comes at %v)", bound-lease, lockrt.LiveRegistryTTL/3)
+	}
+}
