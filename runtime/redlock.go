@@ -275,7 +275,13 @@ func (r *RedLock) acquire(ctx context.Context, wait time.Duration, opts []Acquir
 	sleep := func() time.Duration {
 		if !next.split {
 			splits = 0
-			return groupedSleep // (the nodes' groups look, and wake it)
+			if next.wait <= 2*HandoffLease {
+				// A hand-off's reservation or a hold about to end, which
+				// the groups watch only for a waiter at the head: look
+				// then.
+				return next.wait
+			}
+			return groupedSleep // (the nodes' groups watch the holds, and wake it)
 		}
 		notBefore = time.Now().Add(next.wait)
 		d := splitSleep(next, reg, splits)
@@ -347,9 +353,11 @@ func (r *RedLock) registryTTL() time.Duration {
 // when no message comes: the split's pause, grown 4x for each of the
 // splits in a row before this one but the first, up to when a majority
 // of the keys held elsewhere expire and no longer than reg/3. (After any
-// other failed attempt it sleeps groupedSleep: the groups of waiters of
-// its node clients refresh its entries and watch the nodes' holds, and
-// wake it.)
+// other failed attempt it sleeps until a majority of the keys in its way
+// expire when that is within 2 HandoffLease, a hand-off's reservation for
+// another waiter or a hold about to end; else groupedSleep: the groups of
+// waiters of its node clients refresh its entries and watch the nodes'
+// holds, and wake it.)
 //
 // Owners that split the nodes between them go again after a pause or
 // two. An attempt granted in a minority again and again is refused by an

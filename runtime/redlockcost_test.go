@@ -9,6 +9,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -319,6 +320,15 @@ func TestRedLockWaitersShareRefresh(t *testing.T) {
 	nodes, admins, d, k, held := heldRedLock(t)
 	d.WaiterTTL = 600 * time.Millisecond
 	q := quorum(t, nodes)
+	// A wait that runs out first subscribes the quorum's channels, which
+	// linger: the waiters below find them subscribed, and make no
+	// attempt after subscribing (which would land in the window).
+	if _, err := q.RedLock(d, k).TryLock(ctx, 100*time.Millisecond); !errors.Is(err, lockrt.ErrNotObtained) {
+		t.Fatalf("TryLock behind the holder: %v, want ErrNotObtained", err)
+	}
+	for _, a := range admins {
+		waitQueued(t, a, k, 0) // (its leave)
+	}
 	done := make(chan error, waiters)
 	for range waiters {
 		go func() {
