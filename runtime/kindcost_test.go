@@ -282,11 +282,7 @@ func TestSemaphoreLeaveCommands(t *testing.T) {
 	cancel, done := wait(hookedClient(t, b, h), 1)
 	// Registered by its first attempt, it reads the permits held once
 	// subscribed, and sleeps.
-	select {
-	case <-h.looked:
-	case <-time.After(failAfter):
-		t.Fatal("the waiter never looked at the semaphore after subscribing")
-	}
+	h.waitLook(t, "the waiter never looked at the semaphore after subscribing")
 	leaveCounted(t, nodes, k, cancel, done, map[string]int64{"evalsha": 1, "hmget": 1, "zrem": 1, "lrem": 1, "time": 0, "zrangebyscore": 0}, 4)
 
 	// One permit free: a waiter for both blocks one for one behind it
@@ -363,11 +359,7 @@ func TestFairLeaveCommands(t *testing.T) {
 		_, err := w.Lock(d, k).Lock(wctx)
 		done <- err
 	}()
-	select {
-	case <-h.looked:
-	case <-time.After(failAfter):
-		t.Fatal("the waiter never looked at the lock after subscribing")
-	}
+	h.waitLook(t, "the waiter never looked at the lock after subscribing")
 	leaveCounted(t, nodes, k, cancel, done, map[string]int64{"evalsha": 1, "zrem": 1, "lrem": 1, "hmget": 0}, 3)
 	if err := le.Unlock(ctx); err != nil {
 		t.Fatal(err)

@@ -1390,3 +1390,78 @@ func TestCompactHandoffLostReply(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaveLostReply: a waiter that gives up leaves with the release
+// script (its "leaving" argument); when that call's reply is lost and
+// go-redis sends it again, the second run finds the entry gone and
+// changes nothing. Read from Redis: the registry is empty, the holder
+// still holds, and its release hands the object to nobody. For a fair
+// lock (whose leave takes a registered waiter's entry out without
+// reading the hash) and a semaphore of one permit (whose leave with
+// nothing free hands nothing on).
+func TestLeaveLostReply(t *testing.T) {
+	ctx := context.Background()
+	fair := def(t, lockrt.Fair, 30*time.Second, true, time.Minute)
+	sem := semDef(t, 1, 30*time.Second, true, time.Minute)
+	type take = func(c *lockrt.Client, k string, ctx context.Context) (func(context.Context) error, error)
+	cases := []struct {
+		name    string
+		release string
+		take    take
+		free    func(rdb redis.UniversalClient, k string) bool
+	}{
+		{"fair", fair.Scripts.Release.SHA1, func(c *lockrt.Client, k string, ctx context.Context) (func(context.Context) error, error) {
+			le, err := c.Lock(fair, k).Lock(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return le.Unlock, nil
+		}, func(rdb redis.UniversalClient, k string) bool { return rdb.Exists(ctx, k).Val() == 0 }},
+		{"semaphore", sem.Scripts.Release.SHA1, func(c *lockrt.Client, k string, ctx context.Context) (func(context.Context) error, error) {
+			p, err := c.Semaphore(sem, k).Acquire(ctx, 1)
+			if err != nil {
+				return nil, err
+			}
+			return p.Release, nil
+		}, func(rdb redis.UniversalClient, k string) bool {
+			return rdb.HGet(ctx, keys.Sub(k, "counts"), "*").Val() == ""
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := backends()[0]
+			c, l, rdb := lossyClient(t, b)
+			k := key(t)
+			release, err := tc.take(newClient(t, b), k, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() {
+				_, err := tc.take(c, k, wctx)
+				done <- err
+			}()
+			waitQueued(t, rdb, k, 1)
+			l.lose(tc.release, 1)
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("the waiter: %v, want context.Canceled", err)
+			}
+			waitQueued(t, rdb, k, 0)
+			eventually(t, failAfter, func() bool { return l.left() == 0 }, "the leave's reply was not lost: it did not run the release script")
+			if n := rdb.ZCard(ctx, keys.Sub(k, "waiters")).Val(); n != 0 {
+				t.Errorf("%d entries left in the registry's deadlines, want 0", n)
+			}
+			if tc.free(rdb, k) {
+				t.Fatal("the holder's hold is gone after the waiter's leave")
+			}
+			if err := release(ctx); err != nil {
+				t.Fatalf("the holder's release: %v", err)
+			}
+			if !tc.free(rdb, k) {
+				t.Error("the holder's release handed the object on: to the waiter that left")
+			}
+		})
+	}
+}

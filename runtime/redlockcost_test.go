@@ -273,16 +273,7 @@ func TestMultiLockWaitersShareRefresh(t *testing.T) {
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for range waiters {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(failAfter):
-			t.Fatal("a multi-lock waiter did not get its locks after the release")
-		}
-	}
+	allDone(t, done, waiters, "a multi-lock waiter did not get its locks after the release")
 }
 
 // blockedMultiLock starts a node of the test's own and returns its admin
@@ -355,14 +346,21 @@ func TestRedLockWaitersShareRefresh(t *testing.T) {
 	if err := held.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for range waiters {
+	allDone(t, done, waiters, "a RedLock waiter did not get the lock after the release")
+}
+
+// allDone waits for n results on done, failing the test with the first
+// error, or with msg when one takes longer than failAfter.
+func allDone(t *testing.T, done <-chan error, n int, msg string) {
+	t.Helper()
+	for range n {
 		select {
 		case err := <-done:
 			if err != nil {
 				t.Fatal(err)
 			}
 		case <-time.After(failAfter):
-			t.Fatal("a RedLock waiter did not get the lock after the release")
+			t.Fatal(msg)
 		}
 	}
 }

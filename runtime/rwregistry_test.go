@@ -561,11 +561,7 @@ func TestRWForcedWaitersFlagged(t *testing.T) {
 		close(h.gate)
 		// The reader subscribes, looks (the writer holds, and it is still
 		// registered), and waits.
-		select {
-		case <-h.looked:
-		case <-time.After(failAfter):
-			t.Fatal("the reader did not try again")
-		}
+		h.waitLook(t, "the reader did not look again after subscribing")
 		if err := w.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}

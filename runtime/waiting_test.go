@@ -464,6 +464,18 @@ func (h *lookHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		return err
 	}
 }
+
+// waitLook waits for the next look h signals, and fails the test with
+// msg when none comes within failAfter.
+func (h *lookHook) waitLook(t testing.TB, msg string) {
+	t.Helper()
+	select {
+	case <-h.looked:
+	case <-time.After(failAfter):
+		t.Fatal(msg)
+	}
+}
+
 func (h *lookHook) look() {
 	select {
 	case h.looked <- struct{}{}:
@@ -555,11 +567,7 @@ func testFirstWaitReads(t *testing.T, dep counted, sha string, hold, waits func(
 		}
 		got <- err
 	}()
-	select {
-	case <-h.looked:
-	case <-time.After(failAfter):
-		t.Fatal("the first wait never looked at the object again after subscribing")
-	}
+	h.waitLook(t, "the first wait never looked at the object again after subscribing")
 	if n := h.attempts.Load(); n != 1 {
 		t.Errorf("%d attempts before the release, want 1 (none after subscribing)", n)
 	}
@@ -621,11 +629,7 @@ func testPassedOverBeforeSubscribing(t *testing.T, kind lockrt.LockKind) {
 		t.Fatal("x was not handed the lock")
 	}
 	close(h.gate)
-	select {
-	case <-h.looked:
-	case <-time.After(failAfter):
-		t.Fatal("w never looked at the lock again after subscribing")
-	}
+	h.waitLook(t, "w never looked at the lock again after subscribing")
 	if err := lx.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package otel_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	lockotel "github.com/lockgen/lockgen/adapters/otel"
 	"github.com/lockgen/lockgen/examples/ops/shopops"
 	lockrt "github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 // TestWaitFallbackSpanEvent: a Lock whose holder's key vanishes without a
@@ -35,7 +35,7 @@ func TestWaitFallbackSpanEvent(t *testing.T) {
 		// The waiter: a client of its own, whose scripts are counted.
 		wrdb := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr})
 		defer wrdb.Close()
-		scripts := &scriptCount{}
+		scripts := redistest.NewCounter() // (each command counted once answered)
 		wrdb.AddHook(scripts)
 		rt := lockrt.New(wrdb, lockrt.WithObserver(lockotel.New(e.tp)))
 		defer rt.Close()
@@ -53,7 +53,7 @@ func TestWaitFallbackSpanEvent(t *testing.T) {
 		// timer makes it try again.
 		for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			chans, err := rdb.PubSubChannels(ctx, "*:"+rt.ID()).Result() // a waiter's wake-up channel: <prefix>:<clientID>
-			looked := scripts.looked.Load() || scripts.n.Load() >= 2
+			looked := scripts.Count("zscore") > 0 || scripts.Scripts() >= 2
 			if rdb.Exists(ctx, held.Key()+":queue").Val() == 1 && err == nil && len(chans) > 0 && looked {
 				break
 			}
@@ -84,35 +84,5 @@ func TestWaitFallbackSpanEvent(t *testing.T) {
 	}
 	if len(fallbacks) != 1 || fallbacks["lockgen.Lock Order"] != 1 {
 		t.Errorf("wait-fallback span events by span and object: %v; want one, on the second Lock's span (lockgen.Lock, object Order)", fallbacks)
-	}
-}
-
-// scriptCount counts the scripts a client ran (once they replied), and
-// whether it read a lock and its registration in a pipeline (the ZSCORE
-// of a wait's check after a first subscription).
-type scriptCount struct {
-	n      atomic.Int64
-	looked atomic.Bool
-}
-
-func (h *scriptCount) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *scriptCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if name := cmd.Name(); name == "evalsha" || name == "eval" {
-			h.n.Add(1)
-		}
-		return err
-	}
-}
-func (h *scriptCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		for _, c := range cmds {
-			if c.Name() == "zscore" {
-				h.looked.Store(true)
-			}
-		}
-		return err
 	}
 }

@@ -3,7 +3,6 @@ package prometheus_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,7 +112,7 @@ lockgen_pubsub_resubscribed_total 2
 	// are counted.
 	wrdb := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr})
 	defer wrdb.Close()
-	scripts := &scriptCount{}
+	scripts := redistest.NewCounter() // (each command counted once answered)
 	wrdb.AddHook(scripts)
 	waiter := lockrt.New(wrdb, lockrt.WithObserver(obs))
 	defer waiter.Close()
@@ -131,7 +130,7 @@ lockgen_pubsub_resubscribed_total 2
 	// again.
 	waitUntil("the waiter is queued and subscribed", func() bool {
 		chans, err := rdb.PubSubChannels(ctx, "*:"+waiter.ID()).Result() // a waiter's wake-up channel: <prefix>:<clientID>
-		looked := scripts.looked.Load() || scripts.n.Load() >= 2
+		looked := scripts.Count("zscore") > 0 || scripts.Scripts() >= 2
 		return rdb.Exists(ctx, held.Key()+":queue").Val() == 1 && err == nil && len(chans) > 0 && looked
 	})
 	rdb.Del(ctx, held.Key())
@@ -184,32 +183,4 @@ func labelled(t *testing.T, reg prometheus.Gatherer, name, label, value string) 
 		}
 	}
 	return 0
-}
-
-// scriptCount counts the scripts a client ran (once they replied).
-type scriptCount struct {
-	n      atomic.Int64
-	looked atomic.Bool // a pipeline with a ZSCORE: a wait's check after a first subscription
-}
-
-func (h *scriptCount) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *scriptCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if name := cmd.Name(); name == "evalsha" || name == "eval" {
-			h.n.Add(1)
-		}
-		return err
-	}
-}
-func (h *scriptCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		for _, c := range cmds {
-			if c.Name() == "zscore" {
-				h.looked.Store(true)
-			}
-		}
-		return err
-	}
 }

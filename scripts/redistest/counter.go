@@ -9,9 +9,9 @@ import (
 )
 
 // Counter is a go-redis hook that counts the commands a client sends, by
-// name (a pipeline's one by one): what a client costs, seen from the
-// client (INFO commandstats sees every client of a node, and counts the
-// commands a script runs).
+// name (a pipeline's one by one), each once its reply came (or its call
+// failed): what a client costs, seen from the client (INFO commandstats
+// sees every client of a node, and counts the commands a script runs).
 type Counter struct {
 	mu sync.Mutex
 	n  map[string]int64
@@ -39,6 +39,14 @@ func (h *Counter) Snapshot() map[string]int64 {
 	return m
 }
 
+// Count returns how many commands named name (lower case) were sent so
+// far.
+func (h *Counter) Count(name string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[name]
+}
+
 // Scripts returns the scripts sent so far (EVALSHA and EVAL).
 func (h *Counter) Scripts() int64 {
 	h.mu.Lock()
@@ -62,9 +70,17 @@ func (h *Counter) ScriptsQuiet(d, quiet time.Duration) bool {
 func (h *Counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *Counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.add(cmd); return next(ctx, cmd) }
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.add(cmd)
+		return err
+	}
 }
 
 func (h *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.add(cmds...); return next(ctx, cmds) }
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.add(cmds...)
+		return err
+	}
 }
