@@ -60,6 +60,9 @@ type Hub struct {
 	homing   bool                       // the rehoming goroutine runs
 	closed   bool
 	done     chan struct{}
+	// primed is set once the hub opened a connection to every primary
+	// (sharded mode: prime).
+	primed atomic.Bool
 
 	// OnLost, when set before use, learns of a failed connection and the
 	// channels it subscribes again (the client's observers).
@@ -311,6 +314,9 @@ func (h *Hub) confirmed(ctx context.Context, s *Subscription, expired <-chan tim
 // reached.
 func (h *Hub) route(ctx context.Context, s *Subscription) {
 	addr, node, err := h.owner(ctx, s.channel)
+	if err == nil && node != nil && !h.primed.Swap(true) {
+		h.prime(ctx)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || h.subs[s.channel] != s || s.conn != nil {
@@ -337,9 +343,38 @@ func (h *Hub) owner(ctx context.Context, channel string) (string, *redis.Client,
 	return node.Options().Addr, node, nil
 }
 
-// attach subscribes s on the connection for addr, creating it if needed.
-// h.mu must be held.
-func (h *Hub) attach(s *Subscription, addr string, node *redis.Client) {
+// prime opens the connection to every primary of the cluster that has
+// none yet, when the hub's first sharded channel is routed: a client that
+// waits on one primary will likely wait on the others, and a channel
+// subscribed on a connection that is up is confirmed in one round trip,
+// where a new connection's dial and handshake come first. Until then a
+// release finds no receiver for a waiter that just registered, and passes
+// it over (it registers again: a script more). The cost is an idle
+// connection per primary, which sends nothing (read) until a channel is
+// subscribed on it. The slot map is the client's cached one; prime does
+// nothing when it cannot be had.
+func (h *Hub) prime(ctx context.Context) {
+	var mu sync.Mutex
+	var nodes []*redis.Client
+	_ = h.rdb.(*redis.ClusterClient).ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
+		mu.Lock()
+		nodes = append(nodes, node)
+		mu.Unlock()
+		return nil
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	for _, node := range nodes {
+		h.connTo(node.Options().Addr, node)
+	}
+}
+
+// connTo returns the connection for addr, opening it if needed. h.mu
+// must be held.
+func (h *Hub) connTo(addr string, node *redis.Client) *psConn {
 	pc := h.conns[addr]
 	if pc == nil {
 		pc = &psConn{h: h, addr: addr, node: node, sharded: node != nil,
@@ -349,6 +384,13 @@ func (h *Hub) attach(s *Subscription, addr string, node *redis.Client) {
 		go pc.read()
 		go pc.write()
 	}
+	return pc
+}
+
+// attach subscribes s on the connection for addr, creating it if needed.
+// h.mu must be held.
+func (h *Hub) attach(s *Subscription, addr string, node *redis.Client) {
+	pc := h.connTo(addr, node)
 	s.conn = pc
 	pc.chans[s.channel] = s
 	pc.send(s.channel, true)
