@@ -14,10 +14,9 @@
 // Create one Client per process and Redis deployment with New, over any
 // redis.UniversalClient (a single node, Sentinel, Cluster), and share it.
 // It owns a watchdog goroutine while anything is held and a pub/sub
-// connection once something waits (one per primary of a Redis 7
-// cluster, all opened at its first wait: sharded pub/sub, unless
-// WithClassicPubSub). Close stops both and ends
-// every hold's context with ErrClosed; it does not close the redis client.
+// connection once something waits (sharded, on a Redis 7 cluster: one per
+// primary from its first wait). Close stops both and ends every hold's
+// context with ErrClosed; it does not close the redis client.
 //
 //	rt := lockrt.New(rdb)
 //	defer rt.Close()
