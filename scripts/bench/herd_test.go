@@ -32,11 +32,18 @@ type herdResult struct {
 	commands     int64 // every command Redis ran (inside scripts too), but INFO
 	busPublish   int64 // publish messages a cluster's nodes sent on the bus
 	byCommand    map[string]int64
+	// runEvalsha and runCommands are evalsha and commands up to the nth
+	// acquisition, before the clients still waiting gave up: what the
+	// herd cost while it ran, without the round's end (a waiter whose
+	// context ended leaves the registry: lockgen's leave, a script of
+	// about 4 commands per waiting client).
+	runEvalsha, runCommands int64
 }
 
 // herd runs one goroutine per locker (each on a client of its own), each
 // looping lock, hold, unlock on one lock, until it was taken n times, and
-// counts what Redis ran meanwhile (INFO commandstats, before and after).
+// counts what Redis ran meanwhile (INFO commandstats, before and after;
+// and at the nth acquisition, before the others give up).
 func herd(tb testing.TB, ls []locker, id string, n int, hold time.Duration) (herdResult, error) {
 	return herdCounted(tb, ls, id, n, hold, func() map[string]int64 { return commandStats(tb) })
 }
@@ -54,6 +61,7 @@ func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duratio
 		last      atomic.Int64 // index+1 of the last holder
 		inside    atomic.Int32
 		end       atomic.Int64
+		mid       map[string]int64 // the stats at the nth acquisition
 		mu        sync.Mutex
 		res       = herdResult{perClient: make([]int, len(ls))}
 		errs      = make([]error, len(ls))
@@ -88,6 +96,7 @@ func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duratio
 				}
 				if k == int64(n) {
 					end.Store(int64(now))
+					mid = stats()
 					stop()
 				}
 				time.Sleep(hold)
@@ -105,6 +114,11 @@ func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duratio
 	after := stats()
 	res.acquisitions, res.elapsed = n, time.Duration(end.Load())
 	res.count(before, after)
+	if mid != nil {
+		var run herdResult
+		run.count(before, mid)
+		res.runEvalsha, res.runCommands = run.evalsha, run.commands
+	}
 	return res, errors.Join(errs...)
 }
 
@@ -135,6 +149,7 @@ func (r *herdResult) count(before, after map[string]int64) {
 // herdStats are one run's figures, per acquisition where it says so.
 type herdStats struct {
 	evalsha, commands, p50, p99, selfPct, bus float64 // p50, p99 in µs
+	runEvalsha, runCommands                   float64 // up to the nth acquisition (herdResult)
 	min, max                                  int
 	dist                                      []int // acquisitions per client, fewest first
 }
@@ -168,6 +183,7 @@ func (r herdResult) stats() herdStats {
 	n := float64(r.acquisitions)
 	return herdStats{
 		evalsha: float64(r.evalsha) / n, commands: float64(r.commands) / n,
+		runEvalsha: float64(r.runEvalsha) / n, runCommands: float64(r.runCommands) / n,
 		p50: us(percentile(hs, 50)), p99: us(percentile(hs, 99)),
 		selfPct: 100 * float64(r.self) / n, bus: float64(r.busPublish) / n,
 		min: slices.Min(r.perClient), max: slices.Max(r.perClient),
@@ -301,6 +317,7 @@ func medianStats(runs []herdStats) herdStats {
 	}
 	return herdStats{
 		evalsha: med(func(s herdStats) float64 { return s.evalsha }), commands: med(func(s herdStats) float64 { return s.commands }),
+		runEvalsha: med(func(s herdStats) float64 { return s.runEvalsha }), runCommands: med(func(s herdStats) float64 { return s.runCommands }),
 		p50: med(func(s herdStats) float64 { return s.p50 }), p99: med(func(s herdStats) float64 { return s.p99 }),
 		selfPct: med(func(s herdStats) float64 { return s.selfPct }), bus: med(func(s herdStats) float64 { return s.bus }),
 		min: int(med(func(s herdStats) float64 { return float64(s.min) })), max: int(med(func(s herdStats) float64 { return float64(s.max) })),
@@ -348,14 +365,16 @@ func reportHerd(b *testing.B, what string, names []string, runs [][]herdStats, b
 		name := strings.ReplaceAll(lib, "-", "")
 		b.ReportMetric(m.evalsha, name+"-evalsha/acq")
 		b.ReportMetric(m.commands, name+"-cmds/acq")
+		b.ReportMetric(m.runEvalsha, name+"-run-evalsha/acq")
+		b.ReportMetric(m.runCommands, name+"-run-cmds/acq")
 		b.ReportMetric(m.p99, name+"-p99-µs")
 		busText := ""
 		if bus {
 			b.ReportMetric(m.bus, name+"-bus/acq")
 			busText = fmt.Sprintf("  bus publish/acq %5.2f", m.bus)
 		}
-		b.Logf("%s %-10s evalsha/acq %5.2f  cmds/acq %6.2f%s  hand-off p50 %5.0fµs p99 %6.0fµs  self %4.1f%%  per client min %3d max %4d  (median of %d)",
-			what, lib, m.evalsha, m.commands, busText, m.p50, m.p99, m.selfPct, m.min, m.max, len(runs[i]))
+		b.Logf("%s %-10s evalsha/acq %5.2f  cmds/acq %6.2f  (to the last acquisition %5.2f, %6.2f)%s  hand-off p50 %5.0fµs p99 %6.0fµs  self %4.1f%%  per client min %3d max %4d  (median of %d)",
+			what, lib, m.evalsha, m.commands, m.runEvalsha, m.runCommands, busText, m.p50, m.p99, m.selfPct, m.min, m.max, len(runs[i]))
 		logServed(b, lib, runs[i])
 	}
 }
