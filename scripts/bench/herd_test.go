@@ -61,7 +61,8 @@ func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duratio
 		last      atomic.Int64 // index+1 of the last holder
 		inside    atomic.Int32
 		end       atomic.Int64
-		mid       map[string]int64 // the stats at the nth acquisition
+		nth       = make(chan struct{}) // closed at the nth acquisition
+		snapped   = make(chan struct{}) // closed once the stats were read then
 		mu        sync.Mutex
 		res       = herdResult{perClient: make([]int, len(ls))}
 		errs      = make([]error, len(ls))
@@ -96,7 +97,11 @@ func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duratio
 				}
 				if k == int64(n) {
 					end.Store(int64(now))
-					mid = stats()
+					close(nth) // the test's goroutine reads the stats meanwhile
+					select {
+					case <-snapped:
+					case <-ctx.Done():
+					}
 					stop()
 				}
 				time.Sleep(hold)
@@ -110,7 +115,19 @@ func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duratio
 			}
 		})
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	var mid map[string]int64 // the stats at the nth acquisition
+	select {
+	case <-nth:
+		mid = stats()
+		close(snapped)
+	case <-done: // (an error ended the herd first)
+	}
+	<-done
 	after := stats()
 	res.acquisitions, res.elapsed = n, time.Duration(end.Load())
 	res.count(before, after)
