@@ -81,12 +81,45 @@ func waitQueued(tb testing.TB, rdb *redis.Client, k string, n int64) {
 	}
 }
 
-// refreshWindow waits until waiters owners are queued on k, then counts
-// the scripts and all the commands node runs for window: what the
-// waiters' refreshes cost while the lock stays held.
+// waitRefreshed waits until every waiter queued on k (n of them, each on
+// a client of its own) has subscribed its wake-up channel and has had its
+// entry refreshed once (its deadline moved): by then each wait's start
+// (its subscription, the read after it) is over, and what follows is the
+// refreshes alone.
+func waitRefreshed(tb testing.TB, rdb *redis.Client, k string, n int64) {
+	tb.Helper()
+	ctx := context.Background()
+	first, err := rdb.ZRangeWithScores(ctx, k+":waiters", 0, -1).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var chans []string
+	ok := redistest.Within(30*time.Second, func() bool {
+		chans = rdb.PubSubChannels(ctx, "*").Val()
+		if int64(len(chans)) < n {
+			return false
+		}
+		for _, m := range first {
+			score, err := rdb.ZScore(ctx, k+":waiters", m.Member.(string)).Result()
+			if err != nil || score <= m.Score {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		tb.Fatalf("%s: %d waiters not all subscribed and refreshed once (%d channels)", k, len(first), len(chans))
+	}
+}
+
+// refreshWindow waits until waiters owners are queued on k, subscribed
+// and refreshed once, then counts the scripts and all the commands node
+// runs for window: what the waiters' refreshes cost while the lock stays
+// held.
 func refreshWindow(tb testing.TB, node *redistest.Node, k string, waiters int64, window time.Duration) (scripts, all int64) {
 	rdb := node.Client()
 	waitQueued(tb, rdb, k, waiters)
+	waitRefreshed(tb, rdb, k, waiters)
 	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
 		tb.Fatal(err)
 	}
