@@ -32,18 +32,22 @@ type herdResult struct {
 	commands     int64 // every command Redis ran (inside scripts too), but INFO
 	busPublish   int64 // publish messages a cluster's nodes sent on the bus
 	byCommand    map[string]int64
-	// runEvalsha and runCommands are evalsha and commands up to the nth
-	// acquisition, before the clients still waiting gave up: what the
-	// herd cost while it ran, without the round's end (a waiter whose
-	// context ended leaves the registry: lockgen's leave, a script of
-	// about 4 commands per waiting client).
-	runEvalsha, runCommands int64
+	// steadyEvalsha and steadyCommands are evalsha and commands from the
+	// Nth acquisition (N: the clients; each has made its first attempt by
+	// then and waits its turn) to the nth, over the steadyAcq acquisitions
+	// in between: what an acquisition costs while N clients wait, without
+	// the round's start (each client's first wait on the object: its first
+	// subscription, a read) or its end (the clients still waiting give up:
+	// lockgen's leave, a script of about 4 commands per client). Zero when
+	// n <= N.
+	steadyEvalsha, steadyCommands int64
+	steadyAcq                     int
 }
 
 // herd runs one goroutine per locker (each on a client of its own), each
 // looping lock, hold, unlock on one lock, until it was taken n times, and
 // counts what Redis ran meanwhile (INFO commandstats, before and after;
-// and at the nth acquisition, before the others give up).
+// and at the Nth and the nth acquisitions, for the steady figures).
 func herd(tb testing.TB, ls []locker, id string, n int, hold time.Duration) (herdResult, error) {
 	return herdCounted(tb, ls, id, n, hold, func() map[string]int64 { return commandStats(tb) })
 }
@@ -61,13 +65,21 @@ func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duratio
 		last      atomic.Int64 // index+1 of the last holder
 		inside    atomic.Int32
 		end       atomic.Int64
-		nth       = make(chan struct{}) // closed at the nth acquisition
-		snapped   = make(chan struct{}) // closed once the stats were read then
 		mu        sync.Mutex
 		res       = herdResult{perClient: make([]int, len(ls))}
 		errs      = make([]error, len(ls))
 		wg        sync.WaitGroup
 	)
+	// marks are the acquisitions at which the stats are read, on this
+	// goroutine while that acquisition's holder waits: the Nth and the nth.
+	marks := []int64{int64(len(ls)), int64(n)}
+	if len(ls) >= n {
+		marks = nil
+	}
+	reached, read := make([]chan struct{}, len(marks)), make([]chan struct{}, len(marks))
+	for j := range marks {
+		reached[j], read[j] = make(chan struct{}), make(chan struct{})
+	}
 	for i, l := range ls {
 		wg.Go(func() {
 			for ctx.Err() == nil {
@@ -95,13 +107,17 @@ func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duratio
 					}
 					mu.Unlock()
 				}
+				for j, m := range marks {
+					if k == m {
+						close(reached[j]) // the stats are read meanwhile
+						select {
+						case <-read[j]:
+						case <-ctx.Done():
+						}
+					}
+				}
 				if k == int64(n) {
 					end.Store(int64(now))
-					close(nth) // the test's goroutine reads the stats meanwhile
-					select {
-					case <-snapped:
-					case <-ctx.Done():
-					}
 					stop()
 				}
 				time.Sleep(hold)
@@ -120,21 +136,23 @@ func herdCounted(tb testing.TB, ls []locker, id string, n int, hold time.Duratio
 		wg.Wait()
 		close(done)
 	}()
-	var mid map[string]int64 // the stats at the nth acquisition
-	select {
-	case <-nth:
-		mid = stats()
-		close(snapped)
-	case <-done: // (an error ended the herd first)
+	snaps := make([]map[string]int64, len(marks))
+	for j := range marks {
+		select {
+		case <-reached[j]:
+			snaps[j] = stats()
+			close(read[j])
+		case <-done: // (an error ended the herd first)
+		}
 	}
 	<-done
 	after := stats()
 	res.acquisitions, res.elapsed = n, time.Duration(end.Load())
 	res.count(before, after)
-	if mid != nil {
-		var run herdResult
-		run.count(before, mid)
-		res.runEvalsha, res.runCommands = run.evalsha, run.commands
+	if len(snaps) == 2 && snaps[0] != nil && snaps[1] != nil {
+		var steady herdResult
+		steady.count(snaps[0], snaps[1])
+		res.steadyEvalsha, res.steadyCommands, res.steadyAcq = steady.evalsha, steady.commands, n-len(ls)
 	}
 	return res, errors.Join(errs...)
 }
@@ -166,7 +184,7 @@ func (r *herdResult) count(before, after map[string]int64) {
 // herdStats are one run's figures, per acquisition where it says so.
 type herdStats struct {
 	evalsha, commands, p50, p99, selfPct, bus float64 // p50, p99 in µs
-	runEvalsha, runCommands                   float64 // up to the nth acquisition (herdResult)
+	steadyEvalsha, steadyCommands             float64 // from the Nth acquisition to the nth (herdResult)
 	min, max                                  int
 	dist                                      []int // acquisitions per client, fewest first
 }
@@ -193,6 +211,15 @@ func (r herdResult) perCommand() string {
 	return strings.TrimSpace(sb.String())
 }
 
+// perAcq is x per acquisition over acq acquisitions (0 for none).
+func perAcq(x int64, acq int) float64 {
+	if acq == 0 {
+		return 0
+	}
+	return float64(x) / float64(acq)
+}
+
+// stats is r per acquisition, with its hand-offs' percentiles.
 func (r herdResult) stats() herdStats {
 	hs := slices.Clone(r.handoffs)
 	slices.Sort(hs)
@@ -200,7 +227,7 @@ func (r herdResult) stats() herdStats {
 	n := float64(r.acquisitions)
 	return herdStats{
 		evalsha: float64(r.evalsha) / n, commands: float64(r.commands) / n,
-		runEvalsha: float64(r.runEvalsha) / n, runCommands: float64(r.runCommands) / n,
+		steadyEvalsha: perAcq(r.steadyEvalsha, r.steadyAcq), steadyCommands: perAcq(r.steadyCommands, r.steadyAcq),
 		p50: us(percentile(hs, 50)), p99: us(percentile(hs, 99)),
 		selfPct: 100 * float64(r.self) / n, bus: float64(r.busPublish) / n,
 		min: slices.Min(r.perClient), max: slices.Max(r.perClient),
@@ -334,7 +361,7 @@ func medianStats(runs []herdStats) herdStats {
 	}
 	return herdStats{
 		evalsha: med(func(s herdStats) float64 { return s.evalsha }), commands: med(func(s herdStats) float64 { return s.commands }),
-		runEvalsha: med(func(s herdStats) float64 { return s.runEvalsha }), runCommands: med(func(s herdStats) float64 { return s.runCommands }),
+		steadyEvalsha: med(func(s herdStats) float64 { return s.steadyEvalsha }), steadyCommands: med(func(s herdStats) float64 { return s.steadyCommands }),
 		p50: med(func(s herdStats) float64 { return s.p50 }), p99: med(func(s herdStats) float64 { return s.p99 }),
 		selfPct: med(func(s herdStats) float64 { return s.selfPct }), bus: med(func(s herdStats) float64 { return s.bus }),
 		min: int(med(func(s herdStats) float64 { return float64(s.min) })), max: int(med(func(s herdStats) float64 { return float64(s.max) })),
@@ -382,16 +409,16 @@ func reportHerd(b *testing.B, what string, names []string, runs [][]herdStats, b
 		name := strings.ReplaceAll(lib, "-", "")
 		b.ReportMetric(m.evalsha, name+"-evalsha/acq")
 		b.ReportMetric(m.commands, name+"-cmds/acq")
-		b.ReportMetric(m.runEvalsha, name+"-run-evalsha/acq")
-		b.ReportMetric(m.runCommands, name+"-run-cmds/acq")
+		b.ReportMetric(m.steadyEvalsha, name+"-steady-evalsha/acq")
+		b.ReportMetric(m.steadyCommands, name+"-steady-cmds/acq")
 		b.ReportMetric(m.p99, name+"-p99-µs")
 		busText := ""
 		if bus {
 			b.ReportMetric(m.bus, name+"-bus/acq")
 			busText = fmt.Sprintf("  bus publish/acq %5.2f", m.bus)
 		}
-		b.Logf("%s %-10s evalsha/acq %5.2f  cmds/acq %6.2f  (to the last acquisition %5.2f, %6.2f)%s  hand-off p50 %5.0fµs p99 %6.0fµs  self %4.1f%%  per client min %3d max %4d  (median of %d)",
-			what, lib, m.evalsha, m.commands, m.runEvalsha, m.runCommands, busText, m.p50, m.p99, m.selfPct, m.min, m.max, len(runs[i]))
+		b.Logf("%s %-10s evalsha/acq %5.2f  cmds/acq %6.2f  (steady %5.2f, %6.2f)%s  hand-off p50 %5.0fµs p99 %6.0fµs  self %4.1f%%  per client min %3d max %4d  (median of %d)",
+			what, lib, m.evalsha, m.commands, m.steadyEvalsha, m.steadyCommands, busText, m.p50, m.p99, m.selfPct, m.min, m.max, len(runs[i]))
 		logServed(b, lib, runs[i])
 	}
 }
