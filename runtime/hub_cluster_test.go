@@ -135,20 +135,6 @@ func awaitAll(t *testing.T, b backend, d *lockrt.LatchDef, k string, n int) <-ch
 	return done
 }
 
-func collect(t *testing.T, done <-chan error, n int) {
-	t.Helper()
-	for range n {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(time.Minute):
-			t.Fatal("an Await never returned")
-		}
-	}
-}
-
 // TestPubSubModeChoice: the choice of pub/sub is made per client: a
 // single node and Sentinel use classic pub/sub, a Redis 7 cluster sharded
 // pub/sub, and a cluster whose servers do not answer PUBSUB SHARDNUMSUB
@@ -214,7 +200,7 @@ func TestShardedPubSubLatch(t *testing.T) {
 		}
 	}
 	for _, done := range dones {
-		collect(t, done, waiters)
+		allDone(t, done, waiters, "an Await never returned")
 	}
 	for i, n := range nodes {
 		calls := cmdCalls(t, n)
@@ -271,7 +257,7 @@ func TestShardedPubSubSlotMigration(t *testing.T) {
 			if left, err := counter.Latch(d, k).CountDown(ctx); err != nil || left != 0 {
 				t.Fatalf("CountDown: %d, %v", left, err)
 			}
-			collect(t, done, waiters)
+			allDone(t, done, waiters, "an Await never returned")
 		})
 	}
 }

@@ -348,19 +348,3 @@ func TestRedLockWaitersShareRefresh(t *testing.T) {
 	}
 	allDone(t, done, waiters, "a RedLock waiter did not get the lock after the release")
 }
-
-// allDone waits for n results on done, failing the test with the first
-// error, or with msg when one takes longer than failAfter.
-func allDone(t *testing.T, done <-chan error, n int, msg string) {
-	t.Helper()
-	for range n {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(failAfter):
-			t.Fatal(msg)
-		}
-	}
-}

@@ -646,3 +646,19 @@ func testPassedOverBeforeSubscribing(t *testing.T, kind lockrt.LockKind) {
 		t.Fatalf("w did not get the lock within %v of x's release: it slept unregistered", bound)
 	}
 }
+
+// allDone waits for n results on done, failing the test with the first
+// error, or with msg when one takes longer than failAfter.
+func allDone(t *testing.T, done <-chan error, n int, msg string) {
+	t.Helper()
+	for range n {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(failAfter):
+			t.Fatal(msg)
+		}
+	}
+}

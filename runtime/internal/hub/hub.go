@@ -314,7 +314,7 @@ func (h *Hub) confirmed(ctx context.Context, s *Subscription, expired <-chan tim
 // reached.
 func (h *Hub) route(ctx context.Context, s *Subscription) {
 	addr, node, err := h.owner(ctx, s.channel)
-	if err == nil && node != nil && !h.primed.Swap(true) {
+	if err == nil && node != nil && !h.primed.Load() {
 		h.prime(ctx)
 	}
 	h.mu.Lock()
@@ -351,17 +351,21 @@ func (h *Hub) owner(ctx context.Context, channel string) (string, *redis.Client,
 // release finds no receiver for a waiter that just registered, and passes
 // it over (it registers again: a script more). The cost is an idle
 // connection per primary, which sends nothing (read) until a channel is
-// subscribed on it. The slot map is the client's cached one; prime does
-// nothing when it cannot be had.
+// subscribed on it. The slot map is the client's cached one; when it
+// cannot be had, prime does nothing and the next channel routed tries
+// again. Two primes at once open each connection once (connTo).
 func (h *Hub) prime(ctx context.Context) {
 	var mu sync.Mutex
 	var nodes []*redis.Client
-	_ = h.rdb.(*redis.ClusterClient).ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
+	err := h.rdb.(*redis.ClusterClient).ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
 		mu.Lock()
 		nodes = append(nodes, node)
 		mu.Unlock()
 		return nil
 	})
+	if err != nil {
+		return // (the next channel routed tries again)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -370,6 +374,7 @@ func (h *Hub) prime(ctx context.Context) {
 	for _, node := range nodes {
 		h.connTo(node.Options().Addr, node)
 	}
+	h.primed.Store(true)
 }
 
 // connTo returns the connection for addr, opening it if needed. h.mu
