@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -439,4 +440,85 @@ func migrateWhileWaiting(t *testing.T, c *redistest.Cluster, nodes []*redis.Clie
 			t.Fatalf("%d of %d waiters got it within 10s of the release after the migration", i, waiters)
 		}
 	}
+}
+
+// TestConnectionsFlatInObjects: the connections a client opens on a
+// 3-primary cluster do not grow with the objects it waits on (what
+// docs/operations.md says a client holds). One waiter at a time, each
+// wait a first wait on a new lock (an attempt, a subscription and the
+// read after it, then the lock handed over): the waits on a lock on each
+// primary open the client's connections (a command, a pipeline and a
+// pub/sub connection per primary: 9, and 10 or 11 in some runs, where the
+// client's heartbeat or its read of the slot map ran beside a wait's
+// command and go-redis dialled a connection more; at most 15 here), and
+// 21 waits on new locks after them open none (at most 3, for such
+// collisions: not one per object).
+func TestConnectionsFlatInObjects(t *testing.T) {
+	t.Parallel()
+	_, b := ownCluster(t)
+	ctx := context.Background()
+	admin := b.new().(*redis.ClusterClient)
+	defer admin.Close()
+	holder := newClient(t, b)
+	var dials atomic.Int64
+	wrdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: admin.Options().Addrs, Dialer: redistest.CountingDialer(&dials)})
+	waiter := lockrt.New(wrdb)
+	t.Cleanup(func() {
+		waiter.Close()
+		wrdb.Close()
+	})
+	d := def(t, lockrt.Reentrant, 30*time.Second, true, time.Minute)
+
+	// waitOn makes the waiter wait on k until the holder lets go.
+	waitOn := func(k string) {
+		t.Helper()
+		le, err := holder.Lock(d, k).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			wl, err := waiter.Lock(d, k).Lock(ctx)
+			if err == nil {
+				err = wl.Unlock(ctx)
+			}
+			done <- err
+		}()
+		waitQueued(t, admin, k, 1)
+		if err := le.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		allDone(t, done, 1, "the waiter did not get the lock after the release")
+	}
+
+	// A lock on each primary first.
+	seen := map[string]bool{}
+	var first, later []string
+	for i := 0; len(first) < 3 || len(later) < 21; i++ {
+		k := key(t, strconv.Itoa(i))
+		m, err := admin.MasterForKey(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if addr := m.Options().Addr; !seen[addr] {
+			seen[addr] = true
+			first = append(first, k)
+		} else if len(later) < 21 {
+			later = append(later, k)
+		}
+	}
+	for _, k := range first {
+		waitOn(k)
+	}
+	opened := dials.Load()
+	if opened > 15 {
+		t.Errorf("waits on a lock on each of 3 primaries opened %d connections, want at most 15", opened)
+	}
+	for _, k := range later {
+		waitOn(k)
+	}
+	if n := dials.Load() - opened; n > 3 {
+		t.Errorf("21 waits on new locks after those opened %d connections more, want none (3 at most)", n)
+	}
+	t.Logf("connections: %d for the first waits on 3 primaries, %d more for 21 waits after them", opened, dials.Load()-opened)
 }

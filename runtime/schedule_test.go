@@ -539,8 +539,9 @@ func TestScheduleFireWithoutState(t *testing.T) {
 }
 
 // TestScheduleScriptsPerTick: a started schedule sends one script per
-// tick, its claim (and one read of the state when it starts, and one
-// more claim of a tick the server's clock finds early); nothing polls.
+// tick, its claim (and one read of the state when it starts, a claim
+// more of a tick the server's clock finds early, and the claims of ticks
+// passed over before the first fire); nothing polls.
 func TestScheduleScriptsPerTick(t *testing.T) {
 	t.Parallel()
 	_, b := ownNode(t)
@@ -561,16 +562,21 @@ func TestScheduleScriptsPerTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first turn reads the state; then every claim fires its tick,
-	// but one the server's clock finds early, which is sent again when
-	// due, and, before the first fire, one whose next tick is due already
-	// by the time it runs (a schedule that never fired starts with the
-	// newest tick due: under load the first claims come late); a call
-	// that failed (there should be none) is read back before the next
-	// claim. Nothing else: no claim of a tick handled already, no poll.
+	// but:
+	//   - one the server's clock finds early, sent again when due (one in
+	//     ten at most: the client's estimate of the server's clock comes
+	//     from replies, so it lags, and a claim is early only when the
+	//     wall clock steps);
+	//   - before the first fire, one whose next tick is due already by
+	//     the time it runs (a schedule that never fired starts with the
+	//     newest tick due: under load its first claims come late);
+	//   - a call that failed (there should be none), read back before the
+	//     next claim.
+	// Nothing else: no claim of a tick handled already, no poll.
 	r := replies.counts()
-	if r.other != 0 || r.fired != st.Fires || r.early > r.fired ||
+	if r.other != 0 || r.fired != st.Fires || r.early > st.Fires/10 ||
 		r.reads > 1+r.failed || r.total != r.fired+r.early+r.reads+r.failed+r.skipped {
-		t.Errorf("%d fires: scripts %+v, want one per fire besides the first read, early claims (at most one per fire), ticks skipped before the first fire and failed calls", st.Fires, r)
+		t.Errorf("%d fires: scripts %+v, want one per fire besides the first read, early claims (one in ten at most), ticks skipped before the first fire and failed calls", st.Fires, r)
 	} else {
 		t.Logf("%d fires: scripts %+v", st.Fires, r)
 	}

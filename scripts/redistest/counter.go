@@ -2,7 +2,9 @@ package redistest
 
 import (
 	"context"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -82,5 +84,16 @@ func (h *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		err := next(ctx, cmds)
 		h.add(cmds...)
 		return err
+	}
+}
+
+// CountingDialer returns a go-redis Dialer (Options.Dialer,
+// ClusterOptions.Dialer) that adds one to n for each connection it
+// opens: command, pipeline and pub/sub connections alike.
+func CountingDialer(n *atomic.Int64) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		n.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
 	}
 }

@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,12 +23,7 @@ func TestPrimeEveryPrimary(t *testing.T) {
 	c := redistest.NewCluster(t, 3)
 	ctx := context.Background()
 	var dials atomic.Int64
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dials.Add(1)
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		}})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, Dialer: redistest.CountingDialer(&dials)})
 	defer rdb.Close()
 	h := New(rdb, true)
 	defer h.Close()
