@@ -11,7 +11,8 @@ package bench
 //     reports the commands and scripts Redis ran per item (INFO
 //     commandstats, scripts' commands included: producers, consumers,
 //     timers and background tasks) and the CPU time per item of Redis
-//     and of the benchmark's process.
+//     and of the benchmark's process. QUEUE_CMDS=1 logs each command's
+//     count per item as well.
 //   - BenchmarkDelayLateness: 300 items with random delays of 0-2s; how
 //     late after its due time each is delivered, p50 and p99. asynq moves
 //     scheduled tasks with a forwarder that polls every 5s (hard-coded in
@@ -24,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -276,6 +278,7 @@ func BenchmarkQueueThroughput(b *testing.B) {
 // timers, asynq's background tasks).
 func reportPerItem(b *testing.B, before map[string]int64, items int) {
 	var cmds, scripts int64
+	each := map[string]float64{}
 	for name, n := range commandStats(b) {
 		d := n - before[name]
 		switch name {
@@ -285,6 +288,12 @@ func reportPerItem(b *testing.B, before map[string]int64, items int) {
 			scripts += d
 		}
 		cmds += d
+		if d > 0 {
+			each[name] = float64(d) / float64(items)
+		}
+	}
+	if os.Getenv("QUEUE_CMDS") != "" {
+		b.Logf("commands per item: %v", each)
 	}
 	b.ReportMetric(float64(cmds)/float64(items), "cmds/item")
 	b.ReportMetric(float64(scripts)/float64(items), "scripts/item")
