@@ -68,11 +68,25 @@ func TestDefectsFromEvents(t *testing.T) {
 		{T: 48, W: "w0.0", Ev: evUnlock, Obj: objPermits, Hold: "p1", Err: "lockgen: permit not held"},
 		{T: 49, W: "w0.0", Ev: evRel, Obj: objPermits, Hold: "p2", Alive: true},
 		{T: 49 + int64(lease) + 1, Recv: 49 + int64(lease) + 2, W: "w0.0", Ev: evUnlock, Obj: objPermits, Hold: "p2", Err: "lockgen: permit not held"},
+		// An outer Unlock that answered "lock lost" although its hold was
+		// alive just before and is gone after it (counted); another held
+		// by a SIGSTOP for more than a lease: the lease ran out in Redis
+		// before the release ran (not counted).
+		{T: 60, W: "w0.0", Ev: evAcq, Obj: objMutex, Hold: "d", TCall: 59},
+		{T: 61, W: "w0.0", Ev: evHolds, Obj: objMutex, Hold: "d", Stage: "prerel", N: 1, Alive: true},
+		{T: 62, W: "w0.0", Ev: evUnlock, Obj: objMutex, Hold: "d", Err: "lockgen: lock lost"},
+		{T: 63, W: "w0.0", Ev: evHolds, Obj: objMutex, Hold: "d", Stage: "after", N: 0},
+		{T: 70, W: "w1.0", Ev: evAcq, Obj: objMutex, Hold: "e", TCall: 69},
+		{T: 71, W: "w1.0", Ev: evHolds, Obj: objMutex, Hold: "e", Stage: "prerel", N: 1, Alive: true},
+		{T: 72, Ev: evFault, Fault: "sigstop-holder", Target: "w1"},
+		{T: 72 + int64(lease) + 1, Recv: 72 + int64(lease) + 1, Ev: evHealed, Fault: "sigstop-holder"},
+		{T: 72 + int64(lease) + 2, Recv: 72 + int64(lease) + 2, W: "w1.0", Ev: evUnlock, Obj: objMutex, Hold: "e", Err: "lockgen: lock lost"},
+		{T: 72 + int64(lease) + 3, Recv: 72 + int64(lease) + 3, W: "w1.0", Ev: evHolds, Obj: objMutex, Hold: "e", Stage: "after", N: 0},
 	}
 	r := Check(ev)
 	for class, want := range map[string]int{
 		"reentry-count": 1, "inner-unlock": 1, "held-after-unlock": 1, "latch-double": 1,
-		"take-claim-lost": 1, "lock-not-held": 0, "err-unlock": 0, "offer-double": 0, "err-release": 1,
+		"take-claim-lost": 1, "lock-not-held": 0, "err-unlock": 1, "offer-double": 0, "err-release": 1,
 		"err-ack": 1,
 	} {
 		if got := r.DefectCount(class); got != want {
