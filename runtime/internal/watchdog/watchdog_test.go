@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/impl"
+	"github.com/lockgen/lockgen/scripts/redistest"
 )
 
 // testHolder is a holder whose hold can start young, as a Lease.
@@ -281,10 +282,18 @@ func TestWatchdogFirstRenewalOnTime(t *testing.T) {
 			if r.at.Before(earliest) {
 				t.Fatalf("the hand-off's hold was renewed %v after it was taken, want no sooner than %v", r.at.Sub(start), earliest.Sub(start))
 			}
-			w.mu.Lock()
-			h := w.entries[kh]
-			next, firstLeft := h.next, h.first
-			w.mu.Unlock()
+			// The watchdog applies the outcome after the renew function
+			// returns: wait for it (First gone) before reading when the
+			// hold is due again.
+			var next time.Time
+			var firstLeft time.Duration
+			redistest.Within(5*time.Second, func() bool {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				h := w.entries[kh]
+				next, firstLeft = h.next, h.first
+				return firstLeft == 0
+			})
 			if firstLeft != 0 || next.Sub(r.at) < RenewEvery(30*time.Second)/2 {
 				t.Fatalf("after its first renewal the hold keeps First %v and is due again in %v; want 0 and its lease's interval", firstLeft, next.Sub(r.at))
 			}
