@@ -3,7 +3,9 @@ package runtime_test
 import (
 	"log"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,9 +127,36 @@ func def(t testing.TB, kind lockrt.LockKind, lease time.Duration, renew bool, wa
 	return &lockrt.LockDef{Name: t.Name(), Kind: kind, Lease: lease, Renew: renew, Wait: wait, Scripts: lockScripts(t, kind.String())}
 }
 
-// key returns a key of the test's own.
+// runNames is runName's memory: how many runs of each test name this
+// process began, and the name each test (by its testing.TB) was given.
+var runNames = struct {
+	sync.Mutex
+	runs map[string]int
+	of   map[testing.TB]string
+}{runs: map[string]int{}, of: map[testing.TB]string{}}
+
+// runName is t's name with "/" and " " made "_", and ".<n>" appended for
+// the nth run of that name in this process (go test -count=n, whose runs
+// share the package's servers): the name of the keys and connections of
+// t's own, the same for every call with t.
+func runName(t testing.TB) string {
+	runNames.Lock()
+	defer runNames.Unlock()
+	if name, ok := runNames.of[t]; ok {
+		return name
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	runNames.runs[name]++
+	if n := runNames.runs[name]; n > 1 {
+		name += "." + strconv.Itoa(n)
+	}
+	runNames.of[t] = name
+	return name
+}
+
+// key returns a key of the test's own (of this run of it: runName).
 func key(t testing.TB, values ...string) string {
-	object := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	object := runName(t)
 	lits := make([]string, len(values)+1)
 	for i := 1; i < len(lits); i++ {
 		lits[i-1] = "k:"

@@ -183,11 +183,9 @@ func waitAwaiting(t testing.TB, k string, cs ...*lockrt.Client) {
 	}, fmt.Sprintf("not all of %d clients await %s", len(cs), k))
 }
 
-// connName is the connection name of t's namedClient: the test's name,
-// which no other test shares.
-func connName(t testing.TB) string {
-	return strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
-}
+// connName is the connection name of t's namedClient: the test's name
+// (of this run of it: runName), which no other test shares.
+func connName(t testing.TB) string { return runName(t) }
 
 // namedClient returns a runtime client over a new connection to b whose
 // connections all carry connName(t) (CLIENT SETNAME), closed when the
