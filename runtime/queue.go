@@ -273,6 +273,17 @@ func emptyError(ctx context.Context) error {
 	return ErrEmpty
 }
 
+// emptyTaking is the error of a take from key whose wait ended while its
+// call was in flight: ErrEmpty alone when the take's own wait (TryTake's)
+// ran out, and with the context's error when the caller's context ended
+// (emptyError), as when the wait ends between calls.
+func emptyTaking(ctx context.Context, key string) error {
+	if err := emptyError(ctx); err != ErrEmpty {
+		return fmt.Errorf("%w (taking from %s)", err, key)
+	}
+	return ErrEmpty
+}
+
 // giveBack puts what a plain queue's pop took after its caller gave up
 // (popped's {key, item or items}) back at the head of the queue, in its
 // order: best effort, under a release context.
@@ -371,7 +382,7 @@ func (q *queue) popAs(ctx context.Context, end time.Time, n int, owner string, r
 	ss, err := cmd.StringSlice()
 	switch {
 	case err != nil && wctx.Err() != nil && errors.Is(err, wctx.Err()): // the wait ended first
-		return nil, fmt.Errorf("%w: taking from %s: %w", ErrEmpty, q.key, wctx.Err())
+		return nil, emptyTaking(ctx, q.key)
 	case errors.Is(err, redis.Nil):
 		return nil, nil
 	case err != nil:

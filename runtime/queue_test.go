@@ -186,6 +186,67 @@ func TestQueueManyClients(t *testing.T) {
 	})
 }
 
+// TestTakeEndsInFlight: a take whose wait ends while its call is in
+// flight (Redis paused, CLIENT PAUSE WRITE, on a server of the test's own)
+// answers as one whose wait ends between calls: TryTake's own wait
+// running out is ErrEmpty alone, the caller's deadline is ErrEmpty and
+// DeadlineExceeded; for a plain and a reliable queue. (It answered both
+// for either, the CI failure of TestQueueTakeWaits on 2026-11-29.)
+func TestTakeEndsInFlight(t *testing.T) {
+	t.Parallel()
+	node, b := ownNode(t)
+	ctx := withTimeout(t, 30*time.Second)
+	c := newClient(t, b)
+	plain := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "plain"))
+	reliable := lockrt.NewReliableQueue(c, queueDef(t, false, time.Minute, 0), lockrt.JSON[int]{}, key(t, "reliable"))
+	// take is TryTake(wait), or Take for a negative wait.
+	takes := []struct {
+		name string
+		take func(ctx context.Context, wait time.Duration) error
+	}{
+		{"plain", func(ctx context.Context, wait time.Duration) (err error) {
+			if wait < 0 {
+				_, err = plain.Take(ctx)
+			} else {
+				_, err = plain.TryTake(ctx, wait)
+			}
+			return err
+		}},
+		{"reliable", func(ctx context.Context, wait time.Duration) (err error) {
+			if wait < 0 {
+				_, err = reliable.Take(ctx)
+			} else {
+				_, err = reliable.TryTake(ctx, wait)
+			}
+			return err
+		}},
+	}
+	for _, tk := range takes { // connections made before the pause
+		if err := tk.take(ctx, 0); !errors.Is(err, lockrt.ErrEmpty) {
+			t.Fatalf("%s: TryTake(0) = %v, want ErrEmpty", tk.name, err)
+		}
+	}
+	admin := node.Client()
+	for _, tk := range takes {
+		if err := admin.Do(ctx, "client", "pause", 60000, "write").Err(); err != nil {
+			t.Fatal(err)
+		}
+		err := tk.take(ctx, 100*time.Millisecond)
+		if !errors.Is(err, lockrt.ErrEmpty) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: TryTake(100ms) with Redis paused = %v, want ErrEmpty alone", tk.name, err)
+		}
+		dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		err = tk.take(dctx, -1)
+		cancel()
+		if !errors.Is(err, lockrt.ErrEmpty) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: a take past its caller's deadline with Redis paused = %v, want ErrEmpty and DeadlineExceeded", tk.name, err)
+		}
+		if err := admin.Do(ctx, "client", "unpause").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestQueueTakeWaits: Take blocks until an item is offered, wakes within
 // milliseconds of the offer, honours its context, and TryTake(0) does not
 // wait.

@@ -361,12 +361,10 @@ func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *
 	if err := q.c.checkOpen(); err != nil {
 		return nil, err
 	}
-	// Not cut short by ctx: a claim that ran while its reply was
-	// queue_take reply: nil | {int, int, any...}
-	// abandoned would hide the items for a whole visibility timeout.
 	// Bounded by the deadline (and the wait), not cut short by a
 	// cancellation: a claim that ran while its reply was abandoned hides
 	// its items until their visibility runs out.
+	// queue_take reply: nil | {int, int, any...}
 	if dl, ok := ctx.Deadline(); ok && (end.IsZero() || dl.Before(end)) {
 		end = dl
 	}
@@ -396,7 +394,7 @@ func (q *queue) claim(ctx context.Context, end time.Time, id string, n int, op *
 		// reply: nothing was taken, as far as the caller is concerned
 		// (what the claim may have taken comes back after its
 		// visibility), as when the wait ends with the queue empty.
-		return nil, fmt.Errorf("%w: taking from %s: %w", ErrEmpty, q.key, err)
+		return nil, emptyTaking(ctx, q.key)
 	case err != nil:
 		return nil, fmt.Errorf("lockgen: taking from %s: %w", q.key, err)
 	case len(res) < 5 || (len(res)-2)%3 != 0:
