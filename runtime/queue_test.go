@@ -199,27 +199,12 @@ func TestTakeEndsInFlight(t *testing.T) {
 	c := newClient(t, b)
 	plain := lockrt.NewQueue(c, queueDef(t, false, 0, 0), lockrt.JSON[int]{}, key(t, "plain"))
 	reliable := lockrt.NewReliableQueue(c, queueDef(t, false, time.Minute, 0), lockrt.JSON[int]{}, key(t, "reliable"))
-	// take is TryTake(wait), or Take for a negative wait.
 	takes := []struct {
 		name string
 		take func(ctx context.Context, wait time.Duration) error
 	}{
-		{"plain", func(ctx context.Context, wait time.Duration) (err error) {
-			if wait < 0 {
-				_, err = plain.Take(ctx)
-			} else {
-				_, err = plain.TryTake(ctx, wait)
-			}
-			return err
-		}},
-		{"reliable", func(ctx context.Context, wait time.Duration) (err error) {
-			if wait < 0 {
-				_, err = reliable.Take(ctx)
-			} else {
-				_, err = reliable.TryTake(ctx, wait)
-			}
-			return err
-		}},
+		{"plain", takeOrTry(plain.Take, plain.TryTake)},
+		{"reliable", takeOrTry(reliable.Take, reliable.TryTake)},
 	}
 	for _, tk := range takes { // connections made before the pause
 		if err := tk.take(ctx, 0); !errors.Is(err, lockrt.ErrEmpty) {
@@ -244,6 +229,19 @@ func TestTakeEndsInFlight(t *testing.T) {
 		if err := admin.Do(ctx, "client", "unpause").Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// takeOrTry returns a take's error: TryTake(wait) through try, or Take
+// through take for a negative wait.
+func takeOrTry[V any](take func(context.Context) (V, error), try func(context.Context, time.Duration) (V, error)) func(context.Context, time.Duration) error {
+	return func(ctx context.Context, wait time.Duration) (err error) {
+		if wait < 0 {
+			_, err = take(ctx)
+		} else {
+			_, err = try(ctx, wait)
+		}
+		return err
 	}
 }
 
