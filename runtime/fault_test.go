@@ -108,14 +108,7 @@ func TestPubSubReconnect(t *testing.T) {
 	}
 	rec := &recorder{}
 	waiter := newClientWith(t, b, lockrt.WithObserver(rec))
-	got := make(chan error, 1)
-	go func() {
-		le, err := waiter.Lock(d, k).Lock(ctx)
-		if err == nil {
-			err = le.Unlock(ctx)
-		}
-		got <- err
-	}()
+	got := lockThenUnlock(ctx, waiter.Lock(d, k))
 	waitWaiting(t, waiter, k, 1, 1)
 	if err := holder.Redis().Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)

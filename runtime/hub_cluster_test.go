@@ -476,14 +476,7 @@ func TestConnectionsFlatInObjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() {
-			wl, err := waiter.Lock(d, k).Lock(ctx)
-			if err == nil {
-				err = wl.Unlock(ctx)
-			}
-			done <- err
-		}()
+		done := lockThenUnlock(ctx, waiter.Lock(d, k))
 		waitQueued(t, admin, k, 1)
 		if err := le.Unlock(ctx); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"log"
 	"os"
 	"strconv"
@@ -178,6 +179,20 @@ func inBackground[T any](t testing.TB, take func() (T, error)) <-chan T {
 		got <- v
 	}()
 	return got
+}
+
+// lockThenUnlock locks l and unlocks it at once, in a goroutine (a waiter
+// that takes its turn): the channel gets the first error, or nil.
+func lockThenUnlock(ctx context.Context, l *lockrt.Lock) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		le, err := l.Lock(ctx)
+		if err == nil {
+			err = le.Unlock(ctx)
+		}
+		done <- err
+	}()
+	return done
 }
 
 // errOnly returns a call's error, dropping its value (an offer's ids).

@@ -263,14 +263,7 @@ func TestClosedWaiterDoesNotStrand(t *testing.T) {
 		deadRDB.Close()
 		dead.Close()
 		live := newClient(t, b)
-		got := make(chan error, 1)
-		go func() {
-			le, err := live.Lock(d, k).Lock(ctx)
-			if err == nil {
-				err = le.Unlock(ctx)
-			}
-			got <- err
-		}()
+		got := lockThenUnlock(ctx, live.Lock(d, k))
 		waitQueuedBesides(t, holder.Redis(), k, dead.ID()+":")
 		if err := le.Unlock(ctx); err != nil {
 			t.Fatal(err)

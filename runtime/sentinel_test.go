@@ -125,14 +125,7 @@ func waiterWoken(t *testing.T, b backend, k string) {
 	}
 	wc := newClient(t, b)
 	waiter := wc.Lock(d, k)
-	got := make(chan error, 1)
-	go func() {
-		le, err := waiter.Lock(ctx)
-		if err == nil {
-			err = le.Unlock(ctx)
-		}
-		got <- err
-	}()
+	got := lockThenUnlock(ctx, waiter)
 	waitWaiting(t, wc, k, 1, 1)
 	released := time.Now()
 	if err := holder.Unlock(ctx); err != nil {
