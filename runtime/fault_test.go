@@ -108,7 +108,7 @@ func TestPubSubReconnect(t *testing.T) {
 	}
 	rec := &recorder{}
 	waiter := newClientWith(t, b, lockrt.WithObserver(rec))
-	got := lockThenUnlock(ctx, waiter.Lock(d, k))
+	got := lockThenUnlock(ctx, waiter.Lock(d, k).Lock)
 	waitWaiting(t, waiter, k, 1, 1)
 	if err := holder.Redis().Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)

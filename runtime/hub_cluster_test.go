@@ -476,7 +476,7 @@ func TestConnectionsFlatInObjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := lockThenUnlock(ctx, waiter.Lock(d, k))
+		done := lockThenUnlock(ctx, waiter.Lock(d, k).Lock)
 		waitQueued(t, admin, k, 1)
 		if err := le.Unlock(ctx); err != nil {
 			t.Fatal(err)

@@ -181,12 +181,13 @@ func inBackground[T any](t testing.TB, take func() (T, error)) <-chan T {
 	return got
 }
 
-// lockThenUnlock locks l and unlocks it at once, in a goroutine (a waiter
-// that takes its turn): the channel gets the first error, or nil.
-func lockThenUnlock(ctx context.Context, l *lockrt.Lock) <-chan error {
+// lockThenUnlock locks with lock (a Lock's, a RedLock's or a MultiLock's
+// Lock method) and unlocks at once, in a goroutine (a waiter that takes
+// its turn): the channel gets the first error, or nil.
+func lockThenUnlock[L interface{ Unlock(context.Context) error }](ctx context.Context, lock func(context.Context, ...lockrt.AcquireOption) (L, error)) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		le, err := l.Lock(ctx)
+		le, err := lock(ctx)
 		if err == nil {
 			err = le.Unlock(ctx)
 		}

@@ -594,14 +594,7 @@ func TestRedLockForceUnlockWakesWaiters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := make(chan error, 1)
-	go func() {
-		le, err := waiter.Lock(ctx)
-		if err == nil {
-			err = le.Unlock(ctx)
-		}
-		got <- err
-	}()
+	got := lockThenUnlock(ctx, waiter.Lock)
 	eventually(t, 10*time.Second, func() bool {
 		for _, n := range nodes {
 			if n.Client().LLen(ctx, k+":queue").Val() != 1 {

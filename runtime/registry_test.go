@@ -263,7 +263,7 @@ func TestClosedWaiterDoesNotStrand(t *testing.T) {
 		deadRDB.Close()
 		dead.Close()
 		live := newClient(t, b)
-		got := lockThenUnlock(ctx, live.Lock(d, k))
+		got := lockThenUnlock(ctx, live.Lock(d, k).Lock)
 		waitQueuedBesides(t, holder.Redis(), k, dead.ID()+":")
 		if err := le.Unlock(ctx); err != nil {
 			t.Fatal(err)

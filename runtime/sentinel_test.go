@@ -125,7 +125,7 @@ func waiterWoken(t *testing.T, b backend, k string) {
 	}
 	wc := newClient(t, b)
 	waiter := wc.Lock(d, k)
-	got := lockThenUnlock(ctx, waiter)
+	got := lockThenUnlock(ctx, waiter.Lock)
 	waitWaiting(t, wc, k, 1, 1)
 	released := time.Now()
 	if err := holder.Unlock(ctx); err != nil {
